@@ -1,0 +1,56 @@
+/** Per-app settings. `null` everywhere means the seed's behaviour. */
+export interface AppConfiguration {
+  /** Longest lifetime an admin token may be given, in seconds; null: no maximum. */
+  adminTokenMaxLifetimeSeconds: number | null;
+  /** Longest lifetime an anonymous token may be given, in seconds; null: no maximum. */
+  anonymousTokenMaxLifetimeSeconds: number | null;
+  /** Whether an anonymous token request must carry the app's exact AppKey. */
+  requireAppKey: boolean;
+}
+
+export const DEFAULT_APP_CONFIGURATION: Readonly<AppConfiguration> = Object.freeze({
+  adminTokenMaxLifetimeSeconds: null,
+  anonymousTokenMaxLifetimeSeconds: null,
+  requireAppKey: false,
+});
+
+/** An app as stored: the ClientSecret only as its digest. */
+export interface AppRecord {
+  appId: string;
+  name: string;
+  appKey: string;
+  clientId: string;
+  clientSecretHash: Buffer;
+  /** The admin token's `id`: stable per app, not a secret. */
+  adminId: string;
+  /** UNIX ms. */
+  createdAt: number;
+  configuration: AppConfiguration;
+}
+
+/** What an operator may see of an app, and what `GET /api/apps/{appId}` returns: never a secret. */
+export interface AppDescription {
+  appId: string;
+  name: string;
+  appKey: string;
+  clientId: string;
+  adminId: string;
+  createdAt: string;
+  configuration: AppConfiguration;
+}
+
+export function describeApp(app: AppRecord): AppDescription {
+  return {
+    appId: app.appId,
+    name: app.name,
+    appKey: app.appKey,
+    clientId: app.clientId,
+    adminId: app.adminId,
+    createdAt: new Date(app.createdAt).toISOString(),
+    configuration: { ...app.configuration },
+  };
+}
+
+export const MAX_APP_NAME_LENGTH = 200;
+/** AppIDs in URLs are checked against this before any lookup. */
+export const APP_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

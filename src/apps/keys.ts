@@ -1,0 +1,29 @@
+import { randomHex, randomUUID } from '../crypto.js';
+
+/** The four access keys of a new app, plus its admin id. */
+export interface AppKeys {
+  appId: string;
+  appKey: string;
+  clientId: string;
+  clientSecret: string;
+  adminId: string;
+}
+
+/**
+ * AppID: 16 hex characters (64 bits); ClientID and AppKey: 32 hex characters (128 bits);
+ * ClientSecret: 64 hex characters (256 bits). All URL-safe; AppID and ClientID differ in length,
+ * so they can never be equal.
+ */
+export function generateAppKeys(): AppKeys {
+  return {
+    appId: randomHex(8),
+    appKey: randomHex(16),
+    clientId: randomHex(16),
+    clientSecret: generateClientSecret(),
+    adminId: randomUUID(),
+  };
+}
+
+export function generateClientSecret(): string {
+  return randomHex(32);
+}

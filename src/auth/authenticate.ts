@@ -1,0 +1,69 @@
+import { APP_ID_PATTERN } from '../apps/app.js';
+import type { AppCache } from '../apps/cache.js';
+import { appNotFound } from '../apps/service.js';
+import { TesseraError } from '../errors.js';
+import { ANONYMOUS_ID, type Principal } from '../principal.js';
+import type { TokenService } from '../tokens/service.js';
+import { parseAuthorization } from './authorization.js';
+
+export interface AuthenticationRequest {
+  appId: string;
+  /** The `Authorization` header, as sent. */
+  authorization: string | undefined;
+  /** The request path (a query string is ignored), for the `/me` rule. */
+  path: string;
+  /** Whether the resource is an admin feature. */
+  adminRequired?: boolean;
+}
+
+/**
+ * Resolves the principal of a request under `/api/apps/{appId}/` in one of the seed's three modes,
+ * or throws the contract's error. Shared by this service's routes, the Fastify and Express
+ * middleware, and forward authentication.
+ */
+export class Authenticator {
+  constructor(
+    private readonly apps: AppCache,
+    private readonly tokens: TokenService,
+  ) {}
+
+  async authenticate(request: AuthenticationRequest): Promise<Principal> {
+    const app = APP_ID_PATTERN.test(request.appId) ? await this.apps.get(request.appId) : undefined;
+    if (app === undefined) throw appNotFound();
+    const credentials = parseAuthorization(request.authorization);
+    let principal: Principal;
+    if (credentials.scheme === 'bearer') {
+      principal = await this.tokens.verify(app, credentials.token);
+    } else if (credentials.scheme === 'basic' && credentials.user === app.appId) {
+      principal = { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null };
+    } else {
+      throw new TesseraError(
+        'UNAUTHORIZED',
+        'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).',
+      );
+    }
+    if (principal.kind === 'admin' && hasMeSegment(request.path)) {
+      throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
+    }
+    if (request.adminRequired === true && principal.kind !== 'admin') {
+      throw new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
+    }
+    return principal;
+  }
+}
+
+/** Whether a path has a segment that is exactly `me` once percent-decoded (`/users/me`, `/users/%6De`). */
+export function hasMeSegment(path: string): boolean {
+  const query = path.indexOf('?');
+  const pathname = query < 0 ? path : path.slice(0, query);
+  if (!pathname.includes('me') && !pathname.includes('%')) return false;
+  return pathname.split('/').some((segment) => segment === 'me' || (segment.includes('%') && safeDecode(segment) === 'me'));
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

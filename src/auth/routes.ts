@@ -1,0 +1,33 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { TesseraError } from '../errors.js';
+
+const whoamiSchema = {
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        appId: { type: 'string' },
+        principal: { type: 'string', enum: ['anonymous', 'admin'] },
+        id: { type: 'string' },
+        auth: { type: 'string', enum: ['basic', 'bearer'] },
+        expiresAt: { type: ['integer', 'null'] },
+      },
+      required: ['appId', 'principal', 'id', 'auth', 'expiresAt'],
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+/** Needs `tesseraAuth` registered in the same scope. */
+export const authRoutes: FastifyPluginAsync = async (app) => {
+  app.get('/api/apps/:appId/whoami', { schema: whoamiSchema }, async (request) => {
+    const { appId, kind, id, auth, expiresAt } = request.principal;
+    return { appId, principal: kind, id, auth, expiresAt };
+  });
+
+  // Everything else under an app is authenticated first (so the /me rule holds on any path), then
+  // is not found.
+  app.all('/api/apps/:appId/*', async () => {
+    throw new TesseraError('NOT_FOUND', 'No such resource.');
+  });
+};

@@ -1,0 +1,78 @@
+import type { AppDescription } from '../apps/app.js';
+import type { CreatedApp } from '../apps/service.js';
+import type { Tessera } from '../tessera.js';
+import { UsageError, type ParsedCommand } from './args.js';
+import type { Output } from './output.js';
+
+/** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
+export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
+  const [verb, appId, ...extra] = command.positionals;
+  const needsAppId = () => {
+    if (appId === undefined || extra.length > 0) throw new UsageError(`usage: tessera apps ${verb} APP_ID [--json]`);
+    return appId;
+  };
+  switch (verb) {
+    case 'create': {
+      if (command.name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--json]');
+      const created = await tessera.apps.create(command.name);
+      return out.result(created, () => describeCreated(created));
+    }
+    case 'list': {
+      if (appId !== undefined) throw new UsageError('usage: tessera apps list [--json]');
+      const apps = await tessera.apps.list();
+      return out.result(apps, () =>
+        apps.length === 0 ? 'No apps yet. Create one: tessera apps create --name NAME' : apps.map(oneLine).join('\n'),
+      );
+    }
+    case 'show': {
+      const app = await tessera.apps.show(needsAppId());
+      return out.result(app, () => describe(app));
+    }
+    case 'rotate-secret': {
+      const rotated = await tessera.apps.rotateSecret(needsAppId());
+      return out.result(rotated, () =>
+        [
+          `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`,
+          `  ClientSecret  ${rotated.clientSecret}`,
+        ].join('\n'),
+      );
+    }
+    case 'delete': {
+      const id = needsAppId();
+      await tessera.apps.delete(id);
+      return out.result({ appId: id, deleted: true }, () => `Deleted app ${id} and all of its tokens.`);
+    }
+    default:
+      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|delete … [--json]');
+  }
+}
+
+function describeCreated(app: CreatedApp): string {
+  return [
+    `Created app "${app.name}". The ClientSecret is shown only now: keep it on the server side.`,
+    `  AppID         ${app.appId}`,
+    `  AppKey        ${app.appKey}`,
+    `  ClientID      ${app.clientId}`,
+    `  ClientSecret  ${app.clientSecret}`,
+  ].join('\n');
+}
+
+function oneLine(app: AppDescription): string {
+  return `${app.appId}  ${app.createdAt}  ${app.name}`;
+}
+
+function describe(app: AppDescription): string {
+  const config = app.configuration;
+  const lifetime = (seconds: number | null) => (seconds === null ? 'no maximum' : `${seconds} s`);
+  return [
+    `App "${app.name}"`,
+    `  AppID         ${app.appId}`,
+    `  AppKey        ${app.appKey}`,
+    `  ClientID      ${app.clientId}`,
+    `  Admin id      ${app.adminId}`,
+    `  Created       ${app.createdAt}`,
+    `  Max admin token lifetime      ${lifetime(config.adminTokenMaxLifetimeSeconds)}`,
+    `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
+    `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,
+  ].join('\n');
+}

@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../config.js';
+import { isTesseraError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { openStore } from '../store/open.js';
+import { createTessera } from '../tessera.js';
+import { runAppsCommand } from './apps.js';
+import { parseCommand, UsageError } from './args.js';
+import { Output } from './output.js';
+import { serve } from './serve.js';
+
+const HELP = `tessera: the token service of an application backend
+
+Usage:
+  tessera serve                              run the HTTP server (PORT, HOST, DATABASE_URL)
+  tessera apps create --name NAME [--json]   create an app; prints its four keys once
+  tessera apps list [--json]                 list apps
+  tessera apps show APP_ID [--json]          show an app (never its secret)
+  tessera apps rotate-secret APP_ID [--json] issue a new ClientSecret; the old one stops working
+  tessera apps delete APP_ID [--json]        delete an app and all of its tokens
+  tessera --version
+
+The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
+Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const json = rest.includes('--json');
+  const out = new Output(json);
+  try {
+    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+      process.stdout.write(HELP);
+      return command === undefined ? 2 : 0;
+    }
+    if (command === '--version' || command === 'version') {
+      const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+      out.result({ version: pkg.version }, () => pkg.version);
+      return 0;
+    }
+    const parsed = parseCommand(rest);
+    if (parsed.help) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    const config = loadConfig();
+    if (command === 'serve') {
+      if (parsed.positionals.length > 0) throw new UsageError('usage: tessera serve');
+      await serve(config);
+      return -1; // keeps running until a signal
+    }
+    if (command === 'apps') {
+      const store = await openStore(config.databaseUrl);
+      try {
+        await runAppsCommand(createTessera({ store }), parsed, out);
+      } finally {
+        await store.close();
+      }
+      return 0;
+    }
+    throw new UsageError(`unknown command "${command}"; see tessera --help`);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      out.error('USAGE', error.message);
+      return 2;
+    }
+    if (isTesseraError(error)) {
+      out.error(error.code, error.message);
+      return 1;
+    }
+    if (error instanceof ConfigError) {
+      out.error('CONFIGURATION', error.message);
+      return 2;
+    }
+    out.error('FAILED', (error as Error).message);
+    return 1;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exitCode = code;

@@ -1,0 +1,53 @@
+import type { Config } from '../config.js';
+import { buildServer } from '../http/server.js';
+import { createLogger } from '../logger.js';
+import { openStore } from '../store/open.js';
+import { createTessera } from '../tessera.js';
+import { demoBanner } from './demo.js';
+
+/** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
+export async function serve(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const store = await openStore(config.databaseUrl);
+  const tessera = createTessera({ store, rateLimits: config.rateLimits });
+
+  // Only the embedded store gets a demo app: a shared PostgreSQL is provisioned on purpose.
+  const demo =
+    config.demoApp && store.backend === 'sqlite' && (await store.apps.count()) === 0
+      ? await tessera.apps.create('Demo app')
+      : undefined;
+
+  const server = buildServer({ tessera, logger, logRequests: config.logRequests });
+  try {
+    await server.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await store.close();
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+  }
+  const address = server.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
+  const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
+  if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining in-flight requests, then stopping');
+    try {
+      await server.close();
+      await store.close();
+      logger.info('stopped');
+      logger.flush();
+      process.exitCode = 0;
+    } catch (error) {
+      logger.error({ err: error }, 'failed to stop cleanly');
+      logger.flush();
+      process.exitCode = 1;
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}

@@ -1,0 +1,48 @@
+/**
+ * The one error type of the service. Domain code throws it; `src/http/errors.ts` maps it to the
+ * contract's JSON body, status and headers in one place.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unsupported_grant_type: 400,
+  ME_NOT_ALLOWED_FOR_ADMIN: 400,
+  invalid_client: 401,
+  INVALID_TOKEN: 401,
+  UNAUTHORIZED: 401,
+  ADMIN_REQUIRED: 403,
+  APP_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  REQUEST_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetails {
+  /** For TOO_MANY_REQUESTS and SERVICE_UNAVAILABLE: when the caller may try again. */
+  retryAfterSeconds?: number;
+  /** For METHOD_NOT_ALLOWED: the methods the resource does allow. */
+  allow?: readonly string[];
+}
+
+export class TesseraError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetails = {},
+  ) {
+    super(message);
+    this.name = 'TesseraError';
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export function isTesseraError(value: unknown): value is TesseraError {
+  return value instanceof TesseraError;
+}

@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify';
+
+/** What the token endpoint accepts besides `application/json`. */
+export const KII_TOKEN_REQUEST_TYPE = 'application/vnd.kii.oauthtokenrequest+json';
+export const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+/** JSON under the SDKs' vendor media type, parsed like `application/json` (prototype-poisoning safe). */
+export function acceptKiiTokenRequestBodies(app: FastifyInstance): void {
+  app.addContentTypeParser(KII_TOKEN_REQUEST_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+}
+
+/** RFC 6749's own encoding: parsed into `URLSearchParams`, so repeated fields can be detected. */
+export function acceptFormBodies(app: FastifyInstance): void {
+  app.addContentTypeParser(FORM_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    done(null, new URLSearchParams(body as string));
+  });
+}

@@ -1,0 +1,51 @@
+import type { FastifyError, FastifyReply } from 'fastify';
+import { isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
+
+/**
+ * The one place where errors become HTTP: the contract's body
+ * `{"errorCode", "error", "error_description", "message"}`, its status and its headers.
+ */
+export function sendError(reply: FastifyReply, error: TesseraError): FastifyReply {
+  const headers = CHALLENGES[error.code];
+  if (headers !== undefined) reply.header('www-authenticate', headers);
+  if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
+  if (error.details.allow !== undefined) reply.header('allow', error.details.allow.join(', '));
+  return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error));
+}
+
+export function errorBody(error: TesseraError): string {
+  // Deployed SDK clients run decodeURIComponent over error bodies: a '%' would break them.
+  const message = error.message.replaceAll('%', ' percent');
+  return JSON.stringify({ errorCode: error.code, error: error.code, error_description: message, message });
+}
+
+const CHALLENGES: Partial<Record<ErrorCode, string>> = {
+  invalid_client: 'Basic realm="tessera"',
+  INVALID_TOKEN: 'Bearer error="invalid_token"',
+  UNAUTHORIZED: 'Basic realm="tessera", Bearer realm="tessera"',
+};
+
+/** Turns anything thrown (ours, Fastify's, a bug) into the contract's error. */
+export function toTesseraError(error: unknown): TesseraError {
+  if (isTesseraError(error)) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new TesseraError('UNSUPPORTED_MEDIA_TYPE', 'This Content-Type is not supported here.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new TesseraError('invalid_request', 'The request body is empty; a JSON object is expected.');
+  }
+  const status = fastifyError.statusCode;
+  if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new TesseraError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 404) return new TesseraError('NOT_FOUND', 'No such resource.');
+    if (status === 413) return new TesseraError('REQUEST_TOO_LARGE', 'The request is too large.');
+    if (status === 415) return new TesseraError('UNSUPPORTED_MEDIA_TYPE', 'This Content-Type is not supported here.');
+    return new TesseraError('invalid_request', 'The request is malformed.');
+  }
+  return new TesseraError('INTERNAL_ERROR', 'The service failed to handle this request.');
+}

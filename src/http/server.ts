@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Socket } from 'node:net';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { appRoutes } from '../apps/routes.js';
+import { tesseraAuth } from '../auth/middleware/fastify.js';
+import { authRoutes } from '../auth/routes.js';
+import { TesseraError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import type { Tessera } from '../tessera.js';
+import { tokenRoutes } from '../tokens/routes.js';
+import { errorBody, sendError, toTesseraError } from './errors.js';
+
+/** Token requests are a few hundred bytes; nothing the service accepts needs more. */
+export const MAX_BODY_BYTES = 4096;
+
+export interface ServerOptions {
+  tessera: Tessera;
+  logger?: Logger;
+  /** One log line per request (off by default: logging is not free on the hot path). */
+  logRequests?: boolean;
+}
+
+export function buildServer({ tessera, logger, logRequests = false }: ServerOptions): FastifyInstance {
+  const app = Fastify({
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
+    logController: new LogController({ disableRequestLogging: !logRequests }),
+    bodyLimit: MAX_BODY_BYTES,
+    routerOptions: { maxParamLength: 256 },
+    requestTimeout: 10_000,
+    keepAliveTimeout: 5_000,
+    return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+  }) as unknown as FastifyInstance;
+
+  // Only JSON at the root (Fastify's default); the token endpoint adds its own types.
+  app.removeContentTypeParser('text/plain');
+
+  app.setErrorHandler((error, request, reply) => {
+    const tesseraError = toTesseraError(error);
+    if (tesseraError.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, tesseraError);
+  });
+  app.setNotFoundHandler((_request, reply) => sendError(reply, new TesseraError('NOT_FOUND', 'No such resource.')));
+
+  app.register(tokenRoutes, { tessera });
+  app.register(async (authenticated) => {
+    await authenticated.register(tesseraAuth, { authenticator: tessera.authenticator });
+    await authenticated.register(appRoutes, { tessera });
+    await authenticated.register(authRoutes);
+  });
+
+  const openapi = readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8');
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
+
+  return app;
+}
+
+/** Malformed HTTP never reaches a route: answer it in the contract's shape and close. */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, tesseraError] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', new TesseraError('REQUEST_TOO_LARGE', 'The request headers are too large.')]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', new TesseraError('invalid_request', 'The request took too long to arrive.')]
+        : [400, 'Bad Request', new TesseraError('invalid_request', 'The request is not valid HTTP.')];
+  const body = errorBody(tesseraError);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

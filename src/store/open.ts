@@ -1,0 +1,29 @@
+import { resolve } from 'node:path';
+import type { Store } from './store.js';
+import { openSqliteStore } from './sqlite/store.js';
+
+export const DEFAULT_SQLITE_PATH = './data/tessera.db';
+
+export type StoreLocation = { backend: 'sqlite'; path: string } | { backend: 'postgres'; url: string };
+
+/** `DATABASE_URL`: unset, a file path or `sqlite:PATH` for SQLite; `postgres://…` for PostgreSQL. */
+export function parseDatabaseUrl(databaseUrl: string | undefined): StoreLocation {
+  const value = databaseUrl?.trim() ?? '';
+  if (value === '') return { backend: 'sqlite', path: resolve(DEFAULT_SQLITE_PATH) };
+  if (/^postgres(ql)?:\/\//i.test(value)) return { backend: 'postgres', url: value };
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path === '') throw new Error('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/tessera.db');
+    return { backend: 'sqlite', path: path === ':memory:' ? path : resolve(path) };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+    throw new Error('DATABASE_URL must be a file path, sqlite:PATH, or postgres://…');
+  }
+  return { backend: 'sqlite', path: resolve(value) };
+}
+
+export async function openStore(databaseUrl: string | undefined): Promise<Store> {
+  const location = parseDatabaseUrl(databaseUrl);
+  if (location.backend === 'sqlite') return openSqliteStore(location.path);
+  throw new Error('The PostgreSQL store is not available yet: use SQLite (leave DATABASE_URL unset).');
+}

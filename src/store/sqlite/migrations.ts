@@ -1,0 +1,28 @@
+/** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */
+export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE apps (
+        app_id             TEXT    PRIMARY KEY,
+        name               TEXT    NOT NULL,
+        app_key            TEXT    NOT NULL,
+        client_id          TEXT    NOT NULL UNIQUE,
+        client_secret_hash BLOB    NOT NULL,
+        admin_id           TEXT    NOT NULL,
+        created_at         INTEGER NOT NULL,
+        configuration      TEXT    NOT NULL
+      ) STRICT;
+
+      CREATE TABLE tokens (
+        token_hash BLOB    PRIMARY KEY,
+        app_id     TEXT    NOT NULL,
+        kind       TEXT    NOT NULL CHECK (kind IN ('admin', 'anonymous')),
+        issued_at  INTEGER NOT NULL,
+        expires_at INTEGER
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE INDEX tokens_by_app ON tokens (app_id);
+    `,
+  },
+];

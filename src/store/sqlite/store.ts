@@ -1,0 +1,172 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'libsql';
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { PrincipalKind } from '../../principal.js';
+import type { TokenRecord, TokenStore } from '../../tokens/store.js';
+import type { Store } from '../store.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+
+// Every statement binds named parameters (`:name` with an object). libsql takes a lone Buffer
+// argument for a named-parameter object and aborts the process, so positional binding is avoided.
+// Its `pluck()` applies to `all()` only, so single values are read by column name.
+
+interface AppRow {
+  app_id: string;
+  name: string;
+  app_key: string;
+  client_id: string;
+  client_secret_hash: Buffer;
+  admin_id: string;
+  created_at: number;
+  configuration: string;
+}
+
+interface TokenRow {
+  app_id: string;
+  kind: PrincipalKind;
+  issued_at: number;
+  expires_at: number | null;
+}
+
+export interface SqliteStoreOptions {
+  /** How often to look for changes made by other processes (the CLI, other instances). */
+  changePollIntervalMs?: number;
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode. `synchronous=NORMAL` makes every commit durable
+ * against a crash of the process (the WAL is written before a call returns); an operating-system
+ * crash or power loss may lose the last commits, which `docs/architecture.md` discusses.
+ */
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  migrate(db);
+
+  const statements = {
+    insertApp: db.prepare(
+      `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
+       VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration)`,
+    ),
+    findApp: db.prepare('SELECT * FROM apps WHERE app_id = :appId'),
+    listApps: db.prepare('SELECT * FROM apps ORDER BY created_at, app_id'),
+    countApps: db.prepare('SELECT count(*) AS n FROM apps'),
+    updateSecret: db.prepare('UPDATE apps SET client_secret_hash = :hash WHERE app_id = :appId'),
+    deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
+    deleteAppTokens: db.prepare('DELETE FROM tokens WHERE app_id = :appId'),
+    insertToken: db.prepare(
+      `INSERT INTO tokens (token_hash, app_id, kind, issued_at, expires_at)
+       VALUES (:tokenHash, :appId, :kind, :issuedAt, :expiresAt)`,
+    ),
+    findToken: db.prepare('SELECT app_id, kind, issued_at, expires_at FROM tokens WHERE token_hash = :tokenHash'),
+    dataVersion: db.prepare('PRAGMA data_version'),
+  };
+
+  const deleteApp = db.transaction((appId: string): boolean => {
+    statements.deleteAppTokens.run({ appId });
+    return statements.deleteApp.run({ appId }).changes > 0;
+  });
+
+  const apps: AppStore = {
+    async insert(app) {
+      try {
+        statements.insertApp.run({ ...app, configuration: JSON.stringify(app.configuration) });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppConflictError();
+        throw error;
+      }
+    },
+    async findById(appId) {
+      const row = statements.findApp.get({ appId }) as AppRow | undefined;
+      return row === undefined ? undefined : toApp(row);
+    },
+    async list() {
+      return (statements.listApps.all() as AppRow[]).map(toApp);
+    },
+    async count() {
+      return (statements.countApps.get() as { n: number }).n;
+    },
+    async updateClientSecretHash(appId, hash) {
+      return statements.updateSecret.run({ appId, hash }).changes > 0;
+    },
+    async delete(appId) {
+      return deleteApp(appId);
+    },
+  };
+
+  const tokens: TokenStore = {
+    async insert(token) {
+      statements.insertToken.run(token);
+    },
+    async findByHash(tokenHash) {
+      const row = statements.findToken.get({ tokenHash }) as TokenRow | undefined;
+      if (row === undefined) return undefined;
+      return { tokenHash, appId: row.app_id, kind: row.kind, issuedAt: row.issued_at, expiresAt: row.expires_at };
+    },
+  };
+
+  // `PRAGMA data_version` changes when another connection commits: polling it is how this process
+  // learns, within one poll interval, that the CLI or another instance changed an app.
+  const listeners: ((appId?: string) => void)[] = [];
+  const dataVersion = () => (statements.dataVersion.get() as { data_version: number }).data_version;
+  let seenVersion = dataVersion();
+  const poll = setInterval(() => {
+    const version = dataVersion();
+    if (version === seenVersion) return;
+    seenVersion = version;
+    for (const listener of listeners) listener();
+  }, options.changePollIntervalMs ?? 250);
+  poll.unref();
+
+  return {
+    backend: 'sqlite',
+    apps,
+    tokens,
+    onAppsChanged(listener) {
+      listeners.push(listener);
+    },
+    async close() {
+      clearInterval(poll);
+      db.close();
+    },
+  };
+}
+
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
+  // IMMEDIATE takes the write lock first, so processes starting together apply each step once.
+  const applyPending = db.transaction(() => {
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :appliedAt)').run({
+        version: migration.version,
+        appliedAt: Date.now(),
+      });
+    }
+  });
+  applyPending.immediate();
+}
+
+function toApp(row: AppRow): AppRecord {
+  return {
+    appId: row.app_id,
+    name: row.name,
+    appKey: row.app_key,
+    clientId: row.client_id,
+    clientSecretHash: Buffer.from(row.client_secret_hash),
+    adminId: row.admin_id,
+    createdAt: row.created_at,
+    configuration: { ...DEFAULT_APP_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<AppConfiguration>) },
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
+}

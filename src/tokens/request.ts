@@ -1,0 +1,82 @@
+import { TesseraError } from '../errors.js';
+
+/** The fields of a token request, checked and typed; credentials may come from a Basic header instead. */
+export interface TokenRequest {
+  clientId: string | undefined;
+  clientSecret: string | undefined;
+  /** UNIX ms, or null when absent. */
+  expiresAt: number | null;
+}
+
+export const MAX_CREDENTIAL_LENGTH = 256;
+const DECIMAL_PATTERN = /^-?[0-9]{1,20}$/;
+
+/**
+ * Parses a token request body: a JSON object (from `application/json` or the SDKs' vendor type) or a
+ * form (`URLSearchParams`, where every value is a string and a repeated field is an error, RFC 6749
+ * §3.2). Unknown fields are ignored.
+ */
+export function parseTokenRequest(body: unknown, options: { grantTypeRequired: boolean }): TokenRequest {
+  const form = body instanceof URLSearchParams;
+  const read = fieldReader(body);
+  const grantType = read('grant_type');
+  if (grantType === undefined) {
+    if (options.grantTypeRequired) throw invalidRequest('grant_type is required; use "client_credentials".');
+  } else if (typeof grantType !== 'string') {
+    throw invalidRequest('grant_type must be a string.');
+  } else if (grantType !== 'client_credentials') {
+    throw new TesseraError('unsupported_grant_type', 'Only the "client_credentials" grant type is supported.');
+  }
+  return {
+    clientId: credential(read('client_id'), 'client_id'),
+    clientSecret: credential(read('client_secret'), 'client_secret'),
+    expiresAt: expiresAt(read('expiresAt'), form),
+  };
+}
+
+type FieldReader = (name: string) => unknown;
+
+function fieldReader(body: unknown): FieldReader {
+  if (body instanceof URLSearchParams) {
+    return (name) => {
+      const values = body.getAll(name);
+      if (values.length > 1) throw invalidRequest(`${name} must not be repeated.`);
+      return values[0];
+    };
+  }
+  if (body === undefined || body === null) {
+    throw invalidRequest('The request body is required: a JSON object with grant_type, client_id and client_secret.');
+  }
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidRequest('The request body must be a JSON object.');
+  }
+  const fields = body as Record<string, unknown>;
+  return (name) => (Object.hasOwn(fields, name) ? fields[name] : undefined);
+}
+
+function credential(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw invalidRequest(`${name} must be a string.`);
+  if (value.length > MAX_CREDENTIAL_LENGTH) throw invalidRequest(`${name} is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
+  return value;
+}
+
+function expiresAt(value: unknown, form: boolean): number | null {
+  if (value === undefined || value === null || (form && value === '')) return null;
+  let instant: number;
+  if (typeof value === 'number' && !form) {
+    instant = value;
+  } else if (form && typeof value === 'string' && DECIMAL_PATTERN.test(value)) {
+    // A form carries every value as a string; a JSON body must send a number.
+    instant = Number(value);
+  } else {
+    throw invalidRequest('expiresAt must be an integer: UNIX time in milliseconds, UTC.');
+  }
+  if (!Number.isSafeInteger(instant)) throw invalidRequest('expiresAt must be an integer: UNIX time in milliseconds, UTC.');
+  if (instant < 0) throw invalidRequest('expiresAt must not be negative.');
+  return instant;
+}
+
+function invalidRequest(message: string): TesseraError {
+  return new TesseraError('invalid_request', message);
+}

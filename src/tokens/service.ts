@@ -1,0 +1,85 @@
+import type { AppRecord } from '../apps/app.js';
+import type { Clock } from '../clock.js';
+import { digestsEqual, keyedHash, stringsEqual } from '../crypto.js';
+import { TesseraError } from '../errors.js';
+import type { RateLimits } from '../limits/rate-limits.js';
+import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
+import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
+import type { TokenStore } from './store.js';
+import { generateAccessToken, isWellFormedAccessToken } from './token.js';
+
+export interface ClientCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface IssuedToken {
+  /** The app's admin id for an admin token, `ANONYMOUS` for an anonymous one. */
+  id: string;
+  accessToken: string;
+  /** Seconds from the request to the expiry, rounded down (`NEVER_EXPIRES_IN` for never). */
+  expiresIn: number;
+  kind: PrincipalKind;
+}
+
+/** Issues tokens for an app's credentials and resolves tokens to principals. Knows nothing of HTTP. */
+export class TokenService {
+  constructor(
+    private readonly tokens: TokenStore,
+    private readonly clock: Clock,
+    private readonly limits: RateLimits,
+  ) {}
+
+  async issue(app: AppRecord, credentials: ClientCredentials, requestedExpiresAt: number | null): Promise<IssuedToken> {
+    const now = this.clock.now();
+    const kind = await this.authenticateClient(app, credentials);
+    const maxLifetime =
+      kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
+    const expiresAt = resolveExpiry(now, requestedExpiresAt, maxLifetime);
+    const accessToken = generateAccessToken();
+    await this.tokens.insert({ tokenHash: keyedHash('accessToken', accessToken), appId: app.appId, kind, issuedAt: now, expiresAt });
+    return { id: principalId(app, kind), accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind };
+  }
+
+  /** The principal a bearer token stands for in this app; `INVALID_TOKEN` for anything else. */
+  async verify(app: AppRecord, accessToken: string): Promise<Principal> {
+    if (!isWellFormedAccessToken(accessToken)) throw invalidToken();
+    const token = await this.tokens.findByHash(keyedHash('accessToken', accessToken));
+    if (token === undefined || token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) {
+      throw invalidToken();
+    }
+    return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt };
+  }
+
+  /**
+   * `client_id` = AppID: anonymous (the AppKey is checked only if the app asks for it).
+   * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
+   * path, do the same work, and fail the same way.
+   */
+  private async authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials): Promise<PrincipalKind> {
+    if (clientId === app.appId) {
+      if (app.configuration.requireAppKey && !stringsEqual(clientSecret, app.appKey)) throw invalidClient();
+      return 'anonymous';
+    }
+    await this.limits.checkAdminAttempt(app.appId);
+    const clientIdMatches = stringsEqual(clientId, app.clientId);
+    const secretMatches = digestsEqual(keyedHash('clientSecret', clientSecret), app.clientSecretHash);
+    if (!(clientIdMatches && secretMatches)) {
+      await this.limits.recordAdminFailure(app.appId);
+      throw invalidClient();
+    }
+    return 'admin';
+  }
+}
+
+function principalId(app: AppRecord, kind: PrincipalKind): string {
+  return kind === 'admin' ? app.adminId : ANONYMOUS_ID;
+}
+
+export function invalidClient(): TesseraError {
+  return new TesseraError('invalid_client', 'The client credentials are invalid.');
+}
+
+export function invalidToken(): TesseraError {
+  return new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
+}
