@@ -1,0 +1,589 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_BODY_BYTES } from '../../src/http/server.js';
+import { assertError } from '../helpers/assert.js';
+import { FakeClock } from '../helpers/clock.js';
+import { createConfiguredApp } from '../helpers/configured-app.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  request,
+  requestToken,
+  startServer,
+  type JsonResponse,
+  type TestServer,
+} from '../helpers/server.js';
+
+// The contract's "The token endpoint" and "Errors" sections (429 is covered elsewhere), through a
+// real listening server.
+
+const NEVER_EXPIRES_IN = 2147483646;
+const TOKEN_KEYS = ['id', 'access_token', 'expires_in', 'token_type'];
+const URL_SAFE = /^[A-Za-z0-9._~-]+$/;
+
+function tokenUrl(server: TestServer): string {
+  return `${server.appUrl}/oauth2/token`;
+}
+
+/** POST a raw body to the app's token endpoint; the Basic header of the app unless headers say otherwise. */
+function postToken(server: TestServer, body: string, headers: Record<string, string>): Promise<JsonResponse> {
+  return request(tokenUrl(server), {
+    method: 'POST',
+    headers: { authorization: basic(server.app.appId), ...headers },
+    body,
+  });
+}
+
+function form(fields: Record<string, unknown>): string {
+  return new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+}
+
+function whoami(server: TestServer, token: string): Promise<JsonResponse> {
+  return request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(token) } });
+}
+
+/** A successful token response, checked completely against the contract. */
+function assertTokenResponse(response: JsonResponse, id: string): { accessToken: string; expiresIn: number } {
+  assert.equal(response.status, 200, response.text);
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json(;|$)/);
+  assert.equal(response.headers.get('cache-control'), 'no-store');
+  assert.equal(response.headers.get('pragma'), 'no-cache');
+  // Exactly these keys, in this order in the raw text.
+  assert.deepEqual(Object.keys(JSON.parse(response.text) as object), TOKEN_KEYS);
+  const body = response.body as Record<string, unknown>;
+  assert.equal(body.id, id);
+  assert.equal(body.token_type, 'bearer');
+  assert.equal(typeof body.access_token, 'string');
+  const accessToken = body.access_token as string;
+  assert.match(accessToken, URL_SAFE);
+  assert.ok(accessToken.length <= 512, `token of ${accessToken.length} characters`);
+  // At least 128 bits of entropy needs at least 22 base64url characters.
+  assert.ok(accessToken.length >= 22, `token of ${accessToken.length} characters`);
+  assert.ok(Number.isSafeInteger(body.expires_in), `expires_in ${String(body.expires_in)}`);
+  return { accessToken, expiresIn: body.expires_in as number };
+}
+
+/** assertError, plus: the body echoes none of the given secrets. */
+function assertRefused(response: JsonResponse, status: number, code: string, secrets: string[] = []): void {
+  assertError(response, status, code);
+  for (const secret of secrets) assert.ok(!response.text.includes(secret), `error body echoes a secret: ${response.text}`);
+}
+
+function assertBasicChallenge(response: JsonResponse): void {
+  assert.match(response.headers.get('www-authenticate') ?? '', /^Basic(\s|$)/, 'WWW-Authenticate: Basic');
+}
+
+describe('token endpoint: success', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => server.close());
+
+  it('issues an admin token with exactly id, access_token, expires_in, token_type', async () => {
+    const response = await requestToken(server, adminFields(server));
+    const { accessToken, expiresIn } = assertTokenResponse(response, server.app.adminId);
+    assert.equal(expiresIn, NEVER_EXPIRES_IN);
+    assert.notEqual(response.body.id, server.app.clientSecret);
+    assert.ok(!response.text.includes(server.app.clientSecret));
+    const me = await whoami(server, accessToken);
+    assert.equal(me.status, 200);
+    assert.equal(me.body.principal, 'admin');
+  });
+
+  it('issues an anonymous token with id ANONYMOUS', async () => {
+    const response = await requestToken(server, anonymousFields(server));
+    const { accessToken, expiresIn } = assertTokenResponse(response, 'ANONYMOUS');
+    assert.equal(expiresIn, NEVER_EXPIRES_IN);
+    const me = await whoami(server, accessToken);
+    assert.equal(me.status, 200);
+    assert.equal(me.body.principal, 'anonymous');
+  });
+
+  it('yields a new token on every request', async () => {
+    const tokens = new Set<string>();
+    for (let i = 0; i < 5; i++) {
+      tokens.add(assertTokenResponse(await requestToken(server, adminFields(server)), server.app.adminId).accessToken);
+      tokens.add(assertTokenResponse(await requestToken(server, anonymousFields(server)), 'ANONYMOUS').accessToken);
+    }
+    assert.equal(tokens.size, 10);
+  });
+
+  it('accepts a form-urlencoded body, expiresAt as a decimal string', async () => {
+    const expiresAt = Date.now() + 3_600_000;
+    const admin = await postToken(server, form(adminFields(server, { expiresAt })), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    const { accessToken, expiresIn } = assertTokenResponse(admin, server.app.adminId);
+    assert.ok(expiresIn >= 3595 && expiresIn <= 3600, `expires_in ${expiresIn}`);
+    const me = await whoami(server, accessToken);
+    assert.equal(me.body.expiresAt, expiresAt);
+
+    const anonymous = await postToken(server, form(anonymousFields(server)), {
+      'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
+    });
+    assert.equal(assertTokenResponse(anonymous, 'ANONYMOUS').expiresIn, NEVER_EXPIRES_IN);
+  });
+
+  it('accepts the SDK media type application/vnd.kii.OauthTokenRequest+json', async () => {
+    const admin = await postToken(server, JSON.stringify(adminFields(server)), {
+      'content-type': 'application/vnd.kii.OauthTokenRequest+json',
+    });
+    assertTokenResponse(admin, server.app.adminId);
+    const anonymous = await postToken(server, JSON.stringify(anonymousFields(server)), {
+      'content-type': 'application/vnd.kii.OauthTokenRequest+json; charset=utf-8',
+    });
+    assertTokenResponse(anonymous, 'ANONYMOUS');
+  });
+
+  it('accepts application/json; charset=utf-8', async () => {
+    const response = await postToken(server, JSON.stringify(adminFields(server)), {
+      'content-type': 'application/json; charset=utf-8',
+    });
+    assertTokenResponse(response, server.app.adminId);
+  });
+
+  it('accepts RFC 6749 client_secret_basic: Basic base64(ClientID:ClientSecret) and grant_type only', async () => {
+    const response = await postToken(server, 'grant_type=client_credentials', {
+      authorization: basic(server.app.clientId, server.app.clientSecret),
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    const { accessToken } = assertTokenResponse(response, server.app.adminId);
+    const me = await whoami(server, accessToken);
+    assert.equal(me.body.principal, 'admin');
+    assert.equal(me.body.id, server.app.adminId);
+  });
+
+  it('refuses client_secret_basic with a wrong secret: 401 invalid_client, WWW-Authenticate: Basic', async () => {
+    const wrong = `${server.app.clientSecret.slice(0, -4)}0000`;
+    const response = await postToken(server, 'grant_type=client_credentials', {
+      authorization: basic(server.app.clientId, wrong),
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    assertRefused(response, 401, 'invalid_client', [wrong, server.app.clientSecret]);
+    assertBasicChallenge(response);
+  });
+
+  it('issues a token that never expires when expiresAt is absent', async () => {
+    const response = await requestToken(server, adminFields(server));
+    const { accessToken, expiresIn } = assertTokenResponse(response, server.app.adminId);
+    assert.equal(expiresIn, NEVER_EXPIRES_IN);
+    const me = await whoami(server, accessToken);
+    assert.equal(me.status, 200);
+    assert.equal(me.body.expiresAt, null);
+  });
+
+  it('lets a token expire in real time (no fake clock)', async () => {
+    const expiresAt = Date.now() + 1200;
+    const response = await requestToken(server, anonymousFields(server, { expiresAt }));
+    const { accessToken, expiresIn } = assertTokenResponse(response, 'ANONYMOUS');
+    assert.ok(expiresIn === 0 || expiresIn === 1, `expires_in ${expiresIn}`);
+    const before = await whoami(server, accessToken);
+    assert.equal(before.status, 200);
+    assert.equal(before.body.expiresAt, expiresAt);
+    await sleep(Math.max(0, expiresAt - Date.now()) + 300);
+    const afterExpiry = await whoami(server, accessToken);
+    assertError(afterExpiry, 401, 'INVALID_TOKEN');
+  });
+
+  it('answers 200 concurrent token requests with 200 distinct working tokens', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        requestToken(server, i % 2 === 0 ? adminFields(server) : anonymousFields(server)),
+      ),
+    );
+    const tokens = responses.map((response, i) =>
+      assertTokenResponse(response, i % 2 === 0 ? server.app.adminId : 'ANONYMOUS').accessToken,
+    );
+    assert.equal(new Set(tokens).size, 200);
+    const checks = await Promise.all(tokens.map((token) => whoami(server, token)));
+    checks.forEach((check, i) => {
+      assert.equal(check.status, 200, check.text);
+      assert.equal(check.body.principal, i % 2 === 0 ? 'admin' : 'anonymous');
+    });
+  });
+
+  it('ignores unknown query parameters', async () => {
+    const response = await request(`${tokenUrl(server)}?disable_cache=${Date.now()}&foo=bar`, {
+      method: 'POST',
+      headers: { authorization: basic(server.app.appId), 'content-type': 'application/json' },
+      body: JSON.stringify(adminFields(server)),
+    });
+    assertTokenResponse(response, server.app.adminId);
+  });
+
+  it('ignores unknown body fields (JSON and form)', async () => {
+    const extra = { scope: 'everything', foo: 'bar', nested: { a: 1 }, list: [1, 2] };
+    assertTokenResponse(await requestToken(server, adminFields(server, extra)), server.app.adminId);
+    assertTokenResponse(await requestToken(server, anonymousFields(server, extra)), 'ANONYMOUS');
+    const formResponse = await postToken(server, form(adminFields(server, { scope: 'x', foo: 'bar' })), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    assertTokenResponse(formResponse, server.app.adminId);
+  });
+
+  it('anonymous: client_secret must be present and non-empty, but its value is not checked', async () => {
+    const { client_secret: _secret, ...withoutSecret } = anonymousFields(server);
+    assertRefused(await requestToken(server, withoutSecret), 400, 'invalid_request');
+    assertRefused(await requestToken(server, anonymousFields(server, { client_secret: '' })), 400, 'invalid_request');
+    const anyKey = await requestToken(server, anonymousFields(server, { client_secret: 'not-the-app-key' }));
+    assertTokenResponse(anyKey, 'ANONYMOUS');
+  });
+
+  it('anonymous with requireAppKey on: a wrong AppKey is 401 invalid_client, the right one works', async () => {
+    // No API updates an app's configuration yet: the app is written into the store with it.
+    const strict = await createConfiguredApp(server, { requireAppKey: true });
+    const url = `${strict.appUrl}/oauth2/token`;
+    const post = (fields: Record<string, unknown>) =>
+      request(url, {
+        method: 'POST',
+        headers: { authorization: basic(strict.appId), 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: strict.appId, ...fields }),
+      });
+    const wrong = await post({ client_secret: 'not-the-app-key' });
+    assertRefused(wrong, 401, 'invalid_client', ['not-the-app-key', strict.appKey]);
+    assertBasicChallenge(wrong);
+    assertTokenResponse(await post({ client_secret: strict.appKey }), 'ANONYMOUS');
+  });
+});
+
+describe('token endpoint: expiry (fake clock)', () => {
+  const clock = new FakeClock();
+  const start = clock.time;
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ clock });
+  });
+  beforeEach(() => {
+    clock.time = start;
+  });
+  after(async () => server.close());
+
+  it('expires_in is the whole seconds from now to expiresAt, rounded down', async () => {
+    const cases: [number, number][] = [
+      [86_400_000, 86400],
+      [1500, 1],
+      [999, 0],
+      [1000, 1],
+      [61_999, 61],
+    ];
+    for (const [ahead, expected] of cases) {
+      const admin = await requestToken(server, adminFields(server, { expiresAt: clock.now() + ahead }));
+      assert.equal(assertTokenResponse(admin, server.app.adminId).expiresIn, expected, `expiresAt now+${ahead}`);
+      const anonymous = await requestToken(server, anonymousFields(server, { expiresAt: clock.now() + ahead }));
+      assert.equal(assertTokenResponse(anonymous, 'ANONYMOUS').expiresIn, expected, `expiresAt now+${ahead}`);
+    }
+  });
+
+  it('expires_in of a form body is computed the same way', async () => {
+    const response = await postToken(server, form(adminFields(server, { expiresAt: clock.now() + 86_400_000 })), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    assert.equal(assertTokenResponse(response, server.app.adminId).expiresIn, 86400);
+  });
+
+  it('a token requested to expire at T works at T-1 and is refused at T and after', async () => {
+    const expiresAt = clock.now() + 60_000;
+    const admin = assertTokenResponse(await requestToken(server, adminFields(server, { expiresAt })), server.app.adminId);
+    const anonymous = assertTokenResponse(await requestToken(server, anonymousFields(server, { expiresAt })), 'ANONYMOUS');
+    for (const token of [admin.accessToken, anonymous.accessToken]) {
+      clock.time = expiresAt - 1;
+      const works = await whoami(server, token);
+      assert.equal(works.status, 200, works.text);
+      assert.equal(works.body.expiresAt, expiresAt);
+      for (const when of [expiresAt, expiresAt + 1, expiresAt + 86_400_000]) {
+        clock.time = when;
+        const refused = await whoami(server, token);
+        assertError(refused, 401, 'INVALID_TOKEN');
+        assert.equal(refused.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+        assert.ok(!refused.text.includes(token));
+      }
+    }
+  });
+
+  it('a token without expiresAt still works far in the future', async () => {
+    const { accessToken } = assertTokenResponse(await requestToken(server, adminFields(server)), server.app.adminId);
+    clock.advance(100 * 365 * 86_400_000);
+    assert.equal((await whoami(server, accessToken)).status, 200);
+  });
+
+  it('refuses expiresAt in the past or equal to now: 400 invalid_request', async () => {
+    for (const expiresAt of [clock.now(), clock.now() - 1, clock.now() - 86_400_000, 0]) {
+      assertRefused(await requestToken(server, adminFields(server, { expiresAt })), 400, 'invalid_request', [
+        server.app.clientSecret,
+      ]);
+      assertRefused(await requestToken(server, anonymousFields(server, { expiresAt })), 400, 'invalid_request');
+    }
+    // now+1 is the first instant accepted.
+    const first = await requestToken(server, adminFields(server, { expiresAt: clock.now() + 1 }));
+    assert.equal(assertTokenResponse(first, server.app.adminId).expiresIn, 0);
+  });
+
+  it("enforces the app's maximum lifetime per token kind", async () => {
+    // No API updates an app's configuration yet: the app is written into the store with it.
+    const limited = await createConfiguredApp(server, {
+      adminTokenMaxLifetimeSeconds: 3600,
+      anonymousTokenMaxLifetimeSeconds: 60,
+    });
+    const post = (fields: Record<string, unknown>) =>
+      request(`${limited.appUrl}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: basic(limited.appId), 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', ...fields }),
+      });
+    const admin = { client_id: limited.clientId, client_secret: limited.clientSecret };
+    const anonymous = { client_id: limited.appId, client_secret: limited.appKey };
+
+    assert.equal(assertTokenResponse(await post({ ...admin, expiresAt: clock.now() + 3_600_000 }), limited.adminId).expiresIn, 3600);
+    assertRefused(await post({ ...admin, expiresAt: clock.now() + 3_600_001 }), 400, 'invalid_request', [limited.clientSecret]);
+    assert.equal(assertTokenResponse(await post({ ...anonymous, expiresAt: clock.now() + 60_000 }), 'ANONYMOUS').expiresIn, 60);
+    assertRefused(await post({ ...anonymous, expiresAt: clock.now() + 60_001 }), 400, 'invalid_request');
+
+    // Without expiresAt, the token gets the maximum (docs/openapi.json), and stops working then.
+    const capped = assertTokenResponse(await post(admin), limited.adminId);
+    assert.equal(capped.expiresIn, 3600);
+    const me = await request(`${limited.appUrl}/whoami`, { headers: { authorization: bearer(capped.accessToken) } });
+    assert.equal(me.body.expiresAt, clock.now() + 3_600_000);
+    clock.time = start + 3_600_000;
+    assertError(await request(`${limited.appUrl}/whoami`, { headers: { authorization: bearer(capped.accessToken) } }), 401, 'INVALID_TOKEN');
+    clock.time = start;
+    assert.equal(assertTokenResponse(await post(anonymous), 'ANONYMOUS').expiresIn, 60);
+
+    // The default app has no maximum.
+    assert.equal(assertTokenResponse(await requestToken(server, adminFields(server)), server.app.adminId).expiresIn, NEVER_EXPIRES_IN);
+  });
+});
+
+describe('token endpoint: errors', () => {
+  let server: TestServer;
+  let secrets: string[];
+  before(async () => {
+    server = await startServer();
+    secrets = [server.app.clientSecret];
+  });
+  after(async () => server.close());
+
+  const json = { 'content-type': 'application/json' };
+
+  it('malformed JSON: 400 invalid_request', async () => {
+    const bodies = [
+      `{"grant_type":"client_credentials","client_id":"${'x'}","client_secret":`,
+      '{grant_type: client_credentials}',
+      `{"grant_type":"client_credentials"}}`,
+      'not json at all',
+      '',
+    ];
+    for (const body of bodies) {
+      const response = await postToken(server, body, json);
+      assertRefused(response, 400, 'invalid_request');
+    }
+    const withSecret = JSON.stringify(adminFields(server)).slice(0, -1);
+    assertRefused(await postToken(server, withSecret, json), 400, 'invalid_request', secrets);
+  });
+
+  it('non-object JSON (array, string, number, null, boolean): 400 invalid_request', async () => {
+    for (const body of ['[]', JSON.stringify([adminFields(server)]), '"client_credentials"', '123', 'null', 'true']) {
+      assertRefused(await postToken(server, body, json), 400, 'invalid_request', secrets);
+    }
+  });
+
+  it('missing grant_type, client_id or client_secret: 400 invalid_request', async () => {
+    for (const fields of [adminFields(server), anonymousFields(server)]) {
+      for (const name of ['grant_type', 'client_id', 'client_secret']) {
+        const { [name]: _removed, ...rest } = fields;
+        assertRefused(await requestToken(server, rest), 400, 'invalid_request', secrets);
+        const formResponse = await postToken(server, form(rest), { 'content-type': 'application/x-www-form-urlencoded' });
+        assertRefused(formResponse, 400, 'invalid_request', secrets);
+      }
+    }
+    assertRefused(await requestToken(server, {}), 400, 'invalid_request');
+  });
+
+  it('a field of the wrong type: 400 invalid_request', async () => {
+    const cases: Record<string, unknown>[] = [
+      { grant_type: 1 },
+      { grant_type: ['client_credentials'] },
+      { client_id: 123 },
+      { client_id: { id: server.app.clientId } },
+      { client_id: [server.app.clientId] },
+      { client_secret: true },
+      { client_secret: [server.app.clientSecret] },
+      { client_secret: { value: server.app.clientSecret } },
+      { expiresAt: true },
+      { expiresAt: {} },
+      { expiresAt: [Date.now() + 60_000] },
+    ];
+    for (const extra of cases) {
+      const response = await requestToken(server, adminFields(server, extra));
+      assertRefused(response, 400, 'invalid_request', secrets);
+    }
+  });
+
+  it('grant_type other than client_credentials: 400 unsupported_grant_type', async () => {
+    for (const grantType of ['password', 'authorization_code', 'refresh_token', 'CLIENT_CREDENTIALS', 'client_credentials ']) {
+      const response = await requestToken(server, adminFields(server, { grant_type: grantType }));
+      assertRefused(response, 400, 'unsupported_grant_type', secrets);
+    }
+    const formResponse = await postToken(server, form(anonymousFields(server, { grant_type: 'password' })), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    assertRefused(formResponse, 400, 'unsupported_grant_type');
+  });
+
+  it('expiresAt not an integer, negative, a string in JSON, or not after now: 400 invalid_request', async () => {
+    const now = Date.now();
+    const values: unknown[] = [1.5, now + 60_000.5, -1, -(now + 60_000), String(now + 60_000), '123', now - 1000, 1e300];
+    for (const expiresAt of values) {
+      assertRefused(await requestToken(server, adminFields(server, { expiresAt })), 400, 'invalid_request', secrets);
+      assertRefused(await requestToken(server, anonymousFields(server, { expiresAt })), 400, 'invalid_request');
+    }
+    for (const expiresAt of ['1.5', '-1', 'tomorrow', `${now + 60_000}ms`, `${now - 1000}`]) {
+      const response = await postToken(server, form(adminFields(server, { expiresAt })), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      assertRefused(response, 400, 'invalid_request', secrets);
+    }
+  });
+
+  it('missing or malformed Basic header, or Bearer instead: 401 invalid_client with WWW-Authenticate: Basic', async () => {
+    const body = JSON.stringify(adminFields(server));
+    const { accessToken } = assertTokenResponse(await requestToken(server, adminFields(server)), server.app.adminId);
+    const authorizations: (string | undefined)[] = [
+      undefined,
+      'Basic',
+      'Basic !!!not-base64!!!',
+      `Basic ${Buffer.from(server.app.appId).toString('base64')}`, // no colon
+      bearer(accessToken),
+      `Digest username="${server.app.appId}"`,
+      server.app.appId,
+    ];
+    for (const authorization of authorizations) {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (authorization !== undefined) headers.authorization = authorization;
+      const response = await request(tokenUrl(server), { method: 'POST', headers, body });
+      assertRefused(response, 401, 'invalid_client', [...secrets, accessToken]);
+      assertBasicChallenge(response);
+    }
+  });
+
+  it('a Basic user part that is not the AppID: 401 invalid_client with WWW-Authenticate: Basic', async () => {
+    const other = await server.tessera.apps.create('Other app');
+    for (const user of [other.appId, 'someone-else', '', server.app.appId.toUpperCase()]) {
+      for (const fields of [adminFields(server), anonymousFields(server)]) {
+        const response = await requestToken(server, fields, { authorization: basic(user) });
+        assertRefused(response, 401, 'invalid_client', secrets);
+        assertBasicChallenge(response);
+      }
+    }
+  });
+
+  it('client_id neither the ClientID nor the AppID, or a wrong ClientSecret: 401 invalid_client', async () => {
+    const other = await server.tessera.apps.create('Other app');
+    const wrongSecret = `${server.app.clientSecret.slice(0, -1)}${server.app.clientSecret.endsWith('0') ? '1' : '0'}`;
+    const cases: Record<string, unknown>[] = [
+      adminFields(server, { client_id: 'unknown-client-id' }),
+      adminFields(server, { client_id: other.clientId }),
+      adminFields(server, { client_id: other.appId, client_secret: other.appKey }),
+      adminFields(server, { client_id: server.app.adminId }),
+      adminFields(server, { client_id: server.app.appKey }),
+      adminFields(server, { client_id: server.app.clientId.toUpperCase() }),
+      adminFields(server, { client_secret: wrongSecret }),
+      adminFields(server, { client_secret: other.clientSecret }),
+      adminFields(server, { client_secret: server.app.appKey }),
+      adminFields(server, { client_secret: server.app.clientSecret.toUpperCase() }),
+      adminFields(server, { client_secret: `${server.app.clientSecret} ` }),
+    ];
+    for (const fields of cases) {
+      const response = await requestToken(server, fields);
+      assertRefused(response, 401, 'invalid_client', [...secrets, wrongSecret, other.clientSecret]);
+      assertBasicChallenge(response);
+    }
+  });
+
+  it('a wrong ClientSecret and an unknown ClientID are indistinguishable', async () => {
+    const wrongSecret = await requestToken(server, adminFields(server, { client_secret: 'a'.repeat(64) }));
+    const unknownClient = await requestToken(server, adminFields(server, { client_id: 'b'.repeat(32), client_secret: 'a'.repeat(64) }));
+    assertRefused(wrongSecret, 401, 'invalid_client');
+    assertRefused(unknownClient, 401, 'invalid_client');
+    assert.equal(wrongSecret.text, unknownClient.text);
+    const headersOf = (response: JsonResponse) => [...response.headers].filter(([name]) => name !== 'date');
+    assert.deepEqual(headersOf(wrongSecret), headersOf(unknownClient));
+  });
+
+  it('unknown appId: 404 APP_NOT_FOUND', async () => {
+    for (const appId of ['0123456789abcdef', 'no-such-app', 'x'.repeat(65), 'not%20an%20id']) {
+      const response = await request(`${server.baseUrl}/api/apps/${appId}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: basic(decodeURIComponent(appId)), 'content-type': 'application/json' },
+        body: JSON.stringify(adminFields(server)),
+      });
+      assertRefused(response, 404, 'APP_NOT_FOUND', secrets);
+    }
+  });
+
+  it('unsupported Content-Type: 415 UNSUPPORTED_MEDIA_TYPE', async () => {
+    const body = JSON.stringify(adminFields(server));
+    for (const contentType of [
+      'text/plain',
+      'text/plain; charset=utf-8',
+      'application/xml',
+      'multipart/form-data; boundary=----x',
+      'application/octet-stream',
+    ]) {
+      const response = await postToken(server, body, { 'content-type': contentType });
+      assertRefused(response, 415, 'UNSUPPORTED_MEDIA_TYPE', secrets);
+    }
+    const multipart = new FormData();
+    multipart.set('grant_type', 'client_credentials');
+    multipart.set('client_id', server.app.clientId);
+    multipart.set('client_secret', server.app.clientSecret);
+    const response = await request(tokenUrl(server), {
+      method: 'POST',
+      headers: { authorization: basic(server.app.appId) },
+      body: multipart,
+    });
+    assertRefused(response, 415, 'UNSUPPORTED_MEDIA_TYPE', secrets);
+  });
+
+  it(`a body over ${MAX_BODY_BYTES} bytes: 413 REQUEST_TOO_LARGE; exactly at the limit is accepted`, async () => {
+    assert.ok(MAX_BODY_BYTES >= 2048, 'a few KiB at least');
+    const padded = (bytes: number) => {
+      const base = JSON.stringify(adminFields(server, { padding: '' }));
+      return JSON.stringify(adminFields(server, { padding: 'p'.repeat(bytes - Buffer.byteLength(base)) }));
+    };
+    assert.equal(Buffer.byteLength(padded(MAX_BODY_BYTES)), MAX_BODY_BYTES);
+    assertTokenResponse(await postToken(server, padded(MAX_BODY_BYTES), json), server.app.adminId);
+    assertRefused(await postToken(server, padded(MAX_BODY_BYTES + 1), json), 413, 'REQUEST_TOO_LARGE', secrets);
+    assertRefused(await postToken(server, padded(64 * 1024), json), 413, 'REQUEST_TOO_LARGE', secrets);
+    const bigForm = `${form(adminFields(server))}&padding=${'p'.repeat(MAX_BODY_BYTES)}`;
+    const formResponse = await postToken(server, bigForm, { 'content-type': 'application/x-www-form-urlencoded' });
+    assertRefused(formResponse, 413, 'REQUEST_TOO_LARGE', secrets);
+  });
+
+  it('any other method on the token path: 405 with Allow: POST', async () => {
+    const urls = [tokenUrl(server), `${server.baseUrl}/api/oauth2/token`];
+    for (const url of urls) {
+      for (const method of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+        const response = await request(url, {
+          method,
+          headers: { authorization: basic(server.app.appId), 'x-kii-appid': server.app.appId },
+        });
+        assertRefused(response, 405, 'METHOD_NOT_ALLOWED');
+        assert.equal(response.headers.get('allow'), 'POST', `${method} ${url}`);
+      }
+      const put = await request(url, {
+        method: 'PUT',
+        headers: { authorization: basic(server.app.appId), 'content-type': 'application/json', 'x-kii-appid': server.app.appId },
+        body: JSON.stringify(adminFields(server)),
+      });
+      assertRefused(put, 405, 'METHOD_NOT_ALLOWED', secrets);
+      assert.equal(put.headers.get('allow'), 'POST');
+      const head = await fetch(url, { method: 'HEAD' });
+      assert.equal(head.status, 405);
+      assert.equal(head.headers.get('allow'), 'POST');
+    }
+  });
+});
