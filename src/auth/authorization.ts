@@ -11,13 +11,13 @@ const BASE64_PATTERN = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** Parses an `Authorization` header (RFC 7235: the scheme is case-insensitive). */
 export function parseAuthorization(header: string | undefined): AuthorizationCredentials {
-  if (header === undefined || header.length > MAX_AUTHORIZATION_LENGTH) return NONE;
+  if (header === undefined) return NONE;
   const space = header.indexOf(' ');
-  if (space <= 0) return NONE;
-  const scheme = header.slice(0, space).toLowerCase();
-  const value = header.slice(space + 1).trim();
-  if (scheme === 'bearer') return { scheme: 'bearer', token: value };
-  if (scheme === 'basic') return parseBasic(value);
+  const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
+  const value = space < 0 ? '' : header.slice(space + 1).trim();
+  // A Bearer header always means "here is a token": an empty or oversized one is a malformed token.
+  if (scheme === 'bearer') return { scheme: 'bearer', token: header.length > MAX_AUTHORIZATION_LENGTH ? '' : value };
+  if (scheme === 'basic' && header.length <= MAX_AUTHORIZATION_LENGTH) return parseBasic(value);
   return NONE;
 }
 

@@ -38,7 +38,7 @@ function postToken(server: TestServer, body: string, headers: Record<string, str
 }
 
 function form(fields: Record<string, unknown>): string {
-  return new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+  return new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 }
 
 function whoami(server: TestServer, token: string): Promise<JsonResponse> {
