@@ -20,7 +20,8 @@ export function parseTokenRequest(body: unknown, options: { grantTypeRequired: b
   const form = body instanceof URLSearchParams;
   const read = fieldReader(body);
   const grantType = read('grant_type');
-  if (grantType === undefined) {
+  // RFC 6749 §3.2: a parameter sent without a value is treated as omitted.
+  if (grantType === undefined || grantType === null || grantType === '') {
     if (options.grantTypeRequired) throw invalidRequest('grant_type is required; use "client_credentials".');
   } else if (typeof grantType !== 'string') {
     throw invalidRequest('grant_type must be a string.');

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import Database from 'libsql';
+import { openStore } from '../../src/store/open.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { createTestStore } from '../helpers/store.js';
+import { makeApp, makeToken, storeSuite } from './store-suite.js';
+
+storeSuite('sqlite', createTestStore);
+
+/** Reads the file with a raw connection, bypassing the store. */
+function inspect<T>(path: string, read: (db: Database.Database) => T): T {
+  const db = new Database(path);
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+function appliedMigrations(path: string): number[] {
+  return inspect(path, (db) => db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[]);
+}
+
+describe('SQLite store specifics', () => {
+  let dir: string;
+  let files = 0;
+  const newFile = () => join(dir, `db-${++files}`, 'tessera.db');
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-sqlite-test-'));
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps apps and tokens across reopening; migrations are applied once', async () => {
+    const path = newFile();
+    const app = makeApp();
+    const token = makeToken(app.appId, { kind: 'admin', expiresAt: Date.now() + 60_000 });
+    const first = openSqliteStore(path);
+    await first.apps.insert(app);
+    await first.tokens.insert(token);
+    await first.close();
+
+    for (let i = 0; i < 2; i++) {
+      const reopened = openSqliteStore(path);
+      try {
+        assert.deepEqual(await reopened.apps.findById(app.appId), app);
+        assert.deepEqual(await reopened.tokens.findByHash(token.tokenHash), token);
+        assert.equal(await reopened.apps.count(), 1);
+      } finally {
+        await reopened.close();
+      }
+    }
+    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+  });
+
+  it('puts the file in WAL mode', async () => {
+    const path = newFile();
+    await openSqliteStore(path).close();
+    const mode = inspect(path, (db) => db.prepare('PRAGMA journal_mode').get() as { journal_mode: string });
+    assert.equal(mode.journal_mode, 'wal');
+  });
+
+  it('works with two stores open at once on the same new file', async () => {
+    const path = newFile();
+    const a = openSqliteStore(path);
+    const b = openSqliteStore(path);
+    try {
+      const appA = makeApp();
+      const appB = makeApp();
+      await a.apps.insert(appA);
+      await b.apps.insert(appB);
+      assert.deepEqual(await b.apps.findById(appA.appId), appA);
+      assert.deepEqual(await a.apps.findById(appB.appId), appB);
+      const token = makeToken(appB.appId);
+      await a.tokens.insert(token);
+      assert.deepEqual(await b.tokens.findByHash(token.tokenHash), token);
+      await assert.rejects(b.apps.insert(makeApp({ clientId: appA.clientId })), { name: 'AppConflictError' });
+      assert.equal(await a.apps.count(), 2);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+  });
+
+  it('migrates a new file once when several processes open it at the same moment', async () => {
+    const path = newFile();
+    const moduleUrl = new URL('../../src/store/sqlite/store.js', import.meta.url).href;
+    // Each child waits for the same instant, opens the store (creating and migrating the file) and
+    // inserts one app.
+    const child = `
+      const [moduleUrl, path, startAt, appJson] = process.argv.slice(1);
+      const { openSqliteStore } = await import(moduleUrl);
+      while (Date.now() < Number(startAt)) {}
+      const app = JSON.parse(appJson);
+      app.clientSecretHash = Buffer.from(app.clientSecretHash, 'hex');
+      const store = openSqliteStore(path);
+      await store.apps.insert(app);
+      await store.close();
+    `;
+    const apps = Array.from({ length: 6 }, () => makeApp());
+    const startAt = Date.now() + 1500;
+    const run = promisify(execFile);
+    const results = await Promise.allSettled(
+      apps.map((app) =>
+        run(process.execPath, ['--input-type=module', '-e', child, moduleUrl, path, String(startAt),
+          JSON.stringify({ ...app, clientSecretHash: app.clientSecretHash.toString('hex') })], { timeout: 20_000 }),
+      ),
+    );
+    const failures = results.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+    assert.deepEqual(failures, []);
+
+    const store = openSqliteStore(path);
+    try {
+      const listed = await store.apps.list();
+      assert.deepEqual(
+        listed.map((app) => app.appId).sort(),
+        apps.map((app) => app.appId).sort(),
+      );
+      for (const app of apps) assert.deepEqual(await store.apps.findById(app.appId), app);
+    } finally {
+      await store.close();
+    }
+    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+  });
+
+  it('opens sqlite::memory: through openStore, as a working store', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      assert.equal(store.backend, 'sqlite');
+      const app = makeApp();
+      await store.apps.insert(app);
+      assert.deepEqual(await store.apps.findById(app.appId), app);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
+import { AppConflictError } from '../../src/apps/store.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { MAX_INSTANT } from '../../src/tokens/expiry.js';
+import type { TokenRecord } from '../../src/tokens/store.js';
+import type { TestStore } from '../helpers/store.js';
+
+export interface StoreSuiteOptions {
+  /**
+   * Opens a second, independent connection to the database of `testStore`, as another process (the
+   * CLI, another instance) would. Default: `openStore(testStore.databaseUrl)`, which is what such a
+   * process does. The suite closes it.
+   */
+  openSecondConnection?: (testStore: TestStore) => Promise<Store>;
+}
+
+/** The longest the contract lets a change made elsewhere go unnoticed. */
+const CHANGE_DEADLINE_MS = 1000;
+/** Longer than any poll interval of a test store. */
+const SETTLE_MS = 300;
+const T0 = Date.parse('2026-06-01T00:00:00.000Z');
+
+let sequence = 0;
+
+export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
+  sequence++;
+  return {
+    appId: randomBytes(8).toString('hex'),
+    name: `app ${sequence}`,
+    appKey: randomBytes(16).toString('hex'),
+    clientId: randomBytes(16).toString('hex'),
+    clientSecretHash: randomBytes(32),
+    adminId: randomUUID(),
+    createdAt: T0 + sequence,
+    configuration: { ...DEFAULT_APP_CONFIGURATION },
+    ...overrides,
+  };
+}
+
+export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
+  return { tokenHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
+}
+
+/**
+ * The behaviour every `Store` backend must have. Call it once per backend with an opener giving a
+ * fresh, empty store each time; nothing here knows which backend it runs against.
+ */
+export function storeSuite(name: string, open: () => Promise<TestStore>, options: StoreSuiteOptions = {}): void {
+  const openSecondConnection = options.openSecondConnection ?? ((testStore: TestStore) => openStore(testStore.databaseUrl));
+
+  describe(`Store (${name})`, () => {
+    let testStore: TestStore;
+    let store: Store;
+
+    beforeEach(async () => {
+      testStore = await open();
+      store = testStore.store;
+    });
+    afterEach(async () => {
+      await testStore.dispose();
+    });
+
+    describe('apps', () => {
+      it('starts empty', async () => {
+        assert.equal(await store.apps.count(), 0);
+        assert.deepEqual(await store.apps.list(), []);
+      });
+
+      it('finds an inserted app by its AppID, every field as inserted', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+
+      it('answers undefined for an unknown AppID', async () => {
+        await store.apps.insert(makeApp());
+        assert.equal(await store.apps.findById('0123456789abcdef'), undefined);
+        assert.equal(await store.apps.findById(''), undefined);
+      });
+
+      it('round-trips the ClientSecret hash as equal bytes, a Buffer', async () => {
+        // Zero bytes, high bytes and a trailing zero are where text conversions go wrong.
+        const hash = Buffer.from([0, 255, 0, 128, ...randomBytes(24), 0x80, 0xff, 0, 0]);
+        const app = makeApp({ clientSecretHash: hash });
+        await store.apps.insert(app);
+        const found = await store.apps.findById(app.appId);
+        assert.ok(found);
+        assert.ok(Buffer.isBuffer(found.clientSecretHash));
+        assert.equal(found.clientSecretHash.length, 32);
+        assert.ok(found.clientSecretHash.equals(hash));
+      });
+
+      it('round-trips a configuration, the name and the creation time', async () => {
+        const app = makeApp({
+          name: `O'Brien "quoted" ; DROP TABLE apps; -- 名前 😀 ${'x'.repeat(MAX_APP_NAME_LENGTH - 40)}`,
+          createdAt: Date.parse('2099-12-31T23:59:59.999Z'),
+          configuration: { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: 86_400 * 365, requireAppKey: true },
+        });
+        const other = makeApp({
+          configuration: { adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: 60, requireAppKey: false },
+        });
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        assert.deepEqual(await store.apps.findById(app.appId), app);
+        assert.deepEqual(await store.apps.findById(other.appId), other);
+      });
+
+      it('lists apps oldest first and counts them', async () => {
+        const middle = makeApp({ createdAt: T0 + 2000 });
+        const newest = makeApp({ createdAt: T0 + 3000 });
+        const oldest = makeApp({ createdAt: T0 + 1000 });
+        for (const app of [middle, newest, oldest]) await store.apps.insert(app);
+        assert.deepEqual(await store.apps.list(), [oldest, middle, newest]);
+        assert.equal(await store.apps.count(), 3);
+      });
+
+      it('refuses an app whose AppID is taken, keeping the existing one', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        await assert.rejects(store.apps.insert(makeApp({ appId: app.appId })), AppConflictError);
+        assert.equal(await store.apps.count(), 1);
+        assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+
+      it('refuses an app whose ClientID is taken, keeping the existing one', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const clash = makeApp({ clientId: app.clientId });
+        await assert.rejects(store.apps.insert(clash), AppConflictError);
+        assert.equal(await store.apps.count(), 1);
+        assert.equal(await store.apps.findById(clash.appId), undefined);
+        assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+
+      it('replaces the ClientSecret hash of one app only', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        const rotated = randomBytes(32);
+        assert.equal(await store.apps.updateClientSecretHash(app.appId, rotated), true);
+        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: rotated });
+        assert.deepEqual(await store.apps.findById(other.appId), other);
+      });
+
+      it('answers false when replacing the ClientSecret hash of an unknown app, creating nothing', async () => {
+        assert.equal(await store.apps.updateClientSecretHash('0123456789abcdef', randomBytes(32)), false);
+        assert.equal(await store.apps.count(), 0);
+      });
+
+      it('deletes an app: it is gone, and deleting it again answers false', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        assert.equal(await store.apps.delete(app.appId), true);
+        assert.equal(await store.apps.findById(app.appId), undefined);
+        assert.deepEqual(await store.apps.list(), [other]);
+        assert.equal(await store.apps.count(), 1);
+        assert.equal(await store.apps.delete(app.appId), false);
+        assert.equal(await store.apps.delete('0123456789abcdef'), false);
+      });
+
+      it('deletes the tokens of a deleted app, and only those', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        const gone = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId), makeToken(app.appId, { expiresAt: T0 + 1 })];
+        const kept = makeToken(other.appId, { kind: 'admin' });
+        for (const token of [...gone, kept]) await store.tokens.insert(token);
+        assert.equal(await store.apps.delete(app.appId), true);
+        for (const token of gone) assert.equal(await store.tokens.findByHash(token.tokenHash), undefined);
+        assert.deepEqual(await store.tokens.findByHash(kept.tokenHash), kept);
+      });
+
+      it('frees the AppID and ClientID of a deleted app', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        await store.apps.delete(app.appId);
+        await store.apps.insert(app);
+        assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+    });
+
+    describe('tokens', () => {
+      let app: AppRecord;
+      beforeEach(async () => {
+        app = makeApp();
+        await store.apps.insert(app);
+      });
+
+      it('finds an inserted token by its hash, every field as inserted', async () => {
+        const tokens = [
+          makeToken(app.appId, { kind: 'admin', issuedAt: T0 + 5, expiresAt: null }),
+          makeToken(app.appId, { kind: 'admin', expiresAt: T0 + 86_400_000 }),
+          makeToken(app.appId, { kind: 'anonymous', expiresAt: null }),
+          makeToken(app.appId, { kind: 'anonymous', expiresAt: T0 + 1 }),
+          // The latest expiry the service accepts must survive the store as an exact number.
+          makeToken(app.appId, { kind: 'anonymous', expiresAt: MAX_INSTANT }),
+        ];
+        for (const token of tokens) await store.tokens.insert(token);
+        for (const token of tokens) {
+          const found = await store.tokens.findByHash(Buffer.from(token.tokenHash));
+          assert.deepEqual(found, token);
+        }
+      });
+
+      it('answers undefined for an unknown hash, even one byte off or a prefix', async () => {
+        const token = makeToken(app.appId);
+        await store.tokens.insert(token);
+        const oneByteOff = Buffer.from(token.tokenHash);
+        oneByteOff[31] = oneByteOff[31]! ^ 1;
+        assert.equal(await store.tokens.findByHash(oneByteOff), undefined);
+        assert.equal(await store.tokens.findByHash(token.tokenHash.subarray(0, 31)), undefined);
+        assert.equal(await store.tokens.findByHash(randomBytes(32)), undefined);
+        assert.equal(await store.tokens.findByHash(Buffer.alloc(0)), undefined);
+      });
+    });
+
+    describe('onAppsChanged: a change made through another connection', () => {
+      let second: Store;
+      let app: AppRecord;
+      let calls: { appId: string | undefined; at: number }[];
+
+      beforeEach(async () => {
+        app = makeApp();
+        await store.apps.insert(app);
+        calls = [];
+        store.onAppsChanged((appId) => calls.push({ appId, at: Date.now() }));
+        second = await openSecondConnection(testStore);
+        // Let any notification caused by opening the second connection pass, so that only the
+        // change under test can satisfy the assertion.
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+      });
+      afterEach(async () => {
+        await second.close();
+      });
+
+      /** Resolves once the listener was called about `appId` (or about every app) after `since`. */
+      async function noticedWithin(appId: string, since: number): Promise<void> {
+        const deadline = since + CHANGE_DEADLINE_MS;
+        const relevant = () => calls.some((call) => call.at >= since && (call.appId === undefined || call.appId === appId));
+        while (!relevant()) {
+          if (Date.now() > deadline) {
+            assert.fail(`onAppsChanged was not called about ${appId} within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
+
+      it('is noticed when an app is created', async () => {
+        const created = makeApp();
+        const since = Date.now();
+        await second.apps.insert(created);
+        await noticedWithin(created.appId, since);
+        assert.deepEqual(await store.apps.findById(created.appId), created);
+      });
+
+      it('is noticed when a ClientSecret is rotated', async () => {
+        const rotated = randomBytes(32);
+        const since = Date.now();
+        assert.equal(await second.apps.updateClientSecretHash(app.appId, rotated), true);
+        await noticedWithin(app.appId, since);
+        assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
+      });
+
+      it('is noticed when an app is deleted', async () => {
+        const since = Date.now();
+        assert.equal(await second.apps.delete(app.appId), true);
+        await noticedWithin(app.appId, since);
+        assert.equal(await store.apps.findById(app.appId), undefined);
+      });
+    });
+  });
+}

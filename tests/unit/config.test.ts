@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
+import { DEFAULT_SQLITE_PATH, parseDatabaseUrl } from '../../src/store/open.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults for an empty environment', () => {
+    assert.deepEqual(loadConfig({}), {
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: undefined,
+      logLevel: 'info',
+      logRequests: false,
+      rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true },
+      demoApp: true,
+    });
+  });
+
+  it('has default limits that do not get in the way of normal use (the contract)', () => {
+    const { rateLimits } = loadConfig({});
+    assert.ok(rateLimits.tokenRequestsPerAddressPerMinute >= 300, 'a few hundred token requests a minute from one address pass');
+    assert.ok(rateLimits.adminFailuresPerAppPerMinute >= 5, 'a handful of failed admin attempts a minute pass');
+    assert.ok(rateLimits.adminFailuresPerAppPerMinute < 24, 'dozens of failures a minute are throttled');
+  });
+
+  it('treats empty and blank values as unset', () => {
+    const blank = { HOST: '  ', PORT: '', LOG_LEVEL: ' ', LOG_REQUESTS: '', RATE_LIMITS: ' ', DEMO_APP: '' };
+    const config = loadConfig(blank);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 8080);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.logRequests, false);
+    assert.equal(config.rateLimits.enabled, true);
+    assert.equal(config.demoApp, true);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: ' 9000 ',
+      DATABASE_URL: 'sqlite:./x.db',
+      LOG_LEVEL: 'DEBUG',
+      LOG_REQUESTS: 'on',
+      RATE_LIMITS: 'off',
+      RATE_LIMIT_TOKEN_PER_ADDRESS: '50',
+      RATE_LIMIT_ADMIN_FAILURES_PER_APP: '3',
+      DEMO_APP: 'off',
+    });
+    assert.deepEqual(config, {
+      host: '0.0.0.0',
+      port: 9000,
+      databaseUrl: 'sqlite:./x.db',
+      logLevel: 'debug',
+      logRequests: true,
+      rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 50, adminFailuresPerAppPerMinute: 3 },
+      demoApp: false,
+    });
+  });
+
+  it('accepts PORT from 0 to 65535', () => {
+    assert.equal(loadConfig({ PORT: '0' }).port, 0);
+    assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
+  });
+
+  it('refuses an invalid PORT with a ConfigError naming the variable', () => {
+    for (const port of ['abc', '-1', '65536', '1.5', '8080x', '0x50', '1e3', '80 80']) {
+      assert.throws(() => loadConfig({ PORT: port }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${port}: ${String(error)}`);
+        assert.match(error.message, /PORT/);
+        return true;
+      });
+    }
+  });
+
+  it('refuses a rate limit below 1', () => {
+    assert.throws(() => loadConfig({ RATE_LIMIT_TOKEN_PER_ADDRESS: '0' }), ConfigError);
+    assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_APP: '0' }), ConfigError);
+  });
+
+  it('parses on/off switches in their usual spellings, case-insensitively', () => {
+    for (const on of ['on', 'ON', 'true', 'True', '1', 'yes', ' on ']) {
+      assert.equal(loadConfig({ RATE_LIMITS: on }).rateLimits.enabled, true, on);
+      assert.equal(loadConfig({ LOG_REQUESTS: on }).logRequests, true, on);
+    }
+    for (const off of ['off', 'OFF', 'false', 'FALSE', '0', 'no', ' off ']) {
+      assert.equal(loadConfig({ RATE_LIMITS: off }).rateLimits.enabled, false, off);
+      assert.equal(loadConfig({ DEMO_APP: off }).demoApp, false, off);
+    }
+  });
+
+  it('refuses an on/off switch with another value', () => {
+    for (const value of ['maybe', 'disabled', '2', 'of']) {
+      assert.throws(() => loadConfig({ RATE_LIMITS: value }), ConfigError, value);
+    }
+  });
+
+  it('refuses an unknown LOG_LEVEL', () => {
+    assert.throws(() => loadConfig({ LOG_LEVEL: 'verbose' }), ConfigError);
+  });
+});
+
+describe('parseDatabaseUrl', () => {
+  const defaultLocation = { backend: 'sqlite', path: resolve(DEFAULT_SQLITE_PATH) };
+
+  it('is the default SQLite file when unset or empty', () => {
+    assert.equal(DEFAULT_SQLITE_PATH, './data/tessera.db');
+    assert.deepEqual(parseDatabaseUrl(undefined), defaultLocation);
+    assert.deepEqual(parseDatabaseUrl(''), defaultLocation);
+    assert.deepEqual(parseDatabaseUrl('   '), defaultLocation);
+  });
+
+  it('takes a plain file path, resolved', () => {
+    assert.deepEqual(parseDatabaseUrl('/var/lib/tessera/t.db'), { backend: 'sqlite', path: '/var/lib/tessera/t.db' });
+    assert.deepEqual(parseDatabaseUrl('data/other.db'), { backend: 'sqlite', path: resolve('data/other.db') });
+  });
+
+  it('takes sqlite:PATH, relative or absolute (also sqlite:///abs)', () => {
+    assert.deepEqual(parseDatabaseUrl('sqlite:./x/t.db'), { backend: 'sqlite', path: resolve('./x/t.db') });
+    assert.deepEqual(parseDatabaseUrl('sqlite:/abs/t.db'), { backend: 'sqlite', path: '/abs/t.db' });
+    assert.deepEqual(parseDatabaseUrl('sqlite:///abs/t.db'), { backend: 'sqlite', path: '/abs/t.db' });
+  });
+
+  it('takes sqlite::memory:', () => {
+    assert.deepEqual(parseDatabaseUrl('sqlite::memory:'), { backend: 'sqlite', path: ':memory:' });
+  });
+
+  it('refuses sqlite: without a path', () => {
+    assert.throws(() => parseDatabaseUrl('sqlite:'));
+  });
+
+  it('takes postgres:// and postgresql:// as PostgreSQL, keeping the URL', () => {
+    for (const url of ['postgres://u:p@db:5432/tessera', 'postgresql://db/tessera?sslmode=require', 'POSTGRES://db/t']) {
+      assert.deepEqual(parseDatabaseUrl(url), { backend: 'postgres', url });
+    }
+  });
+
+  it('refuses another scheme, without echoing its credentials', () => {
+    for (const url of ['mysql://user:hunter2@db/tessera', 'http://user:hunter2@db/', 'file://user:hunter2@x/t.db']) {
+      assert.throws(() => parseDatabaseUrl(url), (error: unknown) => {
+        assert.ok(error instanceof Error);
+        assert.doesNotMatch(error.message, /hunter2/);
+        return true;
+      }, url);
+    }
+  });
+});
