@@ -31,19 +31,21 @@ export function rawHttp(baseUrl: string, data: string | Buffer, options: RawOpti
     const socket = connect({ host: hostname, port: Number(port) });
     let received = Buffer.alloc(0);
     let settled = false;
-    const finish = (error?: Error) => {
+    let closed = false;
+    const finish = () => {
       if (settled) return;
-      const parsed = parseResponse(received, options.head === true, error === undefined && socket.readableEnded);
-      if (parsed === 'incomplete' && error === undefined && !socket.destroyed && !socket.readableEnded) return;
+      const parsed = parseResponse(received, options.head === true, closed);
+      if (parsed === 'incomplete' && !closed) return;
       settled = true;
       clearTimeout(timer);
       socket.destroy();
-      if (parsed === 'incomplete') {
-        if (received.length === 0) resolve(null);
-        else reject(new Error(`incomplete HTTP response: ${received.toString('latin1').slice(0, 500)}`));
-      } else {
-        resolve(parsed);
-      }
+      if (parsed !== 'incomplete') resolve(parsed);
+      else if (received.length === 0) resolve(null);
+      else reject(new Error(`incomplete HTTP response: ${received.toString('latin1').slice(0, 500)}`));
+    };
+    const onClosed = () => {
+      closed = true;
+      finish();
     };
     const timer = setTimeout(() => {
       if (settled) return;
@@ -55,10 +57,10 @@ export function rawHttp(baseUrl: string, data: string | Buffer, options: RawOpti
       received = Buffer.concat([received, chunk]);
       finish();
     });
-    socket.on('end', () => finish());
-    socket.on('close', () => finish());
+    socket.on('end', onClosed);
+    socket.on('close', onClosed);
     // A reset after (or instead of) an answer: judge what arrived.
-    socket.on('error', () => finish());
+    socket.on('error', onClosed);
     socket.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, () => {
       if (options.endAfterWrite === true) socket.end();
     });
