@@ -1,0 +1,626 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { assertError } from '../helpers/assert.js';
+import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
+
+// The compiled file lives in <root>/<outDir>/tests/http/: the repository root is three levels up.
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'tessera');
+
+/** Settings the tests must not inherit from whoever runs them. */
+const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'LOG_LEVEL',
+  'LOG_REQUESTS',
+  'RATE_LIMITS',
+  'RATE_LIMIT_TOKEN_PER_ADDRESS',
+  'RATE_LIMIT_ADMIN_FAILURES_PER_APP',
+  'DEMO_APP',
+];
+
+function environment(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of CONFIG_VARIABLES) delete env[name];
+  delete env.NODE_TEST_CONTEXT; // a child must not think it is a test runner's worker
+  return { ...env, ...extra };
+}
+
+/** Every child process started here, so that after() hooks can end them whatever happened. */
+const children = new Set<ChildProcess>();
+
+function killAll(): void {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  children.clear();
+}
+after(killAll);
+process.once('exit', killAll);
+
+interface Store {
+  dir: string;
+  databaseUrl: string;
+  dispose(): void;
+}
+
+function newStore(): Store {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-cli-test-'));
+  return {
+    dir,
+    databaseUrl: `sqlite:${join(dir, 'tessera.db')}`,
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `./bin/tessera ARGS` to completion over the given store. */
+function cli(store: Store, args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: environment({ DATABASE_URL: store.databaseUrl, ...extraEnv }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tessera ${args.join(' ')} did not finish within 15 s; stderr: ${stderr}`));
+    }, 15_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function parseJson(text: string, what: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    assert.fail(`${what} is not one JSON document: ${JSON.stringify(text)}`);
+  }
+}
+
+interface CreatedKeys {
+  appId: string;
+  appKey: string;
+  clientId: string;
+  clientSecret: string;
+  name: string;
+}
+
+async function createApp(store: Store, name: string): Promise<CreatedKeys> {
+  const result = await cli(store, ['apps', 'create', '--name', name, '--json']);
+  assert.equal(result.code, 0, result.stderr);
+  return parseJson(result.stdout, 'apps create --json output');
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') return reject(new Error('no port'));
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface ServerProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code and signal once the process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `./bin/tessera serve` as a child process; resolves once it answers HTTP. */
+async function serve(store: Store, extraEnv: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    cwd: ROOT,
+    env: environment({ DATABASE_URL: store.databaseUrl, PORT: String(port), HOST: '127.0.0.1', ...extraEnv }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`tessera serve exited early (${child.exitCode ?? child.signalCode}); stderr: ${stderr}; stdout: ${stdout}`);
+    }
+    try {
+      await fetch(`${baseUrl}/api/apps/none/whoami`);
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`tessera serve did not answer within 15 s; stderr: ${stderr}`);
+      await sleep(50);
+    }
+  }
+  return { child, baseUrl, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** SIGTERM, then the exit code; fails if the process is still running after `ms`. */
+async function terminate(server: ServerProcess, ms = 5_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; elapsed: number }> {
+  const started = Date.now();
+  server.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`tessera serve still running ${ms} ms after SIGTERM`)), ms);
+  });
+  try {
+    const result = await Promise.race([server.exited, timeout]);
+    return { ...result, elapsed: Date.now() - started };
+  } finally {
+    clearTimeout(timer);
+    children.delete(server.child);
+  }
+}
+
+function tokenRequest(baseUrl: string, appId: string, clientId: string, clientSecret: string): Promise<JsonResponse> {
+  return request(`${baseUrl}/api/apps/${appId}/oauth2/token`, {
+    method: 'POST',
+    headers: { authorization: basic(appId), 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  });
+}
+
+/**
+ * Sends `attempt` every 50 ms until `done` holds for its response, for at most `withinMs`. Returns
+ * the last response and how long it took; the caller asserts both.
+ */
+async function pollUntil(
+  attempt: () => Promise<JsonResponse>,
+  done: (response: JsonResponse) => boolean,
+  withinMs = 1_000,
+): Promise<{ response: JsonResponse; elapsed: number }> {
+  const started = Date.now();
+  for (;;) {
+    const response = await attempt();
+    const elapsed = Date.now() - started;
+    if (done(response) || elapsed >= withinMs) return { response, elapsed };
+    await sleep(50);
+  }
+}
+
+describe('tessera apps: the operator CLI, as a real process', () => {
+  const store = newStore();
+  after(() => {
+    killAll();
+    store.dispose();
+  });
+
+  it('apps create --json prints exactly one JSON object with the four keys and the name', async () => {
+    const result = await cli(store, ['apps', 'create', '--name', 'Json app', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const created = parseJson(result.stdout, 'stdout');
+    assert.equal(typeof created, 'object');
+    assert.ok(created !== null && !Array.isArray(created));
+    for (const key of ['appId', 'appKey', 'clientId', 'clientSecret', 'name']) {
+      assert.equal(typeof created[key], 'string', `${key} in ${result.stdout}`);
+      assert.ok(created[key].length > 0, key);
+    }
+    assert.equal(created.name, 'Json app');
+    assert.match(created.appId, /^[A-Za-z0-9_-]+$/);
+    assert.match(created.clientId, /^[A-Za-z0-9_-]+$/);
+    assert.notEqual(created.appId, created.clientId);
+    // At least 256 bits: 43 base64url or 64 hex characters. A hex secret is checked as hex.
+    assert.ok(/^[0-9a-f]+$/.test(created.clientSecret) ? created.clientSecret.length >= 64 : created.clientSecret.length >= 43);
+  });
+
+  it('apps create (text) prints AppID, AppKey, ClientID and ClientSecret, matching the stored app', async () => {
+    const result = await cli(store, ['apps', 'create', '--name', 'Text app']);
+    assert.equal(result.code, 0, result.stderr);
+    const value = (label: string) => {
+      const match = new RegExp(`^\\s*${label}\\s*:?\\s+(\\S+)\\s*$`, 'm').exec(result.stdout);
+      assert.ok(match, `no ${label} in ${result.stdout}`);
+      return match[1]!;
+    };
+    const keys = { appId: value('AppID'), appKey: value('AppKey'), clientId: value('ClientID'), clientSecret: value('ClientSecret') };
+    const shown = await cli(store, ['apps', 'show', keys.appId, '--json']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const app = parseJson(shown.stdout, 'apps show --json output');
+    assert.equal(app.appId, keys.appId);
+    assert.equal(app.appKey, keys.appKey);
+    assert.equal(app.clientId, keys.clientId);
+    assert.equal(app.name, 'Text app');
+    assert.ok(!shown.stdout.includes(keys.clientSecret));
+  });
+
+  it('apps list shows every app, never a ClientSecret', async () => {
+    const [one, two] = await Promise.all([createApp(store, 'List one'), createApp(store, 'List two')]);
+    const [json, text] = await Promise.all([cli(store, ['apps', 'list', '--json']), cli(store, ['apps', 'list'])]);
+    assert.equal(json.code, 0, json.stderr);
+    const apps = parseJson(json.stdout, 'apps list --json output');
+    assert.ok(Array.isArray(apps));
+    for (const created of [one, two]) {
+      const listed: any = apps.find((app: { appId: string }) => app.appId === created.appId);
+      assert.ok(listed, `${created.appId} not listed`);
+      assert.equal(listed.name, created.name);
+      assert.equal(listed.clientId, created.clientId);
+      assert.ok(!('clientSecret' in listed));
+    }
+    assert.equal(text.code, 0, text.stderr);
+    for (const created of [one, two]) {
+      assert.ok(text.stdout.includes(created.appId), text.stdout);
+      assert.ok(text.stdout.includes(created.name), text.stdout);
+    }
+    for (const output of [json.stdout, text.stdout, json.stderr, text.stderr]) {
+      assert.ok(!output.includes(one.clientSecret) && !output.includes(two.clientSecret), 'a ClientSecret was printed');
+    }
+  });
+
+  it('apps show prints the app without its ClientSecret, as JSON and as text', async () => {
+    const created = await createApp(store, 'Show me');
+    const [json, text] = await Promise.all([
+      cli(store, ['apps', 'show', created.appId, '--json']),
+      cli(store, ['apps', 'show', created.appId]),
+    ]);
+    assert.equal(json.code, 0, json.stderr);
+    const app = parseJson(json.stdout, 'apps show --json output');
+    assert.equal(app.appId, created.appId);
+    assert.equal(app.name, 'Show me');
+    assert.equal(app.appKey, created.appKey);
+    assert.equal(app.clientId, created.clientId);
+    assert.ok(!Object.keys(app).some((key) => /secret/i.test(key)), `fields: ${Object.keys(app).join(', ')}`);
+    assert.equal(text.code, 0, text.stderr);
+    assert.ok(text.stdout.includes(created.appId) && text.stdout.includes(created.clientId), text.stdout);
+    for (const output of [json.stdout, json.stderr, text.stdout, text.stderr]) {
+      assert.ok(!output.includes(created.clientSecret), 'the ClientSecret was printed');
+    }
+  });
+
+  it('apps rotate-secret prints a new ClientSecret once, which apps show never prints again', async () => {
+    const created = await createApp(store, 'Rotate me');
+    const json = await cli(store, ['apps', 'rotate-secret', created.appId, '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    const rotated = parseJson(json.stdout, 'apps rotate-secret --json output');
+    assert.equal(rotated.appId, created.appId);
+    assert.equal(typeof rotated.clientSecret, 'string');
+    assert.notEqual(rotated.clientSecret, created.clientSecret);
+    assert.equal(rotated.clientSecret.length, created.clientSecret.length);
+    assert.ok(!json.stdout.includes(created.clientSecret), 'the old secret was printed');
+
+    const text = await cli(store, ['apps', 'rotate-secret', created.appId]);
+    assert.equal(text.code, 0, text.stderr);
+    const secrets = text.stdout.match(/\b[0-9A-Za-z_-]{43,}\b/g) ?? [];
+    assert.equal(secrets.length, 1, `expected the new secret exactly once in: ${text.stdout}`);
+    assert.notEqual(secrets[0], rotated.clientSecret);
+    assert.notEqual(secrets[0], created.clientSecret);
+
+    const shown = await cli(store, ['apps', 'show', created.appId, '--json']);
+    assert.ok(!shown.stdout.includes(secrets[0]!) && !shown.stdout.includes(rotated.clientSecret));
+  });
+
+  it('apps delete removes the app; deleting or showing it again fails with exit 1', async () => {
+    const [kept, deleted] = await Promise.all([createApp(store, 'Keep me'), createApp(store, 'Delete me')]);
+    const result = await cli(store, ['apps', 'delete', deleted.appId, '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const answer = parseJson(result.stdout, 'apps delete --json output');
+    assert.equal(answer.appId, deleted.appId);
+
+    const [show, again, list] = await Promise.all([
+      cli(store, ['apps', 'show', deleted.appId]),
+      cli(store, ['apps', 'delete', deleted.appId]),
+      cli(store, ['apps', 'list', '--json']),
+    ]);
+    assert.equal(show.code, 1, show.stderr);
+    assert.equal(again.code, 1, again.stderr);
+    const ids = parseJson(list.stdout, 'apps list --json output').map((app: { appId: string }) => app.appId);
+    assert.ok(!ids.includes(deleted.appId));
+    assert.ok(ids.includes(kept.appId));
+  });
+
+  it('apps delete (text) confirms in words', async () => {
+    const created = await createApp(store, 'Delete me too');
+    const result = await cli(store, ['apps', 'delete', created.appId]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(result.stdout.includes(created.appId), result.stdout);
+  });
+
+  it('apps show of an unknown app: exit 1 and a clear message on stderr, nothing on stdout', async () => {
+    const result = await cli(store, ['apps', 'show', 'noSuchApp0000000']);
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /app/i);
+    assert.match(result.stderr, /no|not|unknown/i);
+    assert.ok(!result.stderr.includes('    at '), `a stack trace was printed: ${result.stderr}`);
+  });
+
+  it('apps show of an unknown app with --json: exit 1 and one JSON error on stderr', async () => {
+    const result = await cli(store, ['apps', 'show', 'noSuchApp0000000', '--json']);
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    const error = parseJson(result.stderr, 'stderr');
+    assert.equal(error.errorCode, 'APP_NOT_FOUND');
+    assert.equal(typeof error.message, 'string');
+    assert.ok(error.message.length > 0);
+  });
+
+  it('apps rotate-secret and apps delete of an unknown app: exit 1', async () => {
+    const results = await Promise.all([
+      cli(store, ['apps', 'rotate-secret', 'noSuchApp0000000', '--json']),
+      cli(store, ['apps', 'delete', 'noSuchApp0000000', '--json']),
+    ]);
+    for (const result of results) {
+      assert.equal(result.code, 1, result.stderr);
+      assert.equal(result.stdout, '');
+      assert.equal(parseJson(result.stderr, 'stderr').errorCode, 'APP_NOT_FOUND');
+    }
+  });
+
+  for (const [what, args] of [
+    ['no command', []],
+    ['no verb', ['apps']],
+    ['an unknown command', ['frobnicate']],
+    ['an unknown verb', ['apps', 'frobnicate']],
+    ['apps create without --name', ['apps', 'create']],
+    ['--name without a value', ['apps', 'create', '--name']],
+    ['an unknown flag', ['apps', 'list', '--bogus']],
+    ['a missing APP_ID', ['apps', 'show']],
+    ['an extra argument', ['apps', 'show', 'a', 'b']],
+  ] as const) {
+    it(`usage error, ${what}: exit 2 and a message on stderr`, async () => {
+      const result = await cli(store, [...args]);
+      assert.equal(result.code, 2, `stdout: ${result.stdout}\nstderr: ${result.stderr}`);
+      assert.ok((result.stderr + result.stdout).length > 0, 'nothing was printed');
+      assert.ok(!result.stderr.includes('    at '), `a stack trace was printed: ${result.stderr}`);
+    });
+  }
+
+  it('usage error with --json: exit 2, nothing on stdout, one JSON error on stderr', async () => {
+    const result = await cli(store, ['apps', 'create', '--json']);
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    const error = parseJson(result.stderr, 'stderr');
+    assert.equal(typeof error.errorCode, 'string');
+    assert.equal(typeof error.message, 'string');
+  });
+
+  it('--help: exit 0 and the usage of every verb', async () => {
+    for (const args of [['--help'], ['apps', '--help']]) {
+      const result = await cli(store, args);
+      assert.equal(result.code, 0, result.stderr);
+      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete']) {
+        assert.ok(result.stdout.includes(verb), `--help does not mention ${verb}: ${result.stdout}`);
+      }
+    }
+  });
+});
+
+describe('the CLI and a running server share the store', () => {
+  const store = newStore();
+  let server: ServerProcess;
+  before(async () => {
+    server = await serve(store, { DEMO_APP: 'off' });
+  });
+  after(() => {
+    killAll();
+    store.dispose();
+  });
+
+  it('an app created with the CLI while the server runs gets tokens at once', async () => {
+    const created = await createApp(store, 'Live app');
+    const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
+    assert.equal(admin.status, 200, admin.text);
+    assert.equal(admin.body.token_type, 'bearer');
+    const anonymous = await tokenRequest(server.baseUrl, created.appId, created.appId, created.appKey);
+    assert.equal(anonymous.status, 200, anonymous.text);
+    assert.equal(anonymous.body.id, 'ANONYMOUS');
+    const whoami = await request(`${server.baseUrl}/api/apps/${created.appId}/whoami`, {
+      headers: { authorization: bearer(admin.body.access_token) },
+    });
+    assert.equal(whoami.body?.principal, 'admin', whoami.text);
+  });
+
+  it('after apps rotate-secret the old secret gets 401 within 1 s, and the new one works', async () => {
+    const created = await createApp(store, 'Rotated while running');
+    // The server has the app in its cache now.
+    const before = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
+    assert.equal(before.status, 200, before.text);
+
+    const rotated = await cli(store, ['apps', 'rotate-secret', created.appId, '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newSecret: string = parseJson(rotated.stdout, 'apps rotate-secret --json output').clientSecret;
+
+    const { response, elapsed } = await pollUntil(
+      () => tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret),
+      (r) => r.status !== 200,
+    );
+    assertError(response, 401, 'invalid_client');
+    assert.ok(elapsed <= 1_000, `the old secret still worked ${elapsed} ms after the rotation`);
+
+    const after = await tokenRequest(server.baseUrl, created.appId, created.clientId, newSecret);
+    assert.equal(after.status, 200, after.text);
+    assert.equal(after.body.token_type, 'bearer');
+  });
+
+  it('after apps delete the app\'s tokens and Basic get 404 APP_NOT_FOUND within 1 s', async () => {
+    const created = await createApp(store, 'Deleted while running');
+    const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
+    assert.equal(admin.status, 200, admin.text);
+    const whoamiUrl = `${server.baseUrl}/api/apps/${created.appId}/whoami`;
+    const withToken = () => request(whoamiUrl, { headers: { authorization: bearer(admin.body.access_token) } });
+    const withBasic = () => request(whoamiUrl, { headers: { authorization: basic(created.appId) } });
+    assert.equal((await withToken()).status, 200);
+    assert.equal((await withBasic()).status, 200);
+
+    const deleted = await cli(store, ['apps', 'delete', created.appId, '--json']);
+    assert.equal(deleted.code, 0, deleted.stderr);
+
+    // Until the server learns of the deletion (at most a second), the token may already be refused
+    // as INVALID_TOKEN (its row is gone) while the app is still cached: the end state is what counts.
+    const seen = new Set<string>();
+    const { response, elapsed } = await pollUntil(withToken, (r) => {
+      seen.add(`${r.status} ${r.body?.errorCode ?? ''}`.trim());
+      return r.status === 404;
+    });
+    assertError(response, 404, 'APP_NOT_FOUND');
+    for (const status of seen) assert.ok(['200', '401 INVALID_TOKEN', '404 APP_NOT_FOUND'].includes(status), `unexpected answer ${status}`);
+    assert.ok(elapsed <= 1_000, `the token still worked ${elapsed} ms after the deletion`);
+    assertError(await withBasic(), 404, 'APP_NOT_FOUND');
+    assertError(await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret), 404, 'APP_NOT_FOUND');
+    assertError(await tokenRequest(server.baseUrl, created.appId, created.appId, created.appKey), 404, 'APP_NOT_FOUND');
+  });
+
+  it('the server never logs a ClientSecret or a token', async () => {
+    const created = await createApp(store, 'Logged app');
+    const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
+    assert.equal(admin.status, 200, admin.text);
+    await tokenRequest(server.baseUrl, created.appId, created.clientId, 'wrong-secret-for-the-log-test');
+    await sleep(100); // the logger writes asynchronously
+    for (const output of [server.stdout(), server.stderr()]) {
+      assert.ok(!output.includes(created.clientSecret));
+      assert.ok(!output.includes(admin.body.access_token));
+      assert.ok(!output.includes('wrong-secret-for-the-log-test'));
+    }
+  });
+
+  it('SIGTERM: the server exits with code 0 within 5 s', async () => {
+    const result = await terminate(server);
+    assert.equal(result.signal, null, 'the server was killed by the signal instead of stopping');
+    assert.equal(result.code, 0, `stderr: ${server.stderr()}`);
+    await assert.rejects(fetch(`${server.baseUrl}/api/apps/none/whoami`), 'the server still answers after exiting');
+  });
+});
+
+describe('first run: tessera serve on an empty store creates and prints a demo app', () => {
+  const store = newStore();
+  after(() => {
+    killAll();
+    store.dispose();
+  });
+
+  it('prints the four keys and curl commands that work when pasted into bash; a second start adds no demo app', async () => {
+    const first = await serve(store, {});
+    // The banner is written right after the server starts listening; give the pipe a moment.
+    const deadline = Date.now() + 5_000;
+    while (!/Try it[^\n]*\n(\n|  [^\n]*\n)+\n/.test(first.stderr()) && Date.now() < deadline) await sleep(20);
+    const banner = first.stderr();
+
+    const value = (label: string) => {
+      const match = new RegExp(`^\\s*${label}\\s*:?\\s+(\\S+)\\s*$`, 'm').exec(banner);
+      assert.ok(match, `no ${label} in the banner:\n${banner}`);
+      return match[1]!;
+    };
+    const keys = { appId: value('AppID'), appKey: value('AppKey'), clientId: value('ClientID'), clientSecret: value('ClientSecret') };
+    assert.ok(!first.stdout().includes(keys.clientSecret), 'the ClientSecret went to the log (stdout)');
+
+    const list = await cli(store, ['apps', 'list', '--json']);
+    const apps = parseJson(list.stdout, 'apps list --json output');
+    assert.equal(apps.length, 1, list.stdout);
+    assert.equal(apps[0].appId, keys.appId);
+    assert.equal(apps[0].appKey, keys.appKey);
+    assert.equal(apps[0].clientId, keys.clientId);
+    const adminId: string = apps[0].adminId;
+
+    // The lines after "Try it", indented by two spaces, up to the next blank line after them.
+    const lines = banner.split('\n');
+    const start = lines.findIndex((line) => line.includes('Try it'));
+    assert.ok(start >= 0, `no "Try it" in the banner:\n${banner}`);
+    const script: string[] = [];
+    for (const line of lines.slice(start + 1)) {
+      if (line.trim() === '') {
+        if (script.length > 0) break;
+        continue;
+      }
+      assert.ok(line.startsWith('  '), `a line of the commands is not indented by two spaces: ${JSON.stringify(line)}`);
+      script.push(line.slice(2));
+    }
+    assert.ok(script.some((line) => line.includes('curl')), `no curl command in the banner:\n${banner}`);
+    assert.ok(script.join('\n').includes(first.baseUrl), 'the commands do not point at the running server');
+
+    const bash = await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn('bash', ['-c', script.join('\n')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      children.add(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        children.delete(child);
+        resolve({ code, stdout, stderr });
+      });
+    });
+    assert.equal(bash.code, 0, `bash failed:\n${script.join('\n')}\nstderr: ${bash.stderr}`);
+    const outputs = bash.stdout
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => parseJson(line, 'a whoami output'));
+    assert.deepEqual(
+      outputs,
+      [
+        { appId: keys.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null },
+        { appId: keys.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null },
+        { appId: keys.appId, principal: 'admin', id: adminId, auth: 'bearer', expiresAt: null },
+      ],
+      `stdout of the pasted commands:\n${bash.stdout}\nstderr:\n${bash.stderr}`,
+    );
+
+    const stopped = await terminate(first);
+    assert.equal(stopped.code, 0, first.stderr());
+
+    const second = await serve(store, {});
+    try {
+      await sleep(200);
+      assert.ok(!second.stderr().includes(keys.clientSecret));
+      assert.ok(!/demo app/i.test(second.stderr()), `the second start printed a demo banner:\n${second.stderr()}`);
+      const again = parseJson((await cli(store, ['apps', 'list', '--json'])).stdout, 'apps list --json output');
+      assert.equal(again.length, 1, 'a second demo app was created');
+      assert.equal(again[0].appId, keys.appId);
+    } finally {
+      const stoppedAgain = await terminate(second);
+      assert.equal(stoppedAgain.code, 0, second.stderr());
+    }
+  });
+
+  it('DEMO_APP=off: an empty store stays empty', async () => {
+    const empty = newStore();
+    try {
+      const server = await serve(empty, { DEMO_APP: 'off' });
+      try {
+        await sleep(200);
+        assert.ok(!/demo app/i.test(server.stderr()), server.stderr());
+        const list = parseJson((await cli(empty, ['apps', 'list', '--json'])).stdout, 'apps list --json output');
+        assert.deepEqual(list, []);
+      } finally {
+        assert.equal((await terminate(server)).code, 0);
+      }
+    } finally {
+      empty.dispose();
+    }
+  });
+});
