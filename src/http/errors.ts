@@ -36,6 +36,11 @@ export function toTesseraError(error: unknown): TesseraError {
       return new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new TesseraError('invalid_request', 'The request body is empty; a JSON object is expected.');
+    case 'FST_ERR_BAD_URL':
+      return new TesseraError('invalid_request', 'The request URL is malformed.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // The only path parameter of the API is the AppID: one this long names no app.
+      return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
   }
   const status = fastifyError.statusCode;
   if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { METHODS } from 'node:http';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -32,7 +33,28 @@ export function buildServer({ tessera, logger, logRequests = false }: ServerOpti
     keepAliveTimeout: 5_000,
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
+    frameworkErrors: (error, _request, reply) => sendError(reply, toTesseraError(error)),
+    // Node would answer a request without Host itself, with an empty body; the hook below does it.
+    http: { requireHostHeader: false },
   }) as unknown as FastifyInstance;
+
+  // Route every method Node parses, so that an exotic one gets 405 or 404 in the contract's shape.
+  for (const method of METHODS) {
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+  }
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      done(new TesseraError('invalid_request', 'HTTP/1.1 requests need a Host header.'));
+    } else {
+      done();
+    }
+  });
+  // Node answers an unknown `Expect` with an empty 417; answer it in the contract's shape instead.
+  app.server.on('checkExpectation', (_request, response) => {
+    const body = errorBody(new TesseraError('invalid_request', 'Only "Expect: 100-continue" is supported.'));
+    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+  });
 
   // Only JSON at the root (Fastify's default); the token endpoint adds its own types.
   app.removeContentTypeParser('text/plain');

@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { assertError } from '../helpers/assert.js';
+import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
+
+/**
+ * The real `tessera serve` as a child process, with debug logs and request logging on: whatever is sent,
+ * no secret, token or credential may reach the logs on stdout or the SQLite file in plain text.
+ */
+
+// This file compiles to <outDir>/tests/http/; the CLI it tests is the one compiled beside it.
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'LOG_LEVEL',
+  'LOG_REQUESTS',
+  'RATE_LIMITS',
+  'RATE_LIMIT_TOKEN_PER_ADDRESS',
+  'RATE_LIMIT_ADMIN_FAILURES_PER_APP',
+  'DEMO_APP',
+];
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+interface DemoKeys {
+  appId: string;
+  appKey: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+function parseBanner(stderr: string): DemoKeys | undefined {
+  const value = (label: string) => new RegExp(`^ {2}${label} +(\\S+)$`, 'm').exec(stderr)?.[1];
+  const [appId, appKey, clientId, clientSecret] = ['AppID', 'AppKey', 'ClientID', 'ClientSecret'].map(value);
+  if (appId === undefined || appKey === undefined || clientId === undefined || clientSecret === undefined) return undefined;
+  return { appId, appKey, clientId, clientSecret };
+}
+
+function waitFor<T>(what: string, probe: () => T | undefined, child: ChildProcess, output: () => string, timeoutMs = 15_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      const found = probe();
+      if (found !== undefined) {
+        clearInterval(timer);
+        resolve(found);
+      } else if (child.exitCode !== null || child.signalCode !== null || Date.now() - started > timeoutMs) {
+        clearInterval(timer);
+        reject(new Error(`${what} never came (exit ${child.exitCode}, signal ${child.signalCode}):\n${output()}`));
+      }
+    }, 20);
+  });
+}
+
+function exitOf(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve({ code: child.exitCode, signal: child.signalCode });
+      return;
+    }
+    const timer = setTimeout(() => reject(new Error(`the server did not exit within ${timeoutMs} ms of SIGTERM`)), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal });
+    });
+  });
+}
+
+describe('logs and the store of the real server keep no secret', () => {
+  let dir: string;
+  let dbPath: string;
+  let child: ChildProcess;
+  let stdout = '';
+  let stderr = '';
+  let baseUrl: string;
+  let keys: DemoKeys;
+  let exit: { code: number | null; signal: NodeJS.Signals | null };
+
+  /** What must appear in no log line and in no byte of the store. */
+  const secrets = new Map<string, string>();
+  /** Authorization header values sent: none may reach the logs. */
+  const authorizationValues = new Set<string>();
+  const tokens: string[] = [];
+  const wrongSecrets = ['0badc0de'.repeat(8), 'wrong-secret-sent-as-client-secret-basic', 'wrong-secret-of-an-unknown-client-id', 'wrong-secret-of-the-sdk-path'];
+
+  async function send(path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<JsonResponse> {
+    const authorization = init.headers?.authorization;
+    if (authorization !== undefined) authorizationValues.add(authorization);
+    return request(`${baseUrl}${path}`, { ...init, signal: AbortSignal.timeout(5_000) });
+  }
+
+  function json(fields: Record<string, unknown>): string {
+    return JSON.stringify({ grant_type: 'client_credentials', ...fields });
+  }
+
+  function tokenOf(response: JsonResponse): string {
+    assert.equal(response.status, 200, response.text);
+    const token = response.body.access_token as string;
+    tokens.push(token);
+    return token;
+  }
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-logs-test-'));
+    dbPath = join(dir, 'tessera.db');
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const name of CONFIG_VARIABLES) delete env[name];
+    delete env.NODE_TEST_CONTEXT; // the child is a server, not a test runner's worker
+    child = spawn(process.execPath, [MAIN, 'serve'], {
+      cwd: dir,
+      env: {
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: `sqlite:${dbPath}`,
+        LOG_LEVEL: 'debug',
+        LOG_REQUESTS: 'on',
+        DEMO_APP: 'on',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    keys = await waitFor('the demo banner', () => parseBanner(stderr), child, () => `stdout:\n${stdout}\nstderr:\n${stderr}`);
+    secrets.set('the ClientSecret', keys.clientSecret);
+    wrongSecrets.forEach((secret, i) => secrets.set(`wrong secret #${i + 1}`, secret));
+
+    const tokenPath = `/api/apps/${keys.appId}/oauth2/token`;
+    const appBasic = basic(keys.appId);
+
+    // Tokens of every variant.
+    const adminToken = tokenOf(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.clientId, client_secret: keys.clientSecret }) }),
+    );
+    const anonymousToken = tokenOf(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.appId, client_secret: keys.appKey }) }),
+    );
+    const clientSecretBasic = basic(keys.clientId, keys.clientSecret);
+    secrets.set('the base64 of the client_secret_basic credentials', clientSecretBasic.slice('Basic '.length));
+    const formToken = tokenOf(
+      await send(tokenPath, { method: 'POST', headers: { authorization: clientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }),
+    );
+    tokenOf(
+      await send('/api/oauth2/token?disable_cache=1', {
+        method: 'POST',
+        headers: { 'x-kii-appid': keys.appId, 'x-kii-appkey': keys.appKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: keys.clientId, client_secret: keys.clientSecret }),
+      }),
+    );
+    // A token request with the secret and a token in the query string as well (unknown query parameters are ignored).
+    tokenOf(
+      await send(`${tokenPath}?client_secret=${keys.clientSecret}&access_token=${adminToken}`, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${keys.clientId}&client_secret=${keys.clientSecret}`,
+      }),
+    );
+
+    // Using them.
+    for (const token of [adminToken, anonymousToken, formToken]) {
+      const whoami = await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(token) } });
+      assert.equal(whoami.status, 200, whoami.text);
+    }
+    assert.equal((await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: appBasic } })).status, 200);
+    assert.equal((await send(`/api/apps/${keys.appId}`, { headers: { authorization: bearer(adminToken) } })).status, 200);
+    // Tokens in the query string: refused (only headers authenticate), and never logged.
+    assertError(await send(`/api/apps/${keys.appId}/whoami?access_token=${adminToken}`), 401, 'UNAUTHORIZED');
+    const withBoth = await send(`/api/apps/${keys.appId}/whoami?access_token=${anonymousToken}&token=${formToken}`, { headers: { authorization: bearer(adminToken) } });
+    assert.equal(withBoth.status, 200, withBoth.text);
+    // A token on a path that does not exist, and with the /me rule.
+    assertError(await send(`/api/apps/${keys.appId}/users/me?access_token=${adminToken}`, { headers: { authorization: bearer(adminToken) } }), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+
+    // Failures with wrong secrets, in every way they can be sent.
+    const [wrongJson, wrongBasic, wrongUnknown, wrongSdk] = wrongSecrets as [string, string, string, string];
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.clientId, client_secret: wrongJson }) }),
+      401,
+      'invalid_client',
+    );
+    const wrongClientSecretBasic = basic(keys.clientId, wrongBasic);
+    secrets.set('the base64 of the wrong client_secret_basic credentials', wrongClientSecretBasic.slice('Basic '.length));
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: wrongClientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }),
+      401,
+      'invalid_client',
+    );
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${'c'.repeat(32)}&client_secret=${wrongUnknown}` }),
+      401,
+      'invalid_client',
+    );
+    assertError(
+      await send('/api/oauth2/token', {
+        method: 'POST',
+        headers: { 'x-kii-appid': keys.appId, 'x-kii-appkey': keys.appKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: keys.clientId, client_secret: wrongSdk }),
+      }),
+      401,
+      'invalid_client',
+    );
+    // Broken requests that still carry the secret: malformed JSON, a body of the wrong type, a repeated form field.
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: `{"client_id":"${keys.clientId}","client_secret":"${keys.clientSecret}"` }),
+      400,
+      'invalid_request',
+    );
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'text/plain' }, body: `client_secret=${keys.clientSecret}` }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    assertError(
+      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${keys.clientId}&client_secret=${keys.clientSecret}&client_secret=${keys.clientSecret}` }),
+      400,
+      'invalid_request',
+    );
+    // Bad tokens (expired-looking, of the right shape) on whoami.
+    assertError(await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(`${adminToken.slice(0, -1)}A`) } }), 401, 'INVALID_TOKEN');
+
+    for (const [i, token] of tokens.entries()) secrets.set(`access token #${i + 1}`, token);
+
+    child.kill('SIGTERM');
+    exit = await exitOf(child, 10_000);
+  });
+
+  after(() => {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exits with code 0 on SIGTERM', () => {
+    assert.deepEqual(exit, { code: 0, signal: null }, `stdout:\n${stdout.slice(-2000)}\nstderr:\n${stderr.slice(-2000)}`);
+  });
+
+  it('writes one JSON object per line on stdout, and logged the requests', () => {
+    const lines = stdout.split('\n').filter((line) => line.trim() !== '');
+    assert.ok(lines.length > 0, 'no log lines');
+    const entries = lines.map((line, i) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        assert.fail(`log line ${i + 1} is not JSON: ${line}`);
+      }
+    });
+    for (const entry of entries) {
+      assert.equal(typeof entry.level, 'number');
+      assert.equal(typeof entry.time, 'number');
+      assert.equal(typeof entry.msg, 'string');
+    }
+    // The logs are worth checking: every request was logged, with its path.
+    const paths = entries.map((entry) => (entry.req as { path?: string } | undefined)?.path).filter((path) => path !== undefined);
+    assert.ok(paths.includes(`/api/apps/${keys.appId}/oauth2/token`), `no token request in the logs:\n${stdout.slice(0, 2000)}`);
+    assert.ok(paths.includes(`/api/apps/${keys.appId}/whoami`), 'no whoami request in the logs');
+    assert.ok(paths.includes('/api/oauth2/token'), 'no SDK token request in the logs');
+  });
+
+  it('logs no secret, no token and no credential sent', () => {
+    assert.ok(secrets.size >= 10, `too few values to look for: ${[...secrets.keys()].join(', ')}`);
+    const leaked = [...secrets].filter(([, value]) => stdout.includes(value)).map(([name]) => name);
+    assert.deepEqual(leaked, [], 'found in the logs');
+    const leakedHeaders = [...authorizationValues].filter((value) => stdout.includes(value) || stdout.includes(value.split(' ')[1] ?? value));
+    assert.deepEqual(leakedHeaders, [], 'Authorization header values found in the logs');
+  });
+
+  it('keeps neither the ClientSecret nor any access token in plain text in the SQLite files', () => {
+    const files = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`, `${dbPath}-journal`].filter((path) => existsSync(path));
+    const bytes = Buffer.concat(files.map((path) => readFileSync(path)));
+    // The files are the right ones: they hold the demo app.
+    assert.ok(bytes.includes(keys.appId), `the AppID is not in ${files.join(', ')}`);
+    const found = [...secrets]
+      .filter(([name]) => name === 'the ClientSecret' || name.startsWith('access token') || name.startsWith('wrong secret'))
+      .filter(([, value]) => bytes.includes(value) || bytes.includes(Buffer.from(value, 'utf16le')))
+      .map(([name]) => name);
+    assert.deepEqual(found, [], `found in ${files.join(', ')}`);
+  });
+});
