@@ -1,37 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
+import { childEnvironment, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 // The compiled file lives in <root>/<outDir>/tests/http/: the repository root is three levels up.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'tessera');
-
-/** Settings the tests must not inherit from whoever runs them. */
-const CONFIG_VARIABLES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'LOG_LEVEL',
-  'LOG_REQUESTS',
-  'RATE_LIMITS',
-  'RATE_LIMIT_TOKEN_PER_ADDRESS',
-  'RATE_LIMIT_ADMIN_FAILURES_PER_APP',
-  'DEMO_APP',
-];
-
-function environment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of CONFIG_VARIABLES) delete env[name];
-  delete env.NODE_TEST_CONTEXT; // a child must not think it is a test runner's worker
-  return { ...env, ...extra };
-}
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
 const children = new Set<ChildProcess>();
@@ -71,7 +51,7 @@ function cli(store: Store, args: string[], extraEnv: Record<string, string> = {}
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
-      env: environment({ DATABASE_URL: store.databaseUrl, ...extraEnv }),
+      env: childEnvironment({ DATABASE_URL: store.databaseUrl, ...extraEnv }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);
@@ -114,60 +94,13 @@ async function createApp(store: Store, name: string): Promise<CreatedKeys> {
   return parseJson(result.stdout, 'apps create --json output');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('no port'));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface ServerProcess {
-  child: ChildProcess;
-  baseUrl: string;
-  stdout(): string;
-  stderr(): string;
-  /** Resolves with the exit code and signal once the process has ended. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** `./bin/tessera serve` as a child process; resolves once it answers HTTP. */
+/** `./bin/tessera serve` as a child process; resolves once it listens. */
 async function serve(store: Store, extraEnv: Record<string, string>): Promise<ServerProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    cwd: ROOT,
-    env: environment({ DATABASE_URL: store.databaseUrl, PORT: String(port), HOST: '127.0.0.1', ...extraEnv }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('exit', (code, signal) => resolve({ code, signal }));
-  });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`tessera serve exited early (${child.exitCode ?? child.signalCode}); stderr: ${stderr}; stdout: ${stdout}`);
-    }
-    try {
-      await fetch(`${baseUrl}/api/apps/none/whoami`);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`tessera serve did not answer within 15 s; stderr: ${stderr}`);
-      await sleep(50);
-    }
-  }
-  return { child, baseUrl, stdout: () => stdout, stderr: () => stderr, exited };
+  const server = await startServerProcess({ entry: BIN, cwd: ROOT, env: { DATABASE_URL: store.databaseUrl, ...extraEnv } });
+  children.add(server.child);
+  return server;
 }
 
 /** SIGTERM, then the exit code; fails if the process is still running after `ms`. */

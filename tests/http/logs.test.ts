@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
+import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 /**
@@ -16,27 +16,6 @@ import { basic, bearer, request, type JsonResponse } from '../helpers/server.js'
 
 // This file compiles to <outDir>/tests/http/; the CLI it tests is the one compiled beside it.
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-
-const CONFIG_VARIABLES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'LOG_LEVEL',
-  'LOG_REQUESTS',
-  'RATE_LIMITS',
-  'RATE_LIMIT_TOKEN_PER_ADDRESS',
-  'RATE_LIMIT_ADMIN_FAILURES_PER_APP',
-  'DEMO_APP',
-];
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const address = probe.address();
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 interface DemoKeys {
   appId: string;
@@ -85,6 +64,7 @@ function exitOf(child: ChildProcess, timeoutMs: number): Promise<{ code: number 
 describe('logs and the store of the real server keep no secret', () => {
   let dir: string;
   let dbPath: string;
+  let server: ServerProcess;
   let child: ChildProcess;
   let stdout = '';
   let stderr = '';
@@ -119,27 +99,14 @@ describe('logs and the store of the real server keep no secret', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-logs-test-'));
     dbPath = join(dir, 'tessera.db');
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const name of CONFIG_VARIABLES) delete env[name];
-    delete env.NODE_TEST_CONTEXT; // the child is a server, not a test runner's worker
-    child = spawn(process.execPath, [MAIN, 'serve'], {
+    server = await startServerProcess({
+      entry: MAIN,
       cwd: dir,
-      env: {
-        ...env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATABASE_URL: `sqlite:${dbPath}`,
-        LOG_LEVEL: 'debug',
-        LOG_REQUESTS: 'on',
-        DEMO_APP: 'on',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'debug', LOG_REQUESTS: 'on', DEMO_APP: 'on' },
     });
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    keys = await waitFor('the demo banner', () => parseBanner(stderr), child, () => `stdout:\n${stdout}\nstderr:\n${stderr}`);
+    child = server.child;
+    baseUrl = server.baseUrl;
+    keys = await waitFor('the demo banner', () => parseBanner(server.stderr()), child, () => `stdout:\n${server.stdout()}\nstderr:\n${server.stderr()}`);
     secrets.set('the ClientSecret', keys.clientSecret);
     wrongSecrets.forEach((secret, i) => secrets.set(`wrong secret #${i + 1}`, secret));
 
@@ -239,6 +206,8 @@ describe('logs and the store of the real server keep no secret', () => {
 
     child.kill('SIGTERM');
     exit = await exitOf(child, 10_000);
+    stdout = server.stdout();
+    stderr = server.stderr();
   });
 
   after(() => {

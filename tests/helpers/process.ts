@@ -1,0 +1,93 @@
+import { createServer } from 'node:net';
+
+/** Settings a child process must not inherit from whoever runs the tests. */
+const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'LOG_LEVEL',
+  'LOG_REQUESTS',
+  'RATE_LIMITS',
+  'RATE_LIMIT_TOKEN_PER_ADDRESS',
+  'RATE_LIMIT_ADMIN_FAILURES_PER_APP',
+  'DEMO_APP',
+];
+
+/** The environment for a child `tessera` process: this one's, minus Tessera's settings, plus `extra`. */
+export function childEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of CONFIG_VARIABLES) delete env[name];
+  delete env.NODE_TEST_CONTEXT; // a child must not think it is a test runner's worker
+  return { ...env, ...extra };
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+export interface ServerProcess {
+  child: import('node:child_process').ChildProcess;
+  /** e.g. http://127.0.0.1:40123, read from the server's own "listening" log line. */
+  baseUrl: string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code and signal once the process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * `tessera serve` as a child process on a port the kernel picks (PORT=0), so that concurrent test
+ * runs can never race for a port; resolves once the server has logged the URL it listens on.
+ * `entry` is `bin/tessera` or a compiled `src/cli/main.js`. `env` must not set LOG_LEVEL above info.
+ */
+export async function startServerProcess(options: {
+  entry: string;
+  cwd: string;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+}): Promise<ServerProcess> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [options.entry, 'serve'], {
+    cwd: options.cwd,
+    env: childEnvironment({ HOST: '127.0.0.1', PORT: '0', ...options.env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+  for (;;) {
+    const url = listeningUrl(stdout);
+    if (url !== undefined) return { child, baseUrl: url, stdout: () => stdout, stderr: () => stderr, exited };
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`tessera serve exited early (${child.exitCode ?? child.signalCode}); stderr: ${stderr}; stdout: ${stdout}`);
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`tessera serve did not start in time; stderr: ${stderr}; stdout: ${stdout}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function listeningUrl(stdout: string): string | undefined {
+  for (const line of stdout.split('\n')) {
+    if (!line.includes('"Tessera is listening"')) continue;
+    try {
+      return (JSON.parse(line) as { url?: string }).url;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
