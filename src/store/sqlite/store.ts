@@ -44,9 +44,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.exec('PRAGMA busy_timeout = 5000');
-  db.exec('PRAGMA journal_mode = WAL');
+  // Switching a new file to WAL and recovering a WAL can report SQLITE_BUSY without waiting for
+  // the busy timeout, when several processes (a server, the CLI) open the file at the same moment.
+  retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL'));
   db.exec('PRAGMA synchronous = NORMAL');
-  migrate(db);
+  retryWhileBusy(() => migrate(db));
 
   const statements = {
     insertApp: db.prepare(
@@ -152,6 +154,20 @@ function migrate(db: Database.Database): void {
     }
   });
   applyPending.immediate();
+}
+
+function retryWhileBusy(step: () => void, timeoutMs = 10_000): void {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return step();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || Date.now() > deadline) throw error;
+      // Opening only: a short synchronous pause before the next try.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.random() * 40);
+    }
+  }
 }
 
 function toApp(row: AppRow): AppRecord {
