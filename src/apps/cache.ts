@@ -1,4 +1,5 @@
-import type { AppRecord } from './app.js';
+import { TesseraError } from '../errors.js';
+import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
 
 /**
@@ -28,9 +29,20 @@ export class AppCache {
     return app;
   }
 
+  /** The app, or `APP_NOT_FOUND`; an AppID that cannot exist is refused without a lookup. */
+  async require(appId: string): Promise<AppRecord> {
+    const app = APP_ID_PATTERN.test(appId) ? await this.get(appId) : undefined;
+    if (app === undefined) throw appNotFound();
+    return app;
+  }
+
   /** Forgets one app, or every app when no id is given. */
   invalidate(appId?: string): void {
     if (appId === undefined) this.#apps.clear();
     else this.#apps.delete(appId);
   }
+}
+
+export function appNotFound(): TesseraError {
+  return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

@@ -2,14 +2,11 @@ import type { FastifyPluginAsync } from 'fastify';
 import { TesseraError } from '../errors.js';
 import type { Tessera } from '../tessera.js';
 import { describeApp } from './app.js';
-import { appNotFound } from './service.js';
 
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
 export const appRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
   app.get<{ Params: { appId: string } }>('/api/apps/:appId', { config: { adminOnly: true } }, async (request) => {
-    const record = await tessera.appCache.get(request.params.appId);
-    if (record === undefined) throw appNotFound();
-    return describeApp(record);
+    return describeApp(await tessera.appCache.require(request.params.appId));
   });
 
   app.route({

@@ -2,6 +2,7 @@ import { keyedHash } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
+import { appNotFound } from './cache.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
 import { AppConflictError, type AppStore } from './store.js';
 
@@ -72,8 +73,4 @@ export class AppService {
     if (!(await this.store.delete(appId))) throw appNotFound();
     this.onChange(appId);
   }
-}
-
-export function appNotFound(): TesseraError {
-  return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

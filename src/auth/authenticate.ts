@@ -1,6 +1,4 @@
-import { APP_ID_PATTERN } from '../apps/app.js';
 import type { AppCache } from '../apps/cache.js';
-import { appNotFound } from '../apps/service.js';
 import { TesseraError } from '../errors.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import type { TokenService } from '../tokens/service.js';
@@ -28,8 +26,7 @@ export class Authenticator {
   ) {}
 
   async authenticate(request: AuthenticationRequest): Promise<Principal> {
-    const app = APP_ID_PATTERN.test(request.appId) ? await this.apps.get(request.appId) : undefined;
-    if (app === undefined) throw appNotFound();
+    const app = await this.apps.require(request.appId);
     const credentials = parseAuthorization(request.authorization);
     let principal: Principal;
     if (credentials.scheme === 'bearer') {

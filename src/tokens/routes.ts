@@ -1,7 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppRecord } from '../apps/app.js';
-import { APP_ID_PATTERN } from '../apps/app.js';
-import { appNotFound } from '../apps/service.js';
 import { decodeFormComponent, parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
@@ -39,7 +37,7 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
 
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
     await tessera.limits.checkTokenRequest(request.ip);
-    const app = await findApp(tessera, request.params.appId);
+    const app = await tessera.appCache.require(request.params.appId);
     const authorization = parseAuthorization(request.headers.authorization);
     if (authorization.scheme !== 'basic') {
       throw new TesseraError('invalid_client', 'Send Authorization: Basic base64(AppID:anything) with the token request.');
@@ -52,7 +50,7 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
     await tessera.limits.checkTokenRequest(request.ip);
     const appId = singleHeader(request, 'x-kii-appid');
     if (appId === undefined) throw new TesseraError('invalid_request', 'The X-Kii-AppID header is required.');
-    const app = await findApp(tessera, appId);
+    const app = await tessera.appCache.require(appId);
     const authorization = parseAuthorization(request.headers.authorization);
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const credentials =
@@ -66,12 +64,6 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
 
 function tokenResponse(issued: IssuedToken) {
   return { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
-}
-
-async function findApp(tessera: Tessera, appId: string): Promise<AppRecord> {
-  const app = APP_ID_PATTERN.test(appId) ? await tessera.appCache.get(appId) : undefined;
-  if (app === undefined) throw appNotFound();
-  return app;
 }
 
 /**
