@@ -31,8 +31,9 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
   acceptFormBodies(app);
 
   // RFC 6749 §5.1: token responses, and the errors among them, must not be cached.
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    done();
   });
 
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
