@@ -220,6 +220,40 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.tokens.findByHash(randomBytes(32)), undefined);
         assert.equal(await store.tokens.findByHash(Buffer.alloc(0)), undefined);
       });
+
+      it('stores every one of many tokens inserted at once', async () => {
+        const tokens = Array.from({ length: 2_000 }, () => makeToken(app.appId));
+        await Promise.all(tokens.map((token) => store.tokens.insert(token)));
+        for (const token of tokens) assert.deepEqual(await store.tokens.findByHash(token.tokenHash), token);
+      });
+
+      it('answers a failed insert on its own, and stores its neighbours', async () => {
+        const taken = makeToken(app.appId);
+        await store.tokens.insert(taken);
+        const before = makeToken(app.appId);
+        const after = makeToken(app.appId);
+        const results = await Promise.allSettled([
+          store.tokens.insert(before),
+          store.tokens.insert({ ...makeToken(app.appId), tokenHash: taken.tokenHash }),
+          store.tokens.insert(after),
+        ]);
+        assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+        assert.deepEqual(await store.tokens.findByHash(before.tokenHash), before);
+        assert.deepEqual(await store.tokens.findByHash(after.tokenHash), after);
+      });
+
+      it('keeps tokens whose insert was under way when the store was closed', async () => {
+        const token = makeToken(app.appId);
+        const inserted = store.tokens.insert(token);
+        await testStore.store.close();
+        await inserted;
+        const reopened = await openSecondConnection(testStore);
+        try {
+          assert.deepEqual(await reopened.tokens.findByHash(token.tokenHash), token);
+        } finally {
+          await reopened.close();
+        }
+      });
     });
 
     describe('onAppsChanged: a change made through another connection', () => {

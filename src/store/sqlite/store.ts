@@ -101,9 +101,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
   };
 
+  const insertTokens = db.transaction((batch: PendingInsert[]) => {
+    for (const pending of batch) statements.insertToken.run(pending.token);
+  });
+  const tokenWriter = new GroupCommit(insertTokens, (pending) => statements.insertToken.run(pending.token));
+
   const tokens: TokenStore = {
-    async insert(token) {
-      statements.insertToken.run(token);
+    insert(token) {
+      return tokenWriter.add(token);
     },
     async findByHash(tokenHash) {
       const row = statements.findToken.get({ tokenHash }) as TokenRow | undefined;
@@ -133,10 +138,59 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       listeners.push(listener);
     },
     async close() {
+      if (!db.open) return;
       clearInterval(poll);
+      tokenWriter.flush();
       db.close();
     },
   };
+}
+
+interface PendingInsert {
+  token: TokenRecord;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: the token inserts that arrive within one turn of the event loop are written in one
+ * transaction, and each caller learns of its insert only once that transaction has committed. A
+ * commit is the expensive part of an insert, so under load many tokens share one.
+ */
+class GroupCommit {
+  #pending: PendingInsert[] = [];
+
+  constructor(
+    private readonly writeBatch: (batch: PendingInsert[]) => void,
+    private readonly writeOne: (pending: PendingInsert) => void,
+  ) {}
+
+  add(token: TokenRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ token, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  /** Writes what is pending now (also run by `close`, so that no answered insert is lost). */
+  flush(): void {
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      this.writeBatch(batch);
+      for (const pending of batch) pending.resolve();
+    } catch {
+      // One bad row must not fail its neighbours: write them one by one, each with its own answer.
+      for (const pending of batch) {
+        try {
+          this.writeOne(pending);
+          pending.resolve();
+        } catch (error) {
+          pending.reject(error);
+        }
+      }
+    }
+  }
 }
 
 function migrate(db: Database.Database): void {
