@@ -1,21 +1,20 @@
-import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 
 /**
- * Secrets and tokens are stored as HMAC-SHA256 digests. They are generated with 256 bits of entropy,
- * so a fast hash is enough: inverting it by guessing is infeasible, and a slow password hash would
- * only slow down every request. The keys below separate the purposes (a token digest can never
- * match a secret digest); they are not secrets, because the security rests on the input's entropy.
+ * ClientSecrets are stored as HMAC-SHA256 digests. They carry 256 bits of entropy, so a fast keyed
+ * hash is enough: inverting it by guessing is infeasible, and a slow password hash would only slow
+ * down every admin-token request. The key separates this purpose from any other use of SHA-256; it
+ * is not a secret, because the security rests on the input's entropy.
  */
-const HASH_KEYS = {
-  accessToken: createSecretKey(Buffer.from('tessera/access-token/v1')),
-  clientSecret: createSecretKey(Buffer.from('tessera/client-secret/v1')),
-  comparison: createSecretKey(randomBytes(32)),
-} satisfies Record<string, KeyObject>;
+const CLIENT_SECRET_KEY = createSecretKey(Buffer.from('tessera/client-secret/v1'));
 
-export type HashPurpose = keyof typeof HASH_KEYS;
+export function clientSecretDigest(clientSecret: string): Buffer {
+  return createHmac('sha256', CLIENT_SECRET_KEY).update(clientSecret).digest();
+}
 
-export function keyedHash(purpose: HashPurpose, value: string): Buffer {
-  return createHmac('sha256', HASH_KEYS[purpose]).update(value).digest();
+/** One-shot SHA-256 (for the random verifier part of access tokens: 128 random bits need no key). */
+export function sha256(data: Buffer): Buffer {
+  return hash('sha256', data, 'buffer') as unknown as Buffer;
 }
 
 /** Constant-time equality of two digests (different lengths are simply unequal). */
@@ -24,19 +23,17 @@ export function digestsEqual(a: Buffer, b: Buffer): boolean {
 }
 
 /**
- * Constant-time equality of two strings of any length: both are hashed first, so neither the
- * position of the first difference nor the length of the expected value shows in the timing.
+ * Constant-time equality of a presented credential and the expected one. Only the length can show
+ * in the timing, and every credential of a kind has the same, public, length.
  */
-export function stringsEqual(actual: string, expected: string): boolean {
-  return timingSafeEqual(keyedHash('comparison', actual), keyedHash('comparison', expected));
+export function credentialsEqual(presented: string, expected: string): boolean {
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export function randomHex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
-}
-
-export function randomBase64Url(bytes: number): string {
-  return randomBytes(bytes).toString('base64url');
 }
 
 export { randomUUID };

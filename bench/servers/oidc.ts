@@ -5,8 +5,8 @@
  */
 import { createServer } from 'node:http';
 import Provider from 'oidc-provider';
+import { OIDC_CLIENT } from './oidc-client.js';
 
-export const OIDC_CLIENT = { clientId: 'bench-client', clientSecret: 'bench-client-secret-bench-client-secret-0123' };
 
 const provider = new Provider('http://127.0.0.1', {
   clients: [

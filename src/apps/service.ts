@@ -1,4 +1,4 @@
-import { keyedHash } from '../crypto.js';
+import { clientSecretDigest } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
@@ -32,7 +32,7 @@ export class AppService {
         name: trimmed,
         appKey: keys.appKey,
         clientId: keys.clientId,
-        clientSecretHash: keyedHash('clientSecret', keys.clientSecret),
+        clientSecretHash: clientSecretDigest(keys.clientSecret),
         adminId: keys.adminId,
         createdAt: this.clock.now(),
         configuration: { ...DEFAULT_APP_CONFIGURATION },
@@ -62,7 +62,7 @@ export class AppService {
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
-    if (!(await this.store.updateClientSecretHash(appId, keyedHash('clientSecret', clientSecret)))) {
+    if (!(await this.store.updateClientSecretHash(appId, clientSecretDigest(clientSecret)))) {
       throw appNotFound();
     }
     this.onChange(appId);

@@ -1,12 +1,12 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
-import { digestsEqual, keyedHash, stringsEqual } from '../crypto.js';
+import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
 import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
 import type { TokenStore } from './store.js';
-import { generateAccessToken, isWellFormedAccessToken } from './token.js';
+import { generateAccessToken, parseAccessToken } from './token.js';
 
 export interface ClientCredentials {
   clientId: string;
@@ -36,16 +36,22 @@ export class TokenService {
     const maxLifetime =
       kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
     const expiresAt = resolveExpiry(now, requestedExpiresAt, maxLifetime);
-    const accessToken = generateAccessToken();
-    await this.tokens.insert({ tokenHash: keyedHash('accessToken', accessToken), appId: app.appId, kind, issuedAt: now, expiresAt });
-    return { id: principalId(app, kind), accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind };
+    const { token, selector, verifierHash } = generateAccessToken(now);
+    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind, issuedAt: now, expiresAt });
+    return { id: principalId(app, kind), accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind };
   }
 
   /** The principal a bearer token stands for in this app; `INVALID_TOKEN` for anything else. */
   async verify(app: AppRecord, accessToken: string): Promise<Principal> {
-    if (!isWellFormedAccessToken(accessToken)) throw invalidToken();
-    const token = await this.tokens.findByHash(keyedHash('accessToken', accessToken));
-    if (token === undefined || token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) {
+    const presented = parseAccessToken(accessToken);
+    if (presented === undefined) throw invalidToken();
+    const token = await this.tokens.findBySelector(presented.selector);
+    if (
+      token === undefined ||
+      !digestsEqual(presented.verifierHash, token.verifierHash) ||
+      token.appId !== app.appId ||
+      isExpired(this.clock.now(), token.expiresAt)
+    ) {
       throw invalidToken();
     }
     return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt };
@@ -58,12 +64,12 @@ export class TokenService {
    */
   private async authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials): Promise<PrincipalKind> {
     if (clientId === app.appId) {
-      if (app.configuration.requireAppKey && !stringsEqual(clientSecret, app.appKey)) throw invalidClient();
+      if (app.configuration.requireAppKey && !credentialsEqual(clientSecret, app.appKey)) throw invalidClient();
       return 'anonymous';
     }
     await this.limits.checkAdminAttempt(app.appId);
-    const clientIdMatches = stringsEqual(clientId, app.clientId);
-    const secretMatches = digestsEqual(keyedHash('clientSecret', clientSecret), app.clientSecretHash);
+    const clientIdMatches = credentialsEqual(clientId, app.clientId);
+    const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
     if (!(clientIdMatches && secretMatches)) {
       await this.limits.recordAdminFailure(app.appId);
       throw invalidClient();

@@ -1,8 +1,9 @@
 import type { PrincipalKind } from '../principal.js';
 
-/** A token as stored: only its digest, never the token. */
+/** A token as stored: its selector and the hash of its verifier, never the token (see `token.ts`). */
 export interface TokenRecord {
-  tokenHash: Buffer;
+  selector: Buffer;
+  verifierHash: Buffer;
   appId: string;
   kind: PrincipalKind;
   /** UNIX ms. */
@@ -15,5 +16,5 @@ export interface TokenRecord {
 export interface TokenStore {
   /** Resolves once the token is durable: a 200 is never answered for a token a crash could lose. */
   insert(token: TokenRecord): Promise<void>;
-  findByHash(tokenHash: Buffer): Promise<TokenRecord | undefined>;
+  findBySelector(selector: Buffer): Promise<TokenRecord | undefined>;
 }

@@ -1,30 +1,63 @@
 import { randomBytes } from 'node:crypto';
+import { sha256 } from '../crypto.js';
 
-/** 32 random bytes, base64url: 43 URL-safe characters, 256 bits of entropy. */
+/**
+ * An access token is 32 bytes, base64url: 43 URL-safe characters.
+ * - bytes 0–15, the selector: the token's key in the store. A 6-byte millisecond timestamp then 10
+ *   random bytes, so that new tokens land at the end of the store's index (cheap inserts at any
+ *   size) and never collide. Not secret: it only says when the token was issued.
+ * - bytes 16–31, the verifier: 128 random bits, stored only as their SHA-256 and compared in
+ *   constant time. A leaked store therefore holds no usable token.
+ */
 export const ACCESS_TOKEN_LENGTH = 43;
 const TOKEN_BYTES = 32;
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]+$/;
+const SELECTOR_BYTES = 16;
+const TIME_BYTES = 6;
+const RANDOM_BYTES_PER_TOKEN = TOKEN_BYTES - TIME_BYTES;
+// 43 characters carry 258 bits for 256: the last character's two low bits are padding and must be
+// zero, so that each token has exactly one spelling.
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+
+export interface NewAccessToken {
+  /** What the client gets. */
+  token: string;
+  selector: Buffer;
+  verifierHash: Buffer;
+}
+
+export interface PresentedAccessToken {
+  selector: Buffer;
+  verifierHash: Buffer;
+}
 
 /**
  * Tokens are issued at a high rate; one `randomBytes` call per batch of tokens instead of one per
- * token saves a system call on the hot path. Each slice is used exactly once.
+ * token saves a system call on the hot path. Each slice is used exactly once, then zeroed.
  */
 const POOL_TOKENS = 256;
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
 
-export function generateAccessToken(): string {
+export function generateAccessToken(now: number): NewAccessToken {
   if (poolOffset >= pool.length) {
-    pool = randomBytes(TOKEN_BYTES * POOL_TOKENS);
+    pool = randomBytes(RANDOM_BYTES_PER_TOKEN * POOL_TOKENS);
     poolOffset = 0;
   }
-  const token = pool.toString('base64url', poolOffset, poolOffset + TOKEN_BYTES);
-  pool.fill(0, poolOffset, poolOffset + TOKEN_BYTES);
-  poolOffset += TOKEN_BYTES;
-  return token;
+  const bytes = Buffer.allocUnsafe(TOKEN_BYTES);
+  bytes.writeUIntBE(now, 0, TIME_BYTES);
+  pool.copy(bytes, TIME_BYTES, poolOffset, poolOffset + RANDOM_BYTES_PER_TOKEN);
+  pool.fill(0, poolOffset, poolOffset + RANDOM_BYTES_PER_TOKEN);
+  poolOffset += RANDOM_BYTES_PER_TOKEN;
+  return {
+    token: bytes.toString('base64url'),
+    selector: bytes.subarray(0, SELECTOR_BYTES),
+    verifierHash: sha256(bytes.subarray(SELECTOR_BYTES)),
+  };
 }
 
-/** Cheap shape check, so that garbage never reaches a hash or the store. */
-export function isWellFormedAccessToken(value: string): boolean {
-  return value.length === ACCESS_TOKEN_LENGTH && TOKEN_PATTERN.test(value);
+/** Splits a presented token; undefined when it cannot be one (checked before any lookup). */
+export function parseAccessToken(token: string): PresentedAccessToken | undefined {
+  if (token.length !== ACCESS_TOKEN_LENGTH || !TOKEN_PATTERN.test(token)) return undefined;
+  const bytes = Buffer.from(token, 'base64url');
+  return { selector: bytes.subarray(0, SELECTOR_BYTES), verifierHash: sha256(bytes.subarray(SELECTOR_BYTES)) };
 }

@@ -1,6 +1,6 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../src/apps/app.js';
 import { generateAppKeys, type AppKeys } from '../../src/apps/keys.js';
-import { keyedHash } from '../../src/crypto.js';
+import { clientSecretDigest } from '../../src/crypto.js';
 import type { TestServer } from './server.js';
 
 /**
@@ -19,7 +19,7 @@ export async function createConfiguredApp(
     name,
     appKey: keys.appKey,
     clientId: keys.clientId,
-    clientSecretHash: keyedHash('clientSecret', keys.clientSecret),
+    clientSecretHash: clientSecretDigest(keys.clientSecret),
     adminId: keys.adminId,
     createdAt: server.tessera.clock.now(),
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...configuration },

@@ -134,6 +134,18 @@ describe('authentication on every other request', () => {
       const last = adminToken.at(-1) === 'A' ? 'B' : 'A';
       const altered = `${adminToken.slice(0, -1)}${last}`;
       assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(altered)), altered);
+      // A real token with its verifier changed (its selector still finds the stored token), or its selector.
+      for (const position of [30, 5]) {
+        const bytes = Buffer.from(adminToken, 'base64url');
+        bytes[position] = bytes[position]! ^ 0x01;
+        const forged = bytes.toString('base64url');
+        assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(forged)), forged);
+      }
+      // A second spelling of the same bytes (a padding bit of the last character set) is refused.
+      const lastValue = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.indexOf(adminToken.at(-1)!);
+      const respelled = `${adminToken.slice(0, -1)}${'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'[lastValue | 1]}`;
+      assert.deepEqual(Buffer.from(respelled, 'base64url'), Buffer.from(adminToken, 'base64url'));
+      assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(respelled)), respelled);
       // A real token with a character more or less.
       assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(`${adminToken}A`)));
       assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(adminToken.slice(0, -1))));

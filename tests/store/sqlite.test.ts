@@ -53,7 +53,7 @@ describe('SQLite store specifics', () => {
       const reopened = openSqliteStore(path);
       try {
         assert.deepEqual(await reopened.apps.findById(app.appId), app);
-        assert.deepEqual(await reopened.tokens.findByHash(token.tokenHash), token);
+        assert.deepEqual(await reopened.tokens.findBySelector(token.selector), token);
         assert.equal(await reopened.apps.count(), 1);
       } finally {
         await reopened.close();
@@ -82,7 +82,7 @@ describe('SQLite store specifics', () => {
       assert.deepEqual(await a.apps.findById(appB.appId), appB);
       const token = makeToken(appB.appId);
       await a.tokens.insert(token);
-      assert.deepEqual(await b.tokens.findByHash(token.tokenHash), token);
+      assert.deepEqual(await b.tokens.findBySelector(token.selector), token);
       await assert.rejects(b.apps.insert(makeApp({ clientId: appA.clientId })), { name: 'AppConflictError' });
       assert.equal(await a.apps.count(), 2);
     } finally {

@@ -42,7 +42,7 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
 }
 
 export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
-  return { tokenHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
+  return { selector: randomBytes(16), verifierHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
 }
 
 /**
@@ -174,8 +174,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const kept = makeToken(other.appId, { kind: 'admin' });
         for (const token of [...gone, kept]) await store.tokens.insert(token);
         assert.equal(await store.apps.delete(app.appId), true);
-        for (const token of gone) assert.equal(await store.tokens.findByHash(token.tokenHash), undefined);
-        assert.deepEqual(await store.tokens.findByHash(kept.tokenHash), kept);
+        for (const token of gone) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        assert.deepEqual(await store.tokens.findBySelector(kept.selector), kept);
       });
 
       it('frees the AppID and ClientID of a deleted app', async () => {
@@ -205,26 +205,26 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         ];
         for (const token of tokens) await store.tokens.insert(token);
         for (const token of tokens) {
-          const found = await store.tokens.findByHash(Buffer.from(token.tokenHash));
+          const found = await store.tokens.findBySelector(Buffer.from(token.selector));
           assert.deepEqual(found, token);
         }
       });
 
-      it('answers undefined for an unknown hash, even one byte off or a prefix', async () => {
+      it('answers undefined for an unknown selector, even one byte off or a prefix', async () => {
         const token = makeToken(app.appId);
         await store.tokens.insert(token);
-        const oneByteOff = Buffer.from(token.tokenHash);
-        oneByteOff[31] = oneByteOff[31]! ^ 1;
-        assert.equal(await store.tokens.findByHash(oneByteOff), undefined);
-        assert.equal(await store.tokens.findByHash(token.tokenHash.subarray(0, 31)), undefined);
-        assert.equal(await store.tokens.findByHash(randomBytes(32)), undefined);
-        assert.equal(await store.tokens.findByHash(Buffer.alloc(0)), undefined);
+        const oneByteOff = Buffer.from(token.selector);
+        oneByteOff[15] = oneByteOff[15]! ^ 1;
+        assert.equal(await store.tokens.findBySelector(oneByteOff), undefined);
+        assert.equal(await store.tokens.findBySelector(token.selector.subarray(0, 15)), undefined);
+        assert.equal(await store.tokens.findBySelector(randomBytes(16)), undefined);
+        assert.equal(await store.tokens.findBySelector(Buffer.alloc(0)), undefined);
       });
 
       it('stores every one of many tokens inserted at once', async () => {
         const tokens = Array.from({ length: 2_000 }, () => makeToken(app.appId));
         await Promise.all(tokens.map((token) => store.tokens.insert(token)));
-        for (const token of tokens) assert.deepEqual(await store.tokens.findByHash(token.tokenHash), token);
+        for (const token of tokens) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
       });
 
       it('answers a failed insert on its own, and stores its neighbours', async () => {
@@ -234,12 +234,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const after = makeToken(app.appId);
         const results = await Promise.allSettled([
           store.tokens.insert(before),
-          store.tokens.insert({ ...makeToken(app.appId), tokenHash: taken.tokenHash }),
+          store.tokens.insert({ ...makeToken(app.appId), selector: taken.selector }),
           store.tokens.insert(after),
         ]);
         assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
-        assert.deepEqual(await store.tokens.findByHash(before.tokenHash), before);
-        assert.deepEqual(await store.tokens.findByHash(after.tokenHash), after);
+        assert.deepEqual(await store.tokens.findBySelector(before.selector), before);
+        assert.deepEqual(await store.tokens.findBySelector(after.selector), after);
       });
 
       it('keeps tokens whose insert was under way when the store was closed', async () => {
@@ -249,7 +249,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await inserted;
         const reopened = await openSecondConnection(testStore);
         try {
-          assert.deepEqual(await reopened.tokens.findByHash(token.tokenHash), token);
+          assert.deepEqual(await reopened.tokens.findBySelector(token.selector), token);
         } finally {
           await reopened.close();
         }

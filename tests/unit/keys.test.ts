@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { APP_ID_PATTERN } from '../../src/apps/app.js';
 import { generateAppKeys, generateClientSecret } from '../../src/apps/keys.js';
-import { ACCESS_TOKEN_LENGTH, generateAccessToken, isWellFormedAccessToken } from '../../src/tokens/token.js';
+import { ACCESS_TOKEN_LENGTH, generateAccessToken, parseAccessToken } from '../../src/tokens/token.js';
 
 const HEX = (length: number) => new RegExp(`^[0-9a-f]{${length}}$`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -39,49 +40,73 @@ describe('generateAppKeys', () => {
 });
 
 describe('generateAccessToken', () => {
-  it(`is ${ACCESS_TOKEN_LENGTH} base64url characters encoding 32 bytes, and well-formed`, () => {
-    const token = generateAccessToken();
+  const now = Date.parse('2026-06-01T00:00:00.000Z');
+
+  it(`is ${ACCESS_TOKEN_LENGTH} base64url characters: a 16-byte selector (time, random) and a 16-byte verifier`, () => {
+    const issued = generateAccessToken(now);
     assert.equal(ACCESS_TOKEN_LENGTH, 43);
-    assert.match(token, /^[A-Za-z0-9_-]{43}$/);
-    assert.equal(Buffer.from(token, 'base64url').length, 32);
-    assert.equal(isWellFormedAccessToken(token), true);
+    assert.match(issued.token, /^[A-Za-z0-9_-]{43}$/);
+    const bytes = Buffer.from(issued.token, 'base64url');
+    assert.equal(bytes.length, 32);
+    assert.deepEqual(issued.selector, bytes.subarray(0, 16));
+    assert.equal(bytes.readUIntBE(0, 6), now, 'the selector starts with the issue time');
+    assert.deepEqual(issued.verifierHash, createHash('sha256').update(bytes.subarray(16)).digest());
   });
 
-  it('10,000 tokens (crossing the internal pool boundary many times) are all distinct and none is all zeros', () => {
-    const zero = Buffer.alloc(32).toString('base64url');
+  it('is parsed back into the same selector and verifier hash', () => {
+    const issued = generateAccessToken(now);
+    assert.deepEqual(parseAccessToken(issued.token), { selector: issued.selector, verifierHash: issued.verifierHash });
+  });
+
+  it('10,000 tokens of the same millisecond (crossing the internal pool boundary) are all distinct, selectors too', () => {
     const tokens = new Set<string>();
+    const selectors = new Set<string>();
     for (let i = 0; i < 10_000; i++) {
-      const token = generateAccessToken();
-      assert.equal(token.length, ACCESS_TOKEN_LENGTH);
-      assert.notEqual(token, zero);
-      tokens.add(token);
+      const issued = generateAccessToken(now);
+      assert.equal(issued.token.length, ACCESS_TOKEN_LENGTH);
+      tokens.add(issued.token);
+      selectors.add(issued.selector.toString('hex'));
     }
     assert.equal(tokens.size, 10_000);
+    assert.equal(selectors.size, 10_000);
   });
 
-  it('uses every base64url character (the bytes are not biased towards zero)', () => {
+  it('orders selectors by issue time, so new tokens land at the end of the store index', () => {
+    const earlier = generateAccessToken(now).selector;
+    const later = generateAccessToken(now + 1).selector;
+    assert.ok(Buffer.compare(earlier, later) < 0);
+  });
+
+  it('uses every base64url character in its random part (the bytes are not biased towards zero)', () => {
     const counts = new Map<string, number>();
-    for (let i = 0; i < 2000; i++) {
-      // The last character carries only 4 significant bits; count the first 42.
-      for (const char of generateAccessToken().slice(0, 42)) counts.set(char, (counts.get(char) ?? 0) + 1);
+    for (let i = 0; i < 2400; i++) {
+      // Characters 8..41 encode random bytes only (the first 8 are the time; the last has 4 bits).
+      for (const char of generateAccessToken(now).token.slice(8, 42)) counts.set(char, (counts.get(char) ?? 0) + 1);
     }
     assert.equal(counts.size, 64);
-    // 84,000 characters: each of the 64 expected ~1312 times; a zeroed slice would make "A" stand out.
-    for (const [char, count] of counts) assert.ok(count > 1000 && count < 1650, `${char}: ${count}`);
+    // 81,600 characters: each of the 64 expected ~1275 times; a zeroed slice would make "A" stand out.
+    for (const [char, count] of counts) assert.ok(count > 1000 && count < 1600, `${char}: ${count}`);
   });
 });
 
-describe('isWellFormedAccessToken', () => {
-  const good = 'A'.repeat(21) + '-_' + 'z9'.repeat(10);
+describe('parseAccessToken', () => {
+  const good = 'A'.repeat(21) + '-_' + 'z9'.repeat(9) + 'zA';
 
   it('accepts 43 base64url characters', () => {
     assert.equal(good.length, 43);
-    assert.equal(isWellFormedAccessToken(good), true);
+    assert.notEqual(parseAccessToken(good), undefined);
   });
 
   it('refuses another length', () => {
     for (const value of ['', good.slice(1), `${good}A`, 'A'.repeat(512)]) {
-      assert.equal(isWellFormedAccessToken(value), false, `length ${value.length}`);
+      assert.equal(parseAccessToken(value), undefined, `length ${value.length}`);
+    }
+  });
+
+  it('refuses a last character with padding bits set: each token has one spelling', () => {
+    assert.notEqual(parseAccessToken(`${good.slice(0, 42)}E`), undefined);
+    for (const last of ['B', 'C', 'D', 'F', 'z', '9', '-', '_']) {
+      assert.equal(parseAccessToken(`${good.slice(0, 42)}${last}`), undefined, last);
     }
   });
 
@@ -89,9 +114,9 @@ describe('isWellFormedAccessToken', () => {
     for (const char of ['+', '/', '=', ' ', '\t', '\n', '.', '%', 'é', '\u0000']) {
       const value = good.slice(0, 20) + char + good.slice(21);
       assert.equal(value.length, 43);
-      assert.equal(isWellFormedAccessToken(value), false, JSON.stringify(char));
+      assert.equal(parseAccessToken(value), undefined, JSON.stringify(char));
     }
-    assert.equal(isWellFormedAccessToken(` ${good.slice(1)}`), false);
-    assert.equal(isWellFormedAccessToken(`${good.slice(1)} `), false);
+    assert.equal(parseAccessToken(` ${good.slice(1)}`), undefined);
+    assert.equal(parseAccessToken(`${good.slice(1)} `), undefined);
   });
 });

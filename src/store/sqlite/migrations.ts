@@ -15,11 +15,12 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       ) STRICT;
 
       CREATE TABLE tokens (
-        token_hash BLOB    PRIMARY KEY,
-        app_id     TEXT    NOT NULL,
-        kind       TEXT    NOT NULL CHECK (kind IN ('admin', 'anonymous')),
-        issued_at  INTEGER NOT NULL,
-        expires_at INTEGER
+        selector      BLOB    PRIMARY KEY,
+        verifier_hash BLOB    NOT NULL,
+        app_id        TEXT    NOT NULL,
+        kind          TEXT    NOT NULL CHECK (kind IN ('admin', 'anonymous')),
+        issued_at     INTEGER NOT NULL,
+        expires_at    INTEGER
       ) STRICT, WITHOUT ROWID;
 
       CREATE INDEX tokens_by_app ON tokens (app_id);

@@ -24,6 +24,7 @@ interface AppRow {
 }
 
 interface TokenRow {
+  verifier_hash: Buffer;
   app_id: string;
   kind: PrincipalKind;
   issued_at: number;
@@ -62,10 +63,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
     deleteAppTokens: db.prepare('DELETE FROM tokens WHERE app_id = :appId'),
     insertToken: db.prepare(
-      `INSERT INTO tokens (token_hash, app_id, kind, issued_at, expires_at)
-       VALUES (:tokenHash, :appId, :kind, :issuedAt, :expiresAt)`,
+      `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
+       VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt)`,
     ),
-    findToken: db.prepare('SELECT app_id, kind, issued_at, expires_at FROM tokens WHERE token_hash = :tokenHash'),
+    findToken: db.prepare('SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector'),
     dataVersion: db.prepare('PRAGMA data_version'),
   };
 
@@ -110,10 +111,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     insert(token) {
       return tokenWriter.add(token);
     },
-    async findByHash(tokenHash) {
-      const row = statements.findToken.get({ tokenHash }) as TokenRow | undefined;
+    async findBySelector(selector) {
+      const row = statements.findToken.get({ selector }) as TokenRow | undefined;
       if (row === undefined) return undefined;
-      return { tokenHash, appId: row.app_id, kind: row.kind, issuedAt: row.issued_at, expiresAt: row.expires_at };
+      return {
+        selector,
+        verifierHash: row.verifier_hash,
+        appId: row.app_id,
+        kind: row.kind,
+        issuedAt: row.issued_at,
+        expiresAt: row.expires_at,
+      };
     },
   };
 

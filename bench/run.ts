@@ -1,0 +1,243 @@
+/**
+ * `npm run bench`: Tessera against a bare node:http ceiling and node-oidc-provider, in one run on
+ * this machine. `npm run bench -- --smoke` is the quick version CI runs so that the benchmark never
+ * rots (a second per case, no verdict on the targets). See docs/benchmarks.md for the method.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
+import type { Store } from '../src/store/store.js';
+import { createTessera } from '../src/tessera.js';
+import { generateAccessToken } from '../src/tokens/token.js';
+import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixture } from './cases.js';
+import { cpuAvailability, failuresOf, memoryOf, runLoad, startPinnedServer, type LoadResult, type RunningServer } from './processes.js';
+import { writeReport, type BenchRun, type Measurement, type Phase } from './report.js';
+import { OIDC_CLIENT } from './servers/oidc-client.js';
+
+interface Options {
+  smoke: boolean;
+  seconds: number;
+  warmupSeconds: number;
+  repetitions: number;
+  baseTokens: number;
+  scaleTokens: number;
+}
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const DIST = fileURLToPath(new URL('../', import.meta.url));
+
+function parseOptions(argv: string[]): Options {
+  const smoke = argv.includes('--smoke');
+  const number = (flag: string, fallback: number) => {
+    const index = argv.indexOf(flag);
+    return index >= 0 ? Number(argv[index + 1]) : fallback;
+  };
+  return {
+    smoke,
+    seconds: number('--seconds', smoke ? 1 : 5),
+    warmupSeconds: smoke ? 1 : 2,
+    repetitions: number('--repetitions', smoke ? 1 : 3),
+    baseTokens: 1_000,
+    scaleTokens: number('--scale-tokens', smoke ? 10_000 : 1_000_000),
+  };
+}
+
+function requireTools(): void {
+  for (const [tool, args] of [['wrk', ['--version']], ['taskset', ['--version']]] as const) {
+    const result = spawnSync(tool, args, { stdio: 'ignore' });
+    if (result.error !== undefined) {
+      throw new Error(`the benchmark needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
+    }
+  }
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function seedTokens(store: Store, appId: string, count: number): Promise<void> {
+  for (let done = 0; done < count; ) {
+    const chunk = Math.min(20_000, count - done);
+    await Promise.all(
+      Array.from({ length: chunk }, () => {
+        const issuedAt = Date.now();
+        const { selector, verifierHash } = generateAccessToken(issuedAt);
+        return store.tokens.insert({ selector, verifierHash, appId, kind: 'anonymous', issuedAt, expiresAt: null });
+      }),
+    );
+    done += chunk;
+  }
+}
+
+async function issueToken(url: string, appId: string, clientId: string, clientSecret: string): Promise<string> {
+  const response = await fetch(`${url}/api/apps/${appId}/oauth2/token`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from(`${appId}:bench`).toString('base64')}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  });
+  if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+async function oidcToken(url: string, clientBasic: string): Promise<string> {
+  const response = await fetch(`${url}/token`, {
+    method: 'POST',
+    headers: { authorization: clientBasic, 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials',
+  });
+  if (response.status !== 200) throw new Error(`oidc-provider token request failed: ${response.status}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+/** Starts Tessera on a fresh SQLite file holding `baseTokens` tokens, with one app. */
+async function startTesseraOnSqlite(workDir: string, baseTokens: number) {
+  const path = join(workDir, 'tessera.db');
+  const store = openSqliteStore(path);
+  const app = await createTessera({ store }).apps.create('Benchmark app');
+  await seedTokens(store, app.appId, baseTokens);
+  await store.close();
+  const server = await startPinnedServer('tessera/sqlite', join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
+    DATABASE_URL: `sqlite:${path}`,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    RATE_LIMITS: 'off',
+    DEMO_APP: 'off',
+    LOG_LEVEL: 'info',
+  });
+  const fixture: TesseraFixture = {
+    target: 'tessera/sqlite',
+    url: server.url,
+    appId: app.appId,
+    appKey: app.appKey,
+    clientId: app.clientId,
+    clientSecret: app.clientSecret,
+    adminToken: await issueToken(server.url, app.appId, app.clientId, app.clientSecret),
+    anonymousToken: await issueToken(server.url, app.appId, app.appId, app.appKey),
+  };
+  return { server, fixture, databaseUrl: `sqlite:${path}`, path };
+}
+
+/** Warm-up (discarded), then `repetitions` rounds of every case at 1 and at 50 connections. */
+async function measure(phase: Phase, cases: BenchCase[], options: Options, tokensDir: string): Promise<Measurement[]> {
+  const measurements: Measurement[] = [];
+  log(`\n[${phase}] warm-up (${options.warmupSeconds} s a case, discarded)`);
+  for (const benchCase of cases) await runLoad(benchCase.load, 50, options.warmupSeconds);
+  for (let repetition = 1; repetition <= options.repetitions; repetition++) {
+    const cpuShare = await cpuAvailability();
+    log(`[${phase}] repetition ${repetition}/${options.repetitions}: CPU available ${(cpuShare * 100).toFixed(1)} % of wall time`);
+    for (const benchCase of cases) {
+      const results: Record<'1' | '50', LoadResult> = {} as Record<'1' | '50', LoadResult>;
+      for (const connections of [1, 50] as const) {
+        const tokensFile = benchCase.collectTokens
+          ? join(tokensDir, `${phase}-${repetition}-${connections}-${benchCase.name.replace(/\W+/g, '_')}.txt`)
+          : undefined;
+        results[connections] = await runLoad({ ...benchCase.load, ...(tokensFile ? { tokensFile } : {}) }, connections, options.seconds);
+      }
+      const failures = failuresOf(results[1]) + failuresOf(results[50]);
+      log(
+        `  ${benchCase.name.padEnd(44)} 1 conn: p50 ${results[1].latencyUs.p50} us   50 conn: ${Math.round(results[50].requestsPerSecond)} req/s` +
+          (failures > 0 ? `   FAILED REQUESTS: ${failures}` : ''),
+      );
+      measurements.push({ phase, repetition, cpuShare, case: benchCase.name, target: benchCase.target, kind: benchCase.kind, one: results[1], fifty: results[50] });
+    }
+  }
+  return measurements;
+}
+
+/** Every token answered during the run must still work: checked against the store, and a sample over HTTP. */
+async function verifyTokens(tokensDir: string, databaseUrl: string, fixture: TesseraFixture) {
+  const { readdirSync } = await import('node:fs');
+  const tokens = readdirSync(tokensDir).flatMap((file) => readFileSync(join(tokensDir, file), 'utf8').split('\n').filter(Boolean));
+  const store = openSqliteStore(databaseUrl.slice('sqlite:'.length));
+  const tessera = createTessera({ store });
+  const app = await tessera.appCache.require(fixture.appId);
+  let invalid = 0;
+  for (const token of tokens) {
+    try {
+      await tessera.tokens.verify(app, token);
+    } catch {
+      invalid++;
+    }
+  }
+  await store.close();
+  let invalidOverHttp = 0;
+  const sample = tokens.filter((_, index) => index % Math.max(1, Math.floor(tokens.length / 500)) === 0);
+  for (const token of sample) {
+    const response = await fetch(`${fixture.url}/api/apps/${fixture.appId}/whoami`, { headers: { authorization: `Bearer ${token}` } });
+    await response.arrayBuffer();
+    if (response.status !== 200) invalidOverHttp++;
+  }
+  return { checked: tokens.length, invalid, sampledOverHttp: sample.length, invalidOverHttp };
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2));
+  requireTools();
+  const workDir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
+  const tokensDir = join(workDir, 'tokens');
+  mkdirSync(tokensDir);
+  const servers: RunningServer[] = [];
+  try {
+    log(`Tessera benchmark (${options.smoke ? 'smoke' : 'full'}): ${options.repetitions} repetition(s), ${options.seconds} s a run; servers on core 0, wrk on core 1`);
+    const ceiling = await startPinnedServer('ceiling', join(DIST, 'bench', 'servers', 'ceiling.js'), [], {});
+    servers.push(ceiling);
+    const peer = await startPinnedServer('oidc-provider', join(DIST, 'bench', 'servers', 'oidc.js'), [], { NODE_ENV: 'production' });
+    servers.push(peer);
+    const clientBasic = `Basic ${Buffer.from(`${OIDC_CLIENT.clientId}:${OIDC_CLIENT.clientSecret}`).toString('base64')}`;
+    const tessera = await startTesseraOnSqlite(workDir, options.baseTokens);
+    servers.push(tessera.server);
+
+    const referenceCases = ceilingCases(ceiling.url, String(ceiling.announcement.token));
+    const cases = [
+      ...referenceCases,
+      ...peerCases(peer.url, clientBasic, await oidcToken(peer.url, clientBasic)),
+      ...tesseraCases(tessera.fixture),
+    ];
+    const measurements = await measure(`${options.baseTokens} tokens stored`, cases, options, tokensDir);
+    const verification = await verifyTokens(tokensDir, tessera.databaseUrl, tessera.fixture);
+    log(`\nverified ${verification.checked} issued tokens against the store (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`);
+
+    // Scale: the same cases with many tokens stored, seeded through the store, not over HTTP.
+    const seeding = openSqliteStore(tessera.path);
+    const seedStart = Date.now();
+    await seedTokens(seeding, tessera.fixture.appId, options.scaleTokens - options.baseTokens);
+    await seeding.close();
+    log(`\nseeded ${options.scaleTokens - options.baseTokens} more tokens in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+    const scaleMeasurements = await measure(`${options.scaleTokens} tokens stored`, [...referenceCases, ...tesseraCases(tessera.fixture)], options, tokensDir);
+    const memory = memoryOf(tessera.server.child.pid!);
+
+    const run: BenchRun = {
+      startedAt: new Date().toISOString(),
+      mode: options.smoke ? 'smoke' : 'full',
+      options: { ...options },
+      machine: machineDescription(),
+      measurements: [...measurements, ...scaleMeasurements],
+      verification,
+      tesseraMemory: memory,
+      phases: { base: `${options.baseTokens} tokens stored`, scale: `${options.scaleTokens} tokens stored` },
+    };
+    const failed = run.measurements.reduce((sum, m) => sum + failuresOf(m.one) + failuresOf(m.fifty), 0);
+    writeReport(run, { root: ROOT, writeDocs: !options.smoke, resultsDir: options.smoke ? workDir : join(ROOT, 'bench', 'results') });
+    if (failed > 0 || verification.invalid > 0 || verification.invalidOverHttp > 0) {
+      log(`\nFAILED: ${failed} failed requests, ${verification.invalid + verification.invalidOverHttp} invalid tokens`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await Promise.all(servers.map((server) => server.stop()));
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+function machineDescription() {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  return {
+    node: process.version,
+    cpu: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? 'unknown',
+    cores: (cpuinfo.match(/^processor/gm) ?? []).length,
+    wrk: spawnSync('wrk', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0] ?? 'unknown',
+  };
+}
+
+process.exitCode = await main();
