@@ -24,8 +24,9 @@ export async function startPinnedServer(
   script: string,
   args: string[],
   env: NodeJS.ProcessEnv,
+  nodeArgs: string[] = [],
 ): Promise<RunningServer> {
-  const child = spawn('taskset', ['-c', String(SERVER_CORE), process.execPath, script, ...args], {
+  const child = spawn('taskset', ['-c', String(SERVER_CORE), process.execPath, ...nodeArgs, script, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

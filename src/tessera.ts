@@ -28,12 +28,16 @@ export function createTessera(options: TesseraOptions): Tessera {
   const clock = options.clock ?? systemClock;
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS);
   const appCache = new AppCache(store.apps);
-  store.onAppsChanged((appId) => appCache.invalidate(appId));
   const tokens = new TokenService(store.tokens, clock, limits);
+  const forget = (appId?: string) => {
+    appCache.invalidate(appId);
+    tokens.forgetCachedTokens();
+  };
+  store.onChange(forget);
   return {
     store,
     clock,
-    apps: new AppService(store.apps, clock, (appId) => appCache.invalidate(appId)),
+    apps: new AppService(store.apps, clock, forget),
     appCache,
     tokens,
     authenticator: new Authenticator(appCache, tokens),

@@ -1,31 +1,28 @@
+import { BoundedCache } from '../bounded-cache.js';
 import { TesseraError } from '../errors.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
 
 /**
  * Apps are read on every request, and change rarely. The cache keeps them in memory and is emptied
- * by the store's change signal (see `Store.onAppsChanged`), which arrives within a second of a change
+ * by the store's change signal (see `Store.onChange`), which arrives within a second of a change
  * made by any process, so a rotated secret or a deleted app stops working within that second.
  */
 export class AppCache {
-  readonly #apps = new Map<string, AppRecord>();
+  readonly #apps: BoundedCache<string, AppRecord>;
 
   constructor(
     private readonly store: AppStore,
-    private readonly maxEntries = 10_000,
-  ) {}
+    maxEntries = 10_000,
+  ) {
+    this.#apps = new BoundedCache(maxEntries);
+  }
 
   async get(appId: string): Promise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
     if (cached !== undefined) return cached;
     const app = await this.store.findById(appId);
-    if (app !== undefined) {
-      if (this.#apps.size >= this.maxEntries) {
-        const oldest = this.#apps.keys().next().value;
-        if (oldest !== undefined) this.#apps.delete(oldest);
-      }
-      this.#apps.set(appId, app);
-    }
+    if (app !== undefined) this.#apps.set(appId, app);
     return app;
   }
 

@@ -1,11 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import type { Tessera } from '../tessera.js';
 import { describeApp } from './app.js';
 
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
 export const appRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
-  app.get<{ Params: { appId: string } }>('/api/apps/:appId', { config: { adminOnly: true } }, async (request) => {
+  app.get<{ Params: { appId: string } }>('/api/apps/:appId', { onRequest: requireAdmin }, async (request) => {
     return describeApp(await tessera.appCache.require(request.params.appId));
   });
 

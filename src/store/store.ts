@@ -7,10 +7,10 @@ export interface Store {
   readonly apps: AppStore;
   readonly tokens: TokenStore;
   /**
-   * Registers a listener called when apps may have changed in any process sharing the store: with
-   * the app's id when it is known, with none when every app should be forgotten. It is called
-   * within one second of the change.
+   * Registers a listener called when apps or tokens may have been changed by another process sharing
+   * the store: with the app's id when only that app's data changed, with none when anything may
+   * have. It is called within one second of the change; caches drop what it names.
    */
-  onAppsChanged(listener: (appId?: string) => void): void;
+  onChange(listener: (appId?: string) => void): void;
   close(): Promise<void>;
 }

@@ -1,11 +1,12 @@
 import type { AppRecord } from '../apps/app.js';
+import { BoundedCache } from '../bounded-cache.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
 import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
-import type { TokenStore } from './store.js';
+import type { TokenRecord, TokenStore } from './store.js';
 import { generateAccessToken, parseAccessToken } from './token.js';
 
 export interface ClientCredentials {
@@ -24,11 +25,21 @@ export interface IssuedToken {
 
 /** Issues tokens for an app's credentials and resolves tokens to principals. Knows nothing of HTTP. */
 export class TokenService {
+  /**
+   * Stored token records by selector. A client uses one token for many requests, so a check is
+   * usually a Map lookup; the verifier is still hashed and compared, and the expiry checked, every
+   * time. `forgetCachedTokens` empties it when the store signals a change made elsewhere.
+   */
+  readonly #cache: BoundedCache<string, TokenRecord>;
+
   constructor(
     private readonly tokens: TokenStore,
     private readonly clock: Clock,
     private readonly limits: RateLimits,
-  ) {}
+    cachedTokens = 100_000,
+  ) {
+    this.#cache = new BoundedCache(cachedTokens);
+  }
 
   async issue(app: AppRecord, credentials: ClientCredentials, requestedExpiresAt: number | null): Promise<IssuedToken> {
     const now = this.clock.now();
@@ -45,7 +56,12 @@ export class TokenService {
   async verify(app: AppRecord, accessToken: string): Promise<Principal> {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) throw invalidToken();
-    const token = await this.tokens.findBySelector(presented.selector);
+    const key = presented.selector.toString('latin1');
+    let token = this.#cache.get(key);
+    if (token === undefined) {
+      token = await this.tokens.findBySelector(presented.selector);
+      if (token !== undefined) this.#cache.set(key, token);
+    }
     if (
       token === undefined ||
       !digestsEqual(presented.verifierHash, token.verifierHash) ||
@@ -55,6 +71,11 @@ export class TokenService {
       throw invalidToken();
     }
     return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt };
+  }
+
+  /** Forgets every cached token record (after a change made elsewhere: a revocation, a deleted app). */
+  forgetCachedTokens(): void {
+    this.#cache.clear();
   }
 
   /**

@@ -256,7 +256,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
     });
 
-    describe('onAppsChanged: a change made through another connection', () => {
+    describe('onChange: a change made through another connection', () => {
       let second: Store;
       let app: AppRecord;
       let calls: { appId: string | undefined; at: number }[];
@@ -265,7 +265,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         app = makeApp();
         await store.apps.insert(app);
         calls = [];
-        store.onAppsChanged((appId) => calls.push({ appId, at: Date.now() }));
+        store.onChange((appId) => calls.push({ appId, at: Date.now() }));
         second = await openSecondConnection(testStore);
         // Let any notification caused by opening the second connection pass, so that only the
         // change under test can satisfy the assertion.
@@ -281,7 +281,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const relevant = () => calls.some((call) => call.at >= since && (call.appId === undefined || call.appId === appId));
         while (!relevant()) {
           if (Date.now() > deadline) {
-            assert.fail(`onAppsChanged was not called about ${appId} within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
+            assert.fail(`onChange was not called about ${appId} within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
           }
           await new Promise((resolve) => setTimeout(resolve, 10));
         }

@@ -1,17 +1,13 @@
-import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
-import { isTesseraError } from '../../errors.js';
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { isTesseraError, TesseraError } from '../../errors.js';
 import { sendError } from '../../http/errors.js';
 import type { Principal } from '../../principal.js';
 import type { Authenticator } from '../authenticate.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set for every request of the scope the plugin is registered in. */
+    /** Set for every request of the scope `tesseraAuth` is registered in. */
     principal: Principal;
-  }
-  interface FastifyContextConfig {
-    /** Marks a route as an admin feature: anything but an admin token gets `403 ADMIN_REQUIRED`. */
-    adminOnly?: boolean;
   }
 }
 
@@ -29,22 +25,30 @@ const appIdParameter = (request: FastifyRequest) => (request.params as { appId?:
  */
 export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
   const appIdOf = options.appIdOf ?? appIdParameter;
+  const { authenticator } = options;
   app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', async (request, reply) => {
-    try {
-      request.principal = await options.authenticator.authenticate({
-        appId: appIdOf(request) ?? '',
-        authorization: request.headers.authorization,
-        path: request.url,
-        adminRequired: request.routeOptions.config.adminOnly === true,
-      });
-    } catch (error) {
-      if (!isTesseraError(error)) throw error;
-      return sendError(reply, error);
-    }
+  app.addHook('onRequest', (request, reply, next) => {
+    authenticator
+      .authenticate({ appId: appIdOf(request) ?? '', authorization: request.headers.authorization, path: request.url })
+      .then(
+        (principal) => {
+          request.principal = principal;
+          next();
+        },
+        (error: unknown) => (isTesseraError(error) ? sendError(reply, error) : next(error as Error)),
+      );
   });
   done();
 };
 
 // Like fastify-plugin: the hook applies to the scope that registers the plugin, not to a child.
 Object.assign(tesseraAuth, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'tessera-auth' });
+
+/** Route hook for admin features: anything but an admin token gets `403 ADMIN_REQUIRED`. */
+export function requireAdmin(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  if (request.principal.kind === 'admin') {
+    done();
+    return;
+  }
+  sendError(reply, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
+}

@@ -126,7 +126,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   };
 
   // `PRAGMA data_version` changes when another connection commits: polling it is how this process
-  // learns, within one poll interval, that the CLI or another instance changed an app.
+  // learns, within one poll interval, that the CLI or another instance changed something.
   const listeners: ((appId?: string) => void)[] = [];
   const dataVersion = () => (statements.dataVersion.get() as { data_version: number }).data_version;
   let seenVersion = dataVersion();
@@ -142,7 +142,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     backend: 'sqlite',
     apps,
     tokens,
-    onAppsChanged(listener) {
+    onChange(listener) {
       listeners.push(listener);
     },
     async close() {
