@@ -158,9 +158,9 @@ function table(summaries: CaseSummary[]): string {
 export function chart(run: BenchRun, summaries: CaseSummary[]): string {
   const rows = summaries.filter((s) => s.phase === run.phases.base && s.target !== CEILING);
   const left = 300;
-  const width = 760;
+  const width = 880;
   const scaleMax = 2.5;
-  const barWidth = (value: number) => Math.max(1, Math.min(value, scaleMax) / scaleMax * (width - left - 60));
+  const barWidth = (value: number) => Math.max(1, (Math.min(value, scaleMax) / scaleMax) * (width - left - 150));
   const rowHeight = 44;
   const top = 56;
   const height = top + rows.length * rowHeight + 40;
@@ -191,7 +191,7 @@ export function chart(run: BenchRun, summaries: CaseSummary[]): string {
       parts.push(`<line x1="${x(rttTarget)}" y1="${y + 19}" x2="${x(rttTarget)}" y2="${y + 36}" stroke="black" stroke-width="2" stroke-dasharray="3,2"/>`);
     }
   });
-  parts.push(`<text x="${left}" y="${height - 2}" font-size="11" fill="#555">Dashed marks: Tessera's targets. Medians of per-repetition ratios; ${escape(String(run.machine.cpu))}, ${escape(String(run.machine.node))}.</text>`);
+  parts.push(`<text x="10" y="${height - 2}" font-size="11" fill="#555">Dashed marks: Tessera's targets. Medians of per-repetition ratios; ${escape(String(run.machine.cpu))}, ${escape(String(run.machine.node))}.</text>`);
   parts.push('</svg>');
   return parts.join('\n');
 }
