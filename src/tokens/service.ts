@@ -1,7 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import { BoundedCache } from '../bounded-cache.js';
 import type { Clock } from '../clock.js';
-import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
+import { clientSecretDigest, credentialsEqual, digestsEqual, sha256 } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
@@ -26,11 +26,13 @@ export interface IssuedToken {
 /** Issues tokens for an app's credentials and resolves tokens to principals. Knows nothing of HTTP. */
 export class TokenService {
   /**
-   * Stored token records by selector. A client uses one token for many requests, so a check is
-   * usually a Map lookup; the verifier is still hashed and compared, and the expiry checked, every
-   * time. `forgetCachedTokens` empties it when the store signals a change made elsewhere.
+   * Tokens verified against the store, by selector, with their verifier. A client uses one token
+   * for many requests, so a check is usually a Map lookup and one constant-time comparison of the
+   * presented verifier with the one verified before (no hashing); the expiry is checked every time.
+   * The verifier is kept in memory only, like the token in a request; the store holds its hash.
+   * `forgetCachedTokens` empties the cache when the store signals a change made elsewhere.
    */
-  readonly #cache: BoundedCache<string, TokenRecord>;
+  readonly #cache: BoundedCache<string, { token: TokenRecord; verifier: Buffer }>;
 
   constructor(
     private readonly tokens: TokenStore,
@@ -57,17 +59,18 @@ export class TokenService {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) throw invalidToken();
     const key = presented.selector.toString('latin1');
-    let token = this.#cache.get(key);
-    if (token === undefined) {
-      token = await this.tokens.findBySelector(presented.selector);
-      if (token !== undefined) this.#cache.set(key, token);
+    const cached = this.#cache.get(key);
+    let token: TokenRecord | undefined;
+    if (cached !== undefined) {
+      if (digestsEqual(presented.verifier, cached.verifier)) token = cached.token;
+    } else {
+      const stored = await this.tokens.findBySelector(presented.selector);
+      if (stored !== undefined && digestsEqual(sha256(presented.verifier), stored.verifierHash)) {
+        token = stored;
+        this.#cache.set(key, { token, verifier: presented.verifier });
+      }
     }
-    if (
-      token === undefined ||
-      !digestsEqual(presented.verifierHash, token.verifierHash) ||
-      token.appId !== app.appId ||
-      isExpired(this.clock.now(), token.expiresAt)
-    ) {
+    if (token === undefined || token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) {
       throw invalidToken();
     }
     return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt };

@@ -27,7 +27,8 @@ export interface NewAccessToken {
 
 export interface PresentedAccessToken {
   selector: Buffer;
-  verifierHash: Buffer;
+  /** The 16 random bytes; hash them (`sha256`) to compare with a stored token. */
+  verifier: Buffer;
 }
 
 /**
@@ -59,5 +60,5 @@ export function generateAccessToken(now: number): NewAccessToken {
 export function parseAccessToken(token: string): PresentedAccessToken | undefined {
   if (token.length !== ACCESS_TOKEN_LENGTH || !TOKEN_PATTERN.test(token)) return undefined;
   const bytes = Buffer.from(token, 'base64url');
-  return { selector: bytes.subarray(0, SELECTOR_BYTES), verifierHash: sha256(bytes.subarray(SELECTOR_BYTES)) };
+  return { selector: bytes.subarray(0, SELECTOR_BYTES), verifier: bytes.subarray(SELECTOR_BYTES) };
 }

@@ -127,6 +127,17 @@ describe('authentication on every other request', () => {
       assertInvalidToken(await get(`${appUrl(server, other.appId)}/whoami`, bearer(adminToken)), adminToken);
     });
 
+    it('a forged verifier, whether or not the real token was checked before', async () => {
+      const real = (await requestToken(server, anonymousFields(server))).body.access_token as string;
+      const bytes = Buffer.from(real, 'base64url');
+      bytes[20] = bytes[20]! ^ 0x80;
+      const forged = bytes.toString('base64url');
+      assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(forged)), forged); // looked up in the store
+      assert.equal((await get(`${server.appUrl}/whoami`, bearer(real))).status, 200);
+      assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(forged)), forged); // compared with the cached one
+      assert.equal((await get(`${server.appUrl}/whoami`, bearer(real))).status, 200);
+    });
+
     it('an unknown well-formed token', async () => {
       const unknown = randomBytes(32).toString('base64url');
       assertInvalidToken(await get(`${server.appUrl}/whoami`, bearer(unknown)), unknown);
