@@ -1,4 +1,5 @@
 import { BoundedCache } from '../bounded-cache.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { TesseraError } from '../errors.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
@@ -18,19 +19,23 @@ export class AppCache {
     this.#apps = new BoundedCache(maxEntries);
   }
 
-  async get(appId: string): Promise<AppRecord | undefined> {
+  /** The app from memory, or a promise of it from the store. */
+  get(appId: string): MaybePromise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
     if (cached !== undefined) return cached;
-    const app = await this.store.findById(appId);
-    if (app !== undefined) this.#apps.set(appId, app);
-    return app;
+    return this.store.findById(appId).then((app) => {
+      if (app !== undefined) this.#apps.set(appId, app);
+      return app;
+    });
   }
 
-  /** The app, or `APP_NOT_FOUND`; an AppID that cannot exist is refused without a lookup. */
-  async require(appId: string): Promise<AppRecord> {
-    const app = APP_ID_PATTERN.test(appId) ? await this.get(appId) : undefined;
-    if (app === undefined) throw appNotFound();
-    return app;
+  /** The app, or `APP_NOT_FOUND` (thrown or rejected); an AppID that cannot exist is refused without a lookup. */
+  require(appId: string): MaybePromise<AppRecord> {
+    if (!APP_ID_PATTERN.test(appId)) throw appNotFound();
+    return andThen(this.get(appId), (app) => {
+      if (app === undefined) throw appNotFound();
+      return app;
+    });
   }
 
   /** Forgets one app, or every app when no id is given. */

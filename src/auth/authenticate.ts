@@ -1,5 +1,6 @@
 import type { AppCache } from '../apps/cache.js';
 import { TesseraError } from '../errors.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseAuthorization } from './authorization.js';
@@ -25,28 +26,36 @@ export class Authenticator {
     private readonly tokens: TokenService,
   ) {}
 
-  async authenticate(request: AuthenticationRequest): Promise<Principal> {
-    const app = await this.apps.require(request.appId);
-    const credentials = parseAuthorization(request.authorization);
-    let principal: Principal;
-    if (credentials.scheme === 'bearer') {
-      principal = await this.tokens.verify(app, credentials.token);
-    } else if (credentials.scheme === 'basic' && credentials.user === app.appId) {
-      principal = { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null };
-    } else {
+  /**
+   * The principal, from memory when the app and token were seen before (the common case), or a
+   * promise of it; the contract's error is thrown or rejected. `await` handles both.
+   */
+  authenticate(request: AuthenticationRequest): MaybePromise<Principal> {
+    return andThen(this.apps.require(request.appId), (app) => {
+      const credentials = parseAuthorization(request.authorization);
+      if (credentials.scheme === 'bearer') {
+        return andThen(this.tokens.verify(app, credentials.token), (principal) => applyRules(principal, request));
+      }
+      if (credentials.scheme === 'basic' && credentials.user === app.appId) {
+        return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
+      }
       throw new TesseraError(
         'UNAUTHORIZED',
         'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).',
       );
-    }
-    if (principal.kind === 'admin' && hasMeSegment(request.path)) {
-      throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
-    }
-    if (request.adminRequired === true && principal.kind !== 'admin') {
-      throw new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
-    }
-    return principal;
+    });
   }
+}
+
+/** The `/me` rule, then admin-only resources. */
+function applyRules(principal: Principal, request: AuthenticationRequest): Principal {
+  if (principal.kind === 'admin' && hasMeSegment(request.path)) {
+    throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
+  }
+  if (request.adminRequired === true && principal.kind !== 'admin') {
+    throw new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
+  }
+  return principal;
 }
 
 /** Whether a path has a segment that is exactly `me` once percent-decoded (`/users/me`, `/users/%6De`). */

@@ -20,9 +20,10 @@ const whoamiSchema = {
 
 /** Needs `tesseraAuth` registered in the same scope. */
 export const authRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/api/apps/:appId/whoami', { schema: whoamiSchema }, async (request) => {
+  // Synchronous: nothing to wait for, so no promise to settle on this hot path.
+  app.get('/api/apps/:appId/whoami', { schema: whoamiSchema }, (request, reply) => {
     const { appId, kind, id, auth, expiresAt } = request.principal;
-    return { appId, principal: kind, id, auth, expiresAt };
+    reply.send({ appId, principal: kind, id, auth, expiresAt });
   });
 
   // Everything else under an app is authenticated first (so the /me rule holds on any path), then

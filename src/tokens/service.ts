@@ -1,5 +1,6 @@
 import type { AppRecord } from '../apps/app.js';
 import { BoundedCache } from '../bounded-cache.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual, sha256 } from '../crypto.js';
 import { TesseraError } from '../errors.js';
@@ -54,25 +55,28 @@ export class TokenService {
     return { id: principalId(app, kind), accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind };
   }
 
-  /** The principal a bearer token stands for in this app; `INVALID_TOKEN` for anything else. */
-  async verify(app: AppRecord, accessToken: string): Promise<Principal> {
+  /**
+   * The principal a bearer token stands for in this app; `INVALID_TOKEN` (thrown or rejected) for
+   * anything else. Answers from memory for a token checked before, from the store otherwise.
+   */
+  verify(app: AppRecord, accessToken: string): MaybePromise<Principal> {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) throw invalidToken();
     const key = presented.selector.toString('latin1');
     const cached = this.#cache.get(key);
-    let token: TokenRecord | undefined;
     if (cached !== undefined) {
-      if (digestsEqual(presented.verifier, cached.verifier)) token = cached.token;
-    } else {
-      const stored = await this.tokens.findBySelector(presented.selector);
-      if (stored !== undefined && digestsEqual(sha256(presented.verifier), stored.verifierHash)) {
-        token = stored;
-        this.#cache.set(key, { token, verifier: presented.verifier });
-      }
+      if (!digestsEqual(presented.verifier, cached.verifier)) throw invalidToken();
+      return this.principalOf(app, cached.token);
     }
-    if (token === undefined || token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) {
-      throw invalidToken();
-    }
+    return this.tokens.findBySelector(presented.selector).then((stored) => {
+      if (stored === undefined || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) throw invalidToken();
+      this.#cache.set(key, { token: stored, verifier: presented.verifier });
+      return this.principalOf(app, stored);
+    });
+  }
+
+  private principalOf(app: AppRecord, token: TokenRecord): Principal {
+    if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) throw invalidToken();
     return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt };
   }
 

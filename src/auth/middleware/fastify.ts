@@ -28,15 +28,18 @@ export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, opti
   const { authenticator } = options;
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', (request, reply, next) => {
-    authenticator
-      .authenticate({ appId: appIdOf(request) ?? '', authorization: request.headers.authorization, path: request.url })
-      .then(
-        (principal) => {
-          request.principal = principal;
-          next();
-        },
-        (error: unknown) => (isTesseraError(error) ? sendError(reply, error) : next(error as Error)),
-      );
+    const accept = (principal: Principal) => {
+      request.principal = principal;
+      next();
+    };
+    const refuse = (error: unknown) => (isTesseraError(error) ? sendError(reply, error) : next(error as Error));
+    try {
+      const principal = authenticator.authenticate({ appId: appIdOf(request) ?? '', authorization: request.headers.authorization, path: request.url });
+      if (principal instanceof Promise) principal.then(accept, refuse);
+      else accept(principal);
+    } catch (error) {
+      refuse(error);
+    }
   });
   done();
 };
