@@ -10,6 +10,7 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** Create and print a demo app when the embedded store is empty. */
   demoApp: boolean;
+  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +40,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
     },
     demoApp: onOff(env, 'DEMO_APP', true),
+    postgres: {
+      poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
+      connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),
+      queryTimeoutMs: integer(env, 'PG_QUERY_TIMEOUT_MS', 5_000, 100, 600_000),
+    },
   };
 }
 

@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keeps running until a signal
     }
     if (command === 'apps') {
-      const store = await openStore(config.databaseUrl);
+      const store = await openStore(config.databaseUrl, config.postgres);
       try {
         await runAppsCommand(createTessera({ store }), parsed, out);
       } finally {

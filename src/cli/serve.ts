@@ -8,7 +8,10 @@ import { demoBanner } from './demo.js';
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
 export async function serve(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, {
+    ...config.postgres,
+    onWarning: (message, error) => logger.warn({ err: error }, message),
+  });
   const tessera = createTessera({ store, rateLimits: config.rateLimits });
 
   // Only the embedded store gets a demo app: a shared PostgreSQL is provisioned on purpose.

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { openPostgresStore, type PostgresStoreOptions } from './postgres/store.js';
 import type { Store } from './store.js';
 import { openSqliteStore } from './sqlite/store.js';
 
@@ -22,8 +23,8 @@ export function parseDatabaseUrl(databaseUrl: string | undefined): StoreLocation
   return { backend: 'sqlite', path: resolve(value) };
 }
 
-export async function openStore(databaseUrl: string | undefined): Promise<Store> {
+export async function openStore(databaseUrl: string | undefined, postgres: PostgresStoreOptions = {}): Promise<Store> {
   const location = parseDatabaseUrl(databaseUrl);
   if (location.backend === 'sqlite') return openSqliteStore(location.path);
-  throw new Error('The PostgreSQL store is not available yet: use SQLite (leave DATABASE_URL unset).');
+  return openPostgresStore(location.url, postgres);
 }

@@ -12,5 +12,8 @@ export interface Store {
    * have. It is called within one second of the change; caches drop what it names.
    */
   onChange(listener: (appId?: string) => void): void;
+  /** Resolves if the store answers now (readiness); throws otherwise. */
+  ping(): Promise<void>;
+  /** Writes what is pending, then closes. Idempotent. */
   close(): Promise<void>;
 }

@@ -6,6 +6,7 @@ import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import type { Store } from '../store.js';
+import { GroupCommit } from '../group-commit.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 // Every statement binds named parameters (`:name` with an object). libsql takes a lone Buffer
@@ -102,10 +103,13 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
   };
 
-  const insertTokens = db.transaction((batch: PendingInsert[]) => {
-    for (const pending of batch) statements.insertToken.run(pending.token);
+  const insertTokens = db.transaction((batch: TokenRecord[]) => {
+    for (const token of batch) statements.insertToken.run(token);
   });
-  const tokenWriter = new GroupCommit(insertTokens, (pending) => statements.insertToken.run(pending.token));
+  const tokenWriter = new GroupCommit<TokenRecord>({
+    writeBatch: (batch) => insertTokens(batch),
+    writeOne: (token) => void statements.insertToken.run(token),
+  });
 
   const tokens: TokenStore = {
     insert(token) {
@@ -145,60 +149,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     onChange(listener) {
       listeners.push(listener);
     },
+    async ping() {
+      db.prepare('SELECT 1').get();
+    },
     async close() {
       if (!db.open) return;
       clearInterval(poll);
-      tokenWriter.flush();
+      await tokenWriter.drain();
+      if (!db.open) return;
       db.close();
     },
   };
-}
-
-interface PendingInsert {
-  token: TokenRecord;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
-/**
- * Group commit: the token inserts that arrive within one turn of the event loop are written in one
- * transaction, and each caller learns of its insert only once that transaction has committed. A
- * commit is the expensive part of an insert, so under load many tokens share one.
- */
-class GroupCommit {
-  #pending: PendingInsert[] = [];
-
-  constructor(
-    private readonly writeBatch: (batch: PendingInsert[]) => void,
-    private readonly writeOne: (pending: PendingInsert) => void,
-  ) {}
-
-  add(token: TokenRecord): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (this.#pending.push({ token, resolve, reject }) === 1) setImmediate(() => this.flush());
-    });
-  }
-
-  /** Writes what is pending now (also run by `close`, so that no answered insert is lost). */
-  flush(): void {
-    if (this.#pending.length === 0) return;
-    const batch = this.#pending;
-    this.#pending = [];
-    try {
-      this.writeBatch(batch);
-      for (const pending of batch) pending.resolve();
-    } catch {
-      // One bad row must not fail its neighbours: write them one by one, each with its own answer.
-      for (const pending of batch) {
-        try {
-          this.writeOne(pending);
-          pending.resolve();
-        } catch (error) {
-          pending.reject(error);
-        }
-      }
-    }
-  }
 }
 
 function migrate(db: Database.Database): void {

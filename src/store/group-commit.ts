@@ -1,0 +1,86 @@
+import type { MaybePromise } from '../maybe-promise.js';
+
+interface Pending<T> {
+  item: T;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export interface GroupCommitOptions<T> {
+  /** Writes a batch in one transaction; throws if any item fails. */
+  writeBatch(items: T[]): MaybePromise<void>;
+  /** Writes one item on its own (after a batch failed, so that one bad item fails alone). */
+  writeOne(item: T): MaybePromise<void>;
+  /** An error after which writing items one by one is pointless (the database is unreachable). */
+  failsEverything?(error: unknown): boolean;
+  maxBatch?: number;
+  /** Batches written at the same time (a pool of connections can take several). */
+  maxInFlight?: number;
+}
+
+/**
+ * Group commit: the writes that arrive within one turn of the event loop are written in one
+ * transaction, and each caller learns of its write only once that transaction has committed. A
+ * commit is the expensive part of a write, so under load many writes share one.
+ */
+export class GroupCommit<T> {
+  #queue: Pending<T>[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+  #drained: (() => void)[] = [];
+
+  constructor(private readonly options: GroupCommitOptions<T>) {}
+
+  add(item: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Resolves once nothing is queued or being written (used before closing the store). */
+  drain(): Promise<void> {
+    if (this.#queue.length === 0 && this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#drained.push(resolve);
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.length === 0 || this.#inFlight >= (this.options.maxInFlight ?? 1)) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#writeNextBatch();
+    });
+  }
+
+  async #writeNextBatch(): Promise<void> {
+    const batch = this.#queue.splice(0, this.options.maxBatch ?? 1000);
+    if (batch.length === 0) return;
+    this.#inFlight++;
+    this.#schedule(); // another batch may start while this one is written
+    try {
+      await this.options.writeBatch(batch.map((pending) => pending.item));
+      for (const pending of batch) pending.resolve();
+    } catch (error) {
+      if (this.options.failsEverything?.(error) === true) {
+        for (const pending of batch) pending.reject(error);
+      } else {
+        for (const pending of batch) {
+          try {
+            await this.options.writeOne(pending.item);
+            pending.resolve();
+          } catch (itemError) {
+            pending.reject(itemError);
+          }
+        }
+      }
+    } finally {
+      this.#inFlight--;
+      this.#schedule();
+      if (this.#queue.length === 0 && this.#inFlight === 0) for (const resolve of this.#drained.splice(0)) resolve();
+    }
+  }
+}

@@ -1,0 +1,340 @@
+import pg from 'pg';
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { AppConflictError, type AppStore } from '../../apps/store.js';
+import { TesseraError } from '../../errors.js';
+import type { PrincipalKind } from '../../principal.js';
+import type { TokenRecord, TokenStore } from '../../tokens/store.js';
+import { GroupCommit } from '../group-commit.js';
+import type { Store } from '../store.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
+
+export interface PostgresStoreOptions {
+  /** Connections in the pool (PG_POOL_SIZE). */
+  poolSize?: number;
+  /** How long to wait for a connection before answering 503 (PG_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
+  /** How long a statement may run before answering 503 (PG_QUERY_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
+  /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
+  onWarning?: (message: string, error?: unknown) => void;
+}
+
+const CHANNEL = 'tessera_changes';
+/** Key of the advisory lock that serializes migrations across instances starting together. */
+const MIGRATION_LOCK = 7_246_135_001;
+/** While notifications are not being received, caches are emptied this often instead. */
+const FALLBACK_FLUSH_MS = 250;
+
+interface AppRow {
+  app_id: string;
+  name: string;
+  app_key: string;
+  client_id: string;
+  client_secret_hash: Buffer;
+  admin_id: string;
+  created_at: string;
+  configuration: Partial<AppConfiguration>;
+}
+
+interface TokenRow {
+  verifier_hash: Buffer;
+  app_id: string;
+  kind: PrincipalKind;
+  issued_at: string;
+  expires_at: string | null;
+}
+
+/**
+ * PostgreSQL, for several instances on one database. Every change that other instances must honour
+ * (an app updated or deleted, tokens changed or removed) fires a trigger that NOTIFYs
+ * `tessera_changes`; every instance LISTENs on a dedicated connection and empties its caches. If that
+ * connection is lost, caches are emptied every 250 ms until it is back, so no instance serves a
+ * stale grant for longer than that. When the database cannot be reached, operations fail with
+ * `503 SERVICE_UNAVAILABLE` and `Retry-After`, and the pool reconnects by itself.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  const warn = options.onWarning ?? (() => {});
+  const queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
+  const connectionConfig = { connectionString: url, application_name: 'tessera', connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
+  const pool = new pg.Pool({
+    ...connectionConfig,
+    max: options.poolSize ?? 10,
+    idleTimeoutMillis: 30_000,
+    query_timeout: queryTimeoutMs,
+    statement_timeout: queryTimeoutMs,
+  });
+  // An idle connection that breaks (a database restart) must not crash the process.
+  pool.on('error', (error) => warn('an idle database connection failed', error));
+
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+
+  const query = async <R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> => {
+    try {
+      return await pool.query<R>(config);
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+  };
+
+  const apps: AppStore = {
+    async insert(app) {
+      try {
+        await query({
+          name: 'tessera-insert-app',
+          text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          values: [app.appId, app.name, app.appKey, app.clientId, app.clientSecretHash, app.adminId, app.createdAt, JSON.stringify(app.configuration)],
+        });
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') throw new AppConflictError();
+        throw error;
+      }
+    },
+    async findById(appId) {
+      const result = await query<AppRow>({ name: 'tessera-find-app', text: 'SELECT * FROM apps WHERE app_id = $1', values: [appId] });
+      const row = result.rows[0];
+      return row === undefined ? undefined : toApp(row);
+    },
+    async list() {
+      const result = await query<AppRow>({ text: 'SELECT * FROM apps ORDER BY created_at, app_id' });
+      return result.rows.map(toApp);
+    },
+    async count() {
+      const result = await query<{ n: string }>({ text: 'SELECT count(*) AS n FROM apps' });
+      return Number(result.rows[0]?.n ?? 0);
+    },
+    async updateClientSecretHash(appId, hash) {
+      const result = await query({ text: 'UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', values: [appId, hash] });
+      return (result.rowCount ?? 0) > 0;
+    },
+    async delete(appId) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw unavailableOr(error);
+      }
+      try {
+        await client.query('BEGIN');
+        await client.query('DELETE FROM tokens WHERE app_id = $1', [appId]);
+        const result = await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
+        await client.query('COMMIT');
+        return (result.rowCount ?? 0) > 0;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw unavailableOr(error);
+      } finally {
+        client.release();
+      }
+    },
+  };
+
+  // One round trip and one commit for every batch of tokens (group commit); with PostgreSQL's
+  // default synchronous_commit, a token is durable when its request is answered.
+  const tokenWriter = new GroupCommit<TokenRecord>({
+    writeBatch: async (batch) => {
+      await query({
+        name: 'tessera-insert-tokens',
+        text: `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
+               SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])`,
+        values: [
+          batch.map((token) => token.selector),
+          batch.map((token) => token.verifierHash),
+          batch.map((token) => token.appId),
+          batch.map((token) => token.kind),
+          batch.map((token) => token.issuedAt),
+          batch.map((token) => token.expiresAt),
+        ],
+      });
+    },
+    writeOne: async (token) => {
+      await query({
+        name: 'tessera-insert-token',
+        text: `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        values: [token.selector, token.verifierHash, token.appId, token.kind, token.issuedAt, token.expiresAt],
+      });
+    },
+    failsEverything: (error) => error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE',
+    maxInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
+  });
+
+  const tokens: TokenStore = {
+    insert(token) {
+      return tokenWriter.add(token);
+    },
+    async findBySelector(selector) {
+      const result = await query<TokenRow>({
+        name: 'tessera-find-token',
+        text: 'SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = $1',
+        values: [selector],
+      });
+      const row = result.rows[0];
+      if (row === undefined) return undefined;
+      return {
+        selector,
+        verifierHash: row.verifier_hash,
+        appId: row.app_id,
+        kind: row.kind,
+        issuedAt: Number(row.issued_at),
+        expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+      };
+    },
+  };
+
+  const changes = new ChangeListener(connectionConfig, warn);
+  await changes.start();
+
+  let closed = false;
+  return {
+    backend: 'postgres',
+    apps,
+    tokens,
+    onChange(listener) {
+      changes.listeners.push(listener);
+    },
+    async ping() {
+      await query({ text: 'SELECT 1' });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await tokenWriter.drain();
+      await changes.stop();
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * The LISTEN connection. It reconnects by itself, with backoff; while it is down, listeners are
+ * told "everything may have changed" every 250 ms, so that caches do not outlive a change they
+ * could not hear of.
+ */
+class ChangeListener {
+  readonly listeners: ((appId?: string) => void)[] = [];
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #fallback: NodeJS.Timeout | undefined;
+  #retryDelayMs = 250;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly warn: (message: string, error?: unknown) => void,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#fallback);
+    this.#fallback = undefined;
+    await this.#client?.end().catch(() => {});
+  }
+
+  #emit(appId?: string): void {
+    for (const listener of this.listeners) listener(appId);
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client(this.config);
+    client.on('notification', (message) => {
+      const payload = message.payload ?? '*';
+      this.#emit(payload === '*' ? undefined : payload);
+    });
+    client.on('error', (error) => this.#lost(client, error));
+    client.on('end', () => this.#lost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      this.#lost(client, error);
+      return;
+    }
+    this.#client = client;
+    this.#retryDelayMs = 250;
+    if (this.#fallback !== undefined) {
+      clearInterval(this.#fallback);
+      this.#fallback = undefined;
+      this.#emit(); // whatever changed while nobody listened
+    }
+  }
+
+  #lost(client: pg.Client, error?: unknown): void {
+    if (this.#stopped || (this.#client !== undefined && this.#client !== client)) return;
+    this.#client = undefined;
+    if (this.#fallback === undefined) {
+      this.warn('lost the database notification connection; caches are emptied every 250 ms until it is back', error);
+      this.#emit();
+      this.#fallback = setInterval(() => this.#emit(), FALLBACK_FLUSH_MS);
+      this.#fallback.unref();
+    }
+    const delay = this.#retryDelayMs;
+    this.#retryDelayMs = Math.min(this.#retryDelayMs * 2, 5_000);
+    setTimeout(() => {
+      if (!this.#stopped) void this.#connect();
+    }, delay).unref();
+  }
+}
+
+async function migrate(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    // Instances starting together take turns; each step is applied once, in its own transaction.
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+    const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    client.release();
+  }
+}
+
+function toApp(row: AppRow): AppRecord {
+  return {
+    appId: row.app_id,
+    name: row.name,
+    appKey: row.app_key,
+    clientId: row.client_id,
+    clientSecretHash: row.client_secret_hash,
+    adminId: row.admin_id,
+    createdAt: Number(row.created_at),
+    configuration: { ...DEFAULT_APP_CONFIGURATION, ...row.configuration },
+  };
+}
+
+/** Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database, timeouts, sockets). */
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '3D000', '08000', '08001', '08003', '08004', '08006', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error|Connection closed|not queryable/i;
+
+function unavailableOr(error: unknown): unknown {
+  if (error instanceof TesseraError) return error;
+  const code = (error as { code?: string }).code;
+  const message = error instanceof Error ? error.message : '';
+  if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || UNAVAILABLE_MESSAGES.test(message) || code === '57014') {
+    return new TesseraError('SERVICE_UNAVAILABLE', 'The service cannot reach its database right now; try again shortly.', {
+      retryAfterSeconds: 2,
+    });
+  }
+  return error;
+}

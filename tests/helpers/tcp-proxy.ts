@@ -1,0 +1,56 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy in front of a real server (PostgreSQL), that a test can cut and restore: the way to
+ * make a real database unreachable for one process without touching the server other tests use.
+ */
+export class TcpProxy {
+  #server: Server | undefined;
+  readonly #sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = createConnection(this.targetPort, this.targetHost);
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => this.#sockets.delete(socket));
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.port, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address !== null && typeof address === 'object') this.port = address.port;
+    this.#server = server;
+  }
+
+  /** Drops every connection and refuses new ones, as a database that went down. */
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    for (const socket of this.#sockets) socket.destroy();
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Accepts connections again, on the same port. */
+  async restore(): Promise<void> {
+    await this.start();
+  }
+
+  /** A database URL whose host and port go through the proxy. */
+  urlFor(databaseUrl: string): string {
+    const url = new URL(databaseUrl);
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
+  }
+}

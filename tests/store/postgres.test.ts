@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { storeSuite } from './store-suite.js';
+
+storeSuite('postgres', createPostgresTestStore);
+
+describe('PostgreSQL store specifics', () => {
+  it('migrates a new database once when several instances open it at the same moment', async () => {
+    const database = await createPostgresDatabase();
+    try {
+      const stores = await Promise.all(Array.from({ length: 5 }, () => openPostgresStore(database.databaseUrl)));
+      await Promise.all(stores.map((store) => store.close()));
+      const client = new pg.Client({ connectionString: database.databaseUrl });
+      await client.connect();
+      const versions = (await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
+      await client.end();
+      assert.deepEqual(versions.map((row) => row.version), POSTGRES_MIGRATIONS.map((migration) => migration.version));
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('answers 503 SERVICE_UNAVAILABLE, not a hang, while the database is unreachable, and recovers by itself', async () => {
+    const database = await createPostgresDatabase();
+    const target = new URL(database.databaseUrl);
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    await proxy.start();
+    const store = await openPostgresStore(proxy.urlFor(database.databaseUrl), { connectTimeoutMs: 500, queryTimeoutMs: 1_000 });
+    try {
+      await store.apps.count();
+      await proxy.cut();
+      for (const operation of [() => store.apps.findById('0123456789abcdef'), () => store.apps.count(), () => store.ping()]) {
+        const started = Date.now();
+        await assert.rejects(operation(), (error: { code?: string; status?: number; details?: { retryAfterSeconds?: number } }) => {
+          assert.equal(error.code, 'SERVICE_UNAVAILABLE');
+          assert.equal(error.status, 503);
+          assert.ok((error.details?.retryAfterSeconds ?? 0) > 0);
+          return true;
+        });
+        assert.ok(Date.now() - started < 3_000, 'answered within the timeouts');
+      }
+      await proxy.restore();
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        try {
+          await store.ping();
+          break;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      assert.equal(await store.apps.count(), 0);
+    } finally {
+      await store.close();
+      await proxy.cut();
+      await database.drop();
+    }
+  });
+});
