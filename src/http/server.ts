@@ -12,6 +12,7 @@ import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
+import { healthRoutes } from './health.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
 export const MAX_BODY_BYTES = 4096;
@@ -74,6 +75,7 @@ export function buildServer({ tessera, logger, logRequests = false }: ServerOpti
   }
   app.setNotFoundHandler((_request, reply) => sendError(reply, new TesseraError('NOT_FOUND', 'No such resource.')));
 
+  app.register(healthRoutes, { store: tessera.store });
   app.register(tokenRoutes, { tessera });
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator: tessera.authenticator });

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { isTesseraError, TesseraError } from '../errors.js';
+import type { Store } from '../store/store.js';
+
+const READINESS_TIMEOUT_MS = 1_000;
+
+/**
+ * For load balancers: `/healthz` says the process is up; `/readyz` says it can serve, which needs the
+ * store to answer within a second. Neither needs credentials, and neither says anything else.
+ */
+export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.get('/healthz', (_request, reply) => {
+    reply.header('cache-control', 'no-store').send({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        store.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('store ping timed out')), READINESS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (error) {
+      if (isTesseraError(error) && error.code === 'SERVICE_UNAVAILABLE') throw error;
+      throw new TesseraError('SERVICE_UNAVAILABLE', 'The service cannot reach its database right now; try again shortly.', {
+        retryAfterSeconds: 2,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    return { status: 'ready', store: store.backend };
+  });
+};

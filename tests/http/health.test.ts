@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { assertError } from '../helpers/assert.js';
+import { request, startServer, type TestServer } from '../helpers/server.js';
+
+describe('/healthz and /readyz, for load balancers', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => server.close());
+
+  it('/healthz: 200 while the process runs, without credentials', async () => {
+    const response = await request(`${server.baseUrl}/healthz`);
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.body, { status: 'ok' });
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+  });
+
+  it('/readyz: 200 and the store when the store answers', async () => {
+    const response = await request(`${server.baseUrl}/readyz`);
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.body, { status: 'ready', store: server.tessera.store.backend });
+  });
+
+  it('/readyz: 503 SERVICE_UNAVAILABLE with Retry-After once the store no longer answers; /healthz still 200', async () => {
+    await server.tessera.store.close();
+    const ready = await request(`${server.baseUrl}/readyz`);
+    assertError(ready, 503, 'SERVICE_UNAVAILABLE');
+    assert.match(ready.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+    assert.equal((await request(`${server.baseUrl}/healthz`)).status, 200);
+  });
+});
