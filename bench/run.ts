@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import pg from 'pg';
 import { createTessera } from '../src/tessera.js';
 import { generateAccessToken } from '../src/tokens/token.js';
 import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixture } from './cases.js';
@@ -90,15 +92,23 @@ async function oidcToken(url: string, clientBasic: string): Promise<string> {
   return ((await response.json()) as { access_token: string }).access_token;
 }
 
-/** Starts Tessera on a fresh SQLite file holding `baseTokens` tokens, with one app. */
-async function startTesseraOnSqlite(workDir: string, baseTokens: number) {
-  const path = join(workDir, 'tessera.db');
-  const store = openSqliteStore(path);
+interface TesseraTarget {
+  server: RunningServer;
+  fixture: TesseraFixture;
+  databaseUrl: string;
+  tokensDir: string;
+  /** Drops what the target created (a PostgreSQL database). */
+  cleanup(): Promise<void>;
+}
+
+/** Starts Tessera on a fresh store (`databaseUrl`) holding `baseTokens` tokens, with one app. */
+async function startTessera(target: string, databaseUrl: string, workDir: string, baseTokens: number, cleanup: () => Promise<void>): Promise<TesseraTarget> {
+  const store = await openStore(databaseUrl);
   const app = await createTessera({ store }).apps.create('Benchmark app');
   await seedTokens(store, app.appId, baseTokens);
   await store.close();
-  const server = await startPinnedServer('tessera/sqlite', join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
-    DATABASE_URL: `sqlite:${path}`,
+  const server = await startPinnedServer(target, join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
+    DATABASE_URL: databaseUrl,
     PORT: '0',
     HOST: '127.0.0.1',
     RATE_LIMITS: 'off',
@@ -106,7 +116,7 @@ async function startTesseraOnSqlite(workDir: string, baseTokens: number) {
     LOG_LEVEL: 'info',
   });
   const fixture: TesseraFixture = {
-    target: 'tessera/sqlite',
+    target,
     url: server.url,
     appId: app.appId,
     appKey: app.appKey,
@@ -115,11 +125,39 @@ async function startTesseraOnSqlite(workDir: string, baseTokens: number) {
     adminToken: await issueToken(server.url, app.appId, app.clientId, app.clientSecret),
     anonymousToken: await issueToken(server.url, app.appId, app.appId, app.appKey),
   };
-  return { server, fixture, databaseUrl: `sqlite:${path}`, path };
+  const tokensDir = join(workDir, `tokens-${target.replace(/\W+/g, '_')}`);
+  mkdirSync(tokensDir);
+  return { server, fixture, databaseUrl, tokensDir, cleanup };
+}
+
+/** PostgreSQL on a fresh database, when a server is reachable (BENCH_POSTGRES_URL); undefined otherwise. */
+async function startTesseraOnPostgres(workDir: string, baseTokens: number): Promise<TesseraTarget | undefined> {
+  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const name = `tessera_bench_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
+  try {
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch (error) {
+    log(`PostgreSQL not reachable at ${adminUrl} (${(error as Error).message}): tessera/postgres is not measured`);
+    await admin.end().catch(() => {});
+    return undefined;
+  }
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const drop = async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.end();
+  };
+  return startTessera('tessera/postgres', url.toString(), workDir, baseTokens, drop);
 }
 
 /** Warm-up (discarded), then `repetitions` rounds of every case at 1 and at 50 connections. */
-async function measure(phase: Phase, cases: BenchCase[], options: Options, tokensDir: string): Promise<Measurement[]> {
+async function measure(phase: Phase, cases: BenchCase[], options: Options, tokensDirOf: (target: string) => string): Promise<Measurement[]> {
   const measurements: Measurement[] = [];
   log(`\n[${phase}] warm-up (${options.warmupSeconds} s a case, discarded)`);
   for (const benchCase of cases) await runLoad(benchCase.load, 50, options.warmupSeconds);
@@ -130,7 +168,7 @@ async function measure(phase: Phase, cases: BenchCase[], options: Options, token
       const results: Record<'1' | '50', LoadResult> = {} as Record<'1' | '50', LoadResult>;
       for (const connections of [1, 50] as const) {
         const tokensFile = benchCase.collectTokens
-          ? join(tokensDir, `${phase}-${repetition}-${connections}-${benchCase.name.replace(/\W+/g, '_')}.txt`)
+          ? join(tokensDirOf(benchCase.target), `${phase.replace(/\W+/g, '_')}-${repetition}-${connections}-${benchCase.name.replace(/\W+/g, '_')}.txt`)
           : undefined;
         results[connections] = await runLoad({ ...benchCase.load, ...(tokensFile ? { tokensFile } : {}) }, connections, options.seconds);
       }
@@ -146,12 +184,12 @@ async function measure(phase: Phase, cases: BenchCase[], options: Options, token
 }
 
 /** Every token answered during the run must still work: checked against the store, and a sample over HTTP. */
-async function verifyTokens(tokensDir: string, databaseUrl: string, fixture: TesseraFixture) {
+async function verifyTokens(target: TesseraTarget) {
   const { readdirSync } = await import('node:fs');
-  const tokens = readdirSync(tokensDir).flatMap((file) => readFileSync(join(tokensDir, file), 'utf8').split('\n').filter(Boolean));
-  const store = openSqliteStore(databaseUrl.slice('sqlite:'.length));
+  const tokens = readdirSync(target.tokensDir).flatMap((file) => readFileSync(join(target.tokensDir, file), 'utf8').split('\n').filter(Boolean));
+  const store = await openStore(target.databaseUrl);
   const tessera = createTessera({ store });
-  const app = await tessera.appCache.require(fixture.appId);
+  const app = await tessera.appCache.require(target.fixture.appId);
   let invalid = 0;
   for (const token of tokens) {
     try {
@@ -164,7 +202,7 @@ async function verifyTokens(tokensDir: string, databaseUrl: string, fixture: Tes
   let invalidOverHttp = 0;
   const sample = tokens.filter((_, index) => index % Math.max(1, Math.floor(tokens.length / 500)) === 0);
   for (const token of sample) {
-    const response = await fetch(`${fixture.url}/api/apps/${fixture.appId}/whoami`, { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(`${target.fixture.url}/api/apps/${target.fixture.appId}/whoami`, { headers: { authorization: `Bearer ${token}` } });
     await response.arrayBuffer();
     if (response.status !== 200) invalidOverHttp++;
   }
@@ -175,9 +213,8 @@ async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
   requireTools();
   const workDir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
-  const tokensDir = join(workDir, 'tokens');
-  mkdirSync(tokensDir);
   const servers: RunningServer[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
   try {
     log(`Tessera benchmark (${options.smoke ? 'smoke' : 'full'}): ${options.repetitions} repetition(s), ${options.seconds} s a run; servers on core 0, wrk on core 1`);
     const ceiling = await startPinnedServer('ceiling', join(DIST, 'bench', 'servers', 'ceiling.js'), [], {});
@@ -185,26 +222,40 @@ async function main(): Promise<number> {
     const peer = await startPinnedServer('oidc-provider', join(DIST, 'bench', 'servers', 'oidc.js'), [], { NODE_ENV: 'production' });
     servers.push(peer);
     const clientBasic = `Basic ${Buffer.from(`${OIDC_CLIENT.clientId}:${OIDC_CLIENT.clientSecret}`).toString('base64')}`;
-    const tessera = await startTesseraOnSqlite(workDir, options.baseTokens);
+    const sqlitePath = join(workDir, 'tessera.db');
+    const tessera = await startTessera('tessera/sqlite', `sqlite:${sqlitePath}`, workDir, options.baseTokens, async () => {});
     servers.push(tessera.server);
+    const postgres = await startTesseraOnPostgres(workDir, options.baseTokens);
+    if (postgres !== undefined) {
+      servers.push(postgres.server);
+      cleanups.push(postgres.cleanup);
+    }
+    const targets = [tessera, ...(postgres === undefined ? [] : [postgres])];
+    const tokensDirOf = (target: string) => targets.find((t) => t.fixture.target === target)?.tokensDir ?? workDir;
 
     const referenceCases = ceilingCases(ceiling.url, String(ceiling.announcement.token));
     const cases = [
       ...referenceCases,
       ...peerCases(peer.url, clientBasic, await oidcToken(peer.url, clientBasic)),
-      ...tesseraCases(tessera.fixture),
+      ...targets.flatMap((target) => tesseraCases(target.fixture)),
     ];
-    const measurements = await measure(`${options.baseTokens} tokens stored`, cases, options, tokensDir);
-    const verification = await verifyTokens(tokensDir, tessera.databaseUrl, tessera.fixture);
-    log(`\nverified ${verification.checked} issued tokens against the store (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`);
+    const measurements = await measure(`${options.baseTokens} tokens stored`, cases, options, tokensDirOf);
+    const verifications = await Promise.all(targets.map((target) => verifyTokens(target)));
+    const verification = verifications.reduce((sum, v) => ({
+      checked: sum.checked + v.checked,
+      invalid: sum.invalid + v.invalid,
+      sampledOverHttp: sum.sampledOverHttp + v.sampledOverHttp,
+      invalidOverHttp: sum.invalidOverHttp + v.invalidOverHttp,
+    }));
+    log(`\nverified ${verification.checked} issued tokens against their stores (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`);
 
-    // Scale: the same cases with many tokens stored, seeded through the store, not over HTTP.
-    const seeding = openSqliteStore(tessera.path);
+    // Scale (SQLite): the same cases with many tokens stored, seeded through the store, not over HTTP.
+    const seeding = openSqliteStore(sqlitePath);
     const seedStart = Date.now();
     await seedTokens(seeding, tessera.fixture.appId, options.scaleTokens - options.baseTokens);
     await seeding.close();
     log(`\nseeded ${options.scaleTokens - options.baseTokens} more tokens in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
-    const scaleMeasurements = await measure(`${options.scaleTokens} tokens stored`, [...referenceCases, ...tesseraCases(tessera.fixture)], options, tokensDir);
+    const scaleMeasurements = await measure(`${options.scaleTokens} tokens stored`, [...referenceCases, ...tesseraCases(tessera.fixture)], options, tokensDirOf);
     const memory = memoryOf(tessera.server.child.pid!);
 
     const run: BenchRun = {
@@ -226,6 +277,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
+    await Promise.all(cleanups.map((cleanup) => cleanup().catch(() => {})));
     rmSync(workDir, { recursive: true, force: true });
   }
 }
