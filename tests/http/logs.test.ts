@@ -200,7 +200,9 @@ describe('logs and the store of the real server keep no secret', () => {
       'invalid_request',
     );
     // Bad tokens (expired-looking, of the right shape) on whoami.
-    assertError(await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(`${adminToken.slice(0, -1)}A`) } }), 401, 'INVALID_TOKEN');
+    const forgedBytes = Buffer.from(adminToken, 'base64url');
+    forgedBytes[20] = forgedBytes[20]! ^ 0x01; // a bit of the verifier: a different, refused token
+    assertError(await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(forgedBytes.toString('base64url')) } }), 401, 'INVALID_TOKEN');
 
     for (const [i, token] of tokens.entries()) secrets.set(`access token #${i + 1}`, token);
 

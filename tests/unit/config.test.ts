@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       logRequests: false,
       rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true },
       demoApp: true,
+      postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
     });
   });
 
@@ -47,6 +48,9 @@ describe('loadConfig', () => {
       RATE_LIMIT_TOKEN_PER_ADDRESS: '50',
       RATE_LIMIT_ADMIN_FAILURES_PER_APP: '3',
       DEMO_APP: 'off',
+      PG_POOL_SIZE: '4',
+      PG_CONNECT_TIMEOUT_MS: '750',
+      PG_QUERY_TIMEOUT_MS: '1500',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -56,6 +60,7 @@ describe('loadConfig', () => {
       logRequests: true,
       rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 50, adminFailuresPerAppPerMinute: 3 },
       demoApp: false,
+      postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500 },
     });
   });
 

@@ -1,0 +1,401 @@
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import {
+  adminTokenRequest,
+  anonymousTokenRequest,
+  ChangeWatcher,
+  Children,
+  createAppWithCli,
+  describeOutcome,
+  errorProblems,
+  Load,
+  now,
+  runCli,
+  sleep,
+  startTesseras,
+  whoami,
+  type CreatedApp,
+  type Outcome,
+} from '../helpers/fleet.js';
+import type { ServerProcess } from '../helpers/process.js';
+import { createPostgresDatabase } from '../helpers/store.js';
+
+// Three `tessera serve` processes over one PostgreSQL database, changed by the CLI (a fourth
+// process) while a steady load runs against all three: what one instance or the CLI changes, every
+// instance honours within a second, through LISTEN/NOTIFY rather than the 250 ms fallback flush.
+
+// Compiled, this file is <root>/<outDir>/tests/http/instances.test.js.
+const ENTRY = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** What an instance logs when it falls back to flushing its caches every 250 ms. */
+const FALLBACK_WARNING = 'lost the database notification connection';
+
+const children = new Children();
+process.once('exit', () => children.killAllNow());
+
+/** Runs every step, even after one failed; then throws the first failure. */
+async function runAll(steps: (() => Promise<unknown>)[]): Promise<void> {
+  let first: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      first ??= error;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+function isAdminWhoami(outcome: Outcome, app: CreatedApp): boolean {
+  const body = outcome.body;
+  return outcome.status === 200 && body?.appId === app.appId && body?.principal === 'admin' && body?.id === app.adminId && body?.auth === 'bearer';
+}
+
+function isAnonymousWhoami(outcome: Outcome, app: CreatedApp, auth: 'basic' | 'bearer'): boolean {
+  const body = outcome.body;
+  return outcome.status === 200 && body?.appId === app.appId && body?.principal === 'anonymous' && body?.id === 'ANONYMOUS' && body?.auth === auth;
+}
+
+function isToken(outcome: Outcome, id: string): boolean {
+  const body = outcome.body;
+  return outcome.status === 200 && body?.id === id && typeof body?.access_token === 'string' && body?.token_type === 'bearer';
+}
+
+function show(outcome: Outcome): string {
+  return `${describeOutcome(outcome)} ${outcome.text.slice(0, 300)}`;
+}
+
+describe('many instances on one PostgreSQL', () => {
+  let database: { databaseUrl: string; drop(): Promise<void> } | undefined;
+  let instances: ServerProcess[] = [];
+  const watcher = new ChangeWatcher();
+  const load = new Load();
+  /** Every load a test starts, so that after() stops them even when the test failed half-way. */
+  const loads = new Set<Load>([load]);
+  const newLoad = () => {
+    const created = new Load();
+    loads.add(created);
+    return created;
+  };
+  /** Every background outcome, by "status code", and the ones that were not the expected 200. */
+  const tally = new Map<string, number>();
+  const unexpected: string[] = [];
+  const latencies: string[] = [];
+
+  const cliOptions = () => ({ entry: ENTRY, cwd: ROOT, databaseUrl: database!.databaseUrl });
+  const cli = (args: string[]) => runCli(children, cliOptions(), args);
+  const createApp = (name: string) => createAppWithCli(children, cliOptions(), name);
+
+  before(async () => {
+    database = await createPostgresDatabase();
+    // Started together: their migrations take turns under the advisory lock.
+    instances = await startTesseras(children, 3, { entry: ENTRY, cwd: ROOT, databaseUrl: database.databaseUrl });
+    await watcher.start(database.databaseUrl);
+
+    // The background load: an app nobody changes, used on all three instances with Basic, with
+    // tokens issued by another instance, and for new tokens. Everything must be 200, always.
+    const steady = await createApp('Steady');
+    const issued = await Promise.all(instances.map((instance) => adminTokenRequest(instance.baseUrl, steady)));
+    const anonymous = await Promise.all(instances.map((instance) => anonymousTokenRequest(instance.baseUrl, steady)));
+    for (const outcome of [...issued, ...anonymous]) assert.equal(outcome.status, 200, show(outcome));
+    const adminTokens = issued.map((outcome) => outcome.body.access_token as string);
+    const anonymousTokens = anonymous.map((outcome) => outcome.body.access_token as string);
+
+    const step = new Map<number, number>();
+    load.start(
+      6,
+      async (loop) => {
+        const index = loop % instances.length;
+        const other = (index + 1) % instances.length;
+        const baseUrl = instances[index]!.baseUrl;
+        const n = step.get(loop) ?? 0;
+        step.set(loop, n + 1);
+        let outcome: Outcome;
+        let ok: boolean;
+        switch (n % 5) {
+          case 0:
+            outcome = await whoami(baseUrl, steady.appId, undefined);
+            ok = isAnonymousWhoami(outcome, steady, 'basic');
+            break;
+          case 1:
+            outcome = await whoami(baseUrl, steady.appId, adminTokens[other]);
+            ok = isAdminWhoami(outcome, steady);
+            break;
+          case 2:
+            outcome = await whoami(baseUrl, steady.appId, anonymousTokens[other]);
+            ok = isAnonymousWhoami(outcome, steady, 'bearer');
+            break;
+          case 3:
+            outcome = await adminTokenRequest(baseUrl, steady);
+            ok = isToken(outcome, steady.adminId);
+            break;
+          default:
+            outcome = await anonymousTokenRequest(baseUrl, steady);
+            ok = isToken(outcome, 'ANONYMOUS');
+        }
+        const key = describeOutcome(outcome);
+        tally.set(key, (tally.get(key) ?? 0) + 1);
+        if (!ok) unexpected.push(`instance ${index}, step ${n % 5}: ${show(outcome)}`);
+      },
+      5,
+    );
+  });
+
+  after(async () => {
+    await runAll([() => Promise.all([...loads].map((each) => each.stop())), () => watcher.stop(), () => children.killAll(), async () => database?.drop()]);
+  });
+
+  it('an app created through the CLI gets admin and anonymous tokens at once on every instance', async () => {
+    const app = await createApp('Fresh');
+    // No retry: the first request after the CLI returned must succeed on each instance.
+    const outcomes = await Promise.all(
+      instances.flatMap((instance) => [
+        adminTokenRequest(instance.baseUrl, app),
+        anonymousTokenRequest(instance.baseUrl, app),
+        whoami(instance.baseUrl, app.appId, undefined),
+      ]),
+    );
+    instances.forEach((_, index) => {
+      const [admin, anonymous, basicWhoami] = outcomes.slice(index * 3, index * 3 + 3) as [Outcome, Outcome, Outcome];
+      assert.ok(isToken(admin, app.adminId), `instance ${index}, admin token: ${show(admin)}`);
+      assert.ok(isToken(anonymous, 'ANONYMOUS'), `instance ${index}, anonymous token: ${show(anonymous)}`);
+      assert.ok(isAnonymousWhoami(basicWhoami, app, 'basic'), `instance ${index}, Basic whoami: ${show(basicWhoami)}`);
+    });
+  });
+
+  it('a token issued by one instance works on every other instance', async () => {
+    const app = await createApp('Shared tokens');
+    for (const [index, issuer] of instances.entries()) {
+      const admin = await adminTokenRequest(issuer.baseUrl, app);
+      const anonymous = await anonymousTokenRequest(issuer.baseUrl, app);
+      assert.ok(isToken(admin, app.adminId), show(admin));
+      assert.ok(isToken(anonymous, 'ANONYMOUS'), show(anonymous));
+      for (const [other, verifier] of instances.entries()) {
+        const asAdmin = await whoami(verifier.baseUrl, app.appId, admin.body.access_token);
+        const asAnonymous = await whoami(verifier.baseUrl, app.appId, anonymous.body.access_token);
+        assert.ok(isAdminWhoami(asAdmin, app), `admin token of instance ${index} on instance ${other}: ${show(asAdmin)}`);
+        assert.ok(
+          isAnonymousWhoami(asAnonymous, app, 'bearer'),
+          `anonymous token of instance ${index} on instance ${other}: ${show(asAnonymous)}`,
+        );
+      }
+    }
+  });
+
+  it('a ClientSecret rotated through the CLI stops working on every instance within 1 s; the new one works; issued tokens keep working', async () => {
+    const app = await createApp('Rotated');
+    // Every instance uses the app with the old secret (so it has the app cached) and issues a token.
+    const issued = await Promise.all(instances.map((instance) => adminTokenRequest(instance.baseUrl, app)));
+    for (const outcome of issued) assert.ok(isToken(outcome, app.adminId), show(outcome));
+    const tokens = issued.map((outcome) => outcome.body.access_token as string);
+
+    // Meanwhile the same app is used anonymously on every instance: always 200, rotation or not.
+    const churn = newLoad();
+    const churnProblems: string[] = [];
+    churn.start(
+      instances.length,
+      async (index) => {
+        const baseUrl = instances[index]!.baseUrl;
+        const [token, basicWhoami] = await Promise.all([anonymousTokenRequest(baseUrl, app), whoami(baseUrl, app.appId, undefined)]);
+        if (!isToken(token, 'ANONYMOUS')) churnProblems.push(`instance ${index}, anonymous token: ${show(token)}`);
+        if (!isAnonymousWhoami(basicWhoami, app, 'basic')) churnProblems.push(`instance ${index}, Basic whoami: ${show(basicWhoami)}`);
+      },
+      10,
+    );
+
+    // Each instance is asked for an admin token with the old secret every 50 ms, until it refuses.
+    const polls: Outcome[][] = instances.map(() => []);
+    let stopPolling = false;
+    const pollers = instances.map(async (instance, index) => {
+      while (!stopPolling) {
+        const outcome = await adminTokenRequest(instance.baseUrl, app);
+        polls[index]!.push(outcome);
+        if (outcome.status !== 200) return;
+        await sleep(50);
+      }
+    });
+
+    const startedAt = now();
+    let rotated;
+    try {
+      rotated = await cli(['apps', 'rotate-secret', app.appId, '--json']);
+    } finally {
+      // Long enough for "within 1 s" to fail visibly rather than by a timeout.
+      setTimeout(() => (stopPolling = true), 2_000).unref();
+    }
+    await Promise.all(pollers);
+    await churn.stop();
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newSecret = JSON.parse(rotated.stdout).clientSecret as string;
+    assert.notEqual(newSecret, app.clientSecret);
+
+    const notifiedAt = watcher.firstAt(app.appId, startedAt);
+    assert.ok(notifiedAt !== undefined, 'the rotation sent no notification on tessera_changes');
+    const figures: string[] = [];
+    for (const [index, list] of polls.entries()) {
+      const last = list.at(-1)!;
+      const before = list.slice(0, -1);
+      for (const outcome of before) assert.ok(isToken(outcome, app.adminId), `instance ${index}, old secret before the refusal: ${show(outcome)}`);
+      assert.deepEqual(errorProblems(last, 401, 'invalid_client'), [], `instance ${index}, old secret: ${show(last)}`);
+      const upper = Math.round(last.receivedAt - notifiedAt);
+      const lastAccepted = before.at(-1);
+      const lower = lastAccepted === undefined ? undefined : Math.round(lastAccepted.sentAt - notifiedAt);
+      figures.push(`instance ${index}: refused ≤ ${upper} ms after the NOTIFY reached the test (last accepted request sent at ${lower ?? '-'} ms)`);
+      assert.ok(upper < 1_000, `instance ${index} accepted the old secret until ${upper} ms after the change`);
+    }
+    latencies.push(`rotation (CLI returned ${Math.round(rotated.exitedAt - notifiedAt)} ms after the NOTIFY):`, ...figures.map((line) => `  ${line}`));
+    console.log(`[instances] ${latencies.slice(-1 - figures.length).join('\n')}`);
+
+    // Refused everywhere, again and again (no stale copy of the app comes back); the new secret works
+    // everywhere; tokens issued before keep working (there is no revocation).
+    for (let round = 0; round < 5; round++) {
+      const outcomes = await Promise.all(instances.map((instance) => adminTokenRequest(instance.baseUrl, app)));
+      for (const [index, outcome] of outcomes.entries()) {
+        assert.deepEqual(errorProblems(outcome, 401, 'invalid_client'), [], `round ${round}, instance ${index}, old secret: ${show(outcome)}`);
+      }
+      await sleep(50);
+    }
+    for (const [index, instance] of instances.entries()) {
+      const outcome = await adminTokenRequest(instance.baseUrl, { ...app, clientSecret: newSecret });
+      assert.ok(isToken(outcome, app.adminId), `instance ${index}, new secret: ${show(outcome)}`);
+      for (const [issuer, token] of tokens.entries()) {
+        const check = await whoami(instance.baseUrl, app.appId, token);
+        assert.ok(isAdminWhoami(check, app), `instance ${index}, token issued by instance ${issuer} before the rotation: ${show(check)}`);
+      }
+    }
+    assert.deepEqual(churnProblems, [], 'anonymous use of the app during the rotation');
+  });
+
+  it('an app deleted through the CLI is gone on every instance within 1 s, for cached tokens and for Basic', async () => {
+    const app = await createApp('Deleted');
+    // Each instance issues tokens, and every instance uses every token (so all of them are cached everywhere).
+    const tokens: string[] = [];
+    for (const instance of instances) {
+      const admin = await adminTokenRequest(instance.baseUrl, app);
+      const anonymous = await anonymousTokenRequest(instance.baseUrl, app);
+      assert.ok(isToken(admin, app.adminId), show(admin));
+      assert.ok(isToken(anonymous, 'ANONYMOUS'), show(anonymous));
+      tokens.push(admin.body.access_token, anonymous.body.access_token);
+    }
+    for (const [index, instance] of instances.entries()) {
+      for (const token of tokens) {
+        const outcome = await whoami(instance.baseUrl, app.appId, token);
+        assert.equal(outcome.status, 200, `instance ${index}: ${show(outcome)}`);
+      }
+      const basicWhoami = await whoami(instance.baseUrl, app.appId, undefined);
+      assert.ok(isAnonymousWhoami(basicWhoami, app, 'basic'), show(basicWhoami));
+    }
+
+    // Anonymous use during the deletion: 200, then 404 APP_NOT_FOUND; never 200 again once refused.
+    const churn = newLoad();
+    const churnProblems: string[] = [];
+    const churnGone = new Set<number>();
+    churn.start(
+      instances.length,
+      async (index) => {
+        const baseUrl = instances[index]!.baseUrl;
+        for (const outcome of await Promise.all([anonymousTokenRequest(baseUrl, app), whoami(baseUrl, app.appId, undefined)])) {
+          if (outcome.status === 200 && !churnGone.has(index)) continue;
+          if (errorProblems(outcome, 404, 'APP_NOT_FOUND').length === 0) {
+            churnGone.add(index);
+            continue;
+          }
+          churnProblems.push(`instance ${index}${churnGone.has(index) ? ' (after a 404)' : ''}: ${show(outcome)}`);
+        }
+      },
+      10,
+    );
+
+    // Each instance: a token it cached (issued by the next instance) and Basic, every 50 ms, until
+    // both are 404. A bearer token may be refused as INVALID_TOKEN first, never after a 404.
+    interface Poll {
+      bearer: Outcome;
+      basic: Outcome;
+    }
+    const polls: Poll[][] = instances.map(() => []);
+    let stopPolling = false;
+    const pollers = instances.map(async (instance, index) => {
+      const token = tokens[((index + 1) % instances.length) * 2]!;
+      while (!stopPolling) {
+        const [bearerOutcome, basicOutcome] = await Promise.all([
+          whoami(instance.baseUrl, app.appId, token),
+          whoami(instance.baseUrl, app.appId, undefined),
+        ]);
+        polls[index]!.push({ bearer: bearerOutcome, basic: basicOutcome });
+        if (bearerOutcome.status === 404 && basicOutcome.status === 404) return;
+        await sleep(50);
+      }
+    });
+
+    const startedAt = now();
+    let deleted;
+    try {
+      deleted = await cli(['apps', 'delete', app.appId, '--json']);
+    } finally {
+      setTimeout(() => (stopPolling = true), 2_000).unref();
+    }
+    await Promise.all(pollers);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    const notifiedAt = watcher.firstAt(app.appId, startedAt);
+    assert.ok(notifiedAt !== undefined, 'the deletion sent no notification on tessera_changes');
+
+    const figures: string[] = [];
+    for (const [index, list] of polls.entries()) {
+      let bearerState: 'ok' | 'invalid' | 'gone' = 'ok';
+      let basicState: 'ok' | 'gone' = 'ok';
+      for (const { bearer, basic } of list) {
+        if (errorProblems(bearer, 404, 'APP_NOT_FOUND').length === 0) bearerState = 'gone';
+        else if (bearerState !== 'gone' && errorProblems(bearer, 401, 'INVALID_TOKEN').length === 0) bearerState = 'invalid';
+        else assert.ok(bearerState === 'ok' && bearer.status === 200, `instance ${index}, cached token, after "${bearerState}": ${show(bearer)}`);
+        if (errorProblems(basic, 404, 'APP_NOT_FOUND').length === 0) basicState = 'gone';
+        else assert.ok(basicState === 'ok' && isAnonymousWhoami(basic, app, 'basic'), `instance ${index}, Basic, after "${basicState}": ${show(basic)}`);
+      }
+      const last = list.at(-1)!;
+      assert.equal(bearerState, 'gone', `instance ${index}, cached token: ${show(last.bearer)}`);
+      assert.equal(basicState, 'gone', `instance ${index}, Basic: ${show(last.basic)}`);
+      const upper = Math.round(Math.max(last.bearer.receivedAt, last.basic.receivedAt) - notifiedAt);
+      figures.push(`instance ${index}: 404 for the cached token and Basic ≤ ${upper} ms after the NOTIFY reached the test`);
+      assert.ok(upper < 1_000, `instance ${index} still knew the deleted app ${upper} ms after the change`);
+    }
+    latencies.push(`deletion (CLI returned ${Math.round(deleted.exitedAt - notifiedAt)} ms after the NOTIFY):`, ...figures.map((line) => `  ${line}`));
+    console.log(`[instances] ${latencies.slice(-1 - figures.length).join('\n')}`);
+
+    // From 1 s after the change on, nothing answers 200: every token, Basic and token requests are 404.
+    await sleep(Math.max(0, notifiedAt + 1_000 - now()));
+    await churn.stop();
+    for (let round = 0; round < 3; round++) {
+      for (const [index, instance] of instances.entries()) {
+        const outcomes = await Promise.all([
+          ...tokens.map((token) => whoami(instance.baseUrl, app.appId, token)),
+          whoami(instance.baseUrl, app.appId, undefined),
+          adminTokenRequest(instance.baseUrl, app),
+          anonymousTokenRequest(instance.baseUrl, app),
+        ]);
+        for (const outcome of outcomes) {
+          assert.deepEqual(errorProblems(outcome, 404, 'APP_NOT_FOUND'), [], `round ${round}, instance ${index}: ${show(outcome)}`);
+        }
+      }
+      await sleep(100);
+    }
+    assert.deepEqual(churnProblems, [], 'anonymous use of the app during the deletion');
+  });
+
+  it('the background load on all three instances got only the expected answers, and no instance fell back to flushing', async () => {
+    await load.stop();
+    assert.deepEqual(load.crashes, []);
+    const total = [...tally.values()].reduce((sum, count) => sum + count, 0);
+    console.log(`[instances] background load: ${total} requests: ${JSON.stringify(Object.fromEntries(tally))}`);
+    assert.ok(total >= 300, `only ${total} background requests were sent`);
+    assert.deepEqual(unexpected.slice(0, 20), [], `${unexpected.length} unexpected answers`);
+    assert.ok(![...tally.keys()].some((key) => key.startsWith('5')), 'a 5xx answer');
+    for (const [index, instance] of instances.entries()) {
+      assert.equal(instance.child.exitCode, null, `instance ${index} exited; stderr: ${instance.stderr()}`);
+      assert.equal(instance.child.signalCode, null, `instance ${index} was killed`);
+      // The fallback flush would hide a broken notification path: it must never have been needed.
+      assert.ok(!instance.stdout().includes(FALLBACK_WARNING), `instance ${index} lost its notification connection: ${instance.stdout()}`);
+      assert.ok(!instance.stdout().includes('"request failed"'), `instance ${index} logged a failed request: ${instance.stdout()}`);
+    }
+    if (latencies.length > 0) console.log(`[instances] notification latencies:\n${latencies.join('\n')}`);
+  });
+});
