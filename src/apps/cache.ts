@@ -19,12 +19,19 @@ export class AppCache {
     this.#apps = new BoundedCache(maxEntries);
   }
 
+  /**
+   * Counts invalidations: a read that began before one must not put what it read into the cache,
+   * or a change that committed during the read would be forgotten until the next change.
+   */
+  #generation = 0;
+
   /** The app from memory, or a promise of it from the store. */
   get(appId: string): MaybePromise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
     if (cached !== undefined) return cached;
+    const generation = this.#generation;
     return this.store.findById(appId).then((app) => {
-      if (app !== undefined) this.#apps.set(appId, app);
+      if (app !== undefined && generation === this.#generation) this.#apps.set(appId, app);
       return app;
     });
   }
@@ -40,6 +47,7 @@ export class AppCache {
 
   /** Forgets one app, or every app when no id is given. */
   invalidate(appId?: string): void {
+    this.#generation++;
     if (appId === undefined) this.#apps.clear();
     else this.#apps.delete(appId);
   }

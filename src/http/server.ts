@@ -64,7 +64,10 @@ export function buildServer({ tessera, logger, logRequests = false }: ServerOpti
 
   app.setErrorHandler((error, request, reply) => {
     const tesseraError = toTesseraError(error);
-    if (tesseraError.status >= 500) logger?.error({ err: error, reqId: request.id, req: request }, 'request failed');
+    // An unreachable database is reported by the store (once per outage), not once per request.
+    if (tesseraError.status >= 500 && tesseraError.code !== 'SERVICE_UNAVAILABLE') {
+      logger?.error({ err: error, reqId: request.id, req: request }, 'request failed');
+    }
     return sendError(reply, tesseraError);
   });
   if (logger !== undefined && logRequests) {

@@ -34,6 +34,8 @@ export class TokenService {
    * `forgetCachedTokens` empties the cache when the store signals a change made elsewhere.
    */
   readonly #cache: BoundedCache<string, { token: TokenRecord; verifier: Buffer }>;
+  /** Counts `forgetCachedTokens` calls, so that a read begun before one does not refill the cache. */
+  #generation = 0;
 
   constructor(
     private readonly tokens: TokenStore,
@@ -68,9 +70,11 @@ export class TokenService {
       if (!digestsEqual(presented.verifier, cached.verifier)) throw invalidToken();
       return this.principalOf(app, cached.token);
     }
+    const generation = this.#generation;
     return this.tokens.findBySelector(presented.selector).then((stored) => {
       if (stored === undefined || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) throw invalidToken();
-      this.#cache.set(key, { token: stored, verifier: presented.verifier });
+      // Not if the cache was emptied during the read: the record may predate that change.
+      if (generation === this.#generation) this.#cache.set(key, { token: stored, verifier: presented.verifier });
       return this.principalOf(app, stored);
     });
   }
@@ -82,6 +86,7 @@ export class TokenService {
 
   /** Forgets every cached token record (after a change made elsewhere: a revocation, a deleted app). */
   forgetCachedTokens(): void {
+    this.#generation++;
     this.#cache.clear();
   }
 

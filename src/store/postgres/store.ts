@@ -244,6 +244,9 @@ class ChangeListener {
 
   async #connect(): Promise<void> {
     const client = new pg.Client(this.config);
+    // The current client is the only one whose loss counts: 'error' and 'end' both fire for one
+    // loss, and only the first may start a reconnection.
+    this.#client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '*';
       this.#emit(payload === '*' ? undefined : payload);
@@ -254,12 +257,11 @@ class ChangeListener {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
     } catch (error) {
-      client.removeAllListeners('end');
-      await client.end().catch(() => {});
       this.#lost(client, error);
+      await client.end().catch(() => {});
       return;
     }
-    this.#client = client;
+    if (this.#client !== client) return; // lost meanwhile
     this.#retryDelayMs = 250;
     if (this.#fallback !== undefined) {
       clearInterval(this.#fallback);
@@ -269,8 +271,9 @@ class ChangeListener {
   }
 
   #lost(client: pg.Client, error?: unknown): void {
-    if (this.#stopped || (this.#client !== undefined && this.#client !== client)) return;
+    if (this.#stopped || client !== this.#client) return;
     this.#client = undefined;
+    void client.end().catch(() => {});
     if (this.#fallback === undefined) {
       this.warn('lost the database notification connection; caches are emptied every 250 ms until it is back', error);
       this.#emit();

@@ -13,11 +13,16 @@ import {
   now,
   runCli,
   sleep,
+  startTessera,
   startTesseras,
   whoami,
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import type { Store } from '../../src/store/store.js';
+import { createTessera, type Tessera } from '../../src/tessera.js';
+import { DelayingProxy } from '../helpers/delaying-proxy.js';
 import type { ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
@@ -397,5 +402,86 @@ describe('many instances on one PostgreSQL', () => {
       assert.ok(!instance.stdout().includes('"request failed"'), `instance ${index} logged a failed request: ${instance.stdout()}`);
     }
     if (latencies.length > 0) console.log(`[instances] notification latencies:\n${latencies.join('\n')}`);
+  });
+});
+
+describe('a change committed while an instance is still reading the same app', () => {
+  // The instance reads PostgreSQL through a proxy that holds query results for 800 ms but passes
+  // notifications at once: its read of an app it has not cached is answered by PostgreSQL before the
+  // change commits, and reaches it after the change's notification. What it read may serve the
+  // request in flight (it started before the change); it must not be kept as the app from then on.
+  let database: { databaseUrl: string; drop(): Promise<void> } | undefined;
+  let proxy: DelayingProxy | undefined;
+  let instance: ServerProcess;
+  let store: Store | undefined;
+  /** The operator's side, in this process: the AppService the CLI runs. */
+  let operator: Tessera;
+  const watcher = new ChangeWatcher();
+
+  before(async () => {
+    database = await createPostgresDatabase();
+    const target = new URL(database.databaseUrl);
+    proxy = new DelayingProxy(target.hostname, Number(target.port || 5432));
+    await proxy.start();
+    instance = await startTessera(children, { entry: ENTRY, cwd: ROOT, databaseUrl: proxy.urlFor(database.databaseUrl) });
+    store = await openPostgresStore(database.databaseUrl);
+    operator = createTessera({ store });
+    await watcher.start(database.databaseUrl);
+  });
+
+  after(async () => {
+    await runAll([() => watcher.stop(), () => children.killAll(), async () => store?.close(), async () => proxy?.close(), async () => database?.drop()]);
+  });
+
+  /** Sends `request` (which makes the instance read the app), then `change`s the app while that read's result is held. */
+  async function changeDuringRead(request: () => Promise<Outcome>, change: () => Promise<void>): Promise<{ first: Outcome; changedAt: number }> {
+    // Open a few pool connections first (unknown apps are looked up too), so that the read below
+    // is sent at once rather than after a held connection handshake.
+    await Promise.all(['warm0', 'warm1', 'warm2', 'warm3'].map((appId) => whoami(instance.baseUrl, appId, undefined)));
+    proxy!.delayMs = 800;
+    try {
+      const inFlight = request();
+      await sleep(200); // PostgreSQL has answered the read by now; the proxy holds the answer
+      const changedAt = now();
+      await change();
+      return { first: await inFlight, changedAt };
+    } finally {
+      proxy!.delayMs = 0;
+    }
+  }
+
+  it('a ClientSecret rotated during the read: the old secret is refused within 1 s and the new one works', async () => {
+    const app = await operator.apps.create('Rotated mid-read');
+    let newSecret = '';
+    const { first, changedAt } = await changeDuringRead(
+      () => adminTokenRequest(instance.baseUrl, app),
+      async () => {
+        newSecret = (await operator.apps.rotateSecret(app.appId)).clientSecret;
+      },
+    );
+    assert.ok(first.status === 200 || first.status === 401, `the request in flight: ${show(first)}`);
+    const notifiedAt = watcher.firstAt(app.appId, changedAt);
+    assert.ok(notifiedAt !== undefined, 'the rotation sent no notification');
+    await sleep(Math.max(0, notifiedAt + 1_000 - now()));
+    const old = await adminTokenRequest(instance.baseUrl, app);
+    assert.deepEqual(errorProblems(old, 401, 'invalid_client'), [], `old secret 1 s after the rotation (a stale app was cached): ${show(old)}`);
+    const fresh = await adminTokenRequest(instance.baseUrl, { ...app, clientSecret: newSecret });
+    assert.ok(isToken(fresh, app.adminId), `new secret 1 s after the rotation: ${show(fresh)}`);
+  });
+
+  it('an app deleted during the read: 404 APP_NOT_FOUND within 1 s', async () => {
+    const app = await operator.apps.create('Deleted mid-read');
+    const { first, changedAt } = await changeDuringRead(
+      () => whoami(instance.baseUrl, app.appId, undefined),
+      () => operator.apps.delete(app.appId),
+    );
+    assert.ok(first.status === 200 || first.status === 404, `the request in flight: ${show(first)}`);
+    const notifiedAt = watcher.firstAt(app.appId, changedAt);
+    assert.ok(notifiedAt !== undefined, 'the deletion sent no notification');
+    await sleep(Math.max(0, notifiedAt + 1_000 - now()));
+    const basicWhoami = await whoami(instance.baseUrl, app.appId, undefined);
+    assert.deepEqual(errorProblems(basicWhoami, 404, 'APP_NOT_FOUND'), [], `Basic 1 s after the deletion (a stale app was cached): ${show(basicWhoami)}`);
+    const token = await anonymousTokenRequest(instance.baseUrl, app);
+    assert.deepEqual(errorProblems(token, 404, 'APP_NOT_FOUND'), [], `anonymous token 1 s after the deletion: ${show(token)}`);
   });
 });

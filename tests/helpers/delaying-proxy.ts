@@ -1,0 +1,72 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy in front of PostgreSQL that holds the server's answers for `delayMs` before passing
+ * them on (in order), except on connections that asked to `LISTEN`: a process behind it gets its
+ * notifications at once but the results of its queries late. That makes a race deterministic: a
+ * read that PostgreSQL answered before a change committed reaches the process after the change's
+ * notification did.
+ */
+export class DelayingProxy {
+  #server: Server | undefined;
+  readonly #sockets = new Set<Socket>();
+  port = 0;
+  /** How long answers from PostgreSQL are held on ordinary connections; 0 passes them on at once. */
+  delayMs = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = createConnection(this.targetPort, this.targetHost);
+      let listening = false;
+      let tail = Promise.resolve();
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => {
+          this.#sockets.delete(socket);
+          client.destroy();
+          upstream.destroy();
+        });
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.on('data', (chunk: Buffer) => {
+        if (chunk.includes('LISTEN ')) listening = true;
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        const releaseAt = Date.now() + (listening ? 0 : this.delayMs);
+        tail = tail.then(async () => {
+          const wait = releaseAt - Date.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          if (!client.destroyed) client.write(chunk);
+        });
+      });
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address !== null && typeof address === 'object') this.port = address.port;
+    this.#server = server;
+  }
+
+  async close(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    for (const socket of this.#sockets) socket.destroy();
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** A database URL whose host and port go through the proxy. */
+  urlFor(databaseUrl: string): string {
+    const url = new URL(databaseUrl);
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
+  }
+}
