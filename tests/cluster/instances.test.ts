@@ -22,7 +22,7 @@ import {
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
-import { DelayingProxy } from '../helpers/delaying-proxy.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import type { ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
@@ -411,7 +411,7 @@ describe('a change committed while an instance is still reading the same app', (
   // change commits, and reaches it after the change's notification. What it read may serve the
   // request in flight (it started before the change); it must not be kept as the app from then on.
   let database: { databaseUrl: string; drop(): Promise<void> } | undefined;
-  let proxy: DelayingProxy | undefined;
+  let proxy: TcpProxy | undefined;
   let instance: ServerProcess;
   let store: Store | undefined;
   /** The operator's side, in this process: the AppService the CLI runs. */
@@ -421,7 +421,7 @@ describe('a change committed while an instance is still reading the same app', (
   before(async () => {
     database = await createPostgresDatabase();
     const target = new URL(database.databaseUrl);
-    proxy = new DelayingProxy(target.hostname, Number(target.port || 5432));
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     await proxy.start();
     instance = await startTessera(children, { entry: ENTRY, cwd: ROOT, databaseUrl: proxy.urlFor(database.databaseUrl) });
     store = await openPostgresStore(database.databaseUrl);
@@ -430,7 +430,7 @@ describe('a change committed while an instance is still reading the same app', (
   });
 
   after(async () => {
-    await runAll([() => watcher.stop(), () => children.killAll(), async () => store?.close(), async () => proxy?.close(), async () => database?.drop()]);
+    await runAll([() => watcher.stop(), () => children.killAll(), async () => store?.close(), async () => proxy?.cut(), async () => database?.drop()]);
   });
 
   /** Sends `request` (which makes the instance read the app), then `change`s the app while that read's result is held. */

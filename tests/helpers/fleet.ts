@@ -79,14 +79,14 @@ export interface CliResult {
 /** `tessera ARGS` (entry = compiled main.js) to completion, with DATABASE_URL set. */
 export function runCli(
   children: Children,
-  options: { entry: string; cwd: string; databaseUrl: string },
+  options: { entry: string; cwd: string; databaseUrl: string; env?: Record<string, string> },
   args: string[],
   timeoutMs = 15_000,
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [options.entry, ...args], {
       cwd: options.cwd,
-      env: childEnvironment({ DATABASE_URL: options.databaseUrl }),
+      env: childEnvironment({ DATABASE_URL: options.databaseUrl, ...options.env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);

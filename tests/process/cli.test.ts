@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
-import { childEnvironment, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { Children, runCli, type CliResult } from '../helpers/fleet.js';
+import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 // The compiled file lives in <root>/<outDir>/tests/http/: the repository root is three levels up.
@@ -14,16 +15,9 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'tessera');
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
-const children = new Set<ChildProcess>();
-
-function killAll(): void {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-  children.clear();
-}
-after(killAll);
-process.once('exit', killAll);
+const children = new Children();
+after(() => children.killAll());
+process.once('exit', () => children.killAllNow());
 
 interface Store {
   dir: string;
@@ -40,36 +34,8 @@ function newStore(): Store {
   };
 }
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `./bin/tessera ARGS` to completion over the given store. */
 function cli(store: Store, args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: childEnvironment({ DATABASE_URL: store.databaseUrl, ...extraEnv }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`tessera ${args.join(' ')} did not finish within 15 s; stderr: ${stderr}`));
-    }, 15_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runCli(children, { entry: BIN, cwd: ROOT, databaseUrl: store.databaseUrl, env: extraEnv }, args);
 }
 
 function parseJson(text: string, what: string): any {
@@ -116,7 +82,6 @@ async function terminate(server: ServerProcess, ms = 5_000): Promise<{ code: num
     return { ...result, elapsed: Date.now() - started };
   } finally {
     clearTimeout(timer);
-    children.delete(server.child);
   }
 }
 
@@ -148,8 +113,8 @@ async function pollUntil(
 
 describe('tessera apps: the operator CLI, as a real process', () => {
   const store = newStore();
-  after(() => {
-    killAll();
+  after(async () => {
+    await children.killAll();
     store.dispose();
   });
 
@@ -357,8 +322,8 @@ describe('the CLI and a running server share the store', () => {
   before(async () => {
     server = await serve(store, { DEMO_APP: 'off' });
   });
-  after(() => {
-    killAll();
+  after(async () => {
+    await children.killAll();
     store.dispose();
   });
 
@@ -449,8 +414,8 @@ describe('the CLI and a running server share the store', () => {
 
 describe('first run: tessera serve on an empty store creates and prints a demo app', () => {
   const store = newStore();
-  after(() => {
-    killAll();
+  after(async () => {
+    await children.killAll();
     store.dispose();
   });
 
@@ -504,8 +469,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       child.on('error', reject);
       child.on('close', (code) => {
         clearTimeout(timer);
-        children.delete(child);
-        resolve({ code, stdout, stderr });
+        resolve({ code, stdout, stderr, exitedAt: performance.now() });
       });
     });
     assert.equal(bash.code, 0, `bash failed:\n${script.join('\n')}\nstderr: ${bash.stderr}`);
