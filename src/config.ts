@@ -1,3 +1,5 @@
+import { parseAdminPathRules, type AdminPathRule } from './auth/forward.js';
+import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
@@ -11,6 +13,9 @@ export interface Config {
   /** Create and print a demo app when the embedded store is empty. */
   demoApp: boolean;
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
+  housekeeping: HousekeepingSettings;
+  /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
+  forwardAuthAdminPaths: AdminPathRule[];
 }
 
 export class ConfigError extends Error {}
@@ -45,6 +50,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),
       queryTimeoutMs: integer(env, 'PG_QUERY_TIMEOUT_MS', 5_000, 100, 600_000),
     },
+    housekeeping: {
+      intervalMs: integer(env, 'HOUSEKEEPING_INTERVAL_SECONDS', DEFAULT_HOUSEKEEPING.intervalMs / 1000, 1, 86_400) * 1000,
+      eventRetentionMs: integer(env, 'EVENTS_RETENTION_DAYS', DEFAULT_HOUSEKEEPING.eventRetentionMs / 86_400_000, 1, 36_500) * 86_400_000,
+      maxEventsPerApp: integer(env, 'EVENTS_MAX_PER_APP', DEFAULT_HOUSEKEEPING.maxEventsPerApp, 10, 100_000_000),
+    },
+    forwardAuthAdminPaths: adminPathRules(env),
   };
 }
 
@@ -56,6 +67,21 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}; got "${raw}".`);
   }
   return value;
+}
+
+function list(env: NodeJS.ProcessEnv, name: string): string[] {
+  return (env[name] ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+function adminPathRules(env: NodeJS.ProcessEnv): AdminPathRule[] {
+  try {
+    return parseAdminPathRules(list(env, 'FORWARD_AUTH_ADMIN_PATHS'));
+  } catch (error) {
+    throw new ConfigError(`FORWARD_AUTH_ADMIN_PATHS: ${(error as Error).message}, separated by commas.`);
+  }
 }
 
 function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {

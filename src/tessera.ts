@@ -2,6 +2,8 @@ import { AppCache } from './apps/cache.js';
 import { AppService } from './apps/service.js';
 import { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
+import { EventLog } from './events/log.js';
+import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from './housekeeping.js';
 import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitSettings } from './limits/rate-limits.js';
 import type { Store } from './store/store.js';
 import { TokenService } from './tokens/service.js';
@@ -15,20 +17,28 @@ export interface Tessera {
   readonly tokens: TokenService;
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
+  readonly events: EventLog;
+  /** Not started: the server starts it (`tessera serve`); the CLI does not. */
+  readonly housekeeping: Housekeeping;
 }
 
 export interface TesseraOptions {
   store: Store;
   clock?: Clock;
   rateLimits?: RateLimitSettings;
+  housekeeping?: HousekeepingSettings;
+  /** Told about failures that do not fail a request (an audit event that could not be written). */
+  onWarning?: (message: string, error: unknown) => void;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
   const { store } = options;
   const clock = options.clock ?? systemClock;
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS);
+  const warn = options.onWarning ?? (() => {});
+  const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error));
   const appCache = new AppCache(store.apps);
-  const tokens = new TokenService(store.tokens, clock, limits);
+  const tokens = new TokenService(store.tokens, clock, limits, events);
   const forget = (appId?: string) => {
     appCache.invalidate(appId);
     tokens.forgetCachedTokens();
@@ -37,10 +47,14 @@ export function createTessera(options: TesseraOptions): Tessera {
   return {
     store,
     clock,
-    apps: new AppService(store.apps, clock, forget),
+    apps: new AppService(store.apps, clock, tokens, events, forget),
     appCache,
     tokens,
-    authenticator: new Authenticator(appCache, tokens),
+    authenticator: new Authenticator(appCache, tokens, events),
     limits,
+    events,
+    housekeeping: new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
+      warn('housekeeping failed; it is tried again at the next interval', error),
+    ),
   };
 }

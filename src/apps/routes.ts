@@ -1,20 +1,31 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../auth/middleware/fastify.js';
-import { TesseraError } from '../errors.js';
+import { refuseOtherMethods } from '../http/methods.js';
 import type { Tessera } from '../tessera.js';
 import { describeApp } from './app.js';
 
+export const APP_PATH = '/api/apps/:appId';
+export const CONFIGURATION_PATH = '/api/apps/:appId/configuration';
+
+type AppParams = { Params: { appId: string } };
+
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
 export const appRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
-  app.get<{ Params: { appId: string } }>('/api/apps/:appId', { onRequest: requireAdmin }, async (request) => {
+  // RFC 7396's media type for a JSON merge patch, parsed as JSON.
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+
+  app.get<AppParams>(APP_PATH, { onRequest: requireAdmin }, async (request) => {
     return describeApp(await tessera.appCache.require(request.params.appId));
   });
 
-  app.route({
-    method: app.supportedMethods.filter((method) => method !== 'GET' && method !== 'HEAD'),
-    url: '/api/apps/:appId',
-    handler: async () => {
-      throw new TesseraError('METHOD_NOT_ALLOWED', 'Only GET is allowed here.', { allow: ['GET'] });
-    },
+  app.get<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
+    return (await tessera.appCache.require(request.params.appId)).configuration;
   });
+
+  app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
+    return tessera.apps.configure(request.params.appId, request.body, { clientAddress: request.ip });
+  });
+
+  refuseOtherMethods(app, APP_PATH, ['GET']);
+  refuseOtherMethods(app, CONFIGURATION_PATH, ['GET', 'PATCH']);
 };

@@ -1,6 +1,10 @@
 import { clientSecretDigest } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { OPERATOR, type RequestContext } from '../events/event.js';
+import type { EventLog } from '../events/log.js';
+import type { TokenService } from '../tokens/service.js';
+import { parseConfigurationChanges } from './configuration.js';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
 import { appNotFound } from './cache.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
@@ -11,11 +15,24 @@ export interface CreatedApp extends AppKeys {
   createdAt: string;
 }
 
-/** The operator's view of apps (the "developer portal"): used by the CLI and the first-run demo. */
+export interface RotatedSecret {
+  appId: string;
+  clientId: string;
+  clientSecret: string;
+  /** How many admin tokens were revoked with the old secret (0 unless asked for). */
+  adminTokensRevoked: number;
+}
+
+/**
+ * Apps' provisioning (the operator's "developer portal": the CLI and the first-run demo) and their
+ * configuration (also an admin feature of the API).
+ */
 export class AppService {
   constructor(
     private readonly store: AppStore,
     private readonly clock: Clock,
+    private readonly tokens: TokenService,
+    private readonly events: EventLog,
     /** Called after a change, so that this process's caches drop the app at once. */
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
@@ -57,8 +74,11 @@ export class AppService {
     return describeApp(app);
   }
 
-  /** Returns the new ClientSecret; the old one stops working. */
-  async rotateSecret(appId: string): Promise<{ appId: string; clientId: string; clientSecret: string }> {
+  /**
+   * Returns the new ClientSecret; the old one stops working. Only the operator may do this (never an
+   * admin token: a leaked one must not lock the owner out).
+   */
+  async rotateSecret(appId: string, options: { revokeAdminTokens?: boolean } = {}): Promise<RotatedSecret> {
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
@@ -66,7 +86,19 @@ export class AppService {
       throw appNotFound();
     }
     this.onChange(appId);
-    return { appId, clientId: app.clientId, clientSecret };
+    const adminTokensRevoked = options.revokeAdminTokens === true ? await this.tokens.revokeAll(appId, 'admin', OPERATOR, 'operator') : 0;
+    this.events.record('app.secret_rotated', appId, OPERATOR, 'operator', { adminTokensRevoked });
+    return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked };
+  }
+
+  /** Applies a configuration change (see `parseConfigurationChanges`); returns the app as it now is. */
+  async configure(appId: string, body: unknown, context: RequestContext): Promise<AppDescription> {
+    const changes = parseConfigurationChanges(body);
+    const updated = await this.store.updateConfiguration(appId, changes);
+    if (updated === undefined) throw appNotFound();
+    this.onChange(appId);
+    this.events.record('app.configuration_changed', appId, context, 'admin', changes);
+    return describeApp(updated);
   }
 
   async delete(appId: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { AppRecord } from './app.js';
+import type { AppConfiguration, AppRecord } from './app.js';
 
 /** The apps' storage seam; one implementation per backend under `src/store/`. */
 export interface AppStore {
@@ -10,7 +10,12 @@ export interface AppStore {
   count(): Promise<number>;
   /** False if there is no such app. */
   updateClientSecretHash(appId: string, clientSecretHash: Buffer): Promise<boolean>;
-  /** Deletes the app and every token of it. False if there is no such app. */
+  /**
+   * Sets the given configuration fields and leaves the others as they are (concurrent changes of
+   * different fields both hold). The updated app, or undefined if there is no such app.
+   */
+  updateConfiguration(appId: string, changes: Partial<AppConfiguration>): Promise<AppRecord | undefined>;
+  /** Deletes the app and every token and event of it. False if there is no such app. */
   delete(appId: string): Promise<boolean>;
 }
 

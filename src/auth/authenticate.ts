@@ -2,6 +2,7 @@ import type { AppCache } from '../apps/cache.js';
 import { TesseraError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
+import type { EventLog } from '../events/log.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseAuthorization } from './authorization.js';
 
@@ -13,6 +14,8 @@ export interface AuthenticationRequest {
   path: string;
   /** Whether the resource is an admin feature. */
   adminRequired?: boolean;
+  /** Recorded with a refused token. */
+  clientAddress?: string;
 }
 
 /**
@@ -24,6 +27,8 @@ export class Authenticator {
   constructor(
     private readonly apps: AppCache,
     private readonly tokens: TokenService,
+    /** Where refused tokens are recorded; absent where tokens are only checked for another service. */
+    private readonly events?: EventLog,
   ) {}
 
   /**
@@ -34,7 +39,21 @@ export class Authenticator {
     return andThen(this.apps.require(request.appId), (app) => {
       const credentials = parseAuthorization(request.authorization);
       if (credentials.scheme === 'bearer') {
-        return andThen(this.tokens.verify(app, credentials.token), (principal) => applyRules(principal, request));
+        let verified: MaybePromise<Principal>;
+        try {
+          verified = this.tokens.verify(app, credentials.token);
+        } catch (error) {
+          throw this.#refused(app.appId, request, error);
+        }
+        if (verified instanceof Promise) {
+          return verified.then(
+            (principal) => applyRules(principal, request),
+            (error: unknown) => {
+              throw this.#refused(app.appId, request, error);
+            },
+          );
+        }
+        return applyRules(verified, request);
       }
       if (credentials.scheme === 'basic' && credentials.user === app.appId) {
         return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
@@ -44,6 +63,13 @@ export class Authenticator {
         'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).',
       );
     });
+  }
+
+  #refused(appId: string, request: AuthenticationRequest, error: unknown): unknown {
+    if (this.events !== undefined && error instanceof TesseraError && error.code === 'INVALID_TOKEN') {
+      this.events.record('token.refused', appId, { clientAddress: request.clientAddress ?? null }, null, { reason: 'invalid_token' });
+    }
+    return error;
   }
 }
 

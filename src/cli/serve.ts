@@ -12,7 +12,12 @@ export async function serve(config: Config): Promise<void> {
     ...config.postgres,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
-  const tessera = createTessera({ store, rateLimits: config.rateLimits });
+  const tessera = createTessera({
+    store,
+    rateLimits: config.rateLimits,
+    housekeeping: config.housekeeping,
+    onWarning: (message, error) => logger.warn({ err: error }, message),
+  });
 
   // Only the embedded store gets a demo app: a shared PostgreSQL is provisioned on purpose.
   const demo =
@@ -20,7 +25,7 @@ export async function serve(config: Config): Promise<void> {
       ? await tessera.apps.create('Demo app')
       : undefined;
 
-  const server = buildServer({ tessera, logger, logRequests: config.logRequests });
+  const server = buildServer({ tessera, logger, logRequests: config.logRequests, forwardAuthAdminPaths: config.forwardAuthAdminPaths });
   try {
     await server.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -31,6 +36,7 @@ export async function serve(config: Config): Promise<void> {
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  tessera.housekeeping.start();
   logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
   if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl));
 
@@ -41,6 +47,7 @@ export async function serve(config: Config): Promise<void> {
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
       await server.close();
+      await tessera.housekeeping.stop();
       await store.close();
       logger.info('stopped');
       logger.flush();

@@ -6,11 +6,17 @@ import { isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
  * `{"errorCode", "error", "error_description", "message"}`, its status and its headers.
  */
 export function sendError(reply: FastifyReply, error: TesseraError): FastifyReply {
-  const headers = CHALLENGES[error.code];
-  if (headers !== undefined) reply.header('www-authenticate', headers);
-  if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
-  if (error.details.allow !== undefined) reply.header('allow', error.details.allow.join(', '));
-  return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error));
+  return reply.code(error.status).headers(errorHeaders(error)).send(errorBody(error));
+}
+
+/** The headers of an error response: its content type and, where the error has them, a challenge, `Retry-After`, `Allow`. */
+export function errorHeaders(error: TesseraError): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  const challenge = CHALLENGES[error.code];
+  if (challenge !== undefined) headers['www-authenticate'] = challenge;
+  if (error.details.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.details.retryAfterSeconds);
+  if (error.details.allow !== undefined) headers['allow'] = error.details.allow.join(', ');
+  return headers;
 }
 
 export function errorBody(error: TesseraError): string {

@@ -6,7 +6,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { appRoutes } from '../apps/routes.js';
 import { tesseraAuth } from '../auth/middleware/fastify.js';
+import type { AdminPathRule } from '../auth/forward.js';
+import { forwardAuthRoutes } from '../auth/forward-routes.js';
 import { authRoutes } from '../auth/routes.js';
+import { eventRoutes } from '../events/routes.js';
+import { tokenLifecycleRoutes } from '../tokens/lifecycle-routes.js';
 import { TesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
@@ -22,9 +26,11 @@ export interface ServerOptions {
   logger?: Logger;
   /** One log line per request (off by default: logging is not free on the hot path). */
   logRequests?: boolean;
+  /** Admin-only path prefixes for forward authentication (FORWARD_AUTH_ADMIN_PATHS). */
+  forwardAuthAdminPaths?: readonly AdminPathRule[];
 }
 
-export function buildServer({ tessera, logger, logRequests = false }: ServerOptions): FastifyInstance {
+export function buildServer({ tessera, logger, logRequests = false, forwardAuthAdminPaths = [] }: ServerOptions): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
   // one line per request.
@@ -80,9 +86,12 @@ export function buildServer({ tessera, logger, logRequests = false }: ServerOpti
 
   app.register(healthRoutes, { store: tessera.store });
   app.register(tokenRoutes, { tessera });
+  app.register(forwardAuthRoutes, { tessera, adminPaths: forwardAuthAdminPaths });
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator: tessera.authenticator });
     await authenticated.register(appRoutes, { tessera });
+    await authenticated.register(tokenLifecycleRoutes, { tessera });
+    await authenticated.register(eventRoutes, { tessera });
     await authenticated.register(authRoutes);
   });
 

@@ -37,7 +37,7 @@ export function parseTokenRequest(body: unknown, options: { grantTypeRequired: b
 
 type FieldReader = (name: string) => unknown;
 
-function fieldReader(body: unknown): FieldReader {
+function fieldReader(body: unknown, expected = 'a JSON object with grant_type, client_id and client_secret'): FieldReader {
   if (body instanceof URLSearchParams) {
     return (name) => {
       const values = body.getAll(name);
@@ -46,7 +46,7 @@ function fieldReader(body: unknown): FieldReader {
     };
   }
   if (body === undefined || body === null) {
-    throw invalidRequest('The request body is required: a JSON object with grant_type, client_id and client_secret.');
+    throw invalidRequest(`The request body is required: ${expected}.`);
   }
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw invalidRequest('The request body must be a JSON object.');
@@ -76,6 +76,17 @@ function expiresAt(value: unknown, form: boolean): number | null {
   if (!Number.isSafeInteger(instant)) throw invalidRequest('expiresAt must be an integer: UNIX time in milliseconds, UTC.');
   if (instant < 0) throw invalidRequest('expiresAt must not be negative.');
   return instant;
+}
+
+/**
+ * The `token` parameter of a revocation (RFC 7009) or introspection (RFC 7662) request, from a form
+ * or a JSON object; `token_type_hint` and other fields are ignored, as the RFCs allow.
+ */
+export function parseTokenParameter(body: unknown): string {
+  const token = fieldReader(body, 'a form or JSON object with the token parameter')('token');
+  if (token === undefined || token === null || token === '') throw invalidRequest('The token parameter is required.');
+  if (typeof token !== 'string') throw invalidRequest('token must be a string.');
+  return token;
 }
 
 function invalidRequest(message: string): TesseraError {

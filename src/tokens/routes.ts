@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppRecord } from '../apps/app.js';
 import { decodeFormComponent, parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
+import { refuseOtherMethods } from '../http/methods.js';
 import type { Tessera } from '../tessera.js';
 import { parseTokenRequest, type TokenRequest } from './request.js';
 import { invalidClient, type ClientCredentials, type IssuedToken } from './service.js';
@@ -44,7 +45,7 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
       throw new TesseraError('invalid_client', 'Send Authorization: Basic base64(AppID:anything) with the token request.');
     }
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
-    return tokenResponse(await tessera.tokens.issue(app, credentialsOf(app, authorization, body), body.expiresAt));
+    return tokenResponse(await tessera.tokens.issue(app, credentialsOf(app, authorization, body), body.expiresAt, { clientAddress: request.ip }));
   });
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
@@ -56,11 +57,11 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const credentials =
       authorization.scheme === 'basic' ? credentialsOf(app, authorization, body) : bodyCredentials(body);
-    return tokenResponse(await tessera.tokens.issue(app, credentials, body.expiresAt));
+    return tokenResponse(await tessera.tokens.issue(app, credentials, body.expiresAt, { clientAddress: request.ip }));
   });
 
-  refuseOtherMethods(app, APP_TOKEN_PATH);
-  refuseOtherMethods(app, SDK_TOKEN_PATH);
+  refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);
+  refuseOtherMethods(app, SDK_TOKEN_PATH, ['POST']);
 };
 
 function tokenResponse(issued: IssuedToken) {
@@ -95,15 +96,4 @@ function bodyCredentials(body: TokenRequest): ClientCredentials {
 function singleHeader(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-function refuseOtherMethods(app: FastifyInstance, url: string): void {
-  app.route({
-    // HEAD is answered by the GET route.
-    method: app.supportedMethods.filter((method) => method !== 'POST' && method !== 'HEAD'),
-    url,
-    handler: async () => {
-      throw new TesseraError('METHOD_NOT_ALLOWED', 'Only POST is allowed here.', { allow: ['POST'] });
-    },
-  });
 }

@@ -4,6 +4,8 @@ import type { MaybePromise } from '../maybe-promise.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual, sha256 } from '../crypto.js';
 import { TesseraError } from '../errors.js';
+import { NO_CONTEXT, type Actor, type RequestContext } from '../events/event.js';
+import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
 import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
@@ -13,6 +15,20 @@ import { generateAccessToken, parseAccessToken } from './token.js';
 export interface ClientCredentials {
   clientId: string;
   clientSecret: string;
+}
+
+/** What introspection tells of an active token. */
+export interface ActiveToken {
+  appId: string;
+  kind: PrincipalKind;
+  /** The principal's id: the app's admin id, or `ANONYMOUS`. */
+  id: string;
+  /** Who the token was issued to: the ClientID for an admin token, the AppID for an anonymous one. */
+  clientId: string;
+  /** UNIX ms. */
+  issuedAt: number;
+  /** UNIX ms, or null for never. */
+  expiresAt: number | null;
 }
 
 export interface IssuedToken {
@@ -41,19 +57,27 @@ export class TokenService {
     private readonly tokens: TokenStore,
     private readonly clock: Clock,
     private readonly limits: RateLimits,
+    /** Absent where tokens are only checked (the middleware of other services). */
+    private readonly events?: EventLog,
     cachedTokens = 100_000,
   ) {
     this.#cache = new BoundedCache(cachedTokens);
   }
 
-  async issue(app: AppRecord, credentials: ClientCredentials, requestedExpiresAt: number | null): Promise<IssuedToken> {
+  async issue(
+    app: AppRecord,
+    credentials: ClientCredentials,
+    requestedExpiresAt: number | null,
+    context: RequestContext = NO_CONTEXT,
+  ): Promise<IssuedToken> {
     const now = this.clock.now();
-    const kind = await this.authenticateClient(app, credentials);
+    const kind = await this.authenticateClient(app, credentials, context);
     const maxLifetime =
       kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
     const expiresAt = resolveExpiry(now, requestedExpiresAt, maxLifetime);
     const { token, selector, verifierHash } = generateAccessToken(now);
     await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind, issuedAt: now, expiresAt });
+    this.events?.record('token.issued', app.appId, context, kind, { expiresAt });
     return { id: principalId(app, kind), accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind };
   }
 
@@ -62,21 +86,76 @@ export class TokenService {
    * anything else. Answers from memory for a token checked before, from the store otherwise.
    */
   verify(app: AppRecord, accessToken: string): MaybePromise<Principal> {
+    const found = this.#find(accessToken);
+    // No closure on the common path, where the token is in memory.
+    return found instanceof Promise ? found.then((token) => this.principalOf(app, token)) : this.principalOf(app, found);
+  }
+
+  /** The stored record of a token that is valid now in this app, or undefined. */
+  async introspect(app: AppRecord, accessToken: string): Promise<ActiveToken | undefined> {
+    try {
+      const { appId, kind, issuedAt, expiresAt } = await this.#find(accessToken);
+      if (appId !== app.appId || isExpired(this.clock.now(), expiresAt)) return undefined;
+      return { appId, kind, id: principalId(app, kind), clientId: kind === 'admin' ? app.clientId : app.appId, issuedAt, expiresAt };
+    } catch (error) {
+      if (error instanceof TesseraError && error.code === 'INVALID_TOKEN') return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * RFC 7009: revokes `accessToken` if it is a token of this app (an unknown one is not an error).
+   * An admin may revoke any token of its app; anyone else only the token it authenticates with.
+   */
+  async revoke(app: AppRecord, caller: { kind: PrincipalKind; token: string | undefined }, accessToken: string, context: RequestContext): Promise<void> {
+    const own = caller.token !== undefined && credentialsEqual(accessToken, caller.token);
+    if (caller.kind !== 'admin' && !own) {
+      throw new TesseraError('ADMIN_REQUIRED', 'Only an admin token may revoke a token other than the one it is sent with.');
+    }
+    const presented = parseAccessToken(accessToken);
+    if (presented === undefined) return;
+    const stored = await this.tokens.findBySelector(presented.selector);
+    if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) return;
+    // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
+    this.#forget(presented.selector);
+    if (!(await this.tokens.delete(presented.selector))) return;
+    this.#forget(presented.selector);
+    this.events?.record('token.revoked', app.appId, context, caller.kind, { kind: stored.kind, scope: 'token', count: 1 });
+  }
+
+  /** Revokes every token of an app, or every one of a kind; returns how many there were. */
+  async revokeAll(appId: string, kind: PrincipalKind | undefined, context: RequestContext, actor: Actor | null): Promise<number> {
+    const count = await this.tokens.deleteByApp(appId, kind);
+    this.forgetCachedTokens();
+    this.events?.record('token.revoked', appId, context, actor, { kind: kind ?? 'all', scope: 'app', count });
+    return count;
+  }
+
+  /**
+   * The record of a token whose verifier matches (of any app, expired or not); `INVALID_TOKEN` (thrown
+   * or rejected) otherwise. From memory for a token checked before, from the store otherwise.
+   */
+  #find(accessToken: string): MaybePromise<TokenRecord> {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) throw invalidToken();
     const key = presented.selector.toString('latin1');
     const cached = this.#cache.get(key);
     if (cached !== undefined) {
       if (!digestsEqual(presented.verifier, cached.verifier)) throw invalidToken();
-      return this.principalOf(app, cached.token);
+      return cached.token;
     }
     const generation = this.#generation;
     return this.tokens.findBySelector(presented.selector).then((stored) => {
       if (stored === undefined || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) throw invalidToken();
       // Not if the cache was emptied during the read: the record may predate that change.
       if (generation === this.#generation) this.#cache.set(key, { token: stored, verifier: presented.verifier });
-      return this.principalOf(app, stored);
+      return stored;
     });
+  }
+
+  #forget(selector: Buffer): void {
+    this.#generation++;
+    this.#cache.delete(selector.toString('latin1'));
   }
 
   private principalOf(app: AppRecord, token: TokenRecord): Principal {
@@ -95,15 +174,19 @@ export class TokenService {
    * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
    * path, do the same work, and fail the same way.
    */
-  private async authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials): Promise<PrincipalKind> {
+  private async authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials, context: RequestContext): Promise<PrincipalKind> {
     if (clientId === app.appId) {
-      if (app.configuration.requireAppKey && !credentialsEqual(clientSecret, app.appKey)) throw invalidClient();
+      if (app.configuration.requireAppKey && !credentialsEqual(clientSecret, app.appKey)) {
+        this.events?.record('token.refused', app.appId, context, 'anonymous', { reason: 'invalid_client' });
+        throw invalidClient();
+      }
       return 'anonymous';
     }
     await this.limits.checkAdminAttempt(app.appId);
     const clientIdMatches = credentialsEqual(clientId, app.clientId);
     const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
     if (!(clientIdMatches && secretMatches)) {
+      this.events?.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
       await this.limits.recordAdminFailure(app.appId);
       throw invalidClient();
     }

@@ -16,6 +16,8 @@ describe('loadConfig', () => {
       rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true },
       demoApp: true,
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
+      housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000 },
+      forwardAuthAdminPaths: [],
     });
   });
 
@@ -51,6 +53,10 @@ describe('loadConfig', () => {
       PG_POOL_SIZE: '4',
       PG_CONNECT_TIMEOUT_MS: '750',
       PG_QUERY_TIMEOUT_MS: '1500',
+      HOUSEKEEPING_INTERVAL_SECONDS: '5',
+      EVENTS_RETENTION_DAYS: '7',
+      EVENTS_MAX_PER_APP: '1000',
+      FORWARD_AUTH_ADMIN_PATHS: '/configuration, DELETE /objects ,get /reports/',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -61,7 +67,23 @@ describe('loadConfig', () => {
       rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 50, adminFailuresPerAppPerMinute: 3 },
       demoApp: false,
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500 },
+      housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000 },
+      forwardAuthAdminPaths: [
+        { method: undefined, segments: ['configuration'] },
+        { method: 'DELETE', segments: ['objects'] },
+        { method: 'GET', segments: ['reports'] },
+      ],
     });
+  });
+
+  it('refuses a FORWARD_AUTH_ADMIN_PATHS entry that is not a path prefix', () => {
+    for (const value of ['admin', 'GET', 'GET  admin', '/a b', '/%zz', 'GE7 /x']) {
+      assert.throws(() => loadConfig({ FORWARD_AUTH_ADMIN_PATHS: value }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+        assert.match(error.message, /FORWARD_AUTH_ADMIN_PATHS/);
+        return true;
+      });
+    }
   });
 
   it('accepts PORT from 0 to 65535', () => {

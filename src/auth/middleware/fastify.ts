@@ -2,7 +2,7 @@ import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDo
 import { isTesseraError, TesseraError } from '../../errors.js';
 import { sendError } from '../../http/errors.js';
 import type { Principal } from '../../principal.js';
-import type { Authenticator } from '../authenticate.js';
+import type { RequestAuthenticator } from '../verifier.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,7 +12,8 @@ declare module 'fastify' {
 }
 
 export interface TesseraAuthOptions {
-  authenticator: Authenticator;
+  /** Tessera's own `Authenticator`, or a `TesseraVerifier` in another service. */
+  authenticator: RequestAuthenticator;
   /** Where the AppID comes from; by default the route parameter `appId`. */
   appIdOf?: (request: FastifyRequest) => string | undefined;
 }
@@ -21,7 +22,8 @@ const appIdParameter = (request: FastifyRequest) => (request.params as { appId?:
 
 /**
  * Authenticates every request of the scope it is registered in, before its body is read, and puts
- * the principal on `request.principal`; answers the contract's error otherwise.
+ * the principal on `request.principal`; answers the contract's error otherwise. Tessera's own
+ * routes use it; so can another Fastify service, with a `TesseraVerifier` (see the README).
  */
 export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
   const appIdOf = options.appIdOf ?? appIdParameter;
@@ -34,7 +36,12 @@ export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, opti
     };
     const refuse = (error: unknown) => (isTesseraError(error) ? sendError(reply, error) : next(error as Error));
     try {
-      const principal = authenticator.authenticate({ appId: appIdOf(request) ?? '', authorization: request.headers.authorization, path: request.url });
+      const principal = authenticator.authenticate({
+        appId: appIdOf(request) ?? '',
+        authorization: request.headers.authorization,
+        path: request.url,
+        clientAddress: request.ip,
+      });
       if (principal instanceof Promise) principal.then(accept, refuse);
       else accept(principal);
     } catch (error) {

@@ -44,4 +44,35 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
         FOR EACH STATEMENT EXECUTE FUNCTION tessera_tokens_changed();
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- Housekeeping finds expired tokens through this; tokens that never expire are not in it.
+      CREATE INDEX tokens_by_expiry ON tokens (expires_at) WHERE expires_at IS NOT NULL;
+
+      -- Housekeeping removes only expired tokens, which every instance refuses anyway: it sets
+      -- tessera.quiet for its transaction so that caches everywhere are not emptied for nothing.
+      CREATE OR REPLACE FUNCTION tessera_tokens_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF current_setting('tessera.quiet', true) IS DISTINCT FROM 'on' THEN
+          PERFORM pg_notify('tessera_changes', '*');
+        END IF;
+        RETURN NULL;
+      END $$;
+
+      -- The audit log. Ids come from a sequence: they only grow, so they are pagination cursors.
+      CREATE TABLE events (
+        id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        app_id         text   NOT NULL,
+        type           text   NOT NULL,
+        at             bigint NOT NULL,
+        principal      text,
+        client_address text,
+        details        jsonb  NOT NULL
+      );
+
+      CREATE INDEX events_by_app ON events (app_id, id);
+      CREATE INDEX events_by_app_and_type ON events (app_id, type, id);
+    `,
+  },
 ];

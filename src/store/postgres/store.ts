@@ -1,12 +1,24 @@
 import pg from 'pg';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
+import type { EventStore } from '../../events/store.js';
 import { TesseraError } from '../../errors.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit } from '../group-commit.js';
 import type { Store } from '../store.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+
+interface EventRow {
+  id: string;
+  app_id: string;
+  type: AuditEvent['type'];
+  at: string;
+  principal: AuditEvent['principal'];
+  client_address: string | null;
+  details: AuditEvent['details'];
+}
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (PG_POOL_SIZE). */
@@ -73,6 +85,26 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw error;
   }
 
+  const transaction = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw unavailableOr(error);
+    } finally {
+      client.release();
+    }
+  };
+
   const query = async <R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> => {
     try {
       return await pool.query<R>(config);
@@ -112,25 +144,22 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       const result = await query({ text: 'UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', values: [appId, hash] });
       return (result.rowCount ?? 0) > 0;
     },
+    async updateConfiguration(appId, changes) {
+      const result = await query<AppRow>({
+        name: 'tessera-update-configuration',
+        text: 'UPDATE apps SET configuration = configuration || $2::jsonb WHERE app_id = $1 RETURNING *',
+        values: [appId, JSON.stringify(changes)],
+      });
+      const row = result.rows[0];
+      return row === undefined ? undefined : toApp(row);
+    },
     async delete(appId) {
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-      try {
-        await client.query('BEGIN');
+      return transaction(async (client) => {
         await client.query('DELETE FROM tokens WHERE app_id = $1', [appId]);
+        await client.query('DELETE FROM events WHERE app_id = $1', [appId]);
         const result = await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
-        await client.query('COMMIT');
         return (result.rowCount ?? 0) > 0;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw unavailableOr(error);
-      } finally {
-        client.release();
-      }
+      });
     },
   };
 
@@ -184,6 +213,94 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         expiresAt: row.expires_at === null ? null : Number(row.expires_at),
       };
     },
+    async delete(selector) {
+      const result = await query({ name: 'tessera-delete-token', text: 'DELETE FROM tokens WHERE selector = $1', values: [selector] });
+      return (result.rowCount ?? 0) > 0;
+    },
+    async deleteByApp(appId, kind) {
+      const result =
+        kind === undefined
+          ? await query({ text: 'DELETE FROM tokens WHERE app_id = $1', values: [appId] })
+          : await query({ text: 'DELETE FROM tokens WHERE app_id = $1 AND kind = $2', values: [appId, kind] });
+      return result.rowCount ?? 0;
+    },
+    async deleteExpired(now, batch) {
+      return transaction(async (client) => {
+        await client.query("SET LOCAL tessera.quiet = 'on'");
+        const result = await client.query(
+          `DELETE FROM tokens WHERE selector IN
+             (SELECT selector FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          [now, batch],
+        );
+        return result.rowCount ?? 0;
+      });
+    },
+  };
+
+  const eventWriter = new GroupCommit<NewAuditEvent>({
+    writeBatch: async (batch) => {
+      await query({
+        name: 'tessera-insert-events',
+        text: `INSERT INTO events (app_id, type, at, principal, client_address, details)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[])`,
+        values: [
+          batch.map((event) => event.appId),
+          batch.map((event) => event.type),
+          batch.map((event) => event.at),
+          batch.map((event) => event.principal),
+          batch.map((event) => event.clientAddress),
+          batch.map((event) => JSON.stringify(event.details)),
+        ],
+      });
+    },
+    writeOne: async (event) => {
+      await query({
+        text: 'INSERT INTO events (app_id, type, at, principal, client_address, details) VALUES ($1, $2, $3, $4, $5, $6)',
+        values: [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)],
+      });
+    },
+    failsEverything: (error) => error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE',
+    maxInFlight: 1,
+  });
+
+  const events: EventStore = {
+    append(event) {
+      return eventWriter.add(event);
+    },
+    async list({ appId, type, beforeId, afterId, limit }) {
+      const result =
+        afterId === undefined
+          ? await query<EventRow>({
+              name: 'tessera-list-events',
+              text: `SELECT * FROM events WHERE app_id = $1 AND ($2::text IS NULL OR type = $2) AND id < $3
+                     ORDER BY id DESC LIMIT $4`,
+              values: [appId, type ?? null, beforeId ?? Number.MAX_SAFE_INTEGER, limit],
+            })
+          : await query<EventRow>({
+              name: 'tessera-list-events-after',
+              text: `SELECT * FROM events WHERE app_id = $1 AND ($2::text IS NULL OR type = $2) AND id > $3
+                     ORDER BY id LIMIT $4`,
+              values: [appId, type ?? null, afterId, limit],
+            });
+      return result.rows.map(toEvent);
+    },
+    async trimApp(appId, keep, batch) {
+      const result = await query({
+        text: `DELETE FROM events WHERE id IN
+                 (SELECT id FROM events WHERE app_id = $1 AND id <=
+                    (SELECT id FROM events WHERE app_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)
+                  ORDER BY id LIMIT $3)`,
+        values: [appId, keep, batch],
+      });
+      return result.rowCount ?? 0;
+    },
+    async deleteOlderThan(cutoff, batch) {
+      const result = await query({
+        text: 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < $1 ORDER BY id LIMIT $2)',
+        values: [cutoff, batch],
+      });
+      return result.rowCount ?? 0;
+    },
   };
 
   const changes = new ChangeListener(connectionConfig, warn);
@@ -194,6 +311,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     backend: 'postgres',
     apps,
     tokens,
+    events,
     onChange(listener) {
       changes.listeners.push(listener);
     },
@@ -203,7 +321,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     async close() {
       if (closed) return;
       closed = true;
-      await tokenWriter.drain();
+      await Promise.all([tokenWriter.drain(), eventWriter.drain()]);
       await changes.stop();
       await pool.end();
     },
@@ -323,6 +441,18 @@ function toApp(row: AppRow): AppRecord {
     adminId: row.admin_id,
     createdAt: Number(row.created_at),
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...row.configuration },
+  };
+}
+
+function toEvent(row: EventRow): AuditEvent {
+  return {
+    id: Number(row.id),
+    appId: row.app_id,
+    type: row.type,
+    at: Number(row.at),
+    principal: row.principal,
+    clientAddress: row.client_address,
+    details: row.details,
   };
 }
 

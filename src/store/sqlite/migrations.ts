@@ -26,4 +26,25 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX tokens_by_app ON tokens (app_id);
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- Housekeeping finds expired tokens through this; tokens that never expire are not in it.
+      CREATE INDEX tokens_by_expiry ON tokens (expires_at) WHERE expires_at IS NOT NULL;
+
+      -- The audit log. AUTOINCREMENT: ids only grow, so they are stable pagination cursors.
+      CREATE TABLE events (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        app_id         TEXT    NOT NULL,
+        type           TEXT    NOT NULL,
+        at             INTEGER NOT NULL,
+        principal      TEXT,
+        client_address TEXT,
+        details        TEXT    NOT NULL
+      ) STRICT;
+
+      CREATE INDEX events_by_app ON events (app_id, id);
+      CREATE INDEX events_by_app_and_type ON events (app_id, type, id);
+    `,
+  },
 ];

@@ -3,6 +3,8 @@ import { dirname } from 'node:path';
 import Database from 'libsql';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
+import type { EventStore } from '../../events/store.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import type { Store } from '../store.js';
@@ -30,6 +32,16 @@ interface TokenRow {
   kind: PrincipalKind;
   issued_at: number;
   expires_at: number | null;
+}
+
+interface EventRow {
+  id: number;
+  app_id: string;
+  type: AuditEvent['type'];
+  at: number;
+  principal: AuditEvent['principal'];
+  client_address: string | null;
+  details: string;
 }
 
 export interface SqliteStoreOptions {
@@ -62,7 +74,38 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     countApps: db.prepare('SELECT count(*) AS n FROM apps'),
     updateSecret: db.prepare('UPDATE apps SET client_secret_hash = :hash WHERE app_id = :appId'),
     deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
+    updateConfiguration: db.prepare(
+      'UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING *',
+    ),
     deleteAppTokens: db.prepare('DELETE FROM tokens WHERE app_id = :appId'),
+    deleteAppTokensOfKind: db.prepare('DELETE FROM tokens WHERE app_id = :appId AND kind = :kind'),
+    deleteAppEvents: db.prepare('DELETE FROM events WHERE app_id = :appId'),
+    deleteToken: db.prepare('DELETE FROM tokens WHERE selector = :selector'),
+    deleteExpiredTokens: db.prepare(
+      `DELETE FROM tokens WHERE selector IN
+         (SELECT selector FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= :now LIMIT :batch)`,
+    ),
+    insertEvent: db.prepare(
+      `INSERT INTO events (app_id, type, at, principal, client_address, details)
+       VALUES (:appId, :type, :at, :principal, :clientAddress, :details)`,
+    ),
+    listEvents: db.prepare(
+      `SELECT * FROM events WHERE app_id = :appId AND (:type IS NULL OR type = :type) AND id < :beforeId
+       ORDER BY id DESC LIMIT :limit`,
+    ),
+    listEventsAfter: db.prepare(
+      `SELECT * FROM events WHERE app_id = :appId AND (:type IS NULL OR type = :type) AND id > :afterId
+       ORDER BY id LIMIT :limit`,
+    ),
+    nthNewestEvent: db.prepare('SELECT id FROM events WHERE app_id = :appId ORDER BY id DESC LIMIT 1 OFFSET :keep'),
+    trimAppEvents: db.prepare(
+      `DELETE FROM events WHERE id IN
+         (SELECT id FROM events WHERE app_id = :appId AND id <= :lastId ORDER BY id LIMIT :batch)`,
+    ),
+    deleteOldEvents: db.prepare(
+      // Ids grow with time, so the oldest events are the first ids.
+      'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < :cutoff ORDER BY id LIMIT :batch)',
+    ),
     insertToken: db.prepare(
       `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
        VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt)`,
@@ -73,6 +116,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   const deleteApp = db.transaction((appId: string): boolean => {
     statements.deleteAppTokens.run({ appId });
+    statements.deleteAppEvents.run({ appId });
     return statements.deleteApp.run({ appId }).changes > 0;
   });
 
@@ -97,6 +141,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
     async updateClientSecretHash(appId, hash) {
       return statements.updateSecret.run({ appId, hash }).changes > 0;
+    },
+    async updateConfiguration(appId, changes) {
+      const row = statements.updateConfiguration.get({ appId, changes: JSON.stringify(changes) }) as AppRow | undefined;
+      return row === undefined ? undefined : toApp(row);
     },
     async delete(appId) {
       return deleteApp(appId);
@@ -127,6 +175,46 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
         expiresAt: row.expires_at,
       };
     },
+    async delete(selector) {
+      return statements.deleteToken.run({ selector }).changes > 0;
+    },
+    async deleteByApp(appId, kind) {
+      const result = kind === undefined ? statements.deleteAppTokens.run({ appId }) : statements.deleteAppTokensOfKind.run({ appId, kind });
+      return result.changes;
+    },
+    async deleteExpired(now, batch) {
+      return statements.deleteExpiredTokens.run({ now, batch }).changes;
+    },
+  };
+
+  const eventRow = (event: NewAuditEvent) => ({ ...event, details: JSON.stringify(event.details) });
+  const insertEvents = db.transaction((batch: NewAuditEvent[]) => {
+    for (const event of batch) statements.insertEvent.run(eventRow(event));
+  });
+  const eventWriter = new GroupCommit<NewAuditEvent>({
+    writeBatch: (batch) => insertEvents(batch),
+    writeOne: (event) => void statements.insertEvent.run(eventRow(event)),
+  });
+
+  const events: EventStore = {
+    append(event) {
+      return eventWriter.add(event);
+    },
+    async list({ appId, type, beforeId, afterId, limit }) {
+      const rows =
+        afterId === undefined
+          ? statements.listEvents.all({ appId, type: type ?? null, beforeId: beforeId ?? Number.MAX_SAFE_INTEGER, limit })
+          : statements.listEventsAfter.all({ appId, type: type ?? null, afterId, limit });
+      return (rows as EventRow[]).map(toEvent);
+    },
+    async trimApp(appId, keep, batch) {
+      const last = statements.nthNewestEvent.get({ appId, keep }) as { id: number } | undefined;
+      if (last === undefined) return 0;
+      return statements.trimAppEvents.run({ appId, lastId: last.id, batch }).changes;
+    },
+    async deleteOlderThan(cutoff, batch) {
+      return statements.deleteOldEvents.run({ cutoff, batch }).changes;
+    },
   };
 
   // `PRAGMA data_version` changes when another connection commits: polling it is how this process
@@ -146,6 +234,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     backend: 'sqlite',
     apps,
     tokens,
+    events,
     onChange(listener) {
       listeners.push(listener);
     },
@@ -155,7 +244,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async close() {
       if (!db.open) return;
       clearInterval(poll);
-      await tokenWriter.drain();
+      await Promise.all([tokenWriter.drain(), eventWriter.drain()]);
       if (!db.open) return;
       db.close();
     },
@@ -203,6 +292,18 @@ function toApp(row: AppRow): AppRecord {
     adminId: row.admin_id,
     createdAt: row.created_at,
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<AppConfiguration>) },
+  };
+}
+
+function toEvent(row: EventRow): AuditEvent {
+  return {
+    id: row.id,
+    appId: row.app_id,
+    type: row.type,
+    at: row.at,
+    principal: row.principal,
+    clientAddress: row.client_address,
+    details: JSON.parse(row.details) as AuditEvent['details'],
   };
 }
 

@@ -1,0 +1,51 @@
+import { TesseraError } from '../errors.js';
+import { NEVER_EXPIRES_IN } from '../tokens/expiry.js';
+import type { AppConfiguration } from './app.js';
+
+/** The longest maximum lifetime that can be set: what `expires_in` reports for "never". */
+export const MAX_LIFETIME_SECONDS = NEVER_EXPIRES_IN;
+
+type FieldParser = (value: unknown, name: string) => AppConfiguration[keyof AppConfiguration];
+
+const lifetime: FieldParser = (value, name) => {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_LIFETIME_SECONDS) {
+    throw invalid(`${name} must be null (no maximum) or a whole number of seconds from 1 to ${MAX_LIFETIME_SECONDS}.`);
+  }
+  return value;
+};
+
+const FIELDS: Record<keyof AppConfiguration, FieldParser> = {
+  adminTokenMaxLifetimeSeconds: lifetime,
+  anonymousTokenMaxLifetimeSeconds: lifetime,
+  requireAppKey: (value, name) => {
+    // null: back to the seed's behaviour.
+    if (value === null) return false;
+    if (typeof value !== 'boolean') throw invalid(`${name} must be true or false.`);
+    return value;
+  },
+};
+
+/**
+ * Checks a configuration change (`PATCH /api/apps/{appId}/configuration`, JSON merge patch): an
+ * object with at least one known field, each of the right type; unknown fields are an error.
+ */
+export function parseConfigurationChanges(body: unknown): Partial<AppConfiguration> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalid('The body must be a JSON object of configuration fields.');
+  }
+  const entries = Object.entries(body);
+  if (entries.length === 0) throw invalid(`Send at least one of: ${Object.keys(FIELDS).join(', ')}.`);
+  const changes: Record<string, unknown> = {};
+  for (const [name, value] of entries) {
+    if (!Object.hasOwn(FIELDS, name)) {
+      throw invalid(`Unknown configuration field "${name.slice(0, 64)}"; the fields are: ${Object.keys(FIELDS).join(', ')}.`);
+    }
+    changes[name] = FIELDS[name as keyof AppConfiguration](value, name);
+  }
+  return changes as Partial<AppConfiguration>;
+}
+
+function invalid(message: string): TesseraError {
+  return new TesseraError('invalid_request', message);
+}

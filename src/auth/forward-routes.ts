@@ -1,0 +1,80 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { TesseraError } from '../errors.js';
+import type { Tessera } from '../tessera.js';
+import { isAdminPath, resolveForwardedTarget, type AdminPathRule } from './forward.js';
+
+export const FORWARD_AUTH_PATH = '/api/forward-auth';
+
+/** Identity headers of an admitted request, for the proxy to pass to the upstream. */
+export const IDENTITY_HEADERS = {
+  appId: 'x-tessera-app-id',
+  principal: 'x-tessera-principal',
+  id: 'x-tessera-principal-id',
+  auth: 'x-tessera-auth',
+  expiresAt: 'x-tessera-expires-at',
+} as const;
+
+/**
+ * Forward authentication for reverse proxies (nginx `auth_request`, Traefik ForwardAuth, Envoy
+ * ext_authz). The proxy sends the original request's `Authorization`, and its URI and method:
+ * - in `X-Original-URI` / `X-Original-Method` (nginx) or `X-Forwarded-Uri` / `X-Forwarded-Method`
+ *   (Traefik), to `/api/forward-auth`;
+ * - or, as Envoy does with `path_prefix`, as the path after `/api/forward-auth` and the method of
+ *   this request.
+ * Answers `200` with identity headers and no body, or the contract's error.
+ */
+export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPaths: readonly AdminPathRule[] }> = async (
+  app,
+  { tessera, adminPaths },
+) => {
+  // Whatever body the proxy forwards is not needed: skip it, whatever its type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => {
+    payload.resume();
+    done(null, undefined);
+  });
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const uri = header(request, 'x-original-uri') ?? header(request, 'x-forwarded-uri') ?? pathAfterPrefix(request.url);
+    if (uri === undefined) {
+      throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
+    }
+    const method = header(request, 'x-original-method') ?? header(request, 'x-forwarded-method') ?? request.method;
+    const target = resolveForwardedTarget(uri);
+    const principal = await tessera.authenticator.authenticate({
+      appId: target.appId,
+      authorization: request.headers.authorization,
+      path: target.path,
+      adminRequired: isAdminPath(adminPaths, method, target.segments),
+      clientAddress: clientAddress(request),
+    });
+    reply
+      .header('cache-control', 'no-store')
+      .header(IDENTITY_HEADERS.appId, principal.appId)
+      .header(IDENTITY_HEADERS.principal, principal.kind)
+      .header(IDENTITY_HEADERS.id, principal.id)
+      .header(IDENTITY_HEADERS.auth, principal.auth);
+    if (principal.expiresAt !== null) reply.header(IDENTITY_HEADERS.expiresAt, String(principal.expiresAt));
+    return reply.code(200).send();
+  };
+
+  app.all(FORWARD_AUTH_PATH, handler);
+  app.all(`${FORWARD_AUTH_PATH}/*`, handler);
+};
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function pathAfterPrefix(url: string): string | undefined {
+  const rest = url.slice(FORWARD_AUTH_PATH.length);
+  return rest.startsWith('/') ? rest : undefined;
+}
+
+/** The client as the proxy saw it: the last `X-Forwarded-For` entry (added by the proxy itself). */
+function clientAddress(request: FastifyRequest): string {
+  const forwarded = header(request, 'x-forwarded-for');
+  const last = forwarded?.split(',').pop()?.trim();
+  return last !== undefined && last !== '' ? last.slice(0, 64) : request.ip;
+}

@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isTesseraError, TesseraError } from '../../errors.js';
+import { errorBody, errorHeaders } from '../../http/errors.js';
+import type { Principal } from '../../principal.js';
+import type { RequestAuthenticator } from '../verifier.js';
+
+/** The parts of an Express request the middleware uses (no dependency on Express itself). */
+export interface ExpressLikeRequest extends IncomingMessage {
+  params?: Record<string, string | undefined>;
+  originalUrl?: string;
+  ip?: string;
+  /** Set by `tesseraExpress` for every request it lets through. */
+  principal?: Principal;
+}
+
+type Next = (error?: unknown) => void;
+
+export interface TesseraExpressOptions {
+  /** Where the AppID comes from; by default `req.params.appId`, else the URL's `/api/apps/{appId}/`. */
+  appIdOf?: (request: ExpressLikeRequest) => string | undefined;
+}
+
+const APP_IN_URL = /^\/api\/apps\/([^/?#]+)/;
+
+/**
+ * Express middleware: authenticates the request in one of the three modes and sets `req.principal`,
+ * or answers the contract's error (status, JSON body, `WWW-Authenticate`). Mount it where the app's
+ * routes are, e.g. `app.use('/api/apps/:appId', tesseraExpress(verifier))`.
+ */
+export function tesseraExpress(authenticator: RequestAuthenticator, options: TesseraExpressOptions = {}) {
+  const appIdOf = options.appIdOf ?? defaultAppId;
+  return function tesseraAuthenticate(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
+    const accept = (principal: Principal) => {
+      request.principal = principal;
+      next();
+    };
+    const refuse = (error: unknown) => (isTesseraError(error) ? sendError(response, error) : next(error));
+    try {
+      const principal = authenticator.authenticate({
+        appId: appIdOf(request) ?? '',
+        authorization: request.headers.authorization,
+        path: request.originalUrl ?? request.url ?? '/',
+        clientAddress: request.ip ?? request.socket.remoteAddress,
+      });
+      if (principal instanceof Promise) principal.then(accept, refuse);
+      else accept(principal);
+    } catch (error) {
+      refuse(error);
+    }
+  };
+}
+
+/** For admin features: after `tesseraExpress`, anything but an admin token gets `403 ADMIN_REQUIRED`. */
+export function tesseraRequireAdmin(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
+  if (request.principal?.kind === 'admin') next();
+  else sendError(response, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
+}
+
+function defaultAppId(request: ExpressLikeRequest): string | undefined {
+  const fromParams = request.params?.appId;
+  if (fromParams !== undefined) return fromParams;
+  return APP_IN_URL.exec(request.originalUrl ?? request.url ?? '')?.[1];
+}
+
+function sendError(response: ServerResponse, error: TesseraError): void {
+  response.writeHead(error.status, errorHeaders(error)).end(errorBody(error));
+}

@@ -1,0 +1,61 @@
+import type { PrincipalKind } from '../principal.js';
+
+/** What the audit log records. */
+export const EVENT_TYPES = [
+  'token.issued',
+  'token.revoked',
+  'token.refused',
+  'app.secret_rotated',
+  'app.configuration_changed',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Who caused an event: a token's principal, or the operator (the CLI). Null when unknown (a refused bad token). */
+export type Actor = PrincipalKind | 'operator';
+
+/** Small, flat facts about an event: never a secret or a token. */
+export type EventDetails = Record<string, string | number | boolean | null>;
+
+export interface NewAuditEvent {
+  type: EventType;
+  appId: string;
+  /** UNIX ms. */
+  at: number;
+  principal: Actor | null;
+  /** The client's address as the server saw it; null for the CLI. */
+  clientAddress: string | null;
+  details: EventDetails;
+}
+
+export interface AuditEvent extends NewAuditEvent {
+  /** Increases with every event recorded; the cursor of `GET /api/apps/{appId}/events`. */
+  id: number;
+}
+
+/** Where a domain operation comes from: recorded with its event. */
+export interface RequestContext {
+  clientAddress: string | null;
+  /** Who asks, when the operation is not on behalf of a token (the CLI: 'operator'). */
+  principal?: Actor;
+}
+
+export const OPERATOR: RequestContext = Object.freeze({ clientAddress: null, principal: 'operator' });
+/** For calls made without a request (tests, the demo app). */
+export const NO_CONTEXT: RequestContext = Object.freeze({ clientAddress: null });
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+export function describeEvent(event: AuditEvent) {
+  return {
+    id: String(event.id),
+    type: event.type,
+    at: new Date(event.at).toISOString(),
+    appId: event.appId,
+    principal: event.principal,
+    clientAddress: event.clientAddress,
+    details: event.details,
+  };
+}

@@ -1,0 +1,66 @@
+import type { Clock } from '../clock.js';
+import { TesseraError } from '../errors.js';
+import type { Actor, AuditEvent, EventDetails, EventType, RequestContext } from './event.js';
+import { isEventType } from './event.js';
+import type { EventStore } from './store.js';
+
+export const DEFAULT_EVENT_PAGE = 50;
+export const MAX_EVENT_PAGE = 500;
+
+export interface EventPage {
+  events: AuditEvent[];
+  /** Pass as `cursor` for the next (older) page; null when there is none. */
+  nextCursor: string | null;
+}
+
+/**
+ * The audit log. Recording never delays or fails the operation it describes: the write is queued
+ * (group commit) and a failure is reported through `onError`.
+ */
+export class EventLog {
+  /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
+  #recorded = new Set<string>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly clock: Clock,
+    private readonly onError: (error: unknown) => void = () => {},
+  ) {}
+
+  record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
+    this.#recorded.add(appId);
+    this.store
+      .append({ type, appId, at: this.clock.now(), principal: context.principal ?? principal, clientAddress: context.clientAddress, details })
+      .catch(this.onError);
+  }
+
+  takeAppsRecorded(): string[] {
+    const apps = [...this.#recorded];
+    this.#recorded.clear();
+    return apps;
+  }
+
+  /** Newest first, `limit` at a time; `cursor` is the previous page's `nextCursor`. */
+  async list(appId: string, options: { type?: string; cursor?: string; limit?: number }): Promise<EventPage> {
+    const { type, cursor } = options;
+    const limit = options.limit ?? DEFAULT_EVENT_PAGE;
+    if (type !== undefined && !isEventType(type)) throw new TesseraError('invalid_request', `Unknown event type "${type}".`);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_EVENT_PAGE) {
+      throw new TesseraError('invalid_request', `limit must be a whole number from 1 to ${MAX_EVENT_PAGE}.`);
+    }
+    let beforeId: number | undefined;
+    if (cursor !== undefined) {
+      beforeId = /^[1-9][0-9]{0,15}$/.test(cursor) ? Number(cursor) : NaN;
+      if (!Number.isSafeInteger(beforeId)) throw new TesseraError('invalid_request', 'cursor is not one this service gave out.');
+    }
+    // One more than asked tells whether there is a next page.
+    const events = await this.store.list({ appId, type, beforeId, limit: limit + 1 });
+    const page = events.slice(0, limit);
+    return { events: page, nextCursor: events.length > limit ? String(page[page.length - 1]!.id) : null };
+  }
+
+  /** Oldest first, after `afterId` (for following the log). */
+  async listAfter(appId: string, afterId: number, type?: EventType, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
+    return this.store.list({ appId, type, afterId, limit });
+  }
+}

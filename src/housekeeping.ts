@@ -1,0 +1,88 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Clock } from './clock.js';
+import type { EventLog } from './events/log.js';
+import type { Store } from './store/store.js';
+
+export interface HousekeepingSettings {
+  /** How often to run (HOUSEKEEPING_INTERVAL_SECONDS). */
+  intervalMs: number;
+  /** Events older than this are removed (EVENTS_RETENTION_DAYS). */
+  eventRetentionMs: number;
+  /** Each app keeps at most this many events, the newest (EVENTS_MAX_PER_APP). */
+  maxEventsPerApp: number;
+}
+
+export const DEFAULT_HOUSEKEEPING: Readonly<HousekeepingSettings> = Object.freeze({
+  intervalMs: 60_000,
+  eventRetentionMs: 30 * 24 * 3600_000,
+  maxEventsPerApp: 100_000,
+});
+
+/** Rows removed per statement: small enough that requests are served between them. */
+const BATCH = 1000;
+
+export interface HousekeepingReport {
+  expiredTokens: number;
+  events: number;
+}
+
+/**
+ * Removes what can no longer be used or is no longer kept: expired tokens, and audit events beyond
+ * their retention. Works in small batches, yielding to requests between them, so that it never
+ * holds the store (or, with SQLite, the event loop) for long.
+ */
+export class Housekeeping {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<HousekeepingReport> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly events: EventLog,
+    private readonly clock: Clock,
+    private readonly settings: HousekeepingSettings = DEFAULT_HOUSEKEEPING,
+    private readonly onError: (error: unknown) => void = () => {},
+  ) {}
+
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => {
+      this.run().catch(this.onError);
+    }, this.settings.intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the timer and waits for a run in progress. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running?.catch(() => {});
+  }
+
+  /** One pass; a call while one is running joins it. */
+  run(): Promise<HousekeepingReport> {
+    this.#running ??= this.#pass().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async #pass(): Promise<HousekeepingReport> {
+    const now = this.clock.now();
+    const expiredTokens = await drain((batch) => this.store.tokens.deleteExpired(now, batch));
+    let events = await drain((batch) => this.store.events.deleteOlderThan(now - this.settings.eventRetentionMs, batch));
+    for (const appId of this.events.takeAppsRecorded()) {
+      events += await drain((batch) => this.store.events.trimApp(appId, this.settings.maxEventsPerApp, batch));
+    }
+    return { expiredTokens, events };
+  }
+}
+
+async function drain(step: (batch: number) => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const removed = await step(BATCH);
+    total += removed;
+    if (removed < BATCH) return total;
+    await nextTurn();
+  }
+}

@@ -1,0 +1,96 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { parseAuthorization } from '../auth/authorization.js';
+import { requireAdmin } from '../auth/middleware/fastify.js';
+import { TesseraError } from '../errors.js';
+import { acceptFormBodies } from '../http/content-types.js';
+import { refuseOtherMethods } from '../http/methods.js';
+import type { PrincipalKind } from '../principal.js';
+import type { Tessera } from '../tessera.js';
+import { parseTokenParameter } from './request.js';
+
+export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
+export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
+export const APP_TOKENS_PATH = '/api/apps/:appId/tokens';
+
+type AppParams = { Params: { appId: string } };
+
+const introspectionSchema = {
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        active: { type: 'boolean' },
+        token_type: { type: 'string' },
+        principal: { type: 'string' },
+        id: { type: 'string' },
+        sub: { type: 'string' },
+        client_id: { type: 'string' },
+        app_id: { type: 'string' },
+        iat: { type: 'integer' },
+        exp: { type: 'integer' },
+      },
+      required: ['active'],
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+/**
+ * What happens to tokens after they are issued: revocation (RFC 7009), introspection (RFC 7662)
+ * and revoking all tokens of an app. Needs `tesseraAuth` registered in the same scope.
+ */
+export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
+  acceptFormBodies(app);
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    done();
+  });
+
+  app.post<AppParams>(REVOKE_PATH, async (request, reply) => {
+    const token = parseTokenParameter(request.body);
+    const target = await tessera.appCache.require(request.params.appId);
+    const authorization = parseAuthorization(request.headers.authorization);
+    const caller = { kind: request.principal.kind, token: authorization.scheme === 'bearer' ? authorization.token : undefined };
+    await tessera.tokens.revoke(target, caller, token, { clientAddress: request.ip });
+    // RFC 7009 §2.2: 200, also for a token that was unknown or already revoked; the body is not read.
+    return reply.code(200).send();
+  });
+
+  app.post<AppParams>(INTROSPECT_PATH, { onRequest: requireAdmin, schema: introspectionSchema }, async (request) => {
+    const token = parseTokenParameter(request.body);
+    const target = await tessera.appCache.require(request.params.appId);
+    const active = await tessera.tokens.introspect(target, token);
+    if (active === undefined) return { active: false };
+    return {
+      active: true,
+      token_type: 'bearer',
+      principal: active.kind,
+      id: active.id,
+      sub: active.id,
+      client_id: active.clientId,
+      app_id: active.appId,
+      iat: Math.floor(active.issuedAt / 1000),
+      ...(active.expiresAt === null ? {} : { exp: Math.floor(active.expiresAt / 1000) }),
+    };
+  });
+
+  app.delete<AppParams & { Querystring: Record<string, string | string[] | undefined> }>(
+    APP_TOKENS_PATH,
+    { onRequest: requireAdmin },
+    async (request) => {
+      const kind = parseKind(request.query.kind);
+      const revoked = await tessera.tokens.revokeAll(request.params.appId, kind, { clientAddress: request.ip }, request.principal.kind);
+      return { appId: request.params.appId, kind: kind ?? 'all', revoked };
+    },
+  );
+
+  refuseOtherMethods(app, REVOKE_PATH, ['POST']);
+  refuseOtherMethods(app, INTROSPECT_PATH, ['POST']);
+  refuseOtherMethods(app, APP_TOKENS_PATH, ['DELETE']);
+};
+
+function parseKind(value: string | string[] | undefined): PrincipalKind | undefined {
+  if (value === undefined || value === '' || value === 'all') return undefined;
+  if (value === 'admin' || value === 'anonymous') return value;
+  throw new TesseraError('invalid_request', 'kind must be "admin", "anonymous" or "all".');
+}
