@@ -1,20 +1,26 @@
 import type { AppDescription } from '../apps/app.js';
 import type { CreatedApp } from '../apps/service.js';
 import type { Tessera } from '../tessera.js';
-import { UsageError, type ParsedCommand } from './args.js';
+import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
+
+export const APPS_FLAGS: FlagSpec = { name: true, 'revoke-admin-tokens': false };
 
 /** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
 export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
   const [verb, appId, ...extra] = command.positionals;
+  const name = stringFlag(command, 'name');
+  const revokeAdminTokens = command.flags['revoke-admin-tokens'] === true;
+  if (name !== undefined && verb !== 'create') throw new UsageError('--name is for tessera apps create');
+  if (revokeAdminTokens && verb !== 'rotate-secret') throw new UsageError('--revoke-admin-tokens is for tessera apps rotate-secret');
   const needsAppId = () => {
     if (appId === undefined || extra.length > 0) throw new UsageError(`usage: tessera apps ${verb} APP_ID [--json]`);
     return appId;
   };
   switch (verb) {
     case 'create': {
-      if (command.name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--json]');
-      const created = await tessera.apps.create(command.name);
+      if (name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--json]');
+      const created = await tessera.apps.create(name);
       return out.result(created, () => describeCreated(created));
     }
     case 'list': {
@@ -29,11 +35,12 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       return out.result(app, () => describe(app));
     }
     case 'rotate-secret': {
-      const rotated = await tessera.apps.rotateSecret(needsAppId());
+      const rotated = await tessera.apps.rotateSecret(needsAppId(), { revokeAdminTokens });
       return out.result(rotated, () =>
         [
           `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`,
           `  ClientSecret  ${rotated.clientSecret}`,
+          ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
         ].join('\n'),
       );
     }

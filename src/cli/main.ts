@@ -4,9 +4,11 @@ import { ConfigError, loadConfig } from '../config.js';
 import { isTesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { openStore } from '../store/open.js';
-import { createTessera } from '../tessera.js';
-import { runAppsCommand } from './apps.js';
-import { parseCommand, UsageError } from './args.js';
+import { createTessera, type Tessera } from '../tessera.js';
+import { APPS_FLAGS, runAppsCommand } from './apps.js';
+import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { EVENTS_FLAGS, runEventsCommand } from './events.js';
+import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
 import { Output } from './output.js';
 import { serve } from './serve.js';
 
@@ -18,12 +20,28 @@ Usage:
   tessera apps list [--json]                 list apps
   tessera apps show APP_ID [--json]          show an app (never its secret)
   tessera apps rotate-secret APP_ID [--json] issue a new ClientSecret; the old one stops working
-  tessera apps delete APP_ID [--json]        delete an app and all of its tokens
+  tessera apps rotate-secret APP_ID --revoke-admin-tokens
+                                             … and revoke every admin token of the app
+  tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
+  tessera tokens revoke-all APP_ID [--kind admin|anonymous] [--json]
+                                             revoke every token of an app (or of one kind)
+  tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
+                                             the app's latest audit events; --follow: then new ones
   tessera --version
 
 The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
 Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
 `;
+
+/** The commands that work on the store directly, with their own flags. */
+const STORE_COMMANDS: Record<
+  string,
+  { flags: FlagSpec; execute: (tessera: Tessera, command: ParsedCommand, out: Output, stopped: AbortSignal) => Promise<void> }
+> = {
+  apps: { flags: APPS_FLAGS, execute: runAppsCommand },
+  tokens: { flags: TOKENS_FLAGS, execute: runTokensCommand },
+  events: { flags: EVENTS_FLAGS, execute: runEventsCommand },
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -39,27 +57,30 @@ async function main(argv: string[]): Promise<number> {
       out.result({ version: pkg.version }, () => pkg.version);
       return 0;
     }
-    const parsed = parseCommand(rest);
+    const run = Object.hasOwn(STORE_COMMANDS, command) ? STORE_COMMANDS[command] : undefined;
+    if (command !== 'serve' && run === undefined) throw new UsageError(`unknown command "${command}"; see tessera --help`);
+    const parsed = parseCommand(rest, run?.flags ?? {});
     if (parsed.help) {
       process.stdout.write(HELP);
       return 0;
     }
     const config = loadConfig();
-    if (command === 'serve') {
+    if (run === undefined) {
       if (parsed.positionals.length > 0) throw new UsageError('usage: tessera serve');
       await serve(config);
       return -1; // keeps running until a signal
     }
-    if (command === 'apps') {
-      const store = await openStore(config.databaseUrl, config.postgres);
-      try {
-        await runAppsCommand(createTessera({ store }), parsed, out);
-      } finally {
-        await store.close();
-      }
-      return 0;
+    const store = await openStore(config.databaseUrl, config.postgres);
+    const interrupted = new AbortController();
+    const interrupt = () => interrupted.abort();
+    process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
+    try {
+      await run.execute(createTessera({ store }), parsed, out, interrupted.signal);
+    } finally {
+      process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
+      await store.close();
     }
-    throw new UsageError(`unknown command "${command}"; see tessera --help`);
+    return 0;
   } catch (error) {
     if (error instanceof UsageError) {
       out.error('USAGE', error.message);

@@ -10,6 +10,11 @@ export class Output {
     this.stdout(this.json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
   }
 
+  /** One item of a stream: a JSON object per line with `--json`. */
+  line(value: unknown, text: () => string): void {
+    this.stdout(`${this.json ? JSON.stringify(value) : text()}\n`);
+  }
+
   error(code: string, message: string): void {
     this.stderr(this.json ? `${JSON.stringify({ errorCode: code, message })}\n` : `tessera: ${message}\n`);
   }

@@ -1,4 +1,5 @@
 import type { CreatedApp } from '../../src/apps/service.js';
+import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
 import { buildServer } from '../../src/http/server.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
@@ -20,7 +21,9 @@ export interface TestServer {
 }
 
 /** A real server listening on 127.0.0.1 on a free port, over a fresh store. Rate limits are off unless given. */
-export async function startServer(options: { clock?: Clock; rateLimits?: RateLimitSettings } = {}): Promise<TestServer> {
+export async function startServer(
+  options: { clock?: Clock; rateLimits?: RateLimitSettings; forwardAuthAdminPaths?: readonly AdminPathRule[] } = {},
+): Promise<TestServer> {
   const testStore = await createTestStore();
   const tessera = createTessera({
     store: testStore.store,
@@ -28,7 +31,7 @@ export async function startServer(options: { clock?: Clock; rateLimits?: RateLim
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const app = await tessera.apps.create('Test app');
-  const server = buildServer({ tessera });
+  const server = buildServer({ tessera, forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [] });
   await server.listen({ host: '127.0.0.1', port: 0 });
   const address = server.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
 import { openStore } from '../../src/store/open.js';
+import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import type { TokenRecord } from '../../src/tokens/store.js';
@@ -39,6 +40,10 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
     configuration: { ...DEFAULT_APP_CONFIGURATION },
     ...overrides,
   };
+}
+
+export function makeEvent(appId: string, overrides: Partial<NewAuditEvent> = {}): NewAuditEvent {
+  return { type: 'token.issued', appId, at: T0, principal: 'admin', clientAddress: '203.0.113.7', details: { expiresAt: null }, ...overrides };
 }
 
 export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
@@ -178,6 +183,54 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.tokens.findBySelector(kept.selector), kept);
       });
 
+      it('updates the given configuration fields and keeps the others', async () => {
+        const app = makeApp({ configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true } });
+        await store.apps.insert(app);
+        const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 });
+        const expected = { ...app, configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: 3600, requireAppKey: true } };
+        assert.deepEqual(updated, expected);
+        assert.deepEqual(await store.apps.findById(app.appId), expected);
+
+        // null sets a field back to "no maximum"
+        await store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: null, requireAppKey: false });
+        assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
+          adminTokenMaxLifetimeSeconds: null,
+          anonymousTokenMaxLifetimeSeconds: 3600,
+          requireAppKey: false,
+        });
+        assert.equal(await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }), undefined);
+      });
+
+      it('keeps both of two concurrent changes of different configuration fields', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const second = await openSecondConnection(testStore);
+        try {
+          await Promise.all([
+            store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: 10 }),
+            second.apps.updateConfiguration(app.appId, { requireAppKey: true }),
+          ]);
+        } finally {
+          await second.close();
+        }
+        assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
+          adminTokenMaxLifetimeSeconds: 10,
+          anonymousTokenMaxLifetimeSeconds: null,
+          requireAppKey: true,
+        });
+      });
+
+      it('deletes the events of a deleted app, and no other app\'s', async () => {
+        const [app, other] = [makeApp(), makeApp()];
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        await store.events.append(makeEvent(app.appId));
+        await store.events.append(makeEvent(other.appId));
+        await store.apps.delete(app.appId);
+        assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
+        assert.equal((await store.events.list({ appId: other.appId, limit: 10 })).length, 1);
+      });
+
       it('frees the AppID and ClientID of a deleted app', async () => {
         const app = makeApp();
         await store.apps.insert(app);
@@ -242,6 +295,47 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.tokens.findBySelector(after.selector), after);
       });
 
+      it('deletes one token by its selector, and only that one', async () => {
+        const [a, b] = [makeToken(app.appId), makeToken(app.appId)];
+        await store.tokens.insert(a);
+        await store.tokens.insert(b);
+        assert.equal(await store.tokens.delete(a.selector), true);
+        assert.equal(await store.tokens.delete(a.selector), false);
+        assert.equal(await store.tokens.delete(randomBytes(16)), false);
+        assert.equal(await store.tokens.findBySelector(a.selector), undefined);
+        assert.deepEqual(await store.tokens.findBySelector(b.selector), b);
+      });
+
+      it('deletes every token of an app, or every one of a kind, and no other app\'s', async () => {
+        const other = makeApp();
+        await store.apps.insert(other);
+        const admin = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId, { kind: 'admin' })];
+        const anonymous = [makeToken(app.appId), makeToken(app.appId), makeToken(app.appId)];
+        const others = [makeToken(other.appId, { kind: 'admin' }), makeToken(other.appId)];
+        for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token);
+
+        assert.equal(await store.tokens.deleteByApp(app.appId, 'admin'), 2);
+        for (const token of admin) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        for (const token of anonymous) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+        assert.equal(await store.tokens.deleteByApp(app.appId), 3);
+        for (const token of anonymous) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        assert.equal(await store.tokens.deleteByApp(app.appId), 0);
+        for (const token of others) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+      });
+
+      it('deletes expired tokens in batches, never one still valid or one that never expires', async () => {
+        const now = T0 + 1_000_000;
+        const expired = Array.from({ length: 25 }, (_, i) => makeToken(app.appId, { expiresAt: now - i }));
+        const valid = [makeToken(app.appId, { expiresAt: now + 1 }), makeToken(app.appId, { expiresAt: null })];
+        for (const token of [...expired, ...valid]) await store.tokens.insert(token);
+        assert.equal(await store.tokens.deleteExpired(now, 10), 10);
+        assert.equal(await store.tokens.deleteExpired(now, 10), 10);
+        assert.equal(await store.tokens.deleteExpired(now, 10), 5);
+        assert.equal(await store.tokens.deleteExpired(now, 10), 0);
+        for (const token of expired) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        for (const token of valid) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+      });
+
       it('keeps tokens whose insert was under way when the store was closed', async () => {
         const token = makeToken(app.appId);
         const inserted = store.tokens.insert(token);
@@ -253,6 +347,62 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         } finally {
           await reopened.close();
         }
+      });
+    });
+
+    describe('events', () => {
+      const appId = 'events-app';
+
+      it('lists an app\'s events newest first, every field as appended', async () => {
+        const events = Array.from({ length: 5 }, (_, i) => makeEvent(appId, { at: T0 + i }));
+        for (const event of events) await store.events.append(event);
+        await store.events.append(makeEvent('another-app'));
+        const listed = await store.events.list({ appId, limit: 10 });
+        assert.deepEqual(
+          listed.map(({ id: _id, ...event }) => event),
+          [...events].reverse(),
+        );
+        const ids = listed.map((event) => event.id);
+        assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
+      });
+
+      it('keeps the order of many events appended at once', async () => {
+        const events = Array.from({ length: 300 }, (_, i) => makeEvent(appId, { details: { n: i } }));
+        await Promise.all(events.map((event) => store.events.append(event)));
+        const listed = await store.events.list({ appId, limit: 500 });
+        assert.deepEqual(listed.map((event) => event.details.n), events.map((_, i) => i).reverse());
+      });
+
+      it('pages with beforeId, filters by type, and follows with afterId', async () => {
+        for (let i = 0; i < 7; i++) await store.events.append(makeEvent(appId, { type: i % 2 === 0 ? 'token.issued' : 'token.refused' }));
+        const all = await store.events.list({ appId, limit: 100 });
+        const first = await store.events.list({ appId, limit: 3 });
+        const second = await store.events.list({ appId, limit: 3, beforeId: first.at(-1)!.id });
+        assert.deepEqual([...first, ...second], all.slice(0, 6));
+        const refused = await store.events.list({ appId, limit: 100, type: 'token.refused' });
+        assert.deepEqual(refused, all.filter((event) => event.type === 'token.refused'));
+        const after = await store.events.list({ appId, limit: 100, afterId: all[3]!.id });
+        assert.deepEqual(after, all.slice(0, 3).reverse());
+      });
+
+      it('trims an app to its newest events, in batches', async () => {
+        for (let i = 0; i < 12; i++) await store.events.append(makeEvent(appId, { details: { n: i } }));
+        await store.events.append(makeEvent('another-app'));
+        assert.equal(await store.events.trimApp(appId, 5, 4), 4);
+        assert.equal(await store.events.trimApp(appId, 5, 4), 3);
+        assert.equal(await store.events.trimApp(appId, 5, 4), 0);
+        const kept = await store.events.list({ appId, limit: 100 });
+        assert.deepEqual(kept.map((event) => event.details.n), [11, 10, 9, 8, 7]);
+        assert.equal((await store.events.list({ appId: 'another-app', limit: 10 })).length, 1);
+      });
+
+      it('deletes events recorded before a time, oldest first, in batches', async () => {
+        for (let i = 0; i < 6; i++) await store.events.append(makeEvent(appId, { at: T0 + i * 1000 }));
+        assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 2);
+        assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 1);
+        assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 0);
+        const kept = await store.events.list({ appId, limit: 10 });
+        assert.deepEqual(kept.map((event) => event.at), [T0 + 5000, T0 + 4000, T0 + 3000]);
       });
     });
 
@@ -301,6 +451,26 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await second.apps.updateClientSecretHash(app.appId, rotated), true);
         await noticedWithin(app.appId, since);
         assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
+      });
+
+      it('is noticed when a configuration is changed', async () => {
+        const since = Date.now();
+        await second.apps.updateConfiguration(app.appId, { requireAppKey: true });
+        await noticedWithin(app.appId, since);
+      });
+
+      it('is noticed when a token is revoked, and when all tokens of an app are', async () => {
+        const token = makeToken(app.appId);
+        await second.tokens.insert(token);
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        let since = Date.now();
+        assert.equal(await second.tokens.delete(token.selector), true);
+        await noticedWithin(app.appId, since);
+        await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        since = Date.now();
+        assert.equal(await second.tokens.deleteByApp(app.appId, 'admin'), 1);
+        await noticedWithin(app.appId, since);
       });
 
       it('is noticed when an app is deleted', async () => {
