@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { assertError } from '../helpers/assert.js';
+import { createConfiguredApp } from '../helpers/configured-app.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+
+before(async () => {
+  server = await startServer();
+});
+after(async () => {
+  await server.close();
+});
+
+async function issue(fields: Record<string, unknown>): Promise<string> {
+  const response = await requestToken(server, fields);
+  assert.equal(response.status, 200, response.text);
+  return response.body.access_token as string;
+}
+const adminToken = () => issue(adminFields(server));
+const anonymousToken = () => issue(anonymousFields(server));
+
+function post(path: string, authorization: string, body: unknown, type: 'json' | 'form' = 'json') {
+  return request(`${server.appUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': type === 'json' ? 'application/json' : 'application/x-www-form-urlencoded' },
+    body: type === 'json' ? JSON.stringify(body) : new URLSearchParams(body as Record<string, string>).toString(),
+  });
+}
+const revoke = (authorization: string, token: unknown, type: 'json' | 'form' = 'json') =>
+  post('/oauth2/revoke', authorization, { token }, type);
+const introspect = (authorization: string, token: unknown, type: 'json' | 'form' = 'json') =>
+  post('/oauth2/introspect', authorization, { token }, type);
+const whoami = (token: string) => request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(token) } });
+
+describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
+  it('lets a token revoke itself (JSON or form); it is refused at once with 401 INVALID_TOKEN', async () => {
+    for (const type of ['json', 'form'] as const) {
+      for (const token of [await anonymousToken(), await adminToken()]) {
+        assert.equal((await whoami(token)).status, 200);
+        const response = await revoke(bearer(token), token, type);
+        assert.equal(response.status, 200, response.text);
+        assert.equal(response.headers.get('cache-control'), 'no-store');
+        assertError(await whoami(token), 401, 'INVALID_TOKEN');
+      }
+    }
+  });
+
+  it('lets an admin token revoke any token of its app', async () => {
+    const admin = await adminToken();
+    for (const token of [await anonymousToken(), await adminToken()]) {
+      assert.equal((await whoami(token)).status, 200); // cached now: the revocation must still win
+      assert.equal((await revoke(bearer(admin), token)).status, 200);
+      assertError(await whoami(token), 401, 'INVALID_TOKEN');
+    }
+    assert.equal((await whoami(admin)).status, 200);
+  });
+
+  it('answers 200 for an unknown, malformed, already revoked or other app\'s token, and changes nothing', async () => {
+    const admin = await adminToken();
+    const other = await createConfiguredApp(server, {});
+    const otherResponse = await request(`${other.appUrl}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basic(other.appId), 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: other.appId, client_secret: other.appKey }),
+    });
+    const otherToken = otherResponse.body.access_token as string;
+    const revoked = await anonymousToken();
+    await revoke(bearer(admin), revoked);
+    for (const token of ['x', 'A'.repeat(43), revoked, otherToken, 'not a token at all!']) {
+      const response = await revoke(bearer(admin), token);
+      assert.equal(response.status, 200, `${token}: ${response.text}`);
+    }
+    const otherWhoami = await request(`${other.appUrl}/whoami`, { headers: { authorization: bearer(otherToken) } });
+    assert.equal(otherWhoami.status, 200, 'a token of another app is not revoked through this one');
+  });
+
+  it('refuses a non-admin caller that names a token other than its own: 403 ADMIN_REQUIRED', async () => {
+    const caller = await anonymousToken();
+    const victim = await anonymousToken();
+    assertError(await revoke(bearer(caller), victim), 403, 'ADMIN_REQUIRED');
+    assertError(await revoke(basic(server.app.appId), victim), 403, 'ADMIN_REQUIRED');
+    assertError(await revoke(bearer(caller), 'unknown'), 403, 'ADMIN_REQUIRED');
+    assert.equal((await whoami(victim)).status, 200);
+  });
+
+  it('needs the token parameter, and authentication', async () => {
+    const admin = await adminToken();
+    assertError(await post('/oauth2/revoke', bearer(admin), {}), 400, 'invalid_request');
+    assertError(await post('/oauth2/revoke', bearer(admin), { token: 5 }), 400, 'invalid_request');
+    assertError(await post('/oauth2/revoke', bearer(admin), { token: '' }), 400, 'invalid_request');
+    assertError(await post('/oauth2/revoke', bearer(admin), 'token=a&token=b' as unknown, 'json'), 400, 'invalid_request');
+    const noAuth = await request(`${server.appUrl}/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' });
+    assertError(noAuth, 401, 'UNAUTHORIZED');
+    assertError(await revoke(bearer('bogus'), 'x'), 401, 'INVALID_TOKEN');
+    const get = await request(`${server.appUrl}/oauth2/revoke`, { headers: { authorization: bearer(admin) } });
+    assertError(get, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(get.headers.get('allow'), 'POST');
+  });
+});
+
+describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
+  it('describes an active admin or anonymous token to an admin caller', async () => {
+    const admin = await adminToken();
+    const before = Math.floor(Date.now() / 1000);
+    const expiresAt = Date.now() + 3_600_000;
+    const anonymous = await issue(anonymousFields(server, { expiresAt }));
+    const response = await introspect(bearer(admin), anonymous, 'form');
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    const { iat, ...rest } = response.body;
+    assert.deepEqual(rest, {
+      active: true,
+      token_type: 'bearer',
+      principal: 'anonymous',
+      id: 'ANONYMOUS',
+      sub: 'ANONYMOUS',
+      client_id: server.app.appId,
+      app_id: server.app.appId,
+      exp: Math.floor(expiresAt / 1000),
+    });
+    assert.ok(iat >= before && iat <= Math.ceil(Date.now() / 1000), `iat ${iat}`);
+
+    const self = await introspect(bearer(admin), admin);
+    assert.equal(self.body.active, true);
+    assert.equal(self.body.principal, 'admin');
+    assert.equal(self.body.id, server.app.adminId);
+    assert.equal(self.body.client_id, server.app.clientId);
+    assert.equal('exp' in self.body, false, 'a token that never expires has no exp');
+  });
+
+  it('answers exactly {"active": false} for anything not valid', async () => {
+    const admin = await adminToken();
+    const revoked = await anonymousToken();
+    await revoke(bearer(revoked), revoked);
+    const other = await createConfiguredApp(server, {});
+    const otherToken = (
+      await request(`${other.appUrl}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: basic(other.appId), 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: other.appId, client_secret: 'x' }),
+      })
+    ).body.access_token as string;
+    const tampered = admin.slice(0, -2) + (admin.at(-2) === 'A' ? 'B' : 'A') + admin.at(-1);
+    for (const token of [revoked, otherToken, tampered, 'garbage', 'A'.repeat(43)]) {
+      const response = await introspect(bearer(admin), token);
+      assert.equal(response.status, 200);
+      assert.deepEqual(response.body, { active: false }, token);
+    }
+  });
+
+  it('answers an expired token as inactive', async () => {
+    const admin = await adminToken();
+    const token = await issue(anonymousFields(server, { expiresAt: Date.now() + 300 }));
+    assert.equal((await introspect(bearer(admin), token)).body.active, true);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    assert.deepEqual((await introspect(bearer(admin), token)).body, { active: false });
+  });
+
+  it('is an admin feature: 403 ADMIN_REQUIRED for anonymous callers, and it needs the token parameter', async () => {
+    const anonymous = await anonymousToken();
+    assertError(await introspect(bearer(anonymous), anonymous), 403, 'ADMIN_REQUIRED');
+    assertError(await introspect(basic(server.app.appId), anonymous), 403, 'ADMIN_REQUIRED');
+    assertError(await post('/oauth2/introspect', bearer(await adminToken()), {}), 400, 'invalid_request');
+  });
+});
+
+describe('DELETE /api/apps/{appId}/tokens', () => {
+  it('revokes every token of one kind, then all; an admin token is needed', async () => {
+    const fresh = await createConfiguredApp(server, {});
+    const tokenOf = async (fields: Record<string, unknown>) =>
+      (
+        await request(`${fresh.appUrl}/oauth2/token`, {
+          method: 'POST',
+          headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
+          body: JSON.stringify({ grant_type: 'client_credentials', ...fields }),
+        })
+      ).body.access_token as string;
+    const adminOf = () => tokenOf({ client_id: fresh.clientId, client_secret: fresh.clientSecret });
+    const anonymousOf = () => tokenOf({ client_id: fresh.appId, client_secret: fresh.appKey });
+    const works = async (token: string) =>
+      (await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status === 200;
+
+    const anonymous = [await anonymousOf(), await anonymousOf()];
+    const admins = [await adminOf(), await adminOf()];
+    for (const token of [...anonymous, ...admins]) assert.ok(await works(token));
+
+    const refused = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(anonymous[0]!) } });
+    assertError(refused, 403, 'ADMIN_REQUIRED');
+
+    const byKind = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
+    assert.equal(byKind.status, 200, byKind.text);
+    assert.deepEqual(byKind.body, { appId: fresh.appId, kind: 'anonymous', revoked: 2 });
+    for (const token of anonymous) assert.equal(await works(token), false);
+    for (const token of admins) assert.equal(await works(token), true);
+
+    const all = await request(`${fresh.appUrl}/tokens`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
+    assert.deepEqual(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
+    for (const token of admins) assert.equal(await works(token), false);
+    assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
+  });
+
+  it('refuses an unknown kind with 400 invalid_request', async () => {
+    const admin = await adminToken();
+    for (const kind of ['user', 'ADMIN', 'admin&kind=anonymous']) {
+      const response = await request(`${server.appUrl}/tokens?kind=${kind}`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
+      assertError(response, 400, 'invalid_request');
+    }
+    assert.equal((await whoami(admin)).status, 200);
+  });
+});
