@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
 import { Children, runCli, type CliResult } from '../helpers/fleet.js';
-import { startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { childEnvironment, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 // The compiled file lives in <root>/<outDir>/tests/http/: the repository root is three levels up.
@@ -409,6 +410,145 @@ describe('the CLI and a running server share the store', () => {
     assert.equal(result.signal, null, 'the server was killed by the signal instead of stopping');
     assert.equal(result.code, 0, `stderr: ${server.stderr()}`);
     await assert.rejects(fetch(`${server.baseUrl}/api/apps/none/whoami`), 'the server still answers after exiting');
+  });
+});
+
+describe('token lifecycle from the CLI, with a server running', () => {
+  const store = newStore();
+  let server: ServerProcess;
+  before(async () => {
+    server = await serve(store, { DEMO_APP: 'off', HOUSEKEEPING_INTERVAL_SECONDS: '1' });
+  });
+  after(async () => {
+    await children.killAll();
+    store.dispose();
+  });
+
+  const whoami = (appId: string, token: string) =>
+    request(`${server.baseUrl}/api/apps/${appId}/whoami`, { headers: { authorization: bearer(token) } });
+  async function refusedWithin(appId: string, token: string): Promise<void> {
+    const { response, elapsed } = await pollUntil(() => whoami(appId, token), (r) => r.status !== 200);
+    assertError(response, 401, 'INVALID_TOKEN');
+    assert.ok(elapsed <= 1_000, `the token still worked ${elapsed} ms after the revocation`);
+  }
+
+  it('tokens revoke-all --kind admin, then without --kind: the tokens are refused within 1 s', async () => {
+    const app = await createApp(store, 'Revoked from the CLI');
+    const admin = (await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret)).body.access_token;
+    const anonymous = (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token;
+    assert.equal((await whoami(app.appId, admin)).status, 200);
+    assert.equal((await whoami(app.appId, anonymous)).status, 200);
+
+    const byKind = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'admin', '--json']);
+    assert.equal(byKind.code, 0, byKind.stderr);
+    assert.deepEqual(parseJson(byKind.stdout, 'tokens revoke-all --json'), { appId: app.appId, kind: 'admin', revoked: 1 });
+    await refusedWithin(app.appId, admin);
+    assert.equal((await whoami(app.appId, anonymous)).status, 200);
+
+    const all = await cli(store, ['tokens', 'revoke-all', app.appId]);
+    assert.equal(all.code, 0, all.stderr);
+    assert.match(all.stdout, /Revoked 1 token/);
+    await refusedWithin(app.appId, anonymous);
+  });
+
+  it('tokens revoke-all: exit 1 for an unknown app, exit 2 for a bad kind or a flag of another command', async () => {
+    assert.equal((await cli(store, ['tokens', 'revoke-all', 'no-such-app'])).code, 1);
+    const app = await createApp(store, 'Usage');
+    for (const args of [
+      ['tokens', 'revoke-all', app.appId, '--kind', 'user'],
+      ['tokens', 'revoke-all'],
+      ['tokens', 'revoke', app.appId],
+      ['tokens', 'revoke-all', app.appId, '--follow'],
+      ['apps', 'show', app.appId, '--revoke-admin-tokens'],
+      ['events', app.appId, '--kind', 'admin'],
+    ]) {
+      const result = await cli(store, args);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+    }
+  });
+
+  it('apps rotate-secret --revoke-admin-tokens: admin tokens are refused within 1 s, anonymous ones keep working', async () => {
+    const app = await createApp(store, 'Leaked secret');
+    const admin = (await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret)).body.access_token;
+    const anonymous = (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token;
+    assert.equal((await whoami(app.appId, admin)).status, 200);
+    const rotated = await cli(store, ['apps', 'rotate-secret', app.appId, '--revoke-admin-tokens', '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.equal(parseJson(rotated.stdout, 'rotate-secret --json').adminTokensRevoked, 1);
+    await refusedWithin(app.appId, admin);
+    assert.equal((await whoami(app.appId, anonymous)).status, 200);
+  });
+
+  it('events prints the app\'s events oldest first; --follow prints new ones as they happen, until SIGINT', async () => {
+    const app = await createApp(store, 'Audited');
+    await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret);
+    await tokenRequest(server.baseUrl, app.appId, app.clientId, 'wrong-secret-for-events');
+    assert.equal((await cli(store, ['apps', 'rotate-secret', app.appId])).code, 0);
+    await sleep(200);
+
+    const listed = await cli(store, ['events', app.appId, '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const events = listed.stdout.trim().split('\n').map((line) => parseJson(line, 'an events --json line'));
+    assert.deepEqual(events.map((event) => [event.type, event.principal]), [
+      ['token.issued', 'admin'],
+      ['token.refused', 'admin'],
+      ['app.secret_rotated', 'operator'],
+    ]);
+    assert.equal(events[2].clientAddress, null);
+    assert.ok(!listed.stdout.includes('wrong-secret-for-events'));
+    const text = await cli(store, ['events', app.appId, '--type', 'token.refused']);
+    assert.match(text.stdout, /token\.refused +admin +127\.0\.0\.1 +reason=invalid_client/);
+    assert.equal(text.stdout.trim().split('\n').length, 1);
+
+    const follow = spawn(process.execPath, [BIN, 'events', app.appId, '--follow', '--json', '--limit', '1'], {
+      cwd: ROOT,
+      env: childEnvironment({ DATABASE_URL: store.databaseUrl }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(follow);
+    let output = '';
+    follow.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const lines = () => output.split('\n').filter((line) => line !== '').map((line) => parseJson(line, 'a --follow line'));
+    const waitForLines = async (count: number) => {
+      const deadline = Date.now() + 3_000;
+      while (lines().length < count) {
+        if (Date.now() > deadline) assert.fail(`--follow printed ${JSON.stringify(output)}`);
+        await sleep(25);
+      }
+    };
+    await waitForLines(1);
+    assert.equal(lines()[0].type, 'app.secret_rotated');
+    await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey);
+    await waitForLines(2);
+    assert.deepEqual([lines()[1].type, lines()[1].principal], ['token.issued', 'anonymous']);
+
+    const exited = new Promise<number | null>((resolve) => follow.once('exit', (code) => resolve(code)));
+    follow.kill('SIGINT');
+    assert.equal(await exited, 0);
+  });
+
+  it('the server removes expired tokens\' records in the background', async () => {
+    const app = await createApp(store, 'Short-lived');
+    const issued = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basic(app.appId), 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.appId, client_secret: 'x', expiresAt: Date.now() + 300 }),
+    });
+    assert.equal(issued.status, 200, issued.text);
+    const count = () => {
+      const db = new Database(store.databaseUrl.slice('sqlite:'.length));
+      try {
+        return (db.prepare('SELECT count(*) AS n FROM tokens WHERE app_id = :appId').get({ appId: app.appId }) as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    assert.equal(count(), 1);
+    const deadline = Date.now() + 4_000;
+    while (count() > 0) {
+      if (Date.now() > deadline) assert.fail('the expired token\'s record is still stored');
+      await sleep(100);
+    }
   });
 });
 

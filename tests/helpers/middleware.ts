@@ -1,0 +1,428 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { CreatedApp } from '../../src/apps/service.js';
+import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
+import { buildServer } from '../../src/http/server.js';
+import type { MaybePromise } from '../../src/maybe-promise.js';
+import type { Principal } from '../../src/principal.js';
+import { createTessera } from '../../src/tessera.js';
+import { assertError } from './assert.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  NO_LIMITS,
+  request,
+  requestToken,
+  type JsonResponse,
+  type TestServer,
+} from './server.js';
+import { createPostgresTestStore, createSqliteTestStore, type TestStore } from './store.js';
+
+// One suite for the middleware that other services of the backend mount (Express, Fastify): a real
+// Tessera server and a real service app, each listening on a port, over one real store (a SQLite
+// file, then PostgreSQL). The service learns each request's principal through a `TesseraVerifier`
+// opened on the store's DATABASE_URL, as a separate service would.
+
+/** What the middleware is given: a `TesseraVerifier`, or anything with its `authenticate`. */
+export interface Authenticator {
+  authenticate(request: AuthenticationRequest): MaybePromise<Principal>;
+}
+
+export interface Verifier extends Authenticator {
+  close(): Promise<void>;
+}
+
+export interface ServiceApp {
+  /** e.g. http://127.0.0.1:40123 */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A framework's side of the suite. `startService` must serve, with `authenticator` mounted on
+ * `/api/apps/:appId`:
+ * - `GET /api/apps/:appId/principal` and `GET /api/apps/:appId/users/:userId`: 200, the request's principal as JSON;
+ * - `GET /api/apps/:appId/admin/report`: admin only; 200 `{"report": "ok", "principal": …}`;
+ * - `GET /healthz`: outside the authenticated routes; 200 `ok` without any header.
+ */
+export interface MiddlewareUnderTest {
+  framework: string;
+  openVerifier(databaseUrl: string): Promise<Verifier>;
+  startService(authenticator: Authenticator): Promise<ServiceApp>;
+}
+
+export const BACKENDS: readonly { name: string; create(): Promise<TestStore> }[] = [
+  { name: 'SQLite', create: createSqliteTestStore },
+  { name: 'PostgreSQL', create: createPostgresTestStore },
+];
+
+/** The contract promises that a revoked token or a deleted app stops working within this. */
+const PROPAGATION_LIMIT_MS = 1_000;
+const POLL_INTERVAL_MS = 10;
+const INVALID_TOKEN_CHALLENGE = 'Bearer error="invalid_token"';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Tessera's own server over `testStore`, like `startServer` but on a store the caller picks. */
+export async function startTesseraOn(testStore: TestStore): Promise<TestServer> {
+  const tessera = createTessera({ store: testStore.store, rateLimits: NO_LIMITS });
+  const app = await tessera.apps.create('Test app');
+  const server = buildServer({ tessera });
+  await server.listen({ host: '127.0.0.1', port: 0 });
+  const address = server.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return {
+    baseUrl,
+    tessera,
+    testStore,
+    app,
+    appUrl: `${baseUrl}/api/apps/${app.appId}`,
+    async close() {
+      await server.close();
+    },
+  };
+}
+
+/**
+ * Passes every call on to the verifier and remembers whether it was answered from memory (a value)
+ * or from the store (a promise), so that a test can make sure a token is cached before it revokes it.
+ */
+export class ObservedAuthenticator implements Authenticator {
+  /** One entry per call, in order: true when answered from memory. */
+  readonly fromMemory: boolean[] = [];
+
+  constructor(private readonly verifier: Authenticator) {}
+
+  authenticate(request: AuthenticationRequest): MaybePromise<Principal> {
+    const answer = this.verifier.authenticate(request);
+    this.fromMemory.push(!(answer instanceof Promise));
+    return answer;
+  }
+}
+
+interface Propagation {
+  fromChangeStart: number;
+  fromChangeDone: number;
+}
+
+/** Propagation times measured by the suite, printed once at the end of each file. */
+const timings: string[] = [];
+
+export function describeMiddleware(subject: MiddlewareUnderTest): void {
+  for (const backend of BACKENDS) {
+    describe(`${subject.framework} middleware over ${backend.name}`, () => {
+      let testStore: TestStore;
+      let tessera: TestServer;
+      let verifier: Verifier;
+      let observed: ObservedAuthenticator;
+      let service: ServiceApp;
+      const serviceUrl = (appId: string, rest: string) => `${service.baseUrl}/api/apps/${appId}${rest}`;
+      const get = (url: string, authorization?: string) => request(url, { headers: authorization === undefined ? {} : { authorization } });
+
+      before(async () => {
+        testStore = await backend.create();
+        tessera = await startTesseraOn(testStore);
+        verifier = await subject.openVerifier(testStore.databaseUrl);
+        observed = new ObservedAuthenticator(verifier);
+        service = await subject.startService(observed);
+      });
+      after(async () => {
+        await service?.close();
+        await verifier?.close();
+        await tessera?.close();
+        await testStore?.dispose();
+      });
+
+      async function tokenOf(app: CreatedApp, kind: 'admin' | 'anonymous', extra: Record<string, unknown> = {}): Promise<string> {
+        const server: TestServer = { ...tessera, app, appUrl: `${tessera.baseUrl}/api/apps/${app.appId}` };
+        const response = await requestToken(server, kind === 'admin' ? adminFields(server, extra) : anonymousFields(server, extra));
+        assert.equal(response.status, 200, response.text);
+        return response.body.access_token as string;
+      }
+
+      /** Asks the service until the verifier answers from memory: the app (and token) are then cached. */
+      async function cachedPrincipal(url: string, authorization: string): Promise<Principal> {
+        for (let attempt = 0; attempt < 50; attempt++) {
+          const response = await get(url, authorization);
+          assert.equal(response.status, 200, response.text);
+          if (observed.fromMemory.at(-1) === true) return response.body as Principal;
+          await sleep(50);
+        }
+        throw new Error('the verifier never answered from memory');
+      }
+
+      /**
+       * Starts `change` (a revocation, a deletion) and asks the service every 10 ms until every answer
+       * of `probe` is `refused`; each one before that must be a 200. Answers the milliseconds from the
+       * start of the change, and from Tessera's answer, to the first refusal. Then checks that the
+       * refusal lasts (nothing stale is cached again).
+       */
+      async function timeUntilRefused(
+        change: () => Promise<void>,
+        probe: () => Promise<JsonResponse[]>,
+        refused: (response: JsonResponse) => boolean,
+      ): Promise<Propagation> {
+        const started = performance.now();
+        await change();
+        const changed = performance.now();
+        for (;;) {
+          const responses = await probe();
+          const answered = performance.now();
+          if (responses.every(refused)) {
+            for (let again = 0; again < 5; again++) {
+              await sleep(POLL_INTERVAL_MS * 3);
+              for (const later of await probe()) assert.ok(refused(later), `accepted again after it was refused: ${later.status} ${later.text}`);
+            }
+            return { fromChangeStart: Math.round(answered - started), fromChangeDone: Math.round(answered - changed) };
+          }
+          for (const response of responses) {
+            if (!refused(response)) assert.equal(response.status, 200, `neither accepted nor refused as expected: ${response.status} ${response.text}`);
+          }
+          assert.ok(answered - started < PROPAGATION_LIMIT_MS, `still accepted ${Math.round(answered - started)} ms after the change began`);
+          await sleep(POLL_INTERVAL_MS);
+        }
+      }
+
+      function record(what: string, measured: Propagation): void {
+        timings.push(
+          `${subject.framework} over ${backend.name}: ${what}: refused ${measured.fromChangeStart} ms after the change began ` +
+            `(${measured.fromChangeDone} ms after Tessera answered)`,
+        );
+      }
+
+      function assertInvalidToken(response: JsonResponse, token: string): void {
+        assertError(response, 401, 'INVALID_TOKEN');
+        assert.equal(response.headers.get('www-authenticate'), INVALID_TOKEN_CHALLENGE);
+        if (token !== '') assert.ok(!response.text.includes(token), 'the error echoes the token');
+      }
+
+      /** The service answers exactly what Tessera answers on its own `/whoami` for the same request. */
+      async function assertSameAsTessera(response: JsonResponse, appId: string, authorization?: string): Promise<void> {
+        const own = await get(`${tessera.baseUrl}/api/apps/${appId}/whoami`, authorization);
+        assert.equal(response.status, own.status, `service ${response.status} ${response.text}; Tessera ${own.status} ${own.text}`);
+        assert.deepEqual(response.body, own.body);
+        assert.equal(response.headers.get('www-authenticate'), own.headers.get('www-authenticate'));
+      }
+
+      describe('the principal of the three modes', () => {
+        it('Basic anonymous', async () => {
+          const { appId } = tessera.app;
+          for (const password of ['anything', '']) {
+            const response = await get(serviceUrl(appId, '/principal'), basic(appId, password));
+            assert.equal(response.status, 200, response.text);
+            assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+          }
+        });
+
+        it('an anonymous token', async () => {
+          const { appId } = tessera.app;
+          const token = await tokenOf(tessera.app, 'anonymous');
+          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          assert.equal(response.status, 200, response.text);
+          assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+        });
+
+        it('an admin token, and one with an expiry', async () => {
+          const { appId, adminId } = tessera.app;
+          const token = await tokenOf(tessera.app, 'admin');
+          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          assert.equal(response.status, 200, response.text);
+          assert.deepEqual(response.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null });
+
+          const expiresAt = Date.now() + 3_600_000;
+          const expiring = await tokenOf(tessera.app, 'admin', { expiresAt });
+          const withExpiry = await get(serviceUrl(appId, '/principal'), bearer(expiring));
+          assert.equal(withExpiry.status, 200, withExpiry.text);
+          assert.deepEqual(withExpiry.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt });
+        });
+
+        it('the query string does not matter', async () => {
+          const { appId } = tessera.app;
+          const response = await get(serviceUrl(appId, '/principal?disable_cache=1&me=1'), basic(appId));
+          assert.equal(response.status, 200, response.text);
+          assert.equal(response.body.auth, 'basic');
+        });
+
+        it('routes outside the mounted scope are not authenticated', async () => {
+          const response = await get(`${service.baseUrl}/healthz`);
+          assert.equal(response.status, 200, response.text);
+          assert.equal(response.text, 'ok');
+        });
+      });
+
+      describe('refusals, with the contract\'s errors', () => {
+        it('a malformed, unknown, forged or other app\'s token: 401 INVALID_TOKEN, the same as Tessera answers', async () => {
+          const { appId } = tessera.app;
+          const real = await tokenOf(tessera.app, 'anonymous');
+          const bytes = Buffer.from(real, 'base64url');
+          bytes[20]! ^= 0x01;
+          const forged = bytes.toString('base64url');
+          const other = await tessera.tessera.apps.create('Another app');
+          const otherAppsToken = await tokenOf(other, 'admin');
+          const unknown = randomBytes(32).toString('base64url');
+          for (const token of ['not-a-token', '', unknown, forged, otherAppsToken]) {
+            const authorization = token === '' ? 'Bearer' : bearer(token);
+            const response = await get(serviceUrl(appId, '/principal'), authorization);
+            assertInvalidToken(response, token);
+            await assertSameAsTessera(response, appId, authorization);
+          }
+          // The other app's token still works in its own app.
+          const own = await get(serviceUrl(other.appId, '/principal'), bearer(otherAppsToken));
+          assert.equal(own.status, 200, own.text);
+          assert.equal(own.body.appId, other.appId);
+        });
+
+        it('no Authorization header, another scheme, or Basic naming another app: 401 UNAUTHORIZED', async () => {
+          const { appId } = tessera.app;
+          for (const authorization of [undefined, 'Digest username="x"', basic('0123456789abcdef'), 'Basic !!!']) {
+            const response = await get(serviceUrl(appId, '/principal'), authorization);
+            assertError(response, 401, 'UNAUTHORIZED');
+            const challenge = response.headers.get('www-authenticate') ?? '';
+            assert.match(challenge, /\bBasic\b/, challenge);
+            assert.match(challenge, /\bBearer\b/, challenge);
+            await assertSameAsTessera(response, appId, authorization);
+          }
+        });
+
+        it('an admin token on a path with a me segment: 400 ME_NOT_ALLOWED_FOR_ADMIN; anonymous callers pass', async () => {
+          const { appId } = tessera.app;
+          const admin = await tokenOf(tessera.app, 'admin');
+          const refused = await get(serviceUrl(appId, '/users/me'), bearer(admin));
+          assertError(refused, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+          assert.equal(refused.headers.get('www-authenticate'), null);
+          const encoded = await get(serviceUrl(appId, '/users/%6De'), bearer(admin));
+          assertError(encoded, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+
+          const anonymous = await tokenOf(tessera.app, 'anonymous');
+          for (const authorization of [bearer(anonymous), basic(appId)]) {
+            const response = await get(serviceUrl(appId, '/users/me'), authorization);
+            assert.equal(response.status, 200, response.text);
+            assert.equal(response.body.kind, 'anonymous');
+          }
+        });
+
+        it('an admin-only route: 403 ADMIN_REQUIRED for anonymous callers, 200 for an admin token', async () => {
+          const { appId, adminId } = tessera.app;
+          const anonymous = await tokenOf(tessera.app, 'anonymous');
+          for (const authorization of [bearer(anonymous), basic(appId)]) {
+            const response = await get(serviceUrl(appId, '/admin/report'), authorization);
+            assertError(response, 403, 'ADMIN_REQUIRED');
+          }
+          const admin = await tokenOf(tessera.app, 'admin');
+          const response = await get(serviceUrl(appId, '/admin/report'), bearer(admin));
+          assert.equal(response.status, 200, response.text);
+          assert.deepEqual(response.body, { report: 'ok', principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null } });
+          // Authentication still comes first on an admin-only route.
+          assertError(await get(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
+        });
+
+        it('an unknown app: 404 APP_NOT_FOUND, whatever the header', async () => {
+          const token = await tokenOf(tessera.app, 'admin');
+          for (const appId of ['0123456789abcdef', 'not an app id']) {
+            for (const authorization of [undefined, basic(appId), bearer(token)]) {
+              const response = await get(serviceUrl(encodeURIComponent(appId), '/principal'), authorization);
+              assertError(response, 404, 'APP_NOT_FOUND');
+            }
+          }
+        });
+      });
+
+      it('a token is refused from the instant it expires', async () => {
+        const { appId } = tessera.app;
+        const expiresAt = Date.now() + 2_000;
+        const token = await tokenOf(tessera.app, 'anonymous', { expiresAt });
+        const accepted = await cachedPrincipal(serviceUrl(appId, '/principal'), bearer(token));
+        assert.deepEqual(accepted, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt });
+        for (;;) {
+          const sent = Date.now();
+          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          const answered = Date.now();
+          if (response.status === 200) {
+            assert.ok(sent < expiresAt, `accepted a request sent ${sent - expiresAt} ms after the expiry`);
+          } else {
+            assertInvalidToken(response, token);
+            assert.ok(answered >= expiresAt, `refused ${expiresAt - answered} ms before the expiry`);
+            assert.ok(answered - expiresAt < 250, `refused only ${answered - expiresAt} ms after the expiry`);
+            timings.push(`${subject.framework} over ${backend.name}: expiry: first refusal answered ${answered - expiresAt} ms after expiresAt`);
+            break;
+          }
+          assert.ok(sent < expiresAt + 1_000, 'still accepted a second after the expiry');
+          await sleep(POLL_INTERVAL_MS);
+        }
+      });
+
+      describe('a change made through Tessera reaches a cached grant within a second', () => {
+        it('a token revoked with POST /oauth2/revoke (the token revokes itself)', async () => {
+          const { appId } = tessera.app;
+          for (const kind of ['anonymous', 'admin'] as const) {
+            const token = await tokenOf(tessera.app, kind);
+            const url = serviceUrl(appId, '/principal');
+            assert.equal((await cachedPrincipal(url, bearer(token))).kind, kind);
+            const measured = await timeUntilRefused(
+              async () => {
+                const revoked = await request(`${tessera.appUrl}/oauth2/revoke`, {
+                  method: 'POST',
+                  headers: { authorization: bearer(token), 'content-type': 'application/json' },
+                  body: JSON.stringify({ token }),
+                });
+                assert.equal(revoked.status, 200, revoked.text);
+              },
+              async () => [await get(url, bearer(token))],
+              (response) => response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN',
+            );
+            assertInvalidToken(await get(url, bearer(token)), token);
+            record(`${kind} token revoked with POST /oauth2/revoke`, measured);
+          }
+        });
+
+        it('every token of the app revoked with DELETE /tokens (an admin token)', async () => {
+          const { appId } = tessera.app;
+          const url = serviceUrl(appId, '/principal');
+          const anonymous = await tokenOf(tessera.app, 'anonymous');
+          const admin = await tokenOf(tessera.app, 'admin');
+          const revoker = await tokenOf(tessera.app, 'admin');
+          await cachedPrincipal(url, bearer(admin));
+          await cachedPrincipal(url, bearer(anonymous));
+          const measured = await timeUntilRefused(
+            async () => {
+              const revoked = await request(`${tessera.appUrl}/tokens`, { method: 'DELETE', headers: { authorization: bearer(revoker) } });
+              assert.equal(revoked.status, 200, revoked.text);
+              assert.equal(revoked.body.revoked >= 3, true, revoked.text);
+            },
+            async () => [await get(url, bearer(anonymous)), await get(url, bearer(admin))],
+            (response) => response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN',
+          );
+          assertInvalidToken(await get(url, bearer(anonymous)), anonymous);
+          assertInvalidToken(await get(url, bearer(admin)), admin);
+          // Basic needs no token: it still works.
+          assert.equal((await get(url, basic(appId))).status, 200);
+          record('every token revoked with DELETE /tokens', measured);
+        });
+
+        it('an app deleted through Tessera\'s service: 404 APP_NOT_FOUND, for Basic and for its cached tokens', async () => {
+          const doomed = await tessera.tessera.apps.create('Doomed app');
+          const url = serviceUrl(doomed.appId, '/principal');
+          const token = await tokenOf(doomed, 'admin');
+          await cachedPrincipal(url, bearer(token));
+          await cachedPrincipal(url, basic(doomed.appId));
+          const measured = await timeUntilRefused(
+            () => tessera.tessera.apps.delete(doomed.appId),
+            async () => [await get(url, basic(doomed.appId)), await get(url, bearer(token))],
+            (response) => response.status === 404 && response.body?.errorCode === 'APP_NOT_FOUND',
+          );
+          assertError(await get(url, basic(doomed.appId)), 404, 'APP_NOT_FOUND');
+          assertError(await get(url, bearer(token)), 404, 'APP_NOT_FOUND');
+          record('app deleted', measured);
+        });
+      });
+    });
+  }
+
+  after(() => {
+    if (timings.length > 0) console.log(`[middleware] propagation:\n${timings.join('\n')}`);
+  });
+}

@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { parseAdminPathRules } from '../../src/auth/forward.js';
+import { assertError } from '../helpers/assert.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  request,
+  requestToken,
+  startServer,
+  type JsonResponse,
+  type TestServer,
+} from '../helpers/server.js';
+
+// Forward authentication (/api/forward-auth) as each kind of reverse proxy asks it, through a real server.
+
+const ADMIN_PATHS = ['/configuration', 'DELETE /objects'];
+
+/** How a proxy passes the original request: nginx and Traefik in headers, Envoy in the path and method. */
+const STYLES = ['nginx', 'traefik', 'envoy'] as const;
+type Style = (typeof STYLES)[number];
+
+interface Original {
+  /** The original request URI, e.g. /api/apps/APP/whoami?x=1 */
+  uri: string;
+  method?: string;
+  authorization?: string;
+  /** Envoy may forward the original body (with_request_body). */
+  body?: string;
+  contentType?: string;
+}
+
+async function ask(server: TestServer, style: Style, original: Original): Promise<JsonResponse> {
+  const method = original.method ?? 'GET';
+  const headers: Record<string, string> = {};
+  if (original.authorization !== undefined) headers.authorization = original.authorization;
+  if (style === 'envoy') {
+    if (original.contentType !== undefined) headers['content-type'] = original.contentType;
+    // Verbatim: fetch would resolve "..", "." and "%2e" in the path before sending it.
+    const response = await rawRequest(server.baseUrl, {
+      method,
+      path: `/api/forward-auth${original.uri}`,
+      headers,
+      ...(original.body === undefined ? {} : { body: original.body }),
+    });
+    assert.ok(response !== null, 'the server closed the connection without answering');
+    return response;
+  }
+  const [uriHeader, methodHeader] = style === 'nginx' ? ['x-original-uri', 'x-original-method'] : ['x-forwarded-uri', 'x-forwarded-method'];
+  headers[uriHeader] = original.uri;
+  headers[methodHeader] = method;
+  // Traefik always asks with GET; nginx's auth_request subrequest has the original method, without a body.
+  return request(`${server.baseUrl}/api/forward-auth`, { method: style === 'nginx' ? method : 'GET', headers });
+}
+
+function identityOf(response: JsonResponse): Record<string, string> {
+  return Object.fromEntries([...response.headers].filter(([name]) => name.startsWith('x-tessera-')));
+}
+
+function assertAdmitted(response: JsonResponse, identity: Record<string, string>): void {
+  assert.equal(response.status, 200, response.text);
+  assert.deepEqual(identityOf(response), identity);
+  assert.equal(response.text, '');
+  assert.equal(response.headers.get('cache-control'), 'no-store');
+}
+
+function assertInvalidToken(response: JsonResponse): void {
+  assertError(response, 401, 'INVALID_TOKEN');
+  assert.equal(response.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+  assert.deepEqual(identityOf(response), {});
+}
+
+function assertUnauthorized(response: JsonResponse): void {
+  assertError(response, 401, 'UNAUTHORIZED');
+  assert.equal(response.headers.get('www-authenticate'), 'Basic realm="tessera", Bearer realm="tessera"');
+  assert.deepEqual(identityOf(response), {});
+}
+
+describe('forward authentication', () => {
+  let server: TestServer;
+  let appPath: string;
+  let adminToken: string;
+  let adminId: string;
+  let anonymousToken: string;
+  let anonymousIdentity: Record<string, string>;
+  let adminIdentity: Record<string, string>;
+
+  before(async () => {
+    server = await startServer({ forwardAuthAdminPaths: parseAdminPathRules(ADMIN_PATHS) });
+    appPath = `/api/apps/${server.app.appId}`;
+    const admin = await requestToken(server, adminFields(server));
+    assert.equal(admin.status, 200, admin.text);
+    adminToken = admin.body.access_token;
+    adminId = admin.body.id;
+    const anonymous = await requestToken(server, anonymousFields(server));
+    assert.equal(anonymous.status, 200, anonymous.text);
+    anonymousToken = anonymous.body.access_token;
+    anonymousIdentity = {
+      'x-tessera-app-id': server.app.appId,
+      'x-tessera-principal': 'anonymous',
+      'x-tessera-principal-id': 'ANONYMOUS',
+      'x-tessera-auth': 'bearer',
+    };
+    adminIdentity = {
+      'x-tessera-app-id': server.app.appId,
+      'x-tessera-principal': 'admin',
+      'x-tessera-principal-id': adminId,
+      'x-tessera-auth': 'bearer',
+    };
+  });
+  after(async () => server.close());
+
+  for (const style of STYLES) {
+    describe(`asked as ${style} asks`, () => {
+      it('admits Basic anonymous with its identity', async () => {
+        const response = await ask(server, style, { uri: `${appPath}/whoami`, authorization: basic(server.app.appId) });
+        assertAdmitted(response, { ...anonymousIdentity, 'x-tessera-auth': 'basic' });
+      });
+
+      it('admits an anonymous token and an admin token with their identities', async () => {
+        assertAdmitted(await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer(anonymousToken) }), anonymousIdentity);
+        assertAdmitted(await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer(adminToken) }), adminIdentity);
+      });
+
+      it('tells when an expiring token expires', async () => {
+        const expiresAt = Date.now() + 3_600_000;
+        const token = await requestToken(server, anonymousFields(server, { expiresAt }));
+        assert.equal(token.status, 200, token.text);
+        const response = await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer(token.body.access_token) });
+        assertAdmitted(response, { ...anonymousIdentity, 'x-tessera-expires-at': String(expiresAt) });
+      });
+
+      it('refuses an invalid token with 401 INVALID_TOKEN and its challenge', async () => {
+        assertInvalidToken(await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer('not-a-token') }));
+      });
+
+      it('refuses a request without credentials with 401 UNAUTHORIZED and both challenges', async () => {
+        assertUnauthorized(await ask(server, style, { uri: `${appPath}/whoami` }));
+        assertUnauthorized(await ask(server, style, { uri: `${appPath}/whoami`, authorization: basic('another-app') }));
+      });
+
+      it('refuses an admin token on a path with a "me" segment, however it is spelled', async () => {
+        for (const uri of [`${appPath}/users/me`, `${appPath}/users/me/things?x=1`, `${appPath}/users/%6De`, `${appPath}/users/%6d%65`]) {
+          assertError(await ask(server, style, { uri, authorization: bearer(adminToken) }), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+        }
+        assertAdmitted(await ask(server, style, { uri: `${appPath}/users/me`, authorization: bearer(anonymousToken) }), anonymousIdentity);
+        assertAdmitted(await ask(server, style, { uri: `${appPath}/users/meme?me`, authorization: bearer(adminToken) }), adminIdentity);
+      });
+
+      it('refuses anything but an admin token under an admin prefix with 403 ADMIN_REQUIRED', async () => {
+        for (const uri of [
+          `${appPath}/configuration`,
+          `${appPath}/configuration/mail?x=1`,
+          `${appPath}/%63onfiguration`,
+          `${appPath}/./configuration`,
+          `${appPath}/x/../configuration`,
+          `${appPath}//configuration`,
+        ]) {
+          for (const method of ['GET', 'POST']) {
+            for (const authorization of [bearer(anonymousToken), basic(server.app.appId)]) {
+              assertError(await ask(server, style, { uri, method, authorization }), 403, 'ADMIN_REQUIRED');
+            }
+            assertAdmitted(await ask(server, style, { uri, method, authorization: bearer(adminToken) }), adminIdentity);
+          }
+        }
+      });
+
+      it('matches an admin prefix on whole segments', async () => {
+        const response = await ask(server, style, { uri: `${appPath}/configurations`, authorization: bearer(anonymousToken) });
+        assertAdmitted(response, anonymousIdentity);
+      });
+
+      it('applies a method rule to that method only', async () => {
+        const uri = `${appPath}/objects/1`;
+        assertError(await ask(server, style, { uri, method: 'DELETE', authorization: bearer(anonymousToken) }), 403, 'ADMIN_REQUIRED');
+        assertAdmitted(await ask(server, style, { uri, method: 'DELETE', authorization: bearer(adminToken) }), adminIdentity);
+        for (const method of ['GET', 'PUT', 'POST']) {
+          assertAdmitted(await ask(server, style, { uri, method, authorization: bearer(anonymousToken) }), anonymousIdentity);
+        }
+      });
+
+      it('answers 404 APP_NOT_FOUND for an unknown app', async () => {
+        const response = await ask(server, style, { uri: '/api/apps/no-such-app/whoami', authorization: basic('no-such-app') });
+        assertError(response, 404, 'APP_NOT_FOUND');
+      });
+
+      it('answers 400 invalid_request for a URI that is not under /api/apps/{appId}', async () => {
+        for (const uri of ['/healthz', '/api/apps/', `${appPath}/a%2Fb`, `${appPath}/%zz`, `${appPath}/..`]) {
+          assertError(await ask(server, style, { uri, authorization: basic(server.app.appId) }), 400, 'invalid_request');
+        }
+      });
+
+      it('refuses a token as soon as it is revoked', async () => {
+        const token = await requestToken(server, anonymousFields(server));
+        const accessToken = token.body.access_token as string;
+        assertAdmitted(await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer(accessToken) }), anonymousIdentity);
+        const revoked = await request(`${server.appUrl}/oauth2/revoke`, {
+          method: 'POST',
+          headers: { authorization: bearer(accessToken), 'content-type': 'application/json' },
+          body: JSON.stringify({ token: accessToken }),
+        });
+        assert.equal(revoked.status, 200, revoked.text);
+        assertInvalidToken(await ask(server, style, { uri: `${appPath}/whoami`, authorization: bearer(accessToken) }));
+      });
+    });
+  }
+
+  describe('the original request', () => {
+    it('is required: 400 invalid_request without a URI header or a path after /api/forward-auth', async () => {
+      const authorization = basic(server.app.appId);
+      for (const url of [`${server.baseUrl}/api/forward-auth`, `${server.baseUrl}/api/forward-auth?uri=${appPath}/whoami`]) {
+        assertError(await request(url, { headers: { authorization } }), 400, 'invalid_request');
+      }
+      const empty = await request(`${server.baseUrl}/api/forward-auth`, { headers: { authorization, 'x-original-uri': '' } });
+      assertError(empty, 400, 'invalid_request');
+    });
+
+    it('keeps its method when the method header is missing (nginx auth_request keeps it anyway)', async () => {
+      const response = await request(`${server.baseUrl}/api/forward-auth`, {
+        method: 'DELETE',
+        headers: { authorization: bearer(anonymousToken), 'x-original-uri': `${appPath}/objects/1` },
+      });
+      assertError(response, 403, 'ADMIN_REQUIRED');
+    });
+
+    it('may come with a body of any type and size, which is ignored (Envoy with_request_body)', async () => {
+      const uri = `${appPath}/objects`;
+      for (const [contentType, body] of [
+        ['application/json', JSON.stringify({ big: 'x'.repeat(64 * 1024) })],
+        ['application/json', '{not json'],
+        ['application/x-www-form-urlencoded', 'a=b&c=%zz'],
+        ['application/octet-stream', 'x'.repeat(10_000)],
+        [undefined, 'no content type'],
+      ] as const) {
+        const response = await ask(server, 'envoy', {
+          uri,
+          method: 'POST',
+          authorization: bearer(anonymousToken),
+          body,
+          ...(contentType === undefined ? {} : { contentType }),
+        });
+        assertAdmitted(response, anonymousIdentity);
+      }
+    });
+
+    it('with a body, still gets the error of the contract', async () => {
+      const response = await ask(server, 'envoy', {
+        uri: `${appPath}/objects/1`,
+        method: 'DELETE',
+        authorization: bearer(anonymousToken),
+        body: '{"x":1}',
+        contentType: 'application/json',
+      });
+      assertError(response, 403, 'ADMIN_REQUIRED');
+    });
+  });
+
+  describe('known gaps in src (todo until fixed)', () => {
+    it(
+      'refuses an admin token on a "me" segment hidden behind an encoded "?" (%3F)',
+      { todo: 'resolveForwardedTarget joins decoded segments into `path`; hasMeSegment then cuts it at the decoded "?"' },
+      async () => {
+        const response = await ask(server, 'nginx', { uri: `${appPath}/%3F/me`, authorization: bearer(adminToken) });
+        assertError(response, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+      },
+    );
+
+    it(
+      'does not let a client-sent X-Original-URI / X-Original-Method override what Traefik sends',
+      { todo: 'X-Original-* is preferred over X-Forwarded-*, and Traefik passes client headers to the auth service by default' },
+      async () => {
+        const response = await request(`${server.baseUrl}/api/forward-auth`, {
+          headers: {
+            authorization: bearer(anonymousToken),
+            'x-forwarded-uri': `${appPath}/objects/1`,
+            'x-forwarded-method': 'DELETE',
+            'x-original-method': 'GET',
+          },
+        });
+        assert.notEqual(response.status, 200, 'admitted an anonymous DELETE on an admin-only prefix');
+      },
+    );
+  });
+});

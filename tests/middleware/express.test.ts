@@ -1,0 +1,43 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+// Through the package's own names (its "exports" map), as another service imports them.
+import { tesseraExpress, tesseraRequireAdmin, type ExpressLikeRequest } from 'tessera/middleware/express';
+import { TesseraVerifier } from 'tessera/verifier';
+import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
+
+// A real Express 5 service that authenticates its routes with `tesseraExpress` and a `TesseraVerifier`.
+
+async function startExpressService(authenticator: Authenticator) {
+  const app = express();
+  app.get('/healthz', (_request, response) => {
+    response.type('text').send('ok');
+  });
+  app.use('/api/apps/:appId', tesseraExpress(authenticator));
+  const principalOf = (request: express.Request) => (request as ExpressLikeRequest).principal;
+  app.get('/api/apps/:appId/principal', (request, response) => {
+    response.json(principalOf(request));
+  });
+  app.get('/api/apps/:appId/users/:userId', (request, response) => {
+    response.json(principalOf(request));
+  });
+  app.get('/api/apps/:appId/admin/report', tesseraRequireAdmin, (request, response) => {
+    response.json({ report: 'ok', principal: principalOf(request) });
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+describeMiddleware({
+  framework: 'Express',
+  openVerifier: (databaseUrl) => TesseraVerifier.open({ databaseUrl }),
+  startService: startExpressService,
+});
