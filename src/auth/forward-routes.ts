@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { TesseraError } from '../errors.js';
+import { ignoreBodies } from '../http/content-types.js';
 import type { Tessera } from '../tessera.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule } from './forward.js';
 
@@ -21,25 +22,26 @@ export const IDENTITY_HEADERS = {
  *   (Traefik), to `/api/forward-auth`;
  * - or, as Envoy does with `path_prefix`, as the path after `/api/forward-auth` and the method of
  *   this request.
- * Answers `200` with identity headers and no body, or the contract's error.
+ * Answers `200` with identity headers and no body, or the contract's error. Where several of these
+ * sources are present they must agree (`400 invalid_request` otherwise): a proxy sets one and may
+ * pass the others on from the client.
  */
 export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPaths: readonly AdminPathRule[] }> = async (
   app,
   { tessera, adminPaths },
 ) => {
-  // Whatever body the proxy forwards is not needed: skip it, whatever its type.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_request, payload, done) => {
-    payload.resume();
-    done(null, undefined);
-  });
+  // Whatever body the proxy forwards is not needed.
+  ignoreBodies(app);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const uri = header(request, 'x-original-uri') ?? header(request, 'x-forwarded-uri') ?? pathAfterPrefix(request.url);
+    const pathUri = pathAfterPrefix(request.url);
+    const uri = agreed('URI', [header(request, 'x-original-uri'), header(request, 'x-forwarded-uri'), pathUri]);
     if (uri === undefined) {
       throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
     }
-    const method = header(request, 'x-original-method') ?? header(request, 'x-forwarded-method') ?? request.method;
+    const methodHeaders = [header(request, 'x-original-method'), header(request, 'x-forwarded-method')];
+    // Envoy sends the original method as this request's own; nginx and Traefik send their own.
+    const method = agreed('method', pathUri === undefined ? methodHeaders : [...methodHeaders, request.method]) ?? request.method;
     const target = resolveForwardedTarget(uri);
     const principal = await tessera.authenticator.authenticate({
       appId: target.appId,
@@ -65,6 +67,18 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPath
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * The one value the given sources agree on. A proxy sets one of them and may pass the others on from
+ * the client: if they differ, a client is trying to have another URI checked than the one it asks for.
+ */
+function agreed(what: string, candidates: (string | undefined)[]): string | undefined {
+  const present = candidates.filter((candidate): candidate is string => candidate !== undefined);
+  if (present.some((candidate) => candidate !== present[0])) {
+    throw new TesseraError('invalid_request', `The original request's ${what} is given twice, differently.`);
+  }
+  return present[0];
 }
 
 function pathAfterPrefix(url: string): string | undefined {

@@ -15,3 +15,12 @@ export function acceptFormBodies(app: FastifyInstance): void {
     done(null, new URLSearchParams(body as string));
   });
 }
+
+/** For routes that read no body: whatever is sent (an empty body labelled JSON, a form) is skipped, not parsed. */
+export function ignoreBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => {
+    payload.resume();
+    done(null, undefined);
+  });
+}

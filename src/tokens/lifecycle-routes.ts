@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { parseAuthorization } from '../auth/authorization.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
-import { acceptFormBodies } from '../http/content-types.js';
+import { acceptFormBodies, ignoreBodies } from '../http/content-types.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
@@ -74,15 +74,19 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
     };
   });
 
-  app.delete<AppParams & { Querystring: Record<string, string | string[] | undefined> }>(
-    APP_TOKENS_PATH,
-    { onRequest: requireAdmin },
-    async (request) => {
-      const kind = parseKind(request.query.kind);
-      const revoked = await tessera.tokens.revokeAll(request.params.appId, kind, { clientAddress: request.ip }, request.principal.kind);
-      return { appId: request.params.appId, kind: kind ?? 'all', revoked };
-    },
-  );
+  // Its own scope: a DELETE carries no body, but clients often label the empty one as JSON.
+  await app.register(async (scope) => {
+    ignoreBodies(scope);
+    scope.delete<AppParams & { Querystring: Record<string, string | string[] | undefined> }>(
+      APP_TOKENS_PATH,
+      { onRequest: requireAdmin },
+      async (request) => {
+        const kind = parseKind(request.query.kind);
+        const revoked = await tessera.tokens.revokeAll(request.params.appId, kind, { clientAddress: request.ip }, request.principal.kind);
+        return { appId: request.params.appId, kind: kind ?? 'all', revoked };
+      },
+    );
+  });
 
   refuseOtherMethods(app, REVOKE_PATH, ['POST']);
   refuseOtherMethods(app, INTROSPECT_PATH, ['POST']);

@@ -300,7 +300,9 @@ describe('many instances on one PostgreSQL', () => {
       instances.length,
       async (index) => {
         const baseUrl = instances[index]!.baseUrl;
-        for (const outcome of await Promise.all([anonymousTokenRequest(baseUrl, app), whoami(baseUrl, app.appId, undefined)])) {
+        const outcomes = await Promise.all([anonymousTokenRequest(baseUrl, app), whoami(baseUrl, app.appId, undefined)]);
+        // The two run at once: judge them in the order they were answered.
+        for (const outcome of outcomes.sort((a, b) => a.receivedAt - b.receivedAt)) {
           if (outcome.status === 200 && !churnGone.has(index)) continue;
           if (errorProblems(outcome, 404, 'APP_NOT_FOUND').length === 0) {
             churnGone.add(index);
@@ -384,6 +386,75 @@ describe('many instances on one PostgreSQL', () => {
       await sleep(100);
     }
     assert.deepEqual(churnProblems, [], 'anonymous use of the app during the deletion');
+  });
+
+  /** Polls `attempt` on every instance every 50 ms until `done`; returns how long after `since` each one took. */
+  async function everyInstanceWithin(attempt: (baseUrl: string) => Promise<Outcome>, done: (outcome: Outcome) => boolean, since: number) {
+    return Promise.all(
+      instances.map(async (instance, index) => {
+        for (;;) {
+          const outcome = await attempt(instance.baseUrl);
+          const elapsed = outcome.receivedAt - since;
+          if (done(outcome)) return { index, elapsed, outcome };
+          if (elapsed > 2_000) assert.fail(`instance ${index} still answered ${show(outcome)} ${Math.round(elapsed)} ms after the change`);
+          await sleep(50);
+        }
+      }),
+    );
+  }
+
+  const post = (url: string, authorization: string, body: unknown, method = 'POST') =>
+    fetch(url, { method, headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('a token revoked through one instance, or all tokens of a kind, are refused by every instance within 1 s', async () => {
+    const app = await createApp('Revoked everywhere');
+    const admin = (await adminTokenRequest(instances[0]!.baseUrl, app)).body.access_token as string;
+    const victim = (await anonymousTokenRequest(instances[1]!.baseUrl, app)).body.access_token as string;
+    const others = await Promise.all(instances.map((instance) => anonymousTokenRequest(instance.baseUrl, app)));
+    // Every instance has both tokens in its cache.
+    for (const instance of instances) {
+      assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, victim), app, 'bearer'));
+      for (const other of others) assert.equal((await whoami(instance.baseUrl, app.appId, other.body.access_token)).status, 200);
+    }
+
+    let since = now();
+    const revoked = await post(`${instances[2]!.baseUrl}/api/apps/${app.appId}/oauth2/revoke`, `Bearer ${admin}`, { token: victim });
+    assert.equal(revoked.status, 200);
+    let results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, victim), (outcome) => outcome.status === 401, since);
+    for (const { index, elapsed, outcome } of results) {
+      assert.deepEqual(errorProblems(outcome, 401, 'INVALID_TOKEN'), [], `instance ${index}: ${show(outcome)}`);
+      assert.ok(elapsed < 1_000, `instance ${index} accepted the revoked token until ${Math.round(elapsed)} ms after the revocation`);
+    }
+    latencies.push(`revocation of one token: refused after ${results.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
+
+    since = now();
+    const all = await post(`${instances[0]!.baseUrl}/api/apps/${app.appId}/tokens?kind=anonymous`, `Bearer ${admin}`, undefined, 'DELETE');
+    assert.equal(all.status, 200);
+    for (const other of others) {
+      results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, other.body.access_token), (outcome) => outcome.status === 401, since);
+      for (const { index, elapsed } of results) assert.ok(elapsed < 1_000, `instance ${index}: ${Math.round(elapsed)} ms`);
+    }
+    for (const instance of instances) assert.ok(isAdminWhoami(await whoami(instance.baseUrl, app.appId, admin), app), 'admin tokens are kept');
+  });
+
+  it('a configuration changed through one instance is applied by every instance within 1 s', async () => {
+    const app = await createApp('Configured everywhere');
+    const admin = (await adminTokenRequest(instances[0]!.baseUrl, app)).body.access_token as string;
+    for (const instance of instances) assert.ok(isToken(await anonymousTokenRequest(instance.baseUrl, { ...app, appKey: 'not the key' }), 'ANONYMOUS'));
+
+    const since = now();
+    const changed = await post(`${instances[1]!.baseUrl}/api/apps/${app.appId}/configuration`, `Bearer ${admin}`, { requireAppKey: true }, 'PATCH');
+    assert.equal(changed.status, 200);
+    const results = await everyInstanceWithin(
+      (baseUrl) => anonymousTokenRequest(baseUrl, { ...app, appKey: 'not the key' }),
+      (outcome) => outcome.status === 401,
+      since,
+    );
+    for (const { index, elapsed, outcome } of results) {
+      assert.deepEqual(errorProblems(outcome, 401, 'invalid_client'), [], `instance ${index}: ${show(outcome)}`);
+      assert.ok(elapsed < 1_000, `instance ${index} ignored the configuration for ${Math.round(elapsed)} ms`);
+    }
+    for (const instance of instances) assert.ok(isToken(await anonymousTokenRequest(instance.baseUrl, app), 'ANONYMOUS'));
   });
 
   it('the background load on all three instances got only the expected answers, and no instance fell back to flushing', async () => {
