@@ -55,7 +55,8 @@ export function resolveForwardedTarget(uri: string): ForwardedTarget {
   if (segments.length < 3 || segments[0] !== 'api' || segments[1] !== 'apps') {
     throw new TesseraError('invalid_request', 'The original URI is not under /api/apps/{appId}/.');
   }
-  return { appId: segments[2]!, segments: segments.slice(3), path: `/${segments.join('/')}` };
+  // Re-encoded, so that a decoded '?' or '%' in a segment is not read as syntax by the /me rule.
+  return { appId: segments[2]!, segments: segments.slice(3), path: `/${segments.map(encodeURIComponent).join('/')}` };
 }
 
 /** Decoded, resolved segments of an absolute path; undefined if it is not one. */

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { TesseraError } from '../errors.js';
 
 /** What the token endpoint accepts besides `application/json`. */
 export const KII_TOKEN_REQUEST_TYPE = 'application/vnd.kii.oauthtokenrequest+json';
@@ -16,11 +17,29 @@ export function acceptFormBodies(app: FastifyInstance): void {
   });
 }
 
-/** For routes that read no body: whatever is sent (an empty body labelled JSON, a form) is skipped, not parsed. */
+/**
+ * For routes that read no body: whatever is sent (an empty body labelled JSON, a form) is read and
+ * dropped, not parsed; one over the server's body limit is `413`, as anywhere else.
+ */
 export function ignoreBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => {
-    payload.resume();
-    done(null, undefined);
+    let received = 0;
+    let finished = false;
+    const finish = (error: Error | null) => {
+      if (finished) return;
+      finished = true;
+      done(error, undefined);
+    };
+    payload.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > app.initialConfig.bodyLimit!) {
+        payload.removeAllListeners('data');
+        payload.resume();
+        finish(new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.'));
+      }
+    });
+    payload.on('end', () => finish(null));
+    payload.on('error', (error) => finish(error));
   });
 }
