@@ -48,6 +48,7 @@ export async function serve(config: Config): Promise<void> {
     try {
       await server.close();
       await tessera.housekeeping.stop();
+      await tessera.events.flush();
       await store.close();
       logger.info('stopped');
       logger.flush();

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
-import type { Actor, AuditEvent, EventDetails, EventType, RequestContext } from './event.js';
+import type { Actor, AuditEvent, EventDetails, EventType, NewAuditEvent, RequestContext } from './event.js';
 import { isEventType } from './event.js';
 import type { EventStore } from './store.js';
 
@@ -13,13 +13,20 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
+/** Events written in one transaction at most. */
+const MAX_BATCH = 1000;
+
 /**
- * The audit log. Recording never delays or fails the operation it describes: the write is queued
- * (group commit) and a failure is reported through `onError`.
+ * The audit log. Recording never delays or fails the operation it describes: events are buffered
+ * and written in one transaction per turn of the event loop (no promise per event on the hot path),
+ * and a failed write is reported through `onError`.
  */
 export class EventLog {
   /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
   #recorded = new Set<string>();
+  #buffer: NewAuditEvent[] = [];
+  #scheduled = false;
+  #writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly store: EventStore,
@@ -29,9 +36,22 @@ export class EventLog {
 
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
     this.#recorded.add(appId);
-    this.store
-      .append({ type, appId, at: this.clock.now(), principal: context.principal ?? principal, clientAddress: context.clientAddress, details })
-      .catch(this.onError);
+    this.#buffer.push({ type, appId, at: this.clock.now(), principal: context.principal ?? principal, clientAddress: context.clientAddress, details });
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => void this.flush());
+    }
+  }
+
+  /** Writes what is buffered; resolves once everything recorded before the call is written (or failed). */
+  flush(): Promise<void> {
+    this.#scheduled = false;
+    while (this.#buffer.length > 0) {
+      const batch = this.#buffer.splice(0, MAX_BATCH);
+      // One write at a time, so events are stored in the order they were recorded.
+      this.#writing = this.#writing.then(() => this.store.append(batch)).catch(this.onError);
+    }
+    return this.#writing;
   }
 
   takeAppsRecorded(): string[] {

@@ -12,8 +12,8 @@ export interface EventQuery {
 
 /** The audit log's storage seam; one implementation per backend under `src/store/`. */
 export interface EventStore {
-  /** Resolves once the event is written (many share one transaction). */
-  append(event: NewAuditEvent): Promise<void>;
+  /** Writes the events in one transaction, in order. */
+  append(events: NewAuditEvent[]): Promise<void>;
   /** Newest first, or oldest first with `afterId`. */
   list(query: EventQuery): Promise<AuditEvent[]>;
   /** Deletes up to `batch` of the app's oldest events beyond its newest `keep`; returns how many. */

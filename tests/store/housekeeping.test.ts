@@ -49,8 +49,8 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
     it('removes events past their retention, and trims apps with new events to the newest ones', async () => {
       const { store } = testStore;
       const now = clock.now();
-      await store.events.append(makeEvent('quiet-app', { at: now - 8 * DAY }));
-      await store.events.append(makeEvent('quiet-app', { at: now - 6 * DAY }));
+      await store.events.append([makeEvent('quiet-app', { at: now - 8 * DAY })]);
+      await store.events.append([makeEvent('quiet-app', { at: now - 6 * DAY })]);
       // 80 events of a busy app, recorded through the log so housekeeping knows to trim it
       for (let i = 0; i < 80; i++) events.record('token.refused', 'busy-app', { clientAddress: '198.51.100.1' }, 'admin', { n: i });
       await waitFor(async () => (await store.events.list({ appId: 'busy-app', limit: 100 })).length === 80);

@@ -224,8 +224,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const [app, other] = [makeApp(), makeApp()];
         await store.apps.insert(app);
         await store.apps.insert(other);
-        await store.events.append(makeEvent(app.appId));
-        await store.events.append(makeEvent(other.appId));
+        await store.events.append([makeEvent(app.appId)]);
+        await store.events.append([makeEvent(other.appId)]);
         await store.apps.delete(app.appId);
         assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
         assert.equal((await store.events.list({ appId: other.appId, limit: 10 })).length, 1);
@@ -355,8 +355,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('lists an app\'s events newest first, every field as appended', async () => {
         const events = Array.from({ length: 5 }, (_, i) => makeEvent(appId, { at: T0 + i }));
-        for (const event of events) await store.events.append(event);
-        await store.events.append(makeEvent('another-app'));
+        for (const event of events) await store.events.append([event]);
+        await store.events.append([makeEvent('another-app')]);
         const listed = await store.events.list({ appId, limit: 10 });
         assert.deepEqual(
           listed.map(({ id: _id, ...event }) => event),
@@ -366,15 +366,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
       });
 
-      it('keeps the order of many events appended at once', async () => {
+      it('keeps the order of a batch of events', async () => {
         const events = Array.from({ length: 300 }, (_, i) => makeEvent(appId, { details: { n: i } }));
-        await Promise.all(events.map((event) => store.events.append(event)));
+        await store.events.append(events);
         const listed = await store.events.list({ appId, limit: 500 });
         assert.deepEqual(listed.map((event) => event.details.n), events.map((_, i) => i).reverse());
       });
 
       it('pages with beforeId, filters by type, and follows with afterId', async () => {
-        for (let i = 0; i < 7; i++) await store.events.append(makeEvent(appId, { type: i % 2 === 0 ? 'token.issued' : 'token.refused' }));
+        for (let i = 0; i < 7; i++) await store.events.append([makeEvent(appId, { type: i % 2 === 0 ? 'token.issued' : 'token.refused' })]);
         const all = await store.events.list({ appId, limit: 100 });
         const first = await store.events.list({ appId, limit: 3 });
         const second = await store.events.list({ appId, limit: 3, beforeId: first.at(-1)!.id });
@@ -386,8 +386,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
 
       it('trims an app to its newest events, in batches', async () => {
-        for (let i = 0; i < 12; i++) await store.events.append(makeEvent(appId, { details: { n: i } }));
-        await store.events.append(makeEvent('another-app'));
+        for (let i = 0; i < 12; i++) await store.events.append([makeEvent(appId, { details: { n: i } })]);
+        await store.events.append([makeEvent('another-app')]);
         assert.equal(await store.events.trimApp(appId, 5, 4), 4);
         assert.equal(await store.events.trimApp(appId, 5, 4), 3);
         assert.equal(await store.events.trimApp(appId, 5, 4), 0);
@@ -397,7 +397,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
 
       it('deletes events recorded before a time, oldest first, in batches', async () => {
-        for (let i = 0; i < 6; i++) await store.events.append(makeEvent(appId, { at: T0 + i * 1000 }));
+        for (let i = 0; i < 6; i++) await store.events.append([makeEvent(appId, { at: T0 + i * 1000 })]);
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 2);
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 1);
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 0);

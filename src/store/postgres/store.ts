@@ -237,8 +237,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     },
   };
 
-  const eventWriter = new GroupCommit<NewAuditEvent>({
-    writeBatch: async (batch) => {
+  const events: EventStore = {
+    async append(batch) {
       await query({
         name: 'tessera-insert-events',
         text: `INSERT INTO events (app_id, type, at, principal, client_address, details)
@@ -252,20 +252,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
           batch.map((event) => JSON.stringify(event.details)),
         ],
       });
-    },
-    writeOne: async (event) => {
-      await query({
-        text: 'INSERT INTO events (app_id, type, at, principal, client_address, details) VALUES ($1, $2, $3, $4, $5, $6)',
-        values: [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)],
-      });
-    },
-    failsEverything: (error) => error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE',
-    maxInFlight: 1,
-  });
-
-  const events: EventStore = {
-    append(event) {
-      return eventWriter.add(event);
     },
     async list({ appId, type, beforeId, afterId, limit }) {
       const result =
@@ -321,7 +307,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all([tokenWriter.drain(), eventWriter.drain()]);
+      await tokenWriter.drain();
       await changes.stop();
       await pool.end();
     },

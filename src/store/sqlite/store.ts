@@ -191,14 +191,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const insertEvents = db.transaction((batch: NewAuditEvent[]) => {
     for (const event of batch) statements.insertEvent.run(eventRow(event));
   });
-  const eventWriter = new GroupCommit<NewAuditEvent>({
-    writeBatch: (batch) => insertEvents(batch),
-    writeOne: (event) => void statements.insertEvent.run(eventRow(event)),
-  });
 
   const events: EventStore = {
-    append(event) {
-      return eventWriter.add(event);
+    async append(batch) {
+      insertEvents(batch);
     },
     async list({ appId, type, beforeId, afterId, limit }) {
       const rows =
@@ -244,7 +240,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async close() {
       if (!db.open) return;
       clearInterval(poll);
-      await Promise.all([tokenWriter.drain(), eventWriter.drain()]);
+      await tokenWriter.drain();
       if (!db.open) return;
       db.close();
     },
