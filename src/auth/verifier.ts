@@ -9,6 +9,9 @@ import type { Store } from '../store/store.js';
 import { TokenService } from '../tokens/service.js';
 import { Authenticator, type AuthenticationRequest } from './authenticate.js';
 
+export type { Principal, PrincipalKind } from '../principal.js';
+export type { AuthenticationRequest } from './authenticate.js';
+
 export interface TesseraVerifierOptions {
   /** The store Tessera runs on: its `DATABASE_URL` (a SQLite file or `postgres://…`). */
   databaseUrl: string;

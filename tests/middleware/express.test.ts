@@ -1,9 +1,13 @@
+import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import express from 'express';
 // Through the package's own names (its "exports" map), as another service imports them.
 import { tesseraExpress, tesseraRequireAdmin, type ExpressLikeRequest } from 'tessera/middleware/express';
 import { TesseraVerifier } from 'tessera/verifier';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
 // A real Express 5 service that authenticates its routes with `tesseraExpress` and a `TesseraVerifier`.
@@ -14,7 +18,8 @@ async function startExpressService(authenticator: Authenticator) {
     response.type('text').send('ok');
   });
   app.use('/api/apps/:appId', tesseraExpress(authenticator));
-  const principalOf = (request: express.Request) => (request as ExpressLikeRequest).principal;
+  // `tesseraExpress` sets `principal` on the request; Express's own Request type does not declare it.
+  const principalOf = (request: object) => (request as ExpressLikeRequest).principal;
   app.get('/api/apps/:appId/principal', (request, response) => {
     response.json(principalOf(request));
   });
@@ -40,4 +45,20 @@ describeMiddleware({
   framework: 'Express',
   openVerifier: (databaseUrl) => TesseraVerifier.open({ databaseUrl }),
   startService: startExpressService,
+});
+
+describe('the package exports', () => {
+  it('name the built middleware and verifier, which the package publishes', () => {
+    const root = pathToFileURL(PACKAGE_ROOT);
+    for (const [name, file] of [
+      ['tessera/verifier', 'dist/src/auth/verifier.js'],
+      ['tessera/middleware/fastify', 'dist/src/auth/middleware/fastify.js'],
+      ['tessera/middleware/express', 'dist/src/auth/middleware/express.js'],
+    ] as const) {
+      assert.equal(import.meta.resolve(name), new URL(file, root).href, name);
+    }
+    assert.equal(typeof TesseraVerifier.open, 'function');
+    assert.equal(typeof tesseraExpress, 'function');
+    assert.equal(typeof tesseraRequireAdmin, 'function');
+  });
 });

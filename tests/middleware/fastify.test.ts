@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
-// Through the package's own names (its "exports" map), as another service imports them.
-import { requireAdmin, tesseraAuth } from 'tessera/middleware/fastify';
-import { TesseraVerifier } from 'tessera/verifier';
+// Relative imports: this suite checks the code compiled beside it (express.test.ts goes through the exports map).
+import { requireAdmin, tesseraAuth } from '../../src/auth/middleware/fastify.js';
+import { TesseraVerifier } from '../../src/auth/verifier.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
 // A real Fastify service that authenticates the routes of one scope with `tesseraAuth` and a `TesseraVerifier`.

@@ -15,6 +15,16 @@ export interface ExpressLikeRequest extends IncomingMessage {
 
 type Next = (error?: unknown) => void;
 
+declare global {
+  // Express's own request type gains `principal`, without this module depending on Express.
+  namespace Express {
+    interface Request {
+      /** Set by `tesseraExpress` for every request it lets through. */
+      principal?: Principal;
+    }
+  }
+}
+
 export interface TesseraExpressOptions {
   /** Where the AppID comes from; by default `req.params.appId`, else the URL's `/api/apps/{appId}/`. */
   appIdOf?: (request: ExpressLikeRequest) => string | undefined;
@@ -51,7 +61,7 @@ export function tesseraExpress(authenticator: RequestAuthenticator, options: Tes
 }
 
 /** For admin features: after `tesseraExpress`, anything but an admin token gets `403 ADMIN_REQUIRED`. */
-export function tesseraRequireAdmin(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
+export function tesseraRequireAdmin(request: IncomingMessage & { principal?: Principal }, response: ServerResponse, next: Next): void {
   if (request.principal?.kind === 'admin') next();
   else sendError(response, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
 }

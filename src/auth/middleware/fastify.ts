@@ -23,7 +23,7 @@ const appIdParameter = (request: FastifyRequest) => (request.params as { appId?:
 /**
  * Authenticates every request of the scope it is registered in, before its body is read, and puts
  * the principal on `request.principal`; answers the contract's error otherwise. Tessera's own
- * routes use it; so can another Fastify service, with a `TesseraVerifier` (see the README).
+ * routes use it; so can another Fastify service, with a `TesseraVerifier` (see docs/middleware.md).
  */
 export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
   const appIdOf = options.appIdOf ?? appIdParameter;
