@@ -72,7 +72,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       );
 
       CREATE INDEX events_by_app ON events (app_id, id);
-      CREATE INDEX events_by_app_and_type ON events (app_id, type, id);
     `,
   },
 ];

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'libsql';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
-import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
+import type { AuditEvent } from '../../events/event.js';
 import type { EventStore } from '../../events/store.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
@@ -85,9 +85,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       `DELETE FROM tokens WHERE selector IN
          (SELECT selector FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= :now LIMIT :batch)`,
     ),
-    insertEvent: db.prepare(
+    // A whole batch in one statement, as a JSON array of rows: half the cost of a statement per
+    // event, which the token endpoint pays for every token.issued.
+    insertEvents: db.prepare(
       `INSERT INTO events (app_id, type, at, principal, client_address, details)
-       VALUES (:appId, :type, :at, :principal, :clientAddress, :details)`,
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(:batch)`,
     ),
     listEvents: db.prepare(
       `SELECT * FROM events WHERE app_id = :appId AND (:type IS NULL OR type = :type) AND id < :beforeId
@@ -105,6 +107,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     deleteOldEvents: db.prepare(
       // Ids grow with time, so the oldest events are the first ids.
       'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < :cutoff ORDER BY id LIMIT :batch)',
+    ),
+    // A batch in one statement (see insertEvents): the rows as a JSON array, the bytes as hex.
+    insertTokens: db.prepare(
+      `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
+       SELECT unhex(value ->> 0), unhex(value ->> 1), value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(:batch)`,
     ),
     insertToken: db.prepare(
       `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
@@ -151,9 +158,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
   };
 
-  const insertTokens = db.transaction((batch: TokenRecord[]) => {
-    for (const token of batch) statements.insertToken.run(token);
-  });
+  const insertTokens = (batch: TokenRecord[]) => {
+    const rows = batch.map((token) => [
+      token.selector.toString('hex'),
+      token.verifierHash.toString('hex'),
+      token.appId,
+      token.kind,
+      token.issuedAt,
+      token.expiresAt,
+    ]);
+    statements.insertTokens.run({ batch: JSON.stringify(rows) });
+  };
   const tokenWriter = new GroupCommit<TokenRecord>({
     writeBatch: (batch) => insertTokens(batch),
     writeOne: (token) => void statements.insertToken.run(token),
@@ -187,14 +202,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
   };
 
-  const eventRow = (event: NewAuditEvent) => ({ ...event, details: JSON.stringify(event.details) });
-  const insertEvents = db.transaction((batch: NewAuditEvent[]) => {
-    for (const event of batch) statements.insertEvent.run(eventRow(event));
-  });
-
   const events: EventStore = {
     async append(batch) {
-      insertEvents(batch);
+      const rows = batch.map((event) => [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)]);
+      statements.insertEvents.run({ batch: JSON.stringify(rows) });
     },
     async list({ appId, type, beforeId, afterId, limit }) {
       const rows =
