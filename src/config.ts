@@ -1,4 +1,6 @@
 import { parseAdminPathRules, type AdminPathRule } from './auth/forward.js';
+import { isIP } from 'node:net';
+import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 
@@ -16,11 +18,22 @@ export interface Config {
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
   forwardAuthAdminPaths: AdminPathRule[];
+  /** Addresses (IPs, CIDR ranges, or loopback/linklocal/uniquelocal) whose X-Forwarded-For is believed. */
+  trustedProxies: string[];
+  http: HttpTimeouts;
 }
 
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const config = readConfig(env);
+  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS must not be longer than HTTP_REQUEST_TIMEOUT_MS.');
+  }
+  return config;
+}
+
+function readConfig(env: NodeJS.ProcessEnv): Config {
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -43,6 +56,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         1,
         1e9,
       ),
+      redisUrl: redisUrl(env),
+      redisKeyPrefix: env.REDIS_KEY_PREFIX?.trim() || 'tessera',
     },
     demoApp: onOff(env, 'DEMO_APP', true),
     postgres: {
@@ -56,6 +71,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxEventsPerApp: integer(env, 'EVENTS_MAX_PER_APP', DEFAULT_HOUSEKEEPING.maxEventsPerApp, 10, 100_000_000),
     },
     forwardAuthAdminPaths: adminPathRules(env),
+    trustedProxies: trustedProxies(env),
+    http: {
+      headersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs, 100, 600_000),
+      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs, 100, 600_000),
+      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs, 100, 600_000),
+    },
   };
 }
 
@@ -74,6 +95,28 @@ function list(env: NodeJS.ProcessEnv, name: string): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
+}
+
+function redisUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.REDIS_URL?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^rediss?:\/\//i.test(raw)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL.');
+  return raw;
+}
+
+const PROXY_KEYWORDS = ['loopback', 'linklocal', 'uniquelocal'];
+
+function trustedProxies(env: NodeJS.ProcessEnv): string[] {
+  const entries = list(env, 'TRUSTED_PROXIES');
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const version = isIP(address ?? '');
+    const bitsValid = bits === undefined || (/^[0-9]{1,3}$/.test(bits) && Number(bits) <= (version === 6 ? 128 : 32));
+    if (!PROXY_KEYWORDS.includes(entry) && (version === 0 || !bitsValid || extra !== undefined)) {
+      throw new ConfigError(`TRUSTED_PROXIES: "${entry}" is not an IP address, a CIDR range, or one of ${PROXY_KEYWORDS.join(', ')}.`);
+    }
+  }
+  return entries;
 }
 
 function adminPathRules(env: NodeJS.ProcessEnv): AdminPathRule[] {

@@ -34,8 +34,8 @@ export interface TesseraOptions {
 export function createTessera(options: TesseraOptions): Tessera {
   const { store } = options;
   const clock = options.clock ?? systemClock;
-  const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS);
   const warn = options.onWarning ?? (() => {});
+  const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn);
   const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error));
   const appCache = new AppCache(store.apps);
   const tokens = new TokenService(store.tokens, clock, limits, events);

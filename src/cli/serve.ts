@@ -19,13 +19,23 @@ export async function serve(config: Config): Promise<void> {
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
 
+  // Shared limits from the first request, if Redis answers within 2 s; per instance until it does otherwise.
+  await tessera.limits.ready();
+
   // Only the embedded store gets a demo app: a shared PostgreSQL is provisioned on purpose.
   const demo =
     config.demoApp && store.backend === 'sqlite' && (await store.apps.count()) === 0
       ? await tessera.apps.create('Demo app')
       : undefined;
 
-  const server = buildServer({ tessera, logger, logRequests: config.logRequests, forwardAuthAdminPaths: config.forwardAuthAdminPaths });
+  const server = buildServer({
+    tessera,
+    logger,
+    logRequests: config.logRequests,
+    forwardAuthAdminPaths: config.forwardAuthAdminPaths,
+    trustedProxies: config.trustedProxies,
+    timeouts: config.http,
+  });
   try {
     await server.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -49,6 +59,7 @@ export async function serve(config: Config): Promise<void> {
       await server.close();
       await tessera.housekeeping.stop();
       await tessera.events.flush();
+      await tessera.limits.close();
       await store.close();
       logger.info('stopped');
       logger.flush();

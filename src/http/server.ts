@@ -17,6 +17,7 @@ import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
 import { healthRoutes } from './health.js';
+import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
 export const MAX_BODY_BYTES = 4096;
@@ -28,9 +29,19 @@ export interface ServerOptions {
   logRequests?: boolean;
   /** Admin-only path prefixes for forward authentication (FORWARD_AUTH_ADMIN_PATHS). */
   forwardAuthAdminPaths?: readonly AdminPathRule[];
+  /** Proxies whose `X-Forwarded-For` gives the client address (TRUSTED_PROXIES); none by default. */
+  trustedProxies?: readonly string[];
+  timeouts?: HttpTimeouts;
 }
 
-export function buildServer({ tessera, logger, logRequests = false, forwardAuthAdminPaths = [] }: ServerOptions): FastifyInstance {
+export function buildServer({
+  tessera,
+  logger,
+  logRequests = false,
+  forwardAuthAdminPaths = [],
+  trustedProxies = [],
+  timeouts = DEFAULT_HTTP_TIMEOUTS,
+}: ServerOptions): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
   // one line per request.
@@ -38,13 +49,22 @@ export function buildServer({ tessera, logger, logRequests = false, forwardAuthA
     logger: false,
     bodyLimit: MAX_BODY_BYTES,
     routerOptions: { maxParamLength: 256 },
-    requestTimeout: 10_000,
-    keepAliveTimeout: 5_000,
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    // A socket with nothing happening on it for this long is closed, whatever its state.
+    connectionTimeout: timeouts.requestTimeoutMs + timeouts.keepAliveTimeoutMs,
+    ...(trustedProxies.length > 0 ? { trustProxy: [...trustedProxies] } : {}),
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
     frameworkErrors: (error, _request, reply) => sendError(reply, toTesseraError(error)),
     // Node would answer a request without Host itself, with an empty body; the hook below does it.
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersTimeoutMs,
+      // How often Node looks for requests past their timeouts (its default, 30 s, would let a slow
+      // client keep a connection long after its time is up).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+    },
   }) as unknown as FastifyInstance;
 
   // Route every method Node parses, so that an exotic one gets 405 or 404 in the contract's shape.

@@ -2,6 +2,7 @@ import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
 import { buildServer } from '../../src/http/server.js';
+import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { createTestStore, type TestStore } from './store.js';
@@ -21,9 +22,15 @@ export interface TestServer {
 }
 
 /** A real server listening on 127.0.0.1 on a free port, over a fresh store. Rate limits are off unless given. */
-export async function startServer(
-  options: { clock?: Clock; rateLimits?: RateLimitSettings; forwardAuthAdminPaths?: readonly AdminPathRule[] } = {},
-): Promise<TestServer> {
+export interface TestServerOptions {
+  clock?: Clock;
+  rateLimits?: RateLimitSettings;
+  forwardAuthAdminPaths?: readonly AdminPathRule[];
+  trustedProxies?: readonly string[];
+  timeouts?: HttpTimeouts;
+}
+
+export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
   const testStore = await createTestStore();
   const tessera = createTessera({
     store: testStore.store,
@@ -31,7 +38,12 @@ export async function startServer(
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const app = await tessera.apps.create('Test app');
-  const server = buildServer({ tessera, forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [] });
+  const server = buildServer({
+    tessera,
+    forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [],
+    trustedProxies: options.trustedProxies ?? [],
+    ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+  });
   await server.listen({ host: '127.0.0.1', port: 0 });
   const address = server.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
@@ -44,6 +56,7 @@ export async function startServer(
     appUrl: `${baseUrl}/api/apps/${app.appId}`,
     async close() {
       await server.close();
+      await tessera.limits.close();
       await testStore.dispose();
     },
   };

@@ -13,11 +13,13 @@ describe('loadConfig', () => {
       databaseUrl: undefined,
       logLevel: 'info',
       logRequests: false,
-      rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true },
+      rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true, redisUrl: undefined, redisKeyPrefix: 'tessera' },
       demoApp: true,
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
       housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000 },
       forwardAuthAdminPaths: [],
+      trustedProxies: [],
+      http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
     });
   });
 
@@ -57,6 +59,12 @@ describe('loadConfig', () => {
       EVENTS_RETENTION_DAYS: '7',
       EVENTS_MAX_PER_APP: '1000',
       FORWARD_AUTH_ADMIN_PATHS: '/configuration, DELETE /objects ,get /reports/',
+      REDIS_URL: 'redis://127.0.0.1:6379/2',
+      REDIS_KEY_PREFIX: 'staging',
+      TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.7,loopback, ::1, fd00::/8',
+      HTTP_HEADERS_TIMEOUT_MS: '2000',
+      HTTP_REQUEST_TIMEOUT_MS: '3000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -64,7 +72,13 @@ describe('loadConfig', () => {
       databaseUrl: 'sqlite:./x.db',
       logLevel: 'debug',
       logRequests: true,
-      rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 50, adminFailuresPerAppPerMinute: 3 },
+      rateLimits: {
+        enabled: false,
+        tokenRequestsPerAddressPerMinute: 50,
+        adminFailuresPerAppPerMinute: 3,
+        redisUrl: 'redis://127.0.0.1:6379/2',
+        redisKeyPrefix: 'staging',
+      },
       demoApp: false,
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500 },
       housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000 },
@@ -73,7 +87,24 @@ describe('loadConfig', () => {
         { method: 'DELETE', segments: ['objects'] },
         { method: 'GET', segments: ['reports'] },
       ],
+      trustedProxies: ['10.0.0.0/8', '192.168.1.7', 'loopback', '::1', 'fd00::/8'],
+      http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
     });
+  });
+
+  it('refuses a TRUSTED_PROXIES entry that is not an address, a range or a keyword', () => {
+    for (const value of ['proxy.local', '10.0.0.0/33', '1.2.3', '::1/129', '10.0.0.0/8/1', 'everything']) {
+      assert.throws(() => loadConfig({ TRUSTED_PROXIES: value }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+        assert.match(error.message, /TRUSTED_PROXIES/);
+        return true;
+      });
+    }
+  });
+
+  it('refuses a REDIS_URL that is not redis:// and a headers timeout longer than the request timeout', () => {
+    assert.throws(() => loadConfig({ REDIS_URL: 'http://127.0.0.1:6379' }), /REDIS_URL/);
+    assert.throws(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '20000' }), /HTTP_HEADERS_TIMEOUT_MS/);
   });
 
   it('refuses a FORWARD_AUTH_ADMIN_PATHS entry that is not a path prefix', () => {
