@@ -25,15 +25,33 @@ export class AppCache {
    */
   #generation = 0;
 
+  /**
+   * Reads in progress, by AppID: requests that miss the cache at the same time (after an
+   * invalidation, under load) share one read instead of each taking a database connection.
+   */
+  readonly #reading = new Map<string, { generation: number; read: Promise<AppRecord | undefined> }>();
+
   /** The app from memory, or a promise of it from the store. */
   get(appId: string): MaybePromise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
     if (cached !== undefined) return cached;
     const generation = this.#generation;
-    return this.store.findById(appId).then((app) => {
-      if (app !== undefined && generation === this.#generation) this.#apps.set(appId, app);
-      return app;
-    });
+    const reading = this.#reading.get(appId);
+    // Only a read begun since the last invalidation may be shared: an older one may miss a change.
+    if (reading !== undefined && reading.generation === generation) return reading.read;
+    const read = this.store.findById(appId).then(
+      (app) => {
+        if (this.#reading.get(appId)?.read === read) this.#reading.delete(appId);
+        if (app !== undefined && generation === this.#generation) this.#apps.set(appId, app);
+        return app;
+      },
+      (error: unknown) => {
+        if (this.#reading.get(appId)?.read === read) this.#reading.delete(appId);
+        throw error;
+      },
+    );
+    this.#reading.set(appId, { generation, read });
+    return read;
   }
 
   /** The app, or `APP_NOT_FOUND` (thrown or rejected); an AppID that cannot exist is refused without a lookup. */

@@ -72,8 +72,12 @@ export function buildServer({
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
   app.addHook('onRequest', (request, _reply, done) => {
+    const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       done(new TesseraError('invalid_request', 'HTTP/1.1 requests need a Host header.'));
+    } else if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      // A compressed body would otherwise be read as if it were plain (RFC 9110 §8.4.1: 415).
+      done(new TesseraError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must not be compressed (Content-Encoding).'));
     } else {
       done();
     }

@@ -94,7 +94,8 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
 };
 
 function parseKind(value: string | string[] | undefined): PrincipalKind | undefined {
-  if (value === undefined || value === '' || value === 'all') return undefined;
+  // An empty kind is refused rather than read as "all": `?kind=${unset}` must not revoke everything.
+  if (value === undefined || value === 'all') return undefined;
   if (value === 'admin' || value === 'anonymous') return value;
   throw new TesseraError('invalid_request', 'kind must be "admin", "anonymous" or "all".');
 }

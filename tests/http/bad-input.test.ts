@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/raw-http.js';
@@ -85,6 +86,8 @@ const cases: Case[] = [
   // --- Content types -------------------------------------------------------------------------------
   { name: 'a body without Content-Type', send: (s) => post(s, new TextEncoder().encode(anonymousBody(s)), undefined), status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
   { name: 'text/plain', send: (s) => post(s, anonymousBody(s), 'text/plain'), status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
+  { name: 'a gzip-encoded JSON body', send: (s) => post(s, gzipSync(anonymousBody(s)), 'application/json', { 'content-encoding': 'gzip' }), status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
+  { name: 'a plain JSON body labelled as gzip', send: (s) => post(s, anonymousBody(s), 'application/json', { 'content-encoding': 'gzip' }), status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
   { name: 'application/xml', send: (s) => post(s, '<token><grant_type>client_credentials</grant_type></token>', 'application/xml'), status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
   {
     name: 'multipart/form-data',

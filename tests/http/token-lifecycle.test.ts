@@ -203,7 +203,7 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
 
   it('refuses an unknown kind with 400 invalid_request', async () => {
     const admin = await adminToken();
-    for (const kind of ['user', 'ADMIN', 'admin&kind=anonymous']) {
+    for (const kind of ['user', 'ADMIN', 'admin&kind=anonymous', '']) {
       const response = await request(`${server.appUrl}/tokens?kind=${kind}`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
       assertError(response, 400, 'invalid_request');
     }
