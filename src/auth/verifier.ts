@@ -15,7 +15,7 @@ export type { AuthenticationRequest } from './authenticate.js';
 export interface TesseraVerifierOptions {
   /** The store Tessera runs on: its `DATABASE_URL` (a SQLite file or `postgres://…`). */
   databaseUrl: string;
-  /** How many tokens to keep in memory (default 100,000); each is about 300 bytes. */
+  /** How many tokens to keep in memory (default 100,000); each takes a few hundred bytes. */
   cachedTokens?: number;
   /** How many apps to keep in memory (default 10,000). */
   cachedApps?: number;

@@ -5,7 +5,7 @@ import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { storeSuite } from './store-suite.js';
+import { makeApp, storeSuite } from './store-suite.js';
 
 storeSuite('postgres', createPostgresTestStore);
 
@@ -22,6 +22,39 @@ describe('PostgreSQL store specifics', () => {
       assert.deepEqual(versions.map((row) => row.version), POSTGRES_MIGRATIONS.map((migration) => migration.version));
     } finally {
       await database.drop();
+    }
+  });
+
+  it('opens an up-to-date database with a role that may only read (another service\'s verifier)', async () => {
+    const database = await createPostgresDatabase();
+    const role = `tessera_reader_${Math.random().toString(36).slice(2, 10)}`;
+    const admin = new pg.Client({ connectionString: database.databaseUrl });
+    await admin.connect();
+    try {
+      const writer = await openPostgresStore(database.databaseUrl);
+      const app = makeApp();
+      await writer.apps.insert(app);
+      await writer.close();
+      await admin.query(`CREATE ROLE ${role} LOGIN`);
+      await admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+      await admin.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+      const url = new URL(database.databaseUrl);
+      url.username = role;
+      const reader = await openPostgresStore(url.toString());
+      try {
+        assert.deepEqual(await reader.apps.findById(app.appId), app);
+        await assert.rejects(reader.apps.insert(makeApp()), /permission denied/);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
+      await admin.end();
+      await database.drop();
+      const cleanup = new pg.Client({ connectionString: database.databaseUrl.replace(/\/[^/]*$/, '/test') });
+      await cleanup.connect();
+      await cleanup.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+      await cleanup.end();
     }
   });
 

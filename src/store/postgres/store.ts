@@ -393,6 +393,14 @@ class ChangeListener {
 }
 
 async function migrate(pool: pg.Pool): Promise<void> {
+  // Up to date already: nothing to write, so a role that may only read (another service's
+  // TesseraVerifier) can open the store.
+  const applied = await pool
+    .query<{ version: number }>('SELECT version FROM schema_migrations')
+    .then((result) => new Set(result.rows.map((row) => row.version)))
+    .catch(() => new Set<number>());
+  if (POSTGRES_MIGRATIONS.every((migration) => applied.has(migration.version))) return;
+
   const client = await pool.connect();
   try {
     // Instances starting together take turns; each step is applied once, in its own transaction.
