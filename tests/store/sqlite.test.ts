@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Database from 'libsql';
@@ -60,6 +60,18 @@ describe('SQLite store specifics', () => {
       }
     }
     assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+  });
+
+  it('creates the file, its WAL and its directory readable by their owner only', async () => {
+    const path = newFile();
+    const store = openSqliteStore(path);
+    try {
+      await store.apps.insert(makeApp());
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) assert.equal(statSync(file).mode & 0o077, 0, `${file} is open to others`);
+      assert.equal(statSync(dirname(path)).mode & 0o077, 0);
+    } finally {
+      await store.close();
+    }
   });
 
   it('puts the file in WAL mode', async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'libsql';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
@@ -55,7 +55,11 @@ export interface SqliteStoreOptions {
  * crash or power loss may lose the last commits, which `docs/architecture.md` discusses.
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // A new file is readable by its owner only; SQLite gives the -wal and -shm files the same mode.
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const db = new Database(path);
   db.exec('PRAGMA busy_timeout = 5000');
   // Switching a new file to WAL and recovering a WAL can report SQLITE_BUSY without waiting for
