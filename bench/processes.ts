@@ -139,20 +139,29 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
     BENCH_COLLECT_TOKENS: spec.tokensFile === undefined ? '0' : '1',
     BENCH_TOKENS_FILE: spec.tokensFile ?? '',
   };
-  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', WRK_SCRIPT, spec.url];
-  const output = await new Promise<string>((resolve, reject) => {
+  const result = JSON.parse(await runWrk(WRK_SCRIPT, spec.url, connections, seconds, env, 'BENCH_RESULT ')) as Omit<LoadResult, 'requestsPerSecond'>;
+  return { ...result, requestsPerSecond: result.requests / (result.durationUs / 1e6) };
+}
+
+/**
+ * wrk with a Lua `script` from the load core: one generator thread, `connections` connections,
+ * `seconds` long. Returns what the script printed after `marker` on a line of its own.
+ */
+export function runWrk(script: string, url: string, connections: number, seconds: number, env: NodeJS.ProcessEnv, marker: string): Promise<string> {
+  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url];
+  return new Promise((resolve, reject) => {
     const child = spawn('taskset', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk failed (${code}): ${err || out}`))));
+    child.on('exit', (code) => {
+      const line = out.split('\n').find((candidate) => candidate.startsWith(marker));
+      if (code !== 0 || line === undefined) reject(new Error(`wrk failed (${code}): ${err || out}`));
+      else resolve(line.slice(marker.length));
+    });
   });
-  const line = output.split('\n').find((candidate) => candidate.startsWith('BENCH_RESULT '));
-  if (line === undefined) throw new Error(`wrk printed no result:\n${output}`);
-  const result = JSON.parse(line.slice('BENCH_RESULT '.length)) as Omit<LoadResult, 'requestsPerSecond'>;
-  return { ...result, requestsPerSecond: result.requests / (result.durationUs / 1e6) };
 }
 
 export function failuresOf(result: LoadResult): number {

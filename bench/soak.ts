@@ -7,7 +7,7 @@
  * docs/soak.svg and the figures in docs/soak.md (`--report FILE` redoes those from a saved run).
  * Needs wrk and taskset, like the benchmark. Not a test: it loads the machine for the whole run.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'libsql';
 import pg from 'pg';
-import { cpuAvailability, LOAD_CORE, memoryOf, sleep, startPinnedServer, type RunningServer } from './processes.js';
+import { cpuAvailability, LOAD_CORE, memoryOf, runWrk, sleep, startPinnedServer, type RunningServer } from './processes.js';
 import type { ProbeLine } from './soak-probe.js';
 import { soakChart, soakFigures, verdictOf, writeSoakDoc, type LoadTotals, type SoakRun, type SoakSample } from './soak-report.js';
 
@@ -150,20 +150,7 @@ function runLoad(url: string, app: AppKeys, options: Options): Promise<LoadTotal
     SOAK_TOKEN_SECONDS: String(options.tokenSeconds),
   };
   const seconds = Math.round(options.minutes * 60);
-  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${options.connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', WRK_SCRIPT, url];
-  return new Promise((resolve, reject) => {
-    const child = spawn('taskset', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const line = out.split('\n').find((candidate) => candidate.startsWith('SOAK_RESULT '));
-      if (code !== 0 || line === undefined) reject(new Error(`wrk failed (${code}): ${err || out}`));
-      else resolve(JSON.parse(line.slice('SOAK_RESULT '.length)) as LoadTotals);
-    });
-  });
+  return runWrk(WRK_SCRIPT, url, options.connections, seconds, env, 'SOAK_RESULT ').then((line) => JSON.parse(line) as LoadTotals);
 }
 
 /** Writes the results, and for the documented soak docs/soak.svg and docs/soak.md. */

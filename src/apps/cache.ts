@@ -39,17 +39,15 @@ export class AppCache {
     const reading = this.#reading.get(appId);
     // Only a read begun since the last invalidation may be shared: an older one may miss a change.
     if (reading !== undefined && reading.generation === generation) return reading.read;
-    const read = this.store.findById(appId).then(
-      (app) => {
-        if (this.#reading.get(appId)?.read === read) this.#reading.delete(appId);
+    const read = this.store
+      .findById(appId)
+      .then((app) => {
         if (app !== undefined && generation === this.#generation) this.#apps.set(appId, app);
         return app;
-      },
-      (error: unknown) => {
+      })
+      .finally(() => {
         if (this.#reading.get(appId)?.read === read) this.#reading.delete(appId);
-        throw error;
-      },
-    );
+      });
     this.#reading.set(appId, { generation, read });
     return read;
   }

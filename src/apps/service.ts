@@ -1,7 +1,7 @@
 import { clientSecretDigest } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { OPERATOR, type RequestContext } from '../events/event.js';
+import { NO_CLIENT, type RequestContext } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseConfigurationChanges } from './configuration.js';
@@ -86,8 +86,8 @@ export class AppService {
       throw appNotFound();
     }
     this.onChange(appId);
-    const adminTokensRevoked = options.revokeAdminTokens === true ? await this.tokens.revokeAll(appId, 'admin', OPERATOR, 'operator') : 0;
-    this.events.record('app.secret_rotated', appId, OPERATOR, 'operator', { adminTokensRevoked });
+    const adminTokensRevoked = options.revokeAdminTokens === true ? await this.tokens.revokeAll(appId, 'admin', NO_CLIENT, 'operator') : 0;
+    this.events.record('app.secret_rotated', appId, NO_CLIENT, 'operator', { adminTokensRevoked });
     return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked };
   }
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { TesseraError } from '../errors.js';
 import { ignoreBodies } from '../http/content-types.js';
+import { singleHeader } from '../http/headers.js';
 import type { Tessera } from '../tessera.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule } from './forward.js';
 
@@ -35,11 +36,11 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPath
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const pathUri = pathAfterPrefix(request.url);
-    const uri = agreed('URI', [header(request, 'x-original-uri'), header(request, 'x-forwarded-uri'), pathUri]);
+    const uri = agreed('URI', [singleHeader(request, 'x-original-uri'), singleHeader(request, 'x-forwarded-uri'), pathUri]);
     if (uri === undefined) {
       throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
     }
-    const methodHeaders = [header(request, 'x-original-method'), header(request, 'x-forwarded-method')];
+    const methodHeaders = [singleHeader(request, 'x-original-method'), singleHeader(request, 'x-forwarded-method')];
     // Envoy sends the original method as this request's own; nginx and Traefik send their own.
     const method = agreed('method', pathUri === undefined ? methodHeaders : [...methodHeaders, request.method]) ?? request.method;
     const target = resolveForwardedTarget(uri);
@@ -64,10 +65,6 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPath
   app.all(`${FORWARD_AUTH_PATH}/*`, handler);
 };
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
 
 /**
  * The one value the given sources agree on. A proxy sets one of them and may pass the others on from

@@ -1,4 +1,4 @@
-import { OPERATOR } from '../events/event.js';
+import { NO_CLIENT } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
@@ -16,6 +16,6 @@ export async function runTokensCommand(tessera: Tessera, command: ParsedCommand,
   if (kindFlag !== undefined && kindFlag !== 'admin' && kindFlag !== 'anonymous') throw new UsageError(USAGE);
   const kind = kindFlag as PrincipalKind | undefined;
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
-  const revoked = await tessera.tokens.revokeAll(appId, kind, OPERATOR, 'operator');
+  const revoked = await tessera.tokens.revokeAll(appId, kind, NO_CLIENT, 'operator');
   out.result({ appId, kind: kind ?? 'all', revoked }, () => `Revoked ${revoked} ${kind ?? ''}${kind === undefined ? '' : ' '}token(s) of app ${appId}.`);
 }

@@ -36,13 +36,10 @@ export interface AuditEvent extends NewAuditEvent {
 /** Where a domain operation comes from: recorded with its event. */
 export interface RequestContext {
   clientAddress: string | null;
-  /** Who asks, when the operation is not on behalf of a token (the CLI: 'operator'). */
-  principal?: Actor;
 }
 
-export const OPERATOR: RequestContext = Object.freeze({ clientAddress: null, principal: 'operator' });
-/** For calls made without a request (tests, the demo app). */
-export const NO_CONTEXT: RequestContext = Object.freeze({ clientAddress: null });
+/** For operations not asked for over the network: the operator's CLI, the demo app, tests. */
+export const NO_CLIENT: RequestContext = Object.freeze({ clientAddress: null });
 
 export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);

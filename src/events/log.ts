@@ -36,7 +36,7 @@ export class EventLog {
 
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
     this.#recorded.add(appId);
-    this.#buffer.push({ type, appId, at: this.clock.now(), principal: context.principal ?? principal, clientAddress: context.clientAddress, details });
+    this.#buffer.push({ type, appId, at: this.clock.now(), principal, clientAddress: context.clientAddress, details });
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => void this.flush());

@@ -3,6 +3,7 @@ import { parseAuthorization } from '../auth/authorization.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, ignoreBodies } from '../http/content-types.js';
+import { preventCaching } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
@@ -41,10 +42,7 @@ const introspectionSchema = {
  */
 export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
   acceptFormBodies(app);
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    done();
-  });
+  preventCaching(app);
 
   app.post<AppParams>(REVOKE_PATH, async (request, reply) => {
     const token = parseTokenParameter(request.body);

@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { AppRecord } from '../apps/app.js';
 import { decodeFormComponent, parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
+import { preventCaching, singleHeader } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { Tessera } from '../tessera.js';
 import { parseTokenRequest, type TokenRequest } from './request.js';
@@ -32,10 +33,7 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
   acceptFormBodies(app);
 
   // RFC 6749 §5.1: token responses, and the errors among them, must not be cached.
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    done();
-  });
+  preventCaching(app);
 
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
     await tessera.limits.checkTokenRequest(request.ip);
@@ -91,9 +89,4 @@ function bodyCredentials(body: TokenRequest): ClientCredentials {
   if (body.clientId === undefined) throw new TesseraError('invalid_request', 'client_id is required.');
   if (body.clientSecret === undefined) throw new TesseraError('invalid_request', 'client_secret is required.');
   return { clientId: body.clientId, clientSecret: body.clientSecret };
-}
-
-function singleHeader(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }

@@ -4,7 +4,7 @@ import type { MaybePromise } from '../maybe-promise.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual, sha256 } from '../crypto.js';
 import { TesseraError } from '../errors.js';
-import { NO_CONTEXT, type Actor, type RequestContext } from '../events/event.js';
+import { NO_CLIENT, type Actor, type RequestContext } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
@@ -76,7 +76,7 @@ export class TokenService {
     app: AppRecord,
     credentials: ClientCredentials,
     requestedExpiresAt: number | null,
-    context: RequestContext = NO_CONTEXT,
+    context: RequestContext = NO_CLIENT,
   ): Promise<IssuedToken> {
     const now = this.clock.now();
     const kind = await this.authenticateClient(app, credentials, context);

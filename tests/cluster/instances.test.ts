@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import {
   adminTokenRequest,
@@ -23,16 +22,13 @@ import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import type { ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // Three `tessera serve` processes over one PostgreSQL database, changed by the CLI (a fourth
 // process) while a steady load runs against all three: what one instance or the CLI changes, every
 // instance honours within a second, through LISTEN/NOTIFY rather than the 250 ms fallback flush.
 
-// Compiled, this file is <root>/<outDir>/tests/http/instances.test.js.
-const ENTRY = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** What an instance logs when it falls back to flushing its caches every 250 ms. */
 const FALLBACK_WARNING = 'lost the database notification connection';
 
@@ -88,14 +84,14 @@ describe('many instances on one PostgreSQL', () => {
   const unexpected: string[] = [];
   const latencies: string[] = [];
 
-  const cliOptions = () => ({ entry: ENTRY, cwd: ROOT, databaseUrl: database!.databaseUrl });
+  const cliOptions = () => ({ entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database!.databaseUrl });
   const cli = (args: string[]) => runCli(children, cliOptions(), args);
   const createApp = (name: string) => createAppWithCli(children, cliOptions(), name);
 
   before(async () => {
     database = await createPostgresDatabase();
     // Started together: their migrations take turns under the advisory lock.
-    instances = await startTesseras(children, 3, { entry: ENTRY, cwd: ROOT, databaseUrl: database.databaseUrl });
+    instances = await startTesseras(children, 3, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl });
     await watcher.start(database.databaseUrl);
 
     // The background load: an app nobody changes, used on all three instances with Basic, with
@@ -494,7 +490,7 @@ describe('a change committed while an instance is still reading the same app', (
     const target = new URL(database.databaseUrl);
     proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     await proxy.start();
-    instance = await startTessera(children, { entry: ENTRY, cwd: ROOT, databaseUrl: proxy.urlFor(database.databaseUrl) });
+    instance = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: proxy.urlFor(database.databaseUrl) });
     store = await openPostgresStore(database.databaseUrl);
     operator = createTessera({ store });
     await watcher.start(database.databaseUrl);

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
@@ -24,7 +23,7 @@ import {
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
-import type { ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase, POSTGRES_ADMIN_URL } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -33,9 +32,6 @@ import { TcpProxy } from '../helpers/tcp-proxy.js';
 // crashes, and the service recovers by itself. First through a proxy that is cut (the database is
 // unreachable for this process only), then, where the test may, by restarting PostgreSQL itself.
 
-// Compiled, this file is <root>/<outDir>/tests/http/outage.test.js.
-const ENTRY = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const REQUEST_TIMEOUT_MS = 5_000;
 /** How long after the database is back every answer must be normal again. */
 const RECOVERY_MS = 5_000;
@@ -244,7 +240,7 @@ async function checkAfterwards(server: ServerProcess, app: CreatedApp, tokens: s
 
 /** An app (made by the CLI, straight on the database) and admin and anonymous tokens issued by `server`. */
 async function prepare(server: ServerProcess, databaseUrl: string): Promise<{ app: CreatedApp; tokens: string[] }> {
-  const app = await createAppWithCli(children, { entry: ENTRY, cwd: ROOT, databaseUrl }, 'Outage');
+  const app = await createAppWithCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl }, 'Outage');
   const tokens: string[] = [];
   for (let i = 0; i < 4; i++) {
     const outcome = i % 2 === 0 ? await adminTokenRequest(server.baseUrl, app) : await anonymousTokenRequest(server.baseUrl, app);
@@ -277,7 +273,7 @@ describe('the database goes away under load', () => {
     const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     await proxy.start();
     cleanups.push(() => proxy.cut());
-    const server = await startTessera(children, { entry: ENTRY, cwd: ROOT, databaseUrl: proxy.urlFor(database.databaseUrl), env: SERVER_ENV });
+    const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: proxy.urlFor(database.databaseUrl), env: SERVER_ENV });
     cleanups.push(() => children.killAll());
     const { app, tokens } = await prepare(server, database.databaseUrl);
 
@@ -350,7 +346,7 @@ describe('the database goes away under load', () => {
         await waitForPostgres(POSTGRES_ADMIN_URL, 30_000);
       }
     });
-    const server = await startTessera(children, { entry: ENTRY, cwd: ROOT, databaseUrl: database.databaseUrl, env: SERVER_ENV });
+    const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl, env: SERVER_ENV });
     cleanups.push(() => children.killAll());
     const { app, tokens } = await prepare(server, database.databaseUrl);
 

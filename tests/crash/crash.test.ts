@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import {
   adminTokenRequest,
@@ -17,7 +16,7 @@ import {
   type Outcome,
 } from '../helpers/fleet.js';
 import { revokeAllRequest, revokeRequest, sqliteIntegrity, TokenLedger, verifyTokens, type IssuedToken, type TokenKind } from '../helpers/crash.js';
-import type { ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // Nothing answered is lost: under a steady load of token requests, revocations and revoke-alls, the
@@ -26,9 +25,6 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // is still in force, every anonymous token answered before a revoke-all answered 200 is refused,
 // and the store opens cleanly. Events are written after the answer and may be lost: not checked.
 
-// Compiled, this file is <root>/<outDir>/tests/crash/crash.test.js.
-const ENTRY = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** How long a restart on a crashed store may take, from spawn to listening. */
 const RESTART_LIMIT_MS = 5_000;
 /**
@@ -267,7 +263,7 @@ for (const backend of BACKENDS) {
     let server: ServerProcess | undefined;
     const ledger = new TokenLedger();
     const restarts: number[] = [];
-    const options = () => ({ entry: ENTRY, cwd: ROOT, databaseUrl: store!.databaseUrl, env: SERVER_ENV });
+    const options = () => ({ entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store!.databaseUrl, env: SERVER_ENV });
 
     before(async () => {
       store = await backend.create();

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { childEnvironment, startServerProcess, type ServerProcess } from './process.js';
-import { basic, bearer } from './server.js';
+import { basic, bearer, parseJson } from './server.js';
 
 /**
  * Helpers for tests that run several real `tessera` processes (servers and CLI invocations) over
@@ -144,12 +144,7 @@ export async function call(url: string, init: RequestInit = {}, timeoutMs = 5_00
   try {
     const response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     const text = await response.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
+    const body = parseJson(text);
     return { status: response.status, headers: response.headers, body, text, error: undefined, sentAt, receivedAt: now() };
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;

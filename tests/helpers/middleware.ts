@@ -4,10 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
 import type { RequestAuthenticator } from '../../src/auth/verifier.js';
-import { buildServer } from '../../src/http/server.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
-import { createTessera } from '../../src/tessera.js';
 import { assertError } from './assert.js';
 import { sleep } from './fleet.js';
 import {
@@ -15,9 +13,9 @@ import {
   anonymousFields,
   basic,
   bearer,
-  NO_LIMITS,
   request,
   requestToken,
+  startServer,
   type JsonResponse,
   type TestServer,
 } from './server.js';
@@ -64,27 +62,6 @@ const PROPAGATION_LIMIT_MS = 1_000;
 const POLL_INTERVAL_MS = 10;
 const INVALID_TOKEN_CHALLENGE = 'Bearer error="invalid_token"';
 
-/** Tessera's own server over `testStore`, like `startServer` but on a store the caller picks. */
-export async function startTesseraOn(testStore: TestStore): Promise<TestServer> {
-  const tessera = createTessera({ store: testStore.store, rateLimits: NO_LIMITS });
-  const app = await tessera.apps.create('Test app');
-  const server = buildServer({ tessera });
-  await server.listen({ host: '127.0.0.1', port: 0 });
-  const address = server.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
-  return {
-    baseUrl,
-    tessera,
-    testStore,
-    app,
-    appUrl: `${baseUrl}/api/apps/${app.appId}`,
-    async close() {
-      await server.close();
-    },
-  };
-}
-
 /**
  * Passes every call on to the verifier and remembers whether it was answered from memory (a value)
  * or from the store (a promise), so that a test can make sure a token is cached before it revokes it.
@@ -123,7 +100,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
 
       before(async () => {
         testStore = await backend.create();
-        tessera = await startTesseraOn(testStore);
+        tessera = await startServer({ testStore });
         verifier = await subject.openVerifier(testStore.databaseUrl);
         observed = new ObservedAuthenticator(verifier);
         service = await subject.startService(observed);

@@ -1,4 +1,11 @@
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+// This file compiles to <root>/<outDir>/tests/helpers/process.js.
+/** The compiled CLI, `<outDir>/src/cli/main.js`, for tests that spawn `tessera`. */
+export const TESSERA_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** The repository's root. */
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Settings a child process must not inherit from whoever runs the tests. */
 const CONFIG_VARIABLES = [

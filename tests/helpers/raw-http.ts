@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { JsonResponse } from './server.js';
+import { parseJson, type JsonResponse } from './server.js';
 
 /**
  * HTTP spoken by hand over node:net, for what fetch refuses to send: literal `..` and `%zz` in a path,
@@ -124,11 +124,6 @@ function parseResponse(data: Buffer, head: boolean, ended: boolean): RawResponse
     bodyBytes = rest;
   }
   const text = bodyBytes.toString('utf8');
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
+  const body = parseJson(text);
   return { status: Number(status[1]), headers, body, text, raw: data.toString('latin1') };
 }

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
@@ -28,10 +29,20 @@ export interface TestServerOptions {
   forwardAuthAdminPaths?: readonly AdminPathRule[];
   trustedProxies?: readonly string[];
   timeouts?: HttpTimeouts;
+  /** A store of the caller's, which it disposes of; by default a fresh one, disposed of by `close`. */
+  testStore?: TestStore;
+}
+
+/** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
+export async function listenLocally(server: FastifyInstance): Promise<string> {
+  await server.listen({ host: '127.0.0.1', port: 0 });
+  const address = server.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return `http://127.0.0.1:${address.port}`;
 }
 
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const testStore = await createTestStore();
+  const testStore = options.testStore ?? (await createTestStore());
   const tessera = createTessera({
     store: testStore.store,
     rateLimits: options.rateLimits ?? NO_LIMITS,
@@ -44,10 +55,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     trustedProxies: options.trustedProxies ?? [],
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   });
-  await server.listen({ host: '127.0.0.1', port: 0 });
-  const address = server.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
+  const baseUrl = await listenLocally(server);
   return {
     baseUrl,
     tessera,
@@ -57,7 +65,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     async close() {
       await server.close();
       await tessera.limits.close();
-      await testStore.dispose();
+      if (options.testStore === undefined) await testStore.dispose();
     },
   };
 }
@@ -78,16 +86,20 @@ export interface JsonResponse {
   text: string;
 }
 
+/** The text as JSON, or undefined when it is not JSON. */
+export function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** fetch, then read the body as text and, where possible, as JSON. */
 export async function request(url: string, init: RequestInit = {}): Promise<JsonResponse> {
   const response = await fetch(url, init);
   const text = await response.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
+  const body = parseJson(text);
   return { status: response.status, headers: response.headers, body, text };
 }
 

@@ -31,6 +31,21 @@ function assertTooManyRequests(response: JsonResponse): void {
   assert.equal(response.body.access_token, undefined);
 }
 
+/** The right admin credentials sent as `client_secret_basic` (form) and through the SDK path. */
+async function adminRequestsByOtherRoutes(server: TestServer): Promise<JsonResponse[]> {
+  const form = await request(`${server.appUrl}/oauth2/token`, {
+    method: 'POST',
+    headers: { authorization: basic(server.app.clientId, server.app.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials',
+  });
+  const sdk = await request(`${server.baseUrl}/api/oauth2/token`, {
+    method: 'POST',
+    headers: { 'x-kii-appid': server.app.appId, 'x-kii-appkey': server.app.appKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: server.app.clientId, client_secret: server.app.clientSecret }),
+  });
+  return [form, sdk];
+}
+
 function statuses(responses: JsonResponse[]): number[] {
   return responses.map((response) => response.status);
 }
@@ -55,20 +70,7 @@ describe('per-address limit on token requests', () => {
 
   it('keeps refusing every variant and both token paths from that address', async () => {
     assertTooManyRequests(await requestToken(server, adminFields(server)));
-    assertTooManyRequests(
-      await request(`${server.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(server.app.clientId, server.app.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-        body: 'grant_type=client_credentials',
-      }),
-    );
-    assertTooManyRequests(
-      await request(`${server.baseUrl}/api/oauth2/token`, {
-        method: 'POST',
-        headers: { 'x-kii-appid': server.app.appId, 'x-kii-appkey': server.app.appKey, 'content-type': 'application/json' },
-        body: JSON.stringify({ client_id: server.app.clientId, client_secret: server.app.clientSecret }),
-      }),
-    );
+    for (const response of await adminRequestsByOtherRoutes(server)) assertTooManyRequests(response);
   });
 
   it('cannot be dodged with X-Forwarded-For (the service does not trust proxy headers by default)', async () => {
@@ -120,20 +122,7 @@ describe('per-app limit on failed admin attempts', () => {
   it('then refuses admin attempts on that app with 429 and Retry-After, even with the right secret', async () => {
     assertTooManyRequests(await requestToken(server, adminFields(server)));
     assertTooManyRequests(await requestToken(server, adminFields(server, { client_secret: WRONG_SECRET })));
-    assertTooManyRequests(
-      await request(`${server.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(server.app.clientId, server.app.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-        body: 'grant_type=client_credentials',
-      }),
-    );
-    assertTooManyRequests(
-      await request(`${server.baseUrl}/api/oauth2/token`, {
-        method: 'POST',
-        headers: { 'x-kii-appid': server.app.appId, 'x-kii-appkey': server.app.appKey, 'content-type': 'application/json' },
-        body: JSON.stringify({ client_id: server.app.clientId, client_secret: server.app.clientSecret }),
-      }),
-    );
+    for (const response of await adminRequestsByOtherRoutes(server)) assertTooManyRequests(response);
   });
 
   it('still issues anonymous tokens on that app', async () => {

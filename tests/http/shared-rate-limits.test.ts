@@ -6,7 +6,7 @@ import { buildServer } from '../../src/http/server.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera } from '../../src/tessera.js';
 import { assertError } from '../helpers/assert.js';
-import { adminFields, anonymousFields, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, listenLocally, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
 
 /**
  * REDIS_URL: the limits hold across instances (the real Redis of `TEST_REDIS_URL`, default
@@ -29,11 +29,8 @@ async function startInstance(server: TestServer, rateLimits: RateLimitSettings):
   const tessera = createTessera({ store: server.testStore.store, rateLimits });
   await tessera.limits.ready();
   const app = buildServer({ tessera });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
   return {
-    baseUrl: `http://127.0.0.1:${address.port}`,
+    baseUrl: await listenLocally(app),
     async close() {
       await app.close();
       await tessera.limits.close();

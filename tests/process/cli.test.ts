@@ -3,17 +3,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
 import { Children, runCli, type CliResult } from '../helpers/fleet.js';
-import { childEnvironment, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
-// The compiled file lives in <root>/<outDir>/tests/http/: the repository root is three levels up.
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'tessera');
+const BIN = join(REPO_ROOT, 'bin', 'tessera');
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
 const children = new Children();
@@ -36,7 +33,7 @@ function newStore(): Store {
 }
 
 function cli(store: Store, args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  return runCli(children, { entry: BIN, cwd: ROOT, databaseUrl: store.databaseUrl, env: extraEnv }, args);
+  return runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl: store.databaseUrl, env: extraEnv }, args);
 }
 
 function parseJson(text: string, what: string): any {
@@ -65,7 +62,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `./bin/tessera serve` as a child process; resolves once it listens. */
 async function serve(store: Store, extraEnv: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServerProcess({ entry: BIN, cwd: ROOT, env: { DATABASE_URL: store.databaseUrl, ...extraEnv } });
+  const server = await startServerProcess({ entry: BIN, cwd: REPO_ROOT, env: { DATABASE_URL: store.databaseUrl, ...extraEnv } });
   children.add(server.child);
   return server;
 }
@@ -501,7 +498,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(text.stdout.trim().split('\n').length, 1);
 
     const follow = spawn(process.execPath, [BIN, 'events', app.appId, '--follow', '--json', '--limit', '1'], {
-      cwd: ROOT,
+      cwd: REPO_ROOT,
       env: childEnvironment({ DATABASE_URL: store.databaseUrl }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -3,13 +3,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { clientSecretDigest } from '../../src/crypto.js';
 import { assertError } from '../helpers/assert.js';
 import { Children, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
-import type { ServerProcess } from '../helpers/process.js';
+import { TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
@@ -23,7 +22,6 @@ import { createPostgresDatabase } from '../helpers/store.js';
  */
 
 // This file compiles to <outDir>/tests/process/; the CLI it runs is the one compiled beside it.
-const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 const children = new Children();
 after(() => children.killAll());
@@ -180,7 +178,7 @@ const formHeaders = (authorization: string) => ({ authorization, 'content-type':
 const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
-  const cliOptions = { entry: MAIN, cwd: dir, databaseUrl: backend.databaseUrl };
+  const cliOptions = { entry: TESSERA_MAIN, cwd: dir, databaseUrl: backend.databaseUrl };
   const cli = async (args: string[]) => {
     const result = await runCli(children, cliOptions, args);
     assert.equal(result.code, 0, `tessera ${args.join(' ')}: ${result.stderr}`);

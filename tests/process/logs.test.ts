@@ -3,10 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
-import { startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { type ServerProcess, startServerProcess, TESSERA_MAIN } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 /**
@@ -15,7 +14,6 @@ import { basic, bearer, request, type JsonResponse } from '../helpers/server.js'
  */
 
 // This file compiles to <outDir>/tests/http/; the CLI it tests is the one compiled beside it.
-const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 interface DemoKeys {
   appId: string;
@@ -100,7 +98,7 @@ describe('logs and the store of the real server keep no secret', () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-logs-test-'));
     dbPath = join(dir, 'tessera.db');
     server = await startServerProcess({
-      entry: MAIN,
+      entry: TESSERA_MAIN,
       cwd: dir,
       env: { DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'debug', LOG_REQUESTS: 'on', DEMO_APP: 'on' },
     });

@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { assertError } from '../helpers/assert.js';
-import { basic, bearer, errorShapeProblems, request, startServer, type TestServer } from '../helpers/server.js';
+import { basic, bearer, errorShapeProblems, parseJson, request, startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * HTTP fuzzing over raw TCP against a real server running in this process: random bytes and mutated
@@ -459,12 +459,7 @@ function parseResponses(data: Buffer, requestIsHead: boolean): ParsedResponse[] 
     const bodyLength = Number(status[1]) < 200 || (requestIsHead && responses.length === 0) ? 0 : length;
     if (rest.length < end + 4 + bodyLength) break;
     const text = rest.subarray(end + 4, end + 4 + bodyLength).toString('utf8');
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
+    const body = parseJson(text);
     responses.push({ status: Number(status[1]), headers, text, body });
     rest = rest.subarray(end + 4 + bodyLength);
   }

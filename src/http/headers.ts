@@ -1,0 +1,15 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+/** A header's value when it is sent once and is not empty; undefined otherwise. */
+export function singleHeader(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** Every answer of the scope, errors included, is marked not to be cached (RFC 6749 §5.1). */
+export function preventCaching(app: FastifyInstance): void {
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    done();
+  });
+}
