@@ -6,10 +6,14 @@ export function singleHeader(request: FastifyRequest, name: string): string | un
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** Every answer of the scope, errors included, is marked not to be cached (RFC 6749 §5.1). */
+/**
+ * Every answer of the scope's routes, errors included, is marked not to be cached (RFC 6749 §5.1).
+ * On send rather than on request, so that an answer given by an enclosing scope's hook (a 401 from
+ * authentication) is marked too.
+ */
 export function preventCaching(app: FastifyInstance): void {
-  app.addHook('onRequest', (_request, reply, done) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    done();
+    done(null, payload);
   });
 }

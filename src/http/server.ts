@@ -54,7 +54,10 @@ export function buildServer({
     // A socket with nothing happening on it for this long is closed, whatever its state.
     connectionTimeout: timeouts.requestTimeoutMs + timeouts.keepAliveTimeoutMs,
     ...(trustedProxies.length > 0 ? { trustProxy: [...trustedProxies] } : {}),
-    return503OnClosing: true,
+    // While draining after SIGTERM, a request arriving on an open connection is still served rather
+    // than refused: the client loses nothing, and `Connection: close` (Fastify adds it) sends its
+    // next request to another instance.
+    return503OnClosing: false,
     clientErrorHandler: answerClientError,
     frameworkErrors: (error, _request, reply) => sendError(reply, toTesseraError(error)),
     // Node would answer a request without Host itself, with an empty body; the hook below does it.

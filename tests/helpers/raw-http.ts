@@ -87,7 +87,8 @@ export function rawRequest(
   return rawHttp(baseUrl, Buffer.concat(parts), { head: request.method === 'HEAD', ...options });
 }
 
-function parseResponse(data: Buffer, head: boolean, ended: boolean): RawResponse | 'incomplete' {
+/** One HTTP response from the bytes received so far, or `incomplete` (`ended`: the connection has closed). */
+export function parseResponse(data: Buffer, head: boolean, ended: boolean): RawResponse | 'incomplete' {
   const headerEnd = data.indexOf('\r\n\r\n');
   if (headerEnd < 0) return 'incomplete';
   const lines = data.subarray(0, headerEnd).toString('latin1').split('\r\n');

@@ -166,6 +166,26 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   });
 });
 
+describe('revocation and introspection answers are never cached', () => {
+  it('marks every answer no-store, including 401 from authentication, 403, 400 and 405', async () => {
+    const anonymous = await anonymousToken();
+    for (const path of ['/oauth2/revoke', '/oauth2/introspect']) {
+      const answers = [
+        await post(path, bearer('bogus'), { token: 'x' }),
+        await request(`${server.appUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' }),
+        await post(path, bearer(await adminToken()), {}),
+        await request(`${server.appUrl}${path}`, { headers: { authorization: bearer(anonymous) } }),
+      ];
+      if (path === '/oauth2/introspect') answers.push(await post(path, bearer(anonymous), { token: anonymous }));
+      assert.deepEqual(
+        answers.map((answer) => `${answer.status} ${answer.headers.get('cache-control')} ${answer.headers.get('pragma')}`),
+        ['401 no-store no-cache', '401 no-store no-cache', '400 no-store no-cache', '405 no-store no-cache', ...(path === '/oauth2/introspect' ? ['403 no-store no-cache'] : [])],
+        path,
+      );
+    }
+  });
+});
+
 describe('DELETE /api/apps/{appId}/tokens', () => {
   it('revokes every token of one kind, then all; an admin token is needed', async () => {
     const fresh = await createConfiguredApp(server, {});

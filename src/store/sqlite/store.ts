@@ -257,6 +257,9 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       clearInterval(poll);
       await tokenWriter.drain();
       if (!db.open) return;
+      // The driver lets go of the file only once its statements are garbage-collected: move the
+      // write-ahead log into the database now, so that the file is complete whenever that happens.
+      db.pragma('wal_checkpoint(TRUNCATE)');
       db.close();
     },
   };
