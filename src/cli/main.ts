@@ -74,10 +74,12 @@ async function main(argv: string[]): Promise<number> {
     const interrupted = new AbortController();
     const interrupt = () => interrupted.abort();
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
+    const tessera = createTessera({ store });
     try {
-      await run.execute(createTessera({ store }), parsed, out, interrupted.signal);
+      await run.execute(tessera, parsed, out, interrupted.signal);
     } finally {
       process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
+      await tessera.events.flush();
       await store.close();
     }
     return 0;

@@ -64,6 +64,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     appUrl: `${baseUrl}/api/apps/${app.appId}`,
     async close() {
       await server.close();
+      await tessera.events.flush();
       await tessera.limits.close();
       if (options.testStore === undefined) await testStore.dispose();
     },

@@ -87,6 +87,22 @@ describe('GET /api/apps/{appId}/events', () => {
     assert.equal(issued.nextCursor, null);
   });
 
+  it('shows an answered action to the next read through the same instance, without waiting', async () => {
+    const fresh = await createConfiguredApp(server, {}, 'Read your writes');
+    const tokenOf = (clientId: string, clientSecret: string) =>
+      request(`${fresh.appUrl}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+      });
+    const freshAdmin = (await tokenOf(fresh.clientId, fresh.clientSecret)).body.access_token as string;
+    for (let issued = 2; issued <= 6; issued++) {
+      assert.equal((await tokenOf(fresh.appId, fresh.appKey)).status, 200);
+      const list = (await events('?type=token.issued&limit=500', fresh.appUrl, freshAdmin)).body.events;
+      assert.equal(list.length, issued, 'the event of the token just answered is not there yet');
+    }
+  });
+
   it('refuses a bad type, limit or cursor with 400 invalid_request', async () => {
     for (const query of ['?type=token.stolen', '?limit=0', '?limit=501', '?limit=abc', '?limit=-1', '?cursor=abc', '?cursor=0', '?cursor=99999999999999999999', '?type=token.issued&type=token.refused']) {
       assertError(await events(query), 400, 'invalid_request');

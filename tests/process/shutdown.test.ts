@@ -234,12 +234,12 @@ for (const backend of BACKENDS) {
 
       // A token request whose body is half-sent when the signal comes.
       const body = JSON.stringify({ grant_type: 'client_credentials', client_id: app.clientId, client_secret: app.clientSecret });
+      const head =
+        `POST /api/apps/${app.appId}/oauth2/token HTTP/1.1\r\nHost: tessera\r\nAuthorization: ${basic(app.appId)}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
       const half = Math.floor(body.length / 2);
       const pending = await RawConnection.open(server.baseUrl);
-      pending.write(
-        `POST /api/apps/${app.appId}/oauth2/token HTTP/1.1\r\nHost: tessera\r\nAuthorization: ${basic(app.appId)}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, half)}`,
-      );
+      pending.write(head + body.slice(0, half));
 
       await sleep(LOAD_BEFORE_SIGNAL_MS);
       signalledAt = now();
@@ -255,10 +255,7 @@ for (const backend of BACKENDS) {
       inFlightAnsweredAt = now();
       if (inFlight.status === 200) answered.push(inFlight.body.access_token);
       // The same connection, still open, carries one more request while the server drains.
-      pending.write(
-        `POST /api/apps/${app.appId}/oauth2/token HTTP/1.1\r\nHost: tessera\r\nAuthorization: ${basic(app.appId)}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
+      pending.write(head + body);
       afterInFlight = await pending.response();
       if (afterInFlight.status === 200) answered.push(afterInFlight.body.access_token);
       lastConnectionClosedAt = await Promise.race([pending.closed, sleep(2_000).then(() => Infinity)]);
