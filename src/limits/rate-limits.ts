@@ -23,7 +23,9 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
 /** The throttles of the token endpoint. Every check resolves or throws `TOO_MANY_REQUESTS`. */
 export interface RateLimits {
   checkTokenRequest(address: string): Promise<void>;
+  /** For admin credentials found right: throws once the app's failures have reached the limit. */
   checkAdminAttempt(appId: string): Promise<void>;
+  /** Counts a failed admin attempt; throws if it is beyond the limit (its outcome must not be told). */
   recordAdminFailure(appId: string): Promise<void>;
   /** Resolves once shared counting works (Redis connected), or after `timeoutMs` if it does not. */
   ready(timeoutMs?: number): Promise<void>;
@@ -83,7 +85,8 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
       if (used !== null && used.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(used);
     },
     async recordAdminFailure(appId) {
-      await adminFailures.penalty(appId, 1);
+      const used = await adminFailures.penalty(appId, 1);
+      if (used.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(used);
     },
     async ready(timeoutMs = 2_000) {
       const client = redis;

@@ -197,14 +197,17 @@ export class TokenService {
       }
       return 'anonymous';
     }
-    await this.limits.checkAdminAttempt(app.appId);
     const clientIdMatches = credentialsEqual(clientId, app.clientId);
     const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
+    // The limiter is asked only after the check, with no await in between, so that attempts are
+    // counted in the order they are decided: of any burst, only the first failures of the minute
+    // are answered 401; every later attempt, the right secret included, gets 429.
     if (!(clientIdMatches && secretMatches)) {
-      this.events?.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
       await this.limits.recordAdminFailure(app.appId);
+      this.events?.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
       throw invalidClient();
     }
+    await this.limits.checkAdminAttempt(app.appId);
     return 'admin';
   }
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
+import { adminBurst } from '../helpers/admin-burst.js';
 import { assertError } from '../helpers/assert.js';
+import { createConfiguredApp } from '../helpers/configured-app.js';
 import {
   adminFields,
   anonymousFields,
@@ -156,6 +158,15 @@ describe('limits hold under concurrent requests', () => {
     assert.equal(checked.length + throttled.length, 30, statuses(responses).join(' '));
     assert.ok(checked.length <= ADMIN_FAILURE_LIMIT, `${checked.length} wrong secrets were checked, the limit is ${ADMIN_FAILURE_LIMIT}`);
     for (const response of throttled) assertTooManyRequests(response);
+  });
+
+  it('counts failures in the order they are decided, also when a burst is released at once (as a shared app read does)', async () => {
+    const app = await createConfiguredApp(server, {}, 'Burst');
+    const record = await server.tessera.appCache.require(app.appId);
+    assert.deepEqual(await adminBurst(server.tessera, record, app.clientSecret, 30, 10), [
+      ...Array(ADMIN_FAILURE_LIMIT).fill('invalid_client'),
+      ...Array(30 - ADMIN_FAILURE_LIMIT).fill('TOO_MANY_REQUESTS'),
+    ]);
   });
 
   it('lets exactly the per-address allowance through when requests arrive together', async () => {

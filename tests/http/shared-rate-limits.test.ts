@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { buildServer } from '../../src/http/server.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera } from '../../src/tessera.js';
+import { adminBurst } from '../helpers/admin-burst.js';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, anonymousFields, listenLocally, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
 
@@ -92,6 +93,21 @@ describe('rate limits shared through Redis', () => {
     }
     assertError(await tokenRequest(server, b.baseUrl, adminFields(server)), 429, 'TOO_MANY_REQUESTS');
     assert.equal((await tokenRequest(server, b.baseUrl, anonymousFields(server))).status, 200, 'anonymous tokens are not affected');
+  });
+
+  it('a burst released at once is counted in the order it is decided, the right secret included', async () => {
+    const tessera = createTessera({ store: server.testStore.store, rateLimits: limits(REDIS_URL, `${prefix}-burst`) });
+    await tessera.limits.ready();
+    try {
+      const record = await tessera.appCache.require(server.app.appId);
+      assert.deepEqual(await adminBurst(tessera, record, server.app.clientSecret, 20, 6), [
+        ...Array(ADMIN_FAILURE_LIMIT).fill('invalid_client'),
+        ...Array(20 - ADMIN_FAILURE_LIMIT).fill('TOO_MANY_REQUESTS'),
+      ]);
+    } finally {
+      await tessera.events.flush();
+      await tessera.limits.close();
+    }
   });
 
   it('without Redis, each instance counts on its own', async () => {

@@ -1,0 +1,20 @@
+import type { AppRecord } from '../../src/apps/app.js';
+import type { Tessera } from '../../src/tessera.js';
+
+/**
+ * `count` admin-token attempts on `app`, all wrong but the one at `rightAt`, started in one turn of
+ * the event loop: what a burst of requests that waited for one shared read of the app amounts to.
+ * Resolves with each attempt's outcome, in order: `token`, or the error code.
+ */
+export function adminBurst(tessera: Tessera, app: AppRecord, clientSecret: string, count: number, rightAt: number): Promise<string[]> {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      tessera.tokens
+        .issue(app, { clientId: app.clientId, clientSecret: i === rightAt ? clientSecret : `wrong-secret-${i}` }, null)
+        .then(
+          () => 'token',
+          (error: { code?: string }) => error.code ?? String(error),
+        ),
+    ),
+  );
+}
