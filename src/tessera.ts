@@ -20,6 +20,8 @@ export interface Tessera {
   readonly events: EventLog;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
+  /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
+  close(): Promise<void>;
 }
 
 export interface TesseraOptions {
@@ -44,6 +46,9 @@ export function createTessera(options: TesseraOptions): Tessera {
     tokens.forgetCachedTokens();
   };
   store.onChange(forget);
+  const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
+    warn('housekeeping failed; it is tried again at the next interval', error),
+  );
   return {
     store,
     clock,
@@ -53,8 +58,12 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: new Authenticator(appCache, tokens, events),
     limits,
     events,
-    housekeeping: new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
-      warn('housekeeping failed; it is tried again at the next interval', error),
-    ),
+    housekeeping,
+    async close() {
+      await housekeeping.stop();
+      await events.flush();
+      await limits.close();
+      await store.close();
+    },
   };
 }

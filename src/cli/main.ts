@@ -79,8 +79,7 @@ async function main(argv: string[]): Promise<number> {
       await run.execute(tessera, parsed, out, interrupted.signal);
     } finally {
       process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
-      await tessera.events.flush();
-      await store.close();
+      await tessera.close();
     }
     return 0;
   } catch (error) {

@@ -39,7 +39,7 @@ export async function serve(config: Config): Promise<void> {
   try {
     await server.listen({ host: config.host, port: config.port });
   } catch (error) {
-    await store.close();
+    await tessera.close();
     throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
   const address = server.server.address();
@@ -57,10 +57,7 @@ export async function serve(config: Config): Promise<void> {
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
       await server.close();
-      await tessera.housekeeping.stop();
-      await tessera.events.flush();
-      await tessera.limits.close();
-      await store.close();
+      await tessera.close();
       logger.info('stopped');
       logger.flush();
       process.exitCode = 0;

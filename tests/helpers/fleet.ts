@@ -287,19 +287,25 @@ export class Load {
   }
 }
 
-/** SIGTERM, then the exit; rejects if the process is still running after `ms`. */
-export async function terminate(server: ServerProcess, ms = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (server.child.exitCode !== null || server.child.signalCode !== null) return server.exited;
-  server.child.kill('SIGTERM');
+/** The exit of `server` and when it was seen (now()); rejects if it is still running after `ms`. */
+export async function exitWithin(server: ServerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`tessera serve still running ${ms} ms after SIGTERM; stderr: ${server.stderr()}`)), ms);
   });
   try {
-    return await Promise.race([server.exited, timeout]);
+    return await Promise.race([server.exited.then((exit) => ({ ...exit, at: now() })), timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** SIGTERM, then the exit; rejects if the process is still running after `ms`. */
+export async function terminate(server: ServerProcess, ms = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return server.exited;
+  server.child.kill('SIGTERM');
+  const { code, signal } = await exitWithin(server, ms);
+  return { code, signal };
 }
 
 /** Resolves once PostgreSQL at `url` accepts a connection and answers a query; rejects after `ms`. */

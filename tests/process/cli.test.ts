@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
-import { Children, runCli, type CliResult } from '../helpers/fleet.js';
+import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
@@ -58,29 +58,11 @@ async function createApp(store: Store, name: string): Promise<CreatedKeys> {
   return parseJson(result.stdout, 'apps create --json output');
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** `./bin/tessera serve` as a child process; resolves once it listens. */
 async function serve(store: Store, extraEnv: Record<string, string>): Promise<ServerProcess> {
   const server = await startServerProcess({ entry: BIN, cwd: REPO_ROOT, env: { DATABASE_URL: store.databaseUrl, ...extraEnv } });
   children.add(server.child);
   return server;
-}
-
-/** SIGTERM, then the exit code; fails if the process is still running after `ms`. */
-async function terminate(server: ServerProcess, ms = 5_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; elapsed: number }> {
-  const started = Date.now();
-  server.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`tessera serve still running ${ms} ms after SIGTERM`)), ms);
-  });
-  try {
-    const result = await Promise.race([server.exited, timeout]);
-    return { ...result, elapsed: Date.now() - started };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function tokenRequest(baseUrl: string, appId: string, clientId: string, clientSecret: string): Promise<JsonResponse> {
@@ -403,7 +385,7 @@ describe('the CLI and a running server share the store', () => {
   });
 
   it('SIGTERM: the server exits with code 0 within 5 s', async () => {
-    const result = await terminate(server);
+    const result = await terminate(server, 5_000);
     assert.equal(result.signal, null, 'the server was killed by the signal instead of stopping');
     assert.equal(result.code, 0, `stderr: ${server.stderr()}`);
     await assert.rejects(fetch(`${server.baseUrl}/api/apps/none/whoami`), 'the server still answers after exiting');
@@ -624,7 +606,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       `stdout of the pasted commands:\n${bash.stdout}\nstderr:\n${bash.stderr}`,
     );
 
-    const stopped = await terminate(first);
+    const stopped = await terminate(first, 5_000);
     assert.equal(stopped.code, 0, first.stderr());
 
     const second = await serve(store, {});
@@ -636,7 +618,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       assert.equal(again.length, 1, 'a second demo app was created');
       assert.equal(again[0].appId, keys.appId);
     } finally {
-      const stoppedAgain = await terminate(second);
+      const stoppedAgain = await terminate(second, 5_000);
       assert.equal(stoppedAgain.code, 0, second.stderr());
     }
   });
@@ -651,7 +633,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
         const list = parseJson((await cli(empty, ['apps', 'list', '--json'])).stdout, 'apps list --json output');
         assert.deepEqual(list, []);
       } finally {
-        assert.equal((await terminate(server)).code, 0);
+        assert.equal((await terminate(server, 5_000)).code, 0);
       }
     } finally {
       empty.dispose();

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
+import { terminate } from '../helpers/fleet.js';
 import { type ServerProcess, startServerProcess, TESSERA_MAIN } from '../helpers/process.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
@@ -42,20 +43,6 @@ function waitFor<T>(what: string, probe: () => T | undefined, child: ChildProces
         reject(new Error(`${what} never came (exit ${child.exitCode}, signal ${child.signalCode}):\n${output()}`));
       }
     }, 20);
-  });
-}
-
-function exitOf(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  return new Promise((resolve, reject) => {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      resolve({ code: child.exitCode, signal: child.signalCode });
-      return;
-    }
-    const timer = setTimeout(() => reject(new Error(`the server did not exit within ${timeoutMs} ms of SIGTERM`)), timeoutMs);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal });
-    });
   });
 }
 
@@ -204,8 +191,7 @@ describe('logs and the store of the real server keep no secret', () => {
 
     for (const [i, token] of tokens.entries()) secrets.set(`access token #${i + 1}`, token);
 
-    child.kill('SIGTERM');
-    exit = await exitOf(child, 10_000);
+    exit = await terminate(server, 10_000);
     stdout = server.stdout();
     stderr = server.stderr();
   });

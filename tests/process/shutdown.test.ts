@@ -12,6 +12,7 @@ import {
   Children,
   createAppWithCli,
   describeOutcome,
+  exitWithin,
   Load,
   now,
   sleep,
@@ -153,15 +154,6 @@ async function firstRefusal(baseUrl: string, ms: number): Promise<number> {
     await sleep(10);
   }
   throw new Error(`new connections were still accepted ${ms} ms after SIGTERM`);
-}
-
-/** The exit of `server`, or a rejection if it is still running after `ms`. */
-function exitWithin(server: ServerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`tessera serve still running ${ms} ms after SIGTERM; stderr: ${server.stderr()}`)), ms);
-  });
-  return Promise.race([server.exited.then((exit) => ({ ...exit, at: now() })), timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Every `token.issued` event of the app, through the events API (pages of 500). */
