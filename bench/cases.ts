@@ -101,5 +101,17 @@ export function tesseraCases(f: TesseraFixture): BenchCase[] {
       kind: 'check',
       load: { url: f.url, method: 'GET', path: whoami, authorization: basic },
     },
+    {
+      name: `${f.target}: forward auth, anonymous Bearer`,
+      target: f.target,
+      kind: 'check',
+      load: {
+        url: f.url,
+        method: 'GET',
+        path: '/api/forward-auth',
+        authorization: `Bearer ${f.anonymousToken}`,
+        headers: { 'X-Original-URI': `/api/apps/${f.appId}/objects/1?x=1`, 'X-Original-Method': 'GET' },
+      },
+    },
   ];
 }

@@ -112,6 +112,8 @@ export interface LoadSpec {
   body?: string;
   contentType?: string;
   authorization?: string;
+  /** More request headers. */
+  headers?: Record<string, string>;
   /** Keep every access_token answered, written to this file. */
   tokensFile?: string;
 }
@@ -136,6 +138,9 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
     BENCH_BODY: spec.body ?? '',
     BENCH_CONTENT_TYPE: spec.contentType ?? '',
     BENCH_AUTHORIZATION: spec.authorization ?? '',
+    BENCH_HEADERS: Object.entries(spec.headers ?? {})
+      .map(([name, value]) => `${name}: ${value}`)
+      .join('\n'),
     BENCH_COLLECT_TOKENS: spec.tokensFile === undefined ? '0' : '1',
     BENCH_TOKENS_FILE: spec.tokensFile ?? '',
   };

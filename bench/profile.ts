@@ -1,16 +1,12 @@
 /**
  * `npm run bench:profile -- [case]`: runs Tessera on SQLite under `node --cpu-prof` with one case
- * at 50 connections for 5 s, then prints the top frames by self time. Cases: admin, anonymous,
- * whoami-anonymous, whoami-admin, whoami-basic.
+ * at 50 connections for 5 s, then prints the top frames by self time. Cases: `CASE_NAMES` of
+ * `single-server.ts`.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { openSqliteStore } from '../src/store/sqlite/store.js';
-import { createTessera } from '../src/tessera.js';
-import { tesseraCases } from './cases.js';
-import { runLoad, startPinnedServer } from './processes.js';
+import { runLoad } from './processes.js';
+import { CASE_NAMES, startSingleServer } from './single-server.js';
 
 interface ProfileNode {
   id: number;
@@ -19,44 +15,12 @@ interface ProfileNode {
   children?: number[];
 }
 
-const caseNames = ['admin', 'anonymous', 'whoami-anonymous', 'whoami-admin', 'whoami-basic'];
 const chosen = process.argv[2] ?? 'whoami-anonymous';
-const index = caseNames.indexOf(chosen);
-if (index < 0) throw new Error(`case must be one of ${caseNames.join(', ')}`);
+if (!(CASE_NAMES as readonly string[]).includes(chosen)) throw new Error(`case must be one of ${CASE_NAMES.join(', ')}`);
 
-const DIST = fileURLToPath(new URL('../', import.meta.url));
-const work = mkdtempSync(join(tmpdir(), 'tessera-profile-'));
-const path = join(work, 'tessera.db');
-const store = openSqliteStore(path);
-const app = await createTessera({ store }).apps.create('Profile app');
-await store.close();
-
-const server = await startPinnedServer('tessera', join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
-  DATABASE_URL: `sqlite:${path}`,
-  PORT: '0',
-  RATE_LIMITS: 'off',
-  DEMO_APP: 'off',
-  LOG_LEVEL: 'info',
-}, ['--cpu-prof', `--cpu-prof-dir=${work}`]);
-const token = async (clientId: string, clientSecret: string) => {
-  const response = await fetch(`${server.url}/api/apps/${app.appId}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${app.appId}:x`).toString('base64')}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-  });
-  return ((await response.json()) as { access_token: string }).access_token;
-};
-const cases = tesseraCases({
-  target: 'tessera/sqlite',
-  url: server.url,
-  appId: app.appId,
-  appKey: app.appKey,
-  clientId: app.clientId,
-  clientSecret: app.clientSecret,
-  adminToken: await token(app.clientId, app.clientSecret),
-  anonymousToken: await token(app.appId, app.appKey),
-});
-const benchCase = cases[index]!;
+const single = await startSingleServer((work) => ['--cpu-prof', `--cpu-prof-dir=${work}`]);
+const { server, work } = single;
+const benchCase = single.cases.get(chosen)!;
 await runLoad(benchCase.load, 50, 2);
 const result = await runLoad(benchCase.load, 50, 5);
 await server.stop();
@@ -104,4 +68,4 @@ for (const [frame, hits] of [...inclusiveHits]
   .slice(0, 30)) {
   console.log(`${((hits / total) * 100).toFixed(1).padStart(8)} %  ${frame}`);
 }
-rmSync(work, { recursive: true, force: true });
+await single.stop();

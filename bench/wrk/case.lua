@@ -1,5 +1,6 @@
 -- One benchmark case for wrk, configured through the environment:
 --   BENCH_METHOD, BENCH_PATH, BENCH_BODY, BENCH_CONTENT_TYPE, BENCH_AUTHORIZATION,
+--   BENCH_HEADERS (more headers, one "Name: value" a line),
 --   BENCH_COLLECT_TOKENS=1 to keep every access_token answered (to check them afterwards).
 -- At the end it prints one line: "BENCH_RESULT <json>".
 
@@ -13,6 +14,9 @@ local collect = os.getenv("BENCH_COLLECT_TOKENS") == "1"
 local headers = {}
 if content_type and content_type ~= "" then headers["Content-Type"] = content_type end
 if authorization and authorization ~= "" then headers["Authorization"] = authorization end
+for name, value in string.gmatch(os.getenv("BENCH_HEADERS") or "", "([^:\n]+): ([^\n]*)") do
+  headers[name] = value
+end
 if body == "" then body = nil end
 
 local prepared = nil

@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { createTessera } from '../src/tessera.js';
+import { tesseraCases, type BenchCase } from './cases.js';
+import { startPinnedServer, type RunningServer } from './processes.js';
+
+const DIST = fileURLToPath(new URL('../', import.meta.url));
+
+/** The cases `bench:profile` and `bench:cpu` know, by short name, in the order of `tesseraCases`. */
+export const CASE_NAMES = ['admin', 'anonymous', 'whoami-anonymous', 'whoami-admin', 'whoami-basic', 'forward-auth'] as const;
+
+export interface SingleServer {
+  server: RunningServer;
+  /** Keyed by `CASE_NAMES`. */
+  cases: Map<string, BenchCase>;
+  /** A temporary directory of this run (the store, and what node writes there); removed by `stop`. */
+  work: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One `tessera serve` on a fresh SQLite store with one app, pinned to the server core, rate limits
+ * off, with a token of each kind for the check cases.
+ */
+export async function startSingleServer(nodeArgs: (work: string) => string[] = () => []): Promise<SingleServer> {
+  const work = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
+  const path = join(work, 'tessera.db');
+  const store = openSqliteStore(path);
+  const app = await createTessera({ store }).apps.create('Bench app');
+  await store.close();
+
+  const server = await startPinnedServer(
+    'tessera',
+    join(DIST, 'src', 'cli', 'main.js'),
+    ['serve'],
+    { DATABASE_URL: `sqlite:${path}`, PORT: '0', RATE_LIMITS: 'off', DEMO_APP: 'off', LOG_LEVEL: 'info' },
+    nodeArgs(work),
+  );
+  const token = async (clientId: string, clientSecret: string) => {
+    const response = await fetch(`${server.url}/api/apps/${app.appId}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${app.appId}:x`).toString('base64')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+    });
+    return ((await response.json()) as { access_token: string }).access_token;
+  };
+  const cases = tesseraCases({
+    target: 'tessera/sqlite',
+    url: server.url,
+    appId: app.appId,
+    appKey: app.appKey,
+    clientId: app.clientId,
+    clientSecret: app.clientSecret,
+    adminToken: await token(app.clientId, app.clientSecret),
+    anonymousToken: await token(app.appId, app.appKey),
+  });
+  return {
+    server,
+    cases: new Map(CASE_NAMES.map((name, index) => [name, cases[index]!])),
+    work,
+    async stop() {
+      await server.stop();
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+}
