@@ -84,13 +84,19 @@ function applyRules(principal: Principal, request: AuthenticationRequest): Princ
   return principal;
 }
 
-/** Whether a path has a segment that is exactly `me` once percent-decoded (`/users/me`, `/users/%6De`). */
+/**
+ * Whether a path has a segment that is `me` once percent-decoded, in any case (`/users/me`,
+ * `/users/%6De`, `/users/ME`): routers that match paths case-insensitively (Express, by default)
+ * send `/users/ME` to the handler of `/users/me`.
+ */
 export function hasMeSegment(path: string): boolean {
   const query = path.indexOf('?');
   const pathname = query < 0 ? path : path.slice(0, query);
-  if (!pathname.includes('me') && !pathname.includes('%')) return false;
-  return pathname.split('/').some((segment) => segment === 'me' || (segment.includes('%') && safeDecode(segment) === 'me'));
+  if (!MAY_HAVE_ME.test(pathname)) return false;
+  return pathname.split('/').some((segment) => (segment.includes('%') ? safeDecode(segment) : segment).toLowerCase() === 'me');
 }
+
+const MAY_HAVE_ME = /me|%/i;
 
 function safeDecode(segment: string): string {
   try {

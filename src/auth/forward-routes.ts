@@ -36,17 +36,17 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPath
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const pathUri = pathAfterPrefix(request.url);
-    const uri = agreed('URI', [singleHeader(request, 'x-original-uri'), singleHeader(request, 'x-forwarded-uri'), pathUri]);
+    const uri = agreed('URI', [singleHeader(request.raw, 'x-original-uri'), singleHeader(request.raw, 'x-forwarded-uri'), pathUri]);
     if (uri === undefined) {
       throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
     }
-    const methodHeaders = [singleHeader(request, 'x-original-method'), singleHeader(request, 'x-forwarded-method')];
+    const methodHeaders = [singleHeader(request.raw, 'x-original-method'), singleHeader(request.raw, 'x-forwarded-method')];
     // Envoy sends the original method as this request's own; nginx and Traefik send their own.
     const method = agreed('method', pathUri === undefined ? methodHeaders : [...methodHeaders, request.method]) ?? request.method;
     const target = resolveForwardedTarget(uri);
     const principal = await tessera.authenticator.authenticate({
       appId: target.appId,
-      authorization: request.headers.authorization,
+      authorization: singleHeader(request.raw, 'authorization'),
       path: target.path,
       adminRequired: isAdminPath(adminPaths, method, target.segments),
       clientAddress: request.ip,

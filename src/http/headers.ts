@@ -1,9 +1,23 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { TesseraError } from '../errors.js';
 
-/** A header's value when it is sent once and is not empty; undefined otherwise. */
-export function singleHeader(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return typeof value === 'string' && value !== '' ? value : undefined;
+/**
+ * A header's value, undefined when it is absent or empty; `400 invalid_request` when it is sent more
+ * than once. Node joins the repeats of most headers with ", " and keeps only the first
+ * `Authorization`, so a repeated header would be read one way here and maybe another way by a proxy
+ * or an upstream. `name` is lower case.
+ */
+export function singleHeader(request: IncomingMessage, name: string): string | undefined {
+  const raw = request.rawHeaders;
+  let value: string | undefined;
+  for (let index = 0; index < raw.length; index += 2) {
+    const header = raw[index]!;
+    if (header.length !== name.length || header.toLowerCase() !== name) continue;
+    if (value !== undefined) throw new TesseraError('invalid_request', `The ${header} header is sent more than once.`);
+    value = raw[index + 1]!;
+  }
+  return value === '' ? undefined : value;
 }
 
 /**

@@ -3,7 +3,7 @@ import { parseAuthorization } from '../auth/authorization.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, ignoreBodies } from '../http/content-types.js';
-import { preventCaching } from '../http/headers.js';
+import { preventCaching, singleHeader } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
@@ -47,7 +47,7 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
   app.post<AppParams>(REVOKE_PATH, async (request, reply) => {
     const token = parseTokenParameter(request.body);
     const target = await tessera.appCache.require(request.params.appId);
-    const authorization = parseAuthorization(request.headers.authorization);
+    const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const caller = { kind: request.principal.kind, token: authorization.scheme === 'bearer' ? authorization.token : undefined };
     await tessera.tokens.revoke(target, caller, token, { clientAddress: request.ip });
     // RFC 7009 §2.2: 200, also for a token that was unknown or already revoked; the body is not read.

@@ -38,7 +38,7 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
     await tessera.limits.checkTokenRequest(request.ip);
     const app = await tessera.appCache.require(request.params.appId);
-    const authorization = parseAuthorization(request.headers.authorization);
+    const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     if (authorization.scheme !== 'basic') {
       throw new TesseraError('invalid_client', 'Send Authorization: Basic base64(AppID:anything) with the token request.');
     }
@@ -48,10 +48,10 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
     await tessera.limits.checkTokenRequest(request.ip);
-    const appId = singleHeader(request, 'x-kii-appid');
+    const appId = singleHeader(request.raw, 'x-kii-appid');
     if (appId === undefined) throw new TesseraError('invalid_request', 'The X-Kii-AppID header is required.');
     const app = await tessera.appCache.require(appId);
-    const authorization = parseAuthorization(request.headers.authorization);
+    const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const credentials =
       authorization.scheme === 'basic' ? credentialsOf(app, authorization, body) : bodyCredentials(body);

@@ -7,6 +7,7 @@ import type { RequestAuthenticator } from '../../src/auth/verifier.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
 import { assertError } from './assert.js';
+import { rawHttp } from './raw-http.js';
 import { sleep } from './fleet.js';
 import {
   adminFields,
@@ -265,14 +266,32 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           }
         });
 
-        it('an admin token on a path with a me segment: 400 ME_NOT_ALLOWED_FOR_ADMIN; anonymous callers pass', async () => {
+        it('an Authorization header sent twice: 400 invalid_request, whatever the two say', async () => {
+          const { appId } = tessera.app;
+          const admin = await tokenOf(tessera.app, 'admin');
+          const path = new URL(serviceUrl(appId, '/principal')).pathname;
+          for (const [first, second] of [
+            [basic(appId), bearer(admin)],
+            [bearer(admin), basic(appId)],
+          ]) {
+            const response = await rawHttp(
+              service.baseUrl,
+              `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nAuthorization: ${second}\r\nConnection: close\r\n\r\n`,
+            );
+            assert.ok(response !== null, 'the service closed the connection without answering');
+            assertError(response, 400, 'invalid_request');
+          }
+        });
+
+        it('an admin token on a path with a me segment, in any case: 400 ME_NOT_ALLOWED_FOR_ADMIN; anonymous callers pass', async () => {
           const { appId } = tessera.app;
           const admin = await tokenOf(tessera.app, 'admin');
           const refused = await get(serviceUrl(appId, '/users/me'), bearer(admin));
           assertError(refused, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
           assert.equal(refused.headers.get('www-authenticate'), null);
-          const encoded = await get(serviceUrl(appId, '/users/%6De'), bearer(admin));
-          assertError(encoded, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+          for (const spelling of ['/users/%6De', '/users/ME', '/users/Me']) {
+            assertError(await get(serviceUrl(appId, spelling), bearer(admin)), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+          }
 
           const anonymous = await tokenOf(tessera.app, 'anonymous');
           for (const authorization of [bearer(anonymous), basic(appId)]) {

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
+import { rawHttp } from '../helpers/raw-http.js';
 import {
   adminFields,
   anonymousFields,
@@ -262,9 +263,9 @@ describe('authentication on every other request', () => {
   });
 
   describe('the /me rule', () => {
-    const mePaths = ['/users/me', '/me/x', '/me', '/users/%6De', '/users/%6d%65', '/%6D%65/x', '/users/me/', '/users/me?x=1', '/a/b/me/c'];
+    const mePaths = ['/users/me', '/me/x', '/me', '/users/%6De', '/users/%6d%65', '/%6D%65/x', '/users/me/', '/users/me?x=1', '/a/b/me/c', '/users/ME', '/Me/x', '/users/%4De'];
 
-    it('an admin token on a path with a "me" segment: 400 ME_NOT_ALLOWED_FOR_ADMIN', async () => {
+    it('an admin token on a path with a "me" segment, in any case: 400 ME_NOT_ALLOWED_FOR_ADMIN', async () => {
       for (const path of mePaths) {
         for (const method of ['GET', 'DELETE']) {
           assertError(await get(`${server.appUrl}${path}`, bearer(adminToken), method), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
@@ -280,9 +281,60 @@ describe('authentication on every other request', () => {
     });
 
     it('an admin token on a path without a segment that is exactly "me": 404 NOT_FOUND', async () => {
-      for (const path of ['/users/meme', '/users/ME', '/users/mee', '/users/xme', '/users/x?me=1', '/users/x?q=/me/']) {
+      for (const path of ['/users/meme', '/users/MEE', '/users/mee', '/users/xme', '/users/x?me=1', '/users/x?q=/me/']) {
         assertError(await get(`${server.appUrl}${path}`, bearer(adminToken)), 404, 'NOT_FOUND');
       }
+    });
+  });
+
+  describe('an Authorization header sent twice: 400 invalid_request', () => {
+    // Node keeps the first of two Authorization headers and drops the other; a proxy may keep the
+    // last. Whichever is meant, the request is refused rather than read one way here.
+    async function twice(method: string, path: string, first: string, second: string, extra = ''): Promise<JsonResponse> {
+      const response = await rawHttp(
+        server.baseUrl,
+        `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nauthorization: ${second}\r\n${extra}Connection: close\r\n\r\n`,
+      );
+      assert.ok(response !== null, 'the server closed the connection without answering');
+      return response;
+    }
+
+    it('on whoami and on an admin feature, whatever the two say', async () => {
+      const appPath = `/api/apps/${server.app.appId}`;
+      for (const [first, second] of [
+        [bearer(adminToken), basic(server.app.appId)],
+        [basic(server.app.appId), bearer(adminToken)],
+        [bearer(adminToken), bearer(adminToken)],
+      ] as const) {
+        assertError(await twice('GET', `${appPath}/whoami`, first, second), 400, 'invalid_request');
+        assertError(await twice('GET', appPath, first, second), 400, 'invalid_request');
+      }
+    });
+
+    it('on the token endpoints', async () => {
+      const body = JSON.stringify({ grant_type: 'client_credentials', client_id: server.app.appId, client_secret: server.app.appKey });
+      const extra = `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`;
+      const withBody = async (path: string, more = '') => {
+        const response = await rawHttp(
+          server.baseUrl,
+          `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic(server.app.appId)}\r\nAuthorization: ${basic(server.app.appId)}\r\n${more}${extra}Connection: close\r\n\r\n${body}`,
+        );
+        assert.ok(response !== null);
+        return response;
+      };
+      assertError(await withBody(`/api/apps/${server.app.appId}/oauth2/token`), 400, 'invalid_request');
+      assertError(await withBody('/api/oauth2/token', `X-Kii-AppID: ${server.app.appId}\r\n`), 400, 'invalid_request');
+    });
+
+    it('and X-Kii-AppID sent twice on the SDK token path', async () => {
+      const body = JSON.stringify({ client_id: server.app.appId, client_secret: server.app.appKey });
+      const response = await rawHttp(
+        server.baseUrl,
+        `POST /api/oauth2/token HTTP/1.1\r\nHost: x\r\nX-Kii-AppID: ${server.app.appId}\r\nX-Kii-AppID: ${other.appId}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      assert.ok(response !== null);
+      assertError(response, 400, 'invalid_request');
     });
   });
 

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
 import { assertError } from '../helpers/assert.js';
+import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { freePort } from '../helpers/process.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -26,23 +24,6 @@ import {
 // docs/forward-auth.md documents (read from there, so that the documented one is the tested one).
 
 const ADMIN_PATHS = ['/configuration', 'DELETE /objects'];
-
-/** The ```nginx block of docs/forward-auth.md with its placeholders filled in. */
-function documentedNginxConfig(tessera: string, upstream: string, port: number): string {
-  const page = readFileSync(join(PACKAGE_ROOT, 'docs', 'forward-auth.md'), 'utf8');
-  const block = /```nginx\n([\s\S]*?)```/.exec(page)?.[1];
-  assert.ok(block !== undefined, 'docs/forward-auth.md has no ```nginx block');
-  let config = block;
-  for (const [placeholder, value] of [
-    ['server tessera:8080;', `server ${tessera};`],
-    ['server app:3000;', `server ${upstream};`],
-    ['listen 80;', `listen 127.0.0.1:${port};`],
-  ] as const) {
-    assert.equal(config.split(placeholder).length, 2, `the nginx block must contain "${placeholder}" once`);
-    config = config.replace(placeholder, value);
-  }
-  return config;
-}
 
 /** What the upstream saw of one request. */
 interface Seen {
@@ -202,19 +183,29 @@ describe('forward authentication through nginx auth_request', () => {
       assert.equal(response.headers.get('www-authenticate'), 'Basic realm="tessera", Bearer realm="tessera"');
     });
 
-    it('400 ME_NOT_ALLOWED_FOR_ADMIN, also percent-encoded', async () => {
-      for (const path of [`${appPath}/users/me`, `${appPath}/users/%6De`]) {
+    it('400 ME_NOT_ALLOWED_FOR_ADMIN, in any case', async () => {
+      for (const path of [`${appPath}/users/me`, `${appPath}/users/ME`]) {
         const response = await notReaching(() => viaNginx(path, { headers: { authorization: bearer(adminToken) } }));
         assertError(response, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
       }
     });
 
-    it('403 ADMIN_REQUIRED on an admin-only prefix, however the path is spelled', async () => {
-      for (const spelling of ['configuration', '%63onfiguration', 'x/../configuration', './configuration', '/configuration']) {
+    it('403 ADMIN_REQUIRED on an admin-only prefix, in any case', async () => {
+      for (const spelling of ['configuration', 'Configuration', 'CONFIGURATION/x']) {
         const path = `${appPath}/${spelling}`;
         for (const authorization of [bearer(anonymousToken), basic(tessera.app.appId)]) {
           const response = await notReaching(() => rawViaNginx('GET', path, { authorization }));
           assertError(response, 403, 'ADMIN_REQUIRED');
+        }
+      }
+    });
+
+    it('400 invalid_request for a spelling an upstream could read otherwise, for every principal', async () => {
+      for (const spelling of ['%63onfiguration', 'x/../configuration', './configuration', '/configuration', 'users/%6De', 'configuration;x']) {
+        const path = `${appPath}/${spelling}`;
+        for (const authorization of [bearer(adminToken), bearer(anonymousToken), basic(tessera.app.appId)]) {
+          const response = await notReaching(() => rawViaNginx('GET', path, { authorization }));
+          assertError(response, 400, 'invalid_request');
         }
       }
     });

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTesseraError, TesseraError } from '../../errors.js';
 import { errorBody, errorHeaders } from '../../http/errors.js';
+import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
 import type { RequestAuthenticator } from '../verifier.js';
 
@@ -48,7 +49,7 @@ export function tesseraExpress(authenticator: RequestAuthenticator, options: Tes
     try {
       const principal = authenticator.authenticate({
         appId: appIdOf(request) ?? '',
-        authorization: request.headers.authorization,
+        authorization: singleHeader(request, 'authorization'),
         path: request.originalUrl ?? request.url ?? '/',
         clientAddress: request.ip ?? request.socket.remoteAddress,
       });

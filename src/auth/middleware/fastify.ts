@@ -1,6 +1,7 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { isTesseraError, TesseraError } from '../../errors.js';
 import { sendError } from '../../http/errors.js';
+import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
 import type { RequestAuthenticator } from '../verifier.js';
 
@@ -38,7 +39,7 @@ export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, opti
     try {
       const principal = authenticator.authenticate({
         appId: appIdOf(request) ?? '',
-        authorization: request.headers.authorization,
+        authorization: singleHeader(request.raw, 'authorization'),
         path: request.url,
         clientAddress: request.ip,
       });

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+// What docs/forward-auth.md tells users to run, read from the page, so that the documented code is
+// the tested code.
+
+function page(): string {
+  return readFileSync(join(PACKAGE_ROOT, 'docs', 'forward-auth.md'), 'utf8');
+}
+
+/** The ```nginx block with its placeholders filled in. */
+export function documentedNginxConfig(tessera: string, upstream: string, port: number): string {
+  const block = /```nginx\n([\s\S]*?)```/.exec(page())?.[1];
+  assert.ok(block !== undefined, 'docs/forward-auth.md has no ```nginx block');
+  let config = block;
+  for (const [placeholder, value] of [
+    ['server tessera:8080;', `server ${tessera};`],
+    ['server app:3000;', `server ${upstream};`],
+    ['listen 80;', `listen 127.0.0.1:${port};`],
+  ] as const) {
+    assert.equal(config.split(placeholder).length, 2, `the nginx block must contain "${placeholder}" once`);
+    config = config.replace(placeholder, value);
+  }
+  return config;
+}
+
+/**
+ * The one-line check of `X-Tessera-App-Id` against the path that the page gives for `framework`
+ * (the line after `// Express` or `// Fastify` in a ```js block), as a function of the framework's
+ * `app`.
+ */
+export function documentedAppCheck(framework: 'Express' | 'Fastify'): (app: unknown) => void {
+  const line = new RegExp(`\`\`\`js\\n// ${framework}[^\\n]*\\n([^\\n]+)\\n`).exec(page())?.[1];
+  assert.ok(line !== undefined, `docs/forward-auth.md has no \`\`\`js block starting "// ${framework}"`);
+  return new Function('app', line) as (app: unknown) => void;
+}
