@@ -7,7 +7,7 @@ import { adminFields, anonymousFields, bearer, request, requestToken, startServe
 /** X-Forwarded-For gives the client address only when the connection comes from a trusted proxy. */
 
 const LIMIT = 3;
-const limits = { enabled: true, tokenRequestsPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 1000 };
+const limits = { enabled: true, tokenRequestsPerAddressPerMinute: LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 };
 const servers: TestServer[] = [];
 after(async () => {
   for (const server of servers) await server.close();
@@ -46,5 +46,18 @@ describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
     servers.push(server);
     for (let i = 0; i < LIMIT; i++) assert.equal((await fromClient(server, `203.0.113.${i}`)).status, 200);
     assertError(await fromClient(server, '203.0.113.99'), 429, 'TOO_MANY_REQUESTS');
+  });
+
+  it('counts an IPv6 client by its /64 and an IPv4-mapped address as the IPv4 address', async () => {
+    const server = await startServer({ rateLimits: limits, trustedProxies: ['loopback'] });
+    servers.push(server);
+    for (const address of ['2001:db8:a:b::1', '2001:DB8:A:B:ffff:ffff:ffff:fffe', '2001:db8:a:b:0:0:0:3']) {
+      assert.equal((await fromClient(server, address)).status, 200, address);
+    }
+    assertError(await fromClient(server, '2001:db8:a:b::4'), 429, 'TOO_MANY_REQUESTS');
+    assert.equal((await fromClient(server, '2001:db8:a:c::1')).status, 200, 'another /64');
+
+    for (const address of ['203.0.113.20', '::ffff:203.0.113.20', '::ffff:cb00:7114']) assert.equal((await fromClient(server, address)).status, 200, address);
+    assertError(await fromClient(server, '203.0.113.20'), 429, 'TOO_MANY_REQUESTS');
   });
 });
