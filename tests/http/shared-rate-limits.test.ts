@@ -149,6 +149,19 @@ describe('rate limits shared through Redis', () => {
     assertError(await tokenRequest(server, b.baseUrl, adminFields(server), '198.51.100.5'), 429, 'TOO_MANY_REQUESTS');
   });
 
+  it('an X-Forwarded-For entry that is not an IP address never names a key in Redis', async () => {
+    const shared = `${prefix}-names`;
+    const instance = await startInstance(server, limits(REDIS_URL, shared));
+    instances.push(instance);
+    assertError(await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), 'evil"<script>'), 401, 'invalid_client');
+    assertError(await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), '203.0.113.4, not-an-address'), 401, 'invalid_client');
+    assert.deepEqual((await redis.keys(`${shared}*`)).sort(), [
+      `${shared}:admin-failures-by-address:${server.app.appId}:127.0.0.1`,
+      `${shared}:admin-failures:${server.app.appId}`,
+      `${shared}:token-requests:127.0.0.1`,
+    ]);
+  });
+
   it('a burst released at once is counted in the order it is decided, the right secret included', async () => {
     const tessera = createTessera({ store: server.testStore.store, rateLimits: limits(REDIS_URL, `${prefix}-burst`) });
     await tessera.limits.ready();
