@@ -49,6 +49,13 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
         1,
         1e9,
       ),
+      adminFailuresPerAddressPerMinute: integer(
+        env,
+        'RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS',
+        DEFAULT_RATE_LIMITS.adminFailuresPerAddressPerMinute,
+        1,
+        1e9,
+      ),
       adminFailuresPerAppPerMinute: integer(
         env,
         'RATE_LIMIT_ADMIN_FAILURES_PER_APP',

@@ -16,6 +16,7 @@ import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
+import { keepForwardedAddressesOnly } from './forwarded-for.js';
 import { healthRoutes } from './health.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
 
@@ -69,6 +70,8 @@ export function buildServer({
       connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
     },
   }) as unknown as FastifyInstance;
+
+  if (trustedProxies.length > 0) keepForwardedAddressesOnly(app);
 
   // Route every method Node parses, so that an exotic one gets 405 or 404 in the contract's shape.
   for (const method of METHODS) {

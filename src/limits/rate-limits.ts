@@ -1,12 +1,15 @@
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TesseraError } from '../errors.js';
+import { addressKey } from './address-key.js';
 
 export interface RateLimitSettings {
   enabled: boolean;
   /** Token requests one client address may make per minute. */
   tokenRequestsPerAddressPerMinute: number;
-  /** Failed admin-token attempts one app may see per minute before admin attempts are refused. */
+  /** Failed admin-token attempts on one app from one client address per minute, before that address's are refused. */
+  adminFailuresPerAddressPerMinute: number;
+  /** Failed admin-token attempts on one app from every address together per minute, before all are refused. */
   adminFailuresPerAppPerMinute: number;
   /** With a Redis URL (REDIS_URL), the counts are shared by every instance using it. */
   redisUrl?: string | undefined;
@@ -17,19 +20,31 @@ export interface RateLimitSettings {
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   enabled: true,
   tokenRequestsPerAddressPerMinute: 1200,
-  adminFailuresPerAppPerMinute: 10,
+  adminFailuresPerAddressPerMinute: 10,
+  adminFailuresPerAppPerMinute: 1000,
 };
 
-/** The throttles of the token endpoint. Every check resolves or throws `TOO_MANY_REQUESTS`. */
+/**
+ * The throttles of the token endpoint. Every check resolves or throws `TOO_MANY_REQUESTS`. Client
+ * addresses are counted by `addressKey` (an IPv6 address by its /64); null is an unknown address.
+ */
 export interface RateLimits {
   checkTokenRequest(address: string): Promise<void>;
-  /** For admin credentials found right: throws once the app's failures have reached the limit. */
-  checkAdminAttempt(appId: string): Promise<void>;
-  /** Counts a failed admin attempt; throws if it is beyond the limit (its outcome must not be told). */
-  recordAdminFailure(appId: string): Promise<void>;
+  /**
+   * For admin credentials found right: throws once the app's failures from this address, or the
+   * app's failures from every address, have reached their limit.
+   */
+  checkAdminAttempt(appId: string, address: string | null): Promise<void>;
+  /** Counts a failed admin attempt; throws if it is beyond a limit (its outcome must not be told). */
+  recordAdminFailure(appId: string, address: string | null): Promise<void>;
   /** Resolves once shared counting works (Redis connected), or after `timeoutMs` if it does not. */
   ready(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Failures on an app from an address: `APPID:ADDRESS-KEY` (an AppID holds no `:`); `APPID:-` for an unknown address. */
+function adminAddressKey(appId: string, address: string | null): string {
+  return `${appId}:${address === null ? '-' : addressKey(address)}`;
 }
 
 export const NO_RATE_LIMITS: RateLimits = {
@@ -48,9 +63,11 @@ export const NO_RATE_LIMITS: RateLimits = {
 export function createRateLimits(settings: RateLimitSettings, onWarning: (message: string, error: unknown) => void = () => {}): RateLimits {
   if (!settings.enabled) return NO_RATE_LIMITS;
   const perAddressOptions = { points: settings.tokenRequestsPerAddressPerMinute, duration: 60 };
+  const adminFailuresByAddressOptions = { points: settings.adminFailuresPerAddressPerMinute, duration: 60 };
   const adminFailuresOptions = { points: settings.adminFailuresPerAppPerMinute, duration: 60 };
   let redis: Redis | undefined;
   let perAddress: RateLimiterAbstract = new RateLimiterMemory(perAddressOptions);
+  let adminFailuresByAddress: RateLimiterAbstract = new RateLimiterMemory(adminFailuresByAddressOptions);
   let adminFailures: RateLimiterAbstract = new RateLimiterMemory(adminFailuresOptions);
   if (settings.redisUrl !== undefined) {
     redis = new Redis(settings.redisUrl, {
@@ -70,23 +87,40 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
     const shared = (keyPrefix: string, options: { points: number; duration: number }, insurance: RateLimiterAbstract) =>
       new RateLimiterRedis({ ...options, storeClient: redis, keyPrefix, rejectIfRedisNotReady: true, insuranceLimiter: insurance });
     perAddress = shared(`${prefix}:token-requests`, perAddressOptions, perAddress);
+    adminFailuresByAddress = shared(`${prefix}:admin-failures-by-address`, adminFailuresByAddressOptions, adminFailuresByAddress);
     adminFailures = shared(`${prefix}:admin-failures`, adminFailuresOptions, adminFailures);
   }
   return {
     async checkTokenRequest(address) {
       try {
-        await perAddress.consume(address);
+        await perAddress.consume(addressKey(address));
       } catch (rejection) {
         throw tooManyRequests(rejection);
       }
     },
-    async checkAdminAttempt(appId) {
-      const used = await adminFailures.get(appId);
-      if (used !== null && used.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(used);
+    // Both counts are asked at once, as the attempt is decided, neither after the other's answer:
+    // attempts decided in a row are counted in that order on both, bursts included.
+    async checkAdminAttempt(appId, address) {
+      const [fromAddress, onApp] = await Promise.all([
+        adminFailuresByAddress.get(adminAddressKey(appId, address)),
+        adminFailures.get(appId),
+      ]);
+      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw tooManyRequests(fromAddress);
+      if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp);
     },
-    async recordAdminFailure(appId) {
-      const used = await adminFailures.penalty(appId, 1);
-      if (used.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(used);
+    async recordAdminFailure(appId, address) {
+      const [fromAddress, onApp] = await Promise.all([
+        adminFailuresByAddress.penalty(adminAddressKey(appId, address), 1),
+        adminFailures.penalty(appId, 1),
+      ]);
+      if (fromAddress.consumedPoints > settings.adminFailuresPerAddressPerMinute) {
+        // Failures past an address's own limit are given back to the app, or one address could use
+        // up the app's ceiling and lock its admins out again. Meanwhile the app's count is a little
+        // high, never low.
+        await adminFailures.reward(appId, 1);
+        throw tooManyRequests(fromAddress);
+      }
+      if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp);
     },
     async ready(timeoutMs = 2_000) {
       const client = redis;

@@ -201,13 +201,14 @@ export class TokenService {
     const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
     // The limiter is asked only after the check, with no await in between, so that attempts are
     // counted in the order they are decided: of any burst, only the first failures of the minute
-    // are answered 401; every later attempt, the right secret included, gets 429.
+    // are answered 401; every later attempt from that address (or, past the app's ceiling, on that
+    // app), the right secret included, gets 429.
     if (!(clientIdMatches && secretMatches)) {
-      await this.limits.recordAdminFailure(app.appId);
+      await this.limits.recordAdminFailure(app.appId, context.clientAddress);
       this.events?.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
       throw invalidClient();
     }
-    await this.limits.checkAdminAttempt(app.appId);
+    await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
     return 'admin';
   }
 }

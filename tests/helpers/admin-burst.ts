@@ -4,13 +4,21 @@ import type { Tessera } from '../../src/tessera.js';
 /**
  * `count` admin-token attempts on `app`, all wrong but the one at `rightAt`, started in one turn of
  * the event loop: what a burst of requests that waited for one shared read of the app amounts to.
+ * Attempt `i` comes from `addressOf(i)` (by default, all from one unknown address).
  * Resolves with each attempt's outcome, in order: `token`, or the error code.
  */
-export function adminBurst(tessera: Tessera, app: AppRecord, clientSecret: string, count: number, rightAt: number): Promise<string[]> {
+export function adminBurst(
+  tessera: Tessera,
+  app: AppRecord,
+  clientSecret: string,
+  count: number,
+  rightAt: number,
+  addressOf: (i: number) => string | null = () => null,
+): Promise<string[]> {
   return Promise.all(
     Array.from({ length: count }, (_, i) =>
       tessera.tokens
-        .issue(app, { clientId: app.clientId, clientSecret: i === rightAt ? clientSecret : `wrong-secret-${i}` }, null)
+        .issue(app, { clientId: app.clientId, clientSecret: i === rightAt ? clientSecret : `wrong-secret-${i}` }, null, { clientAddress: addressOf(i) })
         .then(
           () => 'token',
           (error: { code?: string }) => error.code ?? String(error),

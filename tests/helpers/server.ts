@@ -8,7 +8,12 @@ import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { createTestStore, type TestStore } from './store.js';
 
-export const NO_LIMITS: RateLimitSettings = { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 };
+export const NO_LIMITS: RateLimitSettings = {
+  enabled: false,
+  tokenRequestsPerAddressPerMinute: 1,
+  adminFailuresPerAddressPerMinute: 1,
+  adminFailuresPerAppPerMinute: 1,
+};
 
 export interface TestServer {
   /** e.g. http://127.0.0.1:40123 */

@@ -16,12 +16,15 @@ import {
 } from '../helpers/server.js';
 
 /**
- * The contract's limits: 429 TOO_MANY_REQUESTS with Retry-After, per client address for token requests
- * and per app for failed admin attempts; and defaults that never get in the way of normal use.
+ * The contract's limits: 429 TOO_MANY_REQUESTS with Retry-After, per client address for token requests;
+ * per app and client address for failed admin attempts, under a ceiling per app; and defaults that
+ * never get in the way of normal use. Servers that trust loopback take other client addresses from
+ * X-Forwarded-For.
  */
 
 const TOKEN_LIMIT = 5;
 const ADMIN_FAILURE_LIMIT = 3;
+const APP_CEILING = 7;
 
 const WRONG_SECRET = 'f'.repeat(64);
 
@@ -52,10 +55,28 @@ function statuses(responses: JsonResponse[]): number[] {
   return responses.map((response) => response.status);
 }
 
+type CreatedApp = Awaited<ReturnType<TestServer['tessera']['apps']['create']>>;
+
+/** An admin-token request for `app` (the right secret unless `clientSecret` is given) from `address`. */
+function adminTokenFrom(server: TestServer, app: CreatedApp, address: string, clientSecret = app.clientSecret): Promise<JsonResponse> {
+  return request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
+    method: 'POST',
+    headers: { authorization: basic(app.appId), 'content-type': 'application/json', 'x-forwarded-for': address },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.clientId, client_secret: clientSecret }),
+  });
+}
+
+function assertAdminToken(response: JsonResponse, app: CreatedApp): void {
+  assert.equal(response.status, 200, response.text);
+  assert.equal(response.body.id, app.adminId);
+}
+
 describe('per-address limit on token requests', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: TOKEN_LIMIT, adminFailuresPerAppPerMinute: 1000 } });
+    server = await startServer({
+      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: TOKEN_LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 },
+    });
   });
   after(async () => server.close());
 
@@ -87,11 +108,14 @@ describe('per-address limit on token requests', () => {
   });
 });
 
-describe('per-app limit on failed admin attempts', () => {
+describe('per-address limit on failed admin attempts on an app', () => {
   let server: TestServer;
-  let otherApp: Awaited<ReturnType<TestServer['tessera']['apps']['create']>>;
+  let otherApp: CreatedApp;
   before(async () => {
-    server = await startServer({ rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: ADMIN_FAILURE_LIMIT } });
+    server = await startServer({
+      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
+      trustedProxies: ['loopback'],
+    });
     otherApp = await server.tessera.apps.create('Other app');
   });
   after(async () => server.close());
@@ -121,7 +145,7 @@ describe('per-app limit on failed admin attempts', () => {
     }
   });
 
-  it('then refuses admin attempts on that app with 429 and Retry-After, even with the right secret', async () => {
+  it('then refuses admin attempts on that app from that address with 429 and Retry-After, even with the right secret', async () => {
     assertTooManyRequests(await requestToken(server, adminFields(server)));
     assertTooManyRequests(await requestToken(server, adminFields(server, { client_secret: WRONG_SECRET })));
     for (const response of await adminRequestsByOtherRoutes(server)) assertTooManyRequests(response);
@@ -140,12 +164,90 @@ describe('per-app limit on failed admin attempts', () => {
     assert.equal(admin.status, 200, admin.text);
     assert.equal(admin.body.id, otherApp.adminId);
   });
+
+  it('still issues the admin token to the right secret from another address, IPv4 or IPv6', async () => {
+    assertAdminToken(await adminTokenFrom(server, server.app, '203.0.113.10'), server.app);
+    assertAdminToken(await adminTokenFrom(server, server.app, '2001:db8:5::1'), server.app);
+    // The locked-out address stays locked out meanwhile.
+    assertTooManyRequests(await requestToken(server, adminFields(server)));
+  });
+
+  it('counts each address on its own', async () => {
+    const address = '198.51.100.4';
+    for (let i = 0; i < ADMIN_FAILURE_LIMIT; i++) assertError(await adminTokenFrom(server, server.app, address, WRONG_SECRET), 401, 'invalid_client');
+    assertTooManyRequests(await adminTokenFrom(server, server.app, address, WRONG_SECRET));
+    assertTooManyRequests(await adminTokenFrom(server, server.app, address));
+    assertAdminToken(await adminTokenFrom(server, server.app, '198.51.100.5'), server.app);
+  });
+
+  it('counts an IPv6 client by its /64, however it writes the address', async () => {
+    for (const address of ['2001:db8:1:2::a', '2001:DB8:1:2:FFFF:FFFF:FFFF:FFFF', '2001:0db8:0001:0002:0:0:0:3']) {
+      assertError(await adminTokenFrom(server, server.app, address, WRONG_SECRET), 401, 'invalid_client');
+    }
+    assertTooManyRequests(await adminTokenFrom(server, server.app, '2001:db8:1:2:1234::5', WRONG_SECRET));
+    assertTooManyRequests(await adminTokenFrom(server, server.app, '2001:db8:1:2::77'));
+    assertAdminToken(await adminTokenFrom(server, server.app, '2001:db8:1:3::a'), server.app);
+  });
+
+  it('counts an IPv4-mapped IPv6 address as the IPv4 address', async () => {
+    for (const address of ['192.0.2.44', '::ffff:192.0.2.44', '::FFFF:c000:022c']) {
+      assertError(await adminTokenFrom(server, server.app, address, WRONG_SECRET), 401, 'invalid_client');
+    }
+    assertTooManyRequests(await adminTokenFrom(server, server.app, '192.0.2.44'));
+  });
+});
+
+describe('per-app ceiling on failed admin attempts', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({
+      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+      trustedProxies: ['loopback'],
+    });
+  });
+  after(async () => server.close());
+
+  it(`stops a guess spread over many addresses after ${APP_CEILING} failures, the right secret from a fresh address included`, async () => {
+    const app = await server.tessera.apps.create('Distributed guess');
+    const addresses = Array.from({ length: APP_CEILING }, (_, i) => (i % 2 === 0 ? `203.0.113.${i + 1}` : `2001:db8:${i}::1`));
+    for (const address of addresses) assertError(await adminTokenFrom(server, app, address, WRONG_SECRET), 401, 'invalid_client');
+    assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.200', WRONG_SECRET));
+    assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.201'));
+    const anonymous = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basic(app.appId), 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.202' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.appId, client_secret: app.appKey }),
+    });
+    assert.equal(anonymous.status, 200, 'anonymous tokens are not affected');
+  });
+
+  it("does not let one address past its own limit use up the app's ceiling", async () => {
+    const app = await server.tessera.apps.create('One loud address');
+    const loud = await Promise.all(Array.from({ length: 3 * APP_CEILING }, () => adminTokenFrom(server, app, '203.0.113.66', WRONG_SECRET)));
+    assert.equal(loud.filter((response) => response.status === 401).length, ADMIN_FAILURE_LIMIT, statuses(loud).join(' '));
+    // 3 of the app's 7 are used: 3 more failures elsewhere still leave room for the right secret.
+    for (const address of ['203.0.113.67', '203.0.113.68', '2001:db8:68::1']) {
+      assertError(await adminTokenFrom(server, app, address, WRONG_SECRET), 401, 'invalid_client');
+    }
+    assertAdminToken(await adminTokenFrom(server, app, '203.0.113.69'), app);
+  });
+
+  it('counts a burst from many addresses in the order it is decided, the right secret included', async () => {
+    const app = await createConfiguredApp(server, {}, 'Distributed burst');
+    const record = await server.tessera.appCache.require(app.appId);
+    assert.deepEqual(await adminBurst(server.tessera, record, app.clientSecret, 30, 10, (i) => `203.0.113.${100 + i}`), [
+      ...Array(APP_CEILING).fill('invalid_client'),
+      ...Array(30 - APP_CEILING).fill('TOO_MANY_REQUESTS'),
+    ]);
+  });
 });
 
 describe('limits hold under concurrent requests', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 40, adminFailuresPerAppPerMinute: ADMIN_FAILURE_LIMIT } });
+    server = await startServer({
+      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 40, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
+    });
   });
   after(async () => server.close());
 
@@ -180,7 +282,7 @@ describe('limits hold under concurrent requests', () => {
 describe('default limits never get in the way of normal use', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ rateLimits: DEFAULT_RATE_LIMITS });
+    server = await startServer({ rateLimits: DEFAULT_RATE_LIMITS, trustedProxies: ['loopback'] });
   });
   after(async () => server.close());
 
@@ -198,12 +300,16 @@ describe('default limits never get in the way of normal use', () => {
     assert.equal(admin.body.id, server.app.adminId);
   });
 
-  it('throttles two dozen failed admin attempts on one app', async () => {
+  it('throttles two dozen failed admin attempts on one app from one address', async () => {
     const responses: JsonResponse[] = [];
     for (let i = 0; i < 24; i++) responses.push(await requestToken(server, adminFields(server, { client_secret: WRONG_SECRET })));
     const throttled = responses.filter((response) => response.status === 429);
     assert.ok(throttled.length > 0, `24 failures in a row were never throttled: ${statuses(responses).join(' ')}`);
     for (const response of throttled) assertTooManyRequests(response);
     for (const response of responses.filter((r) => r.status !== 429)) assertError(response, 401, 'invalid_client');
+  });
+
+  it('meanwhile issues the admin token to the right secret from another address', async () => {
+    assertAdminToken(await adminTokenFrom(server, server.app, '203.0.113.1'), server.app);
   });
 });

@@ -7,7 +7,7 @@ import { adminFields, anonymousFields, bearer, request, requestToken, startServe
 /** X-Forwarded-For gives the client address only when the connection comes from a trusted proxy. */
 
 const LIMIT = 3;
-const limits = { enabled: true, tokenRequestsPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 1000 };
+const limits = { enabled: true, tokenRequestsPerAddressPerMinute: LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 };
 const servers: TestServer[] = [];
 after(async () => {
   for (const server of servers) await server.close();
@@ -15,6 +15,15 @@ after(async () => {
 
 const fromClient = (server: TestServer, forwardedFor: string) =>
   requestToken(server, anonymousFields(server), { 'x-forwarded-for': forwardedFor });
+
+/** The client addresses of the app's newest `count` events of `type`, oldest first. */
+async function clientAddresses(server: TestServer, adminToken: string, type: string, count: number): Promise<string[]> {
+  // Events are written in batches, a moment after their operation.
+  await server.tessera.events.flush();
+  const page = await request(`${server.appUrl}/events?type=${type}&limit=${count}`, { headers: { authorization: bearer(adminToken) } });
+  assert.equal(page.status, 200, page.text);
+  return (page.body.events as Array<{ clientAddress: string }>).map((event) => event.clientAddress).reverse();
+}
 
 describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
   it('is ignored by default: every request counts for the TCP peer, whatever it claims', async () => {
@@ -46,5 +55,60 @@ describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
     servers.push(server);
     for (let i = 0; i < LIMIT; i++) assert.equal((await fromClient(server, `203.0.113.${i}`)).status, 200);
     assertError(await fromClient(server, '203.0.113.99'), 429, 'TOO_MANY_REQUESTS');
+  });
+
+  it('counts an IPv6 client by its /64 and an IPv4-mapped address as the IPv4 address', async () => {
+    const server = await startServer({ rateLimits: limits, trustedProxies: ['loopback'] });
+    servers.push(server);
+    for (const address of ['2001:db8:a:b::1', '2001:DB8:A:B:ffff:ffff:ffff:fffe', '2001:db8:a:b:0:0:0:3']) {
+      assert.equal((await fromClient(server, address)).status, 200, address);
+    }
+    assertError(await fromClient(server, '2001:db8:a:b::4'), 429, 'TOO_MANY_REQUESTS');
+    assert.equal((await fromClient(server, '2001:db8:a:c::1')).status, 200, 'another /64');
+
+    for (const address of ['203.0.113.20', '::ffff:203.0.113.20', '::ffff:cb00:7114']) assert.equal((await fromClient(server, address)).status, 200, address);
+    assertError(await fromClient(server, '203.0.113.20'), 429, 'TOO_MANY_REQUESTS');
+  });
+
+  it('ignores entries that are not IP addresses: the client address is the nearest hop that is one', async () => {
+    const server = await startServer({ trustedProxies: ['loopback'] });
+    servers.push(server);
+    const admin = await requestToken(server, adminFields(server), { 'x-forwarded-for': 'evil"<script>' });
+    assert.equal(admin.status, 200, admin.text);
+    const forwarded = [
+      '203.0.113.9, not-an-address',
+      'not-an-address, 203.0.113.9',
+      ' 198.51.100.7 ,\t2001:DB8::1 ',
+      'fe80::1%eth0',
+      '203.0.113.1:443',
+      '[2001:db8::2]',
+      '203.0.113.5,,',
+      '2001:db8::3, 127.0.0.1, ::1',
+    ];
+    for (const header of forwarded) assert.equal((await requestToken(server, anonymousFields(server), { 'x-forwarded-for': header })).status, 200, header);
+    assertError(await requestToken(server, adminFields(server, { client_secret: 'wrong' }), { 'x-forwarded-for': '<b>x</b>' }), 401, 'invalid_client');
+
+    assert.deepEqual(await clientAddresses(server, admin.body.access_token, 'token.issued', 1 + forwarded.length), [
+      '127.0.0.1', // evil"<script>
+      '127.0.0.1', // the hop that passed on a header ending in something else
+      '203.0.113.9', // the first untrusted address, before any other entry is looked at
+      '2001:DB8::1', // trimmed
+      '127.0.0.1', // a zone id is not a client's
+      '127.0.0.1', // with a port
+      '127.0.0.1', // in brackets
+      '203.0.113.5', // empty list elements are ignored
+      '2001:db8::3', // behind two trusted proxies
+    ]);
+    assert.deepEqual(await clientAddresses(server, admin.body.access_token, 'token.refused', 1), ['127.0.0.1']);
+  });
+
+  it('never takes an entry that is not an IP address as a rate-limit key', async () => {
+    const server = await startServer({ rateLimits: limits, trustedProxies: ['loopback'] });
+    servers.push(server);
+    for (let i = 0; i < LIMIT; i++) assert.equal((await fromClient(server, `not-an-address-${i}`)).status, 200);
+    // Every one of them counted for 127.0.0.1, the proxy that passed them on.
+    assertError(await fromClient(server, 'yet-another-name'), 429, 'TOO_MANY_REQUESTS');
+    assertError(await requestToken(server, anonymousFields(server)), 429, 'TOO_MANY_REQUESTS');
+    assert.equal((await fromClient(server, '203.0.113.30')).status, 200, 'a real client address behind the proxy');
   });
 });

@@ -205,7 +205,7 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
       LOG_LEVEL: 'debug',
       LOG_REQUESTS: 'on',
       RATE_LIMITS: 'on',
-      RATE_LIMIT_ADMIN_FAILURES_PER_APP: '20',
+      RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS: '20',
       HOUSEKEEPING_INTERVAL_SECONDS: '1',
       FORWARD_AUTH_ADMIN_PATHS: '/admin',
       REDIS_URL: '',

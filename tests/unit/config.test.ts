@@ -26,8 +26,12 @@ describe('loadConfig', () => {
   it('has default limits that do not get in the way of normal use (the contract)', () => {
     const { rateLimits } = loadConfig({});
     assert.ok(rateLimits.tokenRequestsPerAddressPerMinute >= 300, 'a few hundred token requests a minute from one address pass');
-    assert.ok(rateLimits.adminFailuresPerAppPerMinute >= 5, 'a handful of failed admin attempts a minute pass');
-    assert.ok(rateLimits.adminFailuresPerAppPerMinute < 24, 'dozens of failures a minute are throttled');
+    assert.ok(rateLimits.adminFailuresPerAddressPerMinute >= 5, 'a handful of failed admin attempts a minute from one address pass');
+    assert.ok(rateLimits.adminFailuresPerAddressPerMinute < 24, 'dozens of failures a minute from one address are throttled');
+    assert.ok(
+      rateLimits.adminFailuresPerAppPerMinute >= 100 * rateLimits.adminFailuresPerAddressPerMinute,
+      "locking an app's admins out takes failures from a hundred addresses",
+    );
   });
 
   it('treats empty and blank values as unset', () => {
@@ -50,7 +54,8 @@ describe('loadConfig', () => {
       LOG_REQUESTS: 'on',
       RATE_LIMITS: 'off',
       RATE_LIMIT_TOKEN_PER_ADDRESS: '50',
-      RATE_LIMIT_ADMIN_FAILURES_PER_APP: '3',
+      RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS: '3',
+      RATE_LIMIT_ADMIN_FAILURES_PER_APP: '300',
       DEMO_APP: 'off',
       PG_POOL_SIZE: '4',
       PG_CONNECT_TIMEOUT_MS: '750',
@@ -75,7 +80,8 @@ describe('loadConfig', () => {
       rateLimits: {
         enabled: false,
         tokenRequestsPerAddressPerMinute: 50,
-        adminFailuresPerAppPerMinute: 3,
+        adminFailuresPerAddressPerMinute: 3,
+        adminFailuresPerAppPerMinute: 300,
         redisUrl: 'redis://127.0.0.1:6379/2',
         redisKeyPrefix: 'staging',
       },
@@ -134,6 +140,7 @@ describe('loadConfig', () => {
 
   it('refuses a rate limit below 1', () => {
     assert.throws(() => loadConfig({ RATE_LIMIT_TOKEN_PER_ADDRESS: '0' }), ConfigError);
+    assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS: '0' }), ConfigError);
     assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_APP: '0' }), ConfigError);
   });
 
