@@ -15,6 +15,7 @@ import { TesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
+import { acceptJsonBodies } from './content-types.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
@@ -92,8 +93,9 @@ export function buildServer({
     response.end(body);
   });
 
-  // Only JSON at the root (Fastify's default); the token endpoint adds its own types.
+  // Only JSON at the root; the token endpoint adds its own types.
   app.removeContentTypeParser('text/plain');
+  acceptJsonBodies(app);
 
   app.setErrorHandler((error, request, reply) => {
     const tesseraError = toTesseraError(error);
