@@ -15,9 +15,11 @@ import { TesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
+import { answerConnectRequests } from './connect.js';
 import { acceptJsonBodies } from './content-types.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
 import { healthRoutes } from './health.js';
+import { refuseOtherMethods } from './methods.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
@@ -72,9 +74,11 @@ export function buildServer({
   }) as unknown as FastifyInstance;
 
   // Route every method Node parses, so that an exotic one gets 405 or 404 in the contract's shape.
+  // CONNECT reaches the routes only through answerConnectRequests.
   for (const method of METHODS) {
-    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
+  answerConnectRequests(app);
   app.addHook('onRequest', (request, _reply, done) => {
     const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -126,6 +130,7 @@ export function buildServer({
 
   const openapi = readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8');
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
+  refuseOtherMethods(app, '/openapi.json', ['GET']);
 
   return app;
 }
