@@ -19,6 +19,9 @@ export function acceptKiiTokenRequestBodies(app: FastifyInstance): void {
   acceptJsonBodies(app, KII_TOKEN_REQUEST_TYPE);
 }
 
+/** How every JSON object or array starts, and no form this service reads. */
+const LOOKS_LIKE_JSON = /^\s*[{[]/;
+
 /**
  * RFC 6749's own encoding: parsed into `URLSearchParams`, so repeated fields can be detected. A body
  * that looks like JSON was meant as JSON: `curl -d '{...}'` without `-H 'Content-Type:
@@ -40,8 +43,6 @@ export function acceptFormBodies(app: FastifyInstance): void {
     done(null, new URLSearchParams(body as string));
   });
 }
-
-const LOOKS_LIKE_JSON = /^\s*[{[]/;
 
 /**
  * For routes that read no body: whatever is sent (an empty body labelled JSON, a form) is read and
