@@ -1,4 +1,5 @@
 import { TesseraError } from '../errors.js';
+import { quoted } from '../text.js';
 import { NEVER_EXPIRES_IN } from '../tokens/expiry.js';
 import type { AppConfiguration } from './app.js';
 
@@ -39,7 +40,7 @@ export function parseConfigurationChanges(body: unknown): Partial<AppConfigurati
   const changes: Record<string, unknown> = {};
   for (const [name, value] of entries) {
     if (!Object.hasOwn(FIELDS, name)) {
-      throw invalid(`Unknown configuration field "${name.slice(0, 64)}"; the fields are: ${Object.keys(FIELDS).join(', ')}.`);
+      throw invalid(`Unknown configuration field ${quoted(name)}; the fields are: ${Object.keys(FIELDS).join(', ')}.`);
     }
     changes[name] = FIELDS[name as keyof AppConfiguration](value, name);
   }

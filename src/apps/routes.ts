@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../auth/middleware/fastify.js';
+import { acceptJsonBodies } from '../http/content-types.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { Tessera } from '../tessera.js';
 import { describeApp } from './app.js';
@@ -12,7 +13,7 @@ type AppParams = { Params: { appId: string } };
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
 export const appRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
   // RFC 7396's media type for a JSON merge patch, parsed as JSON.
-  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  acceptJsonBodies(app, 'application/merge-patch+json');
 
   app.get<AppParams>(APP_PATH, { onRequest: requireAdmin }, async (request) => {
     return describeApp(await tessera.appCache.require(request.params.appId));

@@ -3,6 +3,7 @@ import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { NO_CLIENT, type RequestContext } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
+import { hasControlCharacters } from '../text.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
@@ -37,16 +38,13 @@ export class AppService {
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
 
-  async create(name: string): Promise<CreatedApp> {
-    const trimmed = name.trim();
-    if (trimmed.length === 0 || trimmed.length > MAX_APP_NAME_LENGTH) {
-      throw new TesseraError('invalid_request', `The app name must be 1 to ${MAX_APP_NAME_LENGTH} characters.`);
-    }
+  async create(requestedName: string): Promise<CreatedApp> {
+    const name = checkedAppName(requestedName);
     for (let attempt = 0; ; attempt++) {
       const keys = generateAppKeys();
       const record: AppRecord = {
         appId: keys.appId,
-        name: trimmed,
+        name,
         appKey: keys.appKey,
         clientId: keys.clientId,
         clientSecretHash: clientSecretDigest(keys.clientSecret),
@@ -56,7 +54,7 @@ export class AppService {
       };
       try {
         await this.store.insert(record);
-        return { ...keys, name: trimmed, createdAt: new Date(record.createdAt).toISOString() };
+        return { ...keys, name, createdAt: new Date(record.createdAt).toISOString() };
       } catch (error) {
         // 64-bit random AppIDs practically never collide; retry a few times if they do.
         if (!(error instanceof AppConflictError) || attempt >= 3) throw error;
@@ -105,4 +103,22 @@ export class AppService {
     if (!(await this.store.delete(appId))) throw appNotFound();
     this.onChange(appId);
   }
+}
+
+/**
+ * The name without surrounding whitespace: 1 to `MAX_APP_NAME_LENGTH` characters, none of which can
+ * rearrange what a terminal shows when the name is listed.
+ */
+function checkedAppName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > MAX_APP_NAME_LENGTH) {
+    throw new TesseraError('invalid_request', `The app name must be 1 to ${MAX_APP_NAME_LENGTH} characters.`);
+  }
+  if (hasControlCharacters(trimmed)) {
+    throw new TesseraError(
+      'invalid_request',
+      'The app name must not contain control characters (newlines, tabs, escape sequences) or bidirectional overrides.',
+    );
+  }
+  return trimmed;
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { TesseraError } from '../errors.js';
+import { refuseOtherMethods } from '../http/methods.js';
 
 const whoamiSchema = {
   response: {
@@ -18,13 +19,16 @@ const whoamiSchema = {
   },
 } as const;
 
+export const WHOAMI_PATH = '/api/apps/:appId/whoami';
+
 /** Needs `tesseraAuth` registered in the same scope. */
 export const authRoutes: FastifyPluginAsync = async (app) => {
   // Synchronous: nothing to wait for, so no promise to settle on this hot path.
-  app.get('/api/apps/:appId/whoami', { schema: whoamiSchema }, (request, reply) => {
+  app.get(WHOAMI_PATH, { schema: whoamiSchema }, (request, reply) => {
     const { appId, kind, id, auth, expiresAt } = request.principal;
     reply.send({ appId, principal: kind, id, auth, expiresAt });
   });
+  refuseOtherMethods(app, WHOAMI_PATH, ['GET']);
 
   // Everything else under an app is authenticated first (so the /me rule holds on any path), then
   // is not found.

@@ -26,9 +26,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     case 'list': {
       if (appId !== undefined) throw new UsageError('usage: tessera apps list [--json]');
       const apps = await tessera.apps.list();
-      return out.result(apps, () =>
-        apps.length === 0 ? 'No apps yet. Create one: tessera apps create --name NAME' : apps.map(oneLine).join('\n'),
-      );
+      return out.result(apps, () => (apps.length === 0 ? 'No apps yet. Create one: tessera apps create --name NAME' : apps.map(oneLine)));
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId());
@@ -36,13 +34,11 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'rotate-secret': {
       const rotated = await tessera.apps.rotateSecret(needsAppId(), { revokeAdminTokens });
-      return out.result(rotated, () =>
-        [
-          `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`,
-          `  ClientSecret  ${rotated.clientSecret}`,
-          ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
-        ].join('\n'),
-      );
+      return out.result(rotated, () => [
+        `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`,
+        `  ClientSecret  ${rotated.clientSecret}`,
+        ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
+      ]);
     }
     case 'delete': {
       const id = needsAppId();
@@ -54,21 +50,21 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
   }
 }
 
-function describeCreated(app: CreatedApp): string {
+function describeCreated(app: CreatedApp): string[] {
   return [
     `Created app "${app.name}". The ClientSecret is shown only now: keep it on the server side.`,
     `  AppID         ${app.appId}`,
     `  AppKey        ${app.appKey}`,
     `  ClientID      ${app.clientId}`,
     `  ClientSecret  ${app.clientSecret}`,
-  ].join('\n');
+  ];
 }
 
 function oneLine(app: AppDescription): string {
   return `${app.appId}  ${app.createdAt}  ${app.name}`;
 }
 
-function describe(app: AppDescription): string {
+function describe(app: AppDescription): string[] {
   const config = app.configuration;
   const lifetime = (seconds: number | null) => (seconds === null ? 'no maximum' : `${seconds} s`);
   return [
@@ -81,5 +77,5 @@ function describe(app: AppDescription): string {
     `  Max admin token lifetime      ${lifetime(config.adminTokenMaxLifetimeSeconds)}`,
     `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
     `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,
-  ].join('\n');
+  ];
 }

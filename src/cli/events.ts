@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEvent, isEventType, type AuditEvent } from '../events/event.js';
 import { MAX_EVENT_PAGE } from '../events/log.js';
 import type { Tessera } from '../tessera.js';
+import { quoted } from '../text.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -20,7 +21,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   const [appId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
   const type = stringFlag(command, 'type');
-  if (type !== undefined && !isEventType(type)) throw new UsageError(`unknown event type "${type}"; ${USAGE}`);
+  if (type !== undefined && !isEventType(type)) throw new UsageError(`unknown event type ${quoted(type)}; ${USAGE}`);
   const limitFlag = stringFlag(command, 'limit') ?? '20';
   const limit = /^[0-9]{1,4}$/.test(limitFlag) ? Number(limitFlag) : 0;
   if (limit < 1 || limit > MAX_EVENT_PAGE) throw new UsageError(`--limit must be from 1 to ${MAX_EVENT_PAGE}`);

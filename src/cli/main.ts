@@ -5,6 +5,7 @@ import { isTesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
+import { quoted } from '../text.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
@@ -58,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     const run = Object.hasOwn(STORE_COMMANDS, command) ? STORE_COMMANDS[command] : undefined;
-    if (command !== 'serve' && run === undefined) throw new UsageError(`unknown command "${command}"; see tessera --help`);
+    if (command !== 'serve' && run === undefined) throw new UsageError(`unknown command ${quoted(command)}; see tessera --help`);
     const parsed = parseCommand(rest, run?.flags ?? {});
     if (parsed.help) {
       process.stdout.write(HELP);

@@ -1,4 +1,13 @@
-/** Prints a command's result: one JSON document with `--json`, text for a person otherwise. */
+import { escapeControlCharacters } from '../text.js';
+
+/** Text for a person: one line, or a list of lines. */
+export type Lines = string | readonly string[];
+
+/**
+ * Prints a command's result: one JSON document with `--json`, text for a person otherwise. A control
+ * character in a line of text (a newline or an escape sequence in a name stored before names were
+ * checked, say) is printed escaped, never obeyed by the terminal.
+ */
 export class Output {
   constructor(
     readonly json: boolean,
@@ -6,16 +15,20 @@ export class Output {
     private readonly stderr: (text: string) => void = (text) => process.stderr.write(text),
   ) {}
 
-  result(value: unknown, text: () => string): void {
-    this.stdout(this.json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
+  result(value: unknown, text: () => Lines): void {
+    this.stdout(this.json ? `${JSON.stringify(value, null, 2)}\n` : `${printable(text())}\n`);
   }
 
   /** One item of a stream: a JSON object per line with `--json`. */
   line(value: unknown, text: () => string): void {
-    this.stdout(`${this.json ? JSON.stringify(value) : text()}\n`);
+    this.stdout(`${this.json ? JSON.stringify(value) : printable(text())}\n`);
   }
 
   error(code: string, message: string): void {
-    this.stderr(this.json ? `${JSON.stringify({ errorCode: code, message })}\n` : `tessera: ${message}\n`);
+    this.stderr(this.json ? `${JSON.stringify({ errorCode: code, message })}\n` : `tessera: ${printable(message)}\n`);
   }
+}
+
+function printable(lines: Lines): string {
+  return typeof lines === 'string' ? escapeControlCharacters(lines) : lines.map(escapeControlCharacters).join('\n');
 }

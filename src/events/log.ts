@@ -1,7 +1,8 @@
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
+import { quoted } from '../text.js';
 import type { Actor, AuditEvent, EventDetails, EventType, NewAuditEvent, RequestContext } from './event.js';
-import { isEventType } from './event.js';
+import { EVENT_TYPES, isEventType } from './event.js';
 import type { EventStore } from './store.js';
 
 export const DEFAULT_EVENT_PAGE = 50;
@@ -67,7 +68,9 @@ export class EventLog {
   async list(appId: string, options: { type?: string; cursor?: string; limit?: number }): Promise<EventPage> {
     const { type, cursor } = options;
     const limit = options.limit ?? DEFAULT_EVENT_PAGE;
-    if (type !== undefined && !isEventType(type)) throw new TesseraError('invalid_request', `Unknown event type "${type}".`);
+    if (type !== undefined && !isEventType(type)) {
+      throw new TesseraError('invalid_request', `Unknown event type ${quoted(type)}; the types are: ${EVENT_TYPES.join(', ')}.`);
+    }
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_EVENT_PAGE) {
       throw new TesseraError('invalid_request', `limit must be a whole number from 1 to ${MAX_EVENT_PAGE}.`);
     }

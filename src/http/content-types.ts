@@ -1,18 +1,45 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBodyParser, FastifyInstance } from 'fastify';
 import { TesseraError } from '../errors.js';
 
 /** What the token endpoint accepts besides `application/json`. */
 export const KII_TOKEN_REQUEST_TYPE = 'application/vnd.kii.oauthtokenrequest+json';
 export const FORM_TYPE = 'application/x-www-form-urlencoded';
 
-/** JSON under the SDKs' vendor media type, parsed like `application/json` (prototype-poisoning safe). */
-export function acceptKiiTokenRequestBodies(app: FastifyInstance): void {
-  app.addContentTypeParser(KII_TOKEN_REQUEST_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+/**
+ * Bodies of `mediaType` (by default `application/json`) parsed as Fastify parses JSON, refusing
+ * prototype poisoning (a `__proto__` key, a `constructor` key holding a `prototype`); such a body is
+ * valid JSON, and the answer says what is refused rather than that it is not JSON.
+ */
+export function acceptJsonBodies(app: FastifyInstance, mediaType = 'application/json'): void {
+  app.addContentTypeParser(mediaType, { parseAs: 'string' }, explainingJsonParser(app.getDefaultJsonParser('error', 'error')));
 }
 
-/** RFC 6749's own encoding: parsed into `URLSearchParams`, so repeated fields can be detected. */
+/** JSON under the SDKs' vendor media type, parsed like `application/json`. */
+export function acceptKiiTokenRequestBodies(app: FastifyInstance): void {
+  acceptJsonBodies(app, KII_TOKEN_REQUEST_TYPE);
+}
+
+/** How every JSON object or array starts, and no form this service reads. */
+const LOOKS_LIKE_JSON = /^\s*[{[]/;
+
+/**
+ * RFC 6749's own encoding: parsed into `URLSearchParams`, so repeated fields can be detected. A body
+ * that looks like JSON was meant as JSON: `curl -d '{...}'` without `-H 'Content-Type:
+ * application/json'` sends it labelled as a form, which would otherwise be answered as if its fields
+ * were missing.
+ */
 export function acceptFormBodies(app: FastifyInstance): void {
   app.addContentTypeParser(FORM_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    if (LOOKS_LIKE_JSON.test(body as string)) {
+      done(
+        new TesseraError(
+          'invalid_request',
+          'The request body looks like JSON but was sent as a form (Content-Type: application/x-www-form-urlencoded, ' +
+            'as curl -d does); send it with the header Content-Type: application/json.',
+        ),
+      );
+      return;
+    }
     done(null, new URLSearchParams(body as string));
   });
 }
@@ -42,4 +69,37 @@ export function ignoreBodies(app: FastifyInstance): void {
     payload.on('end', () => finish(null));
     payload.on('error', (error) => finish(error));
   });
+}
+
+function explainingJsonParser(parse: FastifyBodyParser<string>): FastifyBodyParser<string> {
+  return (request, body, done) => {
+    parse(request, body, (error, value) => (error === null ? done(null, value) : done(explained(error, body))));
+  };
+}
+
+/** The parser's error, or what it refused in a body that is valid JSON. */
+function explained(error: Error, body: string): Error {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.replace(/^\uFEFF/, ''));
+  } catch {
+    return error;
+  }
+  const refused = prototypeKeyIn(value);
+  return refused === undefined ? error : new TesseraError('invalid_request', `The request body must not contain ${refused}.`);
+}
+
+/** What secure-json-parse refuses (Fastify's JSON parser), described; undefined if there is none. */
+function prototypeKeyIn(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Object.hasOwn(value, '__proto__')) return 'a "__proto__" key';
+  const constructor: unknown = Object.hasOwn(value, 'constructor') ? (value as { constructor: unknown }).constructor : undefined;
+  if (constructor !== null && typeof constructor === 'object' && Object.hasOwn(constructor, 'prototype')) {
+    return 'a "constructor" key holding a "prototype"';
+  }
+  for (const child of Object.values(value)) {
+    const refused = prototypeKeyIn(child);
+    if (refused !== undefined) return refused;
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { isTesseraError, TesseraError } from '../errors.js';
 import type { Store } from '../store/store.js';
+import { refuseOtherMethods } from './methods.js';
 
 const READINESS_TIMEOUT_MS = 1_000;
 
@@ -33,4 +34,7 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { 
     }
     return { status: 'ready', store: store.backend };
   });
+
+  refuseOtherMethods(app, '/healthz', ['GET']);
+  refuseOtherMethods(app, '/readyz', ['GET']);
 };

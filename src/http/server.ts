@@ -15,9 +15,12 @@ import { TesseraError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import type { Tessera } from '../tessera.js';
 import { tokenRoutes } from '../tokens/routes.js';
+import { answerConnectRequests } from './connect.js';
+import { acceptJsonBodies } from './content-types.js';
 import { errorBody, sendError, toTesseraError } from './errors.js';
 import { keepForwardedAddressesOnly } from './forwarded-for.js';
 import { healthRoutes } from './health.js';
+import { refuseOtherMethods } from './methods.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
@@ -74,9 +77,11 @@ export function buildServer({
   if (trustedProxies.length > 0) keepForwardedAddressesOnly(app);
 
   // Route every method Node parses, so that an exotic one gets 405 or 404 in the contract's shape.
+  // CONNECT reaches the routes only through answerConnectRequests.
   for (const method of METHODS) {
-    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
+  answerConnectRequests(app);
   app.addHook('onRequest', (request, _reply, done) => {
     const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -95,8 +100,9 @@ export function buildServer({
     response.end(body);
   });
 
-  // Only JSON at the root (Fastify's default); the token endpoint adds its own types.
+  // Only JSON at the root; the token endpoint adds its own types.
   app.removeContentTypeParser('text/plain');
+  acceptJsonBodies(app);
 
   app.setErrorHandler((error, request, reply) => {
     const tesseraError = toTesseraError(error);
@@ -127,6 +133,7 @@ export function buildServer({
 
   const openapi = readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8');
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
+  refuseOtherMethods(app, '/openapi.json', ['GET']);
 
   return app;
 }

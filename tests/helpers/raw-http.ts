@@ -67,6 +67,31 @@ export function rawHttp(baseUrl: string, data: string | Buffer, options: RawOpti
   });
 }
 
+/**
+ * Writes `data` and reads until the server closes the connection; resolves with the first response
+ * in what arrived (`null` if nothing did), rejects if the connection is still open after `timeoutMs`.
+ */
+export function rawHttpUntilClosed(baseUrl: string, data: string | Buffer, timeoutMs = 5_000): Promise<RawResponse | null> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open for ${timeoutMs} ms; got: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`));
+    }, timeoutMs);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const received = Buffer.concat(chunks);
+      const parsed = parseResponse(received, false, true);
+      resolve(parsed === 'incomplete' ? null : parsed);
+    });
+    socket.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+  });
+}
+
 /** A request built from parts, sent verbatim with `Connection: close` and the Content-Length of `body` unless given. */
 export function rawRequest(
   baseUrl: string,

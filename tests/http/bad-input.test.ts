@@ -38,6 +38,8 @@ interface Case {
   mayClose?: boolean;
   /** Headers the answer must carry, e.g. `allow: POST` or a `www-authenticate` challenge. */
   headers?: Record<string, RegExp>;
+  /** What the answer's message must say, where the status and code alone do not tell the cause. */
+  message?: RegExp;
 }
 
 let server: TestServer;
@@ -70,7 +72,31 @@ const rawPost = (s: TestServer, path: string, body: string | Buffer, headers: Re
 const rawGet = (s: TestServer, path: string, headers: Record<string, string | Buffer> = {}) =>
   rawRequest(s.baseUrl, { method: 'GET', path, headers }, { timeoutMs: REQUEST_TIMEOUT_MS });
 
+/** What `curl -d BODY` sends (optionally with `-u`, `-H`): a form, unless told otherwise with `-H 'Content-Type: …'`. */
+const curlData = (s: TestServer, path: string, body: string, headers: Record<string, string> = {}) =>
+  rawHttp(
+    s.baseUrl,
+    `POST ${path} HTTP/1.1\r\nHost: ${new URL(s.baseUrl).host}\r\n` +
+      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+      `User-Agent: curl/8.5.0\r\nAccept: */*\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Content-Type: application/x-www-form-urlencoded\r\n\r\n${body}`,
+    { timeoutMs: REQUEST_TIMEOUT_MS },
+  );
+/** A JSON request to a path of the app, with the admin token. */
+const adminJson = (s: TestServer, method: string, path: string, body: string, contentType = 'application/json') =>
+  request(`${s.appUrl}${path}`, {
+    method,
+    headers: { authorization: bearer(adminToken), 'content-type': contentType },
+    body,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+
 const anonymousBody = (s: TestServer) => JSON.stringify(anonymousFields(s));
+/** 300 characters that a terminal or a log viewer would obey: escape sequences, a newline, a bidi override, and '%'. */
+const HOSTILE_VALUE = 'x\u001b[2J\u001b]0;owned\u0007\n\u202e%'.repeat(20).slice(0, 300);
+const PROTO_REFUSED = /must not contain a "__proto__" key/;
+const CONSTRUCTOR_REFUSED = /must not contain a "constructor" key holding a "prototype"/;
+const SENT_AS_FORM = /looks like JSON but was sent as a form.*Content-Type: application\/json/;
 const INVALID_CLIENT = { 'www-authenticate': /^Basic\b/ };
 const ALLOW_POST = { allow: /^POST$/ };
 
@@ -174,10 +200,19 @@ const cases: Case[] = [
   },
 
   // --- Prototype poisoning ------------------------------------------------------------------------------
-  { name: '{"__proto__": {...}}', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"__proto__":{"polluted":"yes"}}')), status: 400, code: 'invalid_request' },
-  { name: '{"constructor": {"prototype": {...}}}', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"constructor":{"prototype":{"polluted":"yes"}}}')), status: 400, code: 'invalid_request' },
-  { name: 'nested "__proto__"', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"x":{"y":{"__proto__":{"polluted":"yes"}}}}')), status: 400, code: 'invalid_request' },
-  { name: '"__proto__" under the SDK media type', send: (s) => post(s, '{"__proto__":{"polluted":"yes"}}', 'application/vnd.kii.OauthTokenRequest+json'), status: 400, code: 'invalid_request' },
+  { name: '{"__proto__": {...}}', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"__proto__":{"polluted":"yes"}}')), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '{"constructor": {"prototype": {...}}}', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"constructor":{"prototype":{"polluted":"yes"}}}')), status: 400, code: 'invalid_request', message: CONSTRUCTOR_REFUSED },
+  { name: 'nested "__proto__"', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"x":{"y":{"__proto__":{"polluted":"yes"}}}}')), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" in an array', send: (s) => postJson(s, anonymousBody(s).replace(/}$/, ',"x":[1,{"__proto__":{"polluted":"yes"}}]}')), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" under the SDK media type', send: (s) => post(s, '{"__proto__":{"polluted":"yes"}}', 'application/vnd.kii.OauthTokenRequest+json'), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" on the SDK token path', send: (s) => request(`${s.baseUrl}/api/oauth2/token`, { method: 'POST', headers: { 'x-kii-appid': s.app.appId, 'content-type': 'application/json' }, body: '{"__proto__":{"polluted":"yes"}}' }), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" in a configuration change', send: (s) => adminJson(s, 'PATCH', '/configuration', '{"__proto__":{"requireAppKey":true}}'), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" in a merge patch', send: (s) => adminJson(s, 'PATCH', '/configuration', '{"requireAppKey":true,"__proto__":{}}', 'application/merge-patch+json'), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"constructor"."prototype" in a configuration change', send: (s) => adminJson(s, 'PATCH', '/configuration', '{"constructor":{"prototype":{"requireAppKey":true}}}'), status: 400, code: 'invalid_request', message: CONSTRUCTOR_REFUSED },
+  { name: '"__proto__" in a revocation', send: (s) => adminJson(s, 'POST', '/oauth2/revoke', `{"token":"${anonymousToken}","__proto__":{}}`), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" in an introspection', send: (s) => adminJson(s, 'POST', '/oauth2/introspect', `{"token":"${anonymousToken}","__proto__":{}}`), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: '"__proto__" after a BOM', send: (s) => postJson(s, '\uFEFF{"__proto__":{}}'), status: 400, code: 'invalid_request', message: PROTO_REFUSED },
+  { name: 'a "__proto__" key in broken JSON is broken JSON', send: (s) => postJson(s, '{"__proto__":{}'), status: 400, code: 'invalid_request', message: /not valid JSON/ },
   { name: '"__proto__" as a form field, with no grant_type', send: (s) => postForm(s, '__proto__[polluted]=yes&constructor[prototype][polluted]=yes'), status: 400, code: 'invalid_request' },
 
   // --- The path ------------------------------------------------------------------------------------------
@@ -234,6 +269,8 @@ const cases: Case[] = [
   { name: 'SQL in client_id', send: (s) => postFields(s, adminFields(s, { client_id: "' OR '1'='1' --" })), status: 401, code: 'invalid_client', headers: INVALID_CLIENT },
   { name: 'SQL in client_secret', send: (s) => postFields(s, adminFields(s, { client_secret: "x' OR 1=1; DROP TABLE apps; --" })), status: 401, code: 'invalid_client', headers: INVALID_CLIENT },
   { name: 'SQL in the AppID', send: (s) => request(`${s.baseUrl}/api/apps/${encodeURIComponent("x' OR '1'='1")}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: anonymousBody(s) }), status: 404, code: 'APP_NOT_FOUND' },
+  { name: 'an unknown event type of 300 hostile characters', send: (s) => request(`${s.appUrl}/events?type=${encodeURIComponent(HOSTILE_VALUE)}`, { headers: { authorization: bearer(adminToken) } }), status: 400, code: 'invalid_request', message: /^Unknown event type "x\\u001b\[2J/ },
+  { name: 'an unknown configuration field of 300 hostile characters', send: (s) => adminJson(s, 'PATCH', '/configuration', JSON.stringify({ [HOSTILE_VALUE]: 1 })), status: 400, code: 'invalid_request', message: /^Unknown configuration field "x\\u001b\[2J/ },
   { name: 'grant_type in capitals', send: (s) => postFields(s, anonymousFields(s, { grant_type: 'CLIENT_CREDENTIALS' })), status: 400, code: 'unsupported_grant_type' },
   { name: 'grant_type password', send: (s) => postFields(s, anonymousFields(s, { grant_type: 'password' })), status: 400, code: 'unsupported_grant_type' },
   ...(
@@ -291,6 +328,12 @@ const cases: Case[] = [
   { name: 'a form with expiresAt=-1', send: (s) => postForm(s, `grant_type=client_credentials&client_id=${s.app.appId}&client_secret=${s.app.appKey}&expiresAt=-1`), status: 400, code: 'invalid_request' },
   { name: 'a form with a 20-digit expiresAt', send: (s) => postForm(s, `grant_type=client_credentials&client_id=${s.app.appId}&client_secret=${s.app.appKey}&expiresAt=99999999999999999999`), status: 400, code: 'invalid_request' },
   { name: 'a form with NUL bytes in client_id', send: (s) => postForm(s, `grant_type=client_credentials&client_id=${s.app.clientId}%00&client_secret=${s.app.clientSecret}`), status: 401, code: 'invalid_client', headers: INVALID_CLIENT },
+  { name: 'curl -d with a JSON body and no Content-Type (a form)', send: (s) => curlData(s, tokenPath(s), anonymousBody(s), { Authorization: basic(s.app.appId) }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
+  { name: 'curl -d with a JSON array (a form)', send: (s) => curlData(s, tokenPath(s), `[${anonymousBody(s)}]`, { Authorization: basic(s.app.appId) }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
+  { name: 'curl -d with JSON after a newline and spaces (a form)', send: (s) => curlData(s, tokenPath(s), `\n  ${anonymousBody(s)}`, { Authorization: basic(s.app.appId) }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
+  { name: 'curl -d with JSON on the SDK token path (a form)', send: (s) => curlData(s, '/api/oauth2/token', JSON.stringify({ client_id: s.app.appId, client_secret: s.app.appKey }), { 'X-Kii-AppID': s.app.appId }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
+  { name: 'curl -d with JSON to revoke (a form)', send: (s) => curlData(s, `/api/apps/${s.app.appId}/oauth2/revoke`, `{"token":"${anonymousToken}"}`, { Authorization: bearer(adminToken) }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
+  { name: 'curl -d with JSON to introspect (a form)', send: (s) => curlData(s, `/api/apps/${s.app.appId}/oauth2/introspect`, `{"token":"${anonymousToken}"}`, { Authorization: bearer(adminToken) }), status: 400, code: 'invalid_request', message: SENT_AS_FORM },
 
   // --- Methods ----------------------------------------------------------------------------------------
   ...(['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const).flatMap((method): Case[] => [
@@ -302,6 +345,8 @@ const cases: Case[] = [
   { name: 'TRACE on the token path', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'PROPFIND on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'PROPFIND', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'SEARCH on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'SEARCH', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
+  { name: 'POST on whoami', send: (s) => request(`${s.appUrl}/whoami`, { method: 'POST', headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
+  { name: 'TRACE on whoami', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: whoamiPath(s), headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
   { name: 'an invented method FOO', send: (s) => rawRequest(s.baseUrl, { method: 'FOO', path: tokenPath(s) }), status: 400, code: 'invalid_request' },
   { name: 'DELETE on the app', send: (s) => request(s.appUrl, { method: 'DELETE', headers: { authorization: bearer(adminToken) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
 
@@ -325,6 +370,17 @@ const cases: Case[] = [
 /** What must never show in an answer: stack frames, source paths, module internals. */
 const INTERNALS = [/\bat [\w$.<>]+ \(/, /\bat (?:file|node):/, /\n\s+at /, /node_modules/, /\/(?:work|home|usr|tmp)\//, /\.[cm]?[jt]s:\d+/, /FST_ERR/, /\bstatusCode\b/];
 
+/** What a terminal or a log viewer showing an error text would obey rather than show. */
+const CONTROL_CHARACTER = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
+const MAX_MESSAGE_LENGTH = 300;
+
+/** Whatever a request held, its error text is short and shows no control character. */
+function checkMessage(message: unknown): void {
+  if (typeof message !== 'string') return;
+  assert.ok(message.length <= MAX_MESSAGE_LENGTH, `a message of ${message.length} characters: ${message.slice(0, 500)}`);
+  assert.doesNotMatch(message, CONTROL_CHARACTER, `a control character in the message: ${JSON.stringify(message)}`);
+}
+
 function check(testCase: Case, response: JsonResponse | RawResponse | null): void {
   if (response === null) {
     assert.ok(testCase.mayClose, 'the server closed the connection without an answer');
@@ -346,6 +402,8 @@ function check(testCase: Case, response: JsonResponse | RawResponse | null): voi
   for (const [name, pattern] of Object.entries(testCase.headers ?? {})) {
     assert.match(response.headers.get(name) ?? '', pattern, `header ${name}`);
   }
+  if (testCase.message !== undefined) assert.match(String(response.body?.message), testCase.message);
+  checkMessage(response.body?.message);
   for (const pattern of INTERNALS) assert.doesNotMatch(response.text, pattern, `internals in the answer: ${response.text}`);
   for (const secret of [server.app.clientSecret, adminToken, anonymousToken]) {
     assert.ok(!response.text.includes(secret), 'the answer echoes a secret or a token');

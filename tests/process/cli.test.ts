@@ -296,6 +296,79 @@ describe('tessera apps: the operator CLI, as a real process', () => {
   });
 });
 
+describe('app names and the terminal: control characters are refused, and never printed raw', () => {
+  const store = newStore();
+  after(() => store.dispose());
+
+  /** What a terminal would obey rather than show: Cc, line/paragraph separators, bidi overrides and isolates. */
+  const CONTROL_CHARACTER = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
+  const HOSTILE_NAME = 'Evil\nfffffffffffffff0  2020-01-01T00:00:00.000Z  Fake app\u001b[2J\u001b]0;owned\u0007\u009b31m\u202egnp.exe';
+
+  it('apps create refuses a name with a control character, a separator or a bidi override: exit 1, nothing stored', async () => {
+    const names = ['two\nlines', 'red \u001b[31malert', 'tab\there', 'bell\u0007', 'del\u007f', 'C1 \u009b2J', 'bidi \u202egnp.exe', 'isolate \u2066x\u2069', 'line\u2028separator'];
+    const results = await Promise.all(names.map((name) => cli(store, ['apps', 'create', '--name', name, '--json'])));
+    for (const [index, result] of results.entries()) {
+      assert.equal(result.code, 1, `${JSON.stringify(names[index])}: ${result.stdout} ${result.stderr}`);
+      assert.equal(result.stdout, '');
+      const error = parseJson(result.stderr, 'stderr');
+      assert.equal(error.errorCode, 'invalid_request');
+      assert.match(error.message, /control characters/);
+    }
+    const text = await cli(store, ['apps', 'create', '--name', 'red \u001b[31malert']);
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, /^tessera: The app name must not contain control characters/);
+    const list = await cli(store, ['apps', 'list', '--json']);
+    assert.deepEqual(parseJson(list.stdout, 'apps list --json output'), []);
+    // Surrounding whitespace is still trimmed, and other Unicode is a name like any other.
+    const fine = await createApp(store, '  Café ☕ アプリ  ');
+    assert.equal(fine.name, 'Café ☕ アプリ');
+  });
+
+  it('a name stored before names were checked is printed escaped by apps list and apps show; --json keeps it exact', async () => {
+    const created = await createApp(store, 'Stored long ago');
+    const db = new Database(store.databaseUrl.slice('sqlite:'.length));
+    try {
+      db.prepare('UPDATE apps SET name = :name WHERE app_id = :appId').run({ name: HOSTILE_NAME, appId: created.appId });
+    } finally {
+      db.close();
+    }
+    const [list, show, listJson, showJson] = await Promise.all([
+      cli(store, ['apps', 'list']),
+      cli(store, ['apps', 'show', created.appId]),
+      cli(store, ['apps', 'list', '--json']),
+      cli(store, ['apps', 'show', created.appId, '--json']),
+    ]);
+    for (const result of [list, show]) {
+      assert.equal(result.code, 0, result.stderr);
+      for (const line of result.stdout.replace(/\n$/, '').split('\n')) {
+        assert.doesNotMatch(line, CONTROL_CHARACTER, `printed raw: ${JSON.stringify(line)}`);
+      }
+      assert.ok(result.stdout.includes('Evil\\u000afffffffffffffff0  2020-01-01T00:00:00.000Z  Fake app\\u001b[2J'), result.stdout);
+      assert.ok(result.stdout.includes('\\u0007\\u009b31m\\u202egnp.exe'), result.stdout);
+    }
+    const lines = list.stdout.trim().split('\n');
+    assert.equal(lines.length, 2, `one line per app: ${list.stdout}`);
+    assert.ok(!lines.some((line) => line.startsWith('fffffffffffffff0')), 'the name forged a line of its own');
+    assert.match(show.stdout, /^App "Evil\\u000a/);
+    assert.equal(parseJson(listJson.stdout, 'apps list --json').find((app: { appId: string }) => app.appId === created.appId).name, HOSTILE_NAME);
+    assert.equal(parseJson(showJson.stdout, 'apps show --json').name, HOSTILE_NAME);
+  });
+
+  it('usage errors show what was typed escaped', async () => {
+    const [command, type] = await Promise.all([
+      cli(store, ['\u001b[2Jfrobnicate']),
+      cli(store, ['events', '0000000000000000', '--type', `\u001b]0;owned\u0007${'x'.repeat(200)}`]),
+    ]);
+    for (const result of [command, type]) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.doesNotMatch(result.stderr.replace(/\n$/, ''), CONTROL_CHARACTER, result.stderr);
+      assert.ok(result.stderr.length < 300, result.stderr);
+    }
+    assert.match(command.stderr, /unknown command "\\u001b\[2Jfrobnicate"/);
+    assert.match(type.stderr, /unknown event type "\\u001b\]0;owned\\u0007x+…"/);
+  });
+});
+
 describe('the CLI and a running server share the store', () => {
   const store = newStore();
   let server: ServerProcess;
