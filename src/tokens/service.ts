@@ -9,6 +9,7 @@ import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
 import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
+import type { RevocationKind } from './revocation.js';
 import type { TokenRecord, TokenStore } from './store.js';
 import { generateAccessToken, parseAccessToken } from './token.js';
 
@@ -132,10 +133,10 @@ export class TokenService {
   }
 
   /** Revokes every token of an app, or every one of a kind; returns how many there were. */
-  async revokeAll(appId: string, kind: PrincipalKind | undefined, context: RequestContext, actor: Actor | null): Promise<number> {
-    const count = await this.tokens.deleteByApp(appId, kind);
+  async revokeAll(appId: string, kind: RevocationKind, context: RequestContext, actor: Actor | null): Promise<number> {
+    const count = await this.tokens.deleteByApp(appId, kind === 'all' ? undefined : kind);
     this.forgetCachedTokens();
-    this.events?.record('token.revoked', appId, context, actor, { kind: kind ?? 'all', scope: 'app', count });
+    this.events?.record('token.revoked', appId, context, actor, { kind, scope: 'app', count });
     return count;
   }
 
