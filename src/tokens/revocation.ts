@@ -1,3 +1,4 @@
+import type { EventStamp, NewAuditEvent } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 
 /** Which of an app's tokens a revoke-all removes: one kind, or `all`, always spelled out. */
@@ -14,3 +15,7 @@ export function revocationKind(value: unknown): RevocationKind | undefined {
   return REVOCATION_KINDS.find((kind) => kind === value);
 }
 
+/** The `token.revoked` event of a revoke-all that removed `count` tokens. */
+export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count: number): NewAuditEvent {
+  return { ...stamp, type: 'token.revoked', details: { kind, scope: 'app', count } };
+}
