@@ -52,7 +52,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   return {
     store,
     clock,
-    apps: new AppService(store.apps, clock, tokens, events, forget),
+    apps: new AppService(store.apps, clock, events, forget),
     appCache,
     tokens,
     authenticator: new Authenticator(appCache, tokens, events),

@@ -1,10 +1,10 @@
 import { clientSecretDigest } from '../crypto.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { NO_CLIENT, type RequestContext } from '../events/event.js';
+import { NO_CLIENT, type NewAuditEvent, type RequestContext } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { hasControlCharacters } from '../text.js';
-import type { TokenService } from '../tokens/service.js';
+import { appTokensRevoked } from '../tokens/revocation.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
 import { appNotFound } from './cache.js';
@@ -32,7 +32,6 @@ export class AppService {
   constructor(
     private readonly store: AppStore,
     private readonly clock: Clock,
-    private readonly tokens: TokenService,
     private readonly events: EventLog,
     /** Called after a change, so that this process's caches drop the app at once. */
     private readonly onChange: (appId: string) => void = () => {},
@@ -80,22 +79,32 @@ export class AppService {
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
-    if (!(await this.store.updateClientSecretHash(appId, clientSecretDigest(clientSecret)))) {
-      throw appNotFound();
-    }
+    const revokeAdminTokens = options.revokeAdminTokens === true;
+    const stamp = await this.events.stamp(appId, NO_CLIENT, 'operator');
+    // The rotation, the revocation and both events in one transaction: the new secret is returned
+    // (and printed) only once all of it is written, and a failure leaves the old secret working.
+    const rotation = await this.store.rotateClientSecret(
+      appId,
+      clientSecretDigest(clientSecret),
+      { revokeAdminTokens },
+      ({ adminTokensRevoked }) => [
+        ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked)] : []),
+        { ...stamp, type: 'app.secret_rotated', details: { adminTokensRevoked } },
+      ],
+    );
+    if (rotation === undefined) throw appNotFound();
     this.onChange(appId);
-    const adminTokensRevoked = options.revokeAdminTokens === true ? await this.tokens.revokeAll(appId, 'admin', NO_CLIENT, 'operator') : 0;
-    this.events.record('app.secret_rotated', appId, NO_CLIENT, 'operator', { adminTokensRevoked });
-    return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked };
+    return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked: rotation.adminTokensRevoked };
   }
 
   /** Applies a configuration change (see `parseConfigurationChanges`); returns the app as it now is. */
   async configure(appId: string, body: unknown, context: RequestContext): Promise<AppDescription> {
     const changes = parseConfigurationChanges(body);
-    const updated = await this.store.updateConfiguration(appId, changes);
+    const stamp = await this.events.stamp(appId, context, 'admin');
+    const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: changes };
+    const updated = await this.store.updateConfiguration(appId, changes, () => [changed]);
     if (updated === undefined) throw appNotFound();
     this.onChange(appId);
-    this.events.record('app.configuration_changed', appId, context, 'admin', changes);
     return describeApp(updated);
   }
 

@@ -1,4 +1,11 @@
+import type { AuditOf } from '../events/event.js';
 import type { AppConfiguration, AppRecord } from './app.js';
+
+/** What rotating a ClientSecret did besides. */
+export interface SecretRotation {
+  /** Admin tokens removed with the old secret (0 unless asked for). */
+  adminTokensRevoked: number;
+}
 
 /** The apps' storage seam; one implementation per backend under `src/store/`. */
 export interface AppStore {
@@ -8,13 +15,23 @@ export interface AppStore {
   /** Oldest first. */
   list(): Promise<AppRecord[]>;
   count(): Promise<number>;
-  /** False if there is no such app. */
-  updateClientSecretHash(appId: string, clientSecretHash: Buffer): Promise<boolean>;
+  /**
+   * Replaces the ClientSecret hash, with `revokeAdminTokens` removes every admin token of the app,
+   * and writes the events `audit` builds of that, all in one transaction: if the events cannot be
+   * written, nothing changes. Undefined (and nothing written) if there is no such app.
+   */
+  rotateClientSecret(
+    appId: string,
+    clientSecretHash: Buffer,
+    options: { revokeAdminTokens: boolean },
+    audit: AuditOf<SecretRotation>,
+  ): Promise<SecretRotation | undefined>;
   /**
    * Sets the given configuration fields and leaves the others as they are (concurrent changes of
-   * different fields both hold). The updated app, or undefined if there is no such app.
+   * different fields both hold), and writes the events `audit` builds of the updated app, in one
+   * transaction. The updated app, or undefined (and nothing written) if there is no such app.
    */
-  updateConfiguration(appId: string, changes: Partial<AppConfiguration>): Promise<AppRecord | undefined>;
+  updateConfiguration(appId: string, changes: Partial<AppConfiguration>, audit: AuditOf<AppRecord>): Promise<AppRecord | undefined>;
   /** Deletes the app and every token and event of it. False if there is no such app. */
   delete(appId: string): Promise<boolean>;
 }

@@ -13,20 +13,27 @@ export interface ParsedCommand {
 /** A command's own flags: `true` for one taking a value (`--name NAME`), `false` for a switch. */
 export type FlagSpec = Record<string, boolean>;
 
-/** `--json` and `--help` for every command, plus its own flags; any other flag is a usage error. */
+/**
+ * `--json` and `--help` for every command, plus its own flags; any other flag is a usage error, and
+ * so is a valued flag given twice (`--kind admin --kind all` must not quietly mean the last one).
+ */
 export function parseCommand(args: string[], own: FlagSpec = {}): ParsedCommand {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   };
   for (const [flag, takesValue] of Object.entries(own)) options[flag] = { type: takesValue ? 'string' : 'boolean' };
+  let parsed;
   try {
-    const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options });
-    const { json, help, ...flags } = values;
-    return { positionals, json: json === true, help: help === true, flags };
+    parsed = parseArgs({ args, allowPositionals: true, strict: true, options, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const valued = parsed.tokens.filter((token) => token.kind === 'option' && token.value !== undefined).map((token) => token.name);
+  const repeated = valued.find((name, index) => valued.indexOf(name) !== index);
+  if (repeated !== undefined) throw new UsageError(`--${repeated} is given more than once`);
+  const { json, help, ...flags } = parsed.values;
+  return { positionals: parsed.positionals, json: json === true, help: help === true, flags };
 }
 
 /** A valued flag's value, or undefined. */

@@ -24,8 +24,8 @@ Usage:
   tessera apps rotate-secret APP_ID --revoke-admin-tokens
                                              … and revoke every admin token of the app
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
-  tessera tokens revoke-all APP_ID [--kind admin|anonymous] [--json]
-                                             revoke every token of an app (or of one kind)
+  tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]
+                                             revoke every token of one kind, or all, of an app
   tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
                                              the app's latest audit events; --follow: then new ones
   tessera --version

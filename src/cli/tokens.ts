@@ -1,21 +1,23 @@
 import { NO_CLIENT } from '../events/event.js';
-import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
+import { revocationKind } from '../tokens/revocation.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
 export const TOKENS_FLAGS: FlagSpec = { kind: true };
 
-const USAGE = 'usage: tessera tokens revoke-all APP_ID [--kind admin|anonymous] [--json]';
+const USAGE = 'usage: tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]';
 
-/** `tessera tokens revoke-all APP_ID`: revokes every token of an app, or of one kind. */
+/**
+ * `tessera tokens revoke-all APP_ID --kind KIND`: revokes every token of an app, or of one kind. The
+ * kind is required and spelled out, as in `DELETE …/tokens`: a mistyped or missing one revokes nothing.
+ */
 export async function runTokensCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
   const [verb, appId, ...extra] = command.positionals;
   if (verb !== 'revoke-all' || appId === undefined || extra.length > 0) throw new UsageError(USAGE);
-  const kindFlag = stringFlag(command, 'kind');
-  if (kindFlag !== undefined && kindFlag !== 'admin' && kindFlag !== 'anonymous') throw new UsageError(USAGE);
-  const kind = kindFlag as PrincipalKind | undefined;
+  const kind = revocationKind(stringFlag(command, 'kind'));
+  if (kind === undefined) throw new UsageError(USAGE);
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
   const revoked = await tessera.tokens.revokeAll(appId, kind, NO_CLIENT, 'operator');
-  out.result({ appId, kind: kind ?? 'all', revoked }, () => `Revoked ${revoked} ${kind ?? ''}${kind === undefined ? '' : ' '}token(s) of app ${appId}.`);
+  out.result({ appId, kind, revoked }, () => `Revoked ${revoked} ${kind === 'all' ? '' : `${kind} `}token(s) of app ${appId}.`);
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import { quoted } from '../text.js';
-import type { Actor, AuditEvent, EventDetails, EventType, NewAuditEvent, RequestContext } from './event.js';
+import type { Actor, AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent, RequestContext } from './event.js';
 import { EVENT_TYPES, isEventType } from './event.js';
 import type { EventStore } from './store.js';
 
@@ -26,6 +26,8 @@ export const EVENT_FLUSH_DELAY_MS = 20;
  * The audit log. Recording never delays or fails the operation it describes: events are buffered
  * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`, and
  * a failed write is reported through `onError`. Reads through this log write the buffer first.
+ * Operators' and admins' changes are the exception: their events are written in the change's own
+ * transaction (`stamp`), never buffered, so that no change is made without its record.
  */
 export class EventLog {
   /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
@@ -44,6 +46,17 @@ export class EventLog {
     this.#recorded.add(appId);
     this.#buffer.push({ type, appId, at: this.clock.now(), principal, clientAddress: context.clientAddress, details });
     this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
+  }
+
+  /**
+   * Who, when and from where, for events that a store method writes in the same transaction as the
+   * change they describe (see `AuditOf`): not buffered. Resolves once the events recorded before
+   * are written, so that event ids keep the order of recording. Notes the app for trimming.
+   */
+  async stamp(appId: string, context: RequestContext, principal: Actor | null): Promise<EventStamp> {
+    this.#recorded.add(appId);
+    await this.flush();
+    return { appId, at: this.clock.now(), principal, clientAddress: context.clientAddress };
   }
 
   /** Writes what is buffered; resolves once everything recorded before the call is written (or failed). */

@@ -49,6 +49,19 @@ export function acceptFormBodies(app: FastifyInstance): void {
  * dropped, not parsed; one over the server's body limit is `413`, as anywhere else.
  */
 export function ignoreBodies(app: FastifyInstance): void {
+  dropBodies(app, () => null);
+}
+
+/**
+ * For routes where a body means the caller put something in the wrong place: a non-empty body,
+ * whatever its type, is answered with `refusal()`. An empty one (clients often label it JSON) is fine.
+ */
+export function refuseBodies(app: FastifyInstance, refusal: () => TesseraError): void {
+  dropBodies(app, (received) => (received > 0 ? refusal() : null));
+}
+
+/** Reads every body to its end without keeping it; `outcome` of its size decides whether that fails. */
+function dropBodies(app: FastifyInstance, outcome: (received: number) => Error | null): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => {
     let received = 0;
@@ -66,7 +79,7 @@ export function ignoreBodies(app: FastifyInstance): void {
         finish(new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.'));
       }
     });
-    payload.on('end', () => finish(null));
+    payload.on('end', () => finish(outcome(received)));
     payload.on('error', (error) => finish(error));
   });
 }

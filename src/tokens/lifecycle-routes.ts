@@ -2,12 +2,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import { parseAuthorization } from '../auth/authorization.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
-import { acceptFormBodies, ignoreBodies } from '../http/content-types.js';
+import { acceptFormBodies, refuseBodies } from '../http/content-types.js';
 import { preventCaching, singleHeader } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
-import type { PrincipalKind } from '../principal.js';
 import type { Tessera } from '../tessera.js';
+import { quoted } from '../text.js';
 import { parseTokenParameter } from './request.js';
+import { revocationKind, type RevocationKind } from './revocation.js';
 
 export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
 export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
@@ -74,14 +75,14 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
 
   // Its own scope: a DELETE carries no body, but clients often label the empty one as JSON.
   await app.register(async (scope) => {
-    ignoreBodies(scope);
+    refuseBodies(scope, () => new TesseraError('invalid_request', 'This request takes no body; send kind in the query: ?kind=anonymous.'));
     scope.delete<AppParams & { Querystring: Record<string, string | string[] | undefined> }>(
       APP_TOKENS_PATH,
       { onRequest: requireAdmin },
       async (request) => {
-        const kind = parseKind(request.query.kind);
+        const kind = parseRevokeAllQuery(request.query);
         const revoked = await tessera.tokens.revokeAll(request.params.appId, kind, { clientAddress: request.ip }, request.principal.kind);
-        return { appId: request.params.appId, kind: kind ?? 'all', revoked };
+        return { appId: request.params.appId, kind, revoked };
       },
     );
   });
@@ -91,9 +92,17 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
   refuseOtherMethods(app, APP_TOKENS_PATH, ['DELETE']);
 };
 
-function parseKind(value: string | string[] | undefined): PrincipalKind | undefined {
-  // An empty kind is refused rather than read as "all": `?kind=${unset}` must not revoke everything.
-  if (value === undefined || value === 'all') return undefined;
-  if (value === 'admin' || value === 'anonymous') return value;
-  throw new TesseraError('invalid_request', 'kind must be "admin", "anonymous" or "all".');
+/**
+ * `kind` and nothing else, once: revoking every token of an app is never a default that a typo
+ * (`?KIND=`, `?knd=`, `?kind[]=`), a repeated or empty parameter, or an unset variable can fall back to.
+ */
+function parseRevokeAllQuery(query: Record<string, string | string[] | undefined>): RevocationKind {
+  const unknown = Object.keys(query).find((name) => name !== 'kind');
+  if (unknown !== undefined) {
+    throw new TesseraError('invalid_request', `Unknown query parameter ${quoted(unknown)}; the only one is kind.`);
+  }
+  if (Array.isArray(query.kind)) throw new TesseraError('invalid_request', 'kind must not be repeated.');
+  const kind = revocationKind(query.kind);
+  if (kind === undefined) throw new TesseraError('invalid_request', 'kind is required, spelled out: "admin", "anonymous" or "all".');
+  return kind;
 }

@@ -9,6 +9,7 @@ import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { ANONYMOUS_ID, type Principal, type PrincipalKind } from '../principal.js';
 import { expiresInSeconds, isExpired, resolveExpiry } from './expiry.js';
+import { appTokensRevoked, type RevocationKind } from './revocation.js';
 import type { TokenRecord, TokenStore } from './store.js';
 import { generateAccessToken, parseAccessToken } from './token.js';
 
@@ -131,11 +132,16 @@ export class TokenService {
     this.events?.record('token.revoked', app.appId, context, caller.kind, { kind: stored.kind, scope: 'token', count: 1 });
   }
 
-  /** Revokes every token of an app, or every one of a kind; returns how many there were. */
-  async revokeAll(appId: string, kind: PrincipalKind | undefined, context: RequestContext, actor: Actor | null): Promise<number> {
-    const count = await this.tokens.deleteByApp(appId, kind);
+  /**
+   * Revokes every token of an app, or every one of a kind, with its `token.revoked` event in the same
+   * transaction; returns how many there were.
+   */
+  async revokeAll(appId: string, kind: RevocationKind, context: RequestContext, actor: Actor | null): Promise<number> {
+    const stamp = await this.events?.stamp(appId, context, actor);
+    const count = await this.tokens.deleteByApp(appId, kind, (removed) =>
+      stamp === undefined ? [] : [appTokensRevoked(stamp, kind, removed)],
+    );
     this.forgetCachedTokens();
-    this.events?.record('token.revoked', appId, context, actor, { kind: kind ?? 'all', scope: 'app', count });
     return count;
   }
 

@@ -76,34 +76,57 @@ export interface CliResult {
   exitedAt: number;
 }
 
+/** A `tessera ARGS` process under way: the child (to kill), and its end. */
+export interface RunningCli {
+  child: ChildProcess;
+  /** Resolves once the process has exited and its output is read; `signal` is set when a signal ended it. */
+  ended: Promise<CliResult & { signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `tessera ARGS` (entry = compiled main.js or bin/tessera), with DATABASE_URL set. */
+export function startCli(
+  children: Children,
+  options: { entry: string; cwd: string; databaseUrl: string; env?: Record<string, string> },
+  args: string[],
+): RunningCli {
+  const child = spawn(process.execPath, [options.entry, ...args], {
+    cwd: options.cwd,
+    env: childEnvironment({ DATABASE_URL: options.databaseUrl, ...options.env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const ended = new Promise<CliResult & { signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, exitedAt: now() }));
+  });
+  return { child, ended };
+}
+
 /** `tessera ARGS` (entry = compiled main.js) to completion, with DATABASE_URL set. */
-export function runCli(
+export async function runCli(
   children: Children,
   options: { entry: string; cwd: string; databaseUrl: string; env?: Record<string, string> },
   args: string[],
   timeoutMs = 15_000,
 ): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [options.entry, ...args], {
-      cwd: options.cwd,
-      env: childEnvironment({ DATABASE_URL: options.databaseUrl, ...options.env }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
+  const { child, ended } = startCli(children, options, args);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`tessera ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`));
+      void ended.then(({ stderr }) => reject(new Error(`tessera ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`)));
     }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, exitedAt: now() });
-    });
   });
+  try {
+    const { signal: _signal, ...result } = await Promise.race([ended, timedOut]);
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface CreatedApp {

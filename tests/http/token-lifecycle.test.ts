@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -215,7 +216,7 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     for (const token of anonymous) assert.equal(await works(token), false);
     for (const token of admins) assert.equal(await works(token), true);
 
-    const all = await request(`${fresh.appUrl}/tokens`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
+    const all = await request(`${fresh.appUrl}/tokens?kind=all`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
     assert.deepEqual(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
     for (const token of admins) assert.equal(await works(token), false);
     assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
@@ -228,5 +229,81 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
       assertError(response, 400, 'invalid_request');
     }
     assert.equal((await whoami(admin)).status, 200);
+  });
+
+  // Issue 11, finding 4: each of these used to answer {"kind":"all"} and revoke every token.
+  it('refuses a missing, misspelt, repeated or bracketed kind, any other parameter and any body with 400, revoking nothing', async () => {
+    const fresh = await createConfiguredApp(server, {}, 'Typos');
+    const issueOf = async (clientId: string, clientSecret: string) => {
+      const response = await request(`${fresh.appUrl}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+      });
+      assert.equal(response.status, 200, response.text);
+      return response.body.access_token as string;
+    };
+    const admin = await issueOf(fresh.clientId, fresh.clientSecret);
+    const tokens = [admin, await issueOf(fresh.clientId, fresh.clientSecret), await issueOf(fresh.appId, fresh.appKey), await issueOf(fresh.appId, fresh.appKey)];
+    const json = { authorization: bearer(admin), 'content-type': 'application/json' };
+    const attempts: { query: string; headers?: Record<string, string>; body?: string }[] = [
+      { query: '' },
+      { query: '?KIND=admin' },
+      { query: '?Kind=anonymous' },
+      { query: '?knd=admin' },
+      { query: '?kind[]=admin' },
+      { query: '?kind%5B%5D=admin' },
+      { query: '?kind[0]=admin' },
+      { query: '?kind=admin&kind=admin' },
+      { query: '?kind=all&kind=admin' },
+      { query: '?kind=admin&dryRun=true' },
+      { query: '?=admin' },
+      { query: '?kind' },
+      { query: '?kind=all%20' },
+      { query: '?kind=%20all' },
+      { query: '?kind=All' },
+      { query: '', headers: json, body: '{"kind":"admin"}' },
+      { query: '?kind=admin', headers: json, body: '{"kind":"admin"}' },
+      { query: '?kind=anonymous', headers: json, body: '{}' },
+      { query: '', headers: { authorization: bearer(admin), 'content-type': 'application/x-www-form-urlencoded' }, body: 'kind=admin' },
+      { query: '?kind=anonymous', headers: { authorization: bearer(admin), 'content-type': 'text/plain' }, body: ' ' },
+      { query: '?kind=anonymous', headers: { authorization: bearer(admin) }, body: 'kind=admin' },
+    ];
+    const sends = attempts.map((attempt) => ({
+      what: JSON.stringify(attempt),
+      send: () =>
+        request(`${fresh.appUrl}/tokens${attempt.query}`, {
+          method: 'DELETE',
+          headers: attempt.headers ?? { authorization: bearer(admin) },
+          ...(attempt.body === undefined ? {} : { body: attempt.body }),
+        }),
+    }));
+    // fetch labels every body it sends; a body with no Content-Type at all takes raw HTTP.
+    sends.push({
+      what: 'a body without Content-Type',
+      send: async () => {
+        const path = `${new URL(fresh.appUrl).pathname}/tokens?kind=anonymous`;
+        const response = await rawRequest(server.baseUrl, { method: 'DELETE', path, headers: { authorization: bearer(admin) }, body: 'kind=admin' });
+        assert.ok(response !== null, 'no answer');
+        return response;
+      },
+    });
+    for (const { what, send } of sends) {
+      const response = await send();
+      assert.equal(response.status, 400, `${what}: ${response.status} ${response.text}`);
+      assertError(response, 400, 'invalid_request');
+      for (const token of tokens) {
+        assert.equal((await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status, 200, `${what} revoked a token`);
+      }
+    }
+    const revoked = await server.tessera.events.list(fresh.appId, { type: 'token.revoked' });
+    assert.deepEqual(revoked.events, [], 'a refused revoke-all was recorded');
+
+    // An empty body labelled JSON, as many clients send with a DELETE, is no body.
+    const emptyJson = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: json, body: '' });
+    assert.equal(emptyJson.status, 200, emptyJson.text);
+    assert.deepEqual(emptyJson.body, { appId: fresh.appId, kind: 'anonymous', revoked: 2 });
+    const statuses = await Promise.all(tokens.map(async (token) => (await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status));
+    assert.deepEqual(statuses, [200, 200, 401, 401]);
   });
 });

@@ -484,7 +484,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.ok(elapsed <= 1_000, `the token still worked ${elapsed} ms after the revocation`);
   }
 
-  it('tokens revoke-all --kind admin, then without --kind: the tokens are refused within 1 s', async () => {
+  it('tokens revoke-all --kind admin, then --kind all: the tokens are refused within 1 s', async () => {
     const app = await createApp(store, 'Revoked from the CLI');
     const admin = (await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret)).body.access_token;
     const anonymous = (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token;
@@ -497,14 +497,14 @@ describe('token lifecycle from the CLI, with a server running', () => {
     await refusedWithin(app.appId, admin);
     assert.equal((await whoami(app.appId, anonymous)).status, 200);
 
-    const all = await cli(store, ['tokens', 'revoke-all', app.appId]);
+    const all = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'all']);
     assert.equal(all.code, 0, all.stderr);
     assert.match(all.stdout, /Revoked 1 token/);
     await refusedWithin(app.appId, anonymous);
   });
 
   it('tokens revoke-all: exit 1 for an unknown app, exit 2 for a bad kind or a flag of another command', async () => {
-    assert.equal((await cli(store, ['tokens', 'revoke-all', 'no-such-app'])).code, 1);
+    assert.equal((await cli(store, ['tokens', 'revoke-all', 'no-such-app', '--kind', 'all'])).code, 1);
     const app = await createApp(store, 'Usage');
     for (const args of [
       ['tokens', 'revoke-all', app.appId, '--kind', 'user'],
@@ -517,6 +517,43 @@ describe('token lifecycle from the CLI, with a server running', () => {
       const result = await cli(store, args);
       assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
     }
+  });
+
+  // Issue 11, finding 4: without --kind, every token of the app used to be revoked.
+  it('tokens revoke-all without --kind, or with a misspelt, empty or repeated one: exit 2, and every token still works', async () => {
+    const app = await createApp(store, 'Typed in a hurry');
+    const tokens = [
+      (await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret)).body.access_token,
+      (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token,
+    ];
+    for (const token of tokens) assert.equal((await whoami(app.appId, token)).status, 200);
+    const stored = () => {
+      const db = new Database(store.databaseUrl.slice('sqlite:'.length));
+      try {
+        return (db.prepare('SELECT count(*) AS n FROM tokens WHERE app_id = :appId').get({ appId: app.appId }) as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    for (const flags of [
+      [],
+      ['--kind', 'ADMIN'],
+      ['--kind', 'All'],
+      ['--kind', ''],
+      ['--kind=all '],
+      ['--kind'],
+      ['--kind', 'admin', '--kind', 'all'],
+      ['--kind', 'all', '--kind', 'all'],
+      ['--knd', 'admin'],
+      ['--json'],
+    ]) {
+      const result = await cli(store, ['tokens', 'revoke-all', app.appId, ...flags]);
+      assert.equal(result.code, 2, `${flags.join(' ')}: exit ${result.code}, ${result.stdout} ${result.stderr}`);
+      assert.equal(result.stdout, '', flags.join(' '));
+      assert.equal(stored(), 2, `${flags.join(' ')} revoked a token`);
+    }
+    await sleep(1_100); // longer than the server takes to learn of a change made by the CLI
+    for (const token of tokens) assert.equal((await whoami(app.appId, token)).status, 200);
   });
 
   it('apps rotate-secret --revoke-admin-tokens: admin tokens are refused within 1 s, anonymous ones keep working', async () => {

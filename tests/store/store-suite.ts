@@ -46,6 +46,14 @@ export function makeEvent(appId: string, overrides: Partial<NewAuditEvent> = {})
   return { type: 'token.issued', appId, at: T0, principal: 'admin', clientAddress: '203.0.113.7', details: { expiresAt: null }, ...overrides };
 }
 
+/** An audit builder for changes whose events a test does not look at. */
+const noEvents = () => [];
+
+/** An event both backends refuse to write (`type` is NOT NULL): the change it comes with must not happen either. */
+function unwritableEvent(appId: string): NewAuditEvent {
+  return makeEvent(appId, { type: null as unknown as NewAuditEvent['type'] });
+}
+
 export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
   return { selector: randomBytes(16), verifierHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
 }
@@ -141,20 +149,81 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
 
-      it('replaces the ClientSecret hash of one app only', async () => {
+      it('replaces the ClientSecret hash of one app only, with the events built of the rotation', async () => {
         const app = makeApp();
         const other = makeApp();
         await store.apps.insert(app);
         await store.apps.insert(other);
+        const admin = makeToken(app.appId, { kind: 'admin' });
+        await store.tokens.insert(admin);
         const rotated = randomBytes(32);
-        assert.equal(await store.apps.updateClientSecretHash(app.appId, rotated), true);
+        const seen: unknown[] = [];
+        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false }, (result) => {
+          seen.push(result);
+          return [makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result } })];
+        });
+        assert.deepEqual(rotation, { adminTokensRevoked: 0 });
+        assert.deepEqual(seen, [{ adminTokensRevoked: 0 }]);
         assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: rotated });
         assert.deepEqual(await store.apps.findById(other.appId), other);
+        assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin, 'admin tokens are kept unless asked');
+        const events = await store.events.list({ appId: app.appId, limit: 10 });
+        assert.deepEqual(events.map((event) => [event.type, event.details]), [['app.secret_rotated', { adminTokensRevoked: 0 }]]);
       });
 
-      it('answers false when replacing the ClientSecret hash of an unknown app, creating nothing', async () => {
-        assert.equal(await store.apps.updateClientSecretHash('0123456789abcdef', randomBytes(32)), false);
+      it('rotates a ClientSecret and revokes the app\'s admin tokens (only those) with both events, in one transaction', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        const admins = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId, { kind: 'admin' })];
+        const kept = [makeToken(app.appId), makeToken(other.appId, { kind: 'admin' })];
+        for (const token of [...admins, ...kept]) await store.tokens.insert(token);
+        const rotated = randomBytes(32);
+        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: true }, ({ adminTokensRevoked }) => [
+          makeEvent(app.appId, { type: 'token.revoked', details: { kind: 'admin', scope: 'app', count: adminTokensRevoked } }),
+          makeEvent(app.appId, { type: 'app.secret_rotated', details: { adminTokensRevoked } }),
+        ]);
+        assert.deepEqual(rotation, { adminTokensRevoked: 2 });
+        assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
+        for (const token of admins) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        for (const token of kept) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+        const events = await store.events.list({ appId: app.appId, limit: 10 });
+        assert.deepEqual(events.reverse().map((event) => [event.type, event.details]), [
+          ['token.revoked', { kind: 'admin', scope: 'app', count: 2 }],
+          ['app.secret_rotated', { adminTokensRevoked: 2 }],
+        ]);
+      });
+
+      it('rotates nothing and revokes nothing when the events cannot be written, or cannot be built', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const admin = makeToken(app.appId, { kind: 'admin' });
+        await store.tokens.insert(admin);
+        const failures: Array<() => NewAuditEvent[]> = [
+          () => [makeEvent(app.appId, { type: 'app.secret_rotated' }), unwritableEvent(app.appId)],
+          () => {
+            throw new Error('no events');
+          },
+        ];
+        for (const audit of failures) {
+          await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true }, audit));
+          assert.deepEqual(await store.apps.findById(app.appId), app);
+          assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin);
+          assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
+        }
+      });
+
+      it('answers undefined when rotating the ClientSecret of an unknown app, creating nothing and writing no event', async () => {
+        let built = 0;
+        const audit = () => {
+          built++;
+          return [makeEvent('0123456789abcdef')];
+        };
+        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: true }, audit), undefined);
+        assert.equal(built, 0);
         assert.equal(await store.apps.count(), 0);
+        assert.deepEqual(await store.events.list({ appId: '0123456789abcdef', limit: 10 }), []);
       });
 
       it('deletes an app: it is gone, and deleting it again answers false', async () => {
@@ -186,19 +255,35 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('updates the given configuration fields and keeps the others', async () => {
         const app = makeApp({ configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true } });
         await store.apps.insert(app);
-        const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 });
+        const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 }, noEvents);
         const expected = { ...app, configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: 3600, requireAppKey: true } };
         assert.deepEqual(updated, expected);
         assert.deepEqual(await store.apps.findById(app.appId), expected);
 
         // null sets a field back to "no maximum"
-        await store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: null, requireAppKey: false });
+        await store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: null, requireAppKey: false }, noEvents);
         assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
           adminTokenMaxLifetimeSeconds: null,
           anonymousTokenMaxLifetimeSeconds: 3600,
           requireAppKey: false,
         });
-        assert.equal(await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }), undefined);
+        assert.equal(await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]), undefined);
+        assert.deepEqual(await store.events.list({ appId: 'no-such-app', limit: 10 }), []);
+      });
+
+      it('writes the events built of the updated app with a configuration change, or changes nothing', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const updated = await store.apps.updateConfiguration(app.appId, { requireAppKey: true }, (result) => [
+          makeEvent(app.appId, { type: 'app.configuration_changed', details: { requireAppKey: result.configuration.requireAppKey } }),
+        ]);
+        assert.equal(updated?.configuration.requireAppKey, true);
+        const events = await store.events.list({ appId: app.appId, limit: 10 });
+        assert.deepEqual(events.map((event) => [event.type, event.details]), [['app.configuration_changed', { requireAppKey: true }]]);
+
+        await assert.rejects(store.apps.updateConfiguration(app.appId, { requireAppKey: false }, () => [unwritableEvent(app.appId)]));
+        assert.equal((await store.apps.findById(app.appId))?.configuration.requireAppKey, true);
+        assert.equal((await store.events.list({ appId: app.appId, limit: 10 })).length, 1);
       });
 
       it('keeps both of two concurrent changes of different configuration fields', async () => {
@@ -207,8 +292,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const second = await openSecondConnection(testStore);
         try {
           await Promise.all([
-            store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: 10 }),
-            second.apps.updateConfiguration(app.appId, { requireAppKey: true }),
+            store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: 10 }, noEvents),
+            second.apps.updateConfiguration(app.appId, { requireAppKey: true }, noEvents),
           ]);
         } finally {
           await second.close();
@@ -314,13 +399,30 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const others = [makeToken(other.appId, { kind: 'admin' }), makeToken(other.appId)];
         for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token);
 
-        assert.equal(await store.tokens.deleteByApp(app.appId, 'admin'), 2);
+        const revoked = (kind: string) => (count: number) => [makeEvent(app.appId, { type: 'token.revoked', details: { kind, count } })];
+        assert.equal(await store.tokens.deleteByApp(app.appId, 'admin', revoked('admin')), 2);
         for (const token of admin) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         for (const token of anonymous) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
-        assert.equal(await store.tokens.deleteByApp(app.appId), 3);
+        assert.equal(await store.tokens.deleteByApp(app.appId, 'all', revoked('all')), 3);
         for (const token of anonymous) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
-        assert.equal(await store.tokens.deleteByApp(app.appId), 0);
+        assert.equal(await store.tokens.deleteByApp(app.appId, 'all', revoked('all')), 0);
         for (const token of others) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+        const events = await store.events.list({ appId: app.appId, limit: 10 });
+        assert.deepEqual(events.reverse().map((event) => event.details), [
+          { kind: 'admin', count: 2 },
+          { kind: 'all', count: 3 },
+          { kind: 'all', count: 0 },
+        ]);
+      });
+
+      it('deletes no token when the events of the deletion cannot be written', async () => {
+        const tokens = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId)];
+        for (const token of tokens) await store.tokens.insert(token);
+        for (const kind of ['admin', 'anonymous', 'all'] as const) {
+          await assert.rejects(store.tokens.deleteByApp(app.appId, kind, () => [unwritableEvent(app.appId)]));
+        }
+        for (const token of tokens) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
+        assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
       });
 
       it('deletes expired tokens in batches, never one still valid or one that never expires', async () => {
@@ -448,14 +550,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('is noticed when a ClientSecret is rotated', async () => {
         const rotated = randomBytes(32);
         const since = Date.now();
-        assert.equal(await second.apps.updateClientSecretHash(app.appId, rotated), true);
+        assert.deepEqual(await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false }, noEvents), { adminTokensRevoked: 0 });
         await noticedWithin(app.appId, since);
         assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
       });
 
       it('is noticed when a configuration is changed', async () => {
         const since = Date.now();
-        await second.apps.updateConfiguration(app.appId, { requireAppKey: true });
+        await second.apps.updateConfiguration(app.appId, { requireAppKey: true }, noEvents);
         await noticedWithin(app.appId, since);
       });
 
@@ -469,7 +571,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        assert.equal(await second.tokens.deleteByApp(app.appId, 'admin'), 1);
+        assert.equal(await second.tokens.deleteByApp(app.appId, 'admin', noEvents), 1);
         await noticedWithin(app.appId, since);
       });
 

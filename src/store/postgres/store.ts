@@ -5,6 +5,7 @@ import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
 import type { EventStore } from '../../events/store.js';
 import { TesseraError } from '../../errors.js';
 import type { PrincipalKind } from '../../principal.js';
+import type { RevocationKind } from '../../tokens/revocation.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit } from '../group-commit.js';
 import type { Store } from '../store.js';
@@ -113,6 +114,19 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     }
   };
 
+  // An operator's or admin's change writes its audit events on the change's own connection,
+  // before the COMMIT: both are written, or neither.
+  const insertEvents = async (client: pg.PoolClient, batch: NewAuditEvent[]) => {
+    if (batch.length > 0) await client.query(insertEventsQuery(batch));
+  };
+  const deleteTokensOfApp = async (client: pg.PoolClient, appId: string, kind: RevocationKind): Promise<number> => {
+    const result =
+      kind === 'all'
+        ? await client.query('DELETE FROM tokens WHERE app_id = $1', [appId])
+        : await client.query('DELETE FROM tokens WHERE app_id = $1 AND kind = $2', [appId, kind]);
+    return result.rowCount ?? 0;
+  };
+
   const apps: AppStore = {
     async insert(app) {
       try {
@@ -140,18 +154,28 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       const result = await query<{ n: string }>({ text: 'SELECT count(*) AS n FROM apps' });
       return Number(result.rows[0]?.n ?? 0);
     },
-    async updateClientSecretHash(appId, hash) {
-      const result = await query({ text: 'UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', values: [appId, hash] });
-      return (result.rowCount ?? 0) > 0;
-    },
-    async updateConfiguration(appId, changes) {
-      const result = await query<AppRow>({
-        name: 'tessera-update-configuration',
-        text: 'UPDATE apps SET configuration = configuration || $2::jsonb WHERE app_id = $1 RETURNING *',
-        values: [appId, JSON.stringify(changes)],
+    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
+      return transaction(async (client) => {
+        const updated = await client.query('UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', [appId, hash]);
+        if ((updated.rowCount ?? 0) === 0) return undefined;
+        const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(client, appId, 'admin') : 0 };
+        await insertEvents(client, audit(rotation));
+        return rotation;
       });
-      const row = result.rows[0];
-      return row === undefined ? undefined : toApp(row);
+    },
+    async updateConfiguration(appId, changes, audit) {
+      return transaction(async (client) => {
+        const result = await client.query<AppRow>({
+          name: 'tessera-update-configuration',
+          text: 'UPDATE apps SET configuration = configuration || $2::jsonb WHERE app_id = $1 RETURNING *',
+          values: [appId, JSON.stringify(changes)],
+        });
+        const row = result.rows[0];
+        if (row === undefined) return undefined;
+        const updated = toApp(row);
+        await insertEvents(client, audit(updated));
+        return updated;
+      });
     },
     async delete(appId) {
       return transaction(async (client) => {
@@ -217,12 +241,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       const result = await query({ name: 'tessera-delete-token', text: 'DELETE FROM tokens WHERE selector = $1', values: [selector] });
       return (result.rowCount ?? 0) > 0;
     },
-    async deleteByApp(appId, kind) {
-      const result =
-        kind === undefined
-          ? await query({ text: 'DELETE FROM tokens WHERE app_id = $1', values: [appId] })
-          : await query({ text: 'DELETE FROM tokens WHERE app_id = $1 AND kind = $2', values: [appId, kind] });
-      return result.rowCount ?? 0;
+    async deleteByApp(appId, kind, audit) {
+      return transaction(async (client) => {
+        const count = await deleteTokensOfApp(client, appId, kind);
+        await insertEvents(client, audit(count));
+        return count;
+      });
     },
     async deleteExpired(now, batch) {
       return transaction(async (client) => {
@@ -239,19 +263,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
   const events: EventStore = {
     async append(batch) {
-      await query({
-        name: 'tessera-insert-events',
-        text: `INSERT INTO events (app_id, type, at, principal, client_address, details)
-               SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[])`,
-        values: [
-          batch.map((event) => event.appId),
-          batch.map((event) => event.type),
-          batch.map((event) => event.at),
-          batch.map((event) => event.principal),
-          batch.map((event) => event.clientAddress),
-          batch.map((event) => JSON.stringify(event.details)),
-        ],
-      });
+      await query(insertEventsQuery(batch));
     },
     async list({ appId, type, beforeId, afterId, limit }) {
       const result =
@@ -423,6 +435,23 @@ async function migrate(pool: pg.Pool): Promise<void> {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
     client.release();
   }
+}
+
+/** A batch of events in one statement. */
+function insertEventsQuery(batch: NewAuditEvent[]): pg.QueryConfig {
+  return {
+    name: 'tessera-insert-events',
+    text: `INSERT INTO events (app_id, type, at, principal, client_address, details)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[])`,
+    values: [
+      batch.map((event) => event.appId),
+      batch.map((event) => event.type),
+      batch.map((event) => event.at),
+      batch.map((event) => event.principal),
+      batch.map((event) => event.clientAddress),
+      batch.map((event) => JSON.stringify(event.details)),
+    ],
+  };
 }
 
 function toApp(row: AppRow): AppRecord {

@@ -2,10 +2,11 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'libsql';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
-import { AppConflictError, type AppStore } from '../../apps/store.js';
-import type { AuditEvent } from '../../events/event.js';
+import { AppConflictError, type AppStore, type SecretRotation } from '../../apps/store.js';
+import type { AuditEvent, AuditOf, NewAuditEvent } from '../../events/event.js';
 import type { EventStore } from '../../events/store.js';
 import type { PrincipalKind } from '../../principal.js';
+import type { RevocationKind } from '../../tokens/revocation.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import type { Store } from '../store.js';
 import { GroupCommit } from '../group-commit.js';
@@ -131,6 +132,39 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     return statements.deleteApp.run({ appId }).changes > 0;
   });
 
+  const insertEvents = (batch: NewAuditEvent[]) => {
+    if (batch.length === 0) return;
+    const rows = batch.map((event) => [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)]);
+    statements.insertEvents.run({ batch: JSON.stringify(rows) });
+  };
+  const deleteTokensOfApp = (appId: string, kind: RevocationKind): number =>
+    (kind === 'all' ? statements.deleteAppTokens.run({ appId }) : statements.deleteAppTokensOfKind.run({ appId, kind })).changes;
+
+  // An operator's or admin's change and its audit events: one transaction (libsql's wrapper rolls
+  // back when a statement throws). IMMEDIATE takes the write lock before the first statement.
+  const rotateClientSecret = db.transaction(
+    (appId: string, hash: Buffer, revokeAdminTokens: boolean, audit: AuditOf<SecretRotation>): SecretRotation | undefined => {
+      if (statements.updateSecret.run({ appId, hash }).changes === 0) return undefined;
+      const rotation = { adminTokensRevoked: revokeAdminTokens ? deleteTokensOfApp(appId, 'admin') : 0 };
+      insertEvents(audit(rotation));
+      return rotation;
+    },
+  );
+  const updateConfiguration = db.transaction(
+    (appId: string, changes: Partial<AppConfiguration>, audit: AuditOf<AppRecord>): AppRecord | undefined => {
+      const row = statements.updateConfiguration.get({ appId, changes: JSON.stringify(changes) }) as AppRow | undefined;
+      if (row === undefined) return undefined;
+      const updated = toApp(row);
+      insertEvents(audit(updated));
+      return updated;
+    },
+  );
+  const deleteByApp = db.transaction((appId: string, kind: RevocationKind, audit: AuditOf<number>): number => {
+    const count = deleteTokensOfApp(appId, kind);
+    insertEvents(audit(count));
+    return count;
+  });
+
   const apps: AppStore = {
     async insert(app) {
       try {
@@ -150,12 +184,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async count() {
       return (statements.countApps.get() as { n: number }).n;
     },
-    async updateClientSecretHash(appId, hash) {
-      return statements.updateSecret.run({ appId, hash }).changes > 0;
+    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
+      return rotateClientSecret.immediate(appId, hash, revokeAdminTokens, audit);
     },
-    async updateConfiguration(appId, changes) {
-      const row = statements.updateConfiguration.get({ appId, changes: JSON.stringify(changes) }) as AppRow | undefined;
-      return row === undefined ? undefined : toApp(row);
+    async updateConfiguration(appId, changes, audit) {
+      return updateConfiguration.immediate(appId, changes, audit);
     },
     async delete(appId) {
       return deleteApp(appId);
@@ -197,9 +230,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async delete(selector) {
       return statements.deleteToken.run({ selector }).changes > 0;
     },
-    async deleteByApp(appId, kind) {
-      const result = kind === undefined ? statements.deleteAppTokens.run({ appId }) : statements.deleteAppTokensOfKind.run({ appId, kind });
-      return result.changes;
+    async deleteByApp(appId, kind, audit) {
+      return deleteByApp.immediate(appId, kind, audit);
     },
     async deleteExpired(now, batch) {
       return statements.deleteExpiredTokens.run({ now, batch }).changes;
@@ -208,8 +240,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   const events: EventStore = {
     async append(batch) {
-      const rows = batch.map((event) => [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)]);
-      statements.insertEvents.run({ batch: JSON.stringify(rows) });
+      insertEvents(batch);
     },
     async list({ appId, type, beforeId, afterId, limit }) {
       const rows =
