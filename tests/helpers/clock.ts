@@ -1,8 +1,9 @@
 import type { Clock } from '../../src/clock.js';
+import { T0 } from './fixtures.js';
 
 /** A clock that stands still until a test moves it. */
 export class FakeClock implements Clock {
-  constructor(public time = Date.parse('2026-06-01T00:00:00.000Z')) {}
+  constructor(public time = T0) {}
   now(): number {
     return this.time;
   }

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
 import { FakeClock } from '../helpers/clock.js';
+import { makeApp, makeEvent, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
-import { makeApp, makeEvent, makeToken } from './store-suite.js';
 
 const DAY = 86_400_000;
 

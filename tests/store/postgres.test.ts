@@ -3,9 +3,10 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { makeApp } from '../helpers/fixtures.js';
 import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { makeApp, storeSuite } from './store-suite.js';
+import { storeSuite } from './store-suite.js';
 
 storeSuite('postgres', createPostgresTestStore);
 

@@ -9,8 +9,9 @@ import Database from 'libsql';
 import { openStore } from '../../src/store/open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { makeApp, makeToken } from '../helpers/fixtures.js';
 import { createTestStore } from '../helpers/store.js';
-import { makeApp, makeToken, storeSuite } from './store-suite.js';
+import { storeSuite } from './store-suite.js';
 
 storeSuite('sqlite', createTestStore);
 

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
+import { MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
-import type { TokenRecord } from '../../src/tokens/store.js';
+import { makeApp, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
 
 export interface StoreSuiteOptions {
@@ -23,28 +23,6 @@ export interface StoreSuiteOptions {
 const CHANGE_DEADLINE_MS = 1000;
 /** Longer than any poll interval of a test store. */
 const SETTLE_MS = 300;
-const T0 = Date.parse('2026-06-01T00:00:00.000Z');
-
-let sequence = 0;
-
-export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
-  sequence++;
-  return {
-    appId: randomBytes(8).toString('hex'),
-    name: `app ${sequence}`,
-    appKey: randomBytes(16).toString('hex'),
-    clientId: randomBytes(16).toString('hex'),
-    clientSecretHash: randomBytes(32),
-    adminId: randomUUID(),
-    createdAt: T0 + sequence,
-    configuration: { ...DEFAULT_APP_CONFIGURATION },
-    ...overrides,
-  };
-}
-
-export function makeEvent(appId: string, overrides: Partial<NewAuditEvent> = {}): NewAuditEvent {
-  return { type: 'token.issued', appId, at: T0, principal: 'admin', clientAddress: '203.0.113.7', details: { expiresAt: null }, ...overrides };
-}
 
 /** An audit builder for changes whose events a test does not look at. */
 const noEvents = () => [];
@@ -52,10 +30,6 @@ const noEvents = () => [];
 /** An event both backends refuse to write (`type` is NOT NULL): the change it comes with must not happen either. */
 function unwritableEvent(appId: string): NewAuditEvent {
   return makeEvent(appId, { type: null as unknown as NewAuditEvent['type'] });
-}
-
-export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
-  return { selector: randomBytes(16), verifierHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
 }
 
 /**

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { AppRecord } from '../../src/apps/app.js';
 import { AppCache } from '../../src/apps/cache.js';
 import type { AppStore } from '../../src/apps/store.js';
-import { makeApp } from '../store/store-suite.js';
+import { makeApp } from '../helpers/fixtures.js';
 
 /** An AppStore whose reads wait until the test releases them, and that counts them. */
 function slowStore(app: AppRecord) {
