@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { errorProblems } from '../helpers/assert.js';
 import {
   adminTokenRequest,
   anonymousTokenRequest,
@@ -7,7 +8,6 @@ import {
   Children,
   createAppWithCli,
   describeOutcome,
-  errorProblems,
   Load,
   now,
   runCli,

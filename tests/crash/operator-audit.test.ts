@@ -12,13 +12,13 @@ import type { AuditEvent } from '../../src/events/event.js';
 import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { parseAccessToken } from '../../src/tokens/token.js';
+import { errorProblems } from '../helpers/assert.js';
 import {
   adminTokenRequest,
   anonymousTokenRequest,
   call,
   Children,
   describeOutcome,
-  errorProblems,
   now,
   runCli,
   sleep,
@@ -28,8 +28,8 @@ import {
   whoami,
   type CliResult,
 } from '../helpers/fleet.js';
+import { bearer } from '../helpers/http.js';
 import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
-import { bearer } from '../helpers/server.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // Issue 11, finding 5: an operator's change (`apps rotate-secret --revoke-admin-tokens`, `tokens

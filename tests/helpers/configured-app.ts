@@ -1,6 +1,7 @@
 import type { AppConfiguration } from '../../src/apps/app.js';
 import type { AppKeys } from '../../src/apps/keys.js';
 import { NO_CLIENT } from '../../src/events/event.js';
+import { appOn } from './http.js';
 import type { TestServer } from './server.js';
 
 /** A new app of the server with the given configuration; its four keys and admin id, like `server.app`. */
@@ -11,5 +12,5 @@ export async function createConfiguredApp(
 ): Promise<AppKeys & { appUrl: string }> {
   const created = await server.tessera.apps.create(name);
   if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, NO_CLIENT);
-  return { ...created, appUrl: `${server.baseUrl}/api/apps/${created.appId}` };
+  return appOn(server, created);
 }

@@ -1,6 +1,7 @@
 import Database from 'libsql';
-import { bearer } from './server.js';
-import { call, describeOutcome, errorProblems, now, whoami, type CreatedApp, type Outcome } from './fleet.js';
+import { errorProblems } from './assert.js';
+import { call, describeOutcome, now, whoami, type CreatedApp, type Outcome } from './fleet.js';
+import { bearer } from './http.js';
 
 /**
  * What a crash test remembers of the answers it received before a `kill -9`, and what it expects

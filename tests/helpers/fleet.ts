@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { errorProblems } from './assert.js';
+import { appUrlOf, basic, bearer, parseJson, tokenRequestInit } from './http.js';
 import { childEnvironment, startServerProcess, type ServerProcess } from './process.js';
-import { basic, bearer, parseJson } from './server.js';
 
 /**
  * Helpers for tests that run several real `tessera` processes (servers and CLI invocations) over
@@ -179,15 +180,8 @@ export async function call(url: string, init: RequestInit = {}, timeoutMs = 5_00
 
 /** POST /api/apps/{appId}/oauth2/token with `Basic AppID:` and the credentials in a JSON body. */
 export function tokenRequest(baseUrl: string, appId: string, clientId: string, clientSecret: string, timeoutMs?: number): Promise<Outcome> {
-  return call(
-    `${baseUrl}/api/apps/${appId}/oauth2/token`,
-    {
-      method: 'POST',
-      headers: { authorization: basic(appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-    },
-    timeoutMs,
-  );
+  const fields = { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret };
+  return call(`${appUrlOf(baseUrl, appId)}/oauth2/token`, tokenRequestInit(appId, fields), timeoutMs);
 }
 
 export function adminTokenRequest(baseUrl: string, app: { appId: string; clientId: string; clientSecret: string }): Promise<Outcome> {
@@ -201,7 +195,7 @@ export function anonymousTokenRequest(baseUrl: string, app: { appId: string; app
 /** GET /api/apps/{appId}/whoami with a bearer token, or with `Basic AppID:` when `token` is undefined. */
 export function whoami(baseUrl: string, appId: string, token: string | undefined, timeoutMs?: number): Promise<Outcome> {
   return call(
-    `${baseUrl}/api/apps/${appId}/whoami`,
+    `${appUrlOf(baseUrl, appId)}/whoami`,
     { headers: { authorization: token === undefined ? basic(appId) : bearer(token) } },
     timeoutMs,
   );
@@ -212,24 +206,6 @@ export function describeOutcome(outcome: Outcome): string {
   if (outcome.status === 0) return `0 ${outcome.error}`;
   const code = typeof outcome.body === 'object' && outcome.body !== null ? outcome.body.errorCode : undefined;
   return code === undefined ? String(outcome.status) : `${outcome.status} ${code}`;
-}
-
-/**
- * The contract's error, as a list of problems (empty: fine): status, `errorCode` and `error` both
- * the code, `error_description` equal to a non-empty `message`, JSON, no '%'.
- */
-export function errorProblems(outcome: Outcome, status: number, code: string): string[] {
-  const problems: string[] = [];
-  if (outcome.status !== status) problems.push(`status ${outcome.status}, expected ${status}`);
-  const body = outcome.body as Record<string, unknown> | undefined;
-  if (typeof body !== 'object' || body === null) return [...problems, `body is not JSON: ${JSON.stringify(outcome.text)}`];
-  if (body.errorCode !== code) problems.push(`errorCode ${String(body.errorCode)}, expected ${code}`);
-  if (body.error !== code) problems.push(`error ${String(body.error)}, expected ${code}`);
-  if (typeof body.message !== 'string' || body.message === '') problems.push('message missing');
-  if (body.error_description !== body.message) problems.push('error_description differs from message');
-  if (outcome.text.includes('%')) problems.push('body contains a % character');
-  if (!(outcome.headers?.get('content-type') ?? '').startsWith('application/json')) problems.push('content-type is not JSON');
-  return problems;
 }
 
 /** Problems of a 503: the contract's SERVICE_UNAVAILABLE body and a positive integer Retry-After. */

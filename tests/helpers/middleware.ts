@@ -1,25 +1,26 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { CreatedApp } from '../../src/apps/service.js';
 import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
 import type { RequestAuthenticator } from '../../src/auth/verifier.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
-import { assertError } from './assert.js';
-import { rawHttp } from './raw-http.js';
+import { assertError, assertInvalidToken, assertUnauthorized } from './assert.js';
 import { sleep } from './fleet.js';
 import {
-  adminFields,
-  anonymousFields,
+  adminTokenOf,
+  anonymousTokenOf,
+  appOn,
+  appUrlOf,
   basic,
   bearer,
-  request,
-  requestToken,
-  startServer,
+  requestAs,
+  revokeToken,
+  whoami,
   type JsonResponse,
-  type TestServer,
-} from './server.js';
+} from './http.js';
+import { rawWithHeaderLines } from './raw-http.js';
+import { startServer, type TestServer } from './server.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from './store.js';
 
 // One suite for the middleware that other services of the backend mount (Express, Fastify): a real
@@ -61,7 +62,6 @@ export const BACKENDS: readonly { name: string; create(): Promise<TestStore> }[]
 /** The contract promises that a revoked token or a deleted app stops working within this. */
 const PROPAGATION_LIMIT_MS = 1_000;
 const POLL_INTERVAL_MS = 10;
-const INVALID_TOKEN_CHALLENGE = 'Bearer error="invalid_token"';
 
 /**
  * Passes every call on to the verifier and remembers whether it was answered from memory (a value)
@@ -97,7 +97,6 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
       let observed: ObservedAuthenticator;
       let service: ServiceApp;
       const serviceUrl = (appId: string, rest: string) => `${service.baseUrl}/api/apps/${appId}${rest}`;
-      const get = (url: string, authorization?: string) => request(url, { headers: authorization === undefined ? {} : { authorization } });
 
       before(async () => {
         testStore = await backend.create();
@@ -113,17 +112,10 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         await testStore?.dispose();
       });
 
-      async function tokenOf(app: CreatedApp, kind: 'admin' | 'anonymous', extra: Record<string, unknown> = {}): Promise<string> {
-        const server: TestServer = { ...tessera, app, appUrl: `${tessera.baseUrl}/api/apps/${app.appId}` };
-        const response = await requestToken(server, kind === 'admin' ? adminFields(server, extra) : anonymousFields(server, extra));
-        assert.equal(response.status, 200, response.text);
-        return response.body.access_token as string;
-      }
-
       /** Asks the service until the verifier answers from memory: the app (and token) are then cached. */
       async function cachedPrincipal(url: string, authorization: string): Promise<Principal> {
         for (let attempt = 0; attempt < 50; attempt++) {
-          const response = await get(url, authorization);
+          const response = await requestAs(url, authorization);
           assert.equal(response.status, 200, response.text);
           if (observed.fromMemory.at(-1) === true) return response.body as Principal;
           await sleep(50);
@@ -172,15 +164,9 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         );
       }
 
-      function assertInvalidToken(response: JsonResponse, token: string): void {
-        assertError(response, 401, 'INVALID_TOKEN');
-        assert.equal(response.headers.get('www-authenticate'), INVALID_TOKEN_CHALLENGE);
-        if (token !== '') assert.ok(!response.text.includes(token), 'the error echoes the token');
-      }
-
       /** The service answers exactly what Tessera answers on its own `/whoami` for the same request. */
       async function assertSameAsTessera(response: JsonResponse, appId: string, authorization?: string): Promise<void> {
-        const own = await get(`${tessera.baseUrl}/api/apps/${appId}/whoami`, authorization);
+        const own = await whoami(appUrlOf(tessera.baseUrl, appId), authorization);
         assert.equal(response.status, own.status, `service ${response.status} ${response.text}; Tessera ${own.status} ${own.text}`);
         assert.deepEqual(response.body, own.body);
         assert.equal(response.headers.get('www-authenticate'), own.headers.get('www-authenticate'));
@@ -190,7 +176,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         it('Basic anonymous', async () => {
           const { appId } = tessera.app;
           for (const password of ['anything', '']) {
-            const response = await get(serviceUrl(appId, '/principal'), basic(appId, password));
+            const response = await requestAs(serviceUrl(appId, '/principal'), basic(appId, password));
             assert.equal(response.status, 200, response.text);
             assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
           }
@@ -198,35 +184,35 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
 
         it('an anonymous token', async () => {
           const { appId } = tessera.app;
-          const token = await tokenOf(tessera.app, 'anonymous');
-          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          const token = await anonymousTokenOf(tessera);
+          const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));
           assert.equal(response.status, 200, response.text);
           assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
         });
 
         it('an admin token, and one with an expiry', async () => {
           const { appId, adminId } = tessera.app;
-          const token = await tokenOf(tessera.app, 'admin');
-          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          const token = await adminTokenOf(tessera);
+          const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));
           assert.equal(response.status, 200, response.text);
           assert.deepEqual(response.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null });
 
           const expiresAt = Date.now() + 3_600_000;
-          const expiring = await tokenOf(tessera.app, 'admin', { expiresAt });
-          const withExpiry = await get(serviceUrl(appId, '/principal'), bearer(expiring));
+          const expiring = await adminTokenOf(tessera, { expiresAt });
+          const withExpiry = await requestAs(serviceUrl(appId, '/principal'), bearer(expiring));
           assert.equal(withExpiry.status, 200, withExpiry.text);
           assert.deepEqual(withExpiry.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt });
         });
 
         it('the query string does not matter', async () => {
           const { appId } = tessera.app;
-          const response = await get(serviceUrl(appId, '/principal?disable_cache=1&me=1'), basic(appId));
+          const response = await requestAs(serviceUrl(appId, '/principal?disable_cache=1&me=1'), basic(appId));
           assert.equal(response.status, 200, response.text);
           assert.equal(response.body.auth, 'basic');
         });
 
         it('routes outside the mounted scope are not authenticated', async () => {
-          const response = await get(`${service.baseUrl}/healthz`);
+          const response = await requestAs(`${service.baseUrl}/healthz`);
           assert.equal(response.status, 200, response.text);
           assert.equal(response.text, 'ok');
         });
@@ -235,21 +221,21 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
       describe('refusals, with the contract\'s errors', () => {
         it('a malformed, unknown, forged or other app\'s token: 401 INVALID_TOKEN, the same as Tessera answers', async () => {
           const { appId } = tessera.app;
-          const real = await tokenOf(tessera.app, 'anonymous');
+          const real = await anonymousTokenOf(tessera);
           const bytes = Buffer.from(real, 'base64url');
           bytes[20]! ^= 0x01;
           const forged = bytes.toString('base64url');
           const other = await tessera.tessera.apps.create('Another app');
-          const otherAppsToken = await tokenOf(other, 'admin');
+          const otherAppsToken = await adminTokenOf(appOn(tessera, other));
           const unknown = randomBytes(32).toString('base64url');
           for (const token of ['not-a-token', '', unknown, forged, otherAppsToken]) {
             const authorization = token === '' ? 'Bearer' : bearer(token);
-            const response = await get(serviceUrl(appId, '/principal'), authorization);
+            const response = await requestAs(serviceUrl(appId, '/principal'), authorization);
             assertInvalidToken(response, token);
             await assertSameAsTessera(response, appId, authorization);
           }
           // The other app's token still works in its own app.
-          const own = await get(serviceUrl(other.appId, '/principal'), bearer(otherAppsToken));
+          const own = await requestAs(serviceUrl(other.appId, '/principal'), bearer(otherAppsToken));
           assert.equal(own.status, 200, own.text);
           assert.equal(own.body.appId, other.appId);
         });
@@ -257,45 +243,38 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         it('no Authorization header, another scheme, or Basic naming another app: 401 UNAUTHORIZED', async () => {
           const { appId } = tessera.app;
           for (const authorization of [undefined, 'Digest username="x"', basic('0123456789abcdef'), 'Basic !!!']) {
-            const response = await get(serviceUrl(appId, '/principal'), authorization);
-            assertError(response, 401, 'UNAUTHORIZED');
-            const challenge = response.headers.get('www-authenticate') ?? '';
-            assert.match(challenge, /\bBasic\b/, challenge);
-            assert.match(challenge, /\bBearer\b/, challenge);
+            const response = await requestAs(serviceUrl(appId, '/principal'), authorization);
+            assertUnauthorized(response);
             await assertSameAsTessera(response, appId, authorization);
           }
         });
 
         it('an Authorization header sent twice: 400 invalid_request, whatever the two say', async () => {
           const { appId } = tessera.app;
-          const admin = await tokenOf(tessera.app, 'admin');
+          const admin = await adminTokenOf(tessera);
           const path = new URL(serviceUrl(appId, '/principal')).pathname;
           for (const [first, second] of [
             [basic(appId), bearer(admin)],
             [bearer(admin), basic(appId)],
-          ]) {
-            const response = await rawHttp(
-              service.baseUrl,
-              `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nAuthorization: ${second}\r\nConnection: close\r\n\r\n`,
-            );
-            assert.ok(response !== null, 'the service closed the connection without answering');
+          ] as const) {
+            const response = await rawWithHeaderLines(service.baseUrl, { method: 'GET', path, lines: [['Authorization', first], ['Authorization', second]] });
             assertError(response, 400, 'invalid_request');
           }
         });
 
         it('an admin token on a path with a me segment, in any case: 400 ME_NOT_ALLOWED_FOR_ADMIN; anonymous callers pass', async () => {
           const { appId } = tessera.app;
-          const admin = await tokenOf(tessera.app, 'admin');
-          const refused = await get(serviceUrl(appId, '/users/me'), bearer(admin));
+          const admin = await adminTokenOf(tessera);
+          const refused = await requestAs(serviceUrl(appId, '/users/me'), bearer(admin));
           assertError(refused, 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
           assert.equal(refused.headers.get('www-authenticate'), null);
           for (const spelling of ['/users/%6De', '/users/ME', '/users/Me']) {
-            assertError(await get(serviceUrl(appId, spelling), bearer(admin)), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+            assertError(await requestAs(serviceUrl(appId, spelling), bearer(admin)), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
           }
 
-          const anonymous = await tokenOf(tessera.app, 'anonymous');
+          const anonymous = await anonymousTokenOf(tessera);
           for (const authorization of [bearer(anonymous), basic(appId)]) {
-            const response = await get(serviceUrl(appId, '/users/me'), authorization);
+            const response = await requestAs(serviceUrl(appId, '/users/me'), authorization);
             assert.equal(response.status, 200, response.text);
             assert.equal(response.body.kind, 'anonymous');
           }
@@ -303,24 +282,24 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
 
         it('an admin-only route: 403 ADMIN_REQUIRED for anonymous callers, 200 for an admin token', async () => {
           const { appId, adminId } = tessera.app;
-          const anonymous = await tokenOf(tessera.app, 'anonymous');
+          const anonymous = await anonymousTokenOf(tessera);
           for (const authorization of [bearer(anonymous), basic(appId)]) {
-            const response = await get(serviceUrl(appId, '/admin/report'), authorization);
+            const response = await requestAs(serviceUrl(appId, '/admin/report'), authorization);
             assertError(response, 403, 'ADMIN_REQUIRED');
           }
-          const admin = await tokenOf(tessera.app, 'admin');
-          const response = await get(serviceUrl(appId, '/admin/report'), bearer(admin));
+          const admin = await adminTokenOf(tessera);
+          const response = await requestAs(serviceUrl(appId, '/admin/report'), bearer(admin));
           assert.equal(response.status, 200, response.text);
           assert.deepEqual(response.body, { report: 'ok', principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null } });
           // Authentication still comes first on an admin-only route.
-          assertError(await get(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
+          assertError(await requestAs(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
         });
 
         it('an unknown app: 404 APP_NOT_FOUND, whatever the header', async () => {
-          const token = await tokenOf(tessera.app, 'admin');
+          const token = await adminTokenOf(tessera);
           for (const appId of ['0123456789abcdef', 'not an app id']) {
             for (const authorization of [undefined, basic(appId), bearer(token)]) {
-              const response = await get(serviceUrl(encodeURIComponent(appId), '/principal'), authorization);
+              const response = await requestAs(serviceUrl(encodeURIComponent(appId), '/principal'), authorization);
               assertError(response, 404, 'APP_NOT_FOUND');
             }
           }
@@ -330,12 +309,12 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
       it('a token is refused from the instant it expires', async () => {
         const { appId } = tessera.app;
         const expiresAt = Date.now() + 2_000;
-        const token = await tokenOf(tessera.app, 'anonymous', { expiresAt });
+        const token = await anonymousTokenOf(tessera, { expiresAt });
         const accepted = await cachedPrincipal(serviceUrl(appId, '/principal'), bearer(token));
         assert.deepEqual(accepted, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt });
         for (;;) {
           const sent = Date.now();
-          const response = await get(serviceUrl(appId, '/principal'), bearer(token));
+          const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));
           const answered = Date.now();
           if (response.status === 200) {
             assert.ok(sent < expiresAt, `accepted a request sent ${sent - expiresAt} ms after the expiry`);
@@ -354,23 +333,19 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
       describe('a change made through Tessera reaches a cached grant within a second', () => {
         it('a token revoked with POST /oauth2/revoke (the token revokes itself)', async () => {
           const { appId } = tessera.app;
-          for (const kind of ['anonymous', 'admin'] as const) {
-            const token = await tokenOf(tessera.app, kind);
+          for (const [kind, tokenOf] of [['anonymous', anonymousTokenOf], ['admin', adminTokenOf]] as const) {
+            const token = await tokenOf(tessera);
             const url = serviceUrl(appId, '/principal');
             assert.equal((await cachedPrincipal(url, bearer(token))).kind, kind);
             const measured = await timeUntilRefused(
               async () => {
-                const revoked = await request(`${tessera.appUrl}/oauth2/revoke`, {
-                  method: 'POST',
-                  headers: { authorization: bearer(token), 'content-type': 'application/json' },
-                  body: JSON.stringify({ token }),
-                });
+                const revoked = await revokeToken(tessera.appUrl, token);
                 assert.equal(revoked.status, 200, revoked.text);
               },
-              async () => [await get(url, bearer(token))],
+              async () => [await requestAs(url, bearer(token))],
               (response) => response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN',
             );
-            assertInvalidToken(await get(url, bearer(token)), token);
+            assertInvalidToken(await requestAs(url, bearer(token)), token);
             record(`${kind} token revoked with POST /oauth2/revoke`, measured);
           }
         });
@@ -378,42 +353,42 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         it('every token of the app revoked with DELETE /tokens (an admin token)', async () => {
           const { appId } = tessera.app;
           const url = serviceUrl(appId, '/principal');
-          const anonymous = await tokenOf(tessera.app, 'anonymous');
-          const admin = await tokenOf(tessera.app, 'admin');
-          const revoker = await tokenOf(tessera.app, 'admin');
+          const anonymous = await anonymousTokenOf(tessera);
+          const admin = await adminTokenOf(tessera);
+          const revoker = await adminTokenOf(tessera);
           await cachedPrincipal(url, bearer(admin));
           await cachedPrincipal(url, bearer(anonymous));
           const measured = await timeUntilRefused(
             async () => {
-              const revoked = await request(`${tessera.appUrl}/tokens?kind=all`, { method: 'DELETE', headers: { authorization: bearer(revoker) } });
+              const revoked = await requestAs(`${tessera.appUrl}/tokens?kind=all`, bearer(revoker), 'DELETE');
               assert.equal(revoked.status, 200, revoked.text);
               assert.equal(revoked.body.revoked >= 3, true, revoked.text);
             },
-            async () => [await get(url, bearer(anonymous)), await get(url, bearer(admin))],
+            async () => [await requestAs(url, bearer(anonymous)), await requestAs(url, bearer(admin))],
             (response) => response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN',
           );
-          assertInvalidToken(await get(url, bearer(anonymous)), anonymous);
-          assertInvalidToken(await get(url, bearer(admin)), admin);
+          assertInvalidToken(await requestAs(url, bearer(anonymous)), anonymous);
+          assertInvalidToken(await requestAs(url, bearer(admin)), admin);
           // Basic needs no token: it still works.
-          assert.equal((await get(url, basic(appId))).status, 200);
+          assert.equal((await requestAs(url, basic(appId))).status, 200);
           record('every token revoked with DELETE /tokens', measured);
         });
 
         it('an app deleted through Tessera\'s service: 404 APP_NOT_FOUND, for Basic and for its cached tokens', async () => {
           const doomed = await tessera.tessera.apps.create('Doomed app');
           const url = serviceUrl(doomed.appId, '/principal');
-          const token = await tokenOf(doomed, 'admin');
+          const token = await adminTokenOf(appOn(tessera, doomed));
           await cachedPrincipal(url, bearer(token));
           await cachedPrincipal(url, basic(doomed.appId));
           const measured = await timeUntilRefused(
             () => tessera.tessera.apps.delete(doomed.appId),
-            async () => [await get(url, basic(doomed.appId)), await get(url, bearer(token))],
+            async () => [await requestAs(url, basic(doomed.appId)), await requestAs(url, bearer(token))],
             (response) => response.status === 404 && response.body?.errorCode === 'APP_NOT_FOUND',
             // The app's tokens went with it: while the app is still cached, its token may be looked up and not found.
             (response) => response.status === 200 || (response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN'),
           );
-          assertError(await get(url, basic(doomed.appId)), 404, 'APP_NOT_FOUND');
-          assertError(await get(url, bearer(token)), 404, 'APP_NOT_FOUND');
+          assertError(await requestAs(url, basic(doomed.appId)), 404, 'APP_NOT_FOUND');
+          assertError(await requestAs(url, bearer(token)), 404, 'APP_NOT_FOUND');
           record('app deleted', measured);
         });
       });

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
-import { parseJson, type JsonResponse } from './server.js';
+import assert from 'node:assert/strict';
+import { parseJson, type JsonResponse } from './http.js';
 
 /**
  * HTTP spoken by hand over node:net, for what fetch refuses to send: literal `..` and `%zz` in a path,
@@ -110,6 +111,26 @@ export function rawRequest(
   parts.push(Buffer.from('\r\n'));
   if (body !== undefined) parts.push(body);
   return rawHttp(baseUrl, Buffer.concat(parts), { head: request.method === 'HEAD', ...options });
+}
+
+/** A header line as written: a name in its own case, and a value. */
+export type HeaderLine = readonly [name: string, value: string];
+
+/**
+ * A request whose header lines go out as listed, in order, each name in its own case and repeated
+ * when listed twice (what neither fetch nor `rawRequest` can send): `Host: x`, the lines, the
+ * Content-Length of `body` if there is one, `Connection: close`. Asserts that an answer came.
+ */
+export async function rawWithHeaderLines(
+  baseUrl: string,
+  request: { method: string; path: string; lines: readonly HeaderLine[]; body?: string },
+): Promise<RawResponse> {
+  const lines = [...request.lines];
+  if (request.body !== undefined) lines.push(['Content-Length', String(Buffer.byteLength(request.body))]);
+  const head = lines.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const response = await rawHttp(baseUrl, `${request.method} ${request.path} HTTP/1.1\r\nHost: x\r\n${head}Connection: close\r\n\r\n${request.body ?? ''}`);
+  assert.ok(response !== null, 'the server closed the connection without answering');
+  return response;
 }
 
 /** One HTTP response from the bytes received so far, or `incomplete` (`ended`: the connection has closed). */

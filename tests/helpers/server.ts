@@ -6,6 +6,7 @@ import { buildServer } from '../../src/http/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
+import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
 
 export const NO_LIMITS: RateLimitSettings = {
@@ -66,7 +67,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     tessera,
     testStore,
     app,
-    appUrl: `${baseUrl}/api/apps/${app.appId}`,
+    appUrl: appUrlOf(baseUrl, app.appId),
     async close() {
       await server.close();
       await tessera.events.flush();
@@ -74,73 +75,4 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       if (options.testStore === undefined) await testStore.dispose();
     },
   };
-}
-
-export function basic(user: string, password = 'anything'): string {
-  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-}
-
-export function bearer(token: string): string {
-  return `Bearer ${token}`;
-}
-
-export interface JsonResponse {
-  status: number;
-  headers: Headers;
-  /** Parsed JSON, or undefined when the body is not JSON. */
-  body: any;
-  text: string;
-}
-
-/** The text as JSON, or undefined when it is not JSON. */
-export function parseJson(text: string): any {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-/** fetch, then read the body as text and, where possible, as JSON. */
-export async function request(url: string, init: RequestInit = {}): Promise<JsonResponse> {
-  const response = await fetch(url, init);
-  const text = await response.text();
-  const body = parseJson(text);
-  return { status: response.status, headers: response.headers, body, text };
-}
-
-/** POST a JSON token request to the app's token endpoint with the Basic header of the app. */
-export async function requestToken(
-  server: TestServer,
-  fields: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<JsonResponse> {
-  return request(`${server.appUrl}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: basic(server.app.appId), 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(fields),
-  });
-}
-
-export function adminFields(server: TestServer, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { grant_type: 'client_credentials', client_id: server.app.clientId, client_secret: server.app.clientSecret, ...extra };
-}
-
-export function anonymousFields(server: TestServer, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { grant_type: 'client_credentials', client_id: server.app.appId, client_secret: server.app.appKey, ...extra };
-}
-
-/** The contract's error body: `{errorCode, error, error_description, message}`, the same code twice. */
-export function errorShapeProblems(response: JsonResponse, code: string, status: number): string[] {
-  const problems: string[] = [];
-  if (response.status !== status) problems.push(`status ${response.status}, expected ${status}`);
-  const body = response.body as Record<string, unknown> | undefined;
-  if (body === undefined || typeof body !== 'object' || body === null) return [...problems, `body is not JSON: ${response.text}`];
-  if (body.errorCode !== code) problems.push(`errorCode ${String(body.errorCode)}, expected ${code}`);
-  if (body.error !== code) problems.push(`error ${String(body.error)}, expected ${code}`);
-  if (typeof body.message !== 'string' || body.message === '') problems.push('message missing');
-  if (body.error_description !== body.message) problems.push('error_description differs from message');
-  if (response.text.includes('%')) problems.push('body contains a % character');
-  if (!(response.headers.get('content-type') ?? '').startsWith('application/json')) problems.push('content-type is not JSON');
-  return problems;
 }

@@ -1,18 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { errorProblems } from '../helpers/assert.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/raw-http.js';
-import {
-  adminFields,
-  anonymousFields,
-  basic,
-  bearer,
-  errorShapeProblems,
-  request,
-  startServer,
-  type JsonResponse,
-  type TestServer,
-} from '../helpers/server.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * An attacker's and a confused newcomer's inputs, each through the real listening server. Every one must
@@ -269,7 +261,7 @@ const cases: Case[] = [
   { name: 'SQL in client_id', send: (s) => postFields(s, adminFields(s, { client_id: "' OR '1'='1' --" })), status: 401, code: 'invalid_client', headers: INVALID_CLIENT },
   { name: 'SQL in client_secret', send: (s) => postFields(s, adminFields(s, { client_secret: "x' OR 1=1; DROP TABLE apps; --" })), status: 401, code: 'invalid_client', headers: INVALID_CLIENT },
   { name: 'SQL in the AppID', send: (s) => request(`${s.baseUrl}/api/apps/${encodeURIComponent("x' OR '1'='1")}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: anonymousBody(s) }), status: 404, code: 'APP_NOT_FOUND' },
-  { name: 'an unknown event type of 300 hostile characters', send: (s) => request(`${s.appUrl}/events?type=${encodeURIComponent(HOSTILE_VALUE)}`, { headers: { authorization: bearer(adminToken) } }), status: 400, code: 'invalid_request', message: /^Unknown event type "x\\u001b\[2J/ },
+  { name: 'an unknown event type of 300 hostile characters', send: (s) => requestAs(`${s.appUrl}/events?type=${encodeURIComponent(HOSTILE_VALUE)}`, bearer(adminToken)), status: 400, code: 'invalid_request', message: /^Unknown event type "x\\u001b\[2J/ },
   { name: 'an unknown configuration field of 300 hostile characters', send: (s) => adminJson(s, 'PATCH', '/configuration', JSON.stringify({ [HOSTILE_VALUE]: 1 })), status: 400, code: 'invalid_request', message: /^Unknown configuration field "x\\u001b\[2J/ },
   { name: 'grant_type in capitals', send: (s) => postFields(s, anonymousFields(s, { grant_type: 'CLIENT_CREDENTIALS' })), status: 400, code: 'unsupported_grant_type' },
   { name: 'grant_type password', send: (s) => postFields(s, anonymousFields(s, { grant_type: 'password' })), status: 400, code: 'unsupported_grant_type' },
@@ -345,10 +337,10 @@ const cases: Case[] = [
   { name: 'TRACE on the token path', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'PROPFIND on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'PROPFIND', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'SEARCH on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'SEARCH', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
-  { name: 'POST on whoami', send: (s) => request(`${s.appUrl}/whoami`, { method: 'POST', headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
+  { name: 'POST on whoami', send: (s) => requestAs(`${s.appUrl}/whoami`, basic(s.app.appId), 'POST'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
   { name: 'TRACE on whoami', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: whoamiPath(s), headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
   { name: 'an invented method FOO', send: (s) => rawRequest(s.baseUrl, { method: 'FOO', path: tokenPath(s) }), status: 400, code: 'invalid_request' },
-  { name: 'DELETE on the app', send: (s) => request(s.appUrl, { method: 'DELETE', headers: { authorization: bearer(adminToken) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
+  { name: 'DELETE on the app', send: (s) => requestAs(s.appUrl, bearer(adminToken), 'DELETE'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
 
   // --- Raw malformed HTTP -----------------------------------------------------------------------------------
   { name: 'a garbage request line', send: (s) => rawHttp(s.baseUrl, 'HELLO THERE\r\n\r\n'), status: 400, code: 'invalid_request', mayClose: true },
@@ -389,7 +381,7 @@ function check(testCase: Case, response: JsonResponse | RawResponse | null): voi
   assert.ok(response.status < 500, `a ${response.status}: ${response.text}`);
   if (testCase.anyContractError === true && !(testCase.status === 200 && response.status === 200)) {
     assert.ok(response.status >= 400 && response.status < 500, `${response.status} ${response.text}`);
-    assert.deepEqual(errorShapeProblems(response, String(response.body?.errorCode), response.status), [], `answer: ${response.status} ${response.text}`);
+    assert.deepEqual(errorProblems(response, response.status, String(response.body?.errorCode)), [], `answer: ${response.status} ${response.text}`);
   } else if (testCase.status === 200) {
     assert.equal(response.status, 200, response.text);
     assert.equal(typeof response.body?.access_token, 'string');
@@ -397,7 +389,7 @@ function check(testCase: Case, response: JsonResponse | RawResponse | null): voi
     assert.equal(response.status, testCase.status);
     assert.equal(response.text, '');
   } else {
-    assert.deepEqual(errorShapeProblems(response, testCase.code, testCase.status), [], `answer: ${response.status} ${response.text}`);
+    assert.deepEqual(errorProblems(response, testCase.status, testCase.code), [], `answer: ${response.status} ${response.text}`);
   }
   for (const [name, pattern] of Object.entries(testCase.headers ?? {})) {
     assert.match(response.headers.get(name) ?? '', pattern, `header ${name}`);
@@ -445,7 +437,7 @@ describe('bad input: every one gets the contract\'s 4xx JSON error', () => {
       it(`${name} -> 200 or a contract 4xx`, { timeout: 10_000 }, async () => {
         const response = await send(server);
         assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} ${response.text}`);
-        if (response.status !== 200) assert.deepEqual(errorShapeProblems(response, response.body?.errorCode, response.status), []);
+        if (response.status !== 200) assert.deepEqual(errorProblems(response, response.status, response.body?.errorCode), []);
       });
     }
     it('application/json; charset=utf-8 is accepted (the usual header of HTTP clients)', async () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let admin: string;
@@ -20,7 +21,7 @@ const patch = (body: string | object, headers: Record<string, string> = {}) =>
     headers: { authorization: bearer(admin), 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-const configuration = async () => (await request(`${server.appUrl}/configuration`, { headers: { authorization: bearer(admin) } })).body;
+const configuration = async () => (await requestAs(`${server.appUrl}/configuration`, bearer(admin))).body;
 const reset = () => patch({ adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: false });
 
 describe('GET and PATCH /api/apps/{appId}/configuration', () => {
@@ -37,7 +38,7 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     assert.deepEqual(response.body.configuration, { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: false });
     await patch({ requireAppKey: true });
     assert.deepEqual(await configuration(), { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true });
-    const app = await request(server.appUrl, { headers: { authorization: bearer(admin) } });
+    const app = await requestAs(server.appUrl, bearer(admin));
     assert.deepEqual(app.body.configuration, await configuration());
     await reset();
   });
@@ -101,13 +102,13 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
         body: JSON.stringify({ requireAppKey: true }),
       });
       assertError(response, 403, 'ADMIN_REQUIRED');
-      assertError(await request(`${server.appUrl}/configuration`, { headers: { authorization } }), 403, 'ADMIN_REQUIRED');
+      assertError(await requestAs(`${server.appUrl}/configuration`, authorization), 403, 'ADMIN_REQUIRED');
     }
-    const put = await request(`${server.appUrl}/configuration`, { method: 'PUT', headers: { authorization: bearer(admin) } });
+    const put = await requestAs(`${server.appUrl}/configuration`, bearer(admin), 'PUT');
     assertError(put, 405, 'METHOD_NOT_ALLOWED');
     assert.equal(put.headers.get('allow'), 'GET, PATCH');
     for (const path of ['/client-secret', '/rotate-secret', '/secret']) {
-      const response = await request(`${server.appUrl}${path}`, { method: 'POST', headers: { authorization: bearer(admin) } });
+      const response = await requestAs(`${server.appUrl}${path}`, bearer(admin), 'POST');
       assertError(response, 404, 'NOT_FOUND');
     }
   });

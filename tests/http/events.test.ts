@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, whoami } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let admin: string;
@@ -17,7 +18,7 @@ after(async () => {
 });
 
 const events = (query = '', appUrl = server.appUrl, token = admin) =>
-  request(`${appUrl}/events${query}`, { headers: { authorization: bearer(token) } });
+  requestAs(`${appUrl}/events${query}`, bearer(token));
 
 /** Events are written just after the request is answered: wait until `count` of them are there. */
 async function eventsWhen(query: string, ready: (list: any[]) => boolean): Promise<any[]> {
@@ -35,12 +36,8 @@ describe('GET /api/apps/{appId}/events', () => {
   it('records issued, refused, revoked tokens and configuration changes, newest first, with no secret or token', async () => {
     const anonymous = (await requestToken(server, anonymousFields(server))).body.access_token as string;
     assertError(await requestToken(server, adminFields(server, { client_secret: 'wrong-secret-value' })), 401, 'invalid_client');
-    assertError(await request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(`${anonymous.slice(0, -3)}AAA`) } }), 401, 'INVALID_TOKEN');
-    await request(`${server.appUrl}/oauth2/revoke`, {
-      method: 'POST',
-      headers: { authorization: bearer(anonymous), 'content-type': 'application/json' },
-      body: JSON.stringify({ token: anonymous }),
-    });
+    assertError(await whoami(server.appUrl, bearer(`${anonymous.slice(0, -3)}AAA`)), 401, 'INVALID_TOKEN');
+    await revokeToken(server.appUrl, anonymous);
     await request(`${server.appUrl}/configuration`, {
       method: 'PATCH',
       headers: { authorization: bearer(admin), 'content-type': 'application/json' },
@@ -89,15 +86,9 @@ describe('GET /api/apps/{appId}/events', () => {
 
   it('shows an answered action to the next read through the same instance, without waiting', async () => {
     const fresh = await createConfiguredApp(server, {}, 'Read your writes');
-    const tokenOf = (clientId: string, clientSecret: string) =>
-      request(`${fresh.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-      });
-    const freshAdmin = (await tokenOf(fresh.clientId, fresh.clientSecret)).body.access_token as string;
+    const freshAdmin = (await requestToken(fresh, adminFields(fresh))).body.access_token as string;
     for (let issued = 2; issued <= 6; issued++) {
-      assert.equal((await tokenOf(fresh.appId, fresh.appKey)).status, 200);
+      assert.equal((await requestToken(fresh, anonymousFields(fresh))).status, 200);
       const list = (await events('?type=token.issued&limit=500', fresh.appUrl, freshAdmin)).body.events;
       assert.equal(list.length, issued, 'the event of the token just answered is not there yet');
     }
@@ -112,15 +103,9 @@ describe('GET /api/apps/{appId}/events', () => {
   it('is an admin feature, and shows only the app\'s own events', async () => {
     const anonymous = (await requestToken(server, anonymousFields(server))).body.access_token;
     assertError(await events('', server.appUrl, anonymous), 403, 'ADMIN_REQUIRED');
-    assertError(await request(`${server.appUrl}/events`, { headers: { authorization: basic(server.app.appId) } }), 403, 'ADMIN_REQUIRED');
+    assertError(await requestAs(`${server.appUrl}/events`, basic(server.app.appId)), 403, 'ADMIN_REQUIRED');
     const other = await createConfiguredApp(server, {});
-    const otherAdmin = (
-      await request(`${other.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(other.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: other.clientId, client_secret: other.clientSecret }),
-      })
-    ).body.access_token;
+    const otherAdmin = (await requestToken(other, adminFields(other))).body.access_token;
     assertError(await events('', server.appUrl, otherAdmin), 401, 'INVALID_TOKEN');
     await sleep(100);
     const otherEvents = (await events('', other.appUrl, otherAdmin)).body.events;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
-import { request, startServer, type TestServer } from '../helpers/server.js';
+import { request } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 describe('/healthz and /readyz, for load balancers', () => {
   let server: TestServer;

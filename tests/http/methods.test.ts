@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { assertError } from '../helpers/assert.js';
+import { adminFields, basic, bearer, request, requestAs, requestToken, whoami } from '../helpers/http.js';
 import { rawHttpUntilClosed, rawRequest } from '../helpers/raw-http.js';
-import { adminFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * A path the service routes, asked with a method it does not serve, answers `405` with the path's
@@ -83,9 +84,9 @@ describe('a known path asked with another method: 405 with Allow', () => {
   it('under /api/apps/{appId}/ the request is authenticated first: 401 or 404 APP_NOT_FOUND before 405', async () => {
     const whoami = `${server.appUrl}/whoami`;
     assertError(await request(whoami, { method: 'POST' }), 401, 'UNAUTHORIZED');
-    assertError(await request(whoami, { method: 'POST', headers: { authorization: bearer('A'.repeat(43)) } }), 401, 'INVALID_TOKEN');
-    assertError(await request(`${server.baseUrl}/api/apps/0000000000000000/whoami`, { method: 'POST', headers: { authorization: basic('0000000000000000') } }), 404, 'APP_NOT_FOUND');
-    assertError(await request(whoami, { method: 'POST', headers: { authorization: basic(server.app.appId) } }), 405, 'METHOD_NOT_ALLOWED');
+    assertError(await requestAs(whoami, bearer('A'.repeat(43)), 'POST'), 401, 'INVALID_TOKEN');
+    assertError(await requestAs(`${server.baseUrl}/api/apps/0000000000000000/whoami`, basic('0000000000000000'), 'POST'), 404, 'APP_NOT_FOUND');
+    assertError(await requestAs(whoami, basic(server.app.appId), 'POST'), 405, 'METHOD_NOT_ALLOWED');
     // The token path and the paths outside an app need no credentials to say so.
     for (const path of ['/api/apps/{appId}/oauth2/token', '/healthz', '/readyz', '/openapi.json']) {
       assertError(await request(`${server.baseUrl}${pathOf(path)}`, { method: 'PUT' }), 405, 'METHOD_NOT_ALLOWED');
@@ -147,7 +148,7 @@ describe('CONNECT: answered in the contract\'s shape, then the connection is clo
   });
 
   it('the server goes on serving', async () => {
-    const response = await request(`${server.appUrl}/whoami`, { headers: { authorization: basic(server.app.appId) } });
+    const response = await whoami(server.appUrl, basic(server.app.appId));
     assert.equal(response.status, 200, response.text);
   });
 });

@@ -6,8 +6,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildServer } from '../../src/http/server.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createTessera } from '../../src/tessera.js';
+import { request } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
-import { request, startServer, type TestServer } from '../helpers/server.js';
 
 const documentPath = join(PACKAGE_ROOT, 'docs', 'openapi.json');
 const document = JSON.parse(readFileSync(documentPath, 'utf8')) as { paths: Record<string, Record<string, unknown>> };

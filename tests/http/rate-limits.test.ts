@@ -4,16 +4,8 @@ import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
 import { adminBurst } from '../helpers/admin-burst.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import {
-  adminFields,
-  anonymousFields,
-  basic,
-  request,
-  requestToken,
-  startServer,
-  type JsonResponse,
-  type TestServer,
-} from '../helpers/server.js';
+import { adminFields, anonymousFields, appOn, basic, request, requestToken, whoami, type JsonResponse } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * The contract's limits: 429 TOO_MANY_REQUESTS with Retry-After, per client address for token requests;
@@ -59,11 +51,8 @@ type CreatedApp = Awaited<ReturnType<TestServer['tessera']['apps']['create']>>;
 
 /** An admin-token request for `app` (the right secret unless `clientSecret` is given) from `address`. */
 function adminTokenFrom(server: TestServer, app: CreatedApp, address: string, clientSecret = app.clientSecret): Promise<JsonResponse> {
-  return request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: basic(app.appId), 'content-type': 'application/json', 'x-forwarded-for': address },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.clientId, client_secret: clientSecret }),
-  });
+  const target = appOn(server, app);
+  return requestToken(target, adminFields(target, { client_secret: clientSecret }), { 'x-forwarded-for': address });
 }
 
 function assertAdminToken(response: JsonResponse, app: CreatedApp): void {
@@ -103,8 +92,8 @@ describe('per-address limit on token requests', () => {
   });
 
   it('does not hold back the use of tokens and Basic access (only token requests are limited)', async () => {
-    const whoami = await request(`${server.appUrl}/whoami`, { headers: { authorization: basic(server.app.appId) } });
-    assert.equal(whoami.status, 200, whoami.text);
+    const me = await whoami(server.appUrl, basic(server.app.appId));
+    assert.equal(me.status, 200, me.text);
   });
 });
 
@@ -120,12 +109,7 @@ describe('per-address limit on failed admin attempts on an app', () => {
   });
   after(async () => server.close());
 
-  const otherToken = (fields: Record<string, unknown>) =>
-    request(`${server.baseUrl}/api/apps/${otherApp.appId}/oauth2/token`, {
-      method: 'POST',
-      headers: { authorization: basic(otherApp.appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', ...fields }),
-    });
+  const otherToken = (fields: Record<string, unknown>) => requestToken(appOn(server, otherApp), { grant_type: 'client_credentials', ...fields });
 
   it(`answers the first ${ADMIN_FAILURE_LIMIT} failed admin attempts with 401 invalid_client`, async () => {
     // A wrong secret, an unknown ClientID, and a wrong secret sent as client_secret_basic all count.
@@ -213,11 +197,8 @@ describe('per-app ceiling on failed admin attempts', () => {
     for (const address of addresses) assertError(await adminTokenFrom(server, app, address, WRONG_SECRET), 401, 'invalid_client');
     assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.200', WRONG_SECRET));
     assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.201'));
-    const anonymous = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
-      method: 'POST',
-      headers: { authorization: basic(app.appId), 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.202' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.appId, client_secret: app.appKey }),
-    });
+    const target = appOn(server, app);
+    const anonymous = await requestToken(target, anonymousFields(target), { 'x-forwarded-for': '198.51.100.202' });
     assert.equal(anonymous.status, 200, 'anonymous tokens are not affected');
   });
 

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import kiiSdk from 'kii-cloud-sdk';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
-import { bearer, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
+import { bearer, request, requestAs, whoami, type JsonResponse } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /** An SDK instance of its own, pointed at the server as the deployed SDK would be at the hosted service. */
 function sdkFor(server: TestServer, appId = server.app.appId, appKey = server.app.appKey) {
@@ -57,11 +58,11 @@ describe('the deployed JavaScript SDK (kii-cloud-sdk) against Tessera', () => {
     assert.ok(token.length > 0);
     assert.equal(context._getId(), server.app.adminId);
 
-    const whoami = await request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(token) } });
-    assert.equal(whoami.status, 200, whoami.text);
-    assert.deepEqual(whoami.body, { appId: server.app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt: null });
+    const me = await whoami(server.appUrl, bearer(token));
+    assert.equal(me.status, 200, me.text);
+    assert.deepEqual(me.body, { appId: server.app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt: null });
 
-    const description = await request(server.appUrl, { headers: { authorization: bearer(token) } });
+    const description = await requestAs(server.appUrl, bearer(token));
     assert.equal(description.status, 200, description.text);
     assert.equal(description.body.appId, server.app.appId);
     assert.equal(description.body.clientId, server.app.clientId);
@@ -118,8 +119,8 @@ describe('POST /api/oauth2/token, the SDK twin of the token endpoint, over raw H
   it('answers the exact SDK request with an admin token that never expires', async () => {
     const response = await sdkTokenRequest(server, { client_id: server.app.clientId, client_secret: server.app.clientSecret });
     assertTokenShape(response, server.app.adminId, 2147483646);
-    const whoami = await request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(response.body.access_token) } });
-    assert.equal(whoami.body?.principal, 'admin', whoami.text);
+    const me = await whoami(server.appUrl, bearer(response.body.access_token));
+    assert.equal(me.body?.principal, 'admin', me.text);
   });
 
   it('works without the cache-busting parameter, and with other unknown query parameters', async () => {
@@ -141,8 +142,8 @@ describe('POST /api/oauth2/token, the SDK twin of the token endpoint, over raw H
   it('issues an anonymous token when client_id is the AppID', async () => {
     const response = await sdkTokenRequest(server, { client_id: server.app.appId, client_secret: server.app.appKey });
     assertTokenShape(response, 'ANONYMOUS', 2147483646);
-    const whoami = await request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(response.body.access_token) } });
-    assert.deepEqual(whoami.body, { appId: server.app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+    const me = await whoami(server.appUrl, bearer(response.body.access_token));
+    assert.deepEqual(me.body, { appId: server.app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
   });
 
   it('refuses a grant_type other than client_credentials: 400 unsupported_grant_type', async () => {
@@ -206,13 +207,13 @@ describe('POST /api/oauth2/token honours expiresAt', () => {
       expiresAt,
     });
     assertTokenShape(response, server.app.adminId, 3600);
-    const whoami = () => request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(response.body.access_token) } });
+    const whoamiNow = () => whoami(server.appUrl, bearer(response.body.access_token));
 
-    assert.equal((await whoami()).body?.expiresAt, expiresAt);
+    assert.equal((await whoamiNow()).body?.expiresAt, expiresAt);
     clock.time = expiresAt - 1;
-    assert.equal((await whoami()).status, 200);
+    assert.equal((await whoamiNow()).status, 200);
     clock.time = expiresAt + 1;
-    const expired = await whoami();
+    const expired = await whoamiNow();
     assertError(expired, 401, 'INVALID_TOKEN');
   });
 

@@ -7,7 +7,8 @@ import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera } from '../../src/tessera.js';
 import { adminBurst } from '../helpers/admin-burst.js';
 import { assertError } from '../helpers/assert.js';
-import { adminFields, anonymousFields, listenLocally, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, appUrlOf, basic, request, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
+import { listenLocally, startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * REDIS_URL: the limits hold across instances (the real Redis of `TEST_REDIS_URL`, default
@@ -43,15 +44,8 @@ async function startInstance(server: TestServer, rateLimits: RateLimitSettings):
 }
 
 function tokenRequest(server: TestServer, baseUrl: string, fields: Record<string, unknown>, forwardedFor?: string): Promise<JsonResponse> {
-  return request(`${baseUrl}/api/apps/${server.app.appId}/oauth2/token`, {
-    method: 'POST',
-    headers: {
-      authorization: `Basic ${Buffer.from(`${server.app.appId}:x`).toString('base64')}`,
-      'content-type': 'application/json',
-      ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }),
-    },
-    body: JSON.stringify(fields),
-  });
+  const headers = { authorization: basic(server.app.appId, 'x'), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) };
+  return request(`${appUrlOf(baseUrl, server.app.appId)}/oauth2/token`, tokenRequestInit(server.app.appId, fields, headers));
 }
 
 /** Failed admin attempts are limited per address; the app's ceiling is out of the way unless given. */

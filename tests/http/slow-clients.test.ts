@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { anonymousFields, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { anonymousFields, requestToken } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * Slow clients (slow-loris) over real sockets: a client that sends its headers or its body slowly,

@@ -2,8 +2,20 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
+import {
+  adminFields,
+  adminTokenOf,
+  anonymousFields,
+  anonymousTokenOf,
+  basic,
+  bearer,
+  request,
+  requestAs,
+  requestToken,
+  whoami,
+} from '../helpers/http.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 
@@ -13,14 +25,6 @@ before(async () => {
 after(async () => {
   await server.close();
 });
-
-async function issue(fields: Record<string, unknown>): Promise<string> {
-  const response = await requestToken(server, fields);
-  assert.equal(response.status, 200, response.text);
-  return response.body.access_token as string;
-}
-const adminToken = () => issue(adminFields(server));
-const anonymousToken = () => issue(anonymousFields(server));
 
 function post(path: string, authorization: string, body: unknown, type: 'json' | 'form' = 'json') {
   return request(`${server.appUrl}${path}`, {
@@ -33,61 +37,56 @@ const revoke = (authorization: string, token: unknown, type: 'json' | 'form' = '
   post('/oauth2/revoke', authorization, { token }, type);
 const introspect = (authorization: string, token: unknown, type: 'json' | 'form' = 'json') =>
   post('/oauth2/introspect', authorization, { token }, type);
-const whoami = (token: string) => request(`${server.appUrl}/whoami`, { headers: { authorization: bearer(token) } });
 
 describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
   it('lets a token revoke itself (JSON or form); it is refused at once with 401 INVALID_TOKEN', async () => {
     for (const type of ['json', 'form'] as const) {
-      for (const token of [await anonymousToken(), await adminToken()]) {
-        assert.equal((await whoami(token)).status, 200);
+      for (const token of [await anonymousTokenOf(server), await adminTokenOf(server)]) {
+        assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
         const response = await revoke(bearer(token), token, type);
         assert.equal(response.status, 200, response.text);
         assert.equal(response.headers.get('cache-control'), 'no-store');
-        assertError(await whoami(token), 401, 'INVALID_TOKEN');
+        assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
       }
     }
   });
 
   it('lets an admin token revoke any token of its app', async () => {
-    const admin = await adminToken();
-    for (const token of [await anonymousToken(), await adminToken()]) {
-      assert.equal((await whoami(token)).status, 200); // cached now: the revocation must still win
+    const admin = await adminTokenOf(server);
+    for (const token of [await anonymousTokenOf(server), await adminTokenOf(server)]) {
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 200); // cached now: the revocation must still win
       assert.equal((await revoke(bearer(admin), token)).status, 200);
-      assertError(await whoami(token), 401, 'INVALID_TOKEN');
+      assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
     }
-    assert.equal((await whoami(admin)).status, 200);
+    assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
   });
 
   it('answers 200 for an unknown, malformed, already revoked or other app\'s token, and changes nothing', async () => {
-    const admin = await adminToken();
+    const admin = await adminTokenOf(server);
     const other = await createConfiguredApp(server, {});
-    const otherResponse = await request(`${other.appUrl}/oauth2/token`, {
-      method: 'POST',
-      headers: { authorization: basic(other.appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: other.appId, client_secret: other.appKey }),
-    });
+    const otherResponse = await requestToken(other, anonymousFields(other));
     const otherToken = otherResponse.body.access_token as string;
-    const revoked = await anonymousToken();
+    const revoked = await anonymousTokenOf(server);
     await revoke(bearer(admin), revoked);
     for (const token of ['x', 'A'.repeat(43), revoked, otherToken, 'not a token at all!']) {
       const response = await revoke(bearer(admin), token);
       assert.equal(response.status, 200, `${token}: ${response.text}`);
     }
-    const otherWhoami = await request(`${other.appUrl}/whoami`, { headers: { authorization: bearer(otherToken) } });
+    const otherWhoami = await whoami(other.appUrl, bearer(otherToken));
     assert.equal(otherWhoami.status, 200, 'a token of another app is not revoked through this one');
   });
 
   it('refuses a non-admin caller that names a token other than its own: 403 ADMIN_REQUIRED', async () => {
-    const caller = await anonymousToken();
-    const victim = await anonymousToken();
+    const caller = await anonymousTokenOf(server);
+    const victim = await anonymousTokenOf(server);
     assertError(await revoke(bearer(caller), victim), 403, 'ADMIN_REQUIRED');
     assertError(await revoke(basic(server.app.appId), victim), 403, 'ADMIN_REQUIRED');
     assertError(await revoke(bearer(caller), 'unknown'), 403, 'ADMIN_REQUIRED');
-    assert.equal((await whoami(victim)).status, 200);
+    assert.equal((await whoami(server.appUrl, bearer(victim))).status, 200);
   });
 
   it('needs the token parameter, and authentication', async () => {
-    const admin = await adminToken();
+    const admin = await adminTokenOf(server);
     assertError(await post('/oauth2/revoke', bearer(admin), {}), 400, 'invalid_request');
     assertError(await post('/oauth2/revoke', bearer(admin), { token: 5 }), 400, 'invalid_request');
     assertError(await post('/oauth2/revoke', bearer(admin), { token: '' }), 400, 'invalid_request');
@@ -95,7 +94,7 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     const noAuth = await request(`${server.appUrl}/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' });
     assertError(noAuth, 401, 'UNAUTHORIZED');
     assertError(await revoke(bearer('bogus'), 'x'), 401, 'INVALID_TOKEN');
-    const get = await request(`${server.appUrl}/oauth2/revoke`, { headers: { authorization: bearer(admin) } });
+    const get = await requestAs(`${server.appUrl}/oauth2/revoke`, bearer(admin));
     assertError(get, 405, 'METHOD_NOT_ALLOWED');
     assert.equal(get.headers.get('allow'), 'POST');
   });
@@ -103,10 +102,10 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
 
 describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   it('describes an active admin or anonymous token to an admin caller', async () => {
-    const admin = await adminToken();
+    const admin = await adminTokenOf(server);
     const before = Math.floor(Date.now() / 1000);
     const expiresAt = Date.now() + 3_600_000;
-    const anonymous = await issue(anonymousFields(server, { expiresAt }));
+    const anonymous = await anonymousTokenOf(server, { expiresAt });
     const response = await introspect(bearer(admin), anonymous, 'form');
     assert.equal(response.status, 200, response.text);
     assert.equal(response.headers.get('cache-control'), 'no-store');
@@ -132,17 +131,11 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   });
 
   it('answers exactly {"active": false} for anything not valid', async () => {
-    const admin = await adminToken();
-    const revoked = await anonymousToken();
+    const admin = await adminTokenOf(server);
+    const revoked = await anonymousTokenOf(server);
     await revoke(bearer(revoked), revoked);
     const other = await createConfiguredApp(server, {});
-    const otherToken = (
-      await request(`${other.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(other.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: other.appId, client_secret: 'x' }),
-      })
-    ).body.access_token as string;
+    const otherToken = (await requestToken(other, anonymousFields(other, { client_secret: 'x' }))).body.access_token as string;
     const tampered = admin.slice(0, -2) + (admin.at(-2) === 'A' ? 'B' : 'A') + admin.at(-1);
     for (const token of [revoked, otherToken, tampered, 'garbage', 'A'.repeat(43)]) {
       const response = await introspect(bearer(admin), token);
@@ -152,30 +145,30 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   });
 
   it('answers an expired token as inactive', async () => {
-    const admin = await adminToken();
-    const token = await issue(anonymousFields(server, { expiresAt: Date.now() + 300 }));
+    const admin = await adminTokenOf(server);
+    const token = await anonymousTokenOf(server, { expiresAt: Date.now() + 300 });
     assert.equal((await introspect(bearer(admin), token)).body.active, true);
     await new Promise((resolve) => setTimeout(resolve, 400));
     assert.deepEqual((await introspect(bearer(admin), token)).body, { active: false });
   });
 
   it('is an admin feature: 403 ADMIN_REQUIRED for anonymous callers, and it needs the token parameter', async () => {
-    const anonymous = await anonymousToken();
+    const anonymous = await anonymousTokenOf(server);
     assertError(await introspect(bearer(anonymous), anonymous), 403, 'ADMIN_REQUIRED');
     assertError(await introspect(basic(server.app.appId), anonymous), 403, 'ADMIN_REQUIRED');
-    assertError(await post('/oauth2/introspect', bearer(await adminToken()), {}), 400, 'invalid_request');
+    assertError(await post('/oauth2/introspect', bearer(await adminTokenOf(server)), {}), 400, 'invalid_request');
   });
 });
 
 describe('revocation and introspection answers are never cached', () => {
   it('marks every answer no-store, including 401 from authentication, 403, 400 and 405', async () => {
-    const anonymous = await anonymousToken();
+    const anonymous = await anonymousTokenOf(server);
     for (const path of ['/oauth2/revoke', '/oauth2/introspect']) {
       const answers = [
         await post(path, bearer('bogus'), { token: 'x' }),
         await request(`${server.appUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' }),
-        await post(path, bearer(await adminToken()), {}),
-        await request(`${server.appUrl}${path}`, { headers: { authorization: bearer(anonymous) } }),
+        await post(path, bearer(await adminTokenOf(server)), {}),
+        await requestAs(`${server.appUrl}${path}`, bearer(anonymous)),
       ];
       if (path === '/oauth2/introspect') answers.push(await post(path, bearer(anonymous), { token: anonymous }));
       assert.deepEqual(
@@ -190,61 +183,45 @@ describe('revocation and introspection answers are never cached', () => {
 describe('DELETE /api/apps/{appId}/tokens', () => {
   it('revokes every token of one kind, then all; an admin token is needed', async () => {
     const fresh = await createConfiguredApp(server, {});
-    const tokenOf = async (fields: Record<string, unknown>) =>
-      (
-        await request(`${fresh.appUrl}/oauth2/token`, {
-          method: 'POST',
-          headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
-          body: JSON.stringify({ grant_type: 'client_credentials', ...fields }),
-        })
-      ).body.access_token as string;
-    const adminOf = () => tokenOf({ client_id: fresh.clientId, client_secret: fresh.clientSecret });
-    const anonymousOf = () => tokenOf({ client_id: fresh.appId, client_secret: fresh.appKey });
+    const tokenOf = async (fields: Record<string, unknown>) => (await requestToken(fresh, fields)).body.access_token as string;
+    const adminOf = () => tokenOf(adminFields(fresh));
+    const anonymousOf = () => tokenOf(anonymousFields(fresh));
     const works = async (token: string) =>
-      (await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status === 200;
+      (await whoami(fresh.appUrl, bearer(token))).status === 200;
 
     const anonymous = [await anonymousOf(), await anonymousOf()];
     const admins = [await adminOf(), await adminOf()];
     for (const token of [...anonymous, ...admins]) assert.ok(await works(token));
 
-    const refused = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(anonymous[0]!) } });
+    const refused = await requestAs(`${fresh.appUrl}/tokens?kind=anonymous`, bearer(anonymous[0]!), 'DELETE');
     assertError(refused, 403, 'ADMIN_REQUIRED');
 
-    const byKind = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
+    const byKind = await requestAs(`${fresh.appUrl}/tokens?kind=anonymous`, bearer(admins[0]!), 'DELETE');
     assert.equal(byKind.status, 200, byKind.text);
     assert.deepEqual(byKind.body, { appId: fresh.appId, kind: 'anonymous', revoked: 2 });
     for (const token of anonymous) assert.equal(await works(token), false);
     for (const token of admins) assert.equal(await works(token), true);
 
-    const all = await request(`${fresh.appUrl}/tokens?kind=all`, { method: 'DELETE', headers: { authorization: bearer(admins[0]!) } });
+    const all = await requestAs(`${fresh.appUrl}/tokens?kind=all`, bearer(admins[0]!), 'DELETE');
     assert.deepEqual(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
     for (const token of admins) assert.equal(await works(token), false);
     assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
   });
 
   it('refuses an unknown kind with 400 invalid_request', async () => {
-    const admin = await adminToken();
+    const admin = await adminTokenOf(server);
     for (const kind of ['user', 'ADMIN', 'admin&kind=anonymous', '']) {
-      const response = await request(`${server.appUrl}/tokens?kind=${kind}`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
+      const response = await requestAs(`${server.appUrl}/tokens?kind=${kind}`, bearer(admin), 'DELETE');
       assertError(response, 400, 'invalid_request');
     }
-    assert.equal((await whoami(admin)).status, 200);
+    assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
   });
 
   // Issue 11, finding 4: each of these used to answer {"kind":"all"} and revoke every token.
   it('refuses a missing, misspelt, repeated or bracketed kind, any other parameter and any body with 400, revoking nothing', async () => {
     const fresh = await createConfiguredApp(server, {}, 'Typos');
-    const issueOf = async (clientId: string, clientSecret: string) => {
-      const response = await request(`${fresh.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(fresh.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-      });
-      assert.equal(response.status, 200, response.text);
-      return response.body.access_token as string;
-    };
-    const admin = await issueOf(fresh.clientId, fresh.clientSecret);
-    const tokens = [admin, await issueOf(fresh.clientId, fresh.clientSecret), await issueOf(fresh.appId, fresh.appKey), await issueOf(fresh.appId, fresh.appKey)];
+    const admin = await adminTokenOf(fresh);
+    const tokens = [admin, await adminTokenOf(fresh), await anonymousTokenOf(fresh), await anonymousTokenOf(fresh)];
     const json = { authorization: bearer(admin), 'content-type': 'application/json' };
     const attempts: { query: string; headers?: Record<string, string>; body?: string }[] = [
       { query: '' },
@@ -293,7 +270,7 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
       assert.equal(response.status, 400, `${what}: ${response.status} ${response.text}`);
       assertError(response, 400, 'invalid_request');
       for (const token of tokens) {
-        assert.equal((await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status, 200, `${what} revoked a token`);
+        assert.equal((await whoami(fresh.appUrl, bearer(token))).status, 200, `${what} revoked a token`);
       }
     }
     const revoked = await server.tessera.events.list(fresh.appId, { type: 'token.revoked' });
@@ -303,7 +280,7 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     const emptyJson = await request(`${fresh.appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: json, body: '' });
     assert.equal(emptyJson.status, 200, emptyJson.text);
     assert.deepEqual(emptyJson.body, { appId: fresh.appId, kind: 'anonymous', revoked: 2 });
-    const statuses = await Promise.all(tokens.map(async (token) => (await request(`${fresh.appUrl}/whoami`, { headers: { authorization: bearer(token) } })).status));
+    const statuses = await Promise.all(tokens.map(async (token) => (await whoami(fresh.appUrl, bearer(token))).status));
     assert.deepEqual(statuses, [200, 200, 401, 401]);
   });
 });

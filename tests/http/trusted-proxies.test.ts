@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
-import { adminFields, anonymousFields, bearer, request, requestToken, startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, bearer, requestAs, requestToken } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /** X-Forwarded-For gives the client address only when the connection comes from a trusted proxy. */
 
@@ -20,7 +21,7 @@ const fromClient = (server: TestServer, forwardedFor: string) =>
 async function clientAddresses(server: TestServer, adminToken: string, type: string, count: number): Promise<string[]> {
   // Events are written in batches, a moment after their operation.
   await server.tessera.events.flush();
-  const page = await request(`${server.appUrl}/events?type=${type}&limit=${count}`, { headers: { authorization: bearer(adminToken) } });
+  const page = await requestAs(`${server.appUrl}/events?type=${type}&limit=${count}`, bearer(adminToken));
   assert.equal(page.status, 200, page.text);
   return (page.body.events as Array<{ clientAddress: string }>).map((event) => event.clientAddress).reverse();
 }
@@ -46,7 +47,7 @@ describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
 
     const admin = (await requestToken(server, adminFields(server), { 'x-forwarded-for': '203.0.113.50' })).body.access_token;
     await sleep(100);
-    const events = await request(`${server.appUrl}/events?type=token.issued&limit=1`, { headers: { authorization: bearer(admin) } });
+    const events = await requestAs(`${server.appUrl}/events?type=token.issued&limit=1`, bearer(admin));
     assert.equal(events.body.events[0].clientAddress, '203.0.113.50');
   });
 

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import express from 'express';
 import Fastify from 'fastify';
 import { documentedAppCheck } from '../helpers/forward-auth-docs.js';
-import { request } from '../helpers/server.js';
+import { request } from '../helpers/http.js';
 
 // The one line docs/forward-auth.md gives upstreams behind forward authentication, to refuse a
 // request whose X-Tessera-App-Id is not the app of its path, run as printed in real applications.

@@ -7,8 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
 import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
+import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
-import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 const BIN = join(REPO_ROOT, 'bin', 'tessera');
 
@@ -66,11 +66,8 @@ async function serve(store: Store, extraEnv: Record<string, string>): Promise<Se
 }
 
 function tokenRequest(baseUrl: string, appId: string, clientId: string, clientSecret: string): Promise<JsonResponse> {
-  return request(`${baseUrl}/api/apps/${appId}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: basic(appId), 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-  });
+  const fields = { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret };
+  return request(`${appUrlOf(baseUrl, appId)}/oauth2/token`, tokenRequestInit(appId, fields));
 }
 
 /**
@@ -421,8 +418,8 @@ describe('the CLI and a running server share the store', () => {
     const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
     assert.equal(admin.status, 200, admin.text);
     const whoamiUrl = `${server.baseUrl}/api/apps/${created.appId}/whoami`;
-    const withToken = () => request(whoamiUrl, { headers: { authorization: bearer(admin.body.access_token) } });
-    const withBasic = () => request(whoamiUrl, { headers: { authorization: basic(created.appId) } });
+    const withToken = () => requestAs(whoamiUrl, bearer(admin.body.access_token));
+    const withBasic = () => requestAs(whoamiUrl, basic(created.appId));
     assert.equal((await withToken()).status, 200);
     assert.equal((await withBasic()).status, 200);
 
@@ -477,7 +474,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
   });
 
   const whoami = (appId: string, token: string) =>
-    request(`${server.baseUrl}/api/apps/${appId}/whoami`, { headers: { authorization: bearer(token) } });
+    requestAs(`${server.baseUrl}/api/apps/${appId}/whoami`, bearer(token));
   async function refusedWithin(appId: string, token: string): Promise<void> {
     const { response, elapsed } = await pollUntil(() => whoami(appId, token), (r) => r.status !== 200);
     assertError(response, 401, 'INVALID_TOKEN');

@@ -8,8 +8,8 @@ import pg from 'pg';
 import { clientSecretDigest } from '../../src/crypto.js';
 import { assertError } from '../helpers/assert.js';
 import { Children, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
+import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
-import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 /**

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { terminate } from '../helpers/fleet.js';
+import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { type ServerProcess, startServerProcess, TESSERA_MAIN } from '../helpers/process.js';
-import { basic, bearer, request, type JsonResponse } from '../helpers/server.js';
 
 /**
  * The real `tessera serve` as a child process, with debug logs and request logging on: whatever is sent,

@@ -21,9 +21,9 @@ import {
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
+import { basic, bearer } from '../helpers/http.js';
 import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { parseResponse, type RawResponse } from '../helpers/raw-http.js';
-import { basic, bearer } from '../helpers/server.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // SIGTERM under a steady load of token requests, with one request half-sent and one idle keep-alive

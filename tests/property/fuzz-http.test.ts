@@ -6,8 +6,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/errors.js';
-import { assertError } from '../helpers/assert.js';
-import { basic, bearer, errorShapeProblems, parseJson, request, startServer, type TestServer } from '../helpers/server.js';
+import { assertError, errorProblems } from '../helpers/assert.js';
+import { basic, bearer, parseJson, request } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * HTTP fuzzing over raw TCP against a real server running in this process: random bytes and mutated
@@ -487,7 +488,7 @@ function outcomeProblems(fuzz: FuzzCase, outcome: Outcome): string[] {
     const status = DOCUMENTED_STATUS_EXCEPTIONS[response.status]?.includes(code)
       ? response.status
       : ERROR_STATUS[code as keyof typeof ERROR_STATUS];
-    problems.push(...errorShapeProblems(response, code, status));
+    problems.push(...errorProblems(response, status, code));
   }
   return problems;
 }

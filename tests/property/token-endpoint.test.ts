@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/errors.js';
+import { errorProblems } from '../helpers/assert.js';
+import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, type RawResponse } from '../helpers/raw-http.js';
-import { basic, bearer, errorShapeProblems, request, startServer, type JsonResponse, type TestServer } from '../helpers/server.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * Property-based tests of the token endpoints through a real listening server: thousands of generated
@@ -390,7 +392,7 @@ function contractProblems(generated: GeneratedRequest, response: JsonResponse | 
   const expectedStatus = DOCUMENTED_STATUS_EXCEPTIONS[response.status]?.includes(code)
     ? response.status
     : ERROR_STATUS[code as keyof typeof ERROR_STATUS];
-  problems.push(...errorShapeProblems(response, code, expectedStatus));
+  problems.push(...errorProblems(response, expectedStatus, code));
   const challenge = CHALLENGES[code];
   if (challenge !== undefined && !challenge.test(response.headers.get('www-authenticate') ?? '')) {
     problems.push(`${code} without its WWW-Authenticate challenge`);
@@ -500,7 +502,7 @@ describe('token endpoints under generated requests', () => {
         const unknown = await send(adminAttempt(way, unknownClientId, server.app.clientSecret));
         const context = `${way}: wrong secret ${JSON.stringify(wrongSecret)}, unknown ClientID ${JSON.stringify(unknownClientId)}`;
         assert.ok(wrong !== null && unknown !== null, context);
-        assert.deepEqual(errorShapeProblems(wrong, 'invalid_client', 401), [], `${context}\n${wrong.text}`);
+        assert.deepEqual(errorProblems(wrong, 401, 'invalid_client'), [], `${context}\n${wrong.text}`);
         assert.equal(unknown.status, wrong.status, context);
         assert.equal(unknown.text, wrong.text, context);
         const headers = (response: JsonResponse) =>

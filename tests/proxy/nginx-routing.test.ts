@@ -7,9 +7,10 @@ import type { CreatedApp } from '../../src/apps/service.js';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { assertError } from '../helpers/assert.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
+import { basic, bearer, request } from '../helpers/http.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
-import { basic, bearer, request, startServer, type TestServer } from '../helpers/server.js';
+import { startServer, type TestServer } from '../helpers/server.js';
 
 // The whole chain of forward authentication, as the security review attacked it: a client, nginx with
 // the documented configuration, Tessera, and a real Express upstream that routes by app (with

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import type { AppKeys } from '../../src/apps/keys.js';
+
+// HTTP as the tests speak it to Tessera: a request answers its status, headers and body (as JSON
+// where it is JSON); the two Authorization schemes; an app's URL; and the token endpoint of an app.
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, or undefined when the body is not JSON. */
+  body: any;
+  text: string;
+}
+
+/** The text as JSON, or undefined when it is not JSON. */
+export function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** fetch, then read the body as text and, where possible, as JSON. */
+export async function request(url: string, init: RequestInit = {}): Promise<JsonResponse> {
+  const response = await fetch(url, init);
+  const text = await response.text();
+  const body = parseJson(text);
+  return { status: response.status, headers: response.headers, body, text };
+}
+
+/** A request to `url` with this Authorization header, or none when it is undefined. */
+export function requestAs(url: string, authorization?: string, method = 'GET'): Promise<JsonResponse> {
+  return request(url, { method, headers: authorization === undefined ? {} : { authorization } });
+}
+
+export function basic(user: string, password = 'anything'): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}
+
+export function bearer(token: string): string {
+  return `Bearer ${token}`;
+}
+
+/** Where an app's endpoints are: `${baseUrl}/api/apps/${appId}`. */
+export function appUrlOf(baseUrl: string, appId: string): string {
+  return `${baseUrl}/api/apps/${appId}`;
+}
+
+/** GET the app's whoami with this Authorization header (none when undefined). */
+export function whoami(appUrl: string, authorization?: string): Promise<JsonResponse> {
+  return requestAs(`${appUrl}/whoami`, authorization);
+}
+
+/** The keys of an app that its token requests need. */
+export type AppCredentials = Pick<AppKeys, 'appId' | 'appKey' | 'clientId' | 'clientSecret'>;
+
+/** An app of a server under test: its keys and where its endpoints are. */
+export interface AppEndpoint extends AppCredentials {
+  appUrl: string;
+}
+
+/** The app a token request goes to: one at its `appUrl`, or a test server's own (`server.app`). */
+export type AppTarget = AppEndpoint | { app: AppCredentials; appUrl: string };
+
+/** The app, as an endpoint of the server at `baseUrl`. */
+export function appOn<App extends AppCredentials>(server: { baseUrl: string }, app: App): App & { appUrl: string } {
+  return { ...app, appUrl: appUrlOf(server.baseUrl, app.appId) };
+}
+
+function credentialsOf(target: AppTarget): AppCredentials {
+  return 'app' in target ? target.app : target;
+}
+
+/** The admin token request's fields: the app's ClientID and ClientSecret. */
+export function adminFields(target: AppTarget, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const app = credentialsOf(target);
+  return { grant_type: 'client_credentials', client_id: app.clientId, client_secret: app.clientSecret, ...extra };
+}
+
+/** The anonymous token request's fields: the app's AppID and AppKey. */
+export function anonymousFields(target: AppTarget, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const app = credentialsOf(target);
+  return { grant_type: 'client_credentials', client_id: app.appId, client_secret: app.appKey, ...extra };
+}
+
+/** A JSON token request as the SDKs send it to `/api/apps/{appId}/oauth2/token`: `Basic AppID:` and the fields. */
+export function tokenRequestInit(appId: string, fields: Record<string, unknown>, headers: Record<string, string> = {}): RequestInit {
+  return {
+    method: 'POST',
+    headers: { authorization: basic(appId), 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(fields),
+  };
+}
+
+/** POST a JSON token request to the app's token endpoint, with the Basic header of the app. */
+export function requestToken(target: AppTarget, fields: Record<string, unknown>, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  return request(`${target.appUrl}/oauth2/token`, tokenRequestInit(credentialsOf(target).appId, fields, headers));
+}
+
+/** The access token of a token request that must succeed. */
+export async function issueToken(target: AppTarget, fields: Record<string, unknown>): Promise<string> {
+  const response = await requestToken(target, fields);
+  assert.equal(response.status, 200, response.text);
+  return response.body.access_token as string;
+}
+
+/** A new admin token of the app, through the token endpoint. */
+export function adminTokenOf(target: AppTarget, extra: Record<string, unknown> = {}): Promise<string> {
+  return issueToken(target, adminFields(target, extra));
+}
+
+/** A new anonymous token of the app, through the token endpoint. */
+export function anonymousTokenOf(target: AppTarget, extra: Record<string, unknown> = {}): Promise<string> {
+  return issueToken(target, anonymousFields(target, extra));
+}
+
+/** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
+export function revokeToken(appUrl: string, token: string, authorization = bearer(token)): Promise<JsonResponse> {
+  return request(`${appUrl}/oauth2/revoke`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
+}
