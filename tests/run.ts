@@ -1,0 +1,98 @@
+import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, relative } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { run } from 'node:test';
+import { spec, tap } from 'node:test/reporters';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * `npm test`: every test file, and the HTTP tests (tests/http/) again on PostgreSQL. Files that own
+ * their store and port (a fresh SQLite file or PostgreSQL database, a port the kernel picks, a Redis
+ * key prefix of their own) run in parallel. Then, one at a time, the files that must have the
+ * machine to themselves: they spawn servers and kill them (-9), restart PostgreSQL for everyone
+ * (tests/cluster/outage), or time answers to within a fraction of a second, which files working
+ * beside them would make late.
+ */
+
+/** Folders and files (below tests/) run one at a time, after the others. */
+const SERIAL = [
+  'process/',
+  'crash/',
+  'cluster/',
+  'proxy/',
+  // A revoked token refused within 1 s, an expired one within 250 ms.
+  'middleware/express.test.js',
+  'middleware/fastify.test.js',
+  // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
+  'http/slow-clients.test.js',
+];
+
+/** The HTTP tests, which run on each store. */
+const ON_EACH_STORE = 'http/';
+
+/** Most files wait on sockets and databases rather than compute: twice the cores keeps them busy. */
+const CONCURRENCY = 2 * availableParallelism();
+
+// This file compiles to <outDir>/tests/run.js, beside the compiled test files.
+const TESTS = fileURLToPath(new URL('.', import.meta.url));
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => (entry.isDirectory() ? testFiles(join(dir, entry.name)) : entry.name.endsWith('.test.js') ? [join(dir, entry.name)] : []))
+    .sort();
+}
+
+const under = (file: string) => relative(TESTS, file).split('\\').join('/');
+/** `entry` is a folder (ending in '/') that holds the file, or the file itself. */
+const names = (entry: string, file: string) => (entry.endsWith('/') ? under(file).startsWith(entry) : under(file) === entry);
+const isSerial = (file: string) => SERIAL.some((entry) => names(entry, file));
+
+interface Pass {
+  name: string;
+  files: string[];
+  concurrency: number;
+  store: 'sqlite' | 'postgres';
+}
+
+/** Runs one pass with the reporter `node --test` would use here; resolves with how many tests failed. */
+async function runPass(pass: Pass): Promise<number> {
+  if (pass.files.length === 0) return 0;
+  console.log(`# ${pass.name}: ${pass.files.length} files, ${pass.concurrency} at a time, TEST_STORE=${pass.store}`);
+  // Each test file is a child process that inherits the environment as it is when it starts.
+  process.env.TEST_STORE = pass.store;
+  let failures = 0;
+  const stream = run({ files: pass.files, concurrency: pass.concurrency });
+  stream.on('test:fail', (event: { details: { type?: string } }) => {
+    if (event.details.type !== 'suite') failures++;
+  });
+  const report = stream.compose(process.stdout.isTTY ? new spec() : tap);
+  report.pipe(process.stdout, { end: false });
+  await finished(report);
+  return failures;
+}
+
+async function main(): Promise<void> {
+  const all = testFiles(TESTS);
+  const unmatched = SERIAL.filter((entry) => !all.some((file) => names(entry, file)));
+  if (unmatched.length > 0) throw new Error(`tests/run.ts names what is not there (renamed?): ${unmatched.join(', ')}`);
+  const parallel = all.filter((file) => !isSerial(file));
+  const serial = all.filter(isSerial);
+  const onEachStore = (files: string[]) => files.filter((file) => under(file).startsWith(ON_EACH_STORE));
+  const passes: Pass[] = [
+    { name: 'in parallel', files: parallel, concurrency: CONCURRENCY, store: 'sqlite' },
+    { name: 'HTTP on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
+    { name: 'one at a time', files: serial, concurrency: 1, store: 'sqlite' },
+    { name: 'HTTP on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
+  ];
+  const failures: string[] = [];
+  for (const pass of passes) {
+    const failed = await runPass(pass);
+    if (failed > 0) failures.push(`${pass.name}: ${failed}`);
+  }
+  // The summary that closes the log: the passes above each end with their own.
+  console.log(failures.length === 0 ? '# npm test: every pass passed' : `# npm test: FAILED tests (${failures.join('; ')})`);
+  process.exitCode = failures.length === 0 ? 0 : 1;
+}
+
+await main();
