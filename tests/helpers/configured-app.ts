@@ -1,6 +1,6 @@
 import type { AppConfiguration } from '../../src/apps/app.js';
 import type { AppKeys } from '../../src/apps/keys.js';
-import { NO_CLIENT } from '../../src/events/event.js';
+import { OPERATOR } from '../../src/request-context.js';
 import type { TestServer } from './server.js';
 
 /** A new app of the server with the given configuration; its four keys and admin id, like `server.app`. */
@@ -10,6 +10,6 @@ export async function createConfiguredApp(
   name = 'Configured app',
 ): Promise<AppKeys & { appUrl: string }> {
   const created = await server.tessera.apps.create(name);
-  if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, NO_CLIENT);
+  if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, OPERATOR);
   return { ...created, appUrl: `${server.baseUrl}/api/apps/${created.appId}` };
 }

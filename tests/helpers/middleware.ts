@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
-import type { RequestAuthenticator } from '../../src/auth/verifier.js';
+import type { RequestAuthenticator } from '../../src/auth/authenticate.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
 import { assertError } from './assert.js';

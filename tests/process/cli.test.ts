@@ -365,7 +365,7 @@ describe('app names and the terminal: control characters are refused, and never 
       assert.ok(result.stderr.length < 300, result.stderr);
     }
     assert.match(command.stderr, /unknown command "\\u001b\[2Jfrobnicate"/);
-    assert.match(type.stderr, /unknown event type "\\u001b\]0;owned\\u0007x+…"/);
+    assert.match(type.stderr, /Unknown event type "\\u001b\]0;owned\\u0007x+…"/);
   });
 });
 

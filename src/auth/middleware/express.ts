@@ -3,7 +3,7 @@ import { isTesseraError, TesseraError } from '../../errors.js';
 import { errorBody, errorHeaders } from '../../http/errors.js';
 import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../verifier.js';
+import type { RequestAuthenticator } from '../authenticate.js';
 
 /** The parts of an Express request the middleware uses (no dependency on Express itself). */
 export interface ExpressLikeRequest extends IncomingMessage {

@@ -3,7 +3,7 @@ import { isTesseraError, TesseraError } from '../../errors.js';
 import { sendError } from '../../http/errors.js';
 import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../verifier.js';
+import type { RequestAuthenticator } from '../authenticate.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
