@@ -11,6 +11,7 @@ import { forwardAuthRoutes } from './auth/forward-routes.js';
 import { authRoutes } from './auth/routes.js';
 import { eventRoutes } from './events/routes.js';
 import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
+import { notFound } from './error-catalogue.js';
 import { TesseraError } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
 import type { Tessera } from './tessera.js';
@@ -118,7 +119,7 @@ export function buildServer({
       done();
     });
   }
-  app.setNotFoundHandler((_request, reply) => sendError(reply, new TesseraError('NOT_FOUND', 'No such resource.')));
+  app.setNotFoundHandler((_request, reply) => sendError(reply, notFound()));
 
   app.register(healthRoutes, { store: tessera.store });
   const { appCache: apps, authenticator } = tessera;

@@ -1,4 +1,5 @@
 import { clientSecretDigest } from '../crypto.js';
+import { appNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { NewAuditEvent } from '../events/event.js';
@@ -14,7 +15,6 @@ import {
   type AppDescription,
   type AppRecord,
 } from './app.js';
-import { appNotFound } from './cache.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
 import { AppConflictError, type AppStore } from './store.js';
 

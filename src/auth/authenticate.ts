@@ -1,4 +1,5 @@
 import type { AppCache } from '../apps/cache.js';
+import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
@@ -72,7 +73,7 @@ function applyRules(principal: Principal, request: AuthenticationRequest): Princ
     throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
   }
   if (request.adminRequired === true && principal.kind !== 'admin') {
-    throw new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
+    throw adminRequired();
   }
   return principal;
 }
