@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isTesseraError, TesseraError } from '../../errors.js';
+import { adminRequired } from '../../error-catalogue.js';
+import type { TesseraError } from '../../errors.js';
 import { errorBody, errorHeaders } from '../../http/errors.js';
 import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
 import type { RequestAuthenticator } from '../authenticate.js';
+import { authenticationStep } from './step.js';
 
 /** The parts of an Express request the middleware uses (no dependency on Express itself). */
 export interface ExpressLikeRequest extends IncomingMessage {
@@ -40,31 +42,28 @@ const APP_IN_URL = /^\/api\/apps\/([^/?#]+)/;
  */
 export function tesseraExpress(authenticator: RequestAuthenticator, options: TesseraExpressOptions = {}) {
   const appIdOf = options.appIdOf ?? defaultAppId;
+  const authenticate = authenticationStep(authenticator, (request: ExpressLikeRequest) => ({
+    appId: appIdOf(request) ?? '',
+    authorization: singleHeader(request, 'authorization'),
+    path: request.originalUrl ?? request.url ?? '/',
+    clientAddress: request.ip ?? request.socket.remoteAddress,
+  }));
   return function tesseraAuthenticate(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
-    const accept = (principal: Principal) => {
-      request.principal = principal;
-      next();
-    };
-    const refuse = (error: unknown) => (isTesseraError(error) ? sendError(response, error) : next(error));
-    try {
-      const principal = authenticator.authenticate({
-        appId: appIdOf(request) ?? '',
-        authorization: singleHeader(request, 'authorization'),
-        path: request.originalUrl ?? request.url ?? '/',
-        clientAddress: request.ip ?? request.socket.remoteAddress,
-      });
-      if (principal instanceof Promise) principal.then(accept, refuse);
-      else accept(principal);
-    } catch (error) {
-      refuse(error);
-    }
+    authenticate(request, {
+      accept: (principal) => {
+        request.principal = principal;
+        next();
+      },
+      refuse: (error) => sendError(response, error),
+      fail: next,
+    });
   };
 }
 
 /** For admin features: after `tesseraExpress`, anything but an admin token gets `403 ADMIN_REQUIRED`. */
 export function tesseraRequireAdmin(request: IncomingMessage & { principal?: Principal }, response: ServerResponse, next: Next): void {
   if (request.principal?.kind === 'admin') next();
-  else sendError(response, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
+  else sendError(response, adminRequired());
 }
 
 function defaultAppId(request: ExpressLikeRequest): string | undefined {
