@@ -30,9 +30,22 @@ export function parseDatabaseUrl(databaseUrl: string | undefined): StoreLocation
 export async function openStore(databaseUrl: string | undefined, postgres: PostgresStoreOptions = {}): Promise<Store> {
   const location = parseDatabaseUrl(databaseUrl);
   if (location.backend === 'sqlite') {
-    const { openSqliteStore } = await import('./sqlite/store.js');
+    const { openSqliteStore } = await importBackend('libsql', () => import('./sqlite/store.js'));
     return openSqliteStore(location.path);
   }
-  const { openPostgresStore } = await import('./postgres/store.js');
+  const { openPostgresStore } = await importBackend('pg', () => import('./postgres/store.js'));
   return openPostgresStore(location.url, postgres);
+}
+
+/** Imports a backend's module; if its driver is not installed, says which package the store needs. */
+async function importBackend<Backend>(driver: string, load: () => Promise<Backend>): Promise<Backend> {
+  try {
+    return await load();
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === 'ERR_MODULE_NOT_FOUND' && message?.includes(`'${driver}'`) === true) {
+      throw new Error(`This DATABASE_URL needs the package ${driver}, which is not installed (npm install ${driver}).`, { cause: error });
+    }
+    throw error;
+  }
 }
