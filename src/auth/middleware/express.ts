@@ -40,24 +40,25 @@ const APP_IN_URL = /^\/api\/apps\/([^/?#]+)/;
  * or answers the contract's error (status, JSON body, `WWW-Authenticate`). Mount it where the app's
  * routes are, e.g. `app.use('/api/apps/:appId', tesseraExpress(verifier))`.
  */
-export function tesseraExpress(authenticator: RequestAuthenticator, options: TesseraExpressOptions = {}) {
+export function tesseraExpress(
+  authenticator: RequestAuthenticator,
+  options: TesseraExpressOptions = {},
+): (request: ExpressLikeRequest, response: ServerResponse, next: Next) => void {
   const appIdOf = options.appIdOf ?? defaultAppId;
-  const authenticate = authenticationStep(authenticator, (request: ExpressLikeRequest) => ({
-    appId: appIdOf(request) ?? '',
-    authorization: singleHeader(request, 'authorization'),
-    path: request.originalUrl ?? request.url ?? '/',
-    clientAddress: request.ip ?? request.socket.remoteAddress,
-  }));
-  return function tesseraAuthenticate(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
-    authenticate(request, {
-      accept: (principal) => {
-        request.principal = principal;
-        next();
-      },
-      refuse: (error) => sendError(response, error),
-      fail: next,
-    });
-  };
+  return authenticationStep<ExpressLikeRequest, ServerResponse, Next>(authenticator, {
+    describe: (request) => ({
+      appId: appIdOf(request) ?? '',
+      authorization: singleHeader(request, 'authorization'),
+      path: request.originalUrl ?? request.url ?? '/',
+      clientAddress: request.ip ?? request.socket.remoteAddress,
+    }),
+    accept: (request, principal, next) => {
+      request.principal = principal;
+      next();
+    },
+    refuse: sendError,
+    fail: (next, error) => next(error),
+  });
 }
 
 /** For admin features: after `tesseraExpress`, anything but an admin token gets `403 ADMIN_REQUIRED`. */

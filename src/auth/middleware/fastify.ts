@@ -25,23 +25,24 @@ const appIdParameter = (request: FastifyRequest) => (request.params as { appId?:
 
 const authenticateScope: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
   const appIdOf = options.appIdOf ?? appIdParameter;
-  const authenticate = authenticationStep(options.authenticator, (request: FastifyRequest) => ({
-    appId: appIdOf(request) ?? '',
-    authorization: singleHeader(request.raw, 'authorization'),
-    path: request.url,
-    clientAddress: request.ip,
-  }));
   app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', (request, reply, next) => {
-    authenticate(request, {
-      accept: (principal) => {
+  app.addHook(
+    'onRequest',
+    authenticationStep<FastifyRequest, FastifyReply, HookHandlerDoneFunction>(options.authenticator, {
+      describe: (request) => ({
+        appId: appIdOf(request) ?? '',
+        authorization: singleHeader(request.raw, 'authorization'),
+        path: request.url,
+        clientAddress: request.ip,
+      }),
+      accept: (request, principal, next) => {
         request.principal = principal;
         next();
       },
-      refuse: (error) => sendError(reply, error),
-      fail: (error) => next(error as Error),
-    });
-  });
+      refuse: sendError,
+      fail: (next, error) => next(error as Error),
+    }),
+  );
   done();
 };
 
