@@ -1,3 +1,4 @@
+import { serviceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 
 /** Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database, timeouts, sockets). */
@@ -10,9 +11,7 @@ export function unavailableOr(error: unknown): unknown {
   const code = (error as { code?: string }).code;
   const message = error instanceof Error ? error.message : '';
   if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || UNAVAILABLE_MESSAGES.test(message) || code === '57014') {
-    return new TesseraError('SERVICE_UNAVAILABLE', 'The service cannot reach its database right now; try again shortly.', {
-      retryAfterSeconds: 2,
-    });
+    return serviceUnavailable();
   }
   return error;
 }
