@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
+import { parseDatabaseUrl } from './store/open.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
 export interface Config {
@@ -37,7 +38,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
-    databaseUrl: env.DATABASE_URL,
+    databaseUrl: databaseUrl(env),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     logRequests: onOff(env, 'LOG_REQUESTS', false),
     rateLimits: {
@@ -102,6 +103,16 @@ function list(env: NodeJS.ProcessEnv, name: string): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
+}
+
+/** Checked here with the rest, so that a wrong one is a configuration error; `openStore` reads it. */
+function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    parseDatabaseUrl(env.DATABASE_URL);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return env.DATABASE_URL;
 }
 
 function redisUrl(env: NodeJS.ProcessEnv): string | undefined {

@@ -1,6 +1,13 @@
 /** Who a request is made by, once authenticated. */
 export type PrincipalKind = 'anonymous' | 'admin';
 
+/**
+ * Where a bearer principal keeps the selector of the token it was authenticated with (latin1; the
+ * token's public half, never its secret), for revocation to tell a caller's own token. A symbol, so
+ * that it stays out of JSON and out of the fields other services read.
+ */
+export const TOKEN_SELECTOR = Symbol('tessera.tokenSelector');
+
 export interface Principal {
   appId: string;
   kind: PrincipalKind;
@@ -10,6 +17,8 @@ export interface Principal {
   auth: 'basic' | 'bearer';
   /** When the bearer token stops working (UNIX ms), or null if it never does / there is none. */
   expiresAt: number | null;
+  /** With `auth: 'bearer'`: the selector of the token. */
+  readonly [TOKEN_SELECTOR]?: string;
 }
 
 export const ANONYMOUS_ID = 'ANONYMOUS';

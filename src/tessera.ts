@@ -1,20 +1,28 @@
-import { AppCache } from './apps/cache.js';
+import type { AppCache } from './apps/cache.js';
 import { AppService } from './apps/service.js';
-import { Authenticator } from './auth/authenticate.js';
+import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import { EventLog } from './events/log.js';
 import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from './housekeeping.js';
 import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitSettings } from './limits/rate-limits.js';
 import type { Store } from './store/store.js';
-import { TokenService } from './tokens/service.js';
+import { createTokenChecking } from './token-checking.js';
+import type { TokenChecker } from './tokens/checker.js';
+import { TokenIssuer } from './tokens/issuer.js';
+import { TokenRevoker } from './tokens/revocation.js';
 
-/** The domain services wired to one store: what the HTTP server, the CLI and the middleware use. */
+/**
+ * The domain services wired to one store: the composition root of the HTTP server and the CLI.
+ * Each route plugin and CLI verb takes only the services it uses.
+ */
 export interface Tessera {
   readonly store: Store;
   readonly clock: Clock;
   readonly apps: AppService;
   readonly appCache: AppCache;
-  readonly tokens: TokenService;
+  readonly issuer: TokenIssuer;
+  readonly checker: TokenChecker;
+  readonly revoker: TokenRevoker;
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
   readonly events: EventLog;
@@ -39,23 +47,19 @@ export function createTessera(options: TesseraOptions): Tessera {
   const warn = options.onWarning ?? (() => {});
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn);
   const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error));
-  const appCache = new AppCache(store.apps);
-  const tokens = new TokenService(store.tokens, clock, limits, events);
-  const forget = (appId?: string) => {
-    appCache.invalidate(appId);
-    tokens.forgetCachedTokens();
-  };
-  store.onChange(forget);
+  const checking = createTokenChecking(store, { clock, events });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     warn('housekeeping failed; it is tried again at the next interval', error),
   );
   return {
     store,
     clock,
-    apps: new AppService(store.apps, clock, events, forget),
-    appCache,
-    tokens,
-    authenticator: new Authenticator(appCache, tokens, events),
+    apps: new AppService(store.apps, clock, events, checking.forget),
+    appCache: checking.apps,
+    issuer: new TokenIssuer(store.tokens, clock, limits, events),
+    checker: checking.tokens,
+    revoker: new TokenRevoker(store.tokens, checking.tokens, events),
+    authenticator: checking.authenticator,
     limits,
     events,
     housekeeping,

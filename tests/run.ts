@@ -21,6 +21,8 @@ const SERIAL = [
   'crash/',
   'cluster/',
   'proxy/',
+  // npm pack and npm install, then the packaged server and CLI as processes.
+  'package/',
   // A revoked token refused within 1 s, an expired one within 250 ms.
   'middleware/express.test.js',
   'middleware/fastify.test.js',

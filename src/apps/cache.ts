@@ -1,6 +1,6 @@
 import { BoundedCache } from '../bounded-cache.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
-import { TesseraError } from '../errors.js';
+import { appNotFound } from '../error-catalogue.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
 
@@ -67,8 +67,4 @@ export class AppCache {
     if (appId === undefined) this.#apps.clear();
     else this.#apps.delete(appId);
   }
-}
-
-export function appNotFound(): TesseraError {
-  return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

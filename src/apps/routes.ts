@@ -2,7 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { acceptJsonBodies } from '../http/content-types.js';
 import { refuseOtherMethods } from '../http/methods.js';
-import type { Tessera } from '../tessera.js';
+import type { AppCache } from './cache.js';
+import { parseConfigurationChanges } from './configuration.js';
+import type { AppService } from './service.js';
 import { describeApp } from './app.js';
 
 export const APP_PATH = '/api/apps/:appId';
@@ -11,20 +13,20 @@ export const CONFIGURATION_PATH = '/api/apps/:appId/configuration';
 type AppParams = { Params: { appId: string } };
 
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
-export const appRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
+export const appRoutes: FastifyPluginAsync<{ apps: AppCache; appService: AppService }> = async (app, { apps, appService }) => {
   // RFC 7396's media type for a JSON merge patch, parsed as JSON.
   acceptJsonBodies(app, 'application/merge-patch+json');
 
   app.get<AppParams>(APP_PATH, { onRequest: requireAdmin }, async (request) => {
-    return describeApp(await tessera.appCache.require(request.params.appId));
+    return describeApp(await apps.require(request.params.appId));
   });
 
   app.get<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
-    return (await tessera.appCache.require(request.params.appId)).configuration;
+    return (await apps.require(request.params.appId)).configuration;
   });
 
   app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
-    return tessera.apps.configure(request.params.appId, request.body, { clientAddress: request.ip });
+    return appService.configure(request.params.appId, parseConfigurationChanges(request.body), { clientAddress: request.ip, by: request.principal });
   });
 
   refuseOtherMethods(app, APP_PATH, ['GET']);

@@ -1,13 +1,20 @@
 import { clientSecretDigest } from '../crypto.js';
+import { appNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { NO_CLIENT, type NewAuditEvent, type RequestContext } from '../events/event.js';
+import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
+import { OPERATOR, type RequestContext } from '../request-context.js';
 import { hasControlCharacters } from '../text.js';
 import { appTokensRevoked } from '../tokens/revocation.js';
-import { parseConfigurationChanges } from './configuration.js';
-import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppDescription, type AppRecord, describeApp } from './app.js';
-import { appNotFound } from './cache.js';
+import {
+  DEFAULT_APP_CONFIGURATION,
+  MAX_APP_NAME_LENGTH,
+  describeApp,
+  type AppConfiguration,
+  type AppDescription,
+  type AppRecord,
+} from './app.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
 import { AppConflictError, type AppStore } from './store.js';
 
@@ -80,7 +87,7 @@ export class AppService {
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
     const revokeAdminTokens = options.revokeAdminTokens === true;
-    const stamp = await this.events.stamp(appId, NO_CLIENT, 'operator');
+    const stamp = await this.events.stamp(appId, OPERATOR);
     // The rotation, the revocation and both events in one transaction: the new secret is returned
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
     const rotation = await this.store.rotateClientSecret(
@@ -97,10 +104,9 @@ export class AppService {
     return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked: rotation.adminTokensRevoked };
   }
 
-  /** Applies a configuration change (see `parseConfigurationChanges`); returns the app as it now is. */
-  async configure(appId: string, body: unknown, context: RequestContext): Promise<AppDescription> {
-    const changes = parseConfigurationChanges(body);
-    const stamp = await this.events.stamp(appId, context, 'admin');
+  /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
+  async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
+    const stamp = await this.events.stamp(appId, context);
     const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: changes };
     const updated = await this.store.updateConfiguration(appId, changes, () => [changed]);
     if (updated === undefined) throw appNotFound();

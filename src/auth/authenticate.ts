@@ -1,9 +1,11 @@
 import type { AppCache } from '../apps/cache.js';
+import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
+import type { EventLog } from '../events/log.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
-import type { EventLog } from '../events/log.js';
-import type { TokenService } from '../tokens/service.js';
+import { anonymousRequest } from '../request-context.js';
+import type { TokenChecker } from '../tokens/checker.js';
 import { parseAuthorization } from './authorization.js';
 
 export interface AuthenticationRequest {
@@ -18,15 +20,20 @@ export interface AuthenticationRequest {
   clientAddress?: string;
 }
 
+/** What the Fastify and Express middleware need: the principal of a request, or the contract's error. */
+export interface RequestAuthenticator {
+  authenticate(request: AuthenticationRequest): MaybePromise<Principal>;
+}
+
 /**
  * Resolves the principal of a request under `/api/apps/{appId}/` in one of the seed's three modes,
  * or throws the contract's error. Shared by this service's routes, the Fastify and Express
  * middleware, and forward authentication.
  */
-export class Authenticator {
+export class Authenticator implements RequestAuthenticator {
   constructor(
     private readonly apps: AppCache,
-    private readonly tokens: TokenService,
+    private readonly tokens: TokenChecker,
     /** Where refused tokens are recorded; absent where tokens are only checked for another service. */
     private readonly events?: EventLog,
   ) {}
@@ -39,21 +46,9 @@ export class Authenticator {
     return andThen(this.apps.require(request.appId), (app) => {
       const credentials = parseAuthorization(request.authorization);
       if (credentials.scheme === 'bearer') {
-        let verified: MaybePromise<Principal>;
-        try {
-          verified = this.tokens.verify(app, credentials.token);
-        } catch (error) {
-          throw this.#refused(app.appId, request, error);
-        }
-        if (verified instanceof Promise) {
-          return verified.then(
-            (principal) => applyRules(principal, request),
-            (error: unknown) => {
-              throw this.#refused(app.appId, request, error);
-            },
-          );
-        }
-        return applyRules(verified, request);
+        const checked = this.tokens.principal(app, credentials.token);
+        if (!(checked instanceof Promise)) return this.#bearer(checked, request);
+        return checked.then((principal) => this.#bearer(principal, request));
       }
       if (credentials.scheme === 'basic' && credentials.user === app.appId) {
         return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
@@ -65,11 +60,10 @@ export class Authenticator {
     });
   }
 
-  #refused(appId: string, request: AuthenticationRequest, error: unknown): unknown {
-    if (this.events !== undefined && error instanceof TesseraError && error.code === 'INVALID_TOKEN') {
-      this.events.record('token.refused', appId, { clientAddress: request.clientAddress ?? null }, null, { reason: 'invalid_token' });
-    }
-    return error;
+  #bearer(principal: Principal | undefined, request: AuthenticationRequest): Principal {
+    if (principal !== undefined) return applyRules(principal, request);
+    this.events?.record('token.refused', request.appId, anonymousRequest(request.clientAddress ?? null), null, { reason: 'invalid_token' });
+    throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
   }
 }
 
@@ -79,7 +73,7 @@ function applyRules(principal: Principal, request: AuthenticationRequest): Princ
     throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
   }
   if (request.adminRequired === true && principal.kind !== 'admin') {
-    throw new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
+    throw adminRequired();
   }
   return principal;
 }

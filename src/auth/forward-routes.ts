@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { TesseraError } from '../errors.js';
 import { ignoreBodies } from '../http/content-types.js';
 import { singleHeader } from '../http/headers.js';
-import type { Tessera } from '../tessera.js';
+import type { Authenticator } from './authenticate.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule } from './forward.js';
 
 export const FORWARD_AUTH_PATH = '/api/forward-auth';
@@ -27,9 +27,9 @@ export const IDENTITY_HEADERS = {
  * sources are present they must agree (`400 invalid_request` otherwise): a proxy sets one and may
  * pass the others on from the client.
  */
-export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPaths: readonly AdminPathRule[] }> = async (
+export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticator; adminPaths: readonly AdminPathRule[] }> = async (
   app,
-  { tessera, adminPaths },
+  { authenticator, adminPaths },
 ) => {
   // Whatever body the proxy forwards is not needed.
   ignoreBodies(app);
@@ -44,7 +44,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ tessera: Tessera; adminPath
     // Envoy sends the original method as this request's own; nginx and Traefik send their own.
     const method = agreed('method', pathUri === undefined ? methodHeaders : [...methodHeaders, request.method]) ?? request.method;
     const target = resolveForwardedTarget(uri);
-    const principal = await tessera.authenticator.authenticate({
+    const principal = await authenticator.authenticate({
       appId: target.appId,
       authorization: singleHeader(request.raw, 'authorization'),
       path: target.path,

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { TesseraError } from '../errors.js';
+import { notFound } from '../error-catalogue.js';
 import { refuseOtherMethods } from '../http/methods.js';
 
 const whoamiSchema = {
@@ -33,6 +33,6 @@ export const authRoutes: FastifyPluginAsync = async (app) => {
   // Everything else under an app is authenticated first (so the /me rule holds on any path), then
   // is not found.
   app.all('/api/apps/:appId/*', async () => {
-    throw new TesseraError('NOT_FOUND', 'No such resource.');
+    throw notFound();
   });
 };

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeEvent, isEventType, type AuditEvent } from '../events/event.js';
-import { MAX_EVENT_PAGE } from '../events/log.js';
+import { isTesseraError } from '../errors.js';
+import { describeEvent, type AuditEvent } from '../events/event.js';
+import { parseEventPageQuery, type EventPageQuery } from '../events/query.js';
 import type { Tessera } from '../tessera.js';
-import { quoted } from '../text.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -20,15 +20,12 @@ const FOLLOW_INTERVAL_MS = 500;
 export async function runEventsCommand(tessera: Tessera, command: ParsedCommand, out: Output, stopped: AbortSignal): Promise<void> {
   const [appId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
-  const type = stringFlag(command, 'type');
-  if (type !== undefined && !isEventType(type)) throw new UsageError(`unknown event type ${quoted(type)}; ${USAGE}`);
-  const limitFlag = stringFlag(command, 'limit') ?? '20';
-  const limit = /^[0-9]{1,4}$/.test(limitFlag) ? Number(limitFlag) : 0;
-  if (limit < 1 || limit > MAX_EVENT_PAGE) throw new UsageError(`--limit must be from 1 to ${MAX_EVENT_PAGE}`);
+  const query = parseQuery(stringFlag(command, 'type'), stringFlag(command, 'limit'));
+  const { type } = query;
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
 
   const print = (event: AuditEvent) => out.line(describeEvent(event), () => oneLine(event));
-  const latest = (await tessera.events.list(appId, { type, limit })).events.reverse();
+  const latest = (await tessera.events.list(appId, query)).events.reverse();
   latest.forEach(print);
   if (command.flags.follow !== true) return;
   let lastId = latest.at(-1)?.id ?? (await tessera.events.list(appId, { limit: 1 })).events[0]?.id ?? 0;
@@ -39,6 +36,16 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
       print(event);
       lastId = event.id;
     }
+  }
+}
+
+/** `--type` and `--limit` (default 20), read as the API reads them; a bad one is a usage error. */
+function parseQuery(type: string | undefined, limit: string | undefined): EventPageQuery {
+  try {
+    return parseEventPageQuery({ type, limit }, 20);
+  } catch (error) {
+    if (isTesseraError(error)) throw new UsageError(error.message);
+    throw error;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { buildServer } from '../http/server.js';
+import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';

@@ -1,4 +1,4 @@
-import { NO_CLIENT } from '../events/event.js';
+import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { revocationKind } from '../tokens/revocation.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
@@ -18,6 +18,6 @@ export async function runTokensCommand(tessera: Tessera, command: ParsedCommand,
   const kind = revocationKind(stringFlag(command, 'kind'));
   if (kind === undefined) throw new UsageError(USAGE);
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
-  const revoked = await tessera.tokens.revokeAll(appId, kind, NO_CLIENT, 'operator');
+  const revoked = await tessera.revoker.revokeAll(appId, kind, OPERATOR);
   out.result({ appId, kind, revoked }, () => `Revoked ${revoked} ${kind === 'all' ? '' : `${kind} `}token(s) of app ${appId}.`);
 }

@@ -1,4 +1,4 @@
-import type { PrincipalKind } from '../principal.js';
+import type { Actor } from '../request-context.js';
 
 /** What the audit log records. */
 export const EVENT_TYPES = [
@@ -10,9 +10,6 @@ export const EVENT_TYPES = [
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
-
-/** Who caused an event: a token's principal, or the operator (the CLI). Null when unknown (a refused bad token). */
-export type Actor = PrincipalKind | 'operator';
 
 /** Small, flat facts about an event: never a secret or a token. */
 export type EventDetails = Record<string, string | number | boolean | null>;
@@ -41,14 +38,6 @@ export interface AuditEvent extends NewAuditEvent {
   /** Increases with every event recorded; the cursor of `GET /api/apps/{appId}/events`. */
   id: number;
 }
-
-/** Where a domain operation comes from: recorded with its event. */
-export interface RequestContext {
-  clientAddress: string | null;
-}
-
-/** For operations not asked for over the network: the operator's CLI, the demo app, tests. */
-export const NO_CLIENT: RequestContext = Object.freeze({ clientAddress: null });
 
 export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);

@@ -1,12 +1,8 @@
 import type { Clock } from '../clock.js';
-import { TesseraError } from '../errors.js';
-import { quoted } from '../text.js';
-import type { Actor, AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent, RequestContext } from './event.js';
-import { EVENT_TYPES, isEventType } from './event.js';
+import { actorOf, type Actor, type RequestContext } from '../request-context.js';
+import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
+import { MAX_EVENT_PAGE, type EventPageQuery } from './query.js';
 import type { EventStore } from './store.js';
-
-export const DEFAULT_EVENT_PAGE = 50;
-export const MAX_EVENT_PAGE = 500;
 
 export interface EventPage {
   events: AuditEvent[];
@@ -53,10 +49,10 @@ export class EventLog {
    * change they describe (see `AuditOf`): not buffered. Resolves once the events recorded before
    * are written, so that event ids keep the order of recording. Notes the app for trimming.
    */
-  async stamp(appId: string, context: RequestContext, principal: Actor | null): Promise<EventStamp> {
+  async stamp(appId: string, context: RequestContext): Promise<EventStamp> {
     this.#recorded.add(appId);
     await this.flush();
-    return { appId, at: this.clock.now(), principal, clientAddress: context.clientAddress };
+    return { appId, at: this.clock.now(), principal: actorOf(context), clientAddress: context.clientAddress };
   }
 
   /** Writes what is buffered; resolves once everything recorded before the call is written (or failed). */
@@ -77,21 +73,8 @@ export class EventLog {
     return apps;
   }
 
-  /** Newest first, `limit` at a time; `cursor` is the previous page's `nextCursor`. */
-  async list(appId: string, options: { type?: string; cursor?: string; limit?: number }): Promise<EventPage> {
-    const { type, cursor } = options;
-    const limit = options.limit ?? DEFAULT_EVENT_PAGE;
-    if (type !== undefined && !isEventType(type)) {
-      throw new TesseraError('invalid_request', `Unknown event type ${quoted(type)}; the types are: ${EVENT_TYPES.join(', ')}.`);
-    }
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_EVENT_PAGE) {
-      throw new TesseraError('invalid_request', `limit must be a whole number from 1 to ${MAX_EVENT_PAGE}.`);
-    }
-    let beforeId: number | undefined;
-    if (cursor !== undefined) {
-      beforeId = /^[1-9][0-9]{0,15}$/.test(cursor) ? Number(cursor) : NaN;
-      if (!Number.isSafeInteger(beforeId)) throw new TesseraError('invalid_request', 'cursor is not one this service gave out.');
-    }
+  /** Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`). */
+  async list(appId: string, { type, beforeId, limit }: EventPageQuery): Promise<EventPage> {
     await this.flush();
     // One more than asked tells whether there is a next page.
     const events = await this.store.list({ appId, type, beforeId, limit: limit + 1 });

@@ -2,8 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import { refuseOtherMethods } from '../http/methods.js';
-import type { Tessera } from '../tessera.js';
 import { describeEvent } from './event.js';
+import type { EventLog } from './log.js';
+import { parseEventPageQuery } from './query.js';
 
 export const EVENTS_PATH = '/api/apps/:appId/events';
 
@@ -13,14 +14,11 @@ type EventsRequest = {
 };
 
 /** The app's audit log, for its admin. Needs `tesseraAuth` registered in the same scope. */
-export const eventRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
+export const eventRoutes: FastifyPluginAsync<{ events: EventLog }> = async (app, { events }) => {
   app.get<EventsRequest>(EVENTS_PATH, { onRequest: requireAdmin }, async (request) => {
     const { type, cursor, limit } = request.query;
-    const page = await tessera.events.list(request.params.appId, {
-      type: single(type, 'type'),
-      cursor: single(cursor, 'cursor'),
-      limit: limitOf(single(limit, 'limit')),
-    });
+    const query = parseEventPageQuery({ type: single(type, 'type'), cursor: single(cursor, 'cursor'), limit: single(limit, 'limit') });
+    const page = await events.list(request.params.appId, query);
     return { events: page.events.map(describeEvent), nextCursor: page.nextCursor };
   });
 
@@ -29,10 +27,5 @@ export const eventRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
 
 function single(value: string | string[] | undefined, name: string): string | undefined {
   if (Array.isArray(value)) throw new TesseraError('invalid_request', `${name} must not be repeated.`);
-  return value === '' ? undefined : value;
-}
-
-function limitOf(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  return /^[0-9]{1,4}$/.test(value) ? Number(value) : NaN;
+  return value;
 }

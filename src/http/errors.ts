@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply } from 'fastify';
+import { appNotFound, notFound, unsupportedMediaType } from '../error-catalogue.js';
 import { isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
 
 /**
@@ -37,7 +38,7 @@ export function toTesseraError(error: unknown): TesseraError {
   const fastifyError = error as Partial<FastifyError>;
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new TesseraError('UNSUPPORTED_MEDIA_TYPE', 'This Content-Type is not supported here.');
+      return unsupportedMediaType();
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -46,16 +47,16 @@ export function toTesseraError(error: unknown): TesseraError {
       return new TesseraError('invalid_request', 'The request URL is malformed.');
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // The only path parameter of the API is the AppID: one this long names no app.
-      return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
+      return appNotFound();
   }
   const status = fastifyError.statusCode;
   if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return new TesseraError('invalid_request', 'The request body is not valid JSON.');
   }
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    if (status === 404) return new TesseraError('NOT_FOUND', 'No such resource.');
+    if (status === 404) return notFound();
     if (status === 413) return new TesseraError('REQUEST_TOO_LARGE', 'The request is too large.');
-    if (status === 415) return new TesseraError('UNSUPPORTED_MEDIA_TYPE', 'This Content-Type is not supported here.');
+    if (status === 415) return unsupportedMediaType();
     return new TesseraError('invalid_request', 'The request is malformed.');
   }
   return new TesseraError('INTERNAL_ERROR', 'The service failed to handle this request.');

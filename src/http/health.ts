@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { isTesseraError, TesseraError } from '../errors.js';
+import { serviceUnavailable } from '../error-catalogue.js';
+import { isTesseraError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { refuseOtherMethods } from './methods.js';
 
@@ -26,9 +27,7 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { 
       ]);
     } catch (error) {
       if (isTesseraError(error) && error.code === 'SERVICE_UNAVAILABLE') throw error;
-      throw new TesseraError('SERVICE_UNAVAILABLE', 'The service cannot reach its database right now; try again shortly.', {
-        retryAfterSeconds: 2,
-      });
+      throw serviceUnavailable();
     } finally {
       clearTimeout(timer);
     }

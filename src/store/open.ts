@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { openPostgresStore, type PostgresStoreOptions } from './postgres/store.js';
+import type { PostgresStoreOptions } from './postgres/store.js';
 import type { Store } from './store.js';
-import { openSqliteStore } from './sqlite/store.js';
 
 export const DEFAULT_SQLITE_PATH = './data/tessera.db';
 
@@ -23,8 +22,30 @@ export function parseDatabaseUrl(databaseUrl: string | undefined): StoreLocation
   return { backend: 'sqlite', path: resolve(value) };
 }
 
+/**
+ * Opens the store `databaseUrl` names. Each backend's module is imported only when it is opened, so
+ * a process loads the driver of its own store only (`libsql` or `pg`), and needs only that one
+ * installed: another service mounting the middleware installs its own driver (docs/middleware.md).
+ */
 export async function openStore(databaseUrl: string | undefined, postgres: PostgresStoreOptions = {}): Promise<Store> {
   const location = parseDatabaseUrl(databaseUrl);
-  if (location.backend === 'sqlite') return openSqliteStore(location.path);
+  if (location.backend === 'sqlite') {
+    const { openSqliteStore } = await importBackend('libsql', () => import('./sqlite/store.js'));
+    return openSqliteStore(location.path);
+  }
+  const { openPostgresStore } = await importBackend('pg', () => import('./postgres/store.js'));
   return openPostgresStore(location.url, postgres);
+}
+
+/** Imports a backend's module; if its driver is not installed, says which package the store needs. */
+async function importBackend<Backend>(driver: string, load: () => Promise<Backend>): Promise<Backend> {
+  try {
+    return await load();
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === 'ERR_MODULE_NOT_FOUND' && message?.includes(`'${driver}'`) === true) {
+      throw new Error(`This DATABASE_URL needs the package ${driver}, which is not installed (npm install ${driver}).`, { cause: error });
+    }
+    throw error;
+  }
 }

@@ -1,14 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { parseAuthorization } from '../auth/authorization.js';
+import type { AppCache } from '../apps/cache.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, refuseBodies } from '../http/content-types.js';
-import { preventCaching, singleHeader } from '../http/headers.js';
+import { preventCaching } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
-import type { Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
 import { parseTokenParameter } from './request.js';
-import { revocationKind, type RevocationKind } from './revocation.js';
+import type { TokenChecker } from './checker.js';
+import { revocationKind, type RevocationKind, type TokenRevoker } from './revocation.js';
 
 export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
 export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
@@ -37,28 +37,33 @@ const introspectionSchema = {
   },
 } as const;
 
+/** What the lifecycle routes use. */
+export interface TokenLifecycleRoutesOptions {
+  apps: AppCache;
+  checker: TokenChecker;
+  revoker: TokenRevoker;
+}
+
 /**
  * What happens to tokens after they are issued: revocation (RFC 7009), introspection (RFC 7662)
  * and revoking all tokens of an app. Needs `tesseraAuth` registered in the same scope.
  */
-export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
+export const tokenLifecycleRoutes: FastifyPluginAsync<TokenLifecycleRoutesOptions> = async (app, { apps, checker, revoker }) => {
   acceptFormBodies(app);
   preventCaching(app);
 
   app.post<AppParams>(REVOKE_PATH, async (request, reply) => {
     const token = parseTokenParameter(request.body);
-    const target = await tessera.appCache.require(request.params.appId);
-    const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
-    const caller = { kind: request.principal.kind, token: authorization.scheme === 'bearer' ? authorization.token : undefined };
-    await tessera.tokens.revoke(target, caller, token, { clientAddress: request.ip });
+    const target = await apps.require(request.params.appId);
+    await revoker.revoke(target, token, { clientAddress: request.ip, by: request.principal });
     // RFC 7009 §2.2: 200, also for a token that was unknown or already revoked; the body is not read.
     return reply.code(200).send();
   });
 
   app.post<AppParams>(INTROSPECT_PATH, { onRequest: requireAdmin, schema: introspectionSchema }, async (request) => {
     const token = parseTokenParameter(request.body);
-    const target = await tessera.appCache.require(request.params.appId);
-    const active = await tessera.tokens.introspect(target, token);
+    const target = await apps.require(request.params.appId);
+    const active = await checker.introspect(target, token);
     if (active === undefined) return { active: false };
     return {
       active: true,
@@ -81,7 +86,7 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<{ tessera: Tessera }> = as
       { onRequest: requireAdmin },
       async (request) => {
         const kind = parseRevokeAllQuery(request.query);
-        const revoked = await tessera.tokens.revokeAll(request.params.appId, kind, { clientAddress: request.ip }, request.principal.kind);
+        const revoked = await revoker.revokeAll(request.params.appId, kind, { clientAddress: request.ip, by: request.principal });
         return { appId: request.params.appId, kind, revoked };
       },
     );

@@ -1,13 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppRecord } from '../apps/app.js';
-import { decodeFormComponent, parseAuthorization } from '../auth/authorization.js';
+import type { AppCache } from '../apps/cache.js';
+import { parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
 import { preventCaching, singleHeader } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
-import type { Tessera } from '../tessera.js';
-import { parseTokenRequest, type TokenRequest } from './request.js';
-import { invalidClient, type ClientCredentials, type IssuedToken } from './service.js';
+import type { RateLimits } from '../limits/rate-limits.js';
+import { anonymousRequest } from '../request-context.js';
+import { tokenRequestCredentials } from './credentials.js';
+import type { IssuedToken, TokenIssuer } from './issuer.js';
+import { parseTokenRequest } from './request.js';
 
 export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
 /** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */
@@ -27,8 +29,15 @@ const tokenResponseSchema = {
 
 const schema = { response: { 200: tokenResponseSchema } };
 
+/** What the token endpoints use. */
+export interface TokenRoutesOptions {
+  apps: AppCache;
+  issuer: TokenIssuer;
+  limits: RateLimits;
+}
+
 /** The token endpoint, and its twin for deployed SDK clients. */
-export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app, { tessera }) => {
+export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, { apps, issuer, limits }) => {
   acceptKiiTokenRequestBodies(app);
   acceptFormBodies(app);
 
@@ -36,26 +45,26 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
   preventCaching(app);
 
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
-    await tessera.limits.checkTokenRequest(request.ip);
-    const app = await tessera.appCache.require(request.params.appId);
+    await limits.checkTokenRequest(request.ip);
+    const app = await apps.require(request.params.appId);
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     if (authorization.scheme !== 'basic') {
       throw new TesseraError('invalid_client', 'Send Authorization: Basic base64(AppID:anything) with the token request.');
     }
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
-    return tokenResponse(await tessera.tokens.issue(app, credentialsOf(app, authorization, body), body.expiresAt, { clientAddress: request.ip }));
+    const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
+    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
   });
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
-    await tessera.limits.checkTokenRequest(request.ip);
+    await limits.checkTokenRequest(request.ip);
     const appId = singleHeader(request.raw, 'x-kii-appid');
     if (appId === undefined) throw new TesseraError('invalid_request', 'The X-Kii-AppID header is required.');
-    const app = await tessera.appCache.require(appId);
+    const app = await apps.require(appId);
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
-    const credentials =
-      authorization.scheme === 'basic' ? credentialsOf(app, authorization, body) : bodyCredentials(body);
-    return tokenResponse(await tessera.tokens.issue(app, credentials, body.expiresAt, { clientAddress: request.ip }));
+    const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
+    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
   });
 
   refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);
@@ -64,29 +73,4 @@ export const tokenRoutes: FastifyPluginAsync<{ tessera: Tessera }> = async (app,
 
 function tokenResponse(issued: IssuedToken) {
   return { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
-}
-
-/**
- * With `Basic base64(AppID:anything)` the credentials are in the body. Any other Basic user is taken
- * as RFC 6749's `client_secret_basic` (`Basic base64(ClientID:ClientSecret)`): an admin attempt,
- * checked like any other, so a wrong user part fails as `invalid_client`.
- */
-function credentialsOf(
-  app: AppRecord,
-  authorization: { user: string; password: string },
-  body: TokenRequest,
-): ClientCredentials {
-  if (authorization.user === app.appId) return bodyCredentials(body);
-  const clientId = decodeFormComponent(authorization.user);
-  const clientSecret = decodeFormComponent(authorization.password);
-  if ((body.clientId !== undefined && body.clientId !== clientId) || (body.clientSecret !== undefined && body.clientSecret !== clientSecret)) {
-    throw invalidClient();
-  }
-  return { clientId, clientSecret };
-}
-
-function bodyCredentials(body: TokenRequest): ClientCredentials {
-  if (body.clientId === undefined) throw new TesseraError('invalid_request', 'client_id is required.');
-  if (body.clientSecret === undefined) throw new TesseraError('invalid_request', 'client_secret is required.');
-  return { clientId: body.clientId, clientSecret: body.clientSecret };
 }

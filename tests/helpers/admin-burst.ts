@@ -1,4 +1,5 @@
 import type { AppRecord } from '../../src/apps/app.js';
+import { anonymousRequest } from '../../src/request-context.js';
 import type { Tessera } from '../../src/tessera.js';
 
 /**
@@ -17,8 +18,12 @@ export function adminBurst(
 ): Promise<string[]> {
   return Promise.all(
     Array.from({ length: count }, (_, i) =>
-      tessera.tokens
-        .issue(app, { clientId: app.clientId, clientSecret: i === rightAt ? clientSecret : `wrong-secret-${i}` }, null, { clientAddress: addressOf(i) })
+      tessera.issuer
+        .issue(
+          app,
+          { credentials: { clientId: app.clientId, clientSecret: i === rightAt ? clientSecret : `wrong-secret-${i}` }, expiresAt: null },
+          anonymousRequest(addressOf(i)),
+        )
         .then(
           () => 'token',
           (error: { code?: string }) => error.code ?? String(error),

@@ -1,6 +1,6 @@
 import type { AppConfiguration } from '../../src/apps/app.js';
 import type { AppKeys } from '../../src/apps/keys.js';
-import { NO_CLIENT } from '../../src/events/event.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { appOn } from './http.js';
 import type { TestServer } from './server.js';
 
@@ -11,6 +11,6 @@ export async function createConfiguredApp(
   name = 'Configured app',
 ): Promise<AppKeys & { appUrl: string }> {
   const created = await server.tessera.apps.create(name);
-  if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, NO_CLIENT);
+  if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, OPERATOR);
   return appOn(server, created);
 }

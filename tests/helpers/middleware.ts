@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
-import type { RequestAuthenticator } from '../../src/auth/verifier.js';
+import type { RequestAuthenticator } from '../../src/auth/authenticate.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from './assert.js';

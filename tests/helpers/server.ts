@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
-import { buildServer } from '../../src/http/server.js';
+import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';

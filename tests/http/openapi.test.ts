@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildServer } from '../../src/http/server.js';
+import { buildServer } from '../../src/server.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createTessera } from '../../src/tessera.js';
 import { request } from '../helpers/http.js';

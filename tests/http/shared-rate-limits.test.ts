@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { buildServer } from '../../src/http/server.js';
+import { buildServer } from '../../src/server.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { createTessera } from '../../src/tessera.js';
 import { adminBurst } from '../helpers/admin-burst.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MAX_BODY_BYTES } from '../../src/http/server.js';
+import { MAX_BODY_BYTES } from '../../src/server.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';

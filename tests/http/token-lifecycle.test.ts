@@ -273,7 +273,7 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
         assert.equal((await whoami(fresh.appUrl, bearer(token))).status, 200, `${what} revoked a token`);
       }
     }
-    const revoked = await server.tessera.events.list(fresh.appId, { type: 'token.revoked' });
+    const revoked = await server.tessera.events.list(fresh.appId, { type: 'token.revoked', limit: 50 });
     assert.deepEqual(revoked.events, [], 'a refused revoke-all was recorded');
 
     // An empty body labelled JSON, as many clients send with a DELETE, is no body.

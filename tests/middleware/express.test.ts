@@ -51,7 +51,7 @@ describe('the package exports', () => {
   it('name the built middleware and verifier, which the package publishes', () => {
     const root = pathToFileURL(PACKAGE_ROOT);
     for (const [name, file] of [
-      ['tessera/verifier', 'dist/src/auth/verifier.js'],
+      ['tessera/verifier', 'dist/src/verifier.js'],
       ['tessera/middleware/fastify', 'dist/src/auth/middleware/fastify.js'],
       ['tessera/middleware/express', 'dist/src/auth/middleware/express.js'],
     ] as const) {

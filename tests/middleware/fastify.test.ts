@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 // Relative imports: this suite checks the code compiled beside it (express.test.ts goes through the exports map).
 import { requireAdmin, tesseraAuth } from '../../src/auth/middleware/fastify.js';
-import { TesseraVerifier } from '../../src/auth/verifier.js';
+import { TesseraVerifier } from '../../src/verifier.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
 // A real Fastify service that authenticates the routes of one scope with `tesseraAuth` and a `TesseraVerifier`.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -282,6 +282,28 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     assert.equal(typeof error.message, 'string');
   });
 
+  it('a DATABASE_URL that names no store: exit 2, a configuration error, for every command and for serve', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-cli-test-'));
+    try {
+      const runs = ['mysql://operator:hunter2@db.internal/tessera', 'sqlite:', 'https://db.internal/'].flatMap((databaseUrl) =>
+        [['apps', 'list', '--json'], ['serve'], ['apps', 'list']].map(async (args) => {
+          const result = await runCli(children, { entry: BIN, cwd: dir, databaseUrl, env: { PORT: '0' } }, args);
+          return { args, result, what: `DATABASE_URL=${databaseUrl} tessera ${args.join(' ')}: stdout ${result.stdout}, stderr ${result.stderr}` };
+        }),
+      );
+      for (const { args, result, what } of await Promise.all(runs)) {
+        assert.equal(result.code, 2, what);
+        assert.equal(result.stdout, '', what);
+        assert.match(result.stderr, /DATABASE_URL/, what);
+        assert.doesNotMatch(result.stderr, /hunter2|    at /, what);
+        if (args.includes('--json')) assert.equal(parseJson(result.stderr, 'stderr').errorCode, 'CONFIGURATION');
+      }
+      assert.deepEqual(readdirSync(dir), [], 'a store was created');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('--help: exit 0 and the usage of every verb', async () => {
     for (const args of [['--help'], ['apps', '--help']]) {
       const result = await cli(store, args);
@@ -362,7 +384,7 @@ describe('app names and the terminal: control characters are refused, and never 
       assert.ok(result.stderr.length < 300, result.stderr);
     }
     assert.match(command.stderr, /unknown command "\\u001b\[2Jfrobnicate"/);
-    assert.match(type.stderr, /unknown event type "\\u001b\]0;owned\\u0007x+…"/);
+    assert.match(type.stderr, /Unknown event type "\\u001b\]0;owned\\u0007x+…"/);
   });
 });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
+import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, makeEvent, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
@@ -52,7 +53,7 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       await store.events.append([makeEvent('quiet-app', { at: now - 8 * DAY })]);
       await store.events.append([makeEvent('quiet-app', { at: now - 6 * DAY })]);
       // 80 events of a busy app, recorded through the log so housekeeping knows to trim it
-      for (let i = 0; i < 80; i++) events.record('token.refused', 'busy-app', { clientAddress: '198.51.100.1' }, 'admin', { n: i });
+      for (let i = 0; i < 80; i++) events.record('token.refused', 'busy-app', anonymousRequest('198.51.100.1'), 'admin', { n: i });
       await waitFor(async () => (await store.events.list({ appId: 'busy-app', limit: 100 })).length === 80);
 
       const report = await housekeeping.run();

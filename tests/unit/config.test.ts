@@ -164,6 +164,17 @@ describe('loadConfig', () => {
   it('refuses an unknown LOG_LEVEL', () => {
     assert.throws(() => loadConfig({ LOG_LEVEL: 'verbose' }), ConfigError);
   });
+
+  it('refuses a DATABASE_URL that names no store with a ConfigError, without echoing its credentials', () => {
+    for (const url of ['sqlite:', 'mysql://user:hunter2@db/tessera', 'http://user:hunter2@db/']) {
+      assert.throws(() => loadConfig({ DATABASE_URL: url }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${url}: ${String(error)}`);
+        assert.match(error.message, /DATABASE_URL/);
+        assert.doesNotMatch(error.message, /hunter2/);
+        return true;
+      });
+    }
+  });
 });
 
 describe('parseDatabaseUrl', () => {

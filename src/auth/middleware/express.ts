@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isTesseraError, TesseraError } from '../../errors.js';
+import { adminRequired } from '../../error-catalogue.js';
+import type { TesseraError } from '../../errors.js';
 import { errorBody, errorHeaders } from '../../http/errors.js';
 import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../verifier.js';
+import type { RequestAuthenticator } from '../authenticate.js';
+import { authenticationStep } from './step.js';
 
 /** The parts of an Express request the middleware uses (no dependency on Express itself). */
 export interface ExpressLikeRequest extends IncomingMessage {
@@ -38,33 +40,31 @@ const APP_IN_URL = /^\/api\/apps\/([^/?#]+)/;
  * or answers the contract's error (status, JSON body, `WWW-Authenticate`). Mount it where the app's
  * routes are, e.g. `app.use('/api/apps/:appId', tesseraExpress(verifier))`.
  */
-export function tesseraExpress(authenticator: RequestAuthenticator, options: TesseraExpressOptions = {}) {
+export function tesseraExpress(
+  authenticator: RequestAuthenticator,
+  options: TesseraExpressOptions = {},
+): (request: ExpressLikeRequest, response: ServerResponse, next: Next) => void {
   const appIdOf = options.appIdOf ?? defaultAppId;
-  return function tesseraAuthenticate(request: ExpressLikeRequest, response: ServerResponse, next: Next): void {
-    const accept = (principal: Principal) => {
+  return authenticationStep<ExpressLikeRequest, ServerResponse, Next>(authenticator, {
+    describe: (request) => ({
+      appId: appIdOf(request) ?? '',
+      authorization: singleHeader(request, 'authorization'),
+      path: request.originalUrl ?? request.url ?? '/',
+      clientAddress: request.ip ?? request.socket.remoteAddress,
+    }),
+    accept: (request, principal, next) => {
       request.principal = principal;
       next();
-    };
-    const refuse = (error: unknown) => (isTesseraError(error) ? sendError(response, error) : next(error));
-    try {
-      const principal = authenticator.authenticate({
-        appId: appIdOf(request) ?? '',
-        authorization: singleHeader(request, 'authorization'),
-        path: request.originalUrl ?? request.url ?? '/',
-        clientAddress: request.ip ?? request.socket.remoteAddress,
-      });
-      if (principal instanceof Promise) principal.then(accept, refuse);
-      else accept(principal);
-    } catch (error) {
-      refuse(error);
-    }
-  };
+    },
+    refuse: sendError,
+    fail: (next, error) => next(error),
+  });
 }
 
 /** For admin features: after `tesseraExpress`, anything but an admin token gets `403 ADMIN_REQUIRED`. */
 export function tesseraRequireAdmin(request: IncomingMessage & { principal?: Principal }, response: ServerResponse, next: Next): void {
   if (request.principal?.kind === 'admin') next();
-  else sendError(response, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
+  else sendError(response, adminRequired());
 }
 
 function defaultAppId(request: ExpressLikeRequest): string | undefined {

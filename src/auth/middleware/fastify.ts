@@ -1,9 +1,11 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { isTesseraError, TesseraError } from '../../errors.js';
+import fastifyPlugin from 'fastify-plugin';
+import { adminRequired } from '../../error-catalogue.js';
 import { sendError } from '../../http/errors.js';
 import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../verifier.js';
+import type { RequestAuthenticator } from '../authenticate.js';
+import { authenticationStep } from './step.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,39 +23,37 @@ export interface TesseraAuthOptions {
 
 const appIdParameter = (request: FastifyRequest) => (request.params as { appId?: string } | undefined)?.appId;
 
-/**
- * Authenticates every request of the scope it is registered in, before its body is read, and puts
- * the principal on `request.principal`; answers the contract's error otherwise. Tessera's own
- * routes use it; so can another Fastify service, with a `TesseraVerifier` (see docs/middleware.md).
- */
-export const tesseraAuth: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
+const authenticateScope: FastifyPluginCallback<TesseraAuthOptions> = (app, options, done) => {
   const appIdOf = options.appIdOf ?? appIdParameter;
-  const { authenticator } = options;
   app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', (request, reply, next) => {
-    const accept = (principal: Principal) => {
-      request.principal = principal;
-      next();
-    };
-    const refuse = (error: unknown) => (isTesseraError(error) ? sendError(reply, error) : next(error as Error));
-    try {
-      const principal = authenticator.authenticate({
+  app.addHook(
+    'onRequest',
+    authenticationStep<FastifyRequest, FastifyReply, HookHandlerDoneFunction>(options.authenticator, {
+      describe: (request) => ({
         appId: appIdOf(request) ?? '',
         authorization: singleHeader(request.raw, 'authorization'),
         path: request.url,
         clientAddress: request.ip,
-      });
-      if (principal instanceof Promise) principal.then(accept, refuse);
-      else accept(principal);
-    } catch (error) {
-      refuse(error);
-    }
-  });
+      }),
+      accept: (request, principal, next) => {
+        request.principal = principal;
+        next();
+      },
+      refuse: sendError,
+      fail: (next, error) => next(error as Error),
+    }),
+  );
   done();
 };
 
-// Like fastify-plugin: the hook applies to the scope that registers the plugin, not to a child.
-Object.assign(tesseraAuth, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'tessera-auth' });
+/**
+ * Authenticates every request of the scope it is registered in, before its body is read, and puts
+ * the principal on `request.principal`; answers the contract's error otherwise. Tessera's own
+ * routes use it; so can another Fastify service, with a `TesseraVerifier` (see docs/middleware.md).
+ * A plugin of `fastify-plugin`: the hook applies to the scope that registers it, not to a child of
+ * its own, and registering it with another major version of Fastify fails at once.
+ */
+export const tesseraAuth = fastifyPlugin(authenticateScope, { name: 'tessera-auth', fastify: '5.x' });
 
 /** Route hook for admin features: anything but an admin token gets `403 ADMIN_REQUIRED`. */
 export function requireAdmin(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
@@ -61,5 +61,5 @@ export function requireAdmin(request: FastifyRequest, reply: FastifyReply, done:
     done();
     return;
   }
-  sendError(reply, new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.'));
+  sendError(reply, adminRequired());
 }

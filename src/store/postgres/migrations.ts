@@ -1,3 +1,42 @@
+import type pg from 'pg';
+
+/** Key of the advisory lock that serializes migrations across instances starting together. */
+const MIGRATION_LOCK = 7_246_135_001;
+
+/** Applies the migrations this database has not had yet (`POSTGRES_MIGRATIONS`, below). */
+export async function migrate(pool: pg.Pool): Promise<void> {
+  // Up to date already: nothing to write, so a role that may only read (another service's
+  // TesseraVerifier) can open the store.
+  const applied = await pool
+    .query<{ version: number }>('SELECT version FROM schema_migrations')
+    .then((result) => new Set(result.rows.map((row) => row.version)))
+    .catch(() => new Set<number>());
+  if (POSTGRES_MIGRATIONS.every((migration) => applied.has(migration.version))) return;
+
+  const client = await pool.connect();
+  try {
+    // Instances starting together take turns; each step is applied once, in its own transaction.
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+    const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    client.release();
+  }
+}
+
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */
 export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = [
   {

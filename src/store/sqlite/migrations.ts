@@ -1,3 +1,23 @@
+import type { SqliteDatabase } from './connection.js';
+
+/** Applies the migrations this file has not had yet (`SQLITE_MIGRATIONS`, below). */
+export function migrate(db: SqliteDatabase): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
+  // IMMEDIATE takes the write lock first, so processes starting together apply each step once.
+  const applyPending = db.transaction(() => {
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :appliedAt)').run({
+        version: migration.version,
+        appliedAt: Date.now(),
+      });
+    }
+  });
+  applyPending.immediate();
+}
+
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */
 export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
   {

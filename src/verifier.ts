@@ -1,16 +1,14 @@
-import { AppCache } from '../apps/cache.js';
-import { systemClock } from '../clock.js';
-import { NO_RATE_LIMITS } from '../limits/rate-limits.js';
-import type { MaybePromise } from '../maybe-promise.js';
-import type { Principal } from '../principal.js';
-import { openStore } from '../store/open.js';
-import type { PostgresStoreOptions } from '../store/postgres/store.js';
-import type { Store } from '../store/store.js';
-import { TokenService } from '../tokens/service.js';
-import { Authenticator, type AuthenticationRequest } from './authenticate.js';
+import { systemClock } from './clock.js';
+import type { MaybePromise } from './maybe-promise.js';
+import type { Principal } from './principal.js';
+import { openStore } from './store/open.js';
+import type { PostgresStoreOptions } from './store/postgres/store.js';
+import type { Store } from './store/store.js';
+import { createTokenChecking } from './token-checking.js';
+import type { Authenticator, AuthenticationRequest, RequestAuthenticator } from './auth/authenticate.js';
 
-export type { Principal, PrincipalKind } from '../principal.js';
-export type { AuthenticationRequest } from './authenticate.js';
+export type { Principal, PrincipalKind } from './principal.js';
+export type { AuthenticationRequest, RequestAuthenticator } from './auth/authenticate.js';
 
 export interface TesseraVerifierOptions {
   /** The store Tessera runs on: its `DATABASE_URL` (a SQLite file or `postgres://…`). */
@@ -20,11 +18,6 @@ export interface TesseraVerifierOptions {
   /** How many apps to keep in memory (default 10,000). */
   cachedApps?: number;
   postgres?: PostgresStoreOptions;
-}
-
-/** What the Fastify and Express middleware need: the principal of a request, or the contract's error. */
-export interface RequestAuthenticator {
-  authenticate(request: AuthenticationRequest): MaybePromise<Principal>;
 }
 
 /**
@@ -40,13 +33,8 @@ export class TesseraVerifier implements RequestAuthenticator {
     private readonly store: Store,
     options: TesseraVerifierOptions,
   ) {
-    const apps = new AppCache(store.apps, options.cachedApps);
-    const tokens = new TokenService(store.tokens, systemClock, NO_RATE_LIMITS, undefined, options.cachedTokens);
-    store.onChange((appId) => {
-      apps.invalidate(appId);
-      tokens.forgetCachedTokens();
-    });
-    this.#authenticator = new Authenticator(apps, tokens);
+    const { cachedApps, cachedTokens } = options;
+    this.#authenticator = createTokenChecking(store, { clock: systemClock, cachedApps, cachedTokens }).authenticator;
   }
 
   static async open(options: TesseraVerifierOptions): Promise<TesseraVerifier> {

@@ -4,24 +4,25 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { appRoutes } from '../apps/routes.js';
-import { tesseraAuth } from '../auth/middleware/fastify.js';
-import type { AdminPathRule } from '../auth/forward.js';
-import { forwardAuthRoutes } from '../auth/forward-routes.js';
-import { authRoutes } from '../auth/routes.js';
-import { eventRoutes } from '../events/routes.js';
-import { tokenLifecycleRoutes } from '../tokens/lifecycle-routes.js';
-import { TesseraError } from '../errors.js';
-import { PACKAGE_ROOT } from '../paths.js';
-import type { Tessera } from '../tessera.js';
-import { tokenRoutes } from '../tokens/routes.js';
-import { answerConnectRequests } from './connect.js';
-import { acceptJsonBodies } from './content-types.js';
-import { errorBody, sendError, toTesseraError } from './errors.js';
-import { keepForwardedAddressesOnly } from './forwarded-for.js';
-import { healthRoutes } from './health.js';
-import { refuseOtherMethods } from './methods.js';
-import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './timeouts.js';
+import { appRoutes } from './apps/routes.js';
+import { tesseraAuth } from './auth/middleware/fastify.js';
+import type { AdminPathRule } from './auth/forward.js';
+import { forwardAuthRoutes } from './auth/forward-routes.js';
+import { authRoutes } from './auth/routes.js';
+import { eventRoutes } from './events/routes.js';
+import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
+import { notFound } from './error-catalogue.js';
+import { TesseraError } from './errors.js';
+import { PACKAGE_ROOT } from './paths.js';
+import type { Tessera } from './tessera.js';
+import { tokenRoutes } from './tokens/routes.js';
+import { answerConnectRequests } from './http/connect.js';
+import { acceptJsonBodies } from './http/content-types.js';
+import { errorBody, sendError, toTesseraError } from './http/errors.js';
+import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
+import { healthRoutes } from './http/health.js';
+import { refuseOtherMethods } from './http/methods.js';
+import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
 export const MAX_BODY_BYTES = 4096;
@@ -118,16 +119,17 @@ export function buildServer({
       done();
     });
   }
-  app.setNotFoundHandler((_request, reply) => sendError(reply, new TesseraError('NOT_FOUND', 'No such resource.')));
+  app.setNotFoundHandler((_request, reply) => sendError(reply, notFound()));
 
   app.register(healthRoutes, { store: tessera.store });
-  app.register(tokenRoutes, { tessera });
-  app.register(forwardAuthRoutes, { tessera, adminPaths: forwardAuthAdminPaths });
+  const { appCache: apps, authenticator } = tessera;
+  app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
+  app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths });
   app.register(async (authenticated) => {
-    await authenticated.register(tesseraAuth, { authenticator: tessera.authenticator });
-    await authenticated.register(appRoutes, { tessera });
-    await authenticated.register(tokenLifecycleRoutes, { tessera });
-    await authenticated.register(eventRoutes, { tessera });
+    await authenticated.register(tesseraAuth, { authenticator });
+    await authenticated.register(appRoutes, { apps, appService: tessera.apps });
+    await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker });
+    await authenticated.register(eventRoutes, { events: tessera.events });
     await authenticated.register(authRoutes);
   });
 

@@ -1,0 +1,92 @@
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { PostgresQueries } from './connection.js';
+import { isUniqueViolation } from './errors.js';
+import { deleteEventsOfApp, insertEvents } from './events.js';
+import { deleteTokensOfApp } from './tokens.js';
+
+interface AppRow {
+  app_id: string;
+  name: string;
+  app_key: string;
+  client_id: string;
+  client_secret_hash: Buffer;
+  admin_id: string;
+  created_at: string;
+  configuration: Partial<AppConfiguration>;
+}
+
+export function postgresAppStore(db: PostgresQueries): AppStore {
+  return {
+    async insert(app) {
+      try {
+        await db.query({
+          name: 'tessera-insert-app',
+          text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          values: [app.appId, app.name, app.appKey, app.clientId, app.clientSecretHash, app.adminId, app.createdAt, JSON.stringify(app.configuration)],
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppConflictError();
+        throw error;
+      }
+    },
+    async findById(appId) {
+      const result = await db.query<AppRow>({ name: 'tessera-find-app', text: 'SELECT * FROM apps WHERE app_id = $1', values: [appId] });
+      const row = result.rows[0];
+      return row === undefined ? undefined : toApp(row);
+    },
+    async list() {
+      const result = await db.query<AppRow>({ text: 'SELECT * FROM apps ORDER BY created_at, app_id' });
+      return result.rows.map(toApp);
+    },
+    async count() {
+      const result = await db.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM apps' });
+      return Number(result.rows[0]?.n ?? 0);
+    },
+    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
+      return db.transaction(async (client) => {
+        const updated = await client.query('UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', [appId, hash]);
+        if ((updated.rowCount ?? 0) === 0) return undefined;
+        const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(client, appId, 'admin') : 0 };
+        await insertEvents(client, audit(rotation));
+        return rotation;
+      });
+    },
+    async updateConfiguration(appId, changes, audit) {
+      return db.transaction(async (client) => {
+        const result = await client.query<AppRow>({
+          name: 'tessera-update-configuration',
+          text: 'UPDATE apps SET configuration = configuration || $2::jsonb WHERE app_id = $1 RETURNING *',
+          values: [appId, JSON.stringify(changes)],
+        });
+        const row = result.rows[0];
+        if (row === undefined) return undefined;
+        const updated = toApp(row);
+        await insertEvents(client, audit(updated));
+        return updated;
+      });
+    },
+    async delete(appId) {
+      return db.transaction(async (client) => {
+        await deleteTokensOfApp(client, appId, 'all');
+        await deleteEventsOfApp(client, appId);
+        const result = await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
+        return (result.rowCount ?? 0) > 0;
+      });
+    },
+  };
+}
+
+function toApp(row: AppRow): AppRecord {
+  return {
+    appId: row.app_id,
+    name: row.name,
+    appKey: row.app_key,
+    clientId: row.client_id,
+    clientSecretHash: row.client_secret_hash,
+    adminId: row.admin_id,
+    createdAt: Number(row.created_at),
+    configuration: { ...DEFAULT_APP_CONFIGURATION, ...row.configuration },
+  };
+}

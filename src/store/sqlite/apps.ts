@@ -1,0 +1,103 @@
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { AppConflictError, type AppStore, type SecretRotation } from '../../apps/store.js';
+import type { AuditOf } from '../../events/event.js';
+import { immediateTransaction, type SqliteDatabase } from './connection.js';
+import { isUniqueViolation } from './errors.js';
+import type { SqliteEventWrites } from './events.js';
+import type { SqliteTokenWrites } from './tokens.js';
+
+interface AppRow {
+  app_id: string;
+  name: string;
+  app_key: string;
+  client_id: string;
+  client_secret_hash: Buffer;
+  admin_id: string;
+  created_at: number;
+  configuration: string;
+}
+
+export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, events: SqliteEventWrites): AppStore {
+  const statements = {
+    insertApp: db.prepare(
+      `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
+       VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration)`,
+    ),
+    findApp: db.prepare('SELECT * FROM apps WHERE app_id = :appId'),
+    listApps: db.prepare('SELECT * FROM apps ORDER BY created_at, app_id'),
+    countApps: db.prepare('SELECT count(*) AS n FROM apps'),
+    updateSecret: db.prepare('UPDATE apps SET client_secret_hash = :hash WHERE app_id = :appId'),
+    deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
+    updateConfiguration: db.prepare(
+      'UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING *',
+    ),
+  };
+
+  const deleteApp = db.transaction((appId: string): boolean => {
+    tokens.deleteOfApp(appId, 'all');
+    events.deleteOfApp(appId);
+    return statements.deleteApp.run({ appId }).changes > 0;
+  });
+  const rotateClientSecret = immediateTransaction(
+    db,
+    (appId: string, hash: Buffer, revokeAdminTokens: boolean, audit: AuditOf<SecretRotation>): SecretRotation | undefined => {
+      if (statements.updateSecret.run({ appId, hash }).changes === 0) return undefined;
+      const rotation = { adminTokensRevoked: revokeAdminTokens ? tokens.deleteOfApp(appId, 'admin') : 0 };
+      events.insert(audit(rotation));
+      return rotation;
+    },
+  );
+  const updateConfiguration = immediateTransaction(
+    db,
+    (appId: string, changes: Partial<AppConfiguration>, audit: AuditOf<AppRecord>): AppRecord | undefined => {
+      const row = statements.updateConfiguration.get({ appId, changes: JSON.stringify(changes) }) as AppRow | undefined;
+      if (row === undefined) return undefined;
+      const updated = toApp(row);
+      events.insert(audit(updated));
+      return updated;
+    },
+  );
+
+  return {
+    async insert(app) {
+      try {
+        statements.insertApp.run({ ...app, configuration: JSON.stringify(app.configuration) });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppConflictError();
+        throw error;
+      }
+    },
+    async findById(appId) {
+      const row = statements.findApp.get({ appId }) as AppRow | undefined;
+      return row === undefined ? undefined : toApp(row);
+    },
+    async list() {
+      return (statements.listApps.all() as AppRow[]).map(toApp);
+    },
+    async count() {
+      return (statements.countApps.get() as { n: number }).n;
+    },
+    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
+      return rotateClientSecret(appId, hash, revokeAdminTokens, audit);
+    },
+    async updateConfiguration(appId, changes, audit) {
+      return updateConfiguration(appId, changes, audit);
+    },
+    async delete(appId) {
+      return deleteApp(appId);
+    },
+  };
+}
+
+function toApp(row: AppRow): AppRecord {
+  return {
+    appId: row.app_id,
+    name: row.name,
+    appKey: row.app_key,
+    clientId: row.client_id,
+    clientSecretHash: Buffer.from(row.client_secret_hash),
+    adminId: row.admin_id,
+    createdAt: row.created_at,
+    configuration: { ...DEFAULT_APP_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<AppConfiguration>) },
+  };
+}

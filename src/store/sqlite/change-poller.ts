@@ -1,0 +1,28 @@
+import type { SqliteDatabase } from './connection.js';
+
+/**
+ * `PRAGMA data_version` changes when another connection commits: polling it is how this process
+ * learns, within one poll interval, that the CLI or another instance changed something.
+ * Listeners are told "anything may have changed" (no app id).
+ */
+export class ChangePoller {
+  readonly listeners: ((appId?: string) => void)[] = [];
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(db: SqliteDatabase, intervalMs: number) {
+    const statement = db.prepare('PRAGMA data_version');
+    const dataVersion = () => (statement.get() as { data_version: number }).data_version;
+    let seenVersion = dataVersion();
+    this.#timer = setInterval(() => {
+      const version = dataVersion();
+      if (version === seenVersion) return;
+      seenVersion = version;
+      for (const listener of this.listeners) listener();
+    }, intervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

@@ -1,0 +1,58 @@
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'libsql';
+import { isBusy } from './errors.js';
+
+// Every statement binds named parameters (`:name` with an object). libsql takes a lone Buffer
+// argument for a named-parameter object and aborts the process, so positional binding is avoided.
+// Its `pluck()` applies to `all()` only, so single values are read by column name.
+
+export type SqliteDatabase = Database.Database;
+
+/**
+ * Opens one SQLite file in WAL mode, creating it readable by its owner only. `synchronous=NORMAL`
+ * makes every commit durable against a crash of the process (the WAL is written before a call
+ * returns); an operating-system crash or power loss may lose the last commits, which
+ * `docs/architecture.md` discusses.
+ */
+export function openDatabase(path: string): SqliteDatabase {
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // A new file is readable by its owner only; SQLite gives the -wal and -shm files the same mode.
+    closeSync(openSync(path, 'a', 0o600));
+  }
+  const db = new Database(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  // Switching a new file to WAL and recovering a WAL can report SQLITE_BUSY without waiting for
+  // the busy timeout, when several processes (a server, the CLI) open the file at the same moment.
+  retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL'));
+  db.exec('PRAGMA synchronous = NORMAL');
+  return db;
+}
+
+/** Retries `step` while another process holds the file's lock, for up to `timeoutMs`. */
+export function retryWhileBusy(step: () => void, timeoutMs = 10_000): void {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return step();
+    } catch (error) {
+      if (!isBusy(error) || Date.now() > deadline) throw error;
+      // Opening only: a short synchronous pause before the next try.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.random() * 40);
+    }
+  }
+}
+
+/**
+ * `work` as one IMMEDIATE transaction: an operator's or admin's change and its audit events are
+ * written together (libsql's wrapper rolls back when a statement throws). IMMEDIATE takes the
+ * write lock before the first statement.
+ */
+export function immediateTransaction<Args extends unknown[], Result>(
+  db: SqliteDatabase,
+  work: (...args: Args) => Result,
+): (...args: Args) => Result {
+  const transaction = db.transaction(work);
+  return (...args) => transaction.immediate(...args);
+}

@@ -1,0 +1,143 @@
+import type { AppRecord } from '../apps/app.js';
+import { BoundedCache } from '../bounded-cache.js';
+import type { Clock } from '../clock.js';
+import { digestsEqual, sha256 } from '../crypto.js';
+import type { MaybePromise } from '../maybe-promise.js';
+import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
+import { isExpired } from './expiry.js';
+import type { TokenRecord, TokenStore } from './store.js';
+import { parseAccessToken, type PresentedAccessToken } from './token.js';
+
+/** What introspection tells of an active token. */
+export interface ActiveToken {
+  appId: string;
+  kind: PrincipalKind;
+  /** The principal's id: the app's admin id, or `ANONYMOUS`. */
+  id: string;
+  /** Who the token was issued to: the ClientID for an admin token, the AppID for an anonymous one. */
+  clientId: string;
+  /** UNIX ms. */
+  issuedAt: number;
+  /** UNIX ms, or null for never. */
+  expiresAt: number | null;
+}
+
+/** What a check needs of a stored token. */
+export type TokenFacts = Pick<TokenRecord, 'appId' | 'kind' | 'issuedAt' | 'expiresAt'>;
+
+/** A token checked before, with its verifier (never its hash: the comparison needs no hashing then). */
+interface CachedToken extends TokenFacts {
+  verifier: Buffer;
+}
+
+/** A presented token that matches a stored one: its selector, and what the store says of it. */
+export interface MatchedToken {
+  /** The selector as a latin1 string: the cache key, and `Principal[TOKEN_SELECTOR]`. */
+  key: string;
+  selector: Buffer;
+  facts: TokenFacts;
+}
+
+/**
+ * Checks presented tokens against the store: what authentication, introspection and revocation
+ * share. An unknown, malformed or forged token is `undefined`, never an exception; the store's own
+ * failures (an unreachable database) are thrown. Knows nothing of HTTP.
+ */
+export class TokenChecker {
+  /**
+   * Tokens verified against the store, by selector, with their verifier. A client uses one token
+   * for many requests, so a check is usually a Map lookup and one constant-time comparison of the
+   * presented verifier with the one verified before (no hashing); the expiry is checked every time.
+   * The verifier is kept in memory only, like the token in a request; the store holds its hash.
+   * `forgetAll` empties the cache when the store signals a change made elsewhere.
+   */
+  readonly #cache: BoundedCache<string, CachedToken>;
+  /** Counts what was forgotten, so that a read begun before does not refill the cache. */
+  #generation = 0;
+
+  constructor(
+    private readonly tokens: TokenStore,
+    private readonly clock: Clock,
+    cachedTokens = 100_000,
+  ) {
+    this.#cache = new BoundedCache(cachedTokens);
+  }
+
+  /**
+   * The principal a bearer token stands for in this app, or undefined: unknown, forged, expired, or
+   * of another app. From memory for a token checked before, from the store otherwise.
+   */
+  principal(app: AppRecord, accessToken: string): MaybePromise<Principal | undefined> {
+    const presented = parseAccessToken(accessToken);
+    if (presented === undefined) return undefined;
+    const key = presented.selector.toString('latin1');
+    const found = this.#find(presented, key);
+    // No closure on the common path, where the token is in memory.
+    if (!(found instanceof Promise)) return found && this.#principalOf(app, key, found);
+    return found.then((facts) => facts && this.#principalOf(app, key, facts));
+  }
+
+  /** What introspection tells of a token that is valid now in this app, or undefined. */
+  async introspect(app: AppRecord, accessToken: string): Promise<ActiveToken | undefined> {
+    const presented = parseAccessToken(accessToken);
+    if (presented === undefined) return undefined;
+    const facts = await this.#find(presented, presented.selector.toString('latin1'));
+    if (facts === undefined || facts.appId !== app.appId || isExpired(this.clock.now(), facts.expiresAt)) return undefined;
+    const { kind, issuedAt, expiresAt } = facts;
+    return { appId: app.appId, kind, id: principalId(app, kind), clientId: kind === 'admin' ? app.clientId : app.appId, issuedAt, expiresAt };
+  }
+
+  /** The stored token of this app that `accessToken` is (expired or not), read from the store; undefined otherwise. */
+  async match(app: AppRecord, accessToken: string): Promise<MatchedToken | undefined> {
+    const presented = parseAccessToken(accessToken);
+    if (presented === undefined) return undefined;
+    const stored = await this.tokens.findBySelector(presented.selector);
+    if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
+    return { key: presented.selector.toString('latin1'), selector: presented.selector, facts: stored };
+  }
+
+  /** Forgets one token (being revoked): a check that read its record meanwhile does not cache it. */
+  forget(key: string): void {
+    this.#generation++;
+    this.#cache.delete(key);
+  }
+
+  /** Forgets every cached token (after a change made elsewhere: a revocation, a deleted app). */
+  forgetAll(): void {
+    this.#generation++;
+    this.#cache.clear();
+  }
+
+  /** What is stored of a presented token whose verifier matches (of any app, expired or not), or undefined. */
+  #find(presented: PresentedAccessToken, key: string): MaybePromise<TokenFacts | undefined> {
+    const cached = this.#cache.get(key);
+    if (cached === undefined) return this.#read(presented, key);
+    return digestsEqual(presented.verifier, cached.verifier) ? cached : undefined;
+  }
+
+  /** `#find` from the store; caches what it finds. */
+  async #read(presented: PresentedAccessToken, key: string): Promise<TokenFacts | undefined> {
+    const generation = this.#generation;
+    const stored = await this.tokens.findBySelector(presented.selector);
+    if (stored === undefined || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
+    // Not if the cache was emptied during the read: the record may predate that change.
+    if (generation === this.#generation) {
+      const { appId, kind, issuedAt, expiresAt } = stored;
+      // A copy outside Node's shared buffer pool: `presented.verifier` is a view into an 8 KiB slab,
+      // and keeping it would keep the whole slab alive (about 80 MB per 10⁵ cached tokens).
+      const verifier = Buffer.allocUnsafeSlow(presented.verifier.length);
+      presented.verifier.copy(verifier);
+      this.#cache.set(key, { appId, kind, issuedAt, expiresAt, verifier });
+    }
+    return stored;
+  }
+
+  #principalOf(app: AppRecord, key: string, token: TokenFacts): Principal | undefined {
+    if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) return undefined;
+    return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt, [TOKEN_SELECTOR]: key };
+  }
+}
+
+export function principalId(app: AppRecord, kind: PrincipalKind): string {
+  return kind === 'admin' ? app.adminId : ANONYMOUS_ID;
+}

@@ -1,0 +1,82 @@
+import type { AppRecord } from '../apps/app.js';
+import type { Clock } from '../clock.js';
+import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
+import { invalidClient, type ClientCredentials } from './credentials.js';
+import type { EventLog } from '../events/log.js';
+import type { RateLimits } from '../limits/rate-limits.js';
+import type { PrincipalKind } from '../principal.js';
+import type { RequestContext } from '../request-context.js';
+import { principalId } from './checker.js';
+import { expiresInSeconds, resolveExpiry } from './expiry.js';
+import type { TokenStore } from './store.js';
+import { generateAccessToken } from './token.js';
+
+/** A token request, parsed: who asks, and until when the token should work. */
+export interface TokenRequestInput {
+  credentials: ClientCredentials;
+  /** UNIX ms, or null for a token that never expires. */
+  expiresAt: number | null;
+}
+
+export interface IssuedToken {
+  /** The app's admin id for an admin token, `ANONYMOUS` for an anonymous one. */
+  id: string;
+  accessToken: string;
+  /** Seconds from the request to the expiry, rounded down (`NEVER_EXPIRES_IN` for never). */
+  expiresIn: number;
+  kind: PrincipalKind;
+}
+
+/**
+ * Issues tokens for an app's credentials: authenticates the client (with the limits on failed admin
+ * attempts), applies the app's maximum lifetime, stores the token and records the event. Knows
+ * nothing of HTTP.
+ */
+export class TokenIssuer {
+  constructor(
+    private readonly tokens: TokenStore,
+    private readonly clock: Clock,
+    private readonly limits: RateLimits,
+    private readonly events: EventLog,
+  ) {}
+
+  async issue(app: AppRecord, { credentials, expiresAt: requested }: TokenRequestInput, context: RequestContext): Promise<IssuedToken> {
+    const now = this.clock.now();
+    const kind = await this.#authenticateClient(app, credentials, context);
+    const maxLifetime =
+      kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
+    const expiresAt = resolveExpiry(now, requested, maxLifetime);
+    const { token, selector, verifierHash } = generateAccessToken(now);
+    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind, issuedAt: now, expiresAt });
+    this.events.record('token.issued', app.appId, context, kind, { expiresAt });
+    return { id: principalId(app, kind), accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind };
+  }
+
+  /**
+   * `client_id` = AppID: anonymous (the AppKey is checked only if the app asks for it).
+   * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
+   * path, do the same work, and fail the same way.
+   */
+  async #authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials, context: RequestContext): Promise<PrincipalKind> {
+    if (clientId === app.appId) {
+      if (app.configuration.requireAppKey && !credentialsEqual(clientSecret, app.appKey)) {
+        this.events.record('token.refused', app.appId, context, 'anonymous', { reason: 'invalid_client' });
+        throw invalidClient();
+      }
+      return 'anonymous';
+    }
+    const clientIdMatches = credentialsEqual(clientId, app.clientId);
+    const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
+    // The limiter is asked only after the check, with no await in between, so that attempts are
+    // counted in the order they are decided: of any burst, only the first failures of the minute
+    // are answered 401; every later attempt from that address (or, past the app's ceiling, on that
+    // app), the right secret included, gets 429.
+    if (!(clientIdMatches && secretMatches)) {
+      await this.limits.recordAdminFailure(app.appId, context.clientAddress);
+      this.events.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
+      throw invalidClient();
+    }
+    await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
+    return 'admin';
+  }
+}

@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { AppRecord } from '../../src/apps/app.js';
+import type { CreatedApp } from '../../src/apps/service.js';
+import { isTesseraError } from '../../src/errors.js';
+import { TOKEN_SELECTOR, type Principal } from '../../src/principal.js';
+import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
+import { createTessera, type Tessera } from '../../src/tessera.js';
+import { NEVER_EXPIRES_IN } from '../../src/tokens/expiry.js';
+import { FakeClock } from '../helpers/clock.js';
+import { createSqliteTestStore, type TestStore } from '../helpers/store.js';
+
+// The issuing and checking services and the Authenticator, called directly over a real SQLite store
+// with a fake clock: what the HTTP tests cover through a server, here one step at a time.
+
+const FROM = anonymousRequest('192.0.2.1');
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (error) {
+    if (isTesseraError(error)) return error.code;
+    throw error;
+  }
+}
+
+describe('the token services, over a real store with a fake clock', () => {
+  let testStore: TestStore;
+  let clock: FakeClock;
+  let tessera: Tessera;
+  let created: CreatedApp;
+  let app: AppRecord;
+
+  before(async () => {
+    testStore = await createSqliteTestStore();
+    clock = new FakeClock();
+    tessera = createTessera({ store: testStore.store, clock, rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 } });
+    created = await tessera.apps.create('Services');
+    app = await tessera.appCache.require(created.appId);
+  });
+  after(async () => {
+    await tessera.close();
+    await testStore.dispose();
+  });
+  beforeEach(() => {
+    clock.time = Date.parse('2026-06-01T00:00:00.000Z');
+  });
+
+  const issue = (clientId: string, clientSecret: string, expiresAt: number | null = null, context: RequestContext = FROM) =>
+    tessera.issuer.issue(app, { credentials: { clientId, clientSecret }, expiresAt }, context);
+  const admin = (expiresAt: number | null = null) => issue(created.clientId, created.clientSecret, expiresAt);
+  const anonymous = (expiresAt: number | null = null) => issue(created.appId, created.appKey, expiresAt);
+  // `authenticate` answers from memory when it can, and may throw rather than reject: await both.
+  const authenticate = async (authorization: string, path = `/api/apps/${created.appId}/whoami`) =>
+    tessera.authenticator.authenticate({ appId: created.appId, authorization, path });
+
+  describe('TokenIssuer', () => {
+    it('issues an admin token for the ClientID and ClientSecret, and an anonymous one for the AppID', async () => {
+      const adminToken = await admin();
+      assert.deepEqual({ ...adminToken, accessToken: undefined }, { id: created.adminId, accessToken: undefined, expiresIn: NEVER_EXPIRES_IN, kind: 'admin' });
+      const anonymousToken = await anonymous();
+      assert.equal(anonymousToken.kind, 'anonymous');
+      assert.equal(anonymousToken.id, 'ANONYMOUS');
+      assert.notEqual(adminToken.accessToken, anonymousToken.accessToken);
+    });
+
+    it('counts expires_in from the clock, rounded down', async () => {
+      assert.equal((await anonymous(clock.now() + 90_999)).expiresIn, 90);
+    });
+
+    it('refuses a wrong secret and an unknown ClientID alike', async () => {
+      assert.equal(await codeOf(issue(created.clientId, 'wrong')), 'invalid_client');
+      assert.equal(await codeOf(issue('unknown-client', created.clientSecret)), 'invalid_client');
+    });
+
+    it('records what it issues and refuses, with the address of the context', async () => {
+      await tessera.events.flush();
+      const before = (await tessera.events.list(created.appId, { limit: 500 })).events.length;
+      await anonymous();
+      await codeOf(issue(created.clientId, 'wrong'));
+      const events = (await tessera.events.list(created.appId, { limit: 2 })).events;
+      assert.equal((await tessera.events.list(created.appId, { limit: 500 })).events.length, before + 2);
+      assert.deepEqual(
+        events.map(({ type, principal, clientAddress }) => ({ type, principal, clientAddress })),
+        [
+          { type: 'token.refused', principal: 'admin', clientAddress: '192.0.2.1' },
+          { type: 'token.issued', principal: 'anonymous', clientAddress: '192.0.2.1' },
+        ],
+      );
+    });
+  });
+
+  describe('TokenChecker', () => {
+    it('gives the principal of a token of this app, with its selector, and undefined for anything else', async () => {
+      const token = await admin();
+      const principal = (await tessera.checker.principal(app, token.accessToken)) as Principal;
+      assert.deepEqual({ ...principal }, { appId: created.appId, kind: 'admin', id: created.adminId, auth: 'bearer', expiresAt: null, [TOKEN_SELECTOR]: principal[TOKEN_SELECTOR] });
+      assert.equal(typeof principal[TOKEN_SELECTOR], 'string');
+      assert.deepEqual(JSON.parse(JSON.stringify(principal)), { appId: created.appId, kind: 'admin', id: created.adminId, auth: 'bearer', expiresAt: null });
+      for (const other of ['', 'not-a-token', `${token.accessToken.slice(0, -2)}AA`, 'A'.repeat(43)]) {
+        assert.equal(await tessera.checker.principal(app, other), undefined, other);
+      }
+    });
+
+    it('refuses a token from the instant it expires, from memory and from the store', async () => {
+      const token = await anonymous(clock.now() + 1000);
+      assert.notEqual(await tessera.checker.principal(app, token.accessToken), undefined);
+      clock.advance(999);
+      assert.notEqual(await tessera.checker.principal(app, token.accessToken), undefined);
+      clock.advance(1);
+      assert.equal(await tessera.checker.principal(app, token.accessToken), undefined);
+      tessera.checker.forgetAll();
+      assert.equal(await tessera.checker.principal(app, token.accessToken), undefined);
+      assert.equal(await tessera.checker.introspect(app, token.accessToken), undefined);
+    });
+
+    it('introspects an active token', async () => {
+      const token = await anonymous(clock.now() + 60_000);
+      assert.deepEqual(await tessera.checker.introspect(app, token.accessToken), {
+        appId: created.appId,
+        kind: 'anonymous',
+        id: 'ANONYMOUS',
+        clientId: created.appId,
+        issuedAt: clock.now(),
+        expiresAt: clock.now() + 60_000,
+      });
+    });
+
+    it('refuses a token of another app', async () => {
+      const other = await tessera.apps.create('Other');
+      const otherApp = await tessera.appCache.require(other.appId);
+      const token = await anonymous();
+      assert.equal(await tessera.checker.principal(otherApp, token.accessToken), undefined);
+      assert.equal(await tessera.checker.match(otherApp, token.accessToken), undefined);
+    });
+  });
+
+  describe('TokenRevoker', () => {
+    it('lets a token revoke itself, and an admin revoke any token; the next check refuses it', async () => {
+      const own = await anonymous();
+      const caller = (await authenticate(`Bearer ${own.accessToken}`)) as Principal;
+      const victim = await anonymous();
+      assert.equal(await codeOf(tessera.revoker.revoke(app, victim.accessToken, { clientAddress: null, by: caller })), 'ADMIN_REQUIRED');
+      await tessera.revoker.revoke(app, own.accessToken, { clientAddress: null, by: caller });
+      assert.equal(await tessera.checker.principal(app, own.accessToken), undefined);
+      const adminCaller = (await authenticate(`Bearer ${(await admin()).accessToken}`)) as Principal;
+      await tessera.revoker.revoke(app, victim.accessToken, { clientAddress: null, by: adminCaller });
+      assert.equal(await tessera.checker.principal(app, victim.accessToken), undefined);
+    });
+
+    it('revokes all tokens of a kind for the operator', async () => {
+      const adminToken = await admin();
+      const anonymousToken = await anonymous();
+      assert.ok((await tessera.revoker.revokeAll(created.appId, 'admin', OPERATOR)) >= 1);
+      assert.equal(await tessera.checker.principal(app, adminToken.accessToken), undefined);
+      assert.notEqual(await tessera.checker.principal(app, anonymousToken.accessToken), undefined);
+    });
+  });
+
+  describe('Authenticator', () => {
+    it('resolves the three modes', async () => {
+      const basic = `Basic ${Buffer.from(`${created.appId}:x`).toString('base64')}`;
+      assert.deepEqual(await authenticate(basic), { appId: created.appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+      assert.equal((await authenticate(`Bearer ${(await anonymous()).accessToken}`)).kind, 'anonymous');
+      assert.equal((await authenticate(`Bearer ${(await admin()).accessToken}`)).kind, 'admin');
+    });
+
+    it("answers the contract's errors", async () => {
+      const adminToken = (await admin()).accessToken;
+      assert.equal(await codeOf(authenticate('Bearer nope')), 'INVALID_TOKEN');
+      assert.equal(await codeOf(authenticate('Digest x')), 'UNAUTHORIZED');
+      assert.equal(await codeOf(authenticate(`Bearer ${adminToken}`, `/api/apps/${created.appId}/users/ME`)), 'ME_NOT_ALLOWED_FOR_ADMIN');
+      const unknownApp = (async () => tessera.authenticator.authenticate({ appId: '0000000000000000', authorization: 'Bearer x', path: '/' }))();
+      assert.equal(await codeOf(unknownApp), 'APP_NOT_FOUND');
+      const anonymousToken = (await anonymous()).accessToken;
+      const adminOnly = (async () =>
+        tessera.authenticator.authenticate({ appId: created.appId, authorization: `Bearer ${anonymousToken}`, path: '/x', adminRequired: true }))();
+      assert.equal(await codeOf(adminOnly), 'ADMIN_REQUIRED');
+    });
+  });
+});
