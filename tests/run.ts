@@ -57,21 +57,29 @@ interface Pass {
   store: 'sqlite' | 'postgres';
 }
 
-/** Runs one pass with the reporter `node --test` would use here; resolves with how many tests failed. */
-async function runPass(pass: Pass): Promise<number> {
-  if (pass.files.length === 0) return 0;
+interface Outcome {
+  passed: number;
+  failed: number;
+}
+
+/** Runs one pass with the reporter `node --test` would use here; resolves with how many tests passed and failed. */
+async function runPass(pass: Pass): Promise<Outcome> {
+  const outcome = { passed: 0, failed: 0 };
+  if (pass.files.length === 0) return outcome;
   console.log(`# ${pass.name}: ${pass.files.length} files, ${pass.concurrency} at a time, TEST_STORE=${pass.store}`);
   // Each test file is a child process that inherits the environment as it is when it starts.
   process.env.TEST_STORE = pass.store;
-  let failures = 0;
   const stream = run({ files: pass.files, concurrency: pass.concurrency });
+  stream.on('test:pass', (event: { details: { type?: string } }) => {
+    if (event.details.type !== 'suite') outcome.passed++;
+  });
   stream.on('test:fail', (event: { details: { type?: string } }) => {
-    if (event.details.type !== 'suite') failures++;
+    if (event.details.type !== 'suite') outcome.failed++;
   });
   const report = stream.compose(process.stdout.isTTY ? new spec() : tap);
   report.pipe(process.stdout, { end: false });
   await finished(report);
-  return failures;
+  return outcome;
 }
 
 async function main(): Promise<void> {
@@ -88,12 +96,16 @@ async function main(): Promise<void> {
     { name: 'HTTP on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
   ];
   const failures: string[] = [];
+  const total = { passed: 0, failed: 0 };
   for (const pass of passes) {
-    const failed = await runPass(pass);
+    const { passed, failed } = await runPass(pass);
+    total.passed += passed;
+    total.failed += failed;
     if (failed > 0) failures.push(`${pass.name}: ${failed}`);
   }
-  // The summary that closes the log: the passes above each end with their own.
+  // The summary that closes the log, over every pass (each above ends with its own).
   console.log(failures.length === 0 ? '# npm test: every pass passed' : `# npm test: FAILED tests (${failures.join('; ')})`);
+  console.log(`tests: ${total.passed} passed, ${total.failed} failed`);
   process.exitCode = failures.length === 0 ? 0 : 1;
 }
 
