@@ -4,6 +4,7 @@ import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 import { parseDatabaseUrl } from './store/open.js';
+import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
 export interface Config {
@@ -22,6 +23,8 @@ export interface Config {
   /** Addresses (IPs, CIDR ranges, or loopback/linklocal/uniquelocal) whose X-Forwarded-For is believed. */
   trustedProxies: string[];
   http: HttpTimeouts;
+  /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
+  revokedTokensMaxPerApp: number;
 }
 
 export class ConfigError extends Error {}
@@ -85,6 +88,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.requestTimeoutMs, 100, 600_000),
       keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs, 100, 600_000),
     },
+    revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
   };
 }
 

@@ -128,7 +128,7 @@ export function buildServer({
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
-    await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker });
+    await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
     await authenticated.register(eventRoutes, { events: tessera.events });
     await authenticated.register(authRoutes);
   });

@@ -37,6 +37,8 @@ export interface TesseraOptions {
   clock?: Clock;
   rateLimits?: RateLimitSettings;
   housekeeping?: HousekeepingSettings;
+  /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
+  revokedTokensMaxPerApp?: number;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
   onWarning?: (message: string, error: unknown) => void;
 }
@@ -56,9 +58,13 @@ export function createTessera(options: TesseraOptions): Tessera {
     clock,
     apps: new AppService(store.apps, clock, events, checking.forget),
     appCache: checking.apps,
-    issuer: new TokenIssuer(store.tokens, clock, limits, events),
+    issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, limits, events),
     checker: checking.tokens,
-    revoker: new TokenRevoker(store.tokens, checking.tokens, events),
+    revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, events, {
+      clock,
+      onChange: checking.forget,
+      maxRevokedPerApp: options.revokedTokensMaxPerApp,
+    }),
     authenticator: checking.authenticator,
     limits,
     events,

@@ -2,8 +2,11 @@ import { AppCache } from './apps/cache.js';
 import { Authenticator } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
 import type { EventLog } from './events/log.js';
+import { Keyring } from './keys/keyring.js';
 import type { Store } from './store/store.js';
+import { AnonymousTokens } from './tokens/anonymous-tokens.js';
 import { TokenChecker } from './tokens/checker.js';
+import { RevokedTokens } from './tokens/revoked-tokens.js';
 
 /** What checks requests' credentials, for this service and for other services (`TesseraVerifier`). */
 export interface TokenChecking {
@@ -23,16 +26,28 @@ export interface TokenCheckingOptions {
 }
 
 /**
- * The app cache, the token checker and the `Authenticator` over one store, with the store's change
- * signal wired to the caches: a change made by any process empties them within a second.
+ * The app cache, the token checker (with the signing keys and the revoked anonymous tokens) and the
+ * `Authenticator` over one store, with the store's change signal wired to them: a change made by
+ * any process reaches them within a second.
  */
 export function createTokenChecking(store: Store, options: TokenCheckingOptions): TokenChecking {
   const apps = new AppCache(store.apps, options.cachedApps);
-  const tokens = new TokenChecker(store.tokens, options.clock, options.cachedTokens);
+  const revoked = new RevokedTokens(store.revokedTokens, options.clock);
+  const anonymous = new AnonymousTokens(new Keyring(store.keys), revoked, options.clock, options.cachedTokens);
+  const tokens = new TokenChecker(store.tokens, anonymous, options.clock, options.cachedTokens);
   const forget = (appId?: string) => {
     apps.invalidate(appId);
     tokens.forgetAll();
   };
-  store.onChange(forget);
+  store.onChange((change) => {
+    revoked.stale();
+    if (change === 'revocations') return;
+    if (change === 'anything') {
+      anonymous.forgetAll();
+      forget();
+    } else {
+      forget(change.appId);
+    }
+  });
   return { apps, tokens, authenticator: new Authenticator(apps, tokens, options.events), forget };
 }

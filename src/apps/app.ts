@@ -26,6 +26,11 @@ export interface AppRecord {
   /** UNIX ms. */
   createdAt: number;
   configuration: AppConfiguration;
+  /**
+   * Anonymous tokens issued at or before this instant (UNIX ms) are refused: the time of the last
+   * revocation of all of the app's anonymous tokens, or null if there was none.
+   */
+  anonymousCutoff: number | null;
 }
 
 /** What an operator may see of an app, and what `GET /api/apps/{appId}` returns: never a secret. */

@@ -57,6 +57,7 @@ export class AppService {
         adminId: keys.adminId,
         createdAt: this.clock.now(),
         configuration: { ...DEFAULT_APP_CONFIGURATION },
+        anonymousCutoff: null,
       };
       try {
         await this.store.insert(record);

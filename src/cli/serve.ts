@@ -16,6 +16,7 @@ export async function serve(config: Config): Promise<void> {
     store,
     rateLimits: config.rateLimits,
     housekeeping: config.housekeeping,
+    revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
 

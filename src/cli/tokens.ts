@@ -1,6 +1,6 @@
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { revocationKind } from '../tokens/revocation.js';
+import { describeAppRevocation, revocationKind } from '../tokens/revocation.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -18,6 +18,10 @@ export async function runTokensCommand(tessera: Tessera, command: ParsedCommand,
   const kind = revocationKind(stringFlag(command, 'kind'));
   if (kind === undefined) throw new UsageError(USAGE);
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
-  const revoked = await tessera.revoker.revokeAll(appId, kind, OPERATOR);
-  out.result({ appId, kind, revoked }, () => `Revoked ${revoked} ${kind === 'all' ? '' : `${kind} `}token(s) of app ${appId}.`);
+  const revocation = await tessera.revoker.revokeAll(appId, kind, OPERATOR);
+  const answer = describeAppRevocation(appId, kind, revocation);
+  out.result(answer, () => {
+    const stored = `Revoked ${revocation.revoked} stored ${kind === 'all' ? '' : `${kind} `}token(s) of app ${appId}.`;
+    return answer.anonymousCutoff === undefined ? stored : `${stored} Every anonymous token issued up to ${answer.anonymousCutoff} is refused.`;
+  });
 }

@@ -1,19 +1,28 @@
 import type { AppStore } from '../apps/store.js';
 import type { EventStore } from '../events/store.js';
+import type { KeyStore } from '../keys/store.js';
+import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
+
+/**
+ * What the store's change signal says may have changed: one app (its record, tokens or settings),
+ * the revoked anonymous tokens only (new rows to read), or anything (keys, tokens, apps).
+ */
+export type StoreChange = { appId: string } | 'revocations' | 'anything';
 
 /** Everything the service keeps: one implementation per backend (`sqlite/`, `postgres/`). */
 export interface Store {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;
   readonly tokens: TokenStore;
+  readonly revokedTokens: RevokedTokenStore;
+  readonly keys: KeyStore;
   readonly events: EventStore;
   /**
-   * Registers a listener called when apps or tokens may have been changed by another process sharing
-   * the store: with the app's id when only that app's data changed, with none when anything may
-   * have. It is called within one second of the change; caches drop what it names.
+   * Registers a listener called when something may have been changed by another process sharing the
+   * store. It is called within one second of the change; caches drop what it names.
    */
-  onChange(listener: (appId?: string) => void): void;
+  onChange(listener: (change: StoreChange) => void): void;
   /** Resolves if the store answers now (readiness); throws otherwise. */
   ping(): Promise<void>;
   /** Writes what is pending, then closes. Idempotent. */

@@ -2,8 +2,10 @@ import type { AppRecord } from '../apps/app.js';
 import { BoundedCache } from '../bounded-cache.js';
 import type { Clock } from '../clock.js';
 import { digestsEqual, sha256 } from '../crypto.js';
-import type { MaybePromise } from '../maybe-promise.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
+import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
+import type { AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
 import type { TokenRecord, TokenStore } from './store.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
@@ -39,9 +41,10 @@ export interface MatchedToken {
 }
 
 /**
- * Checks presented tokens against the store: what authentication, introspection and revocation
- * share. An unknown, malformed or forged token is `undefined`, never an exception; the store's own
- * failures (an unreachable database) are thrown. Knows nothing of HTTP.
+ * Checks presented tokens: self-verifying anonymous tokens by their MAC (`AnonymousTokens`), stored
+ * tokens (admin tokens, and anonymous tokens from before) against the store. What authentication,
+ * introspection and revocation share. An unknown, malformed or forged token is `undefined`, never
+ * an exception; the store's own failures (an unreachable database) are thrown. Knows nothing of HTTP.
  */
 export class TokenChecker {
   /**
@@ -57,6 +60,7 @@ export class TokenChecker {
 
   constructor(
     private readonly tokens: TokenStore,
+    readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     cachedTokens = 100_000,
   ) {
@@ -68,6 +72,9 @@ export class TokenChecker {
    * of another app. From memory for a token checked before, from the store otherwise.
    */
   principal(app: AppRecord, accessToken: string): MaybePromise<Principal | undefined> {
+    if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
+      return andThen(this.anonymous.check(app, accessToken), (facts) => facts && anonymousPrincipal(app, facts));
+    }
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const key = presented.selector.toString('latin1');
@@ -79,6 +86,11 @@ export class TokenChecker {
 
   /** What introspection tells of a token that is valid now in this app, or undefined. */
   async introspect(app: AppRecord, accessToken: string): Promise<ActiveToken | undefined> {
+    if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
+      const facts = await this.anonymous.check(app, accessToken);
+      if (facts === undefined) return undefined;
+      return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, clientId: app.appId, issuedAt: facts.issuedAt, expiresAt: facts.expiresAt };
+    }
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const facts = await this.#find(presented, presented.selector.toString('latin1'));
@@ -87,7 +99,7 @@ export class TokenChecker {
     return { appId: app.appId, kind, id: principalId(app, kind), clientId: kind === 'admin' ? app.clientId : app.appId, issuedAt, expiresAt };
   }
 
-  /** The stored token of this app that `accessToken` is (expired or not), read from the store; undefined otherwise. */
+  /** The stored token of this app that `accessToken` is (expired or not), read from the store; undefined otherwise (a self-verifying one too). */
   async match(app: AppRecord, accessToken: string): Promise<MatchedToken | undefined> {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
@@ -136,6 +148,15 @@ export class TokenChecker {
     if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) return undefined;
     return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt, [TOKEN_SELECTOR]: key };
   }
+}
+
+/** `Principal[TOKEN_SELECTOR]` of a self-verifying token: its id, one character longer than any stored token's selector. */
+export function anonymousTokenKey(facts: AnonymousTokenFacts): string {
+  return `a${facts.id}`;
+}
+
+function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Principal {
+  return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'bearer', expiresAt: facts.expiresAt, [TOKEN_SELECTOR]: anonymousTokenKey(facts) };
 }
 
 export function principalId(app: AppRecord, kind: PrincipalKind): string {

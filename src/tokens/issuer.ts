@@ -6,6 +6,7 @@ import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { PrincipalKind } from '../principal.js';
 import type { RequestContext } from '../request-context.js';
+import type { AnonymousTokens } from './anonymous-tokens.js';
 import { principalId } from './checker.js';
 import { expiresInSeconds, resolveExpiry } from './expiry.js';
 import type { TokenStore } from './store.js';
@@ -29,12 +30,13 @@ export interface IssuedToken {
 
 /**
  * Issues tokens for an app's credentials: authenticates the client (with the limits on failed admin
- * attempts), applies the app's maximum lifetime, stores the token and records the event. Knows
- * nothing of HTTP.
+ * attempts), applies the app's maximum lifetime, and makes the token: an admin token is stored, an
+ * anonymous one is self-verifying and writes nothing. Records the event. Knows nothing of HTTP.
  */
 export class TokenIssuer {
   constructor(
     private readonly tokens: TokenStore,
+    private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     private readonly limits: RateLimits,
     private readonly events: EventLog,
@@ -46,10 +48,15 @@ export class TokenIssuer {
     const maxLifetime =
       kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
     const expiresAt = resolveExpiry(now, requested, maxLifetime);
-    const { token, selector, verifierHash } = generateAccessToken(now);
-    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind, issuedAt: now, expiresAt });
+    const accessToken = kind === 'admin' ? await this.#storedToken(app, now, expiresAt) : (await this.anonymous.issue(app, now, expiresAt)).token;
     this.events.record('token.issued', app.appId, context, kind, { expiresAt });
-    return { id: principalId(app, kind), accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind };
+    return { id: principalId(app, kind), accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind };
+  }
+
+  async #storedToken(app: AppRecord, now: number, expiresAt: number | null): Promise<string> {
+    const { token, selector, verifierHash } = generateAccessToken(now);
+    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind: 'admin', issuedAt: now, expiresAt });
+    return token;
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppCache } from '../apps/cache.js';
+import type { RateLimits } from '../limits/rate-limits.js';
 import { requireAdmin } from '../auth/middleware/fastify.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, refuseBodies } from '../http/content-types.js';
@@ -8,7 +9,7 @@ import { refuseOtherMethods } from '../http/methods.js';
 import { quoted } from '../text.js';
 import { parseTokenParameter } from './request.js';
 import type { TokenChecker } from './checker.js';
-import { revocationKind, type RevocationKind, type TokenRevoker } from './revocation.js';
+import { describeAppRevocation, revocationKind, type RevocationKind, type TokenRevoker } from './revocation.js';
 
 export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
 export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
@@ -42,17 +43,21 @@ export interface TokenLifecycleRoutesOptions {
   apps: AppCache;
   checker: TokenChecker;
   revoker: TokenRevoker;
+  limits: RateLimits;
 }
 
 /**
  * What happens to tokens after they are issued: revocation (RFC 7009), introspection (RFC 7662)
  * and revoking all tokens of an app. Needs `tesseraAuth` registered in the same scope.
  */
-export const tokenLifecycleRoutes: FastifyPluginAsync<TokenLifecycleRoutesOptions> = async (app, { apps, checker, revoker }) => {
+export const tokenLifecycleRoutes: FastifyPluginAsync<TokenLifecycleRoutesOptions> = async (app, { apps, checker, revoker, limits }) => {
   acceptFormBodies(app);
   preventCaching(app);
 
   app.post<AppParams>(REVOKE_PATH, async (request, reply) => {
+    // Anyone holding an anonymous token may revoke it, and each revocation is kept until the token
+    // expires: revocations share the token endpoint's limit per client address.
+    await limits.checkTokenRequest(request.ip);
     const token = parseTokenParameter(request.body);
     const target = await apps.require(request.params.appId);
     await revoker.revoke(target, token, { clientAddress: request.ip, by: request.principal });
@@ -86,8 +91,8 @@ export const tokenLifecycleRoutes: FastifyPluginAsync<TokenLifecycleRoutesOption
       { onRequest: requireAdmin },
       async (request) => {
         const kind = parseRevokeAllQuery(request.query);
-        const revoked = await revoker.revokeAll(request.params.appId, kind, { clientAddress: request.ip, by: request.principal });
-        return { appId: request.params.appId, kind, revoked };
+        const revocation = await revoker.revokeAll(request.params.appId, kind, { clientAddress: request.ip, by: request.principal });
+        return describeAppRevocation(request.params.appId, kind, revocation);
       },
     );
   });

@@ -1,10 +1,14 @@
 import type { AppRecord } from '../apps/app.js';
+import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import type { EventStamp, NewAuditEvent } from '../events/event.js';
 import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import { TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
-import type { TokenChecker } from './checker.js';
+import { ANONYMOUS_TOKEN_LENGTH, parseAnonymousToken } from './anonymous-token.js';
+import type { AnonymousTokens } from './anonymous-tokens.js';
+import { anonymousTokenKey, type TokenChecker } from './checker.js';
+import type { RevokedTokenStore } from './revoked-tokens.js';
 import type { TokenStore } from './store.js';
 import { parseAccessToken } from './token.js';
 
@@ -12,6 +16,9 @@ import { parseAccessToken } from './token.js';
 export type RevocationKind = PrincipalKind | 'all';
 
 export const REVOCATION_KINDS: readonly RevocationKind[] = ['admin', 'anonymous', 'all'];
+
+/** Anonymous tokens of one app that callers other than its admin may revoke one by one and keep revoked (REVOKED_TOKENS_MAX_PER_APP). */
+export const DEFAULT_MAX_REVOKED_PER_APP = 100_000;
 
 /**
  * The kind of a revoke-all (`DELETE …/tokens?kind=`, `tessera tokens revoke-all --kind`), exactly as
@@ -22,9 +29,33 @@ export function revocationKind(value: unknown): RevocationKind | undefined {
   return REVOCATION_KINDS.find((kind) => kind === value);
 }
 
-/** The `token.revoked` event of a revoke-all that removed `count` tokens. */
+/** The `token.revoked` event of a revoke-all that removed `count` stored tokens. */
 export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count: number): NewAuditEvent {
   return { ...stamp, type: 'token.revoked', details: { kind, scope: 'app', count } };
+}
+
+/** What a revoke-all did. */
+export interface AppRevocation {
+  /** Stored tokens removed: admin tokens, and anonymous tokens issued before they were self-verifying. */
+  revoked: number;
+  /** With anonymous tokens: every one issued at or before this instant (UNIX ms) is refused from now on. */
+  anonymousCutoff: number | null;
+}
+
+/**
+ * The answer to a revoke-all (API and CLI): `revoked` counts the stored tokens removed;
+ * `anonymousCutoff`, with anonymous tokens, is the instant up to which every anonymous token of
+ * the app is refused.
+ */
+export function describeAppRevocation(appId: string, kind: RevocationKind, { revoked, anonymousCutoff }: AppRevocation) {
+  return { appId, kind, revoked, ...(anonymousCutoff === null ? {} : { anonymousCutoff: new Date(anonymousCutoff).toISOString() }) };
+}
+
+export interface TokenRevokerOptions {
+  clock: Clock;
+  /** Called after a revoke-all, so that this process's caches drop the app at once. */
+  onChange?: (appId: string) => void;
+  maxRevokedPerApp?: number;
 }
 
 /**
@@ -32,11 +63,21 @@ export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count:
  * `token.revoked` event. The checker forgets what is revoked, so the next check refuses it.
  */
 export class TokenRevoker {
+  readonly #clock: Clock;
+  readonly #onChange: (appId: string) => void;
+  readonly #maxRevokedPerApp: number;
+
   constructor(
     private readonly tokens: TokenStore,
+    private readonly revokedTokens: RevokedTokenStore,
     private readonly checker: TokenChecker,
     private readonly events: EventLog,
-  ) {}
+    options: TokenRevokerOptions,
+  ) {
+    this.#clock = options.clock;
+    this.#onChange = options.onChange ?? (() => {});
+    this.#maxRevokedPerApp = options.maxRevokedPerApp ?? DEFAULT_MAX_REVOKED_PER_APP;
+  }
 
   /**
    * Revokes `accessToken` if it is a token of this app (an unknown one is not an error). An admin
@@ -44,9 +85,11 @@ export class TokenRevoker {
    */
   async revoke(app: AppRecord, accessToken: string, context: RequestContext): Promise<void> {
     const caller = context.by;
-    if (caller !== 'operator' && (caller === null || (caller.kind !== 'admin' && !isOwnToken(caller, accessToken)))) {
+    const byAdmin = caller === 'operator' || caller?.kind === 'admin';
+    if (!byAdmin && (caller === null || !isOwnToken(caller, accessToken))) {
       throw new TesseraError('ADMIN_REQUIRED', 'Only an admin token may revoke a token other than the one it is sent with.');
     }
+    if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
     const matched = await this.checker.match(app, accessToken);
     if (matched === undefined) return;
     // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
@@ -58,18 +101,45 @@ export class TokenRevoker {
 
   /**
    * Revokes every token of an app, or every one of a kind, with its `token.revoked` event in the same
-   * transaction; returns how many there were.
+   * transaction. Anonymous tokens are ended by the app's cut-off, set to now.
    */
-  async revokeAll(appId: string, kind: RevocationKind, context: RequestContext): Promise<number> {
+  async revokeAll(appId: string, kind: RevocationKind, context: RequestContext): Promise<AppRevocation> {
     const stamp = await this.events.stamp(appId, context);
-    const count = await this.tokens.deleteByApp(appId, kind, (removed) => [appTokensRevoked(stamp, kind, removed)]);
+    const at = this.#clock.now();
+    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed)]);
     this.checker.forgetAll();
-    return count;
+    if (kind !== 'admin') this.checker.anonymous.revoked.forgetApp(appId);
+    this.#onChange(appId);
+    return { revoked, anonymousCutoff: kind === 'admin' ? null : at };
+  }
+
+  /**
+   * A self-verifying token cannot be deleted: its id is kept until it expires. Nothing is kept for
+   * one that has ended already; callers other than an admin may keep at most `maxRevokedPerApp`.
+   */
+  async #revokeAnonymous(app: AppRecord, accessToken: string, context: RequestContext, byAdmin: boolean): Promise<void> {
+    const anonymous = this.checker.anonymous;
+    const facts = await anonymous.verify(app, accessToken);
+    if (facts === undefined || anonymous.ended(app, facts)) return;
+    if (!byAdmin && (await anonymous.revoked.countOf(app.appId)) >= this.#maxRevokedPerApp) {
+      throw new TesseraError('TOO_MANY_REQUESTS', 'Too many tokens of this app are revoked one by one; its admin can revoke them all.', {
+        retryAfterSeconds: 60,
+      });
+    }
+    const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
+    const added = await this.revokedTokens.add(revocation);
+    anonymous.revoked.remember(revocation);
+    if (added) this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });
   }
 }
 
-/** Whether `accessToken` is the token `caller` was authenticated with (the same selector; the store then checks its verifier). */
+/** Whether `accessToken` is the token `caller` was authenticated with (the same id; it is then checked as any other). */
 function isOwnToken(caller: Principal, accessToken: string): boolean {
   const own = caller[TOKEN_SELECTOR];
-  return own !== undefined && parseAccessToken(accessToken)?.selector.toString('latin1') === own;
+  if (own === undefined) return false;
+  if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
+    const presented = parseAnonymousToken(accessToken);
+    return presented !== undefined && anonymousTokenKey(presented.facts) === own;
+  }
+  return parseAccessToken(accessToken)?.selector.toString('latin1') === own;
 }

@@ -2,7 +2,7 @@ import type { AuditOf } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 import type { RevocationKind } from './revocation.js';
 
-/** A token as stored: its selector and the hash of its verifier, never the token (see `token.ts`). */
+/** A stored token (admin tokens, and anonymous tokens issued before they were self-verifying): its selector and the hash of its verifier, never the token (see `token.ts`). */
 export interface TokenRecord {
   selector: Buffer;
   verifierHash: Buffer;
@@ -22,10 +22,13 @@ export interface TokenStore {
   /** Removes one token; false if there was none. */
   delete(selector: Buffer): Promise<boolean>;
   /**
-   * Removes every token of an app, or every one of a kind, and writes the events `audit` builds of
-   * how many, in one transaction; returns how many. If the events cannot be written, nothing is removed.
+   * Revokes every token of an app, or every one of a kind: removes the stored ones and, unless only
+   * admin tokens are revoked, sets the app's anonymous cut-off to `at` (which ends every
+   * self-verifying anonymous token issued until then) and drops the app's single revocations, which
+   * the cut-off covers. Writes the events `audit` builds of how many stored tokens were removed, all
+   * in one transaction; returns that number. If the events cannot be written, nothing changes.
    */
-  deleteByApp(appId: string, kind: RevocationKind, audit: AuditOf<number>): Promise<number>;
+  revokeAll(appId: string, kind: RevocationKind, at: number, audit: AuditOf<number>): Promise<number>;
   /**
    * Removes up to `batch` tokens that expired before `now` (housekeeping); returns how many. Other
    * instances are not told: a token that has expired is refused without its record.

@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { sha256 } from '../crypto.js';
+import { fillRandom } from './random-pool.js';
 
 /**
- * An access token is 32 bytes, base64url: 43 URL-safe characters.
+ * A stored token (every admin token, and anonymous tokens issued before they became self-verifying;
+ * see `anonymous-token.ts`) is 32 bytes, base64url: 43 URL-safe characters.
  * - bytes 0–15, the selector: the token's key in the store. A 6-byte millisecond timestamp then 10
  *   random bytes, so that new tokens land at the end of the store's index (cheap inserts at any
  *   size) and never collide. Not secret: it only says when the token was issued.
@@ -31,24 +32,10 @@ export interface PresentedAccessToken {
   verifier: Buffer;
 }
 
-/**
- * Tokens are issued at a high rate; one `randomBytes` call per batch of tokens instead of one per
- * token saves a system call on the hot path. Each slice is used exactly once, then zeroed.
- */
-const POOL_TOKENS = 256;
-let pool = Buffer.alloc(0);
-let poolOffset = 0;
-
 export function generateAccessToken(now: number): NewAccessToken {
-  if (poolOffset >= pool.length) {
-    pool = randomBytes(RANDOM_BYTES_PER_TOKEN * POOL_TOKENS);
-    poolOffset = 0;
-  }
   const bytes = Buffer.allocUnsafe(TOKEN_BYTES);
   bytes.writeUIntBE(now, 0, TIME_BYTES);
-  pool.copy(bytes, TIME_BYTES, poolOffset, poolOffset + RANDOM_BYTES_PER_TOKEN);
-  pool.fill(0, poolOffset, poolOffset + RANDOM_BYTES_PER_TOKEN);
-  poolOffset += RANDOM_BYTES_PER_TOKEN;
+  fillRandom(bytes, TIME_BYTES, RANDOM_BYTES_PER_TOKEN);
   return {
     token: bytes.toString('base64url'),
     selector: bytes.subarray(0, SELECTOR_BYTES),

@@ -23,6 +23,7 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
     adminId: randomUUID(),
     createdAt: T0 + sequence,
     configuration: { ...DEFAULT_APP_CONFIGURATION },
+    anonymousCutoff: null,
     ...overrides,
   };
 }

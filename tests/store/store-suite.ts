@@ -5,7 +5,7 @@ import { MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import { makeApp, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
@@ -23,6 +23,11 @@ export interface StoreSuiteOptions {
 const CHANGE_DEADLINE_MS = 1000;
 /** Longer than any poll interval of a test store. */
 const SETTLE_MS = 300;
+
+/** The app a change names; undefined for "anything"; 'revocations' for new single revocations. */
+function changedApp(change: StoreChange): string | undefined {
+  return change === 'anything' ? undefined : change === 'revocations' ? change : change.appId;
+}
 
 /** An audit builder for changes whose events a test does not look at. */
 const noEvents = () => [];
@@ -374,12 +379,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token);
 
         const revoked = (kind: string) => (count: number) => [makeEvent(app.appId, { type: 'token.revoked', details: { kind, count } })];
-        assert.equal(await store.tokens.deleteByApp(app.appId, 'admin', revoked('admin')), 2);
+        assert.equal(await store.tokens.revokeAll(app.appId, 'admin', T0, revoked('admin')), 2);
         for (const token of admin) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         for (const token of anonymous) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
-        assert.equal(await store.tokens.deleteByApp(app.appId, 'all', revoked('all')), 3);
+        assert.equal(await store.tokens.revokeAll(app.appId, 'all', T0, revoked('all')), 3);
         for (const token of anonymous) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
-        assert.equal(await store.tokens.deleteByApp(app.appId, 'all', revoked('all')), 0);
+        assert.equal(await store.tokens.revokeAll(app.appId, 'all', T0, revoked('all')), 0);
         for (const token of others) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
         assert.deepEqual(events.reverse().map((event) => event.details), [
@@ -393,7 +398,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const tokens = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId)];
         for (const token of tokens) await store.tokens.insert(token);
         for (const kind of ['admin', 'anonymous', 'all'] as const) {
-          await assert.rejects(store.tokens.deleteByApp(app.appId, kind, () => [unwritableEvent(app.appId)]));
+          await assert.rejects(store.tokens.revokeAll(app.appId, kind, T0, () => [unwritableEvent(app.appId)]));
         }
         for (const token of tokens) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
@@ -491,7 +496,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         app = makeApp();
         await store.apps.insert(app);
         calls = [];
-        store.onChange((appId) => calls.push({ appId, at: Date.now() }));
+        store.onChange((change) => calls.push({ appId: changedApp(change), at: Date.now() }));
         second = await openSecondConnection(testStore);
         // Let any notification caused by opening the second connection pass, so that only the
         // change under test can satisfy the assertion.
@@ -545,7 +550,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        assert.equal(await second.tokens.deleteByApp(app.appId, 'admin', noEvents), 1);
+        assert.equal(await second.tokens.revokeAll(app.appId, 'admin', T0, noEvents), 1);
         await noticedWithin(app.appId, since);
       });
 

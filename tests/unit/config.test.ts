@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000 },
       forwardAuthAdminPaths: [],
       trustedProxies: [],
+      revokedTokensMaxPerApp: 100_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
     });
   });
@@ -70,6 +71,7 @@ describe('loadConfig', () => {
       HTTP_HEADERS_TIMEOUT_MS: '2000',
       HTTP_REQUEST_TIMEOUT_MS: '3000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
+      REVOKED_TOKENS_MAX_PER_APP: '500',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -95,6 +97,7 @@ describe('loadConfig', () => {
       ],
       trustedProxies: ['10.0.0.0/8', '192.168.1.7', 'loopback', '::1', 'fd00::/8'],
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
+      revokedTokensMaxPerApp: 500,
     });
   });
 

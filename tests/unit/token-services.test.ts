@@ -152,7 +152,7 @@ describe('the token services, over a real store with a fake clock', () => {
     it('revokes all tokens of a kind for the operator', async () => {
       const adminToken = await admin();
       const anonymousToken = await anonymous();
-      assert.ok((await tessera.revoker.revokeAll(created.appId, 'admin', OPERATOR)) >= 1);
+      assert.ok((await tessera.revoker.revokeAll(created.appId, 'admin', OPERATOR)).revoked >= 1);
       assert.equal(await tessera.checker.principal(app, adminToken.accessToken), undefined);
       assert.notEqual(await tessera.checker.principal(app, anonymousToken.accessToken), undefined);
     });

@@ -3,6 +3,7 @@ import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { PostgresQueries } from './connection.js';
 import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
+import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import { deleteTokensOfApp } from './tokens.js';
 
 interface AppRow {
@@ -14,6 +15,7 @@ interface AppRow {
   admin_id: string;
   created_at: string;
   configuration: Partial<AppConfiguration>;
+  anonymous_cutoff: string | null;
 }
 
 export function postgresAppStore(db: PostgresQueries): AppStore {
@@ -70,6 +72,7 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
     async delete(appId) {
       return db.transaction(async (client) => {
         await deleteTokensOfApp(client, appId, 'all');
+        await deleteRevokedTokensOfApp(client, appId);
         await deleteEventsOfApp(client, appId);
         const result = await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
         return (result.rowCount ?? 0) > 0;
@@ -88,5 +91,6 @@ function toApp(row: AppRow): AppRecord {
     adminId: row.admin_id,
     createdAt: Number(row.created_at),
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...row.configuration },
+    anonymousCutoff: row.anonymous_cutoff === null ? null : Number(row.anonymous_cutoff),
   };
 }

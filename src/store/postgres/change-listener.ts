@@ -1,7 +1,11 @@
 import pg from 'pg';
+import type { StoreChange } from '../store.js';
 import type { Warn } from './connection.js';
 
-/** The channel the migrations' triggers NOTIFY: an app's id, or '*' for "anything may have changed". */
+/**
+ * The channel the migrations' triggers NOTIFY: an app's id, 'revoked-tokens' for new single
+ * revocations, or '*' for "anything may have changed".
+ */
 const CHANNEL = 'tessera_changes';
 /** While notifications are not being received, caches are emptied this often instead. */
 const FALLBACK_FLUSH_MS = 250;
@@ -12,7 +16,7 @@ const FALLBACK_FLUSH_MS = 250;
  * could not hear of.
  */
 export class ChangeListener {
-  readonly listeners: ((appId?: string) => void)[] = [];
+  readonly listeners: ((change: StoreChange) => void)[] = [];
   #client: pg.Client | undefined;
   #stopped = false;
   #fallback: NodeJS.Timeout | undefined;
@@ -34,8 +38,8 @@ export class ChangeListener {
     await this.#client?.end().catch(() => {});
   }
 
-  #emit(appId?: string): void {
-    for (const listener of this.listeners) listener(appId);
+  #emit(change: StoreChange = 'anything'): void {
+    for (const listener of this.listeners) listener(change);
   }
 
   async #connect(): Promise<void> {
@@ -45,7 +49,7 @@ export class ChangeListener {
     this.#client = client;
     client.on('notification', (message) => {
       const payload = message.payload ?? '*';
-      this.#emit(payload === '*' ? undefined : payload);
+      this.#emit(payload === '*' ? 'anything' : payload === 'revoked-tokens' ? 'revocations' : { appId: payload });
     });
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client));

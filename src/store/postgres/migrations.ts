@@ -113,4 +113,50 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       CREATE INDEX events_by_app ON events (app_id, id);
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- The keys that sign anonymous tokens. The newest active key signs; a retired key keeps its
+      -- row (its id is never reused) without its secret. Ids take two bytes in a token.
+      CREATE TABLE keys (
+        id         integer PRIMARY KEY CHECK (id BETWEEN 1 AND 65535),
+        secret     bytea,
+        created_at bigint NOT NULL,
+        retired_at bigint
+      );
+
+      -- Anonymous tokens issued at or before this instant are refused (the last revoke-all). Set by
+      -- an UPDATE of the app, which notifies every instance through apps_changed.
+      ALTER TABLE apps ADD COLUMN anonymous_cutoff bigint;
+
+      -- Anonymous tokens revoked one by one, until they expire. Every instance reads the rows with a
+      -- seq above the last it read; writers lock the table, so that seq order is commit order.
+      CREATE TABLE revoked_tokens (
+        seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        token_id   bytea  NOT NULL UNIQUE,
+        app_id     text   NOT NULL,
+        expires_at bigint
+      );
+
+      CREATE INDEX revoked_tokens_by_app ON revoked_tokens (app_id);
+      CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at) WHERE expires_at IS NOT NULL;
+
+      CREATE FUNCTION tessera_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('tessera_changes', '*');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER keys_changed AFTER INSERT OR UPDATE OR DELETE ON keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_keys_changed();
+
+      -- A revocation does not empty the caches: instances read the new rows only.
+      CREATE FUNCTION tessera_revocations_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('tessera_changes', 'revoked-tokens');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER revoked_tokens_changed AFTER INSERT ON revoked_tokens
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_revocations_changed();
+    `,
+  },
 ];

@@ -3,7 +3,9 @@ import { postgresAppStore } from './apps.js';
 import { ChangeListener } from './change-listener.js';
 import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
 import { postgresEventStore } from './events.js';
+import { createFirstKey, postgresKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
+import { postgresRevokedTokenStore } from './revoked-tokens.js';
 import { postgresTokens } from './tokens.js';
 
 export type { PostgresStoreOptions } from './connection.js';
@@ -27,6 +29,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
 
   const db = poolQueries(pool);
+  try {
+    await createFirstKey(db, Date.now());
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
   // Batches of tokens written at the same time: half the pool, the other half for everything else.
   const tokens = postgresTokens(db, Math.max(1, Math.floor((options.poolSize ?? 10) / 2)));
   const changes = new ChangeListener(clientConfig, warn);
@@ -37,6 +45,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     backend: 'postgres',
     apps: postgresAppStore(db),
     tokens: tokens.store,
+    revokedTokens: postgresRevokedTokenStore(db),
+    keys: postgresKeyStore(db),
     events: postgresEventStore(db),
     onChange(listener) {
       changes.listeners.push(listener);

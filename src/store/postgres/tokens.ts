@@ -6,6 +6,7 @@ import { GroupCommit } from '../group-commit.js';
 import type { PostgresQueries } from './connection.js';
 import { isUnavailable } from './errors.js';
 import { insertEvents } from './events.js';
+import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 
 interface TokenRow {
   verifier_hash: Buffer;
@@ -22,6 +23,12 @@ export async function deleteTokensOfApp(client: pg.PoolClient, appId: string, ki
       ? await client.query('DELETE FROM tokens WHERE app_id = $1', [appId])
       : await client.query('DELETE FROM tokens WHERE app_id = $1 AND kind = $2', [appId, kind]);
   return result.rowCount ?? 0;
+}
+
+/** Sets the app's anonymous cut-off and drops its single revocations, on the connection of a transaction. */
+async function cutOffAnonymousTokens(client: pg.PoolClient, appId: string, at: number): Promise<void> {
+  await client.query('UPDATE apps SET anonymous_cutoff = $2 WHERE app_id = $1', [appId, at]);
+  await deleteRevokedTokensOfApp(client, appId);
 }
 
 /** The token store, and the wait for the tokens it has yet to commit (closing waits for them). */
@@ -86,9 +93,10 @@ export function postgresTokens(db: PostgresQueries, maxInFlight: number): Postgr
       const result = await db.query({ name: 'tessera-delete-token', text: 'DELETE FROM tokens WHERE selector = $1', values: [selector] });
       return (result.rowCount ?? 0) > 0;
     },
-    async deleteByApp(appId, kind, audit) {
+    async revokeAll(appId, kind, at, audit) {
       return db.transaction(async (client) => {
         const count = await deleteTokensOfApp(client, appId, kind);
+        if (kind !== 'admin') await cutOffAnonymousTokens(client, appId, at);
         await insertEvents(client, audit(count));
         return count;
       });

@@ -15,6 +15,7 @@ interface AppRow {
   admin_id: string;
   created_at: number;
   configuration: string;
+  anonymous_cutoff: number | null;
 }
 
 export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, events: SqliteEventWrites): AppStore {
@@ -35,6 +36,7 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
 
   const deleteApp = db.transaction((appId: string): boolean => {
     tokens.deleteOfApp(appId, 'all');
+    tokens.deleteRevokedOfApp(appId);
     events.deleteOfApp(appId);
     return statements.deleteApp.run({ appId }).changes > 0;
   });
@@ -99,5 +101,6 @@ function toApp(row: AppRow): AppRecord {
     adminId: row.admin_id,
     createdAt: row.created_at,
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<AppConfiguration>) },
+    anonymousCutoff: row.anonymous_cutoff,
   };
 }

@@ -1,12 +1,13 @@
+import type { StoreChange } from '../store.js';
 import type { SqliteDatabase } from './connection.js';
 
 /**
  * `PRAGMA data_version` changes when another connection commits: polling it is how this process
  * learns, within one poll interval, that the CLI or another instance changed something.
- * Listeners are told "anything may have changed" (no app id).
+ * Listeners are told "anything may have changed".
  */
 export class ChangePoller {
-  readonly listeners: ((appId?: string) => void)[] = [];
+  readonly listeners: ((change: StoreChange) => void)[] = [];
   readonly #timer: NodeJS.Timeout;
 
   constructor(db: SqliteDatabase, intervalMs: number) {
@@ -17,7 +18,7 @@ export class ChangePoller {
       const version = dataVersion();
       if (version === seenVersion) return;
       seenVersion = version;
-      for (const listener of this.listeners) listener();
+      for (const listener of this.listeners) listener('anything');
     }, intervalMs);
     this.#timer.unref();
   }

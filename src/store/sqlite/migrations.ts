@@ -68,4 +68,32 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX events_by_app ON events (app_id, id);
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- The keys that sign anonymous tokens. The newest active key signs; a retired key keeps its
+      -- row (its id is never reused) without its secret. Ids take two bytes in a token.
+      CREATE TABLE keys (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id BETWEEN 1 AND 65535),
+        secret     BLOB,
+        created_at INTEGER NOT NULL,
+        retired_at INTEGER
+      ) STRICT;
+
+      -- Anonymous tokens issued at or before this instant are refused (the last revoke-all).
+      ALTER TABLE apps ADD COLUMN anonymous_cutoff INTEGER;
+
+      -- Anonymous tokens revoked one by one, until they expire. seq only grows (AUTOINCREMENT never
+      -- reuses one), so that every instance reads only what is new.
+      CREATE TABLE revoked_tokens (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        token_id   BLOB    NOT NULL UNIQUE,
+        app_id     TEXT    NOT NULL,
+        expires_at INTEGER
+      ) STRICT;
+
+      CREATE INDEX revoked_tokens_by_app ON revoked_tokens (app_id);
+      CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at) WHERE expires_at IS NOT NULL;
+    `,
+  },
 ];

@@ -3,7 +3,9 @@ import { sqliteAppStore } from './apps.js';
 import { ChangePoller } from './change-poller.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
+import { createFirstKey, sqliteKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
+import { sqliteRevokedTokenStore } from './revoked-tokens.js';
 import { prepareTokenWrites, sqliteTokens } from './tokens.js';
 
 export interface SqliteStoreOptions {
@@ -13,7 +15,7 @@ export interface SqliteStoreOptions {
 
 /**
  * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), one file per
- * table (`apps.ts`, `tokens.ts`, `events.ts`) and the change signal (`change-poller.ts`).
+ * table (`apps.ts`, `tokens.ts`, `revoked-tokens.ts`, `keys.ts`, `events.ts`) and the change signal (`change-poller.ts`).
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
@@ -22,12 +24,15 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const tokenWrites = prepareTokenWrites(db);
   const eventWrites = prepareEventWrites(db);
   const tokens = sqliteTokens(db, tokenWrites, eventWrites);
+  retryWhileBusy(() => createFirstKey(db, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
   return {
     backend: 'sqlite',
     apps: sqliteAppStore(db, tokenWrites, eventWrites),
     tokens: tokens.store,
+    revokedTokens: sqliteRevokedTokenStore(db),
+    keys: sqliteKeyStore(db),
     events: sqliteEventStore(db, eventWrites),
     onChange(listener) {
       changes.listeners.push(listener);

@@ -18,14 +18,24 @@ interface TokenRow {
 export interface SqliteTokenWrites {
   /** Returns how many tokens it removed. */
   deleteOfApp(appId: string, kind: RevocationKind): number;
+  deleteRevokedOfApp(appId: string): void;
+  setAnonymousCutoff(appId: string, at: number): void;
 }
 
 export function prepareTokenWrites(db: SqliteDatabase): SqliteTokenWrites {
   const deleteAppTokens = db.prepare('DELETE FROM tokens WHERE app_id = :appId');
   const deleteAppTokensOfKind = db.prepare('DELETE FROM tokens WHERE app_id = :appId AND kind = :kind');
+  const deleteAppRevocations = db.prepare('DELETE FROM revoked_tokens WHERE app_id = :appId');
+  const setCutoff = db.prepare('UPDATE apps SET anonymous_cutoff = :at WHERE app_id = :appId');
   return {
     deleteOfApp(appId, kind) {
       return (kind === 'all' ? deleteAppTokens.run({ appId }) : deleteAppTokensOfKind.run({ appId, kind })).changes;
+    },
+    deleteRevokedOfApp(appId) {
+      deleteAppRevocations.run({ appId });
+    },
+    setAnonymousCutoff(appId, at) {
+      setCutoff.run({ appId, at });
     },
   };
 }
@@ -71,8 +81,12 @@ export function sqliteTokens(db: SqliteDatabase, writes: SqliteTokenWrites, even
     writeOne: (token) => void statements.insertToken.run(token),
   });
 
-  const deleteByApp = immediateTransaction(db, (appId: string, kind: RevocationKind, audit: AuditOf<number>): number => {
+  const revokeAll = immediateTransaction(db, (appId: string, kind: RevocationKind, at: number, audit: AuditOf<number>): number => {
     const count = writes.deleteOfApp(appId, kind);
+    if (kind !== 'admin') {
+      writes.setAnonymousCutoff(appId, at);
+      writes.deleteRevokedOfApp(appId);
+    }
     events.insert(audit(count));
     return count;
   });
@@ -96,8 +110,8 @@ export function sqliteTokens(db: SqliteDatabase, writes: SqliteTokenWrites, even
     async delete(selector) {
       return statements.deleteToken.run({ selector }).changes > 0;
     },
-    async deleteByApp(appId, kind, audit) {
-      return deleteByApp(appId, kind, audit);
+    async revokeAll(appId, kind, at, audit) {
+      return revokeAll(appId, kind, at, audit);
     },
     async deleteExpired(now, batch) {
       return statements.deleteExpiredTokens.run({ now, batch }).changes;

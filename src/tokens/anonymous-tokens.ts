@@ -1,0 +1,82 @@
+import type { AppRecord } from '../apps/app.js';
+import { BoundedCache } from '../bounded-cache.js';
+import type { Clock } from '../clock.js';
+import type { Keyring } from '../keys/keyring.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
+import { anonymousTokenSignedBy, parseAnonymousToken, signAnonymousToken, type AnonymousTokenFacts } from './anonymous-token.js';
+import { isExpired } from './expiry.js';
+import type { RevokedTokens } from './revoked-tokens.js';
+
+/** A token whose MAC was verified: for which app, and what it says. */
+interface VerifiedToken {
+  appId: string;
+  facts: AnonymousTokenFacts;
+}
+
+export interface IssuedAnonymousToken {
+  token: string;
+  /** UNIX ms: after the app's cut-off, even if this instance's clock is behind the one that set it. */
+  issuedAt: number;
+}
+
+/**
+ * Self-verifying anonymous tokens (`anonymous-token.ts`): made with the signing key, checked against
+ * the active keys, the app's cut-off (`AppRecord.anonymousCutoff`) and the tokens revoked one by one.
+ * A token verified before is found in a bounded cache by its text, so that a client's repeated use
+ * costs a `Map` lookup instead of a MAC; the cache is emptied when the keys may have changed.
+ */
+export class AnonymousTokens {
+  readonly #verified: BoundedCache<string, VerifiedToken>;
+  #generation = 0;
+
+  constructor(
+    private readonly keys: Keyring,
+    readonly revoked: RevokedTokens,
+    private readonly clock: Clock,
+    cachedTokens = 100_000,
+  ) {
+    this.#verified = new BoundedCache(cachedTokens);
+  }
+
+  issue(app: AppRecord, now: number, expiresAt: number | null): MaybePromise<IssuedAnonymousToken> {
+    const cutoff = app.anonymousCutoff;
+    const issuedAt = cutoff !== null && cutoff >= now ? cutoff + 1 : now;
+    return andThen(this.keys.signingKey(), (key) => ({ token: signAnonymousToken(key, app.appId, issuedAt, expiresAt).token, issuedAt }));
+  }
+
+  /** What the token says, if it is valid now in this app: signed for it by an active key, not expired, cut off or revoked. */
+  check(app: AppRecord, token: string): MaybePromise<AnonymousTokenFacts | undefined> {
+    const cached = this.#verified.get(token);
+    if (cached !== undefined) return cached.appId === app.appId ? this.#current(app, cached.facts) : undefined;
+    return andThen(this.verify(app, token), (facts) => facts && this.#current(app, facts));
+  }
+
+  /** What the token says, if an active key signed it for this app (expired, cut off, revoked or not). */
+  verify(app: AppRecord, token: string): MaybePromise<AnonymousTokenFacts | undefined> {
+    const presented = parseAnonymousToken(token);
+    if (presented === undefined) return undefined;
+    const generation = this.#generation;
+    return andThen(this.keys.key(presented.facts.keyId), (key) => {
+      if (key === undefined || !anonymousTokenSignedBy(presented, key, app.appId)) return undefined;
+      if (generation === this.#generation) this.#verified.set(token, { appId: app.appId, facts: presented.facts });
+      return presented.facts;
+    });
+  }
+
+  /** Whether the token was ended by the app's cut-off or its expiry (then it needs no revocation of its own). */
+  ended(app: AppRecord, facts: AnonymousTokenFacts): boolean {
+    return isExpired(this.clock.now(), facts.expiresAt) || (app.anonymousCutoff !== null && facts.issuedAt <= app.anonymousCutoff);
+  }
+
+  /** The keys may have changed: verify every token again. */
+  forgetAll(): void {
+    this.#generation++;
+    this.#verified.clear();
+    this.keys.forget();
+  }
+
+  #current(app: AppRecord, facts: AnonymousTokenFacts): MaybePromise<AnonymousTokenFacts | undefined> {
+    if (this.ended(app, facts)) return undefined;
+    return andThen(this.revoked.has(facts.id), (revoked) => (revoked ? undefined : facts));
+  }
+}
