@@ -106,7 +106,9 @@ export function checkTargets(run: BenchRun, summaries: CaseSummary[]): TargetChe
   // The targets are set for the embedded store; other backends are reported beside it.
   for (const s of base.filter((s) => s.target === 'tessera/sqlite')) {
     if (s.kind === 'issue') {
-      checks.push({ description: `${s.case}: throughput ≥ 0.6 × ceiling (50 conn)`, value: ratio(s.throughputRatio), met: s.throughputRatio >= 0.6 });
+      // An anonymous token writes nothing (it is self-verifying): its target is close to the ceiling.
+      const floor = s.case.endsWith('anonymous token') ? 0.9 : 0.6;
+      checks.push({ description: `${s.case}: throughput ≥ ${floor} × ceiling (50 conn)`, value: ratio(s.throughputRatio), met: s.throughputRatio >= floor });
       if (peer !== undefined) {
         const overPeer = s.requestsPerSecond / peer.requestsPerSecond;
         checks.push({ description: `${s.case}: throughput ≥ 8 × oidc-provider's (50 conn)`, value: ratio(overPeer), met: overPeer >= 8 });

@@ -23,12 +23,14 @@ const BATCH = 1000;
 
 export interface HousekeepingReport {
   expiredTokens: number;
+  /** Single revocations of anonymous tokens that have expired since. */
+  expiredRevocations: number;
   events: number;
 }
 
 /**
- * Removes what can no longer be used or is no longer kept: expired tokens, and audit events beyond
- * their retention. Works in small batches, yielding to requests between them, so that it never
+ * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
+ * that have expired since, and audit events beyond their retention. Works in small batches, yielding to requests between them, so that it never
  * holds the store (or, with SQLite, the event loop) for long.
  */
 export class Housekeeping {
@@ -69,11 +71,12 @@ export class Housekeeping {
   async #pass(): Promise<HousekeepingReport> {
     const now = this.clock.now();
     const expiredTokens = await drain((batch) => this.store.tokens.deleteExpired(now, batch));
+    const expiredRevocations = await drain((batch) => this.store.revokedTokens.deleteExpired(now, batch));
     let events = await drain((batch) => this.store.events.deleteOlderThan(now - this.settings.eventRetentionMs, batch));
     for (const appId of this.events.takeAppsRecorded()) {
       events += await drain((batch) => this.store.events.trimApp(appId, this.settings.maxEventsPerApp, batch));
     }
-    return { expiredTokens, events };
+    return { expiredTokens, expiredRevocations, events };
   }
 }
 

@@ -8,6 +8,7 @@ import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitS
 import type { Store } from './store/store.js';
 import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
+import { KeyService } from './keys/service.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 
@@ -23,6 +24,8 @@ export interface Tessera {
   readonly issuer: TokenIssuer;
   readonly checker: TokenChecker;
   readonly revoker: TokenRevoker;
+  /** The keys that sign anonymous tokens (`tessera keys`). */
+  readonly keys: KeyService;
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
   readonly events: EventLog;
@@ -65,6 +68,7 @@ export function createTessera(options: TesseraOptions): Tessera {
       onChange: checking.forget,
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
     }),
+    keys: new KeyService(store.keys, clock, () => checking.tokens.anonymous.forgetAll()),
     authenticator: checking.authenticator,
     limits,
     events,

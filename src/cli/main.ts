@@ -9,6 +9,7 @@ import { quoted } from '../text.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
+import { KEYS_FLAGS, runKeysCommand } from './keys.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
 import { Output } from './output.js';
 import { serve } from './serve.js';
@@ -26,6 +27,9 @@ Usage:
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
   tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]
                                              revoke every token of one kind, or all, of an app
+  tessera keys list [--json]                 the keys that sign anonymous tokens
+  tessera keys rotate [--json]               add a key that signs from now on (older keys still verify)
+  tessera keys retire KEY_ID [--json]        retire a key: every anonymous token it signed is refused
   tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
                                              the app's latest audit events; --follow: then new ones
   tessera --version
@@ -42,6 +46,7 @@ const STORE_COMMANDS: Record<
   apps: { flags: APPS_FLAGS, execute: runAppsCommand },
   tokens: { flags: TOKENS_FLAGS, execute: runTokensCommand },
   events: { flags: EVENTS_FLAGS, execute: runEventsCommand },
+  keys: { flags: KEYS_FLAGS, execute: runKeysCommand },
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -37,6 +37,7 @@ export interface TestServerOptions {
   timeouts?: HttpTimeouts;
   /** A store of the caller's, which it disposes of; by default a fresh one, disposed of by `close`. */
   testStore?: TestStore;
+  revokedTokensMaxPerApp?: number;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -53,6 +54,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     store: testStore.store,
     rateLimits: options.rateLimits ?? NO_LIMITS,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.revokedTokensMaxPerApp === undefined ? {} : { revokedTokensMaxPerApp: options.revokedTokensMaxPerApp }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({

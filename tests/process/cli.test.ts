@@ -308,7 +308,7 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     for (const args of [['--help'], ['apps', '--help']]) {
       const result = await cli(store, args);
       assert.equal(result.code, 0, result.stderr);
-      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete']) {
+      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete', 'keys list', 'keys rotate', 'keys retire']) {
         assert.ok(result.stdout.includes(verb), `--help does not mention ${verb}: ${result.stdout}`);
       }
     }
@@ -518,8 +518,68 @@ describe('token lifecycle from the CLI, with a server running', () => {
 
     const all = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'all']);
     assert.equal(all.code, 0, all.stderr);
-    assert.match(all.stdout, /Revoked 1 token/);
+    assert.match(all.stdout, /Revoked 1 stored token/);
+    assert.match(all.stdout, /Every anonymous token issued up to \d{4}-\d\d-\d\dT[0-9:.]+Z is refused/);
     await refusedWithin(app.appId, anonymous);
+  });
+
+  it('keys rotate: new anonymous tokens carry the new key within 1 s, older ones keep working; keys retire ends them within 1 s', async () => {
+    const app = await createApp(store, 'Keys from the CLI');
+    const anonymousToken = async () => (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token as string;
+    const keyOf = (token: string) => Buffer.from(token, 'base64url').readUInt16BE(1);
+    const before = await anonymousToken();
+    const oldKey = keyOf(before);
+
+    const rotated = await cli(store, ['keys', 'rotate', '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const keys = parseJson(rotated.stdout, 'keys rotate --json') as { id: number; state: string; createdAt: string; retiredAt: string | null }[];
+    const signing = keys.find((key) => key.state === 'signing');
+    assert.ok(signing !== undefined && signing.id > oldKey, rotated.stdout);
+    assert.ok(!rotated.stdout.includes('secret'), 'a key is never printed');
+    const started = Date.now();
+    let after = await anonymousToken();
+    while (keyOf(after) !== signing.id && Date.now() - started < 1_000) {
+      await sleep(50);
+      after = await anonymousToken();
+    }
+    assert.equal(keyOf(after), signing.id, 'the server signs with the new key within 1 s');
+    assert.equal((await whoami(app.appId, before)).status, 200, 'a token of the older key still works');
+
+    const signingRetired = await cli(store, ['keys', 'retire', String(signing.id)]);
+    assert.equal(signingRetired.code, 1, 'the signing key cannot be retired');
+    assert.match(signingRetired.stderr, /rotate first/);
+    assert.equal((await cli(store, ['keys', 'retire', '65000'])).code, 1);
+    for (const args of [['keys', 'retire'], ['keys', 'retire', 'one'], ['keys', 'retire', '0'], ['keys', 'spin'], ['keys', 'list', '1']]) {
+      assert.equal((await cli(store, args)).code, 2, args.join(' '));
+    }
+
+    const retired = await cli(store, ['keys', 'retire', String(oldKey)]);
+    assert.equal(retired.code, 0, retired.stderr);
+    assert.match(retired.stdout, new RegExp(`Key ${oldKey} is retired`));
+    await refusedWithin(app.appId, before);
+    assert.equal((await whoami(app.appId, after)).status, 200);
+    const listed = await cli(store, ['keys', 'list']);
+    assert.match(listed.stdout, new RegExp(`^\\s*${oldKey}\\s+retired\\s+created \\S+\\s+retired \\S+$`, 'm'));
+    assert.match(listed.stdout, new RegExp(`^\\s*${signing.id}\\s+signing\\s+created \\S+$`, 'm'));
+  });
+
+  it('a single anonymous token revoked through one server is refused within 1 s by a server in another process', async () => {
+    const app = await createApp(store, 'Revoked elsewhere');
+    const other = await serve(store, { DEMO_APP: 'off' });
+    const token = (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token as string;
+    assert.equal((await requestAs(`${other.baseUrl}/api/apps/${app.appId}/whoami`, bearer(token))).status, 200);
+    const revoked = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/revoke`, {
+      method: 'POST',
+      headers: { authorization: bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    });
+    assert.equal(revoked.status, 200, revoked.text);
+    const { response, elapsed } = await pollUntil(
+      () => requestAs(`${other.baseUrl}/api/apps/${app.appId}/whoami`, bearer(token)),
+      (r) => r.status !== 200,
+    );
+    assertError(response, 401, 'INVALID_TOKEN');
+    assert.ok(elapsed <= 1_000, `the token still worked ${elapsed} ms after the revocation`);
   });
 
   it('tokens revoke-all: exit 1 for an unknown app, exit 2 for a bad kind or a flag of another command', async () => {
@@ -546,10 +606,13 @@ describe('token lifecycle from the CLI, with a server running', () => {
       (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token,
     ];
     for (const token of tokens) assert.equal((await whoami(app.appId, token)).status, 200);
+    /** The stored admin token, and the app's anonymous cut-off (none: null). */
     const stored = () => {
       const db = new Database(store.databaseUrl.slice('sqlite:'.length));
       try {
-        return (db.prepare('SELECT count(*) AS n FROM tokens WHERE app_id = :appId').get({ appId: app.appId }) as { n: number }).n;
+        const tokens = (db.prepare('SELECT count(*) AS n FROM tokens WHERE app_id = :appId').get({ appId: app.appId }) as { n: number }).n;
+        const cutoff = (db.prepare('SELECT anonymous_cutoff AS at FROM apps WHERE app_id = :appId').get({ appId: app.appId }) as { at: number | null }).at;
+        return `${tokens} stored, cut-off ${cutoff}`;
       } finally {
         db.close();
       }
@@ -569,7 +632,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
       const result = await cli(store, ['tokens', 'revoke-all', app.appId, ...flags]);
       assert.equal(result.code, 2, `${flags.join(' ')}: exit ${result.code}, ${result.stdout} ${result.stderr}`);
       assert.equal(result.stdout, '', flags.join(' '));
-      assert.equal(stored(), 2, `${flags.join(' ')} revoked a token`);
+      assert.equal(stored(), '1 stored, cut-off null', `${flags.join(' ')} revoked a token`);
     }
     await sleep(1_100); // longer than the server takes to learn of a change made by the CLI
     for (const token of tokens) assert.equal((await whoami(app.appId, token)).status, 200);
@@ -640,7 +703,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     const issued = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
       method: 'POST',
       headers: { authorization: basic(app.appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.appId, client_secret: 'x', expiresAt: Date.now() + 300 }),
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.clientId, client_secret: app.clientSecret, expiresAt: Date.now() + 300 }),
     });
     assert.equal(issued.status, 200, issued.text);
     const count = () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
@@ -47,6 +48,18 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       for (const token of kept) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
     });
 
+    it('removes the revocations of anonymous tokens that have expired, and keeps the others', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const revocation = (expiresAt: number | null) => ({ id: randomBytes(16).toString('latin1'), appId: 'some-app', expiresAt });
+      const expired = Array.from({ length: 1_200 }, (_, i) => revocation(now - i));
+      const kept = [revocation(now + 1), revocation(null)];
+      for (const one of [...expired, ...kept]) await store.revokedTokens.add(one);
+      const report = await housekeeping.run();
+      assert.equal(report.expiredRevocations, 1_200);
+      assert.deepEqual((await store.revokedTokens.since(0, 10)).map((one) => one.id), kept.map((one) => one.id));
+    });
+
     it('removes events past their retention, and trims apps with new events to the newest ones', async () => {
       const { store } = testStore;
       const now = clock.now();
@@ -63,7 +76,7 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const busy = await store.events.list({ appId: 'busy-app', limit: 100 });
       assert.equal(busy.length, 50);
       assert.deepEqual(busy.map((event) => event.details.n), Array.from({ length: 50 }, (_, i) => 79 - i));
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, events: 0 });
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0 });
     });
   });
 }

@@ -431,6 +431,101 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
     });
 
+    describe('keys', () => {
+      it('holds one signing key from the start, made once however many connections open the store', async () => {
+        const second = await openSecondConnection(testStore);
+        try {
+          const keys = await store.keys.list();
+          assert.equal(keys.length, 1);
+          assert.equal(keys[0]!.id, 1);
+          assert.equal(keys[0]!.secret?.length, 32);
+          assert.equal(keys[0]!.retiredAt, null);
+          assert.deepEqual(await second.keys.list(), keys);
+        } finally {
+          await second.close();
+        }
+      });
+
+      it('adds keys with the next id, and retires one by erasing its secret; ids are never reused', async () => {
+        const added = await store.keys.add(randomBytes(32), T0);
+        assert.equal(added.id, 2);
+        assert.equal(added.createdAt, T0);
+        const retired = await store.keys.retire(2, T0 + 1);
+        assert.deepEqual(retired, { id: 2, secret: null, createdAt: T0, retiredAt: T0 + 1 });
+        assert.equal(await store.keys.retire(2, T0 + 2), undefined, 'a retired key is not retired again');
+        assert.equal(await store.keys.retire(99, T0 + 2), undefined);
+        assert.equal((await store.keys.add(randomBytes(32), T0 + 3)).id, 3);
+        assert.deepEqual((await store.keys.list()).map((key) => [key.id, key.retiredAt]), [[1, null], [2, T0 + 1], [3, null]]);
+      });
+    });
+
+    describe('revoked anonymous tokens and the cut-off', () => {
+      let app: AppRecord;
+      const id = () => randomBytes(16).toString('latin1');
+
+      beforeEach(async () => {
+        app = makeApp();
+        await store.apps.insert(app);
+      });
+
+      it('keeps each revocation once, in the order written, and hands out only what is new', async () => {
+        const first = { id: id(), appId: app.appId, expiresAt: null };
+        const second = { id: id(), appId: app.appId, expiresAt: T0 + 1000 };
+        assert.equal(await store.revokedTokens.add(first), true);
+        assert.equal(await store.revokedTokens.add(first), false, 'revoked already');
+        assert.equal(await store.revokedTokens.add(second), true);
+        const all = await store.revokedTokens.since(0, 10);
+        assert.deepEqual(all.map(({ seq: _, ...revocation }) => revocation), [first, second]);
+        assert.ok(all[0]!.seq < all[1]!.seq);
+        assert.deepEqual(await store.revokedTokens.since(all[0]!.seq, 10), [all[1]]);
+        assert.deepEqual(await store.revokedTokens.since(all[1]!.seq, 10), []);
+        assert.deepEqual(await store.revokedTokens.since(0, 1), [all[0]]);
+      });
+
+      it('removes the revocations of tokens that have expired, never one that does not expire', async () => {
+        const never = { id: id(), appId: app.appId, expiresAt: null };
+        const expired = { id: id(), appId: app.appId, expiresAt: T0 };
+        const later = { id: id(), appId: app.appId, expiresAt: T0 + 10 };
+        for (const revocation of [never, expired, later]) await store.revokedTokens.add(revocation);
+        assert.equal(await store.revokedTokens.deleteExpired(T0 + 5, 100), 1);
+        assert.deepEqual((await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id), [never.id, later.id]);
+        const seqs = (await store.revokedTokens.since(0, 10)).map((revocation) => revocation.seq);
+        await store.revokedTokens.deleteExpired(T0 + 10, 100);
+        const newer = { id: id(), appId: app.appId, expiresAt: null };
+        await store.revokedTokens.add(newer);
+        const [added] = await store.revokedTokens.since(Math.max(...seqs), 10);
+        assert.equal(added?.id, newer.id, 'a seq is never reused, even when the newest row was removed');
+      });
+
+      it('a revoke-all of anonymous tokens sets the cut-off and drops the app\'s revocations; of admin tokens, neither', async () => {
+        const other = makeApp();
+        await store.apps.insert(other);
+        await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
+        const kept = { id: id(), appId: other.appId, expiresAt: null };
+        await store.revokedTokens.add(kept);
+        await store.tokens.revokeAll(app.appId, 'admin', T0 + 1, noEvents);
+        assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, null);
+        assert.equal((await store.revokedTokens.since(0, 10)).length, 2);
+        await store.tokens.revokeAll(app.appId, 'anonymous', T0 + 2, noEvents);
+        assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 2);
+        assert.equal((await store.apps.findById(other.appId))?.anonymousCutoff, null);
+        assert.deepEqual((await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id), [kept.id]);
+        await store.tokens.revokeAll(app.appId, 'all', T0 + 3, noEvents);
+        assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 3);
+      });
+
+      it('sets no cut-off when the events of the revoke-all cannot be written', async () => {
+        await assert.rejects(store.tokens.revokeAll(app.appId, 'anonymous', T0 + 2, () => [unwritableEvent(app.appId)]));
+        assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, null);
+      });
+
+      it('deleting an app removes its revocations', async () => {
+        await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
+        await store.apps.delete(app.appId);
+        assert.deepEqual(await store.revokedTokens.since(0, 10), []);
+      });
+    });
+
     describe('events', () => {
       const appId = 'events-app';
 
@@ -506,6 +601,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await second.close();
       });
 
+      /** Resolves once the listener was called with a change `matches` after `since`. */
+      async function noticed(matches: (call: { appId: string | undefined }) => boolean, since: number): Promise<void> {
+        const deadline = since + CHANGE_DEADLINE_MS;
+        while (!calls.some((call) => call.at >= since && matches(call))) {
+          if (Date.now() > deadline) assert.fail(`onChange was not called within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
+
       /** Resolves once the listener was called about `appId` (or about every app) after `since`. */
       async function noticedWithin(appId: string, since: number): Promise<void> {
         const deadline = since + CHANGE_DEADLINE_MS;
@@ -552,6 +656,20 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         since = Date.now();
         assert.equal(await second.tokens.revokeAll(app.appId, 'admin', T0, noEvents), 1);
         await noticedWithin(app.appId, since);
+      });
+
+      it('is noticed when a single anonymous token is revoked, and when a key is added or retired', async () => {
+        let since = Date.now();
+        await second.revokedTokens.add({ id: randomBytes(16).toString('latin1'), appId: app.appId, expiresAt: null });
+        await noticed((call) => call.appId === undefined || call.appId === 'revocations', since);
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        since = Date.now();
+        const key = await second.keys.add(randomBytes(32), T0);
+        await noticed((call) => call.appId === undefined, since);
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        since = Date.now();
+        await second.keys.retire(key.id, T0 + 1);
+        await noticed((call) => call.appId === undefined, since);
       });
 
       it('is noticed when an app is deleted', async () => {
