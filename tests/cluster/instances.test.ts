@@ -433,6 +433,59 @@ describe('many instances on one PostgreSQL', () => {
     for (const instance of instances) assert.ok(isAdminWhoami(await whoami(instance.baseUrl, app.appId, admin), app), 'admin tokens are kept');
   });
 
+  it('a key rotated through the CLI signs on every instance within 1 s; a retired key\'s tokens are refused by every instance within 1 s', async () => {
+    const app = await createApp('Keys everywhere');
+    const keyOf = (token: string) => Buffer.from(token, 'base64url').readUInt16BE(1);
+    const anonymousOf = async (baseUrl: string) => (await anonymousTokenRequest(baseUrl, app)).body.access_token as string;
+    const rotate = async () => {
+      const rotated = await cli(['keys', 'rotate', '--json']);
+      assert.equal(rotated.code, 0, rotated.stderr);
+      return (JSON.parse(rotated.stdout) as { id: number; state: string }[]).find((key) => key.state === 'signing')!.id;
+    };
+
+    // The steady load keeps using tokens of the first key throughout: rotations never end them.
+    // Measured from the CLI's exit: the key is committed by then.
+    const second = await rotate();
+    let since = now();
+    const signed = await everyInstanceWithin(
+      async (baseUrl) => anonymousTokenRequest(baseUrl, app),
+      (outcome) => outcome.status === 200 && keyOf(outcome.body.access_token as string) === second,
+      since,
+    );
+    for (const { index, elapsed } of signed) assert.ok(elapsed < 1_000, `instance ${index} signed with the old key ${Math.round(elapsed)} ms after the rotation`);
+    latencies.push(`key rotation: new key used after ${signed.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
+    const ofSecond = await Promise.all(instances.map((instance) => anonymousOf(instance.baseUrl)));
+    for (const token of ofSecond) assert.equal(keyOf(token), second);
+
+    await rotate();
+    for (const instance of instances) {
+      for (const token of ofSecond) assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, token), app, 'bearer'));
+    }
+    const retired = await cli(['keys', 'retire', String(second)]);
+    assert.equal(retired.code, 0, retired.stderr);
+    since = now();
+    for (const token of ofSecond) {
+      const results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, token), (outcome) => outcome.status === 401, since);
+      for (const { index, elapsed, outcome } of results) {
+        assert.deepEqual(errorProblems(outcome, 401, 'INVALID_TOKEN'), [], `instance ${index}: ${show(outcome)}`);
+        assert.ok(elapsed < 1_000, `instance ${index} accepted a token of the retired key ${Math.round(elapsed)} ms after`);
+      }
+    }
+    for (const instance of instances) assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, await anonymousOf(instance.baseUrl)), app, 'bearer'));
+  });
+
+  it('an anonymous token revoked by itself through one instance is refused by every instance within 1 s', async () => {
+    const app = await createApp('Self-revoked');
+    const token = (await anonymousTokenRequest(instances[0]!.baseUrl, app)).body.access_token as string;
+    for (const instance of instances) assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, token), app, 'bearer'));
+    const since = now();
+    const revoked = await post(`${instances[1]!.baseUrl}/api/apps/${app.appId}/oauth2/revoke`, `Bearer ${token}`, { token });
+    assert.equal(revoked.status, 200);
+    const results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, token), (outcome) => outcome.status === 401, since);
+    for (const { index, elapsed } of results) assert.ok(elapsed < 1_000, `instance ${index}: ${Math.round(elapsed)} ms`);
+    latencies.push(`self-revocation of an anonymous token: refused after ${results.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
+  });
+
   it('a configuration changed through one instance is applied by every instance within 1 s', async () => {
     const app = await createApp('Configured everywhere');
     const admin = (await adminTokenRequest(instances[0]!.baseUrl, app)).body.access_token as string;
