@@ -362,7 +362,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
             async () => {
               const revoked = await requestAs(`${tessera.appUrl}/tokens?kind=all`, bearer(revoker), 'DELETE');
               assert.equal(revoked.status, 200, revoked.text);
-              assert.equal(revoked.body.revoked >= 3, true, revoked.text);
+              assert.equal(revoked.body.revoked >= 2, true, revoked.text); // the admin tokens; anonymous ones are ended by the cut-off
             },
             async () => [await requestAs(url, bearer(anonymous)), await requestAs(url, bearer(admin))],
             (response) => response.status === 401 && response.body?.errorCode === 'INVALID_TOKEN',
