@@ -28,6 +28,8 @@ const SERIAL = [
   'middleware/fastify.test.js',
   // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
   'http/slow-clients.test.js',
+  // 20,000 tokens over HTTP per store: CPU that timed tests beside it would miss.
+  'storage/',
 ];
 
 /** The HTTP tests, which run on each store. */
