@@ -27,7 +27,11 @@ Usage:
   tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]
                                              revoke every token of one kind, or all, of an app
   tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
-                                             the app's latest audit events; --follow: then new ones
+                                             what was counted in the last 24 h, then the app's
+                                             latest audit events; --follow: then new ones
+  tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]
+                                             the app's event counts per minute, hour or day
+                                             (DURATION: e.g. 90m, 24h, 7d)
   tessera --version
 
 The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
