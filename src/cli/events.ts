@@ -36,7 +36,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   if (!out.json) {
     const now = tessera.clock.now();
     const counts = await tessera.events.counts(appId, eventCountQuery({ per: 'hour', since: now - DAY_MS, until: now }, now), type);
-    out.line(null, () => countSummary(counts.totals));
+    for (const line of countSummary(counts.totals)) out.line(null, () => line);
   }
   const print = (event: AuditEvent) => out.line(describeEvent(event), () => oneLine(event));
   const latest = (await tessera.events.list(appId, query)).events.reverse();
@@ -84,9 +84,9 @@ function usage<T>(read: () => T): T {
   }
 }
 
-function countSummary(totals: readonly CountOfKind[]): string {
-  if (totals.length === 0) return 'Counted in the last 24 h: nothing.';
-  return ['Counted in the last 24 h (more: --counts):', ...kindLines(totals).map((line) => `  ${line}`)].join('\n');
+function countSummary(totals: readonly CountOfKind[]): string[] {
+  if (totals.length === 0) return ['Counted in the last 24 h: nothing.'];
+  return ['Counted in the last 24 h (more: --counts):', ...kindLines(totals).map((line) => `  ${line}`)];
 }
 
 /** `label  count`, the counts aligned on the right. */

@@ -45,8 +45,8 @@ export interface EventCountQuery {
   until: number;
 }
 
-/** A date-time of RFC 3339 (`2026-01-31T12:00:00Z`, `…T12:00:00.250+01:00`). */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
+/** A date-time of RFC 3339 (`2026-01-31T12:00:00Z`, `…T12:00:00.250+01:00`), up to milliseconds. */
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,3})?(?:Z|[+-](\d{2}):(\d{2}))$/;
 
 /**
  * A counts query from its text form (`GET …/events/counts?per=&since=&until=`): `since` and
@@ -97,11 +97,20 @@ function periodOf(raw: string | undefined): CountPeriod | undefined {
 
 function instantOf(raw: string | undefined, name: string): number | undefined {
   if (raw === undefined || raw === '') return undefined;
-  const at = DATE_TIME.test(raw) ? Date.parse(raw) : Number.NaN;
+  const at = isDateTime(raw) ? Date.parse(raw) : Number.NaN;
   if (!Number.isFinite(at) || at < 0) {
     throw new TesseraError('invalid_request', `${name} must be a date-time such as 2026-01-31T12:00:00Z, after 1970.`);
   }
   return at;
+}
+
+/** RFC 3339's form, and every field in its range: `Date.parse` alone reads February 30 as March 2. */
+function isDateTime(text: string): boolean {
+  const fields = DATE_TIME.exec(text)?.slice(1).map((field) => (field === undefined ? 0 : Number(field)));
+  if (fields === undefined) return false;
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = fields as number[] as [number, number, number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 23 && offsetMinutes <= 59;
 }
 
 /** One kind of event in a counts answer. */
