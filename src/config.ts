@@ -80,6 +80,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       intervalMs: integer(env, 'HOUSEKEEPING_INTERVAL_SECONDS', DEFAULT_HOUSEKEEPING.intervalMs / 1000, 1, 86_400) * 1000,
       eventRetentionMs: integer(env, 'EVENTS_RETENTION_DAYS', DEFAULT_HOUSEKEEPING.eventRetentionMs / 86_400_000, 1, 36_500) * 86_400_000,
       maxEventsPerApp: integer(env, 'EVENTS_MAX_PER_APP', DEFAULT_HOUSEKEEPING.maxEventsPerApp, 10, 100_000_000),
+      maxRefusalsPerApp: integer(env, 'EVENTS_MAX_REFUSALS_PER_APP', DEFAULT_HOUSEKEEPING.maxRefusalsPerApp, 10, 100_000_000),
     },
     forwardAuthAdminPaths: adminPathRules(env),
     trustedProxies: trustedProxies(env),

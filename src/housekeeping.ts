@@ -6,16 +6,19 @@ import type { Store } from './store/store.js';
 export interface HousekeepingSettings {
   /** How often to run (HOUSEKEEPING_INTERVAL_SECONDS). */
   intervalMs: number;
-  /** Events older than this are removed (EVENTS_RETENTION_DAYS). */
+  /** Events and counts older than this are removed (EVENTS_RETENTION_DAYS). */
   eventRetentionMs: number;
-  /** Each app keeps at most this many events, the newest (EVENTS_MAX_PER_APP). */
+  /** Each app keeps at most this many audit events, the newest (EVENTS_MAX_PER_APP). */
   maxEventsPerApp: number;
+  /** Each app keeps at most this many refusals, the newest (EVENTS_MAX_REFUSALS_PER_APP). */
+  maxRefusalsPerApp: number;
 }
 
 export const DEFAULT_HOUSEKEEPING: Readonly<HousekeepingSettings> = Object.freeze({
   intervalMs: 60_000,
   eventRetentionMs: 30 * 24 * 3600_000,
   maxEventsPerApp: 100_000,
+  maxRefusalsPerApp: 10_000,
 });
 
 /** Rows removed per statement: small enough that requests are served between them. */
@@ -26,11 +29,15 @@ export interface HousekeepingReport {
   /** Single revocations of anonymous tokens that have expired since. */
   expiredRevocations: number;
   events: number;
+  /** Rows of `event_counts` (one per app, minute and kind of event). */
+  eventCounts: number;
 }
 
 /**
  * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
- * that have expired since, and audit events beyond their retention. Works in small batches, yielding to requests between them, so that it never
+ * that have expired since, and audit events and counts beyond their retention. Each class of events
+ * is trimmed to its own cap, so refusals never push audit events out. Works in small batches,
+ * yielding to requests between them, so that it never
  * holds the store (or, with SQLite, the event loop) for long.
  */
 export class Housekeeping {
@@ -70,13 +77,16 @@ export class Housekeeping {
 
   async #pass(): Promise<HousekeepingReport> {
     const now = this.clock.now();
+    const { eventRetentionMs, maxEventsPerApp, maxRefusalsPerApp } = this.settings;
     const expiredTokens = await drain((batch) => this.store.tokens.deleteExpired(now, batch));
     const expiredRevocations = await drain((batch) => this.store.revokedTokens.deleteExpired(now, batch));
-    let events = await drain((batch) => this.store.events.deleteOlderThan(now - this.settings.eventRetentionMs, batch));
+    let events = await drain((batch) => this.store.events.deleteOlderThan(now - eventRetentionMs, batch));
+    const eventCounts = await drain((batch) => this.store.events.deleteCountsOlderThan(now - eventRetentionMs, batch));
     for (const appId of this.events.takeAppsRecorded()) {
-      events += await drain((batch) => this.store.events.trimApp(appId, this.settings.maxEventsPerApp, batch));
+      events += await drain((batch) => this.store.events.trimApp(appId, 'audit', maxEventsPerApp, batch));
+      events += await drain((batch) => this.store.events.trimApp(appId, 'refusal', maxRefusalsPerApp, batch));
     }
-    return { expiredTokens, expiredRevocations, events };
+    return { expiredTokens, expiredRevocations, events, eventCounts };
   }
 }
 

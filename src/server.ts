@@ -129,7 +129,7 @@ export function buildServer({
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
     await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
-    await authenticated.register(eventRoutes, { events: tessera.events });
+    await authenticated.register(eventRoutes, { events: tessera.events, clock: tessera.clock });
     await authenticated.register(authRoutes);
   });
 

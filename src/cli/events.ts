@@ -1,29 +1,43 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTesseraError } from '../errors.js';
+import { eventCountQuery, isCountPeriod, kindLabel, type CountOfKind, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import { describeEvent, type AuditEvent } from '../events/event.js';
-import { parseEventPageQuery, type EventPageQuery } from '../events/query.js';
+import { parseEventPageQuery } from '../events/query.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const EVENTS_FLAGS: FlagSpec = { type: true, limit: true, follow: false };
+export const EVENTS_FLAGS: FlagSpec = { type: true, limit: true, follow: false, counts: false, per: true, since: true };
 
-const USAGE = 'usage: tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]';
+const USAGE =
+  'usage: tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]\n' +
+  '       tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]';
 /** How often `--follow` looks for new events. */
 const FOLLOW_INTERVAL_MS = 500;
+const DAY_MS = 86_400_000;
+const DURATION_UNITS_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: DAY_MS };
 
 /**
- * `tessera events APP_ID`: the app's latest events, oldest first (like a log's tail); with
- * `--follow`, then every new one as it is recorded, until interrupted. `--json` prints one JSON
- * object per line.
+ * `tessera events APP_ID`: what was counted in the last 24 hours, one line per kind of event, then
+ * the app's latest events, oldest first (like a log's tail); with `--follow`, then every new one as
+ * it is recorded, until interrupted. `--json` prints one JSON object per event, and no summary.
+ * `--counts`: the counts per minute, hour or day as a table, or one JSON document.
  */
 export async function runEventsCommand(tessera: Tessera, command: ParsedCommand, out: Output, stopped: AbortSignal): Promise<void> {
   const [appId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
-  const query = parseQuery(stringFlag(command, 'type'), stringFlag(command, 'limit'));
+  if (command.flags.counts === true) return printCounts(tessera, appId, command, out);
+  if (command.flags.per !== undefined || command.flags.since !== undefined) throw new UsageError(`--per and --since go with --counts\n${USAGE}`);
+
+  const query = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type'), limit: stringFlag(command, 'limit') }, 20));
   const { type } = query;
   await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
 
+  if (!out.json) {
+    const now = tessera.clock.now();
+    const counts = await tessera.events.counts(appId, eventCountQuery({ per: 'hour', since: now - DAY_MS, until: now }, now), type);
+    for (const line of countSummary(counts.totals)) out.line(null, () => line);
+  }
   const print = (event: AuditEvent) => out.line(describeEvent(event), () => oneLine(event));
   const latest = (await tessera.events.list(appId, query)).events.reverse();
   latest.forEach(print);
@@ -39,14 +53,65 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   }
 }
 
-/** `--type` and `--limit` (default 20), read as the API reads them; a bad one is a usage error. */
-function parseQuery(type: string | undefined, limit: string | undefined): EventPageQuery {
+/** `--counts [--per P] [--since DURATION] [--type TYPE]`: up to now. */
+async function printCounts(tessera: Tessera, appId: string, command: ParsedCommand, out: Output): Promise<void> {
+  if (command.flags.follow !== undefined || command.flags.limit !== undefined) throw new UsageError(`--follow and --limit do not go with --counts\n${USAGE}`);
+  const per = stringFlag(command, 'per');
+  if (per !== undefined && !isCountPeriod(per)) throw new UsageError('--per must be minute, hour or day');
+  const since = stringFlag(command, 'since');
+  const type = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type') })).type;
+  const now = tessera.clock.now();
+  const query: EventCountQuery = usage(() => eventCountQuery({ per, since: since === undefined ? undefined : now - durationMs(since), until: now }, now));
+  await tessera.apps.show(appId);
+  const counts = await tessera.events.counts(appId, query, type);
+  out.result(counts, () => countTable(counts));
+}
+
+/** `90m`, `24h`, `7d`. */
+function durationMs(text: string): number {
+  const match = /^([1-9][0-9]{0,5})([mhd])$/.exec(text);
+  if (match === null) throw new UsageError('--since must be a duration such as 90m, 24h or 7d');
+  return Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
+}
+
+/** Reads a flag as the API reads its parameter; a bad one is a usage error. */
+function usage<T>(read: () => T): T {
   try {
-    return parseEventPageQuery({ type, limit }, 20);
+    return read();
   } catch (error) {
     if (isTesseraError(error)) throw new UsageError(error.message);
     throw error;
   }
+}
+
+function countSummary(totals: readonly CountOfKind[]): string[] {
+  if (totals.length === 0) return ['Counted in the last 24 h: nothing.'];
+  return ['Counted in the last 24 h (more: --counts):', ...kindLines(totals).map((line) => `  ${line}`)];
+}
+
+/** `label  count`, the counts aligned on the right. */
+function kindLines(kinds: readonly CountOfKind[]): string[] {
+  const labelWidth = Math.max(...kinds.map((kind) => kindLabel(kind).length));
+  const countWidth = Math.max(...kinds.map((kind) => String(kind.count).length));
+  return kinds.map((kind) => `${kindLabel(kind).padEnd(labelWidth)}  ${String(kind.count).padStart(countWidth)}`);
+}
+
+function countTable(counts: EventCountsDescription): string[] {
+  const heading = `Counts of ${counts.appId} per ${counts.per}, from ${minute(counts.since)} to ${minute(counts.until)} (UTC)`;
+  if (counts.totals.length === 0) return [heading, 'nothing counted'];
+  const rows = [
+    ...counts.buckets.flatMap((bucket) => bucket.counts.map((kind) => [minute(bucket.start), kindLabel(kind), String(kind.count)])),
+    ...counts.totals.map((kind) => ['total', kindLabel(kind), String(kind.count)]),
+  ];
+  const header = [counts.per, 'event', 'count'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const format = (row: string[]) => `${row[0]!.padEnd(widths[0]!)}  ${row[1]!.padEnd(widths[1]!)}  ${row[2]!.padStart(widths[2]!)}`;
+  return [heading, format(header), ...rows.map(format)];
+}
+
+/** `2026-01-31T12:00Z`. */
+function minute(iso: string): string {
+  return `${iso.slice(0, 16)}Z`;
 }
 
 function oneLine(event: AuditEvent): string {

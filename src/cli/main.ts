@@ -31,7 +31,11 @@ Usage:
   tessera keys rotate [--json]               add a key that signs from now on (older keys still verify)
   tessera keys retire KEY_ID [--json]        retire a key: every anonymous token it signed is refused
   tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
-                                             the app's latest audit events; --follow: then new ones
+                                             what was counted in the last 24 h, then the app's
+                                             latest audit events; --follow: then new ones
+  tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]
+                                             the app's event counts per minute, hour or day
+                                             (DURATION: e.g. 90m, 24h, 7d)
   tessera --version
 
 The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).

@@ -1,7 +1,9 @@
 import type { Clock } from '../clock.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
+import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
 import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
 import { MAX_EVENT_PAGE, type EventPageQuery } from './query.js';
+import { retentionOf } from './retention.js';
 import type { EventStore } from './store.js';
 
 export interface EventPage {
@@ -10,7 +12,7 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
-/** Events written in one transaction at most. */
+/** Events, or counts, written in one transaction at most. */
 const MAX_BATCH = 1000;
 /**
  * How long an event waits in the buffer at most. Under load, one write per 20 ms instead of one per
@@ -22,13 +24,18 @@ export const EVENT_FLUSH_DELAY_MS = 20;
  * The audit log. Recording never delays or fails the operation it describes: events are buffered
  * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`, and
  * a failed write is reported through `onError`. Reads through this log write the buffer first.
- * Operators' and admins' changes are the exception: their events are written in the change's own
- * transaction (`stamp`), never buffered, so that no change is made without its record.
+ * Every recorded event is counted (per app, UTC minute, type, principal and reason: the counts of
+ * a flush are added to the stored ones in one statement); `retentionOf` says which are also rows,
+ * and of which class. Operators' and admins' changes are the exception: their events are written
+ * in the change's own transaction (`stamp`), never buffered, so that no change is made without
+ * its record.
  */
 export class EventLog {
   /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
   #recorded = new Set<string>();
   #buffer: NewAuditEvent[] = [];
+  /** The counts recorded since the last flush, by app, minute, type, principal and reason. */
+  #counts = new Map<string, EventCount>();
   #flushTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
 
@@ -39,9 +46,20 @@ export class EventLog {
   ) {}
 
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
-    this.#recorded.add(appId);
-    this.#buffer.push({ type, appId, at: this.clock.now(), principal, clientAddress: context.clientAddress, details });
+    const at = this.clock.now();
+    this.#count(appId, countBucketOf(at), type, principal, countReasonOf(details));
+    if (retentionOf(type, principal) !== 'counted') {
+      this.#recorded.add(appId);
+      this.#buffer.push({ type, appId, at, principal, clientAddress: context.clientAddress, details });
+    }
     this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
+  }
+
+  #count(appId: string, bucket: number, type: EventType, principal: Actor | null, reason: string | null): void {
+    const key = `${appId} ${bucket} ${type} ${principal} ${reason}`;
+    const counted = this.#counts.get(key);
+    if (counted === undefined) this.#counts.set(key, { appId, bucket, type, principal, reason, count: 1 });
+    else counted.count++;
   }
 
   /**
@@ -64,6 +82,16 @@ export class EventLog {
       // One write at a time, so events are stored in the order they were recorded.
       this.#writing = this.#writing.then(() => this.store.append(batch)).catch(this.onError);
     }
+    if (this.#counts.size > 0) {
+      // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock
+      // them in the same order and never wait for each other in a cycle.
+      const counts = [...this.#counts.values()].sort(byCountKey);
+      this.#counts.clear();
+      for (let start = 0; start < counts.length; start += MAX_BATCH) {
+        const batch = counts.slice(start, start + MAX_BATCH);
+        this.#writing = this.#writing.then(() => this.store.addCounts(batch)).catch(this.onError);
+      }
+    }
     return this.#writing;
   }
 
@@ -82,9 +110,36 @@ export class EventLog {
     return { events: page, nextCursor: events.length > limit ? String(page[page.length - 1]!.id) : null };
   }
 
+  /** The app's counts per minute, hour or day (`GET …/events/counts`), optionally of one type. */
+  async counts(appId: string, query: EventCountQuery, type?: EventType): Promise<EventCountsDescription> {
+    await this.flush();
+    const rows = await this.store.listCounts({
+      appId,
+      bucketMs: COUNT_PERIODS[query.per],
+      since: query.since,
+      until: query.until,
+      ...(type === undefined ? {} : { type }),
+    });
+    return describeCounts(appId, query, rows);
+  }
+
   /** Oldest first, after `afterId` (for following the log). */
   async listAfter(appId: string, afterId: number, type?: EventType, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
     await this.flush();
     return this.store.list({ appId, type, afterId, limit });
   }
+}
+
+function byCountKey(a: EventCount, b: EventCount): number {
+  return (
+    compare(a.appId, b.appId) ||
+    a.bucket - b.bucket ||
+    compare(a.type, b.type) ||
+    compare(a.principal ?? '', b.principal ?? '') ||
+    compare(a.reason ?? '', b.reason ?? '')
+  );
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

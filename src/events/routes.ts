@@ -1,20 +1,26 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { requireAdmin } from '../auth/middleware/fastify.js';
+import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import { refuseOtherMethods } from '../http/methods.js';
+import { parseEventCountQuery } from './counts.js';
 import { describeEvent } from './event.js';
 import type { EventLog } from './log.js';
 import { parseEventPageQuery } from './query.js';
 
 export const EVENTS_PATH = '/api/apps/:appId/events';
+export const EVENT_COUNTS_PATH = '/api/apps/:appId/events/counts';
 
 type EventsRequest = {
   Params: { appId: string };
   Querystring: Record<string, string | string[] | undefined>;
 };
 
-/** The app's audit log, for its admin. Needs `tesseraAuth` registered in the same scope. */
-export const eventRoutes: FastifyPluginAsync<{ events: EventLog }> = async (app, { events }) => {
+/**
+ * The app's audit log (rows of both classes) and its counts, for its admin. Needs `tesseraAuth`
+ * registered in the same scope.
+ */
+export const eventRoutes: FastifyPluginAsync<{ events: EventLog; clock: Clock }> = async (app, { events, clock }) => {
   app.get<EventsRequest>(EVENTS_PATH, { onRequest: requireAdmin }, async (request) => {
     const { type, cursor, limit } = request.query;
     const query = parseEventPageQuery({ type: single(type, 'type'), cursor: single(cursor, 'cursor'), limit: single(limit, 'limit') });
@@ -22,7 +28,14 @@ export const eventRoutes: FastifyPluginAsync<{ events: EventLog }> = async (app,
     return { events: page.events.map(describeEvent), nextCursor: page.nextCursor };
   });
 
+  app.get<EventsRequest>(EVENT_COUNTS_PATH, { onRequest: requireAdmin }, async (request) => {
+    const { per, since, until } = request.query;
+    const query = parseEventCountQuery({ per: single(per, 'per'), since: single(since, 'since'), until: single(until, 'until') }, clock.now());
+    return events.counts(request.params.appId, query);
+  });
+
   refuseOtherMethods(app, EVENTS_PATH, ['GET']);
+  refuseOtherMethods(app, EVENT_COUNTS_PATH, ['GET']);
 };
 
 function single(value: string | string[] | undefined, name: string): string | undefined {

@@ -1,4 +1,6 @@
+import type { EventCount } from './counts.js';
 import type { AuditEvent, EventType, NewAuditEvent } from './event.js';
+import type { EventClass } from './retention.js';
 
 export interface EventQuery {
   appId: string;
@@ -10,14 +12,37 @@ export interface EventQuery {
   limit: number;
 }
 
+export interface EventCountsQuery {
+  appId: string;
+  /** The length of a listed bucket: a multiple of a minute that divides a day. */
+  bucketMs: number;
+  /** UNIX ms, the start of a bucket. */
+  since: number;
+  /** UNIX ms, exclusive: stored minutes that start before it. */
+  until: number;
+  type?: EventType;
+}
+
 /** The audit log's storage seam; one implementation per backend under `src/store/`. */
 export interface EventStore {
   /** Writes the events in one transaction, in order. */
   append(events: NewAuditEvent[]): Promise<void>;
   /** Newest first, or oldest first with `afterId`. */
   list(query: EventQuery): Promise<AuditEvent[]>;
-  /** Deletes up to `batch` of the app's oldest events beyond its newest `keep`; returns how many. */
-  trimApp(appId: string, keep: number, batch: number): Promise<number>;
+  /**
+   * Deletes up to `batch` of the app's oldest events of a class (`retention.ts`) beyond its newest
+   * `keep` of that class; returns how many.
+   */
+  trimApp(appId: string, eventClass: EventClass, keep: number, batch: number): Promise<number>;
   /** Deletes up to `batch` of the oldest events recorded before `cutoff` (UNIX ms); returns how many. */
   deleteOlderThan(cutoff: number, batch: number): Promise<number>;
+  /**
+   * Adds each count to the stored count of its app, minute (`bucket`), type, principal and reason,
+   * in one transaction. At most one entry per key in a call.
+   */
+  addCounts(counts: EventCount[]): Promise<void>;
+  /** The app's counts summed per bucket of `bucketMs`, by bucket, type, principal and reason. */
+  listCounts(query: EventCountsQuery): Promise<EventCount[]>;
+  /** Deletes up to `batch` of the counts of minutes that start before `cutoff`; returns how many. */
+  deleteCountsOlderThan(cutoff: number, batch: number): Promise<number>;
 }

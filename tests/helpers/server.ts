@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
+import type { HousekeepingSettings } from '../../src/housekeeping.js';
 import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
@@ -35,6 +36,8 @@ export interface TestServerOptions {
   forwardAuthAdminPaths?: readonly AdminPathRule[];
   trustedProxies?: readonly string[];
   timeouts?: HttpTimeouts;
+  /** For `tessera.housekeeping.run()`: the server does not start it on its own. */
+  housekeeping?: HousekeepingSettings;
   /** A store of the caller's, which it disposes of; by default a fresh one, disposed of by `close`. */
   testStore?: TestStore;
   revokedTokensMaxPerApp?: number;
@@ -55,6 +58,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     rateLimits: options.rateLimits ?? NO_LIMITS,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.revokedTokensMaxPerApp === undefined ? {} : { revokedTokensMaxPerApp: options.revokedTokensMaxPerApp }),
+    ...(options.housekeeping === undefined ? {} : { housekeeping: options.housekeeping }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({

@@ -3,14 +3,20 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, whoami } from '../helpers/http.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let admin: string;
 
+/** Small caps, so that a flood of a few thousand requests runs past them. */
+const AUDIT_CAP = 10;
+const REFUSALS_CAP = 50;
+
 before(async () => {
-  server = await startServer();
+  server = await startServer({
+    housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP },
+  });
   admin = (await requestToken(server, adminFields(server))).body.access_token;
 });
 after(async () => {
@@ -19,6 +25,33 @@ after(async () => {
 
 const events = (query = '', appUrl = server.appUrl, token = admin) =>
   requestAs(`${appUrl}/events${query}`, bearer(token));
+
+const counts = (query = '', appUrl = server.appUrl, token = admin) =>
+  requestAs(`${appUrl}/events/counts${query}`, bearer(token));
+
+/** `{"token.issued anonymous": 3, "token.refused - invalid_token": 1, …}` from a counts answer. */
+function totalsOf(response: JsonResponse): Record<string, number> {
+  assert.equal(response.status, 200, response.text);
+  const totals: Record<string, number> = {};
+  for (const total of response.body.totals) totals[[total.type, total.principal ?? '-', total.reason ?? ''].join(' ').trim()] = total.count;
+  return totals;
+}
+
+/** Runs `send` `total` times, `concurrency` at a time; returns how many answered each status. */
+async function flood(total: number, send: () => Promise<JsonResponse>, concurrency = 16): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (started < total) {
+        started++;
+        const { status } = await send();
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    }),
+  );
+  return statuses;
+}
 
 /** Events are written just after the request is answered: wait until `count` of them are there. */
 async function eventsWhen(query: string, ready: (list: any[]) => boolean): Promise<any[]> {
@@ -33,11 +66,13 @@ async function eventsWhen(query: string, ready: (list: any[]) => boolean): Promi
 }
 
 describe('GET /api/apps/{appId}/events', () => {
-  it('records issued, refused, revoked tokens and configuration changes, newest first, with no secret or token', async () => {
+  it('records admin tokens issued, refusals, revocations and configuration changes, newest first, with no secret or token', async () => {
     const anonymous = (await requestToken(server, anonymousFields(server))).body.access_token as string;
     assertError(await requestToken(server, adminFields(server, { client_secret: 'wrong-secret-value' })), 401, 'invalid_client');
     assertError(await whoami(server.appUrl, bearer(`${anonymous.slice(0, -3)}AAA`)), 401, 'INVALID_TOKEN');
-    await revokeToken(server.appUrl, anonymous);
+    const other = (await requestToken(server, anonymousFields(server))).body.access_token as string;
+    await revokeToken(server.appUrl, anonymous); // by itself: counted only
+    await revokeToken(server.appUrl, other, bearer(admin)); // by the admin: a row
     await request(`${server.appUrl}/configuration`, {
       method: 'PATCH',
       headers: { authorization: bearer(admin), 'content-type': 'application/json' },
@@ -48,10 +83,9 @@ describe('GET /api/apps/{appId}/events', () => {
     const summary = list.map((event) => [event.type, event.principal, event.details.reason ?? event.details.scope ?? null]);
     assert.deepEqual(summary, [
       ['app.configuration_changed', 'admin', null],
-      ['token.revoked', 'anonymous', 'token'],
+      ['token.revoked', 'admin', 'token'],
       ['token.refused', null, 'invalid_token'],
       ['token.refused', 'admin', 'invalid_client'],
-      ['token.issued', 'anonymous', null],
       ['token.issued', 'admin', null],
     ]);
     for (const event of list) {
@@ -65,11 +99,21 @@ describe('GET /api/apps/{appId}/events', () => {
     for (const secret of [server.app.clientSecret, server.app.appKey, anonymous, admin, 'wrong-secret-value']) {
       assert.equal(text.includes(secret), false, 'no secret or token in events');
     }
+
+    // Every event of a request is counted, rows or not; a change written with its event is not.
+    assert.deepEqual(totalsOf(await counts()), {
+      'token.issued admin': 1,
+      'token.issued anonymous': 2,
+      'token.refused admin invalid_client': 1,
+      'token.refused - invalid_token': 1,
+      'token.revoked anonymous': 1,
+      'token.revoked admin': 1,
+    });
   });
 
   it('pages with limit and cursor, and filters by type', async () => {
-    for (let i = 0; i < 5; i++) await requestToken(server, anonymousFields(server));
-    const all = await eventsWhen('?limit=500', (list) => list.filter((event) => event.type === 'token.issued').length >= 7);
+    for (let i = 0; i < 5; i++) await requestToken(server, adminFields(server));
+    const all = await eventsWhen('?limit=500', (list) => list.filter((event) => event.type === 'token.issued').length >= 6);
     const pages: any[] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
@@ -87,11 +131,132 @@ describe('GET /api/apps/{appId}/events', () => {
   it('shows an answered action to the next read through the same instance, without waiting', async () => {
     const fresh = await createConfiguredApp(server, {}, 'Read your writes');
     const freshAdmin = (await requestToken(fresh, adminFields(fresh))).body.access_token as string;
-    for (let issued = 2; issued <= 6; issued++) {
+    for (let issued = 1; issued <= 5; issued++) {
       assert.equal((await requestToken(fresh, anonymousFields(fresh))).status, 200);
-      const list = (await events('?type=token.issued&limit=500', fresh.appUrl, freshAdmin)).body.events;
-      assert.equal(list.length, issued, 'the event of the token just answered is not there yet');
+      assertError(await requestToken(fresh, adminFields(fresh, { client_secret: 'wrong' })), 401, 'invalid_client');
+      const refused = (await events('?type=token.refused&limit=500', fresh.appUrl, freshAdmin)).body.events;
+      assert.equal(refused.length, issued, 'the event of the refusal just answered is not there yet');
+      const totals = totalsOf(await counts('?per=minute', fresh.appUrl, freshAdmin));
+      assert.equal(totals['token.issued anonymous'], issued, 'the count of the token just answered is not there yet');
     }
+  });
+
+  it('keeps the admin events through a flood of anonymous tokens and refused attempts, and counts every one exactly', async () => {
+    const flooded = await createConfiguredApp(server, { requireAppKey: true }, 'Flooded');
+    const floodedAdmin = (await requestToken(flooded, adminFields(flooded))).body.access_token as string;
+    const anonymousToken = () => requestToken(flooded, anonymousFields(flooded));
+    const victim = (await anonymousToken()).body.access_token as string;
+    assert.equal((await revokeToken(flooded.appUrl, victim, bearer(floodedAdmin))).status, 200);
+    const patched = await request(`${flooded.appUrl}/configuration`, {
+      method: 'PATCH',
+      headers: { authorization: bearer(floodedAdmin), 'content-type': 'application/json' },
+      body: JSON.stringify({ anonymousTokenMaxLifetimeSeconds: 3600 }),
+    });
+    assert.equal(patched.status, 200, patched.text);
+    await server.tessera.events.flush();
+    const auditBefore = (await events('?limit=500', flooded.appUrl, floodedAdmin)).body.events;
+    assert.deepEqual(auditBefore.map((event: any) => [event.type, event.principal]), [
+      ['app.configuration_changed', 'admin'],
+      ['token.revoked', 'admin'],
+      ['token.issued', 'admin'],
+      ['app.configuration_changed', 'operator'],
+    ]);
+
+    // Nothing here needs a secret: the AppID and AppKey are public, the rest is wrong on purpose.
+    const issued = await flood(1_500, anonymousToken);
+    const selfRevoked = await flood(200, async () => revokeToken(flooded.appUrl, (await anonymousToken()).body.access_token));
+    const wrongSecret = await flood(600, () => requestToken(flooded, adminFields(flooded, { client_secret: 'wrong-secret' })));
+    const wrongAppKey = await flood(300, () => requestToken(flooded, anonymousFields(flooded, { client_secret: 'wrong-app-key' })));
+    const badToken = await flood(600, () => whoami(flooded.appUrl, bearer('A'.repeat(43))));
+    assert.deepEqual([issued, selfRevoked, wrongSecret, wrongAppKey, badToken], [{ 200: 1_500 }, { 200: 200 }, { 401: 600 }, { 401: 300 }, { 401: 600 }]);
+
+    await server.tessera.events.flush();
+    await server.tessera.housekeeping.run();
+
+    const all = (await events('?limit=500', flooded.appUrl, floodedAdmin)).body.events as any[];
+    const audit = all.filter((event) => event.type !== 'token.refused');
+    assert.deepEqual(audit, auditBefore, 'an admin event was removed, or an anonymous one written');
+    const refusals = all.filter((event) => event.type === 'token.refused');
+    assert.equal(refusals.length, REFUSALS_CAP);
+    assert.deepEqual(refusals.slice(0, 3).map((event) => [event.principal, event.details.reason, event.clientAddress]), [
+      [null, 'invalid_token', '127.0.0.1'],
+      [null, 'invalid_token', '127.0.0.1'],
+      [null, 'invalid_token', '127.0.0.1'],
+    ]);
+
+    assert.deepEqual(totalsOf(await counts('?per=day', flooded.appUrl, floodedAdmin)), {
+      'token.issued admin': 1,
+      'token.issued anonymous': 1 + 1_500 + 200,
+      'token.revoked admin': 1,
+      'token.revoked anonymous': 200,
+      'token.refused admin invalid_client': 600,
+      'token.refused anonymous invalid_client': 300,
+      'token.refused - invalid_token': 600,
+    });
+    const perMinute = (await counts('?per=minute', flooded.appUrl, floodedAdmin)).body;
+    const summed = perMinute.buckets.flatMap((bucket: any) => bucket.counts).reduce((sum: number, kind: any) => sum + kind.count, 0);
+    assert.equal(summed, 1 + 1_701 + 1 + 200 + 600 + 300 + 600, 'the buckets add up to the totals');
+  });
+
+  it('answers counts per minute, hour or day, with totals, the busiest kind first', async () => {
+    const app = await createConfiguredApp(server, {}, 'Counted');
+    const appAdmin = (await requestToken(app, adminFields(app))).body.access_token as string;
+    for (let i = 0; i < 3; i++) await requestToken(app, anonymousFields(app));
+    const now = Date.now();
+    for (const [per, span] of [['minute', 3_600_000], ['hour', 86_400_000], ['day', 30 * 86_400_000]] as const) {
+      const response = await counts(`?per=${per}`, app.appUrl, appAdmin);
+      assert.equal(response.status, 200, response.text);
+      const body = response.body;
+      assert.deepEqual(Object.keys(body), ['appId', 'per', 'since', 'until', 'totals', 'buckets']);
+      assert.equal(body.appId, app.appId);
+      assert.equal(body.per, per);
+      const until = Date.parse(body.until);
+      assert.ok(until >= now && until < now + 5_000, body.until);
+      const periodMs = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[per];
+      assert.equal(Date.parse(body.since) % periodMs, 0, `since starts a ${per}: ${body.since}`);
+      assert.ok(until - Date.parse(body.since) >= span && until - Date.parse(body.since) < span + periodMs);
+      assert.deepEqual(body.totals, [
+        { type: 'token.issued', principal: 'anonymous', reason: null, count: 3 },
+        { type: 'token.issued', principal: 'admin', reason: null, count: 1 },
+      ]);
+      for (const bucket of body.buckets) assert.equal(Date.parse(bucket.start) % periodMs, 0);
+    }
+    const window = await counts(`?per=hour&since=2020-01-01T00:30:00Z&until=2020-01-02T00:00:00%2B01:00`, app.appUrl, appAdmin);
+    assert.equal(window.status, 200, window.text);
+    assert.deepEqual(window.body, {
+      appId: app.appId,
+      per: 'hour',
+      since: '2020-01-01T00:00:00.000Z',
+      until: '2020-01-01T23:00:00.000Z',
+      totals: [],
+      buckets: [],
+    });
+    const defaults = await counts('', app.appUrl, appAdmin);
+    assert.equal(defaults.body.per, 'hour');
+  });
+
+  it('refuses a bad per, since or until with 400 invalid_request', async () => {
+    for (const query of [
+      '?per=week',
+      '?per=Minute',
+      '?per=minute&per=hour',
+      '?since=yesterday',
+      '?since=2026-01-01',
+      '?since=2026-13-01T00:00:00Z',
+      '?since=1700000000000',
+      '?until=2026-01-01T00:00:00',
+      '?since=1969-12-31T23:59:59Z',
+      '?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z',
+      '?since=2026-01-01T00:00:00Z&until=2026-01-01T00:00:00Z',
+      '?per=minute&since=2026-01-01T00:00:00Z&until=2026-01-02T00:00:01Z',
+      '?per=hour&since=2026-01-01T00:00:00Z&until=2026-03-02T00:00:01Z',
+      '?per=day&since=2020-01-01T00:00:00Z&until=2026-01-01T00:00:00Z',
+    ]) {
+      assertError(await counts(query), 400, 'invalid_request');
+    }
+    assert.equal((await counts('?per=minute&since=2026-01-01T00:00:00Z&until=2026-01-02T00:00:00Z')).status, 200, '1440 minutes');
+    const tooMany = await counts('?per=minute&since=2026-01-01T00:00:00Z&until=2026-01-03T00:00:00Z');
+    assert.match(tooMany.body.message, /2880 buckets of a minute; at most 1440/);
   });
 
   it('refuses a bad type, limit or cursor with 400 invalid_request', async () => {
@@ -100,15 +265,20 @@ describe('GET /api/apps/{appId}/events', () => {
     }
   });
 
-  it('is an admin feature, and shows only the app\'s own events', async () => {
+  it('is an admin feature, and shows only the app\'s own events and counts', async () => {
     const anonymous = (await requestToken(server, anonymousFields(server))).body.access_token;
-    assertError(await events('', server.appUrl, anonymous), 403, 'ADMIN_REQUIRED');
-    assertError(await requestAs(`${server.appUrl}/events`, basic(server.app.appId)), 403, 'ADMIN_REQUIRED');
+    for (const path of ['/events', '/events/counts']) {
+      assertError(await requestAs(`${server.appUrl}${path}`, bearer(anonymous)), 403, 'ADMIN_REQUIRED');
+      assertError(await requestAs(`${server.appUrl}${path}`, basic(server.app.appId)), 403, 'ADMIN_REQUIRED');
+      assertError(await requestAs(`${server.appUrl}${path}`), 401, 'UNAUTHORIZED');
+    }
     const other = await createConfiguredApp(server, {});
     const otherAdmin = (await requestToken(other, adminFields(other))).body.access_token;
     assertError(await events('', server.appUrl, otherAdmin), 401, 'INVALID_TOKEN');
+    assertError(await counts('', server.appUrl, otherAdmin), 401, 'INVALID_TOKEN');
     await sleep(100);
     const otherEvents = (await events('', other.appUrl, otherAdmin)).body.events;
     assert.ok(otherEvents.every((event: any) => event.appId === other.appId));
+    assert.deepEqual(totalsOf(await counts('', other.appUrl, otherAdmin)), { 'token.issued admin': 1 });
   });
 });

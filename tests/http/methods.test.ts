@@ -29,6 +29,7 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}': 'GET',
   '/api/apps/{appId}/configuration': 'GET, PATCH',
   '/api/apps/{appId}/events': 'GET',
+  '/api/apps/{appId}/events/counts': 'GET',
 };
 /** Forward authentication answers any method; the catch-all under an app answers 404 to any. */
 const ANY_METHOD = ['/api/apps/{appId}/{path}', '/api/forward-auth', '/api/forward-auth/{path}'];

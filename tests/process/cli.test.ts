@@ -264,6 +264,11 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     ['an unknown flag', ['apps', 'list', '--bogus']],
     ['a missing APP_ID', ['apps', 'show']],
     ['an extra argument', ['apps', 'show', 'a', 'b']],
+    ['events --per without --counts', ['events', '0000000000000000', '--per', 'hour']],
+    ['events --counts with --follow', ['events', '0000000000000000', '--counts', '--follow']],
+    ['events --counts --per of an unknown period', ['events', '0000000000000000', '--counts', '--per', 'week']],
+    ['events --counts --since that is no duration', ['events', '0000000000000000', '--counts', '--since', '1y']],
+    ['events --counts --since past 1440 buckets', ['events', '0000000000000000', '--counts', '--per', 'minute', '--since', '25h']],
   ] as const) {
     it(`usage error, ${what}: exit 2 and a message on stderr`, async () => {
       const result = await cli(store, [...args]);
@@ -308,7 +313,7 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     for (const args of [['--help'], ['apps', '--help']]) {
       const result = await cli(store, args);
       assert.equal(result.code, 0, result.stderr);
-      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete', 'keys list', 'keys rotate', 'keys retire']) {
+      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete', 'keys list', 'keys rotate', 'keys retire', 'events APP_ID --counts']) {
         assert.ok(result.stdout.includes(verb), `--help does not mention ${verb}: ${result.stdout}`);
       }
     }
@@ -650,10 +655,11 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal((await whoami(app.appId, anonymous)).status, 200);
   });
 
-  it('events prints the app\'s events oldest first; --follow prints new ones as they happen, until SIGINT', async () => {
+  it('events prints the counts of the last 24 h and the app\'s events oldest first; --follow prints new ones as they happen, until SIGINT', async () => {
     const app = await createApp(store, 'Audited');
     await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret);
     await tokenRequest(server.baseUrl, app.appId, app.clientId, 'wrong-secret-for-events');
+    for (let i = 0; i < 3; i++) assert.equal((await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).status, 200);
     assert.equal((await cli(store, ['apps', 'rotate-secret', app.appId])).code, 0);
     await sleep(200);
 
@@ -667,9 +673,42 @@ describe('token lifecycle from the CLI, with a server running', () => {
     ]);
     assert.equal(events[2].clientAddress, null);
     assert.ok(!listed.stdout.includes('wrong-secret-for-events'));
-    const text = await cli(store, ['events', app.appId, '--type', 'token.refused']);
-    assert.match(text.stdout, /token\.refused +admin +127\.0\.0\.1 +reason=invalid_client/);
-    assert.equal(text.stdout.trim().split('\n').length, 1);
+
+    const text = await cli(store, ['events', app.appId]);
+    assert.equal(text.code, 0, text.stderr);
+    const lines = text.stdout.trimEnd().split('\n');
+    assert.deepEqual(lines.slice(0, 4).map((line) => line.replace(/ +/g, ' ')), [
+      'Counted in the last 24 h (more: --counts):',
+      ' token.issued anonymous 3',
+      ' token.issued admin 1',
+      ' token.refused admin invalid_client 1',
+    ]);
+    assert.equal(lines.length, 4 + 3);
+    assert.match(lines[5]!, /token\.refused +admin +127\.0\.0\.1 +reason=invalid_client/);
+    const refused = await cli(store, ['events', app.appId, '--type', 'token.refused']);
+    assert.deepEqual(refused.stdout.trimEnd().split('\n').length, 2 + 1, refused.stdout);
+
+    const counts = await cli(store, ['events', app.appId, '--counts', '--per', 'minute', '--since', '90m', '--json']);
+    assert.equal(counts.code, 0, counts.stderr);
+    const described = parseJson(counts.stdout, 'events --counts --json');
+    assert.equal(described.per, 'minute');
+    assert.ok(Date.parse(described.until) - Date.parse(described.since) >= 90 * 60_000);
+    assert.deepEqual(described.totals, [
+      { type: 'token.issued', principal: 'anonymous', reason: null, count: 3 },
+      { type: 'token.issued', principal: 'admin', reason: null, count: 1 },
+      { type: 'token.refused', principal: 'admin', reason: 'invalid_client', count: 1 },
+    ]);
+    const table = await cli(store, ['events', app.appId, '--counts']);
+    assert.equal(table.code, 0, table.stderr);
+    const rows = table.stdout.trimEnd().split('\n');
+    assert.match(rows[0]!, new RegExp(`^Counts of ${app.appId} per hour, from \\d{4}-\\d{2}-\\d{2}T\\d{2}:00Z to .* \\(UTC\\)$`));
+    assert.match(rows[1]!, /^hour +event +count$/);
+    assert.match(rows[2]!, /^\d{4}-\d{2}-\d{2}T\d{2}:00Z +token\.issued admin +1$/);
+    assert.deepEqual(rows.slice(-3).map((row) => row.replace(/ +/g, ' ')), [
+      'total token.issued anonymous 3',
+      'total token.issued admin 1',
+      'total token.refused admin invalid_client 1',
+    ]);
 
     const follow = spawn(process.execPath, [BIN, 'events', app.appId, '--follow', '--json', '--limit', '1'], {
       cwd: REPO_ROOT,
@@ -679,19 +718,20 @@ describe('token lifecycle from the CLI, with a server running', () => {
     children.add(follow);
     let output = '';
     follow.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const lines = () => output.split('\n').filter((line) => line !== '').map((line) => parseJson(line, 'a --follow line'));
+    const followed = () => output.split('\n').filter((line) => line !== '').map((line) => parseJson(line, 'a --follow line'));
     const waitForLines = async (count: number) => {
       const deadline = Date.now() + 3_000;
-      while (lines().length < count) {
+      while (followed().length < count) {
         if (Date.now() > deadline) assert.fail(`--follow printed ${JSON.stringify(output)}`);
         await sleep(25);
       }
     };
     await waitForLines(1);
-    assert.equal(lines()[0].type, 'app.secret_rotated');
-    await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey);
+    assert.equal(followed()[0].type, 'app.secret_rotated');
+    await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey); // counted, not a row
+    await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret); // the secret before the rotation
     await waitForLines(2);
-    assert.deepEqual([lines()[1].type, lines()[1].principal], ['token.issued', 'anonymous']);
+    assert.deepEqual([followed()[1].type, followed()[1].principal], ['token.refused', 'admin']);
 
     const exited = new Promise<number | null>((resolve) => follow.once('exit', (code) => resolve(code)));
     follow.kill('SIGINT');

@@ -156,18 +156,13 @@ async function firstRefusal(baseUrl: string, ms: number): Promise<number> {
   throw new Error(`new connections were still accepted ${ms} ms after SIGTERM`);
 }
 
-/** Every `token.issued` event of the app, through the events API (pages of 500). */
+/** How many tokens the app was issued (admin and anonymous), from the counts of the events API. */
 async function issuedEventCount(baseUrl: string, appId: string, adminToken: string): Promise<number> {
-  let count = 0;
-  let cursor: string | undefined;
-  for (;;) {
-    const query = new URLSearchParams({ type: 'token.issued', limit: '500', ...(cursor === undefined ? {} : { cursor }) });
-    const page = await call(`${baseUrl}/api/apps/${appId}/events?${query}`, { headers: { authorization: bearer(adminToken) } });
-    assert.equal(page.status, 200, `events: ${describeOutcome(page)} ${page.text.slice(0, 200)}`);
-    count += (page.body.events as unknown[]).length;
-    cursor = page.body.nextCursor ?? undefined;
-    if (cursor === undefined) return count;
-  }
+  const counts = await call(`${baseUrl}/api/apps/${appId}/events/counts?per=day`, { headers: { authorization: bearer(adminToken) } });
+  assert.equal(counts.status, 200, `events/counts: ${describeOutcome(counts)} ${counts.text.slice(0, 200)}`);
+  return (counts.body.totals as { type: string; count: number }[])
+    .filter((total) => total.type === 'token.issued')
+    .reduce((sum, total) => sum + total.count, 0);
 }
 
 for (const backend of BACKENDS) {
@@ -323,7 +318,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(refused, [], `${refused.length} of ${answered.length} tokens were lost`);
     });
 
-    it('wrote the token.issued event of every token it answered', async () => {
+    it('counted the token.issued event of every token it answered', async () => {
       assert.equal(await issuedEventCount(restarted.baseUrl, app.appId, operator), answered.length);
     });
   });

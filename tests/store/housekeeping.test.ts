@@ -21,7 +21,7 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       testStore = await open();
       clock = new FakeClock();
       events = new EventLog(testStore.store.events, clock);
-      housekeeping = new Housekeeping(testStore.store, events, clock, { intervalMs: 60_000, eventRetentionMs: 7 * DAY, maxEventsPerApp: 50 });
+      housekeeping = new Housekeeping(testStore.store, events, clock, { intervalMs: 60_000, eventRetentionMs: 7 * DAY, maxEventsPerApp: 50, maxRefusalsPerApp: 30 });
     });
     afterEach(async () => {
       await housekeeping.stop();
@@ -60,31 +60,50 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       assert.deepEqual((await store.revokedTokens.since(0, 10)).map((one) => one.id), kept.map((one) => one.id));
     });
 
-    it('removes events past their retention, and trims apps with new events to the newest ones', async () => {
+    it('removes events past their retention, and trims each class of the apps with new events to its own cap', async () => {
       const { store } = testStore;
       const now = clock.now();
       await store.events.append([makeEvent('quiet-app', { at: now - 8 * DAY })]);
       await store.events.append([makeEvent('quiet-app', { at: now - 6 * DAY })]);
-      // 80 events of a busy app, recorded through the log so housekeeping knows to trim it
-      for (let i = 0; i < 80; i++) events.record('token.refused', 'busy-app', anonymousRequest('198.51.100.1'), 'admin', { n: i });
-      await waitFor(async () => (await store.events.list({ appId: 'busy-app', limit: 100 })).length === 80);
+      // A busy app's events, recorded through the log so housekeeping knows to trim it: 20 audit
+      // events among 80 refusals and 80 anonymous tokens (counted only).
+      const from = anonymousRequest('198.51.100.1');
+      for (let i = 0; i < 80; i++) {
+        if (i % 4 === 0) events.record('token.issued', 'busy-app', from, 'admin', { n: i });
+        events.record('token.refused', 'busy-app', from, 'admin', { reason: 'invalid_client', n: i });
+        events.record('token.issued', 'busy-app', from, 'anonymous', { n: i });
+      }
+      await events.flush();
+      assert.equal((await store.events.list({ appId: 'busy-app', limit: 500 })).length, 20 + 80);
 
       const report = await housekeeping.run();
-      assert.equal(report.events, 1 + 30);
+      assert.deepEqual(report, { expiredTokens: 0, expiredRevocations: 0, events: 1 + 50, eventCounts: 0 });
       const quiet = await store.events.list({ appId: 'quiet-app', limit: 10 });
       assert.deepEqual(quiet.map((event) => event.at), [now - 6 * DAY]);
-      const busy = await store.events.list({ appId: 'busy-app', limit: 100 });
-      assert.equal(busy.length, 50);
-      assert.deepEqual(busy.map((event) => event.details.n), Array.from({ length: 50 }, (_, i) => 79 - i));
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0 });
+      const refused = await store.events.list({ appId: 'busy-app', type: 'token.refused', limit: 100 });
+      assert.deepEqual(refused.map((event) => event.details.n), Array.from({ length: 30 }, (_, i) => 79 - i));
+      const audit = await store.events.list({ appId: 'busy-app', type: 'token.issued', limit: 100 });
+      assert.deepEqual(audit.map((event) => [event.principal, event.details.n]), Array.from({ length: 20 }, (_, i) => ['admin', 76 - 4 * i]));
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0 });
+    });
+
+    it('counts every event it records, and removes counts past the retention', async () => {
+      const { store } = testStore;
+      const from = anonymousRequest('198.51.100.1');
+      for (let i = 0; i < 5; i++) events.record('token.issued', 'counted-app', from, 'anonymous', { expiresAt: null });
+      events.record('token.refused', 'counted-app', from, null, { reason: 'invalid_token' });
+      clock.advance(8 * DAY);
+      events.record('token.issued', 'counted-app', from, 'anonymous', { expiresAt: null });
+      await events.flush();
+      const counts = () => store.events.listCounts({ appId: 'counted-app', bucketMs: 60_000, since: 0, until: clock.now() + 1 });
+      assert.deepEqual((await counts()).map((row) => [row.type, row.principal, row.reason, row.count]), [
+        ['token.issued', 'anonymous', null, 5],
+        ['token.refused', null, 'invalid_token', 1],
+        ['token.issued', 'anonymous', null, 1],
+      ]);
+
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 1, eventCounts: 2 });
+      assert.deepEqual((await counts()).map((row) => [row.bucket, row.count]), [[clock.now() - (clock.now() % 60_000), 1]]);
     });
   });
-}
-
-async function waitFor(ready: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 2000;
-  while (!(await ready())) {
-    if (Date.now() > deadline) assert.fail('not ready in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }

@@ -6,11 +6,48 @@ import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { makeApp } from '../helpers/fixtures.js';
 import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
 import { storeSuite } from './store-suite.js';
 
 storeSuite('postgres', createPostgresTestStore);
 
 describe('PostgreSQL store specifics', () => {
+  it('migration 4 keeps every event written before it, and trims refusals apart from the rest', async () => {
+    const database = await createPostgresDatabase();
+    const appId = 'legacy-events-app';
+    try {
+      const client = new pg.Client({ connectionString: database.databaseUrl });
+      await client.connect();
+      try {
+        await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+        for (const migration of POSTGRES_MIGRATIONS.filter(({ version }) => version <= 2)) {
+          await client.query(migration.sql);
+          await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [migration.version]);
+        }
+        for (const event of eventsBeforeMigration4(appId)) {
+          await client.query('INSERT INTO events (app_id, type, at, principal, client_address, details) VALUES ($1, $2, $3, $4, $5, $6)', [
+            event.appId,
+            event.type,
+            event.at,
+            event.principal,
+            event.clientAddress,
+            JSON.stringify(event.details),
+          ]);
+        }
+      } finally {
+        await client.end();
+      }
+      const store = await openPostgresStore(database.databaseUrl);
+      try {
+        await assertMigratedEvents(store, appId);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
   it('migrates a new database once when several instances open it at the same moment', async () => {
     const database = await createPostgresDatabase();
     try {

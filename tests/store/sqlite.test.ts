@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { makeApp, makeToken } from '../helpers/fixtures.js';
 import { createTestStore } from '../helpers/store.js';
+import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
 import { storeSuite } from './store-suite.js';
 
 storeSuite('sqlite', createTestStore);
@@ -156,5 +157,29 @@ describe('SQLite store specifics', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('migration 4 keeps every event written before it, and trims refusals apart from the rest', async () => {
+    const path = newFile();
+    mkdirSync(dirname(path), { recursive: true });
+    const appId = 'legacy-events-app';
+    inspect(path, (db) => {
+      db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
+      for (const migration of SQLITE_MIGRATIONS.filter(({ version }) => version <= 2)) {
+        db.exec(migration.sql);
+        db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (:version, 0)').run({ version: migration.version });
+      }
+      const insert = db.prepare(
+        'INSERT INTO events (app_id, type, at, principal, client_address, details) VALUES (:appId, :type, :at, :principal, :clientAddress, :details)',
+      );
+      for (const event of eventsBeforeMigration4(appId)) insert.run({ ...event, details: JSON.stringify(event.details) });
+    });
+    const store = openSqliteStore(path);
+    try {
+      await assertMigratedEvents(store, appId);
+    } finally {
+      await store.close();
+    }
+    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
   });
 });

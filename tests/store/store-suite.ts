@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
 import { openStore } from '../../src/store/open.js';
+import type { EventCount } from '../../src/events/counts.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
@@ -561,15 +562,29 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(after, all.slice(0, 3).reverse());
       });
 
-      it('trims an app to its newest events, in batches', async () => {
-        for (let i = 0; i < 12; i++) await store.events.append([makeEvent(appId, { details: { n: i } })]);
-        await store.events.append([makeEvent('another-app')]);
-        assert.equal(await store.events.trimApp(appId, 5, 4), 4);
-        assert.equal(await store.events.trimApp(appId, 5, 4), 3);
-        assert.equal(await store.events.trimApp(appId, 5, 4), 0);
-        const kept = await store.events.list({ appId, limit: 100 });
-        assert.deepEqual(kept.map((event) => event.details.n), [11, 10, 9, 8, 7]);
-        assert.equal((await store.events.list({ appId: 'another-app', limit: 10 })).length, 1);
+      it('trims an app to its newest events of each class, in batches, never one of the other class', async () => {
+        // Interleaved: 12 audit events and 12 refusals, oldest first.
+        for (let i = 0; i < 12; i++) {
+          await store.events.append([makeEvent(appId, { details: { n: i } })]);
+          await store.events.append([makeEvent(appId, { type: 'token.refused', principal: null, details: { reason: 'invalid_token', n: i } })]);
+        }
+        await store.events.append([makeEvent('another-app'), makeEvent('another-app', { type: 'token.refused' })]);
+        const kept = async (type: 'token.issued' | 'token.refused') =>
+          (await store.events.list({ appId, type, limit: 100 })).map((event) => event.details.n);
+
+        assert.equal(await store.events.trimApp(appId, 'refusal', 3, 4), 4);
+        assert.equal(await store.events.trimApp(appId, 'refusal', 3, 4), 4);
+        assert.equal(await store.events.trimApp(appId, 'refusal', 3, 4), 1);
+        assert.equal(await store.events.trimApp(appId, 'refusal', 3, 4), 0);
+        assert.deepEqual(await kept('token.refused'), [11, 10, 9]);
+        assert.equal((await kept('token.issued')).length, 12, 'trimming refusals removed audit events');
+
+        assert.equal(await store.events.trimApp(appId, 'audit', 5, 4), 4);
+        assert.equal(await store.events.trimApp(appId, 'audit', 5, 4), 3);
+        assert.equal(await store.events.trimApp(appId, 'audit', 5, 4), 0);
+        assert.deepEqual(await kept('token.issued'), [11, 10, 9, 8, 7]);
+        assert.deepEqual(await kept('token.refused'), [11, 10, 9]);
+        assert.equal((await store.events.list({ appId: 'another-app', limit: 10 })).length, 2);
       });
 
       it('deletes events recorded before a time, oldest first, in batches', async () => {
@@ -579,6 +594,98 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 0);
         const kept = await store.events.list({ appId, limit: 10 });
         assert.deepEqual(kept.map((event) => event.at), [T0 + 5000, T0 + 4000, T0 + 3000]);
+      });
+    });
+
+    describe('event counts', () => {
+      const appId = 'counted-app';
+      const MINUTE = 60_000;
+      const HOUR = 3_600_000;
+      /** The start of a UTC day. */
+      const DAY0 = T0 - (T0 % 86_400_000);
+      const issued = (bucket: number, count: number, appIdOf = appId): EventCount => ({
+        appId: appIdOf,
+        bucket,
+        type: 'token.issued',
+        principal: 'anonymous',
+        reason: null,
+        count,
+      });
+      const refused = (bucket: number, count: number, principal: EventCount['principal'], reason: string): EventCount => ({
+        appId,
+        bucket,
+        type: 'token.refused',
+        principal,
+        reason,
+        count,
+      });
+      const list = (bucketMs: number, since = DAY0, until = DAY0 + 2 * 86_400_000, type?: EventCount['type']) =>
+        store.events.listCounts({ appId, bucketMs, since, until, ...(type === undefined ? {} : { type }) });
+
+      it('adds counts to the stored ones of the same app, minute, type, principal and reason', async () => {
+        await store.events.addCounts([issued(DAY0, 3), refused(DAY0, 2, 'admin', 'invalid_client'), refused(DAY0, 1, null, 'invalid_token')]);
+        await store.events.addCounts([issued(DAY0, 4), refused(DAY0, 5, 'admin', 'invalid_client'), issued(DAY0 + MINUTE, 1)]);
+        await store.events.addCounts([issued(DAY0, 100, 'another-app')]);
+        // By minute, type, principal ('' for none first) and reason.
+        assert.deepEqual(await list(MINUTE), [
+          issued(DAY0, 7),
+          refused(DAY0, 1, null, 'invalid_token'),
+          refused(DAY0, 7, 'admin', 'invalid_client'),
+          issued(DAY0 + MINUTE, 1),
+        ]);
+      });
+
+      it('adds the counts of a large batch, and of batches written at once', async () => {
+        const minutes = Array.from({ length: 1000 }, (_, i) => issued(DAY0 + i * MINUTE, i + 1));
+        await store.events.addCounts(minutes);
+        await Promise.all(Array.from({ length: 10 }, () => store.events.addCounts([issued(DAY0, 1), issued(DAY0 + MINUTE, 2)])));
+        const listed = await list(MINUTE);
+        assert.equal(listed.length, 1000);
+        assert.deepEqual(listed.slice(0, 3), [issued(DAY0, 11), issued(DAY0 + MINUTE, 22), issued(DAY0 + 2 * MINUTE, 3)]);
+        assert.equal(listed.reduce((sum, row) => sum + row.count, 0), (1000 * 1001) / 2 + 30);
+      });
+
+      it('lists the sums per hour or per day, from since to before until, optionally of one type', async () => {
+        await store.events.addCounts([
+          issued(DAY0 + 5 * MINUTE, 1),
+          issued(DAY0 + 59 * MINUTE, 2),
+          issued(DAY0 + HOUR, 4),
+          refused(DAY0 + HOUR + MINUTE, 8, 'anonymous', 'invalid_client'),
+          issued(DAY0 + 25 * HOUR, 16),
+        ]);
+        assert.deepEqual(await list(HOUR), [
+          issued(DAY0, 3),
+          issued(DAY0 + HOUR, 4),
+          refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client'),
+          issued(DAY0 + 25 * HOUR, 16),
+        ]);
+        assert.deepEqual(await list(86_400_000), [issued(DAY0, 7), refused(DAY0, 8, 'anonymous', 'invalid_client'), issued(DAY0 + 86_400_000, 16)]);
+        // until is exclusive; a minute that starts before it is in.
+        assert.deepEqual(await list(HOUR, DAY0 + HOUR, DAY0 + HOUR + MINUTE), [issued(DAY0 + HOUR, 4)]);
+        assert.deepEqual(await list(HOUR, DAY0 + HOUR, DAY0 + HOUR + MINUTE + 1), [issued(DAY0 + HOUR, 4), refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client')]);
+        assert.deepEqual(await list(HOUR, DAY0, DAY0 + 2 * HOUR, 'token.refused'), [refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client')]);
+        assert.deepEqual(await store.events.listCounts({ appId: 'unknown-app', bucketMs: HOUR, since: DAY0, until: DAY0 + 86_400_000 }), []);
+      });
+
+      it('deletes the counts of minutes before a time, in batches', async () => {
+        await store.events.addCounts(Array.from({ length: 7 }, (_, i) => issued(DAY0 + i * MINUTE, 1)));
+        await store.events.addCounts([refused(DAY0, 1, null, 'invalid_token')]);
+        assert.equal(await store.events.deleteCountsOlderThan(DAY0 + 4 * MINUTE, 3), 3);
+        assert.equal(await store.events.deleteCountsOlderThan(DAY0 + 4 * MINUTE, 3), 2);
+        assert.equal(await store.events.deleteCountsOlderThan(DAY0 + 4 * MINUTE, 3), 0);
+        assert.deepEqual(await list(MINUTE), [issued(DAY0 + 4 * MINUTE, 1), issued(DAY0 + 5 * MINUTE, 1), issued(DAY0 + 6 * MINUTE, 1)]);
+      });
+
+      it('deletes the counts of a deleted app, and no other app\'s', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        await store.events.addCounts([issued(DAY0, 5, app.appId), issued(DAY0, 6, other.appId)]);
+        assert.equal(await store.apps.delete(app.appId), true);
+        const countsOf = (id: string) => store.events.listCounts({ appId: id, bucketMs: MINUTE, since: DAY0, until: DAY0 + MINUTE });
+        assert.deepEqual(await countsOf(app.appId), []);
+        assert.deepEqual(await countsOf(other.appId), [issued(DAY0, 6, other.appId)]);
       });
     });
 

@@ -74,20 +74,24 @@ describe('the token services, over a real store with a fake clock', () => {
       assert.equal(await codeOf(issue('unknown-client', created.clientSecret)), 'invalid_client');
     });
 
-    it('records what it issues and refuses, with the address of the context', async () => {
+    it('records what it issues and refuses: a refusal as an event with the address of the context, an anonymous token as a count', async () => {
       await tessera.events.flush();
       const before = (await tessera.events.list(created.appId, { limit: 500 })).events.length;
+      const countQuery = { per: 'day' as const, since: clock.now() - 86_400_000, until: clock.now() + 1 };
+      const countedBefore = (await tessera.events.counts(created.appId, countQuery)).totals;
+      const countOf = (totals: typeof countedBefore, type: string, principal: string) =>
+        totals.find((total) => total.type === type && total.principal === principal)?.count ?? 0;
       await anonymous();
       await codeOf(issue(created.clientId, 'wrong'));
-      const events = (await tessera.events.list(created.appId, { limit: 2 })).events;
-      assert.equal((await tessera.events.list(created.appId, { limit: 500 })).events.length, before + 2);
+      const events = (await tessera.events.list(created.appId, { limit: 1 })).events;
+      assert.equal((await tessera.events.list(created.appId, { limit: 500 })).events.length, before + 1);
       assert.deepEqual(
-        events.map(({ type, principal, clientAddress }) => ({ type, principal, clientAddress })),
-        [
-          { type: 'token.refused', principal: 'admin', clientAddress: '192.0.2.1' },
-          { type: 'token.issued', principal: 'anonymous', clientAddress: '192.0.2.1' },
-        ],
+        events.map(({ type, principal, clientAddress, details }) => ({ type, principal, clientAddress, details })),
+        [{ type: 'token.refused', principal: 'admin', clientAddress: '192.0.2.1', details: { reason: 'invalid_client' } }],
       );
+      const counted = (await tessera.events.counts(created.appId, countQuery)).totals;
+      assert.equal(countOf(counted, 'token.issued', 'anonymous'), countOf(countedBefore, 'token.issued', 'anonymous') + 1);
+      assert.equal(countOf(counted, 'token.refused', 'admin'), countOf(countedBefore, 'token.refused', 'admin') + 1);
     });
   });
 

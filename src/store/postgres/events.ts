@@ -1,5 +1,7 @@
 import type pg from 'pg';
+import type { EventCount } from '../../events/counts.js';
 import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
+import type { EventClass } from '../../events/retention.js';
 import type { EventStore } from '../../events/store.js';
 import type { PostgresQueries } from './connection.js';
 
@@ -13,6 +15,24 @@ interface EventRow {
   details: AuditEvent['details'];
 }
 
+interface CountRow {
+  bucket: string;
+  type: EventCount['type'];
+  principal: string;
+  reason: string;
+  count: string;
+}
+
+/**
+ * The rows of each class (`src/events/retention.ts`), told apart by type. Each condition is written
+ * out in the statements that use it, exactly as in its partial index (migration 4), so that the
+ * planner can use that index.
+ */
+const CLASS_CONDITION: Record<EventClass, string> = {
+  audit: "type <> 'token.refused'",
+  refusal: "type = 'token.refused'",
+};
+
 /**
  * An operator's or admin's change writes its audit events on the change's own connection, before
  * the COMMIT: both are written, or neither.
@@ -21,8 +41,10 @@ export async function insertEvents(client: pg.PoolClient, batch: NewAuditEvent[]
   if (batch.length > 0) await client.query(insertEventsQuery(batch));
 }
 
+/** Deletes the app's events and counts, in the transaction that deletes the app. */
 export async function deleteEventsOfApp(client: pg.PoolClient, appId: string): Promise<void> {
   await client.query('DELETE FROM events WHERE app_id = $1', [appId]);
+  await client.query('DELETE FROM event_counts WHERE app_id = $1', [appId]);
 }
 
 export function postgresEventStore(db: PostgresQueries): EventStore {
@@ -47,11 +69,12 @@ export function postgresEventStore(db: PostgresQueries): EventStore {
             });
       return result.rows.map(toEvent);
     },
-    async trimApp(appId, keep, batch) {
+    async trimApp(appId, eventClass, keep, batch) {
+      const condition = CLASS_CONDITION[eventClass];
       const result = await db.query({
         text: `DELETE FROM events WHERE id IN
-                 (SELECT id FROM events WHERE app_id = $1 AND id <=
-                    (SELECT id FROM events WHERE app_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)
+                 (SELECT id FROM events WHERE app_id = $1 AND ${condition} AND id <=
+                    (SELECT id FROM events WHERE app_id = $1 AND ${condition} ORDER BY id DESC LIMIT 1 OFFSET $2)
                   ORDER BY id LIMIT $3)`,
         values: [appId, keep, batch],
       });
@@ -60,6 +83,49 @@ export function postgresEventStore(db: PostgresQueries): EventStore {
     async deleteOlderThan(cutoff, batch) {
       const result = await db.query({
         text: 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < $1 ORDER BY id LIMIT $2)',
+        values: [cutoff, batch],
+      });
+      return result.rowCount ?? 0;
+    },
+    async addCounts(counts) {
+      if (counts.length === 0) return;
+      await db.query({
+        name: 'tessera-add-event-counts',
+        text: `INSERT INTO event_counts (app_id, bucket, type, principal, reason, count)
+               SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+               ON CONFLICT (app_id, bucket, type, principal, reason) DO UPDATE SET count = event_counts.count + EXCLUDED.count`,
+        values: [
+          counts.map((count) => count.appId),
+          counts.map((count) => count.bucket),
+          counts.map((count) => count.type),
+          counts.map((count) => count.principal ?? ''),
+          counts.map((count) => count.reason ?? ''),
+          counts.map((count) => count.count),
+        ],
+      });
+    },
+    async listCounts({ appId, bucketMs, since, until, type }) {
+      const result = await db.query<CountRow>({
+        name: 'tessera-list-event-counts',
+        text: `SELECT bucket - bucket % $2 AS bucket, type, principal, reason, sum(count) AS count FROM event_counts
+               WHERE app_id = $1 AND bucket >= $3 AND bucket < $4 AND ($5::text IS NULL OR type = $5)
+               GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+        values: [appId, bucketMs, since, until, type ?? null],
+      });
+      return result.rows.map((row) => ({
+        appId,
+        bucket: Number(row.bucket),
+        type: row.type,
+        principal: row.principal === '' ? null : (row.principal as EventCount['principal']),
+        reason: row.reason === '' ? null : row.reason,
+        count: Number(row.count),
+      }));
+    },
+    async deleteCountsOlderThan(cutoff, batch) {
+      // SKIP LOCKED: instances running housekeeping at once take different rows.
+      const result = await db.query({
+        text: `DELETE FROM event_counts WHERE ctid = ANY (ARRAY
+                 (SELECT ctid FROM event_counts WHERE bucket < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`,
         values: [cutoff, batch],
       });
       return result.rowCount ?? 0;

@@ -96,4 +96,31 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at) WHERE expires_at IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Events recorded by requests are counted per app and UTC minute (src/events/retention.ts):
+      -- anonymous tokens issued and revoked by themselves only so, since anyone with the public
+      -- AppID can cause any number of them. principal and reason are '' for none.
+      CREATE TABLE event_counts (
+        app_id    TEXT    NOT NULL,
+        bucket    INTEGER NOT NULL,
+        type      TEXT    NOT NULL,
+        principal TEXT    NOT NULL,
+        reason    TEXT    NOT NULL,
+        count     INTEGER NOT NULL,
+        PRIMARY KEY (app_id, bucket, type, principal, reason)
+      ) STRICT, WITHOUT ROWID;
+
+      -- Housekeeping removes the minutes past the retention through this.
+      CREATE INDEX event_counts_by_bucket ON event_counts (bucket);
+
+      -- Each class of stored events is trimmed to its own cap: refusals (anyone can cause them) and
+      -- the audit events of secret holders. The class follows from the type, so existing rows need
+      -- no rewrite; rows an earlier release wrote for anonymous tokens stay, in the audit class,
+      -- older than anything written from now on, until EVENTS_RETENTION_DAYS removes them.
+      CREATE INDEX events_audit_by_app ON events (app_id, id) WHERE type <> 'token.refused';
+      CREATE INDEX events_refusals_by_app ON events (app_id, id) WHERE type = 'token.refused';
+    `,
+  },
 ];
