@@ -136,7 +136,7 @@ export function checkTargets(run: BenchRun, summaries: CaseSummary[]): TargetChe
   const v = run.verification;
   checks.push({
     description: 'every token issued during the run still validates',
-    value: `${v.checked - v.invalid}/${v.checked} in the store, ${v.sampledOverHttp - v.invalidOverHttp}/${v.sampledOverHttp} over HTTP`,
+    value: `${v.checked - v.invalid}/${v.checked} by TokenChecker (the store, or the MAC), ${v.sampledOverHttp - v.invalidOverHttp}/${v.sampledOverHttp} over HTTP`,
     met: v.invalid === 0 && v.invalidOverHttp === 0 && v.checked > 0,
   });
   return checks;
