@@ -16,6 +16,7 @@ import { TesseraError } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
 import type { Tessera } from './tessera.js';
 import { tokenRoutes } from './tokens/routes.js';
+import { batchAnswers } from './http/answer-batching.js';
 import { answerConnectRequests } from './http/connect.js';
 import { acceptJsonBodies } from './http/content-types.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
@@ -83,6 +84,7 @@ export function buildServer({
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
   answerConnectRequests(app);
+  batchAnswers(app);
   app.addHook('onRequest', (request, _reply, done) => {
     const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
