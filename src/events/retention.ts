@@ -10,8 +10,6 @@ import type { EventType } from './event.js';
  */
 export type EventClass = 'audit' | 'refusal';
 
-export const EVENT_CLASSES: readonly EventClass[] = ['audit', 'refusal'];
-
 /** What `EventLog.record` does with an event: store it as a row of a class, or only count it. */
 export type EventRetention = EventClass | 'counted';
 

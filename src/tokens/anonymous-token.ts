@@ -85,11 +85,6 @@ export function anonymousTokenSignedBy(presented: PresentedAnonymousToken, key: 
   return timingSafeEqual(expected.subarray(0, MAC_BYTES), presented.bytes.subarray(SIGNED_BYTES));
 }
 
-/** The token's id, if `token` has the form of an anonymous token (its MAC unchecked). */
-export function anonymousTokenId(token: string): string | undefined {
-  return parseAnonymousToken(token)?.facts.id;
-}
-
 function mac(key: ActiveKey, appId: string, bytes: Buffer): Buffer {
   return createHmac('sha256', key.key).update(appId).update(ZERO).update(bytes.subarray(0, SIGNED_BYTES)).digest();
 }
