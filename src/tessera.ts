@@ -9,6 +9,7 @@ import type { Store } from './store/store.js';
 import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
 import { KeyService } from './keys/service.js';
+import { AdminAuthentication } from './tokens/client-authentication.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 
@@ -22,6 +23,8 @@ export interface Tessera {
   readonly apps: AppService;
   readonly appCache: AppCache;
   readonly issuer: TokenIssuer;
+  /** Checks ClientID and ClientSecret under the limits on failed admin attempts. */
+  readonly admins: AdminAuthentication;
   readonly checker: TokenChecker;
   readonly revoker: TokenRevoker;
   /** The keys that sign anonymous tokens (`tessera keys`). */
@@ -56,12 +59,14 @@ export function createTessera(options: TesseraOptions): Tessera {
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     warn('housekeeping failed; it is tried again at the next interval', error),
   );
+  const admins = new AdminAuthentication(limits, events);
   return {
     store,
     clock,
     apps: new AppService(store.apps, clock, events, checking.forget),
     appCache: checking.apps,
-    issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, limits, events),
+    issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, admins, events),
+    admins,
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, events, {
       clock,

@@ -1,9 +1,9 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
-import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
+import { credentialsEqual } from '../crypto.js';
+import type { AdminAuthentication } from './client-authentication.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 import type { EventLog } from '../events/log.js';
-import type { RateLimits } from '../limits/rate-limits.js';
 import type { PrincipalKind } from '../principal.js';
 import type { RequestContext } from '../request-context.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
@@ -38,7 +38,7 @@ export class TokenIssuer {
     private readonly tokens: TokenStore,
     private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
-    private readonly limits: RateLimits,
+    private readonly admins: AdminAuthentication,
     private readonly events: EventLog,
   ) {}
 
@@ -64,26 +64,15 @@ export class TokenIssuer {
    * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
    * path, do the same work, and fail the same way.
    */
-  async #authenticateClient(app: AppRecord, { clientId, clientSecret }: ClientCredentials, context: RequestContext): Promise<PrincipalKind> {
-    if (clientId === app.appId) {
-      if (app.configuration.requireAppKey && !credentialsEqual(clientSecret, app.appKey)) {
+  async #authenticateClient(app: AppRecord, credentials: ClientCredentials, context: RequestContext): Promise<PrincipalKind> {
+    if (credentials.clientId === app.appId) {
+      if (app.configuration.requireAppKey && !credentialsEqual(credentials.clientSecret, app.appKey)) {
         this.events.record('token.refused', app.appId, context, 'anonymous', { reason: 'invalid_client' });
         throw invalidClient();
       }
       return 'anonymous';
     }
-    const clientIdMatches = credentialsEqual(clientId, app.clientId);
-    const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
-    // The limiter is asked only after the check, with no await in between, so that attempts are
-    // counted in the order they are decided: of any burst, only the first failures of the minute
-    // are answered 401; every later attempt from that address (or, past the app's ceiling, on that
-    // app), the right secret included, gets 429.
-    if (!(clientIdMatches && secretMatches)) {
-      await this.limits.recordAdminFailure(app.appId, context.clientAddress);
-      this.events.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
-      throw invalidClient();
-    }
-    await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
+    await this.admins.authenticate(app, credentials, context);
     return 'admin';
   }
 }
