@@ -18,6 +18,7 @@ import type { Tessera } from './tessera.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { batchAnswers } from './http/answer-batching.js';
 import { answerConnectRequests } from './http/connect.js';
+import { clientScriptRoute } from './http/client-script.js';
 import { acceptJsonBodies } from './http/content-types.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
@@ -124,6 +125,7 @@ export function buildServer({
   app.setNotFoundHandler((_request, reply) => sendError(reply, notFound()));
 
   app.register(healthRoutes, { store: tessera.store });
+  app.register(clientScriptRoute);
   const { appCache: apps, authenticator } = tessera;
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
   app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths });

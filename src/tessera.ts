@@ -59,7 +59,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     warn('housekeeping failed; it is tried again at the next interval', error),
   );
-  const admins = new AdminAuthentication(limits, events);
+  const admins = new AdminAuthentication(limits, events, clock);
   return {
     store,
     clock,

@@ -14,6 +14,15 @@ export const DEFAULT_APP_CONFIGURATION: Readonly<AppConfiguration> = Object.free
   requireAppKey: false,
 });
 
+/**
+ * The ClientSecret a rotation with a grace period replaced: it keeps working until `validUntil`
+ * (UNIX ms, exclusive), so that server code can be redeployed with the new one in between.
+ */
+export interface PreviousClientSecret {
+  hash: Buffer;
+  validUntil: number;
+}
+
 /** An app as stored: the ClientSecret only as its digest. */
 export interface AppRecord {
   appId: string;
@@ -21,6 +30,8 @@ export interface AppRecord {
   appKey: string;
   clientId: string;
   clientSecretHash: Buffer;
+  /** The secret the last rotation replaced, if that rotation gave it a grace period; at most one. */
+  previousSecret: PreviousClientSecret | null;
   /** The admin token's `id`: stable per app, not a secret. */
   adminId: string;
   /** UNIX ms. */
@@ -42,6 +53,11 @@ export interface AppDescription {
   adminId: string;
   createdAt: string;
   configuration: AppConfiguration;
+  /**
+   * Until when the ClientSecret that the last rotation replaced works (or worked): ISO 8601, or null
+   * when that rotation ended it at once (or there was none).
+   */
+  previousSecretValidUntil: string | null;
 }
 
 export function describeApp(app: AppRecord): AppDescription {
@@ -53,6 +69,7 @@ export function describeApp(app: AppRecord): AppDescription {
     adminId: app.adminId,
     createdAt: new Date(app.createdAt).toISOString(),
     configuration: { ...app.configuration },
+    previousSecretValidUntil: app.previousSecret === null ? null : new Date(app.previousSecret.validUntil).toISOString(),
   };
 }
 

@@ -16,6 +16,7 @@ import {
   type AppRecord,
 } from './app.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
+import { checkedGraceSeconds } from './secret-rotation.js';
 import { AppConflictError, type AppStore } from './store.js';
 
 export interface CreatedApp extends AppKeys {
@@ -29,6 +30,21 @@ export interface RotatedSecret {
   clientSecret: string;
   /** How many admin tokens were revoked with the old secret (0 unless asked for). */
   adminTokensRevoked: number;
+  /** Until when the replaced secret keeps working (ISO 8601); null: it stopped at once. */
+  previousSecretValidUntil: string | null;
+  /**
+   * When an earlier rotation's grace period was still running: the instant (ISO 8601) until which
+   * the secret before the replaced one was to work. It stopped at once, since only one previous
+   * secret is kept. Null otherwise.
+   */
+  endedEarlierSecretValidUntil: string | null;
+}
+
+export interface RotationOptions {
+  /** Also revoke every admin token of the app (whichever secret it was issued with). */
+  revokeAdminTokens?: boolean;
+  /** Keep the replaced secret working this many seconds (1 to `MAX_SECRET_GRACE_SECONDS`); none: it stops at once. */
+  graceSeconds?: number;
 }
 
 /**
@@ -58,6 +74,7 @@ export class AppService {
         createdAt: this.clock.now(),
         configuration: { ...DEFAULT_APP_CONFIGURATION },
         anonymousCutoff: null,
+        previousSecret: null,
       };
       try {
         await this.store.insert(record);
@@ -80,29 +97,44 @@ export class AppService {
   }
 
   /**
-   * Returns the new ClientSecret; the old one stops working. Only the operator may do this (never an
-   * admin token: a leaked one must not lock the owner out).
+   * Returns the new ClientSecret. The old one stops working at once, or with `graceSeconds` at the
+   * end of that period; a previous secret kept by an earlier rotation stops at once either way.
+   * Only the operator may do this (never an admin token: a leaked one must not lock the owner out).
    */
-  async rotateSecret(appId: string, options: { revokeAdminTokens?: boolean } = {}): Promise<RotatedSecret> {
+  async rotateSecret(appId: string, options: RotationOptions = {}): Promise<RotatedSecret> {
+    const revokeAdminTokens = options.revokeAdminTokens === true;
+    const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
+    if (revokeAdminTokens && graceSeconds !== null) {
+      // Revoking admin tokens answers a leaked secret, which must not keep working.
+      throw new TesseraError('invalid_request', 'A grace period and revoking the admin tokens do not go together: a leaked secret must stop at once.');
+    }
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
-    const revokeAdminTokens = options.revokeAdminTokens === true;
     const stamp = await this.events.stamp(appId, OPERATOR);
+    const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
     // The rotation, the revocation and both events in one transaction: the new secret is returned
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
     const rotation = await this.store.rotateClientSecret(
       appId,
       clientSecretDigest(clientSecret),
-      { revokeAdminTokens },
+      { revokeAdminTokens, previousSecretValidUntil },
       ({ adminTokensRevoked }) => [
         ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked)] : []),
-        { ...stamp, type: 'app.secret_rotated', details: { adminTokensRevoked } },
+        { ...stamp, type: 'app.secret_rotated', details: { adminTokensRevoked, previousSecretValidUntil } },
       ],
     );
     if (rotation === undefined) throw appNotFound();
     this.onChange(appId);
-    return { appId, clientId: app.clientId, clientSecret, adminTokensRevoked: rotation.adminTokensRevoked };
+    const earlier = app.previousSecret;
+    return {
+      appId,
+      clientId: app.clientId,
+      clientSecret,
+      adminTokensRevoked: rotation.adminTokensRevoked,
+      previousSecretValidUntil: isoOrNull(previousSecretValidUntil),
+      endedEarlierSecretValidUntil: earlier !== null && earlier.validUntil > stamp.at ? isoOrNull(earlier.validUntil) : null,
+    };
   }
 
   /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
@@ -119,6 +151,10 @@ export class AppService {
     if (!(await this.store.delete(appId))) throw appNotFound();
     this.onChange(appId);
   }
+}
+
+function isoOrNull(instant: number | null): string | null {
+  return instant === null ? null : new Date(instant).toISOString();
 }
 
 /**

@@ -18,12 +18,15 @@ export interface AppStore {
   /**
    * Replaces the ClientSecret hash, with `revokeAdminTokens` removes every admin token of the app,
    * and writes the events `audit` builds of that, all in one transaction: if the events cannot be
-   * written, nothing changes. Undefined (and nothing written) if there is no such app.
+   * written, nothing changes. The replaced hash becomes the previous secret until
+   * `previousSecretValidUntil`; null ends it at once. Either way, a previous secret that an earlier
+   * rotation kept is dropped (there is at most one). Undefined (and nothing written) if there is no
+   * such app.
    */
   rotateClientSecret(
     appId: string,
     clientSecretHash: Buffer,
-    options: { revokeAdminTokens: boolean },
+    options: { revokeAdminTokens: boolean; previousSecretValidUntil: number | null },
     audit: AuditOf<SecretRotation>,
   ): Promise<SecretRotation | undefined>;
   /**

@@ -1,10 +1,12 @@
 import type { AppDescription } from '../apps/app.js';
-import type { CreatedApp } from '../apps/service.js';
+import { parseGraceSeconds } from '../apps/secret-rotation.js';
+import type { CreatedApp, RotatedSecret } from '../apps/service.js';
+import { isTesseraError } from '../errors.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const APPS_FLAGS: FlagSpec = { name: true, 'revoke-admin-tokens': false };
+export const APPS_FLAGS: FlagSpec = { name: true, 'revoke-admin-tokens': false, grace: true };
 
 /** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
 export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
@@ -13,6 +15,11 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
   const revokeAdminTokens = command.flags['revoke-admin-tokens'] === true;
   if (name !== undefined && verb !== 'create') throw new UsageError('--name is for tessera apps create');
   if (revokeAdminTokens && verb !== 'rotate-secret') throw new UsageError('--revoke-admin-tokens is for tessera apps rotate-secret');
+  const grace = stringFlag(command, 'grace');
+  if (grace !== undefined && verb !== 'rotate-secret') throw new UsageError('--grace is for tessera apps rotate-secret');
+  if (grace !== undefined && revokeAdminTokens) {
+    throw new UsageError('--grace and --revoke-admin-tokens do not go together: after a leak, the old secret must stop at once');
+  }
   const needsAppId = () => {
     if (appId === undefined || extra.length > 0) throw new UsageError(`usage: tessera apps ${verb} APP_ID [--json]`);
     return appId;
@@ -30,15 +37,13 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId());
-      return out.result(app, () => describe(app));
+      return out.result(app, () => describe(app, tessera.clock.now()));
     }
     case 'rotate-secret': {
-      const rotated = await tessera.apps.rotateSecret(needsAppId(), { revokeAdminTokens });
-      return out.result(rotated, () => [
-        `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`,
-        `  ClientSecret  ${rotated.clientSecret}`,
-        ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
-      ]);
+      const id = needsAppId();
+      const graceSeconds = grace === undefined ? undefined : usage(() => parseGraceSeconds(grace));
+      const rotated = await tessera.apps.rotateSecret(id, { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) });
+      return out.result(rotated, () => describeRotated(rotated, revokeAdminTokens));
     }
     case 'delete': {
       const id = needsAppId();
@@ -60,13 +65,43 @@ function describeCreated(app: CreatedApp): string[] {
   ];
 }
 
+function describeRotated(rotated: RotatedSecret, revokeAdminTokens: boolean): string[] {
+  const previous = rotated.previousSecretValidUntil;
+  return [
+    previous === null
+      ? `New ClientSecret of app ${rotated.appId} (shown once; the old one no longer works):`
+      : `New ClientSecret of app ${rotated.appId} (shown once; the old one keeps working until ${previous}):`,
+    `  ClientSecret  ${rotated.clientSecret}`,
+    ...(previous === null
+      ? []
+      : [`Deploy it before then; \`tessera events ${rotated.appId} --type token.issued\` shows which secret each admin token was issued with.`]),
+    ...(rotated.endedEarlierSecretValidUntil === null
+      ? []
+      : [`The secret an earlier rotation kept (until ${rotated.endedEarlierSecretValidUntil}) no longer works: only one previous secret is kept.`]),
+    ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
+  ];
+}
+
+/** A rule broken by a flag's value is a usage error (exit 2). */
+function usage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (isTesseraError(error)) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 function oneLine(app: AppDescription): string {
   return `${app.appId}  ${app.createdAt}  ${app.name}`;
 }
 
-function describe(app: AppDescription): string[] {
+function describe(app: AppDescription, now: number): string[] {
   const config = app.configuration;
   const lifetime = (seconds: number | null) => (seconds === null ? 'no maximum' : `${seconds} s`);
+  const previous = app.previousSecretValidUntil;
+  const previousSecret =
+    previous === null ? 'none' : Date.parse(previous) > now ? `works until ${previous}` : `stopped at ${previous}`;
   return [
     `App "${app.name}"`,
     `  AppID         ${app.appId}`,
@@ -74,6 +109,7 @@ function describe(app: AppDescription): string[] {
     `  ClientID      ${app.clientId}`,
     `  Admin id      ${app.adminId}`,
     `  Created       ${app.createdAt}`,
+    `  Previous ClientSecret         ${previousSecret}`,
     `  Max admin token lifetime      ${lifetime(config.adminTokenMaxLifetimeSeconds)}`,
     `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
     `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,

@@ -22,6 +22,8 @@ Usage:
   tessera apps list [--json]                 list apps
   tessera apps show APP_ID [--json]          show an app (never its secret)
   tessera apps rotate-secret APP_ID [--json] issue a new ClientSecret; the old one stops working
+  tessera apps rotate-secret APP_ID --grace SECONDS
+                                             … the old one works SECONDS more (at most 30 days)
   tessera apps rotate-secret APP_ID --revoke-admin-tokens
                                              … and revoke every admin token of the app
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events

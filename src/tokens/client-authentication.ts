@@ -1,21 +1,35 @@
 import type { AppRecord } from '../apps/app.js';
+import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
 import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { RequestContext } from '../request-context.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 
-/** Which of the app's ClientSecrets a request was authenticated with. */
-export type AdminSecret = 'current';
+/**
+ * Which of the app's ClientSecrets a request was authenticated with: the current one, or the one a
+ * rotation with a grace period replaced, while that period lasts.
+ */
+export type AdminSecret = 'current' | 'previous';
+
+/** Compared with when an app has no previous secret, so that the work is the same either way. */
+const NO_PREVIOUS_SECRET = Buffer.alloc(32);
 
 /**
  * Whether `credentials` are the app's ClientID and ClientSecret, and with which secret; null when
- * they are not. Constant-time: an unknown ClientID and a wrong secret do the same work.
+ * they are not. The previous secret counts only before its `validUntil` (`now` is the caller's
+ * clock). Constant-time: an unknown ClientID, a wrong secret and either secret do the same work
+ * (both comparisons are always made).
  */
-export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }: ClientCredentials): AdminSecret | null {
+export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }: ClientCredentials, now: number): AdminSecret | null {
+  const digest = clientSecretDigest(clientSecret);
   const clientIdMatches = credentialsEqual(clientId, app.clientId);
-  const secretMatches = digestsEqual(clientSecretDigest(clientSecret), app.clientSecretHash);
-  return clientIdMatches && secretMatches ? 'current' : null;
+  const currentMatches = digestsEqual(digest, app.clientSecretHash);
+  const previous = app.previousSecret;
+  const previousMatches = digestsEqual(digest, previous?.hash ?? NO_PREVIOUS_SECRET);
+  if (!clientIdMatches) return null;
+  if (currentMatches) return 'current';
+  return previousMatches && previous !== null && now < previous.validUntil ? 'previous' : null;
 }
 
 /**
@@ -26,10 +40,16 @@ export class AdminAuthentication {
   constructor(
     private readonly limits: RateLimits,
     private readonly events: EventLog,
+    private readonly clock: Clock,
   ) {}
 
+  /** `matchAdminCredentials` at this instant, with nothing counted or recorded. */
+  match(app: AppRecord, credentials: ClientCredentials): AdminSecret | null {
+    return matchAdminCredentials(app, credentials, this.clock.now());
+  }
+
   async authenticate(app: AppRecord, credentials: ClientCredentials, context: RequestContext): Promise<AdminSecret> {
-    const secret = matchAdminCredentials(app, credentials);
+    const secret = this.match(app, credentials);
     // The limiter is asked only after the check, with no await in between, so that attempts are
     // counted in the order they are decided: of any burst, only the first failures of the minute
     // are answered 401; every later attempt from that address (or, past the app's ceiling, on that

@@ -1,7 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { credentialsEqual } from '../crypto.js';
-import type { AdminAuthentication } from './client-authentication.js';
+import type { AdminAuthentication, AdminSecret } from './client-authentication.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 import type { EventLog } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
@@ -44,12 +44,14 @@ export class TokenIssuer {
 
   async issue(app: AppRecord, { credentials, expiresAt: requested }: TokenRequestInput, context: RequestContext): Promise<IssuedToken> {
     const now = this.clock.now();
-    const kind = await this.#authenticateClient(app, credentials, context);
+    const { kind, secret } = await this.#authenticateClient(app, credentials, context);
     const maxLifetime =
       kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
     const expiresAt = resolveExpiry(now, requested, maxLifetime);
     const accessToken = kind === 'admin' ? await this.#storedToken(app, now, expiresAt) : (await this.anonymous.issue(app, now, expiresAt)).token;
-    this.events.record('token.issued', app.appId, context, kind, { expiresAt });
+    // Which secret an admin token was issued with, so that the operator sees when, after a rotation
+    // with a grace period, the previous one is no longer used.
+    this.events.record('token.issued', app.appId, context, kind, secret === null ? { expiresAt } : { expiresAt, secret });
     return { id: principalId(app, kind), accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind };
   }
 
@@ -64,15 +66,18 @@ export class TokenIssuer {
    * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
    * path, do the same work, and fail the same way.
    */
-  async #authenticateClient(app: AppRecord, credentials: ClientCredentials, context: RequestContext): Promise<PrincipalKind> {
+  async #authenticateClient(
+    app: AppRecord,
+    credentials: ClientCredentials,
+    context: RequestContext,
+  ): Promise<{ kind: PrincipalKind; secret: AdminSecret | null }> {
     if (credentials.clientId === app.appId) {
       if (app.configuration.requireAppKey && !credentialsEqual(credentials.clientSecret, app.appKey)) {
         this.events.record('token.refused', app.appId, context, 'anonymous', { reason: 'invalid_client' });
         throw invalidClient();
       }
-      return 'anonymous';
+      return { kind: 'anonymous', secret: null };
     }
-    await this.admins.authenticate(app, credentials, context);
-    return 'admin';
+    return { kind: 'admin', secret: await this.admins.authenticate(app, credentials, context) };
   }
 }

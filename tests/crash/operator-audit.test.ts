@@ -161,7 +161,7 @@ const ROTATE: OperatorCommand = {
       if (adminKept) problems.push('the secret was rotated, the admin token kept');
       const expected = [
         ['token.revoked', 'operator', { kind: 'admin', scope: 'app', count: 1 }],
-        ['app.secret_rotated', 'operator', { adminTokensRevoked: 1 }],
+        ['app.secret_rotated', 'operator', { adminTokensRevoked: 1, previousSecretValidUntil: null }],
       ];
       if (!eventsAre(events, expected)) problems.push(`the secret was rotated with the events ${describeEvents(events)}`);
     }
@@ -277,7 +277,7 @@ for (const backend of BACKENDS) {
       const events = await eventsOf(tessera!, app.appId, ['token.revoked', 'app.secret_rotated']);
       assert.deepEqual(factsOf(events), [
         ['token.revoked', 'operator', { kind: 'admin', scope: 'app', count: 2 }],
-        ['app.secret_rotated', 'operator', { adminTokensRevoked: 2 }],
+        ['app.secret_rotated', 'operator', { adminTokensRevoked: 2, previousSecretValidUntil: null }],
       ]);
       assert.deepEqual(await secretWorks(context, (JSON.parse(rotated.stdout) as { clientSecret: string }).clientSecret), []);
     });

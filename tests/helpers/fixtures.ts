@@ -24,6 +24,7 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
     createdAt: T0 + sequence,
     configuration: { ...DEFAULT_APP_CONFIGURATION },
     anonymousCutoff: null,
+    previousSecret: null,
     ...overrides,
   };
 }

@@ -20,6 +20,7 @@ const ALLOWED: Record<string, string> = {
   '/healthz': 'GET',
   '/readyz': 'GET',
   '/openapi.json': 'GET',
+  '/tessera-client.js': 'GET',
   '/api/oauth2/token': 'POST',
   '/api/apps/{appId}/oauth2/token': 'POST',
   '/api/apps/{appId}/oauth2/revoke': 'POST',

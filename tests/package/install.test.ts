@@ -148,8 +148,17 @@ async function createStore(kind: Consumer['store'], dir: string): Promise<{ data
   return { databaseUrl, dispose: drop };
 }
 
+/** The ```js block under docs/client.md's `## Server code (Node)` heading: server code using tessera/client. */
+function documentedClient(): string {
+  const page = readFileSync(join(REPO_ROOT, 'docs', 'client.md'), 'utf8');
+  const block = /\n## Server code \(Node\)\n[\s\S]*?```js\n([\s\S]*?)```/.exec(page)?.[1];
+  assert.ok(block !== undefined, 'docs/client.md has no ```js block under "## Server code (Node)"');
+  return block;
+}
+
 let workDir: string;
 let serverDir: string;
+let clientDir: string;
 const consumerDir = (consumer: Consumer) => join(workDir, `${consumer.framework.toLowerCase()}-on-${consumer.store.toLowerCase()}`);
 
 before(
@@ -157,8 +166,10 @@ before(
     workDir = mkdtempSync(join(tmpdir(), 'tessera-package-test-'));
     const tarball = await pack(workDir);
     serverDir = join(workDir, 'tessera-server');
+    clientDir = join(workDir, 'client-only');
     await Promise.all([
       installProject(serverDir, tarball, SERVER_PACKAGES),
+      installProject(clientDir, tarball, []).then(() => writeFileSync(join(clientDir, 'client.mjs'), documentedClient())),
       ...CONSUMERS.map(async (consumer) => {
         await installProject(consumerDir(consumer), tarball, consumer.packages);
         writeFileSync(join(consumerDir(consumer), 'server.mjs'), documentedServer(consumer.framework));
@@ -253,3 +264,59 @@ for (const consumer of CONSUMERS) {
     });
   });
 }
+
+describe('tessera/client in server code, installed from the packed package, as docs/client.md shows', () => {
+  let store: { databaseUrl: string; dispose(): Promise<void> };
+  let tessera: ServerProcess;
+  let app: CreatedApp;
+
+  before(async () => {
+    store = await createStore('SQLite', clientDir);
+    const entry = join(serverDir, 'node_modules', 'tessera', 'bin', 'tessera');
+    tessera = await startTessera(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl });
+    app = await createAppWithCli(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl }, 'Packaged client');
+  });
+  after(async () => {
+    await children.killAll();
+    await store?.dispose();
+  });
+
+  async function runClient(env: Record<string, string>): Promise<Run> {
+    const child = spawn(process.execPath, ['client.mjs'], { cwd: clientDir, env: childEnvironment(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    return { code, stdout, stderr };
+  }
+
+  const env = (clientSecret: string) => ({
+    TESSERA_URL: tessera.baseUrl,
+    TESSERA_APP_ID: app.appId,
+    TESSERA_CLIENT_ID: app.clientId,
+    TESSERA_CLIENT_SECRET: clientSecret,
+  });
+
+  it('needs nothing besides the package', () => {
+    assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), ['fastify-plugin', 'tessera']);
+  });
+
+  it('gets a 15-minute admin token and reads the app with it, then exits (no timer keeps it alive)', async () => {
+    const started = Date.now();
+    const run = await runClient(env(app.clientSecret));
+    assert.equal(run.code, 0, run.stderr);
+    const until = /^admin of "Packaged client", with a token that works until (\S+)\n$/.exec(run.stdout)?.[1];
+    assert.ok(until !== undefined, run.stdout);
+    const expiresAt = Date.parse(until);
+    assert.ok(expiresAt >= started + 900_000 && expiresAt <= Date.now() + 900_000, until);
+  });
+
+  it('prints the typed error of a wrong secret and exits 1', async () => {
+    const run = await runClient(env('not-the-secret'));
+    assert.equal(run.code, 1, run.stdout);
+    assert.match(run.stderr, /^401 invalid_client: /);
+    assert.ok(!run.stderr.includes('not-the-secret'));
+  });
+});

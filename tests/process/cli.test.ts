@@ -167,7 +167,9 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     assert.equal(app.name, 'Show me');
     assert.equal(app.appKey, created.appKey);
     assert.equal(app.clientId, created.clientId);
-    assert.ok(!Object.keys(app).some((key) => /secret/i.test(key)), `fields: ${Object.keys(app).join(', ')}`);
+    // The one field that names the secret is an instant (until when a rotated secret works).
+    assert.equal(app.previousSecretValidUntil, null);
+    assert.ok(!Object.keys(app).some((key) => /secret/i.test(key) && key !== 'previousSecretValidUntil'), `fields: ${Object.keys(app).join(', ')}`);
     assert.equal(text.code, 0, text.stderr);
     assert.ok(text.stdout.includes(created.appId) && text.stdout.includes(created.clientId), text.stdout);
     for (const output of [json.stdout, json.stderr, text.stdout, text.stderr]) {
@@ -438,6 +440,90 @@ describe('the CLI and a running server share the store', () => {
     const after = await tokenRequest(server.baseUrl, created.appId, created.clientId, newSecret);
     assert.equal(after.status, 200, after.text);
     assert.equal(after.body.token_type, 'bearer');
+  });
+
+  it('apps rotate-secret --grace 2: both secrets work until the printed instant, apps show says so, then the old one is refused; events say which secret', async () => {
+    const created = await createApp(store, 'Rotated with grace');
+    const withOld = () => tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
+    assert.equal((await withOld()).status, 200); // the server has the app in its cache now
+
+    const rotated = await cli(store, ['apps', 'rotate-secret', created.appId, '--grace', '2', '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const answer = parseJson(rotated.stdout, 'apps rotate-secret --grace --json output');
+    const validUntil = Date.parse(answer.previousSecretValidUntil);
+    assert.ok(Math.abs(validUntil - (Date.now() + 2_000)) < 1_000, answer.previousSecretValidUntil);
+    assert.equal(answer.endedEarlierSecretValidUntil, null);
+    assert.ok(!rotated.stdout.includes(created.clientSecret));
+    const withNew = () => tokenRequest(server.baseUrl, created.appId, created.clientId, answer.clientSecret);
+    const { response: fresh, elapsed } = await pollUntil(withNew, (r) => r.status === 200);
+    assert.equal(fresh.status, 200, `the new secret did not work within ${elapsed} ms: ${fresh.text}`);
+    assert.equal((await withOld()).status, 200, 'the previous secret stopped before the end of its grace period');
+
+    const [shownJson, shownText] = await Promise.all([
+      cli(store, ['apps', 'show', created.appId, '--json']),
+      cli(store, ['apps', 'show', created.appId]),
+    ]);
+    assert.equal(parseJson(shownJson.stdout, 'apps show --json').previousSecretValidUntil, answer.previousSecretValidUntil);
+    assert.match(shownText.stdout, new RegExp(`Previous ClientSecret +works until ${answer.previousSecretValidUntil}`));
+
+    // Refused from the instant on, by the server's own clock, with no change signal needed.
+    let last: JsonResponse;
+    for (;;) {
+      last = await withOld();
+      if (last.status !== 200) break;
+      assert.ok(Date.now() < validUntil + 500, `the previous secret still worked ${Date.now() - validUntil} ms after its end`);
+      await sleep(100);
+    }
+    assert.ok(Date.now() >= validUntil, 'the previous secret was refused before its end');
+    assertError(last, 401, 'invalid_client');
+    assert.equal((await withNew()).status, 200);
+    const after = await cli(store, ['apps', 'show', created.appId]);
+    assert.match(after.stdout, new RegExp(`Previous ClientSecret +stopped at ${answer.previousSecretValidUntil}`));
+
+    await sleep(200); // the server writes events within 20 ms
+    const events = await cli(store, ['events', created.appId, '--limit', '500', '--json']);
+    const lines = events.stdout.trim().split('\n').map((line) => parseJson(line, 'an events --json line'));
+    const issued = lines.filter((event) => event.type === 'token.issued').map((event) => event.details.secret);
+    assert.equal(issued[0], 'current');
+    assert.ok(issued.includes('previous') && issued.at(-1) === 'current', JSON.stringify(issued));
+    assert.ok(issued.indexOf('previous') < issued.lastIndexOf('current'));
+    const rotation = lines.find((event) => event.type === 'app.secret_rotated');
+    assert.deepEqual(rotation?.details, { adminTokensRevoked: 0, previousSecretValidUntil: validUntil });
+  });
+
+  it('apps rotate-secret with a bad --grace, or --grace with --revoke-admin-tokens: exit 2, a clear message, nothing rotated', async () => {
+    const created = await createApp(store, 'Bad grace');
+    for (const flags of [
+      ['--grace', '0'],
+      ['--grace', '-1'],
+      ['--grace=-1'],
+      ['--grace', '1.5'],
+      ['--grace', '1e3'],
+      ['--grace', '0x10'],
+      ['--grace', ' 60'],
+      ['--grace', ''],
+      ['--grace', 'soon'],
+      ['--grace', '2592001'],
+      ['--grace', '99999999999999999999'],
+      ['--grace'],
+      ['--grace', '60', '--grace', '60'],
+      ['--grace', '60', '--revoke-admin-tokens'],
+    ]) {
+      const result = await cli(store, ['apps', 'rotate-secret', created.appId, ...flags]);
+      assert.equal(result.code, 2, `${flags.join(' ')}: exit ${result.code}, ${result.stdout} ${result.stderr}`);
+      assert.equal(result.stdout, '', flags.join(' '));
+      assert.ok(result.stderr.length > 0 && result.stderr.length < 300, result.stderr);
+    }
+    const bounds = await cli(store, ['apps', 'rotate-secret', created.appId, '--grace', '0', '--json']);
+    assert.equal(parseJson(bounds.stderr, 'stderr').errorCode, 'USAGE');
+    assert.match(bounds.stderr, /whole number of seconds from 1 to 2592000/);
+    assert.equal((await cli(store, ['apps', 'show', created.appId, '--grace', '60'])).code, 2);
+    assert.equal(parseJson((await cli(store, ['apps', 'show', created.appId, '--json'])).stdout, 'apps show').previousSecretValidUntil, null);
+    assert.equal((await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret)).status, 200);
+
+    const longest = await cli(store, ['apps', 'rotate-secret', created.appId, '--grace', '2592000']);
+    assert.equal(longest.code, 0, longest.stderr);
+    assert.match(longest.stdout, /the old one keeps working until \d{4}-\d\d-\d\dT/);
   });
 
   it('after apps delete the app\'s tokens and Basic get 404 APP_NOT_FOUND within 1 s', async () => {

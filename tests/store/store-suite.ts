@@ -138,7 +138,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.tokens.insert(admin);
         const rotated = randomBytes(32);
         const seen: unknown[] = [];
-        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false }, (result) => {
+        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, (result) => {
           seen.push(result);
           return [makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result } })];
         });
@@ -160,7 +160,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const kept = [makeToken(app.appId), makeToken(other.appId, { kind: 'admin' })];
         for (const token of [...admins, ...kept]) await store.tokens.insert(token);
         const rotated = randomBytes(32);
-        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: true }, ({ adminTokensRevoked }) => [
+        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: true, previousSecretValidUntil: null }, ({ adminTokensRevoked }) => [
           makeEvent(app.appId, { type: 'token.revoked', details: { kind: 'admin', scope: 'app', count: adminTokensRevoked } }),
           makeEvent(app.appId, { type: 'app.secret_rotated', details: { adminTokensRevoked } }),
         ]);
@@ -187,7 +187,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           },
         ];
         for (const audit of failures) {
-          await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true }, audit));
+          await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit));
           assert.deepEqual(await store.apps.findById(app.appId), app);
           assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin);
           assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
@@ -200,10 +200,63 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           built++;
           return [makeEvent('0123456789abcdef')];
         };
-        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: true }, audit), undefined);
+        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit), undefined);
         assert.equal(built, 0);
         assert.equal(await store.apps.count(), 0);
         assert.deepEqual(await store.events.list({ appId: '0123456789abcdef', limit: 10 }), []);
+      });
+
+      it('round-trips a previous ClientSecret (its digest and its end) as inserted', async () => {
+        const app = makeApp({ previousSecret: { hash: Buffer.from([0, 255, ...randomBytes(28), 0x80, 0]), validUntil: T0 + 3_600_000 } });
+        await store.apps.insert(app);
+        const found = await store.apps.findById(app.appId);
+        assert.deepEqual(found, app);
+        assert.ok(Buffer.isBuffer(found?.previousSecret?.hash));
+      });
+
+      it('keeps the replaced ClientSecret hash as the previous one until the given instant, in the same change', async () => {
+        const app = makeApp();
+        const other = makeApp();
+        await store.apps.insert(app);
+        await store.apps.insert(other);
+        const rotated = randomBytes(32);
+        const validUntil = T0 + 86_400_000;
+        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: validUntil }, (result) => [
+          makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result, previousSecretValidUntil: validUntil } }),
+        ]);
+        assert.deepEqual(rotation, { adminTokensRevoked: 0 });
+        assert.deepEqual(await store.apps.findById(app.appId), {
+          ...app,
+          clientSecretHash: rotated,
+          previousSecret: { hash: app.clientSecretHash, validUntil },
+        });
+        assert.deepEqual(await store.apps.findById(other.appId), other);
+        const events = await store.events.list({ appId: app.appId, limit: 10 });
+        assert.deepEqual(events.map((event) => event.details), [{ adminTokensRevoked: 0, previousSecretValidUntil: validUntil }]);
+      });
+
+      it('keeps one previous ClientSecret at most: a second rotation replaces it, one without a grace period drops it', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const [second, third, fourth] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+        const rotate = (hash: Buffer, previousSecretValidUntil: number | null) =>
+          store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil }, noEvents);
+        await rotate(second, T0 + 1000);
+        await rotate(third, T0 + 2000);
+        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: third, previousSecret: { hash: second, validUntil: T0 + 2000 } });
+        await rotate(fourth, null);
+        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: fourth, previousSecret: null });
+      });
+
+      it('keeps the previous ClientSecret as it was when a rotation fails', async () => {
+        const app = makeApp({ previousSecret: { hash: randomBytes(32), validUntil: T0 + 5000 } });
+        await store.apps.insert(app);
+        await assert.rejects(
+          store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: T0 + 9000 }, () => [
+            unwritableEvent(app.appId),
+          ]),
+        );
+        assert.deepEqual(await store.apps.findById(app.appId), app);
       });
 
       it('deletes an app: it is gone, and deleting it again answers false', async () => {
@@ -740,9 +793,20 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('is noticed when a ClientSecret is rotated', async () => {
         const rotated = randomBytes(32);
         const since = Date.now();
-        assert.deepEqual(await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false }, noEvents), { adminTokensRevoked: 0 });
+        assert.deepEqual(await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents), { adminTokensRevoked: 0 });
         await noticedWithin(app.appId, since);
         assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
+      });
+
+      it('is noticed when a ClientSecret is rotated with a grace period, the previous one read with it', async () => {
+        const before = (await store.apps.findById(app.appId))!.clientSecretHash;
+        const rotated = randomBytes(32);
+        const since = Date.now();
+        await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: T0 + 60_000 }, noEvents);
+        await noticedWithin(app.appId, since);
+        const found = await store.apps.findById(app.appId);
+        assert.ok(found?.clientSecretHash.equals(rotated));
+        assert.deepEqual(found?.previousSecret, { hash: before, validUntil: T0 + 60_000 });
       });
 
       it('is noticed when a configuration is changed', async () => {

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
-import { terminate } from '../helpers/fleet.js';
+import { Children, runCli, sleep, terminate } from '../helpers/fleet.js';
 import { appUrlOf, basic, bearer, request, requestToken, revokeToken, whoami, type AppEndpoint } from '../helpers/http.js';
 import { REPO_ROOT, startServerProcess, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
@@ -290,6 +290,28 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
       assert.equal(secondDeleted.status, 200, secondDeleted.text);
       for (const token of live(second, 'anonymous')) await assertRefused(appUrl(second), token);
       for (const token of live(second, 'admin')) await assertWorks(appUrl(second), second, token);
+    });
+
+    it("rotates a legacy app's ClientSecret with a grace period (the columns migration 5 added): both secrets work", async () => {
+      const app = apps[1]!;
+      const children = new Children();
+      try {
+        const rotated = await runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store.databaseUrl }, [
+          'apps', 'rotate-secret', app.appId, '--grace', '600', '--json',
+        ]);
+        assert.equal(rotated.code, 0, rotated.stderr);
+        const { clientSecret, previousSecretValidUntil } = JSON.parse(rotated.stdout) as { clientSecret: string; previousSecretValidUntil: string };
+        assert.ok(Date.parse(previousSecretValidUntil) > Date.now() + 500_000, previousSecretValidUntil);
+        await sleep(1_100); // longer than the server takes to learn of a change made by the CLI
+        for (const secret of [app.clientSecret, clientSecret]) {
+          const admin = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.clientId, client_secret: secret });
+          assert.equal(admin.status, 200, admin.text);
+        }
+        const described = await request(appUrl(app), { headers: { authorization: bearer(legacyAdminToken(app)) } });
+        assert.equal(described.body.previousSecretValidUntil, previousSecretValidUntil);
+      } finally {
+        await children.killAll();
+      }
     });
 
     it('stops cleanly (SIGTERM) after the upgrade', async () => {

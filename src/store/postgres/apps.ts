@@ -16,6 +16,8 @@ interface AppRow {
   created_at: string;
   configuration: Partial<AppConfiguration>;
   anonymous_cutoff: string | null;
+  previous_secret_hash: Buffer | null;
+  previous_secret_valid_until: string | null;
 }
 
 export function postgresAppStore(db: PostgresQueries): AppStore {
@@ -24,9 +26,21 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
       try {
         await db.query({
           name: 'tessera-insert-app',
-          text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-          values: [app.appId, app.name, app.appKey, app.clientId, app.clientSecretHash, app.adminId, app.createdAt, JSON.stringify(app.configuration)],
+          text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
+                                   previous_secret_hash, previous_secret_valid_until)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          values: [
+            app.appId,
+            app.name,
+            app.appKey,
+            app.clientId,
+            app.clientSecretHash,
+            app.adminId,
+            app.createdAt,
+            JSON.stringify(app.configuration),
+            app.previousSecret?.hash ?? null,
+            app.previousSecret?.validUntil ?? null,
+          ],
         });
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppConflictError();
@@ -46,9 +60,16 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
       const result = await db.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM apps' });
       return Number(result.rows[0]?.n ?? 0);
     },
-    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
+    async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil }, audit) {
       return db.transaction(async (client) => {
-        const updated = await client.query('UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', [appId, hash]);
+        // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
+        const updated = await client.query(
+          `UPDATE apps SET previous_secret_hash = CASE WHEN $3::bigint IS NULL THEN NULL ELSE client_secret_hash END,
+                           previous_secret_valid_until = $3::bigint,
+                           client_secret_hash = $2
+           WHERE app_id = $1`,
+          [appId, hash, previousSecretValidUntil],
+        );
         if ((updated.rowCount ?? 0) === 0) return undefined;
         const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(client, appId, 'admin') : 0 };
         await insertEvents(client, audit(rotation));
@@ -92,5 +113,9 @@ function toApp(row: AppRow): AppRecord {
     createdAt: Number(row.created_at),
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...row.configuration },
     anonymousCutoff: row.anonymous_cutoff === null ? null : Number(row.anonymous_cutoff),
+    previousSecret:
+      row.previous_secret_hash === null || row.previous_secret_valid_until === null
+        ? null
+        : { hash: row.previous_secret_hash, validUntil: Number(row.previous_secret_valid_until) },
   };
 }

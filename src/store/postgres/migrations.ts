@@ -186,4 +186,16 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       CREATE INDEX events_refusals_by_app ON events (app_id, id) WHERE type = 'token.refused';
     `,
   },
+  {
+    version: 5,
+    sql: `
+      -- The ClientSecret that a rotation with a grace period replaced: its digest only, and the
+      -- instant (UNIX ms) from which it no longer works. Both null when there is none. Set by an
+      -- UPDATE of the app, which notifies every instance through apps_changed.
+      ALTER TABLE apps ADD COLUMN previous_secret_hash bytea;
+      ALTER TABLE apps ADD COLUMN previous_secret_valid_until bigint;
+      ALTER TABLE apps ADD CONSTRAINT apps_previous_secret_whole
+        CHECK ((previous_secret_hash IS NULL) = (previous_secret_valid_until IS NULL));
+    `,
+  },
 ];

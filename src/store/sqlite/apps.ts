@@ -16,18 +16,30 @@ interface AppRow {
   created_at: number;
   configuration: string;
   anonymous_cutoff: number | null;
+  previous_secret_hash: Buffer | null;
+  previous_secret_valid_until: number | null;
 }
+
+type RotationOptions = Parameters<AppStore['rotateClientSecret']>[2];
 
 export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, events: SqliteEventWrites): AppStore {
   const statements = {
     insertApp: db.prepare(
-      `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
-       VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration)`,
+      `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
+                         previous_secret_hash, previous_secret_valid_until)
+       VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration,
+               :previousSecretHash, :previousSecretValidUntil)`,
     ),
     findApp: db.prepare('SELECT * FROM apps WHERE app_id = :appId'),
     listApps: db.prepare('SELECT * FROM apps ORDER BY created_at, app_id'),
     countApps: db.prepare('SELECT count(*) AS n FROM apps'),
-    updateSecret: db.prepare('UPDATE apps SET client_secret_hash = :hash WHERE app_id = :appId'),
+    // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
+    updateSecret: db.prepare(
+      `UPDATE apps SET previous_secret_hash = CASE WHEN :validUntil IS NULL THEN NULL ELSE client_secret_hash END,
+                       previous_secret_valid_until = :validUntil,
+                       client_secret_hash = :hash
+       WHERE app_id = :appId`,
+    ),
     deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
     updateConfiguration: db.prepare(
       'UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING *',
@@ -42,8 +54,9 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
   });
   const rotateClientSecret = immediateTransaction(
     db,
-    (appId: string, hash: Buffer, revokeAdminTokens: boolean, audit: AuditOf<SecretRotation>): SecretRotation | undefined => {
-      if (statements.updateSecret.run({ appId, hash }).changes === 0) return undefined;
+    (appId: string, hash: Buffer, options: RotationOptions, audit: AuditOf<SecretRotation>): SecretRotation | undefined => {
+      if (statements.updateSecret.run({ appId, hash, validUntil: options.previousSecretValidUntil }).changes === 0) return undefined;
+      const { revokeAdminTokens } = options;
       const rotation = { adminTokensRevoked: revokeAdminTokens ? tokens.deleteOfApp(appId, 'admin') : 0 };
       events.insert(audit(rotation));
       return rotation;
@@ -63,7 +76,12 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
   return {
     async insert(app) {
       try {
-        statements.insertApp.run({ ...app, configuration: JSON.stringify(app.configuration) });
+        statements.insertApp.run({
+          ...app,
+          configuration: JSON.stringify(app.configuration),
+          previousSecretHash: app.previousSecret?.hash ?? null,
+          previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
+        });
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppConflictError();
         throw error;
@@ -79,8 +97,8 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
     async count() {
       return (statements.countApps.get() as { n: number }).n;
     },
-    async rotateClientSecret(appId, hash, { revokeAdminTokens }, audit) {
-      return rotateClientSecret(appId, hash, revokeAdminTokens, audit);
+    async rotateClientSecret(appId, hash, options, audit) {
+      return rotateClientSecret(appId, hash, options, audit);
     },
     async updateConfiguration(appId, changes, audit) {
       return updateConfiguration(appId, changes, audit);
@@ -102,5 +120,9 @@ function toApp(row: AppRow): AppRecord {
     createdAt: row.created_at,
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<AppConfiguration>) },
     anonymousCutoff: row.anonymous_cutoff,
+    previousSecret:
+      row.previous_secret_hash === null || row.previous_secret_valid_until === null
+        ? null
+        : { hash: Buffer.from(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
   };
 }

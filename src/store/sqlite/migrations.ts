@@ -123,4 +123,14 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX events_refusals_by_app ON events (app_id, id) WHERE type = 'token.refused';
     `,
   },
+  {
+    version: 5,
+    sql: `
+      -- The ClientSecret that a rotation with a grace period replaced: its digest only, and the
+      -- instant (UNIX ms) from which it no longer works. Both null when there is none.
+      ALTER TABLE apps ADD COLUMN previous_secret_hash BLOB;
+      ALTER TABLE apps ADD COLUMN previous_secret_valid_until INTEGER
+        CHECK ((previous_secret_hash IS NULL) = (previous_secret_valid_until IS NULL));
+    `,
+  },
 ];
