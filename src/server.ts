@@ -10,6 +10,7 @@ import type { AdminPathRule } from './auth/forward.js';
 import { forwardAuthRoutes } from './auth/forward-routes.js';
 import { authRoutes } from './auth/routes.js';
 import { eventRoutes } from './events/routes.js';
+import { endpointRoutes } from './tokens/endpoint-routes.js';
 import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
 import { notFound } from './error-catalogue.js';
 import { TesseraError } from './errors.js';
@@ -126,11 +127,12 @@ export function buildServer({
   app.register(healthRoutes, { store: tessera.store });
   const { appCache: apps, authenticator } = tessera;
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
+  app.register(endpointRoutes, { apps, callers: tessera.callers, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
   app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths });
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
-    await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
+    await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
     await authenticated.register(eventRoutes, { events: tessera.events, clock: tessera.clock });
     await authenticated.register(authRoutes);
   });
