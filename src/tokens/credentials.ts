@@ -28,10 +28,11 @@ export interface BodyCredentials {
 export function clientCredentials(app: AppRecord, authorization: AuthorizationCredentials, body: BodyCredentials): ClientCredentials | undefined {
   const inBody = body.clientId !== undefined || body.clientSecret !== undefined;
   if (authorization.scheme !== 'basic') return inBody ? bodyCredentials(body) : undefined;
-  const user = decodeFormComponent(authorization.user);
+  // The seed's header names the AppID as it is: the common case decodes nothing.
+  const user = authorization.user === app.appId ? app.appId : decodeFormComponent(authorization.user);
+  if (user === app.appId && inBody) return bodyCredentials(body);
   const password = decodeFormComponent(authorization.password);
   if (user === app.appId) {
-    if (inBody) return bodyCredentials(body);
     if (password === '') {
       throw new TesseraError('invalid_request', 'client_secret is required: send the AppKey as the Basic password, or client_id and client_secret in the body.');
     }
