@@ -25,6 +25,8 @@ export interface Config {
   http: HttpTimeouts;
   /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
   revokedTokensMaxPerApp: number;
+  /** Where clients reach the service (PUBLIC_URL), without a trailing slash; the base of OAuth metadata. */
+  publicUrl: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -90,6 +92,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs, 100, 600_000),
     },
     revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
+    publicUrl: publicUrl(env),
   };
 }
 
@@ -118,6 +121,37 @@ function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
     throw new ConfigError((error as Error).message);
   }
   return env.DATABASE_URL;
+}
+
+/**
+ * An absolute http(s) URL, maybe with a path (a proxy that serves the service under a prefix), without
+ * credentials, query or fragment; its value is not repeated in the error, in case it holds a password.
+ */
+function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.PUBLIC_URL?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined ||
+    !['http:', 'https:'].includes(url.protocol) ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    raw.includes('?') ||
+    raw.includes('#')
+  ) {
+    throw new ConfigError(
+      'PUBLIC_URL must be the absolute http:// or https:// URL where clients reach the service, such as ' +
+        'https://tokens.example.com, without credentials, query or fragment.',
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function redisUrl(env: NodeJS.ProcessEnv): string | undefined {

@@ -10,6 +10,8 @@ import type { AdminPathRule } from './auth/forward.js';
 import { forwardAuthRoutes } from './auth/forward-routes.js';
 import { authRoutes } from './auth/routes.js';
 import { eventRoutes } from './events/routes.js';
+import { endpointRoutes } from './tokens/endpoint-routes.js';
+import { metadataRoutes } from './tokens/metadata-routes.js';
 import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
 import { notFound } from './error-catalogue.js';
 import { TesseraError } from './errors.js';
@@ -39,6 +41,8 @@ export interface ServerOptions {
   /** Proxies whose `X-Forwarded-For` gives the client address (TRUSTED_PROXIES); none by default. */
   trustedProxies?: readonly string[];
   timeouts?: HttpTimeouts;
+  /** Where clients reach the service (PUBLIC_URL), the base of OAuth metadata; see `publicBaseUrl`. */
+  publicUrl?: string;
 }
 
 export function buildServer({
@@ -48,6 +52,7 @@ export function buildServer({
   forwardAuthAdminPaths = [],
   trustedProxies = [],
   timeouts = DEFAULT_HTTP_TIMEOUTS,
+  publicUrl,
 }: ServerOptions): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
@@ -128,11 +133,13 @@ export function buildServer({
   app.register(clientScriptRoute);
   const { appCache: apps, authenticator } = tessera;
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
+  app.register(metadataRoutes, { apps, publicUrl });
+  app.register(endpointRoutes, { apps, callers: tessera.callers, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
   app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths });
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
-    await authenticated.register(tokenLifecycleRoutes, { apps, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
+    await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
     await authenticated.register(eventRoutes, { events: tessera.events, clock: tessera.clock });
     await authenticated.register(authRoutes);
   });

@@ -10,6 +10,7 @@ import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
 import { KeyService } from './keys/service.js';
 import { AdminAuthentication } from './tokens/client-authentication.js';
+import { EndpointCallers } from './tokens/endpoint-callers.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 
@@ -25,6 +26,8 @@ export interface Tessera {
   readonly issuer: TokenIssuer;
   /** Checks ClientID and ClientSecret under the limits on failed admin attempts. */
   readonly admins: AdminAuthentication;
+  /** Who calls revocation and introspection: a token, Basic anonymous, or the client's own credentials. */
+  readonly callers: EndpointCallers;
   readonly checker: TokenChecker;
   readonly revoker: TokenRevoker;
   /** The keys that sign anonymous tokens (`tessera keys`). */
@@ -67,6 +70,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     appCache: checking.apps,
     issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, admins, events),
     admins,
+    callers: new EndpointCallers(checking.authenticator, admins),
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, events, {
       clock,

@@ -2,6 +2,7 @@ import type { AppCache } from '../apps/cache.js';
 import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
+import { singleRawHeader } from '../http/headers.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import { anonymousRequest } from '../request-context.js';
@@ -18,6 +19,11 @@ export interface AuthenticationRequest {
   adminRequired?: boolean;
   /** Recorded with a refused token. */
   clientAddress?: string;
+  /**
+   * Node's `rawHeaders` of the request, read only when it has no `Authorization` header: deployed
+   * SDK clients' anonymous calls name the app in `X-Kii-AppID` and `X-Kii-AppKey` instead.
+   */
+  rawHeaders?: readonly string[];
 }
 
 /** What the Fastify and Express middleware need: the principal of a request, or the contract's error. */
@@ -50,7 +56,7 @@ export class Authenticator implements RequestAuthenticator {
         if (!(checked instanceof Promise)) return this.#bearer(checked, request);
         return checked.then((principal) => this.#bearer(principal, request));
       }
-      if (credentials.scheme === 'basic' && credentials.user === app.appId) {
+      if (credentials.scheme === 'basic' ? credentials.user === app.appId : namesAppInSdkHeaders(request, app.appId)) {
         return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
       }
       throw new TesseraError(
@@ -66,6 +72,20 @@ export class Authenticator implements RequestAuthenticator {
     throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
   }
 }
+
+/**
+ * Deployed SDK clients' anonymous calls: no `Authorization` at all, the app in `X-Kii-AppID` and its
+ * AppKey in `X-Kii-AppKey`. That is Basic anonymous access to the app the header names, which must
+ * be the app of the path; the AppKey must be there and is not checked (Basic anonymous access never
+ * needs it).
+ */
+function namesAppInSdkHeaders(request: AuthenticationRequest, appId: string): boolean {
+  if (request.authorization !== undefined || request.rawHeaders === undefined) return false;
+  return singleRawHeader(request.rawHeaders, SDK_APP_ID) === appId && singleRawHeader(request.rawHeaders, SDK_APP_KEY) !== undefined;
+}
+
+export const SDK_APP_ID = 'x-kii-appid';
+export const SDK_APP_KEY = 'x-kii-appkey';
 
 /** The `/me` rule, then admin-only resources. */
 function applyRules(principal: Principal, request: AuthenticationRequest): Principal {

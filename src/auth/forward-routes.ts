@@ -47,6 +47,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticato
     const principal = await authenticator.authenticate({
       appId: target.appId,
       authorization: singleHeader(request.raw, 'authorization'),
+      rawHeaders: request.raw.rawHeaders,
       path: target.path,
       adminRequired: isAdminPath(adminPaths, method, target.segments),
       clientAddress: request.ip,

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { notFound } from '../error-catalogue.js';
+import { ignoreBodies } from '../http/content-types.js';
 import { refuseOtherMethods } from '../http/methods.js';
 
 const whoamiSchema = {
@@ -31,8 +32,12 @@ export const authRoutes: FastifyPluginAsync = async (app) => {
   refuseOtherMethods(app, WHOAMI_PATH, ['GET']);
 
   // Everything else under an app is authenticated first (so the /me rule holds on any path), then
-  // is not found.
-  app.all('/api/apps/:appId/*', async () => {
-    throw notFound();
+  // is not found, whatever its body's type: in a scope of its own that reads no body (deployed SDK
+  // clients send types of their own, such as application/vnd.kii.ThingRegistrationRequest+json).
+  await app.register(async (scope) => {
+    ignoreBodies(scope);
+    scope.all('/api/apps/:appId/*', async () => {
+      throw notFound();
+    });
   });
 };

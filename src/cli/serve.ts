@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
 import { openStore } from '../store/open.js';
@@ -36,6 +37,7 @@ export async function serve(config: Config): Promise<void> {
     forwardAuthAdminPaths: config.forwardAuthAdminPaths,
     trustedProxies: config.trustedProxies,
     timeouts: config.http,
+    publicUrl: config.publicUrl,
   });
   try {
     await server.listen({ host: config.host, port: config.port });
@@ -49,6 +51,9 @@ export async function serve(config: Config): Promise<void> {
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   tessera.housekeeping.start();
   logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
+  if (publicBaseUrl(config.publicUrl, server.server) === undefined) {
+    logger.warn('PUBLIC_URL is not set and the server does not listen on a loopback address: OAuth metadata (RFC 8414) is not served');
+  }
   if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl));
 
   let stopping = false;

@@ -9,7 +9,11 @@ import { TesseraError } from '../errors.js';
  * or an upstream. `name` is lower case.
  */
 export function singleHeader(request: IncomingMessage, name: string): string | undefined {
-  const raw = request.rawHeaders;
+  return singleRawHeader(request.rawHeaders, name);
+}
+
+/** `singleHeader` over Node's `rawHeaders` (name, value, name, value, …). */
+export function singleRawHeader(raw: readonly string[], name: string): string | undefined {
   let value: string | undefined;
   for (let index = 0; index < raw.length; index += 2) {
     const header = raw[index]!;

@@ -1,9 +1,8 @@
 import { TesseraError } from '../errors.js';
+import type { BodyCredentials } from './credentials.js';
 
 /** The fields of a token request, checked and typed; credentials may come from a Basic header instead. */
-export interface TokenRequest {
-  clientId: string | undefined;
-  clientSecret: string | undefined;
+export interface TokenRequest extends BodyCredentials {
   /** UNIX ms, or null when absent. */
   expiresAt: number | null;
 }
@@ -22,11 +21,13 @@ export function parseTokenRequest(body: unknown, options: { grantTypeRequired: b
   const grantType = read('grant_type');
   // RFC 6749 §3.2: a parameter sent without a value is treated as omitted.
   if (grantType === undefined || grantType === null || grantType === '') {
+    // Deployed SDK clients log users and things in with a username and a password and no grant_type.
+    if (read('username') !== undefined || read('password') !== undefined) throw unsupportedGrantType();
     if (options.grantTypeRequired) throw invalidRequest('grant_type is required; use "client_credentials".');
   } else if (typeof grantType !== 'string') {
     throw invalidRequest('grant_type must be a string.');
   } else if (grantType !== 'client_credentials') {
-    throw new TesseraError('unsupported_grant_type', 'Only the "client_credentials" grant type is supported.');
+    throw unsupportedGrantType();
   }
   return {
     clientId: credential(read('client_id'), 'client_id'),
@@ -87,6 +88,24 @@ export function parseTokenParameter(body: unknown): string {
   if (token === undefined || token === null || token === '') throw invalidRequest('The token parameter is required.');
   if (typeof token !== 'string') throw invalidRequest('token must be a string.');
   return token;
+}
+
+function unsupportedGrantType(): TesseraError {
+  return new TesseraError(
+    'unsupported_grant_type',
+    'Only grant_type "client_credentials" is served here: admin tokens (ClientID and ClientSecret) and anonymous tokens ' +
+      '(AppID and AppKey). User and thing logins (username and password) are not.',
+  );
+}
+
+/**
+ * The client credentials a revocation or introspection request carries in its body (RFC 6749
+ * `client_secret_post`), from a form or a JSON object; none when there is no body.
+ */
+export function parseBodyCredentials(body: unknown): BodyCredentials {
+  if (body === undefined || body === null) return { clientId: undefined, clientSecret: undefined };
+  const read = fieldReader(body);
+  return { clientId: credential(read('client_id'), 'client_id'), clientSecret: credential(read('client_secret'), 'client_secret') };
 }
 
 function invalidRequest(message: string): TesseraError {

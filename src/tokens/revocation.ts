@@ -4,13 +4,12 @@ import { TesseraError } from '../errors.js';
 import type { EventStamp, NewAuditEvent } from '../events/event.js';
 import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
-import { TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
-import { ANONYMOUS_TOKEN_LENGTH, parseAnonymousToken } from './anonymous-token.js';
+import type { PrincipalKind } from '../principal.js';
+import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
-import { anonymousTokenKey, type TokenChecker } from './checker.js';
+import type { TokenChecker } from './checker.js';
 import type { RevokedTokenStore } from './revoked-tokens.js';
 import type { TokenStore } from './store.js';
-import { parseAccessToken } from './token.js';
 
 /** Which of an app's tokens a revoke-all removes: one kind, or `all`, always spelled out. */
 export type RevocationKind = PrincipalKind | 'all';
@@ -81,17 +80,18 @@ export class TokenRevoker {
 
   /**
    * Revokes `accessToken` if it is a token of this app (an unknown one is not an error). An admin
-   * may revoke any token of its app; anyone else only the token it authenticates with.
+   * may revoke any token of its app; any other caller of the app any anonymous token of the app it
+   * presents (RFC 7009: they are all issued to the client AppID, and whoever holds one could revoke
+   * it with itself), but no admin token.
    */
   async revoke(app: AppRecord, accessToken: string, context: RequestContext): Promise<void> {
     const caller = context.by;
     const byAdmin = caller === 'operator' || caller?.kind === 'admin';
-    if (!byAdmin && (caller === null || !isOwnToken(caller, accessToken))) {
-      throw new TesseraError('ADMIN_REQUIRED', 'Only an admin token may revoke a token other than the one it is sent with.');
-    }
+    if (caller === null) throw adminRequiredToRevoke();
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
     const matched = await this.checker.match(app, accessToken);
     if (matched === undefined) return;
+    if (!byAdmin && matched.facts.kind === 'admin') throw adminRequiredToRevoke();
     // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
     this.checker.forget(matched.key);
     if (!(await this.tokens.delete(matched.selector))) return;
@@ -133,13 +133,6 @@ export class TokenRevoker {
   }
 }
 
-/** Whether `accessToken` is the token `caller` was authenticated with (the same id; it is then checked as any other). */
-function isOwnToken(caller: Principal, accessToken: string): boolean {
-  const own = caller[TOKEN_SELECTOR];
-  if (own === undefined) return false;
-  if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
-    const presented = parseAnonymousToken(accessToken);
-    return presented !== undefined && anonymousTokenKey(presented.facts) === own;
-  }
-  return parseAccessToken(accessToken)?.selector.toString('latin1') === own;
+function adminRequiredToRevoke(): TesseraError {
+  return new TesseraError('ADMIN_REQUIRED', 'Only the app admin may revoke an admin token other than the one it is sent with.');
 }

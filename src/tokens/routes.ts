@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppCache } from '../apps/cache.js';
+import { SDK_APP_ID } from '../auth/authenticate.js';
 import { parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
@@ -7,7 +8,7 @@ import { preventCaching, singleHeader } from '../http/headers.js';
 import { refuseOtherMethods } from '../http/methods.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import { anonymousRequest } from '../request-context.js';
-import { tokenRequestCredentials } from './credentials.js';
+import { clientAuthenticationRequired, clientCredentials } from './credentials.js';
 import type { IssuedToken, TokenIssuer } from './issuer.js';
 import { parseTokenRequest } from './request.js';
 
@@ -47,24 +48,24 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
   app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
     await limits.checkTokenRequest(request.ip);
     const app = await apps.require(request.params.appId);
-    const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
-    if (authorization.scheme !== 'basic') {
-      throw new TesseraError('invalid_client', 'Send Authorization: Basic base64(AppID:anything) with the token request.');
-    }
+    const header = singleHeader(request.raw, 'authorization');
+    const authorization = parseAuthorization(header);
+    // No header at all is RFC 6749's client_secret_post: the path names the app, the body the client.
+    if (header !== undefined && authorization.scheme !== 'basic') throw clientAuthenticationRequired();
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
-    const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
-    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
+    const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
+    return tokenResponse(await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip)));
   });
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
     await limits.checkTokenRequest(request.ip);
-    const appId = singleHeader(request.raw, 'x-kii-appid');
+    const appId = singleHeader(request.raw, SDK_APP_ID);
     if (appId === undefined) throw new TesseraError('invalid_request', 'The X-Kii-AppID header is required.');
     const app = await apps.require(appId);
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
-    const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
-    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
+    const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
+    return tokenResponse(await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip)));
   });
 
   refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);
@@ -73,4 +74,8 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
 
 function tokenResponse(issued: IssuedToken) {
   return { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
+}
+
+function throwError(error: Error): never {
+  throw error;
 }

@@ -14,6 +14,7 @@ import {
   appUrlOf,
   basic,
   bearer,
+  request,
   requestAs,
   revokeToken,
   whoami,
@@ -202,6 +203,18 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const withExpiry = await requestAs(serviceUrl(appId, '/principal'), bearer(expiring));
           assert.equal(withExpiry.status, 200, withExpiry.text);
           assert.deepEqual(withExpiry.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt });
+        });
+
+        it("a deployed SDK client's anonymous call (X-Kii-AppID and X-Kii-AppKey, no Authorization): Basic anonymous", async () => {
+          const { appId, appKey } = tessera.app;
+          const sdkHeaders = { 'x-kii-appid': appId, 'x-kii-appkey': appKey };
+          const response = await request(serviceUrl(appId, '/principal'), { headers: sdkHeaders });
+          assert.equal(response.status, 200, response.text);
+          assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+          const other = await tessera.tessera.apps.create('Another app');
+          const otherApp = await request(serviceUrl(appId, '/principal'), { headers: { ...sdkHeaders, 'x-kii-appid': other.appId } });
+          assertUnauthorized(otherApp);
+          assertUnauthorized(await request(serviceUrl(appId, '/principal'), { headers: { 'x-kii-appid': appId } }));
         });
 
         it('the query string does not matter', async () => {

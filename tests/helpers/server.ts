@@ -41,6 +41,8 @@ export interface TestServerOptions {
   /** A store of the caller's, which it disposes of; by default a fresh one, disposed of by `close`. */
   testStore?: TestStore;
   revokedTokensMaxPerApp?: number;
+  /** PUBLIC_URL; by default none, so OAuth metadata is based on the loopback address the server listens on. */
+  publicUrl?: string;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -66,6 +68,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [],
     trustedProxies: options.trustedProxies ?? [],
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+    ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
   });
   const baseUrl = await listenLocally(server);
   return {

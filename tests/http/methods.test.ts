@@ -25,6 +25,7 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/oauth2/token': 'POST',
   '/api/apps/{appId}/oauth2/revoke': 'POST',
   '/api/apps/{appId}/oauth2/introspect': 'POST',
+  '/.well-known/oauth-authorization-server/api/apps/{appId}': 'GET',
   '/api/apps/{appId}/tokens': 'DELETE',
   '/api/apps/{appId}/whoami': 'GET',
   '/api/apps/{appId}': 'GET',
@@ -32,8 +33,8 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/events': 'GET',
   '/api/apps/{appId}/events/counts': 'GET',
 };
-/** Forward authentication answers any method; the catch-all under an app answers 404 to any. */
-const ANY_METHOD = ['/api/apps/{appId}/{path}', '/api/forward-auth', '/api/forward-auth/{path}'];
+/** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
+const ANY_METHOD = ['/api/apps/{appId}/{path}', '/api/apps/{appId}/.well-known/openid-configuration', '/api/forward-auth', '/api/forward-auth/{path}'];
 // Not QUERY: without the Content-Type it must carry (RFC 10008) it is 400 before any route.
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'SEARCH', 'MKCOL'];
 

@@ -5,12 +5,33 @@ import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { bearer, request, requestAs, whoami, type JsonResponse } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
+import Fastify from 'fastify';
+import { tesseraAuth } from '../../src/auth/middleware/fastify.js';
+import { basic as basicAuth } from '../helpers/http.js';
+import { rawWithHeaderLines } from '../helpers/raw-http.js';
+import { listenLocally } from '../helpers/server.js';
 
 /** An SDK instance of its own, pointed at the server as the deployed SDK would be at the hosted service. */
 function sdkFor(server: TestServer, appId = server.app.appId, appKey = server.app.appKey) {
-  const { Kii } = kiiSdk.create();
-  Kii.initializeWithSite(appId, appKey, `${server.baseUrl}/api`);
-  return Kii;
+  return sdkAt(`${server.baseUrl}/api`, appId, appKey).Kii;
+}
+
+/** Every class of an SDK instance of its own, pointed at `site`. */
+function sdkAt(site: string, appId: string, appKey: string) {
+  const sdk = kiiSdk.create();
+  sdk.Kii.initializeWithSite(appId, appKey, site);
+  return sdk;
+}
+
+/** What an SDK promise rejected with, as text (the SDK rejects with Errors, or with objects holding one). */
+async function rejectionOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    const message = (error as { message?: unknown }).message;
+    return typeof message === 'string' ? message : String(error);
+  }
+  return assert.fail('expected a rejection');
 }
 
 /** Exactly what `Kii.authenticateAsAppAdmin` sends, on the wire. */
@@ -224,5 +245,114 @@ describe('POST /api/oauth2/token honours expiresAt', () => {
       expiresAt: clock.time - 1000,
     });
     assertError(response, 400, 'invalid_request');
+  });
+});
+
+describe("the deployed SDK's anonymous calls, and its user and thing logins", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => server.close());
+
+  const sdkHeaders = () => ({ 'x-kii-appid': server.app.appId, 'x-kii-appkey': server.app.appKey });
+
+  it('X-Kii-AppID and X-Kii-AppKey without Authorization are Basic anonymous access to the app they name', async () => {
+    const response = await request(`${server.appUrl}/whoami`, { headers: sdkHeaders() });
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body, { appId: server.app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+  });
+
+  it('another app in X-Kii-AppID than in the path, or no X-Kii-AppKey: 401 UNAUTHORIZED', async () => {
+    const other = await server.tessera.apps.create('Other app');
+    const cases: Record<string, string>[] = [
+      { ...sdkHeaders(), 'x-kii-appid': other.appId },
+      { 'x-kii-appid': server.app.appId },
+      { 'x-kii-appid': server.app.appId, 'x-kii-appkey': '' },
+      { 'x-kii-appkey': server.app.appKey },
+    ];
+    for (const headers of cases) {
+      const response = await request(`${server.appUrl}/whoami`, { headers });
+      assertError(response, 401, 'UNAUTHORIZED');
+      assert.match(response.headers.get('www-authenticate') ?? '', /Basic.*Bearer/);
+    }
+  });
+
+  it('an Authorization header wins over them: a bad token is still 401 INVALID_TOKEN, a good one its principal', async () => {
+    assertError(await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: bearer('A'.repeat(43)) } }), 401, 'INVALID_TOKEN');
+    assertError(await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: 'Digest x' } }), 401, 'UNAUTHORIZED');
+    const admin = await Kii().authenticateAsAppAdmin(server.app.clientId, server.app.clientSecret);
+    const me = await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: bearer(admin.getAccessToken()) } });
+    assert.equal(me.body?.principal, 'admin', me.text);
+  });
+
+  it('X-Kii-AppID sent twice: 400 invalid_request', async () => {
+    const response = await rawWithHeaderLines(server.baseUrl, {
+      method: 'GET',
+      path: `/api/apps/${server.app.appId}/whoami`,
+      lines: [['X-Kii-AppID', server.app.appId], ['X-Kii-AppID', server.app.appId], ['X-Kii-AppKey', server.app.appKey]],
+    });
+    assertError(response, 400, 'invalid_request');
+  });
+
+  it('forward authentication admits them as Basic anonymous', async () => {
+    const response = await request(`${server.baseUrl}/api/forward-auth`, {
+      headers: { ...sdkHeaders(), 'x-original-uri': `/api/apps/${server.app.appId}/buckets/notes/query`, 'x-original-method': 'POST' },
+    });
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.headers.get('x-tessera-principal'), 'anonymous');
+    assert.equal(response.headers.get('x-tessera-auth'), 'basic');
+  });
+
+  it('a path the service does not serve is 404 whatever the content type (the SDK sends types of its own), once authenticated', async () => {
+    const things = `${server.appUrl}/things`;
+    const body = JSON.stringify({ _vendorThingID: 'v1', _password: 'secret1' });
+    for (const type of ['application/vnd.kii.ThingRegistrationAndAuthorizationRequest+json', 'text/plain', 'application/octet-stream']) {
+      for (const headers of [sdkHeaders(), { authorization: basicAuth(server.app.appId) }]) {
+        assertError(await request(things, { method: 'POST', headers: { ...headers, 'content-type': type }, body }), 404, 'NOT_FOUND');
+      }
+    }
+    assertError(await request(things, { method: 'POST', headers: { 'content-type': 'application/vnd.kii.ThingRegistrationAndAuthorizationRequest+json' }, body }), 401, 'UNAUTHORIZED');
+    const tooLarge = await request(things, { method: 'POST', headers: { ...sdkHeaders(), 'content-type': 'application/octet-stream' }, body: 'x'.repeat(5000) });
+    assertError(tooLarge, 413, 'REQUEST_TOO_LARGE');
+  });
+
+  const Kii = () => sdkFor(server);
+
+  it('the real SDK: its anonymous calls are authenticated (a path this service does not serve is NOT_FOUND, not UNAUTHORIZED)', async () => {
+    const { Kii: sdk, KiiThing, KiiQuery } = sdkAt(`${server.baseUrl}/api`, server.app.appId, server.app.appKey);
+    assert.match(await rejectionOf(KiiThing.register({ _vendorThingID: 'v1', _password: 'secret1' })), /statusCode: 404 error code: NOT_FOUND/);
+    assert.match(await rejectionOf(sdk.bucketWithName('notes').executeQuery(KiiQuery.queryWithClause(null))), /^NOT_FOUND: /);
+  });
+
+  it('the real SDK: its anonymous calls work on a service behind the Fastify middleware', async () => {
+    const service = Fastify();
+    service.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    await service.register(async (scope) => {
+      await scope.register(tesseraAuth, { authenticator: server.tessera.authenticator });
+      scope.post('/api/apps/:appId/buckets/:bucket/query', async (request) => ({
+        results: [{ _id: '1', principal: request.principal.kind, auth: request.principal.auth }],
+      }));
+    });
+    const base = await listenLocally(service);
+    try {
+      const { Kii: sdk, KiiQuery } = sdkAt(`${base}/api`, server.app.appId, server.app.appKey);
+      const [, results] = await sdk.bucketWithName('notes').executeQuery(KiiQuery.queryWithClause(null));
+      assert.deepEqual(results.map((object) => [object.get('principal'), object.get('auth')]), [['anonymous', 'basic']]);
+      const { Kii: unknownApp, KiiQuery: query } = sdkAt(`${base}/api`, 'madeUpAppId0123', 'madeUpAppKey');
+      assert.match(await rejectionOf(unknownApp.bucketWithName('notes').executeQuery(query.queryWithClause(null))), /^APP_NOT_FOUND: /);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('the real SDK: user and thing logins are refused with unsupported_grant_type, saying only client_credentials is served', async () => {
+    const { KiiUser, Kii: sdk } = sdkAt(`${server.baseUrl}/api`, server.app.appId, server.app.appKey);
+    for (const message of [await rejectionOf(KiiUser.authenticate('alice', 'secret1')), await rejectionOf(sdk.authenticateAsThing('thing-1', 'secret1'))]) {
+      assert.match(message, /unsupported_grant_type/);
+      assert.match(message, /"client_credentials"/);
+      assert.doesNotMatch(message, /client_id is required/);
+      assert.ok(!message.includes('secret1'));
+    }
   });
 });

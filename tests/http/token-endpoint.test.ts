@@ -433,11 +433,10 @@ describe('token endpoint: errors', () => {
     }
   });
 
-  it('missing or malformed Basic header, or Bearer instead: 401 invalid_client with WWW-Authenticate: Basic', async () => {
+  it('malformed Basic header, or Bearer instead: 401 invalid_client with WWW-Authenticate: Basic', async () => {
     const body = JSON.stringify(adminFields(server));
     const { accessToken } = assertTokenResponse(await requestToken(server, adminFields(server)), server.app.adminId);
-    const authorizations: (string | undefined)[] = [
-      undefined,
+    const authorizations: string[] = [
       'Basic',
       'Basic !!!not-base64!!!',
       `Basic ${Buffer.from(server.app.appId).toString('base64')}`, // no colon
@@ -446,23 +445,50 @@ describe('token endpoint: errors', () => {
       server.app.appId,
     ];
     for (const authorization of authorizations) {
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (authorization !== undefined) headers.authorization = authorization;
+      const headers: Record<string, string> = { 'content-type': 'application/json', authorization };
       const response = await request(tokenUrl(server), { method: 'POST', headers, body });
       assertRefused(response, 401, 'invalid_client', [...secrets, accessToken]);
       assertBasicChallenge(response);
     }
   });
 
-  it('a Basic user part that is not the AppID: 401 invalid_client with WWW-Authenticate: Basic', async () => {
+  it('no credentials at all (no Authorization, none in the body): 401 invalid_client with WWW-Authenticate: Basic', async () => {
+    for (const [type, body] of [
+      ['application/json', '{"grant_type":"client_credentials"}'],
+      ['application/x-www-form-urlencoded', 'grant_type=client_credentials'],
+    ] as const) {
+      const response = await request(tokenUrl(server), { method: 'POST', headers: { 'content-type': type }, body });
+      assertRefused(response, 401, 'invalid_client');
+      assertBasicChallenge(response);
+      assert.match(response.body.message, /client_id and client_secret in the body/);
+    }
+  });
+
+  it('a Basic user part that is not the AppID, nothing in the body: an admin attempt, 401 invalid_client with WWW-Authenticate: Basic', async () => {
     const other = await server.tessera.apps.create('Other app');
-    for (const user of [other.appId, 'someone-else', '', server.app.appId.toUpperCase()]) {
-      for (const fields of [adminFields(server), anonymousFields(server)]) {
+    for (const user of [other.appId, 'someone-else', '', server.app.appId.toUpperCase(), server.app.clientId]) {
+      const response = await postToken(server, 'grant_type=client_credentials', {
+        authorization: basic(user, server.app.appKey),
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      assertRefused(response, 401, 'invalid_client', secrets);
+      assertBasicChallenge(response);
+    }
+  });
+
+  it('a Basic user part that is not the AppID, other credentials in the body: 400 invalid_request (RFC 6749 §2.3), for a known ClientID as for an unknown one', async () => {
+    const other = await server.tessera.apps.create('Other app');
+    const answers = new Set<string>();
+    for (const user of [other.appId, 'someone-else', '', server.app.appId.toUpperCase(), server.app.clientId]) {
+      for (const fields of [adminFields(server, { client_secret: 'not-the-secret' }), anonymousFields(server)]) {
         const response = await requestToken(server, fields, { authorization: basic(user) });
-        assertRefused(response, 401, 'invalid_client', secrets);
-        assertBasicChallenge(response);
+        assertRefused(response, 400, 'invalid_request', secrets);
+        assert.equal(response.headers.get('www-authenticate'), null);
+        answers.add(response.text);
       }
     }
+    // One answer whatever the user part: a ClientID cannot be told from another value this way.
+    assert.equal(answers.size, 1, [...answers].join('\n'));
   });
 
   it('client_id neither the ClientID nor the AppID, or a wrong ClientSecret: 401 invalid_client', async () => {

@@ -376,7 +376,7 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
     send(`${url}/oauth2/revoke`, { method: 'POST', headers: { authorization: bearer(caller), 'content-type': contentType }, body });
   const selfRevoked = await issueAnonymous(appA);
   const adminRevoked = await issueAnonymous(appA);
-  assertError(await revoke(anonymousA, JSON.stringify({ token: adminRevoked })), 403, 'ADMIN_REQUIRED');
+  assertError(await revoke(anonymousA, JSON.stringify({ token: adminA })), 403, 'ADMIN_REQUIRED');
   assert.equal((await revoke(selfRevoked, JSON.stringify({ token: selfRevoked }))).status, 200);
   assert.equal((await revoke(adminA, `token=${adminRevoked}&token_type_hint=access_token`, 'application/x-www-form-urlencoded')).status, 200);
   assert.equal((await revoke(adminA, JSON.stringify({ token: anonymousB }))).status, 200); // another app's: nothing happens

@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       trustedProxies: [],
       revokedTokensMaxPerApp: 100_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
+      publicUrl: undefined,
     });
   });
 
@@ -73,6 +74,7 @@ describe('loadConfig', () => {
       HTTP_REQUEST_TIMEOUT_MS: '3000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
       REVOKED_TOKENS_MAX_PER_APP: '500',
+      PUBLIC_URL: ' https://Tokens.Example.com/ ',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -99,7 +101,25 @@ describe('loadConfig', () => {
       trustedProxies: ['10.0.0.0/8', '192.168.1.7', 'loopback', '::1', 'fd00::/8'],
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
       revokedTokensMaxPerApp: 500,
+      publicUrl: 'https://tokens.example.com',
     });
+  });
+
+  it('takes PUBLIC_URL with a path prefix, without its trailing slashes, and keeps a port', () => {
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://example.com/tessera/' }).publicUrl, 'https://example.com/tessera');
+    assert.equal(loadConfig({ PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://example.com:443//' }).publicUrl, 'https://example.com');
+  });
+
+  it('refuses a PUBLIC_URL that is not an absolute http(s) URL, or has credentials, a query or a fragment, without echoing it', () => {
+    for (const value of ['tokens.example.com', '/api', 'ftp://example.com', 'https://user:hunter2@example.com', 'https://example.com/?a=1', 'https://example.com/#x', 'https://example.com?', 'javascript:alert(1)']) {
+      assert.throws(() => loadConfig({ PUBLIC_URL: value }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+        assert.match(error.message, /PUBLIC_URL/);
+        assert.ok(!error.message.includes('hunter2'));
+        return true;
+      });
+    }
   });
 
   it('refuses a TRUSTED_PROXIES entry that is not an address, a range or a keyword', () => {

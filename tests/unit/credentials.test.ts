@@ -2,37 +2,49 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAuthorization } from '../../src/auth/authorization.js';
 import { TesseraError } from '../../src/errors.js';
-import { tokenRequestCredentials } from '../../src/tokens/credentials.js';
-import type { TokenRequest } from '../../src/tokens/request.js';
+import { clientCredentials, type BodyCredentials } from '../../src/tokens/credentials.js';
 import { makeApp } from '../helpers/fixtures.js';
 
 const app = makeApp();
 const basic = (user: string, password: string) => parseAuthorization(`Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`);
-const body = (clientId?: string, clientSecret?: string): TokenRequest => ({ clientId, clientSecret, expiresAt: null });
+const body = (clientId?: string, clientSecret?: string): BodyCredentials => ({ clientId, clientSecret });
 
-function refusedWith(code: string) {
-  return (error: unknown) => error instanceof TesseraError && error.code === code;
+function refusedWith(code: string, message?: RegExp) {
+  return (error: unknown) => error instanceof TesseraError && error.code === code && (message === undefined || message.test(error.message));
 }
 
-describe('tokenRequestCredentials', () => {
-  it('reads the body when the Basic user is the AppID, or there is no Basic header', () => {
+describe('clientCredentials', () => {
+  it('reads the body when the Basic user is the AppID (the seed), or there is no Basic header (client_secret_post)', () => {
     for (const authorization of [basic(app.appId, 'anything'), parseAuthorization(undefined), parseAuthorization('Bearer x')]) {
-      assert.deepEqual(tokenRequestCredentials(app, authorization, body('id', 'secret')), { clientId: 'id', clientSecret: 'secret' });
+      assert.deepEqual(clientCredentials(app, authorization, body('id', 'secret')), { clientId: 'id', clientSecret: 'secret' });
     }
   });
 
   it('needs client_id and client_secret in the body then', () => {
-    assert.throws(() => tokenRequestCredentials(app, basic(app.appId, 'x'), body(undefined, 's')), refusedWith('invalid_request'));
-    assert.throws(() => tokenRequestCredentials(app, basic(app.appId, 'x'), body('i', undefined)), refusedWith('invalid_request'));
+    assert.throws(() => clientCredentials(app, basic(app.appId, 'x'), body(undefined, 's')), refusedWith('invalid_request', /client_id/));
+    assert.throws(() => clientCredentials(app, basic(app.appId, 'x'), body('i', undefined)), refusedWith('invalid_request', /client_secret/));
+    assert.throws(() => clientCredentials(app, parseAuthorization(undefined), body('i', undefined)), refusedWith('invalid_request', /client_secret/));
+  });
+
+  it('has none without a Basic header and without credentials in the body', () => {
+    assert.equal(clientCredentials(app, parseAuthorization(undefined), body()), undefined);
+    assert.equal(clientCredentials(app, parseAuthorization('Bearer x'), body()), undefined);
+  });
+
+  it('reads Basic AppID:AppKey with nothing in the body as the anonymous client (client_secret_basic)', () => {
+    assert.deepEqual(clientCredentials(app, basic(app.appId, app.appKey), body()), { clientId: app.appId, clientSecret: app.appKey });
+    assert.throws(() => clientCredentials(app, basic(app.appId, ''), body()), refusedWith('invalid_request', /AppKey/));
   });
 
   it('reads RFC 6749 client_secret_basic, form-decoded, as the credentials', () => {
-    assert.deepEqual(tokenRequestCredentials(app, basic('my%20client', 'a+b%2Bc'), body()), { clientId: 'my client', clientSecret: 'a b+c' });
+    assert.deepEqual(clientCredentials(app, basic('my%20client', 'a+b%2Bc'), body()), { clientId: 'my client', clientSecret: 'a b+c' });
   });
 
-  it('allows body credentials that agree with the header, and refuses those that do not', () => {
-    assert.deepEqual(tokenRequestCredentials(app, basic('c', 's'), body('c', 's')), { clientId: 'c', clientSecret: 's' });
-    assert.throws(() => tokenRequestCredentials(app, basic('c', 's'), body('other', undefined)), refusedWith('invalid_client'));
-    assert.throws(() => tokenRequestCredentials(app, basic('c', 's'), body(undefined, 'other')), refusedWith('invalid_client'));
+  it('allows body credentials that agree with the header, and refuses those that do not: 400 invalid_request (RFC 6749 §2.3)', () => {
+    assert.deepEqual(clientCredentials(app, basic('c', 's'), body('c', 's')), { clientId: 'c', clientSecret: 's' });
+    assert.deepEqual(clientCredentials(app, basic('c', 's'), body('c', undefined)), { clientId: 'c', clientSecret: 's' });
+    assert.throws(() => clientCredentials(app, basic('c', 's'), body('other', undefined)), refusedWith('invalid_request', /differ/));
+    assert.throws(() => clientCredentials(app, basic('c', 's'), body(undefined, 'other')), refusedWith('invalid_request', /differ/));
+    assert.throws(() => clientCredentials(app, basic('c', 's'), body(app.appId, app.appKey)), refusedWith('invalid_request', /differ/));
   });
 });

@@ -141,16 +141,24 @@ describe('the token services, over a real store with a fake clock', () => {
   });
 
   describe('TokenRevoker', () => {
-    it('lets a token revoke itself, and an admin revoke any token; the next check refuses it', async () => {
+    it('lets a token revoke itself, a caller of the app any anonymous token it holds, and an admin any token; the next check refuses it', async () => {
       const own = await anonymous();
       const caller = (await authenticate(`Bearer ${own.accessToken}`)) as Principal;
-      const victim = await anonymous();
-      assert.equal(await codeOf(tessera.revoker.revoke(app, victim.accessToken, { clientAddress: null, by: caller })), 'ADMIN_REQUIRED');
+      const adminToken = await admin();
+      assert.equal(await codeOf(tessera.revoker.revoke(app, adminToken.accessToken, { clientAddress: null, by: caller })), 'ADMIN_REQUIRED');
+      assert.notEqual(await tessera.checker.principal(app, adminToken.accessToken), undefined);
+      assert.equal(await codeOf(tessera.revoker.revoke(app, own.accessToken, { clientAddress: null, by: null })), 'ADMIN_REQUIRED');
+      const held = await anonymous();
+      await tessera.revoker.revoke(app, held.accessToken, { clientAddress: null, by: caller });
+      assert.equal(await tessera.checker.principal(app, held.accessToken), undefined);
       await tessera.revoker.revoke(app, own.accessToken, { clientAddress: null, by: caller });
       assert.equal(await tessera.checker.principal(app, own.accessToken), undefined);
+      const victim = await anonymous();
       const adminCaller = (await authenticate(`Bearer ${(await admin()).accessToken}`)) as Principal;
       await tessera.revoker.revoke(app, victim.accessToken, { clientAddress: null, by: adminCaller });
       assert.equal(await tessera.checker.principal(app, victim.accessToken), undefined);
+      await tessera.revoker.revoke(app, adminToken.accessToken, { clientAddress: null, by: adminCaller });
+      assert.equal(await tessera.checker.principal(app, adminToken.accessToken), undefined);
     });
 
     it('revokes all tokens of a kind for the operator', async () => {

@@ -49,6 +49,7 @@ export function tesseraExpress(
     describe: (request) => ({
       appId: appIdOf(request) ?? '',
       authorization: singleHeader(request, 'authorization'),
+      rawHeaders: request.rawHeaders,
       path: request.originalUrl ?? request.url ?? '/',
       clientAddress: request.ip ?? request.socket.remoteAddress,
     }),

@@ -32,6 +32,7 @@ const authenticateScope: FastifyPluginCallback<TesseraAuthOptions> = (app, optio
       describe: (request) => ({
         appId: appIdOf(request) ?? '',
         authorization: singleHeader(request.raw, 'authorization'),
+        rawHeaders: request.raw.rawHeaders,
         path: request.url,
         clientAddress: request.ip,
       }),

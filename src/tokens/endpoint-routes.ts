@@ -1,0 +1,103 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { AppRecord } from '../apps/app.js';
+import type { AppCache } from '../apps/cache.js';
+import { adminRequired } from '../error-catalogue.js';
+import { acceptFormBodies } from '../http/content-types.js';
+import { preventCaching, singleHeader } from '../http/headers.js';
+import type { RateLimits } from '../limits/rate-limits.js';
+import type { Principal } from '../principal.js';
+import type { TokenChecker } from './checker.js';
+import type { EndpointCallers } from './endpoint-callers.js';
+import { parseBodyCredentials, parseTokenParameter } from './request.js';
+import type { TokenRevoker } from './revocation.js';
+
+export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
+export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
+
+type AppParams = { Params: { appId: string } };
+
+const revocationSchema = {
+  response: { 200: { type: 'object', properties: {}, additionalProperties: false } },
+} as const;
+
+const introspectionSchema = {
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        active: { type: 'boolean' },
+        token_type: { type: 'string' },
+        principal: { type: 'string' },
+        id: { type: 'string' },
+        sub: { type: 'string' },
+        client_id: { type: 'string' },
+        app_id: { type: 'string' },
+        iat: { type: 'integer' },
+        exp: { type: 'integer' },
+      },
+      required: ['active'],
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+/** What revocation and introspection use. */
+export interface EndpointRoutesOptions {
+  apps: AppCache;
+  callers: EndpointCallers;
+  checker: TokenChecker;
+  revoker: TokenRevoker;
+  limits: RateLimits;
+}
+
+/**
+ * Revocation (RFC 7009) and introspection (RFC 7662). They authenticate their caller themselves,
+ * after the body is read, since an OAuth client may send its credentials there (`client_secret_post`);
+ * their other methods are answered with the rest of the app's paths (`lifecycle-routes.ts`).
+ */
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { apps, callers, checker, revoker, limits }) => {
+  acceptFormBodies(app);
+  preventCaching(app);
+
+  const callerOf = (target: AppRecord, request: FastifyRequest): Promise<Principal> =>
+    callers.callerOf(target, {
+      authorization: singleHeader(request.raw, 'authorization'),
+      rawHeaders: request.raw.rawHeaders,
+      path: request.url,
+      clientAddress: request.ip,
+      body: parseBodyCredentials(request.body),
+    });
+
+  app.post<AppParams>(REVOKE_PATH, { schema: revocationSchema }, async (request) => {
+    // Anyone holding an anonymous token may revoke it, and each revocation is kept until the token
+    // expires: revocations share the token endpoint's limit per client address.
+    await limits.checkTokenRequest(request.ip);
+    const target = await apps.require(request.params.appId);
+    const caller = await callerOf(target, request);
+    const token = parseTokenParameter(request.body);
+    await revoker.revoke(target, token, { clientAddress: request.ip, by: caller });
+    // RFC 7009 §2.2: 200, also for a token that was unknown or already revoked. An empty JSON object
+    // rather than no body: client libraries parse the answer as JSON.
+    return {};
+  });
+
+  app.post<AppParams>(INTROSPECT_PATH, { schema: introspectionSchema }, async (request) => {
+    const target = await apps.require(request.params.appId);
+    const caller = await callerOf(target, request);
+    if (caller.kind !== 'admin') throw adminRequired();
+    const token = parseTokenParameter(request.body);
+    const active = await checker.introspect(target, token);
+    if (active === undefined) return { active: false };
+    return {
+      active: true,
+      token_type: 'bearer',
+      principal: active.kind,
+      id: active.id,
+      sub: active.id,
+      client_id: active.clientId,
+      app_id: active.appId,
+      iat: Math.floor(active.issuedAt / 1000),
+      ...(active.expiresAt === null ? {} : { exp: Math.floor(active.expiresAt / 1000) }),
+    };
+  });
+};

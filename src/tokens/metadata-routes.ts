@@ -1,0 +1,70 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppCache } from '../apps/cache.js';
+import { TesseraError } from '../errors.js';
+import { refuseOtherMethods } from '../http/methods.js';
+import { publicBaseUrl } from '../http/public-url.js';
+import { authorizationServerMetadata, issuerOf } from './metadata.js';
+
+/** RFC 8414 §3: the well-known path, put before the issuer's path. */
+export const METADATA_PREFIX = '/.well-known/oauth-authorization-server';
+const APP_PATH = '/api/apps/:appId';
+
+const stringArray = { type: 'array', items: { type: 'string' } } as const;
+const metadataSchema = {
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        issuer: { type: 'string' },
+        token_endpoint: { type: 'string' },
+        revocation_endpoint: { type: 'string' },
+        introspection_endpoint: { type: 'string' },
+        grant_types_supported: stringArray,
+        response_types_supported: stringArray,
+        token_endpoint_auth_methods_supported: stringArray,
+        revocation_endpoint_auth_methods_supported: stringArray,
+        introspection_endpoint_auth_methods_supported: stringArray,
+      },
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+export interface MetadataRoutesOptions {
+  apps: AppCache;
+  /** PUBLIC_URL, without a trailing slash; undefined when it is not configured. */
+  publicUrl: string | undefined;
+}
+
+/**
+ * Each app's Authorization Server Metadata (RFC 8414), public like the AppID. With a `PUBLIC_URL` that
+ * has a path, its well-known URL has that path too (`/.well-known/oauth-authorization-server/prefix/api/apps/…`),
+ * and is served as well as the plain one, whichever of the two a proxy passes on.
+ */
+export const metadataRoutes: FastifyPluginAsync<MetadataRoutesOptions> = async (app, { apps, publicUrl }) => {
+  const prefix = publicUrl === undefined ? '' : new URL(publicUrl).pathname.replace(/\/+$/, '');
+  const paths = [...new Set([`${METADATA_PREFIX}${APP_PATH}`, `${METADATA_PREFIX}${prefix}${APP_PATH}`])];
+  for (const path of paths) {
+    app.get<{ Params: { appId: string } }>(path, { schema: metadataSchema }, async (request) => {
+      const target = await apps.require(request.params.appId);
+      const base = publicBaseUrl(publicUrl, app.server);
+      if (base === undefined) {
+        throw new TesseraError(
+          'NOT_FOUND',
+          'No metadata: the service does not know the URL its clients reach it at. Its operator sets PUBLIC_URL.',
+        );
+      }
+      return authorizationServerMetadata(issuerOf(base, target.appId));
+    });
+    refuseOtherMethods(app, path, ['GET']);
+  }
+
+  // openid-client looks here by default; this service is no OpenID provider, so say where to look.
+  app.all(`${APP_PATH}/.well-known/openid-configuration`, async () => {
+    throw new TesseraError(
+      'NOT_FOUND',
+      'This service is no OpenID provider. Its OAuth 2.0 metadata (RFC 8414) is at ' +
+        `${METADATA_PREFIX}/api/apps/{appId} (in openid-client: discovery with algorithm "oauth2").`,
+    );
+  });
+};

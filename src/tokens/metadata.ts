@@ -1,0 +1,26 @@
+/** The client authentication methods every endpoint of an app accepts (RFC 6749 §2.3.1). */
+const CLIENT_AUTHENTICATION_METHODS = ['client_secret_basic', 'client_secret_post'];
+
+/** An app's issuer identifier: `{base}/api/apps/{appId}`, under which its endpoints are. */
+export function issuerOf(baseUrl: string, appId: string): string {
+  return `${baseUrl}/api/apps/${encodeURIComponent(appId)}`;
+}
+
+/**
+ * An app's OAuth 2.0 Authorization Server Metadata (RFC 8414): each app is an issuer of its own, whose
+ * one grant is `client_credentials`. `response_types_supported` is required by RFC 8414 and empty:
+ * there is no authorization endpoint.
+ */
+export function authorizationServerMetadata(issuer: string) {
+  return {
+    issuer,
+    token_endpoint: `${issuer}/oauth2/token`,
+    revocation_endpoint: `${issuer}/oauth2/revoke`,
+    introspection_endpoint: `${issuer}/oauth2/introspect`,
+    grant_types_supported: ['client_credentials'],
+    response_types_supported: [],
+    token_endpoint_auth_methods_supported: CLIENT_AUTHENTICATION_METHODS,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTHENTICATION_METHODS,
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTHENTICATION_METHODS,
+  };
+}
