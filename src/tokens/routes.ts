@@ -53,7 +53,7 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     }
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
     const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
-    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
+    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip, request.headers.origin)));
   });
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
@@ -64,7 +64,7 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const input = { credentials: tokenRequestCredentials(app, authorization, body), expiresAt: body.expiresAt };
-    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip)));
+    return tokenResponse(await issuer.issue(app, input, anonymousRequest(request.ip, request.headers.origin)));
   });
 
   refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);
