@@ -58,7 +58,8 @@ const corsForApps: FastifyPluginAsync<{ apps: AppCache }> = async (app, { apps }
     if (target === 'unnamed app') return callback(null, preflight ? allowed(origin, true, false) : NO_CORS);
     const decide = (record: AppRecord) => {
       if (isOriginAllowed(record.configuration.allowedOrigins, origin)) callback(null, allowed(origin, preflight, target.forwarded));
-      else fail(new TesseraError('ORIGIN_NOT_ALLOWED', "This origin is not in the app's allowedOrigins."));
+      else if (preflight) callback(new TesseraError('ORIGIN_NOT_ALLOWED', "This origin is not in the app's allowedOrigins."));
+      else callback(null, NO_CORS);
     };
     try {
       const record = apps.require(target.appId);
