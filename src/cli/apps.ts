@@ -31,8 +31,8 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId());
-      const secretExposure = await lastSecretExposure(tessera.events, app.appId);
-      return out.result({ ...app, secretExposure }, () => [...describe(app), ...describeExposure(app.appId, secretExposure)]);
+      const browserExposure = await lastSecretExposure(tessera.events, app.appId);
+      return out.result({ ...app, browserExposure }, () => [...describe(app), ...describeExposure(app.appId, browserExposure)]);
     }
     case 'rotate-secret': {
       const rotated = await tessera.apps.rotateSecret(needsAppId(), { revokeAdminTokens });
