@@ -298,6 +298,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           adminTokenMaxLifetimeSeconds: 10,
           anonymousTokenMaxLifetimeSeconds: null,
           requireAppKey: true,
+          allowedOrigins: [],
         });
       });
 
