@@ -333,6 +333,20 @@ describe('forward authentication passes CORS on for the rest of the backend', ()
     assert.equal(response.headers.get('x-tessera-app-id'), null, 'a preflight is not an authentication');
   });
 
+  it('a preflight in the Envoy style (the original path after the prefix) is answered alike', async () => {
+    const response = await from(PAGE, `${server.baseUrl}/api/forward-auth/api/apps/${server.app.appId}/objects`, {
+      method: 'OPTIONS',
+      headers: { 'access-control-request-method': 'DELETE' },
+    });
+    assert.equal(response.status, 204, response.text);
+    assertReadableBy(response, PAGE);
+    const other = await from(OTHER_PAGE, `${server.baseUrl}/api/forward-auth/api/apps/${server.app.appId}/objects`, {
+      method: 'OPTIONS',
+      headers: { 'access-control-request-method': 'DELETE' },
+    });
+    assertError(other, 403, 'ORIGIN_NOT_ALLOWED');
+  });
+
   it('a preflight from another origin: 403 ORIGIN_NOT_ALLOWED; of a URI that is not an app\'s: 400', async () => {
     const preflightHeaders = { 'access-control-request-method': 'GET' };
     assertError(await forwardAuth(OTHER_PAGE, `/api/apps/${server.app.appId}/objects`, 'OPTIONS', preflightHeaders), 403, 'ORIGIN_NOT_ALLOWED');
