@@ -61,13 +61,14 @@ const corsForApps: FastifyPluginAsync<{ apps: AppCache }> = async (app, { apps }
       else if (preflight) callback(new TesseraError('ORIGIN_NOT_ALLOWED', "This origin is not in the app's allowedOrigins."));
       else callback(null, NO_CORS);
     };
+    let record: ReturnType<AppCache['require']>;
     try {
-      const record = apps.require(target.appId);
-      if (record instanceof Promise) record.then(decide, fail);
-      else decide(record);
+      record = apps.require(target.appId);
     } catch (error) {
-      fail(error);
+      return fail(error);
     }
+    if (record instanceof Promise) record.then(decide, fail);
+    else decide(record);
   };
   await registerForRequestsWithOrigin(app, { delegator });
 };
