@@ -5,11 +5,13 @@
 export const ERROR_STATUS = {
   invalid_request: 400,
   unsupported_grant_type: 400,
+  unauthorized_client: 400,
   ME_NOT_ALLOWED_FOR_ADMIN: 400,
   invalid_client: 401,
   INVALID_TOKEN: 401,
   UNAUTHORIZED: 401,
   ADMIN_REQUIRED: 403,
+  ORIGIN_NOT_ALLOWED: 403,
   APP_NOT_FOUND: 404,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,

@@ -15,14 +15,16 @@ export interface RequestContext {
    * request, whose credentials the operation itself checks).
    */
   by: Principal | 'operator' | null;
+  /** The request's `Origin` header, which browsers send and server-side clients do not; absent for the CLI. */
+  origin?: string | undefined;
 }
 
 /** The operator's CLI (and the demo app): not asked for over the network. */
 export const OPERATOR: RequestContext = Object.freeze({ clientAddress: null, by: 'operator' });
 
-/** A request from `clientAddress` that no credentials have been checked for yet. */
-export function anonymousRequest(clientAddress: string | null): RequestContext {
-  return { clientAddress, by: null };
+/** A request from `clientAddress` (and, from a browser, its `origin`) that no credentials have been checked for yet. */
+export function anonymousRequest(clientAddress: string | null, origin?: string): RequestContext {
+  return origin === undefined ? { clientAddress, by: null } : { clientAddress, by: null, origin };
 }
 
 export function actorOf(context: RequestContext): Actor | null {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { browserAccess } from './apps/cors.js';
 import { appRoutes } from './apps/routes.js';
 import { tesseraAuth } from './auth/middleware/fastify.js';
 import type { AdminPathRule } from './auth/forward.js';
@@ -129,6 +130,8 @@ export function buildServer({
   }
   app.setNotFoundHandler((_request, reply) => sendError(reply, notFound()));
 
+  // Before every route, so that its hook runs ahead of authentication: preflights carry no credentials.
+  app.register(browserAccess, { apps: tessera.appCache });
   app.register(healthRoutes, { store: tessera.store });
   app.register(clientScriptRoute);
   const { appCache: apps, authenticator } = tessera;

@@ -30,6 +30,8 @@ const SERIAL = [
   'http/slow-clients.test.js',
   // 20,000 tokens over HTTP per store: CPU that timed tests beside it would miss.
   'storage/',
+  // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
+  'browser/',
 ];
 
 /** The HTTP tests, which run on each store. */

@@ -6,12 +6,15 @@ export interface AppConfiguration {
   anonymousTokenMaxLifetimeSeconds: number | null;
   /** Whether an anonymous token request must carry the app's exact AppKey. */
   requireAppKey: boolean;
+  /** The web origins whose pages may call the service (CORS), canonical (`src/apps/origins.ts`); none by default. */
+  allowedOrigins: readonly string[];
 }
 
 export const DEFAULT_APP_CONFIGURATION: Readonly<AppConfiguration> = Object.freeze({
   adminTokenMaxLifetimeSeconds: null,
   anonymousTokenMaxLifetimeSeconds: null,
   requireAppKey: false,
+  allowedOrigins: Object.freeze([]),
 });
 
 /**

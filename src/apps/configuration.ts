@@ -2,6 +2,7 @@ import { TesseraError } from '../errors.js';
 import { quoted } from '../text.js';
 import { NEVER_EXPIRES_IN } from '../tokens/expiry.js';
 import type { AppConfiguration } from './app.js';
+import { parseAllowedOrigins } from './origins.js';
 
 /** The longest maximum lifetime that can be set: what `expires_in` reports for "never". */
 export const MAX_LIFETIME_SECONDS = NEVER_EXPIRES_IN;
@@ -25,6 +26,7 @@ const FIELDS: Record<keyof AppConfiguration, FieldParser> = {
     if (typeof value !== 'boolean') throw invalid(`${name} must be true or false.`);
     return value;
   },
+  allowedOrigins: parseAllowedOrigins,
 };
 
 /**

@@ -3,7 +3,7 @@ import { TesseraError } from '../errors.js';
 import { ignoreBodies } from '../http/content-types.js';
 import { singleHeader } from '../http/headers.js';
 import type { Authenticator } from './authenticate.js';
-import { isAdminPath, resolveForwardedTarget, type AdminPathRule } from './forward.js';
+import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from './forward.js';
 
 export const FORWARD_AUTH_PATH = '/api/forward-auth';
 
@@ -35,15 +35,11 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticato
   ignoreBodies(app);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const pathUri = pathAfterPrefix(request.url);
-    const uri = agreed('URI', [singleHeader(request.raw, 'x-original-uri'), singleHeader(request.raw, 'x-forwarded-uri'), pathUri]);
-    if (uri === undefined) {
-      throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
-    }
+    const target = forwardedTarget(request);
     const methodHeaders = [singleHeader(request.raw, 'x-original-method'), singleHeader(request.raw, 'x-forwarded-method')];
     // Envoy sends the original method as this request's own; nginx and Traefik send their own.
-    const method = agreed('method', pathUri === undefined ? methodHeaders : [...methodHeaders, request.method]) ?? request.method;
-    const target = resolveForwardedTarget(uri);
+    const envoy = pathAfterPrefix(request.url) !== undefined;
+    const method = agreed('method', envoy ? [...methodHeaders, request.method] : methodHeaders) ?? request.method;
     const principal = await authenticator.authenticate({
       appId: target.appId,
       authorization: singleHeader(request.raw, 'authorization'),
@@ -66,6 +62,17 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticato
   app.all(`${FORWARD_AUTH_PATH}/*`, handler);
 };
 
+/**
+ * The app and path of the original request that a forward-authentication request asks about, from
+ * whichever source the proxy used; `400 invalid_request` when there is none, or they disagree.
+ */
+export function forwardedTarget(request: FastifyRequest): ForwardedTarget {
+  const uri = agreed('URI', [singleHeader(request.raw, 'x-original-uri'), singleHeader(request.raw, 'x-forwarded-uri'), pathAfterPrefix(request.url)]);
+  if (uri === undefined) {
+    throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
+  }
+  return resolveForwardedTarget(uri);
+}
 
 /**
  * The one value the given sources agree on. A proxy sets one of them and may pass the others on from

@@ -1,4 +1,5 @@
 import type { AppDescription } from '../apps/app.js';
+import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
 import { isTesseraError } from '../errors.js';
@@ -37,7 +38,8 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId());
-      return out.result(app, () => describe(app, tessera.clock.now()));
+      const browserExposure = await lastSecretExposure(tessera.events, app.appId);
+      return out.result({ ...app, browserExposure }, () => [...describe(app, tessera.clock.now()), ...describeExposure(app.appId, browserExposure)]);
     }
     case 'rotate-secret': {
       const id = needsAppId();
@@ -113,5 +115,19 @@ function describe(app: AppDescription, now: number): string[] {
     `  Max admin token lifetime      ${lifetime(config.adminTokenMaxLifetimeSeconds)}`,
     `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
     `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,
+    `  Allowed origins (CORS)        ${config.allowedOrigins.length === 0 ? 'none' : config.allowedOrigins.join(' ')}`,
+  ];
+}
+
+/** The last time the ClientSecret reached a browser, and what to do about it. */
+function describeExposure(appId: string, exposure: SecretExposure | null): string[] {
+  if (exposure === null) return [];
+  const where = `from ${exposure.origin === null ? 'a web page' : `a page of ${exposure.origin}`} (${exposure.clientAddress ?? 'unknown address'})`;
+  const seen = `  ClientSecret sent from a browser  ${exposure.lastExposedAt}, ${where}`;
+  if (exposure.rotatedAt !== null) return [seen, `    rotated since, at ${exposure.rotatedAt}`];
+  return [
+    seen,
+    '    The ClientSecret is in a web page, where anyone can read it. Move admin-token requests to server-side code,',
+    `    then rotate it: tessera apps rotate-secret ${appId} --revoke-admin-tokens`,
   ];
 }

@@ -7,12 +7,13 @@ export const EVENT_TYPES = [
   'token.refused',
   'app.secret_rotated',
   'app.configuration_changed',
+  'app.secret_exposed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Small, flat facts about an event: never a secret or a token. */
-export type EventDetails = Record<string, string | number | boolean | null>;
+/** Small, flat facts about an event (a list only of strings, such as origins): never a secret or a token. */
+export type EventDetails = Record<string, string | number | boolean | null | readonly string[]>;
 
 export interface NewAuditEvent {
   type: EventType;

@@ -7,6 +7,7 @@ import type { EventLog } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
 import type { RequestContext } from '../request-context.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
+import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
 import { principalId } from './checker.js';
 import { expiresInSeconds, resolveExpiry } from './expiry.js';
 import type { TokenStore } from './store.js';
@@ -64,7 +65,7 @@ export class TokenIssuer {
   /**
    * `client_id` = AppID: anonymous (the AppKey is checked only if the app asks for it).
    * Anything else is an admin attempt: an unknown ClientID and a wrong ClientSecret take the same
-   * path, do the same work, and fail the same way.
+   * path, do the same work, and fail the same way; from a browser, every admin attempt is refused.
    */
   async #authenticateClient(
     app: AppRecord,
@@ -78,6 +79,8 @@ export class TokenIssuer {
       }
       return { kind: 'anonymous', secret: null };
     }
+    const { origin } = context;
+    if (origin !== undefined) return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin });
     return { kind: 'admin', secret: await this.admins.authenticate(app, credentials, context) };
   }
 }

@@ -26,7 +26,12 @@ const reset = () => patch({ adminTokenMaxLifetimeSeconds: null, anonymousTokenMa
 
 describe('GET and PATCH /api/apps/{appId}/configuration', () => {
   it('starts with the seed\'s behaviour: no maximum lifetimes, no AppKey check', async () => {
-    assert.deepEqual(await configuration(), { adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: false });
+    assert.deepEqual(await configuration(), {
+      adminTokenMaxLifetimeSeconds: null,
+      anonymousTokenMaxLifetimeSeconds: null,
+      requireAppKey: false,
+      allowedOrigins: [],
+    });
   });
 
   it('changes the given fields only, and answers the app\'s description', async () => {
@@ -35,9 +40,19 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     assert.equal(response.body.appId, server.app.appId);
     assert.equal(response.body.clientId, server.app.clientId);
     assert.equal(JSON.stringify(response.body).includes(server.app.clientSecret), false);
-    assert.deepEqual(response.body.configuration, { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: false });
+    assert.deepEqual(response.body.configuration, {
+      adminTokenMaxLifetimeSeconds: 3600,
+      anonymousTokenMaxLifetimeSeconds: null,
+      requireAppKey: false,
+      allowedOrigins: [],
+    });
     await patch({ requireAppKey: true });
-    assert.deepEqual(await configuration(), { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true });
+    assert.deepEqual(await configuration(), {
+      adminTokenMaxLifetimeSeconds: 3600,
+      anonymousTokenMaxLifetimeSeconds: null,
+      requireAppKey: true,
+      allowedOrigins: [],
+    });
     const app = await requestAs(server.appUrl, bearer(admin));
     assert.deepEqual(app.body.configuration, await configuration());
     await reset();

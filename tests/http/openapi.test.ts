@@ -52,7 +52,9 @@ describe('the OpenAPI document', () => {
 
     it('documents every path the server routes', () => {
       const documented = new Set(Object.keys(document.paths).map(toRouteUrl));
-      const routed = new Set([...routes].map((route) => route.split(' ')[1]!.replace(/\/$/, '') || '/'));
+      // @fastify/cors routes OPTIONS of every path no route has, only to answer 404 there (preflights
+      // of the paths that are an app's go to their own routes).
+      const routed = new Set([...routes].filter((route) => route !== 'OPTIONS *').map((route) => route.split(' ')[1]!.replace(/\/$/, '') || '/'));
       for (const url of routed) assert.ok(documented.has(url), `${url} is routed but not in docs/openapi.json`);
       assert.ok(routed.size >= 5, `only ${routed.size} routes seen: ${[...routed].join(', ')}`);
     });

@@ -526,6 +526,43 @@ describe('the CLI and a running server share the store', () => {
     assert.match(longest.stdout, /the old one keeps working until \d{4}-\d\d-\d\dT/);
   });
 
+  it('apps show says when the ClientSecret was last sent from a browser and recommends rotating it, until it is rotated', async () => {
+    const created = await createApp(store, 'Secret in a page');
+    const quiet = await cli(store, ['apps', 'show', created.appId, '--json']);
+    assert.equal(parseJson(quiet.stdout, 'apps show --json').browserExposure, null);
+    assert.ok(!(await cli(store, ['apps', 'show', created.appId])).stdout.includes('browser'));
+
+    const fromPage = await request(`${appUrlOf(server.baseUrl, created.appId)}/oauth2/token`, {
+      ...tokenRequestInit(created.appId, { grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
+      headers: { authorization: basic(created.appId), 'content-type': 'application/json', origin: 'https://shop.example.com' },
+    });
+    assertError(fromPage, 400, 'unauthorized_client');
+    await sleep(200); // the server writes its events within 20 ms
+
+    const [json, text] = await Promise.all([cli(store, ['apps', 'show', created.appId, '--json']), cli(store, ['apps', 'show', created.appId])]);
+    assert.equal(json.code, 0, json.stderr);
+    const exposure = parseJson(json.stdout, 'apps show --json').browserExposure;
+    assert.deepEqual({ ...exposure, lastExposedAt: typeof exposure.lastExposedAt }, {
+      lastExposedAt: 'string',
+      origin: 'https://shop.example.com',
+      clientAddress: '127.0.0.1',
+      secret: 'current',
+      rotatedAt: null,
+    });
+    assert.ok(Math.abs(Date.parse(exposure.lastExposedAt) - Date.now()) < 60_000);
+    assert.match(text.stdout, new RegExp(`ClientSecret sent from a browser +${exposure.lastExposedAt}, from a page of https://shop\\.example\\.com`));
+    assert.ok(text.stdout.includes(`tessera apps rotate-secret ${created.appId} --revoke-admin-tokens`), text.stdout);
+    for (const output of [json.stdout, text.stdout]) assert.ok(!output.includes(created.clientSecret));
+
+    const events = await cli(store, ['events', created.appId, '--type', 'app.secret_exposed']);
+    assert.match(events.stdout, /app\.secret_exposed +admin +127\.0\.0\.1 +secret=current origin=https:\/\/shop\.example\.com/);
+
+    assert.equal((await cli(store, ['apps', 'rotate-secret', created.appId])).code, 0);
+    const rotated = await cli(store, ['apps', 'show', created.appId]);
+    assert.match(rotated.stdout, /rotated since, at /);
+    assert.ok(!rotated.stdout.includes('tessera apps rotate-secret'), rotated.stdout);
+  });
+
   it('after apps delete the app\'s tokens and Basic get 404 APP_NOT_FOUND within 1 s', async () => {
     const created = await createApp(store, 'Deleted while running');
     const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);

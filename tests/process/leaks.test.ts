@@ -339,6 +339,17 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
     401,
     'invalid_client',
   );
+  // --- The ClientSecret sent from a browser (Origin): refused on both paths, recorded as exposed; a wrong one too.
+  const fromPage = { origin: 'https://shop.example.com' };
+  const adminBody = (clientSecret: string) => json({ client_id: appA.clientId, client_secret: clientSecret });
+  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage }, body: adminBody(appA.clientSecret) }), 400, 'unauthorized_client');
+  assertError(
+    await send('/api/oauth2/token', { method: 'POST', headers: { 'x-kii-appid': appA.appId, 'content-type': 'application/json', ...fromPage }, body: adminBody(appA.clientSecret) }),
+    400,
+    'unauthorized_client',
+  );
+  const wrongFromPage = wrong('wrong secret from a browser', randomHex(32));
+  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage }, body: adminBody(wrongFromPage) }), 400, 'unauthorized_client');
   // The AppKey sent as the ClientSecret, and the ClientSecret typed into client_id.
   assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: appA.appKey }) }), 401, 'invalid_client');
   assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientSecret, client_secret: appA.clientSecret }) }), 401, 'invalid_client');
@@ -525,7 +536,7 @@ for (const { name, open } of BACKENDS) {
       assert.ok(run.loggedPaths.includes('/api/oauth2/token'), 'no SDK token request in the logs');
       assert.ok(run.loggedPaths.includes('/api/forward-auth'), 'no forward-auth request in the logs');
       assert.ok(run.loggedPaths.includes(`/api/forward-auth${appPath}/things`), 'no Envoy-style forward-auth request in the logs');
-      assert.deepEqual(run.eventTypes, ['app.configuration_changed', 'app.secret_rotated', 'token.issued', 'token.refused', 'token.revoked']);
+      assert.deepEqual(run.eventTypes, ['app.configuration_changed', 'app.secret_exposed', 'app.secret_rotated', 'token.issued', 'token.refused', 'token.revoked']);
     });
 
     it('had many values to look for', () => {

@@ -91,10 +91,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp({
           name: `O'Brien "quoted" ; DROP TABLE apps; -- 名前 😀 ${'x'.repeat(MAX_APP_NAME_LENGTH - 40)}`,
           createdAt: Date.parse('2099-12-31T23:59:59.999Z'),
-          configuration: { adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: 86_400 * 365, requireAppKey: true },
+          configuration: {
+            adminTokenMaxLifetimeSeconds: 3600,
+            anonymousTokenMaxLifetimeSeconds: 86_400 * 365,
+            requireAppKey: true,
+            allowedOrigins: ['https://app.example.com', 'http://localhost:5173', 'https://*.example.org'],
+          },
         });
         const other = makeApp({
-          configuration: { adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: 60, requireAppKey: false },
+          configuration: { adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: 60, requireAppKey: false, allowedOrigins: [] },
         });
         await store.apps.insert(app);
         await store.apps.insert(other);
@@ -286,19 +291,30 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
 
       it('updates the given configuration fields and keeps the others', async () => {
-        const app = makeApp({ configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true } });
+        const origins = ['https://a.example.com', 'https://b.example.com'];
+        const app = makeApp({
+          configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true, allowedOrigins: origins },
+        });
         await store.apps.insert(app);
         const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 }, noEvents);
-        const expected = { ...app, configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: 3600, requireAppKey: true } };
+        const expected = {
+          ...app,
+          configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: 3600, requireAppKey: true, allowedOrigins: origins },
+        };
         assert.deepEqual(updated, expected);
         assert.deepEqual(await store.apps.findById(app.appId), expected);
 
-        // null sets a field back to "no maximum"
-        await store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: null, requireAppKey: false }, noEvents);
+        // null sets a field back to "no maximum"; a list replaces the list, shorter or not
+        await store.apps.updateConfiguration(
+          app.appId,
+          { adminTokenMaxLifetimeSeconds: null, requireAppKey: false, allowedOrigins: ['https://c.example.com'] },
+          noEvents,
+        );
         assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
           adminTokenMaxLifetimeSeconds: null,
           anonymousTokenMaxLifetimeSeconds: 3600,
           requireAppKey: false,
+          allowedOrigins: ['https://c.example.com'],
         });
         assert.equal(await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]), undefined);
         assert.deepEqual(await store.events.list({ appId: 'no-such-app', limit: 10 }), []);
@@ -335,6 +351,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           adminTokenMaxLifetimeSeconds: 10,
           anonymousTokenMaxLifetimeSeconds: null,
           requireAppKey: true,
+          allowedOrigins: [],
         });
       });
 

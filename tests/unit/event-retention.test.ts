@@ -21,6 +21,8 @@ describe('retentionOf: what is a row, of which class, and what is only counted',
       ['app.secret_rotated', 'operator', 'audit'],
       ['app.configuration_changed', 'admin', 'audit'],
       ['app.configuration_changed', 'operator', 'audit'],
+      // It takes the ClientSecret to cause one: it must not be pushed out by what the AppID alone can cause.
+      ['app.secret_exposed', 'admin', 'audit'],
     ];
     for (const [type, principal, expected] of cases) assert.equal(retentionOf(type, principal), expected, `${type} by ${principal}`);
   });

@@ -1,0 +1,45 @@
+import type { AppRecord } from '../apps/app.js';
+import { canonicalOrigin } from '../apps/origins.js';
+import { isTesseraError, TesseraError } from '../errors.js';
+import type { EventLog } from '../events/log.js';
+import type { RequestContext } from '../request-context.js';
+import type { AdminAuthentication } from './client-authentication.js';
+import type { ClientCredentials } from './credentials.js';
+
+/**
+ * The seed's rule 2: "The ClientID and ClientSecret must not be embedded in a client application."
+ * An admin-token request from a browser (it carries `Origin`) is refused, whether its secret is
+ * right or wrong, with the same answer and the same work: the secret is matched, and the attempt
+ * goes through the limits on failed admin attempts like any other (a wrong secret is counted and
+ * recorded as `token.refused`; past a limit the answer is `429`, right secret or wrong). A right
+ * secret has leaked into a web page: `app.secret_exposed` tells the operator, who should rotate it.
+ * docs/decisions.md ("Browser apps"), docs/security.md ("A ClientSecret in a web page").
+ */
+export async function refuseBrowserAdminAttempt(
+  admins: AdminAuthentication,
+  events: EventLog,
+  app: AppRecord,
+  credentials: ClientCredentials,
+  context: RequestContext & { origin: string },
+): Promise<never> {
+  const secret = admins.match(app, credentials);
+  if (secret !== null) {
+    events.record('app.secret_exposed', app.appId, context, 'admin', { secret, origin: recordedOrigin(context.origin) });
+  }
+  try {
+    await admins.authenticate(app, credentials, context);
+  } catch (error) {
+    // The refusal below stands for a wrong secret too; a limit's 429 stays.
+    if (!isTesseraError(error) || error.code !== 'invalid_client') throw error;
+  }
+  throw new TesseraError(
+    'unauthorized_client',
+    'Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code. ' +
+      'Request admin tokens from your server; a web page uses an anonymous token (client_id = AppID, client_secret = AppKey).',
+  );
+}
+
+/** The origin as browsers send it, or `null` (opaque origins, and anything that is not an origin). */
+function recordedOrigin(origin: string): string | null {
+  return canonicalOrigin(origin) === origin ? origin : null;
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { OPERATOR } from '../../src/request-context.js';
+import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
+import { basic, bearer } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+// Chromium, on a page of another origin than Tessera's, calling Tessera with fetch: what the browser
+// lets the page read, for an origin the app lists and for one it does not.
+
+let browser: TestBrowser;
+let server: TestServer;
+/** A server whose token endpoint allows 2 requests a minute from an address. */
+let limited: TestServer;
+let page: Page;
+let otherPage: Page;
+
+before(async () => {
+  browser = await startBrowser();
+  server = await startServer();
+  limited = await startServer({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
+  });
+  for (const tessera of [server, limited]) {
+    await tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
+  }
+  page = await browser.openPage(FETCH_PAGE);
+  otherPage = await browser.openPage(FETCH_PAGE, { origin: browser.otherOrigin });
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await limited?.close();
+});
+
+/** A token request as a web app sends it: JSON, with Basic AppID (a preflight goes first). */
+function tokenRequest(target: TestServer, clientId: string, clientSecret: string) {
+  return {
+    method: 'POST',
+    headers: { authorization: basic(target.app.appId), 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  };
+}
+
+function assertRefusedByBrowser(read: PageRead): void {
+  assert.match(read.refused ?? '', /^TypeError: Failed to fetch/, `the page read ${JSON.stringify(read)}`);
+}
+
+describe('a web page on an origin the app lists', () => {
+  it('gets an anonymous token and calls whoami with it', async () => {
+    const token = await pageFetch(page, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.appId, server.app.appKey));
+    assert.equal(token.status, 200, JSON.stringify(token));
+    assert.equal(token.body.id, 'ANONYMOUS');
+    const whoami = await pageFetch(page, `${server.appUrl}/whoami`, { headers: { authorization: bearer(token.body.access_token) } });
+    assert.equal(whoami.status, 200, JSON.stringify(whoami));
+    assert.deepEqual(whoami.body, { appId: server.app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+  });
+
+  it('reads a 401 and its WWW-Authenticate', async () => {
+    const unauthorized = await pageFetch(page, `${server.appUrl}/whoami`);
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.body.errorCode, 'UNAUTHORIZED');
+    assert.equal(unauthorized.wwwAuthenticate, 'Basic realm="tessera", Bearer realm="tessera"');
+    const invalidToken = await pageFetch(page, `${server.appUrl}/whoami`, { headers: { authorization: bearer('A'.repeat(43)) } });
+    assert.equal(invalidToken.status, 401);
+    assert.equal(invalidToken.body.errorCode, 'INVALID_TOKEN');
+    assert.equal(invalidToken.wwwAuthenticate, 'Bearer error="invalid_token"');
+  });
+
+  it('reads a 429 and its Retry-After', async () => {
+    const reads: PageRead[] = [];
+    for (let i = 0; i < 3; i++) {
+      reads.push(await pageFetch(page, `${limited.appUrl}/oauth2/token`, tokenRequest(limited, limited.app.appId, limited.app.appKey)));
+    }
+    assert.deepEqual(
+      reads.map((read) => read.status),
+      [200, 200, 429],
+    );
+    assert.equal(reads[2]!.body.errorCode, 'TOO_MANY_REQUESTS');
+    assert.match(reads[2]!.retryAfter ?? '', /^[1-9][0-9]*$/);
+  });
+
+  it('is refused an admin token, 400 unauthorized_client, which it can read; the operator learns that the secret leaked', async () => {
+    const refused = await pageFetch(page, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.clientId, server.app.clientSecret));
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.errorCode, 'unauthorized_client');
+    assert.match(refused.body.message, /server-side code/);
+    await server.tessera.events.flush();
+    const exposed = await server.tessera.events.list(server.app.appId, { type: 'app.secret_exposed', limit: 10 });
+    assert.deepEqual(
+      exposed.events.map((event) => event.details),
+      [{ secret: 'current', origin: browser.origin }],
+    );
+  });
+});
+
+describe('a web page on an origin the app does not list', () => {
+  it('cannot read any answer: fetch rejects, for a simple request and for one with a preflight', async () => {
+    assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/whoami`));
+    assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/whoami`, { headers: { authorization: basic(server.app.appId) } }));
+    assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.appId, server.app.appKey)));
+  });
+
+  it('never sends a request that needs a preflight: the ClientSecret it holds does not even reach the server', async () => {
+    const before = await server.tessera.events.list(server.app.appId, { type: 'app.secret_exposed', limit: 10 });
+    assertRefusedByBrowser(
+      await pageFetch(otherPage, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.clientId, server.app.clientSecret)),
+    );
+    await server.tessera.events.flush();
+    const after = await server.tessera.events.list(server.app.appId, { type: 'app.secret_exposed', limit: 10 });
+    assert.equal(after.events.length, before.events.length, 'the browser sent the request after a refused preflight');
+  });
+});
