@@ -70,7 +70,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     appCache: checking.apps,
     issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, admins, events),
     admins,
-    callers: new EndpointCallers(checking.authenticator, admins),
+    callers: new EndpointCallers(checking.authenticator, admins, events),
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, events, {
       clock,

@@ -4,6 +4,8 @@ import { parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import { anonymousRequest } from '../request-context.js';
+import type { EventLog } from '../events/log.js';
+import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
 import type { AdminAuthentication } from './client-authentication.js';
 import { clientCredentials, type BodyCredentials } from './credentials.js';
 
@@ -15,6 +17,8 @@ export interface EndpointCallerRequest {
   rawHeaders: readonly string[];
   path: string;
   clientAddress: string;
+  /** `Origin`, which every browser sends: admin credentials from a browser are refused (the seed's rule 2). */
+  origin: string | undefined;
   /** `client_id` and `client_secret` from the body (RFC 6749 `client_secret_post`). */
   body: BodyCredentials;
 }
@@ -25,12 +29,14 @@ export interface EndpointCallerRequest {
  * §2.1, RFC 7662 §2.1): its own credentials, `client_secret_basic` or `client_secret_post`.
  * ClientID and ClientSecret are an admin attempt under the limits on failed admin attempts, and make
  * the caller the app's admin; AppID and AppKey make it anonymous, as Basic anonymous access does
- * (the AppKey is not checked: Basic anonymous access never needs it).
+ * (the AppKey is not checked: Basic anonymous access never needs it). ClientID and ClientSecret
+ * from a browser are refused as on the token paths.
  */
 export class EndpointCallers {
   constructor(
     private readonly authenticator: RequestAuthenticator,
     private readonly admins: AdminAuthentication,
+    private readonly events: EventLog,
   ) {}
 
   async callerOf(app: AppRecord, request: EndpointCallerRequest): Promise<Principal> {
@@ -46,7 +52,10 @@ export class EndpointCallers {
     }
     const credentials = clientCredentials(app, authorization, request.body)!;
     if (credentials.clientId === app.appId) return anonymousCaller(app);
-    await this.admins.authenticate(app, credentials, anonymousRequest(request.clientAddress));
+    const context = anonymousRequest(request.clientAddress);
+    const { origin } = request;
+    if (origin !== undefined) return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin });
+    await this.admins.authenticate(app, credentials, context);
     return { appId: app.appId, kind: 'admin', id: app.adminId, auth: 'basic', expiresAt: null };
   }
 }

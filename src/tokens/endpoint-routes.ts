@@ -65,6 +65,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       rawHeaders: request.raw.rawHeaders,
       path: request.url,
       clientAddress: request.ip,
+      origin: request.headers.origin,
       body: parseBodyCredentials(request.body),
     });
 

@@ -156,4 +156,33 @@ describe('admin-token requests that carry Origin', () => {
       assert.equal(response.body.id, app.adminId);
     }
   });
+
+  it('as client authentication on revocation and introspection are refused the same way, and a right secret is recorded', async () => {
+    const app = await createConfiguredApp(server, { allowedOrigins: [PAGE] });
+    const anonymous = (await requestToken(app, anonymousFields(app))).body.access_token;
+    // Each wrong one from an address of its own, below the failed-admin limit.
+    const attempts = (clientSecret: string, addressPrefix: string) =>
+      ['revoke', 'introspect'].flatMap((endpoint, index) => [
+        request(`${app.appUrl}/oauth2/${endpoint}`, {
+          method: 'POST',
+          headers: { authorization: basic(app.clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded', origin: PAGE, 'x-forwarded-for': `${addressPrefix}${2 * index + 1}` },
+          body: `token=${anonymous}`,
+        }),
+        request(`${app.appUrl}/oauth2/${endpoint}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', origin: PAGE, 'x-forwarded-for': `${addressPrefix}${2 * index + 2}` },
+          body: `token=${anonymous}&client_id=${app.clientId}&client_secret=${clientSecret}`,
+        }),
+      ]);
+    const right = await Promise.all(attempts(app.clientSecret, '198.51.101.'));
+    const wrong = await Promise.all(attempts('f'.repeat(64), '198.51.102.'));
+    for (const response of [...right, ...wrong]) {
+      assertError(response, 400, 'unauthorized_client');
+      assert.equal(response.headers.get('access-control-allow-origin'), PAGE, 'the page can read why');
+    }
+    assert.equal(new Set([...right, ...wrong].map((response) => response.text)).size, 1);
+    assert.equal((await eventsOf(app, 'app.secret_exposed')).length, right.length);
+    assert.equal((await eventsOf(app, 'token.refused')).length, wrong.length);
+    assert.equal((await requestAs(`${app.appUrl}/whoami`, bearer(anonymous))).status, 200, 'the token was not revoked');
+  });
 });
