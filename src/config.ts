@@ -25,6 +25,11 @@ export interface Config {
   http: HttpTimeouts;
   /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
   revokedTokensMaxPerApp: number;
+  /**
+   * The service's public base URL as clients reach it (`PUBLIC_URL`, without a trailing slash), for
+   * links the service hands out (one-time links of the portal); undefined when not configured.
+   */
+  publicUrl: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -90,7 +95,24 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_TIMEOUTS.keepAliveTimeoutMs, 100, 600_000),
     },
     revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
+    publicUrl: publicUrl(env),
   };
+}
+
+/** An http(s) URL with no query or fragment; its path (a prefix behind a proxy) is kept, without a trailing slash. */
+function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.PUBLIC_URL?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an absolute http:// or https:// URL; got "${raw}".`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL without credentials, query or fragment; got "${raw}".`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

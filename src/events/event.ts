@@ -7,6 +7,11 @@ export const EVENT_TYPES = [
   'token.refused',
   'app.secret_rotated',
   'app.configuration_changed',
+  // Memberships (src/developers/): details name developers by id, never a secret or a link's token.
+  'app.owner_changed',
+  'app.collaborator_invited',
+  'app.collaborator_added',
+  'app.collaborator_removed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

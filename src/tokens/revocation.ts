@@ -86,7 +86,7 @@ export class TokenRevoker {
   async revoke(app: AppRecord, accessToken: string, context: RequestContext): Promise<void> {
     const caller = context.by;
     const byAdmin = caller === 'operator' || caller?.kind === 'admin';
-    if (!byAdmin && (caller === null || !isOwnToken(caller, accessToken))) {
+    if (!byAdmin && (caller === null || caller.kind === 'developer' || !isOwnToken(caller, accessToken))) {
       throw new TesseraError('ADMIN_REQUIRED', 'Only an admin token may revoke a token other than the one it is sent with.');
     }
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
