@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       trustedProxies: [],
       revokedTokensMaxPerApp: 100_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
+      publicUrl: undefined,
     });
   });
 
@@ -73,6 +74,7 @@ describe('loadConfig', () => {
       HTTP_REQUEST_TIMEOUT_MS: '3000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
       REVOKED_TOKENS_MAX_PER_APP: '500',
+      PUBLIC_URL: 'https://tessera.example.com/',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -99,7 +101,16 @@ describe('loadConfig', () => {
       trustedProxies: ['10.0.0.0/8', '192.168.1.7', 'loopback', '::1', 'fd00::/8'],
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
       revokedTokensMaxPerApp: 500,
+      publicUrl: 'https://tessera.example.com',
     });
+  });
+
+  it('takes PUBLIC_URL as an http(s) origin and path without its trailing slashes, and refuses anything else', () => {
+    assert.equal(loadConfig({ PUBLIC_URL: ' https://Example.COM:8443/auth// ' }).publicUrl, 'https://example.com:8443/auth');
+    assert.equal(loadConfig({ PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+    for (const raw of ['example.com', '/portal', 'ftp://example.com', 'https://user:pw@example.com', 'https://example.com/?a=1', 'https://example.com/#top', 'https://']) {
+      assert.throws(() => loadConfig({ PUBLIC_URL: raw }), (error: unknown) => error instanceof ConfigError && /PUBLIC_URL/.test(error.message), raw);
+    }
   });
 
   it('refuses a TRUSTED_PROXIES entry that is not an address, a range or a keyword', () => {
