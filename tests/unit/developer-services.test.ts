@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/developers/session.js';
@@ -251,7 +251,7 @@ describe('sign-in limits', () => {
     tessera = fixture.tessera;
     await tessera.developers.create('target@example.com', PASSWORD, OPERATOR);
   });
-  after(() => close(fixture));
+  afterEach(() => close(fixture));
 
   const signIn = (password: string, clientAddress: string, trustedDevice: string | null = null, email = 'target@example.com') =>
     codeOf(tessera.developerSessions.signIn({ email, password, clientAddress, trustedDevice }, from(clientAddress)));
@@ -264,7 +264,6 @@ describe('sign-in limits', () => {
     assert.equal(await signIn(PASSWORD, '198.51.100.2'), 'resolved');
     await sleep(WINDOW_S * 1000 + 100);
     assert.equal(await signIn(PASSWORD, '198.51.100.1'), 'resolved', 'no lock-out for good');
-    await close(fixture);
   });
 
   it('holds the account for every new client after failures from many, but not a browser that signed in before', async () => {
@@ -275,21 +274,33 @@ describe('sign-in limits', () => {
     assert.equal(await signIn(PASSWORD, '198.51.100.4'), 'TOO_MANY_REQUESTS');
     assert.equal(await signIn(PASSWORD, '198.51.100.4', 'device cookie of the developer'), 'resolved');
     assert.equal(await signIn(PASSWORD, '198.51.100.4', null, 'other@example.com'), 'INVALID_CREDENTIALS', 'other accounts are not held');
-    await close(fixture);
   });
 
   it('does not let one client use up the account\u2019s limit, even in a burst', async () => {
     const burst = await Promise.all(Array.from({ length: 8 }, () => signIn('wrong password!', '198.51.100.1')));
     assert.ok(burst.every((code) => code === 'INVALID_CREDENTIALS' || code === 'TOO_MANY_REQUESTS'), burst.join());
     assert.equal(await signIn(PASSWORD, '198.51.100.2'), 'resolved');
-    await close(fixture);
   });
 
   it('holds one address that tries many accounts', async () => {
     for (let i = 0; i < 6; i++) assert.equal(await signIn('wrong password!', '2001:db8::1', null, `someone-${i}@example.com`), 'INVALID_CREDENTIALS');
     assert.equal(await signIn(PASSWORD, '2001:db8::2'), 'TOO_MANY_REQUESTS', 'the same /64');
     assert.equal(await signIn(PASSWORD, '2001:db8:1::1'), 'resolved');
-    await close(fixture);
+  });
+
+  it('counts in Redis when it is configured, so that the limits hold across instances', async () => {
+    const shared = { ...LIMITS_ON, redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', redisKeyPrefix: `tessera-test-sign-in-${process.pid}-${Date.now()}` };
+    const [a, b] = [0, 1].map(() => createTessera({ store: fixture.testStore.store, rateLimits: shared, signInLimits: settings })) as [Tessera, Tessera];
+    try {
+      await Promise.all([a.limits.ready(), b.limits.ready()]);
+      const on = (instance: Tessera, password: string, address: string) =>
+        codeOf(instance.developerSessions.signIn({ email: 'target@example.com', password, clientAddress: address }, from(address)));
+      for (let i = 0; i < 3; i++) assert.equal(await on(a, 'wrong password!', '198.51.100.1'), 'INVALID_CREDENTIALS');
+      assert.equal(await on(b, PASSWORD, '198.51.100.1'), 'TOO_MANY_REQUESTS', 'the other instance knows');
+      assert.equal(await on(b, PASSWORD, '198.51.100.2'), 'resolved');
+    } finally {
+      await Promise.all([a.limits.close(), b.limits.close()]);
+      }
   });
 
   it('lets a developer held by the limits in through a reset link from the operator', async () => {
@@ -299,7 +310,6 @@ describe('sign-in limits', () => {
     const developer = await tessera.developers.setPasswordWithLink(tokenOf(link), 'a brand new password', from('198.51.100.1'));
     const session = await tessera.developerSessions.start(developer, from('198.51.100.1'));
     assert.ok(await tessera.developerSessions.current(session.token));
-    await close(fixture);
   });
 });
 
