@@ -64,8 +64,9 @@ export class AppMembers {
    * `apps transfer`). The previous owner is no longer a member; collaborators stay.
    */
   async setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
-    const developer = await this.#enabledDeveloper(email);
+    // Who asks is checked first: a developer who may not manage the app learns nothing of the email.
     if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
     const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({
       app: [{ ...stamp, type: 'app.owner_changed', details: { ...actorDetails(context), ownerId: developer.id, previousOwnerId } }],
@@ -89,9 +90,9 @@ export class AppMembers {
    * earlier invitation to the app for the same email. The operator or the app's owner.
    */
   async invite(appId: string, email: string, context: RequestContext): Promise<IssuedLink> {
-    const invitee = checkedEmail(email);
     const invitedBy = context.by === 'operator' ? null : actingDeveloper(context);
     if (invitedBy !== null) await this.authorize(appId, invitedBy, 'manage_collaborators');
+    const invitee = checkedEmail(email);
     const stamp = await this.events.stamp(appId, context);
     const secret = generateSecretToken();
     const link: OneTimeLinkRecord = {
