@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { invalidCredentials } from '../error-catalogue.js';
 import type { RequestContext } from '../request-context.js';
 import type { DeveloperRecord } from './developer.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
@@ -7,7 +8,6 @@ import { checkCredentials, type SignInCredentials } from './sign-in.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
 import type { DeveloperStore } from './store.js';
-import { invalidCredentials } from '../error-catalogue.js';
 
 /** A session just started: its token (for the cookie) appears only here. */
 export interface StartedSession {

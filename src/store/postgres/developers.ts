@@ -53,7 +53,7 @@ async function insertDeveloperEvents(client: pg.PoolClient, batch: NewDeveloperE
 }
 
 /** Thrown inside a transaction to undo what it wrote so far; caught outside it. */
-export class RolledBack extends Error {}
+class RolledBack extends Error {}
 
 /**
  * Developer accounts, their sessions and links, and app memberships: one file per table

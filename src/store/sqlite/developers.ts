@@ -1,4 +1,5 @@
 import type { DeveloperRecord } from '../../developers/developer.js';
+import type { OneTimeLinkRecord } from '../../developers/one-time-link.js';
 import { MAX_EVENTS_PER_DEVELOPER, type AccountAudit, type DeveloperEvent, type NewDeveloperEvent } from '../../developers/events.js';
 import { DeveloperConflictError, type DeveloperAccountStore, type DeveloperStore } from '../../developers/store.js';
 import { sqliteAppMemberStore } from './app-members.js';
@@ -6,7 +7,7 @@ import { immediateTransaction, type SqliteDatabase } from './connection.js';
 import { sqliteDeveloperSessionStore } from './developer-sessions.js';
 import { isUniqueViolation } from './errors.js';
 import type { SqliteEventWrites } from './events.js';
-import { prepareLinkWrites, sqliteOneTimeLinkStore } from './one-time-links.js';
+import { prepareLinkWrites, sqliteOneTimeLinkStore, type SqliteLinkWrites } from './one-time-links.js';
 
 interface DeveloperRow {
   id: string;
@@ -62,7 +63,7 @@ export function sqliteDeveloperStore(db: SqliteDatabase, events: SqliteEventWrit
   };
 }
 
-function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAuditWrites, links: ReturnType<typeof prepareLinkWrites>): DeveloperAccountStore {
+function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAuditWrites, links: SqliteLinkWrites): DeveloperAccountStore {
   const statements = {
     insert: db.prepare(
       `INSERT INTO developers (id, email, password_hash, created_at, disabled_at)
@@ -84,7 +85,7 @@ function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAud
     ),
   };
 
-  const insert = immediateTransaction(db, (developer: DeveloperRecord, link: Parameters<DeveloperAccountStore['insert']>[1], events: ReturnType<Parameters<DeveloperAccountStore['insert']>[2]>) => {
+  const insert = immediateTransaction(db, (developer: DeveloperRecord, link: OneTimeLinkRecord | null, events: AccountAudit) => {
     statements.insert.run({ ...developer });
     if (link !== null) links.insert(link);
     audit(events);
@@ -152,7 +153,7 @@ function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAud
 }
 
 /** Thrown inside a transaction to undo what it wrote so far; caught outside it. */
-export class RolledBack extends Error {}
+class RolledBack extends Error {}
 
 function toDeveloper(row: DeveloperRow | undefined): DeveloperRecord | undefined {
   if (row === undefined) return undefined;
