@@ -25,7 +25,10 @@ export interface Config {
   http: HttpTimeouts;
   /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
   revokedTokensMaxPerApp: number;
-  /** Where clients reach the service (PUBLIC_URL), without a trailing slash; the base of OAuth metadata. */
+  /**
+   * Where clients reach the service (`PUBLIC_URL`), without a trailing slash: the base of OAuth
+   * metadata and of the links the service hands out (the portal's one-time links).
+   */
   publicUrl: string | undefined;
 }
 

@@ -30,3 +30,17 @@ export function serviceUnavailable(): TesseraError {
     retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS,
   });
 }
+
+export function developerNotFound(): TesseraError {
+  return new TesseraError('DEVELOPER_NOT_FOUND', 'No developer has this email address.');
+}
+
+/** A one-time link that is unknown, used, replaced or expired: which one is not told. */
+export function invalidLink(): TesseraError {
+  return new TesseraError('INVALID_LINK', 'This link does not work: it was used already, replaced by a newer one, or has expired.');
+}
+
+/** A wrong password, an unknown email or an account that cannot sign in: all the same answer. */
+export function invalidCredentials(): TesseraError {
+  return new TesseraError('INVALID_CREDENTIALS', 'The email address or the password is wrong.');
+}

@@ -31,11 +31,18 @@ export interface HousekeepingReport {
   events: number;
   /** Rows of `event_counts` (one per app, minute and kind of event). */
   eventCounts: number;
+  /** Developers' portal sessions past their expiry. */
+  expiredSessions: number;
+  /** One-time links (password links, invitations) past their expiry, unused. */
+  expiredLinks: number;
+  /** Developers' account events past the events' retention. */
+  developerEvents: number;
 }
 
 /**
  * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
- * that have expired since, and audit events and counts beyond their retention. Each class of events
+ * that have expired since, expired portal sessions and one-time links, and audit events (of apps
+ * and of developers' accounts) and counts beyond their retention. Each class of events
  * is trimmed to its own cap, so refusals never push audit events out. Works in small batches,
  * yielding to requests between them, so that it never
  * holds the store (or, with SQLite, the event loop) for long.
@@ -86,7 +93,11 @@ export class Housekeeping {
       events += await drain((batch) => this.store.events.trimApp(appId, 'audit', maxEventsPerApp, batch));
       events += await drain((batch) => this.store.events.trimApp(appId, 'refusal', maxRefusalsPerApp, batch));
     }
-    return { expiredTokens, expiredRevocations, events, eventCounts };
+    const { developers } = this.store;
+    const expiredSessions = await drain((batch) => developers.sessions.deleteExpired(now, batch));
+    const expiredLinks = await drain((batch) => developers.links.deleteExpired(now, batch));
+    const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
+    return { expiredTokens, expiredRevocations, events, eventCounts, expiredSessions, expiredLinks, developerEvents };
   }
 }
 

@@ -1,7 +1,16 @@
 import type { Principal, PrincipalKind } from './principal.js';
 
-/** Who caused an event: a token's principal, or the operator (the CLI). Null when unknown (a refused bad token). */
-export type Actor = PrincipalKind | 'operator';
+/**
+ * Who caused an event: a token's principal, the operator (the CLI), or a developer signed in to the
+ * portal (which one: the event's `developerId` detail). Null when unknown (a refused bad token).
+ */
+export type Actor = PrincipalKind | 'operator' | 'developer';
+
+/** A developer signed in to the portal, acting on an app they are a member of. */
+export interface DeveloperIdentity {
+  kind: 'developer';
+  developerId: string;
+}
 
 /**
  * Where a domain operation comes from and who asks for it: every operation that records an audit
@@ -11,10 +20,10 @@ export interface RequestContext {
   /** The client's address as the server saw it; null for the CLI. */
   clientAddress: string | null;
   /**
-   * Who asks: the request's authenticated principal, the operator (the CLI), or nobody yet (a token
-   * request, whose credentials the operation itself checks).
+   * Who asks: the request's authenticated principal, the operator (the CLI), a developer (the
+   * portal), or nobody yet (a token request or a sign-in, whose credentials the operation itself checks).
    */
-  by: Principal | 'operator' | null;
+  by: Principal | DeveloperIdentity | 'operator' | null;
   /** The request's `Origin` header, which browsers send and server-side clients do not; absent for the CLI. */
   origin?: string | undefined;
 }

@@ -2,6 +2,10 @@ import type { AppCache } from './apps/cache.js';
 import { AppService } from './apps/service.js';
 import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
+import { DeveloperAccounts } from './developers/accounts.js';
+import { AppMembers } from './developers/members.js';
+import { DeveloperSessions } from './developers/sessions.js';
+import { createSignInLimits, DEFAULT_SIGN_IN_LIMITS, type SignInLimitSettings } from './developers/sign-in-limits.js';
 import { EventLog } from './events/log.js';
 import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from './housekeeping.js';
 import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitSettings } from './limits/rate-limits.js';
@@ -35,6 +39,12 @@ export interface Tessera {
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
   readonly events: EventLog;
+  /** Developer accounts: created by the operator, their passwords and one-time links. */
+  readonly developers: DeveloperAccounts;
+  /** The portal's sessions: sign-in, the check of a session, sign-out. */
+  readonly developerSessions: DeveloperSessions;
+  /** Who owns and who collaborates on each app, and what each may do. */
+  readonly members: AppMembers;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
   /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
@@ -48,6 +58,10 @@ export interface TesseraOptions {
   housekeeping?: HousekeepingSettings;
   /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
   revokedTokensMaxPerApp?: number;
+  /** Failed sign-ins to the portal allowed before more are refused. */
+  signInLimits?: SignInLimitSettings;
+  /** The service's public URL (`PUBLIC_URL`), for whole one-time links; without it they are paths. */
+  publicUrl?: string | undefined;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
   onWarning?: (message: string, error: unknown) => void;
 }
@@ -63,6 +77,8 @@ export function createTessera(options: TesseraOptions): Tessera {
     warn('housekeeping failed; it is tried again at the next interval', error),
   );
   const admins = new AdminAuthentication(limits, events, clock);
+  const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS);
+  const links = { publicUrl: options.publicUrl };
   return {
     store,
     clock,
@@ -81,6 +97,9 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: checking.authenticator,
     limits,
     events,
+    developers: new DeveloperAccounts(store.developers, clock, signInLimits, links),
+    developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
+    members: new AppMembers(store.developers, store.apps, clock, events, links),
     housekeeping,
     async close() {
       await housekeeping.stop();

@@ -2,12 +2,13 @@ import type { AppDescription } from '../apps/app.js';
 import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
-import { isTesseraError } from '../errors.js';
+import { isTesseraError, TesseraError } from '../errors.js';
+import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const APPS_FLAGS: FlagSpec = { name: true, 'revoke-admin-tokens': false, grace: true };
+export const APPS_FLAGS: FlagSpec = { name: true, owner: true, 'revoke-admin-tokens': false, grace: true };
 
 /** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
 export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
@@ -21,15 +22,33 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
   if (grace !== undefined && revokeAdminTokens) {
     throw new UsageError('--grace and --revoke-admin-tokens do not go together: after a leak, the old secret must stop at once');
   }
+  const owner = stringFlag(command, 'owner');
+  if (owner !== undefined && verb !== 'create' && verb !== 'transfer') throw new UsageError('--owner is for tessera apps create and apps transfer');
   const needsAppId = () => {
     if (appId === undefined || extra.length > 0) throw new UsageError(`usage: tessera apps ${verb} APP_ID [--json]`);
     return appId;
   };
   switch (verb) {
     case 'create': {
-      if (name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--json]');
-      const created = await tessera.apps.create(name);
-      return out.result(created, () => describeCreated(created));
+      if (name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--owner EMAIL] [--json]');
+      if (owner === undefined) {
+        const created = await tessera.apps.create(name);
+        return out.result(created, () => describeCreated(created));
+      }
+      const created = await createOwned(tessera, name, owner);
+      return out.result(created, () => [...describeCreated(created), `  Owner         ${created.owner.email}`]);
+    }
+    case 'transfer': {
+      if (owner === undefined || appId === undefined || extra.length > 0) throw new UsageError('usage: tessera apps transfer APP_ID --owner EMAIL [--json]');
+      const transfer = await tessera.members.setOwner(appId, owner, OPERATOR);
+      const before = transfer.previousOwner === null ? 'the operator' : (transfer.previousOwner.email ?? `developer ${transfer.previousOwner.id}`);
+      return out.result(
+        { appId, owner: { id: transfer.owner.id, email: transfer.owner.email }, previousOwner: transfer.previousOwner, changed: transfer.changed },
+        () =>
+          transfer.changed
+            ? `App ${appId} now belongs to ${transfer.owner.email} (before: ${before}, who is no longer a member).`
+            : `App ${appId} belongs to ${transfer.owner.email} already.`,
+      );
     }
     case 'list': {
       if (appId !== undefined) throw new UsageError('usage: tessera apps list [--json]');
@@ -53,7 +72,24 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       return out.result({ appId: id, deleted: true }, () => `Deleted app ${id} and all of its tokens.`);
     }
     default:
-      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|delete … [--json]');
+      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|transfer|delete … [--json]');
+  }
+}
+
+/**
+ * An app with an owner from the start. The owner is checked first, so that a wrong email creates
+ * nothing; should it be disabled or deleted between the check and the write, the app is deleted again.
+ */
+async function createOwned(tessera: Tessera, name: string, ownerEmail: string): Promise<CreatedApp & { owner: { id: string; email: string } }> {
+  const developer = await tessera.developers.find(ownerEmail);
+  if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
+  const created = await tessera.apps.create(name);
+  try {
+    const { owner } = await tessera.members.setOwner(created.appId, developer.email, OPERATOR);
+    return { ...created, owner: { id: owner.id, email: owner.email } };
+  } catch (error) {
+    await tessera.apps.delete(created.appId).catch(() => {});
+    throw error;
   }
 }
 

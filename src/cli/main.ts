@@ -8,6 +8,7 @@ import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
 import { KEYS_FLAGS, runKeysCommand } from './keys.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
@@ -26,7 +27,20 @@ Usage:
                                              … the old one works SECONDS more (at most 30 days)
   tessera apps rotate-secret APP_ID --revoke-admin-tokens
                                              … and revoke every admin token of the app
+  tessera apps create --name NAME --owner EMAIL [--json]
+                                             … owned by a developer (see tessera developers)
+  tessera apps transfer APP_ID --owner EMAIL [--json]
+                                             give an app to another developer; the previous owner
+                                             is no longer a member (collaborators stay)
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
+  tessera developers create --email EMAIL [--password-stdin] [--json]
+                                             create a developer account (the portal's users); with
+                                             --password-stdin its password is read from standard
+                                             input, without it a one-time link that sets it is printed
+  tessera developers list [--json]           list developers (never a password)
+  tessera developers disable EMAIL [--json]  no more sign-in; ends the developer's sessions
+  tessera developers reset-link EMAIL [--json]
+                                             print a one-time link that sets a new password
   tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]
                                              revoke every token of one kind, or all, of an app
   tessera keys list [--json]                 the keys that sign anonymous tokens
@@ -41,6 +55,7 @@ Usage:
   tessera --version
 
 The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
+One-time links are printed as whole URLs when PUBLIC_URL is set, as paths on the server otherwise.
 Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
 `;
 
@@ -50,6 +65,7 @@ const STORE_COMMANDS: Record<
   { flags: FlagSpec; execute: (tessera: Tessera, command: ParsedCommand, out: Output, stopped: AbortSignal) => Promise<void> }
 > = {
   apps: { flags: APPS_FLAGS, execute: runAppsCommand },
+  developers: { flags: DEVELOPERS_FLAGS, execute: runDevelopersCommand },
   tokens: { flags: TOKENS_FLAGS, execute: runTokensCommand },
   events: { flags: EVENTS_FLAGS, execute: runEventsCommand },
   keys: { flags: KEYS_FLAGS, execute: runKeysCommand },
@@ -86,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
     const interrupted = new AbortController();
     const interrupt = () => interrupted.abort();
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
-    const tessera = createTessera({ store });
+    const tessera = createTessera({ store, publicUrl: config.publicUrl });
     try {
       await run.execute(tessera, parsed, out, interrupted.signal);
     } finally {

@@ -18,6 +18,7 @@ export async function serve(config: Config): Promise<void> {
     rateLimits: config.rateLimits,
     housekeeping: config.housekeeping,
     revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
+    publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
 

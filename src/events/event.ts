@@ -8,6 +8,11 @@ export const EVENT_TYPES = [
   'app.secret_rotated',
   'app.configuration_changed',
   'app.secret_exposed',
+  // Memberships (src/developers/): details name developers by id, never a secret or a link's token.
+  'app.owner_changed',
+  'app.collaborator_invited',
+  'app.collaborator_added',
+  'app.collaborator_removed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

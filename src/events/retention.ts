@@ -26,15 +26,16 @@ export const REFUSAL_TYPE: EventType = 'token.refused';
  * - an anonymous token issued, or revoked by itself (RFC 7009 with its own token): counted only;
  *   anyone with the public AppID can cause any number of them;
  * - a refusal (a wrong ClientID, ClientSecret or AppKey, a bad bearer token): a `refusal` row;
- * - everything else (an admin token issued, a revocation by an admin or the operator, the ClientSecret
- *   sent from a browser, `app.secret_exposed`, which needs the secret): `audit`.
+ * - everything else (an admin token issued, a revocation by an admin, a developer or the operator,
+ *   a change of an app's owner or collaborators, the ClientSecret sent from a browser,
+ *   `app.secret_exposed`, which needs the secret): `audit`.
  * Events that a store method writes with the change they describe (`EventLog.stamp`) are `audit`
  * rows, and not counted.
  */
 export function retentionOf(type: EventType, principal: Actor | null): EventRetention {
   if (type === REFUSAL_TYPE) return 'refusal';
   if (type === 'token.issued' && principal === 'anonymous') return 'counted';
-  if (type === 'token.revoked' && principal !== 'admin' && principal !== 'operator') return 'counted';
+  if (type === 'token.revoked' && principal !== 'admin' && principal !== 'operator' && principal !== 'developer') return 'counted';
   return 'audit';
 }
 

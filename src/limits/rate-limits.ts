@@ -37,9 +37,20 @@ export interface RateLimits {
   checkAdminAttempt(appId: string, address: string | null): Promise<void>;
   /** Counts a failed admin attempt; throws if it is beyond a limit (its outcome must not be told). */
   recordAdminFailure(appId: string, address: string | null): Promise<void>;
+  /**
+   * Another counter kept where these are (in memory, or in Redis with the same in-memory insurance),
+   * for limits of other endpoints (the portal's sign-in); undefined when limits are off.
+   */
+  counter(name: string, options: CounterOptions): RateLimiterAbstract | undefined;
   /** Resolves once shared counting works (Redis connected), or after `timeoutMs` if it does not. */
   ready(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** How many points a counter allows per how many seconds. */
+export interface CounterOptions {
+  points: number;
+  duration: number;
 }
 
 /** Failures on an app from an address: `APPID:ADDRESS-KEY` (an AppID holds no `:`); `APPID:-` for an unknown address. */
@@ -51,6 +62,7 @@ export const NO_RATE_LIMITS: RateLimits = {
   checkTokenRequest: async () => {},
   checkAdminAttempt: async () => {},
   recordAdminFailure: async () => {},
+  counter: () => undefined,
   ready: async () => {},
   close: async () => {},
 };
@@ -66,9 +78,6 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
   const adminFailuresByAddressOptions = { points: settings.adminFailuresPerAddressPerMinute, duration: 60 };
   const adminFailuresOptions = { points: settings.adminFailuresPerAppPerMinute, duration: 60 };
   let redis: Redis | undefined;
-  let perAddress: RateLimiterAbstract = new RateLimiterMemory(perAddressOptions);
-  let adminFailuresByAddress: RateLimiterAbstract = new RateLimiterMemory(adminFailuresByAddressOptions);
-  let adminFailures: RateLimiterAbstract = new RateLimiterMemory(adminFailuresOptions);
   if (settings.redisUrl !== undefined) {
     redis = new Redis(settings.redisUrl, {
       // Fail at once rather than queue while disconnected: the in-memory insurance answers instead.
@@ -83,13 +92,16 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
       reported = true;
     });
     redis.on('ready', () => (reported = false));
-    const prefix = settings.redisKeyPrefix ?? 'tessera';
-    const shared = (keyPrefix: string, options: { points: number; duration: number }, insurance: RateLimiterAbstract) =>
-      new RateLimiterRedis({ ...options, storeClient: redis, keyPrefix, rejectIfRedisNotReady: true, insuranceLimiter: insurance });
-    perAddress = shared(`${prefix}:token-requests`, perAddressOptions, perAddress);
-    adminFailuresByAddress = shared(`${prefix}:admin-failures-by-address`, adminFailuresByAddressOptions, adminFailuresByAddress);
-    adminFailures = shared(`${prefix}:admin-failures`, adminFailuresOptions, adminFailures);
   }
+  const prefix = settings.redisKeyPrefix ?? 'tessera';
+  const counter = (name: string, options: CounterOptions): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory(options);
+    if (redis === undefined) return memory;
+    return new RateLimiterRedis({ ...options, storeClient: redis, keyPrefix: `${prefix}:${name}`, rejectIfRedisNotReady: true, insuranceLimiter: memory });
+  };
+  const perAddress = counter('token-requests', perAddressOptions);
+  const adminFailuresByAddress = counter('admin-failures-by-address', adminFailuresByAddressOptions);
+  const adminFailures = counter('admin-failures', adminFailuresOptions);
   return {
     async checkTokenRequest(address) {
       try {
@@ -122,6 +134,7 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
       }
       if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp);
     },
+    counter,
     async ready(timeoutMs = 2_000) {
       const client = redis;
       if (client === undefined || client.status === 'ready') return;
@@ -141,7 +154,7 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
   };
 }
 
-function tooManyRequests(rejection: unknown): TesseraError {
+export function tooManyRequests(rejection: unknown): TesseraError {
   if (!(rejection instanceof RateLimiterRes)) throw rejection;
   return new TesseraError('TOO_MANY_REQUESTS', 'Too many requests; try again later.', {
     retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),

@@ -1,4 +1,5 @@
 import type { AppStore } from '../apps/store.js';
+import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import type { KeyStore } from '../keys/store.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
@@ -18,6 +19,8 @@ export interface Store {
   readonly revokedTokens: RevokedTokenStore;
   readonly keys: KeyStore;
   readonly events: EventStore;
+  /** Developer accounts, their sessions and one-time links, and who owns and collaborates on each app. */
+  readonly developers: DeveloperStore;
   /**
    * Registers a listener called when something may have been changed by another process sharing the
    * store. It is called within one second of the change; caches drop what it names.

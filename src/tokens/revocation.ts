@@ -87,7 +87,7 @@ export class TokenRevoker {
   async revoke(app: AppRecord, accessToken: string, context: RequestContext): Promise<void> {
     const caller = context.by;
     const byAdmin = caller === 'operator' || caller?.kind === 'admin';
-    if (caller === null) throw adminRequiredToRevoke();
+    if (caller === null || (caller !== 'operator' && caller.kind === 'developer')) throw adminRequiredToRevoke();
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
     const matched = await this.checker.match(app, accessToken);
     if (matched === undefined) return;

@@ -5,10 +5,12 @@ import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
-import { makeApp, makeEvent, makeToken } from '../helpers/fixtures.js';
+import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
 
 const DAY = 86_400_000;
+/** The part of a report about developers' sessions, links and account events, when there were none. */
+const NOTHING_OF_DEVELOPERS = { expiredSessions: 0, expiredLinks: 0, developerEvents: 0 };
 
 for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', createPostgresTestStore]] as const) {
   describe(`Housekeeping (${backend})`, () => {
@@ -77,14 +79,14 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       assert.equal((await store.events.list({ appId: 'busy-app', limit: 500 })).length, 20 + 80);
 
       const report = await housekeeping.run();
-      assert.deepEqual(report, { expiredTokens: 0, expiredRevocations: 0, events: 1 + 50, eventCounts: 0 });
+      assert.deepEqual(report, { expiredTokens: 0, expiredRevocations: 0, events: 1 + 50, eventCounts: 0, ...NOTHING_OF_DEVELOPERS });
       const quiet = await store.events.list({ appId: 'quiet-app', limit: 10 });
       assert.deepEqual(quiet.map((event) => event.at), [now - 6 * DAY]);
       const refused = await store.events.list({ appId: 'busy-app', type: 'token.refused', limit: 100 });
       assert.deepEqual(refused.map((event) => event.details.n), Array.from({ length: 30 }, (_, i) => 79 - i));
       const audit = await store.events.list({ appId: 'busy-app', type: 'token.issued', limit: 100 });
       assert.deepEqual(audit.map((event) => [event.principal, event.details.n]), Array.from({ length: 20 }, (_, i) => ['admin', 76 - 4 * i]));
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0 });
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, ...NOTHING_OF_DEVELOPERS });
     });
 
     it('counts every event it records, and removes counts past the retention', async () => {
@@ -102,8 +104,31 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
         ['token.issued', 'anonymous', null, 1],
       ]);
 
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 1, eventCounts: 2 });
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 1, eventCounts: 2, ...NOTHING_OF_DEVELOPERS });
       assert.deepEqual((await counts()).map((row) => [row.bucket, row.count]), [[clock.now() - (clock.now() % 60_000), 1]]);
+    });
+
+    it('removes expired portal sessions and one-time links, and developers\' account events past the retention', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const developer = makeDeveloper();
+      await store.developers.accounts.insert(developer, null, () => ({}));
+      const app = makeApp();
+      await store.apps.insert(app);
+      const sessions = [now - 1, now, now + 1].map((expiresAt) => makeSession(developer.id, { expiresAt }));
+      const event = (at: number) => ({ type: 'developer.signed_in' as const, developerId: developer.id, at, actor: 'developer' as const, clientAddress: null, details: {} });
+      for (const [index, session] of sessions.entries()) {
+        await store.developers.sessions.insert(session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
+      }
+      const expiredLink = makePasswordLink(developer.id, { expiresAt: now });
+      await store.developers.links.insert(expiredLink, () => ({}));
+      const liveInvitation = makeInvitation(app.appId, 'someone@example.com', { expiresAt: now + 1 });
+      await store.developers.links.insert(liveInvitation, () => ({}));
+
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, expiredSessions: 2, expiredLinks: 1, developerEvents: 1 });
+      assert.deepEqual(await store.developers.sessions.findById(sessions[2]!.id), sessions[2]);
+      assert.deepEqual(await store.developers.links.findById(liveInvitation.id), liveInvitation);
+      assert.deepEqual((await store.developers.accounts.listEvents(developer.id, 10)).map((one) => one.at), [now, now]);
     });
   });
 }

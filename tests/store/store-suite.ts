@@ -10,6 +10,7 @@ import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import { makeApp, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
+import { developerStoreSuite } from './developer-store-suite.js';
 
 export interface StoreSuiteOptions {
   /**
@@ -758,6 +759,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await countsOf(other.appId), [issued(DAY0, 6, other.appId)]);
       });
     });
+
+    developerStoreSuite(() => store);
 
     describe('onChange: a change made through another connection', () => {
       let second: Store;

@@ -7,7 +7,7 @@ import type { Actor } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 
 describe('retentionOf: what is a row, of which class, and what is only counted', () => {
-  it('counts anonymous tokens issued and revoked by themselves, keeps refusals apart, and everything else as audit', () => {
+  it('counts anonymous tokens issued and revoked by themselves, keeps refusals apart, and everything else (a developer\'s too) as audit', () => {
     const cases: [EventType, Actor | null, string][] = [
       ['token.issued', 'anonymous', 'counted'],
       ['token.issued', 'admin', 'audit'],
@@ -23,13 +23,19 @@ describe('retentionOf: what is a row, of which class, and what is only counted',
       ['app.configuration_changed', 'operator', 'audit'],
       // It takes the ClientSecret to cause one: it must not be pushed out by what the AppID alone can cause.
       ['app.secret_exposed', 'admin', 'audit'],
+      ['app.configuration_changed', 'developer', 'audit'],
+      ['token.revoked', 'developer', 'audit'],
+      ['app.owner_changed', 'operator', 'audit'],
+      ['app.collaborator_invited', 'developer', 'audit'],
+      ['app.collaborator_added', 'developer', 'audit'],
+      ['app.collaborator_removed', 'operator', 'audit'],
     ];
     for (const [type, principal, expected] of cases) assert.equal(retentionOf(type, principal), expected, `${type} by ${principal}`);
   });
 
   it('puts every row in the class the stores find it in by its type', () => {
     for (const type of EVENT_TYPES) {
-      for (const principal of ['admin', 'anonymous', 'operator', null] as const) {
+      for (const principal of ['admin', 'anonymous', 'operator', 'developer', null] as const) {
         const retention = retentionOf(type, principal);
         if (retention !== 'counted') assert.equal(classOfRow(type), retention, `${type} by ${principal}`);
       }

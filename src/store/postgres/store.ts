@@ -2,6 +2,7 @@ import type { Store } from '../store.js';
 import { postgresAppStore } from './apps.js';
 import { ChangeListener } from './change-listener.js';
 import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
+import { postgresDeveloperStore } from './developers.js';
 import { postgresEventStore } from './events.js';
 import { createFirstKey, postgresKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
@@ -48,6 +49,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     revokedTokens: postgresRevokedTokenStore(db),
     keys: postgresKeyStore(db),
     events: postgresEventStore(db),
+    developers: postgresDeveloperStore(db),
     onChange(listener) {
       changes.listeners.push(listener);
     },

@@ -27,6 +27,9 @@ export function openDatabase(path: string): SqliteDatabase {
   // the busy timeout, when several processes (a server, the CLI) open the file at the same moment.
   retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL'));
   db.exec('PRAGMA synchronous = NORMAL');
+  // Per connection; SQLite's default is off (libsql's is on): deleting an app or a developer deletes
+  // its memberships, links and sessions through ON DELETE CASCADE (migration 6).
+  db.exec('PRAGMA foreign_keys = ON');
   return db;
 }
 

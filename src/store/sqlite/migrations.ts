@@ -133,4 +133,81 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
         CHECK ((previous_secret_hash IS NULL) = (previous_secret_valid_until IS NULL));
     `,
   },
+  {
+    version: 6,
+    sql: `
+      -- Developer accounts (src/developers/). The email is stored normalised (trimmed, lower-case),
+      -- the password only as its Argon2id PHC string (null until set through a one-time link).
+      -- References are enforced (PRAGMA foreign_keys, connection.ts): deleting a developer or an app
+      -- deletes what refers to it.
+      CREATE TABLE developers (
+        id            TEXT    PRIMARY KEY,
+        email         TEXT    NOT NULL UNIQUE,
+        password_hash TEXT,
+        created_at    INTEGER NOT NULL,
+        disabled_at   INTEGER
+      ) STRICT;
+
+      -- The portal's sessions: the token's id, and the SHA-256 of its secret. expires_at is the
+      -- earlier of the idle and the absolute expiry (src/developers/session.ts).
+      CREATE TABLE developer_sessions (
+        id           TEXT    PRIMARY KEY,
+        secret_hash  BLOB    NOT NULL,
+        developer_id TEXT    NOT NULL REFERENCES developers (id) ON DELETE CASCADE,
+        created_at   INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE INDEX developer_sessions_by_developer ON developer_sessions (developer_id);
+      CREATE INDEX developer_sessions_by_expiry ON developer_sessions (expires_at);
+
+      -- One-time links: a password link names its developer; an invitation, its app and address.
+      CREATE TABLE one_time_links (
+        id           TEXT    PRIMARY KEY,
+        secret_hash  BLOB    NOT NULL,
+        purpose      TEXT    NOT NULL CHECK (purpose IN ('set_password', 'reset_password', 'invitation')),
+        developer_id TEXT    REFERENCES developers (id) ON DELETE CASCADE,
+        app_id       TEXT    REFERENCES apps (app_id) ON DELETE CASCADE,
+        email        TEXT,
+        invited_by   TEXT    REFERENCES developers (id) ON DELETE CASCADE,
+        created_at   INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL,
+        CHECK (CASE WHEN purpose = 'invitation'
+                    THEN developer_id IS NULL AND app_id IS NOT NULL AND email IS NOT NULL
+                    ELSE developer_id IS NOT NULL AND app_id IS NULL AND email IS NULL AND invited_by IS NULL END)
+      ) STRICT;
+
+      CREATE INDEX one_time_links_by_developer ON one_time_links (developer_id);
+      CREATE INDEX one_time_links_by_app ON one_time_links (app_id, email);
+      CREATE INDEX one_time_links_by_inviter ON one_time_links (invited_by);
+      CREATE INDEX one_time_links_by_expiry ON one_time_links (expires_at);
+
+      -- Who owns and who collaborates on an app: at most one owner each. An app with no owner is
+      -- the operator's.
+      CREATE TABLE app_members (
+        app_id       TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        developer_id TEXT    NOT NULL REFERENCES developers (id) ON DELETE CASCADE,
+        role         TEXT    NOT NULL CHECK (role IN ('owner', 'collaborator')),
+        added_at     INTEGER NOT NULL,
+        PRIMARY KEY (app_id, developer_id)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE UNIQUE INDEX app_members_one_owner ON app_members (app_id) WHERE role = 'owner';
+      CREATE INDEX app_members_by_developer ON app_members (developer_id);
+
+      -- A developer's account log (src/developers/events.ts), apart from the apps' audit log.
+      CREATE TABLE developer_events (
+        id             INTEGER PRIMARY KEY,
+        developer_id   TEXT    NOT NULL REFERENCES developers (id) ON DELETE CASCADE,
+        type           TEXT    NOT NULL,
+        at             INTEGER NOT NULL,
+        actor          TEXT    NOT NULL CHECK (actor IN ('operator', 'developer')),
+        client_address TEXT,
+        details        TEXT    NOT NULL
+      ) STRICT;
+
+      CREATE INDEX developer_events_by_developer ON developer_events (developer_id, id);
+    `,
+  },
 ];

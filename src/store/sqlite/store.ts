@@ -1,6 +1,7 @@
 import type { Store } from '../store.js';
 import { sqliteAppStore } from './apps.js';
 import { ChangePoller } from './change-poller.js';
+import { sqliteDeveloperStore } from './developers.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
 import { createFirstKey, sqliteKeyStore } from './keys.js';
@@ -15,7 +16,8 @@ export interface SqliteStoreOptions {
 
 /**
  * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), one file per
- * table (`apps.ts`, `tokens.ts`, `revoked-tokens.ts`, `keys.ts`, `events.ts`) and the change signal (`change-poller.ts`).
+ * table (`apps.ts`, `tokens.ts`, `revoked-tokens.ts`, `keys.ts`, `events.ts`, the developers' in
+ * `developers.ts`) and the change signal (`change-poller.ts`).
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
@@ -34,6 +36,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     revokedTokens: sqliteRevokedTokenStore(db),
     keys: sqliteKeyStore(db),
     events: sqliteEventStore(db, eventWrites),
+    developers: sqliteDeveloperStore(db, eventWrites),
     onChange(listener) {
       changes.listeners.push(listener);
     },

@@ -1,0 +1,200 @@
+import type { Clock } from '../clock.js';
+import { developerNotFound, invalidCredentials, invalidLink } from '../error-catalogue.js';
+import { TesseraError } from '../errors.js';
+import type { RequestContext } from '../request-context.js';
+import { describeDeveloper, newDeveloperId, type DeveloperDescription, type DeveloperRecord } from './developer.js';
+import { checkedEmail, normaliseEmail } from './email.js';
+import type { NewDeveloperEvent } from './events.js';
+import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type LinkPurpose, type OneTimeLinkRecord } from './one-time-link.js';
+import { hashPassword } from './password-hash.js';
+import { checkedNewPassword } from './password-rules.js';
+import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
+import { checkCredentials } from './sign-in.js';
+import type { SignInLimits } from './sign-in-limits.js';
+import { developerStamp } from './stamp.js';
+import { DeveloperConflictError, type DeveloperStore } from './store.js';
+
+export interface CreatedDeveloper {
+  developer: DeveloperDescription;
+  /** Without a password: the one-time link that sets it (its token shown only here). */
+  link: IssuedLink | null;
+}
+
+export interface DisabledDeveloper {
+  developer: DeveloperDescription;
+  /** False if it was disabled already (nothing changed). */
+  changed: boolean;
+  sessionsEnded: number;
+}
+
+export interface DeveloperAccountsOptions {
+  /** The portal's public URL (`PUBLIC_URL`), for whole links; without it, links are paths. */
+  publicUrl?: string | undefined;
+}
+
+/**
+ * Developer accounts: what the operator does with them (`tessera developers …`) and what a developer
+ * does with their own (set a password through a link, change it). Sessions are `DeveloperSessions`'.
+ */
+export class DeveloperAccounts {
+  constructor(
+    private readonly store: DeveloperStore,
+    private readonly clock: Clock,
+    private readonly limits: SignInLimits,
+    private readonly options: DeveloperAccountsOptions = {},
+  ) {}
+
+  /**
+   * A new developer. With a password, it can sign in at once; without, it gets a one-time link that
+   * sets one (the operator passes it on).
+   */
+  async create(email: string, password: string | null, context: RequestContext): Promise<CreatedDeveloper> {
+    const normalisedEmail = checkedEmail(email);
+    const passwordHash = password === null ? null : await hashPassword(checkedNewPassword(password));
+    const now = this.clock.now();
+    const developer: DeveloperRecord = { id: newDeveloperId(), email: normalisedEmail, passwordHash, createdAt: now, disabledAt: null };
+    const link = passwordHash === null ? this.#newPasswordLink('set_password', developer.id, now) : null;
+    const stamp = developerStamp(developer.id, now, context);
+    const events: NewDeveloperEvent[] = [{ ...stamp, type: 'developer.created', details: { hasPassword: passwordHash !== null } }];
+    if (link !== null) events.push({ ...stamp, type: 'developer.link_issued', details: linkDetails(link.record) });
+    try {
+      await this.store.accounts.insert(developer, link?.record ?? null, () => ({ developer: events }));
+    } catch (error) {
+      if (error instanceof DeveloperConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
+      throw error;
+    }
+    return { developer: describeDeveloper(developer), link: link === null ? null : this.#issued(link.record, link.token) };
+  }
+
+  async list(): Promise<DeveloperDescription[]> {
+    return (await this.store.accounts.list()).map(describeDeveloper);
+  }
+
+  /** The developer with this email; `DEVELOPER_NOT_FOUND` if none (also for what is not an address). */
+  async find(email: string): Promise<DeveloperRecord> {
+    const normalised = normaliseEmail(email);
+    const developer = normalised === undefined ? undefined : await this.store.accounts.findByEmail(normalised);
+    if (developer === undefined) throw developerNotFound();
+    return developer;
+  }
+
+  /** Disables the developer: no sign-in, every session ended, every password link removed. Memberships stay. */
+  async disable(email: string, context: RequestContext): Promise<DisabledDeveloper> {
+    const developer = await this.find(email);
+    if (developer.disabledAt !== null) return { developer: describeDeveloper(developer), changed: false, sessionsEnded: 0 };
+    const at = this.clock.now();
+    const stamp = developerStamp(developer.id, at, context);
+    const disabled = await this.store.accounts.disable(developer.id, at, ({ sessionsEnded }) => ({
+      developer: [{ ...stamp, type: 'developer.disabled', details: { sessionsEnded } }],
+    }));
+    if (disabled === undefined) return this.disable(email, context); // disabled or deleted meanwhile: say what is now
+    return { developer: describeDeveloper({ ...developer, disabledAt: at }), changed: true, sessionsEnded: disabled.sessionsEnded };
+  }
+
+  /** A one-time link that sets a new password; it replaces the developer's earlier password links. */
+  async issueResetLink(email: string, context: RequestContext): Promise<IssuedLink & { email: string }> {
+    const developer = await this.find(email);
+    if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: a reset link would not work.');
+    const now = this.clock.now();
+    const link = this.#newPasswordLink('reset_password', developer.id, now);
+    const stamp = developerStamp(developer.id, now, context);
+    const inserted = await this.store.links.insert(link.record, () => ({
+      developer: [{ ...stamp, type: 'developer.link_issued', details: linkDetails(link.record) }],
+    }));
+    if (inserted === undefined) throw developerNotFound();
+    return { email: developer.email, ...this.#issued(link.record, link.token) };
+  }
+
+  /**
+   * The developer a password link is for, if it works now (for the portal's page to show its form);
+   * `INVALID_LINK` otherwise. Does not use it up.
+   */
+  async passwordLinkOwner(token: string): Promise<DeveloperRecord> {
+    const link = await this.#workingLink(token, ['set_password', 'reset_password']);
+    const developer = await this.store.accounts.findById(link.developerId!);
+    if (developer === undefined || developer.disabledAt !== null) throw invalidLink();
+    return developer;
+  }
+
+  /**
+   * Sets the password through a set-password or reset link, which is used up; every session of the
+   * developer ends. Returns the developer, for the portal to start a session.
+   */
+  async setPasswordWithLink(token: string, password: string, context: RequestContext): Promise<DeveloperRecord> {
+    const link = await this.#workingLink(token, ['set_password', 'reset_password']);
+    const passwordHash = await hashPassword(checkedNewPassword(password));
+    const developerId = link.developerId!;
+    const stamp = developerStamp(developerId, this.clock.now(), context);
+    const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: link.id }, ({ sessionsEnded }) => ({
+      developer: [{ ...stamp, type: 'developer.password_set', details: { via: link.purpose, linkId: link.id, sessionsEnded } }],
+    }));
+    if (set === undefined) throw invalidLink();
+    const developer = await this.store.accounts.findById(developerId);
+    if (developer === undefined) throw invalidLink();
+    return developer;
+  }
+
+  /**
+   * Changes a signed-in developer's password after checking the current one (under the sign-in
+   * limits, as a sign-in). Every session of the developer ends, this one too: the portal starts a new one.
+   */
+  async changePassword(developerId: string, currentPassword: string, newPassword: string, context: RequestContext): Promise<DeveloperRecord> {
+    const developer = await this.store.accounts.findById(developerId);
+    if (developer === undefined || developer.disabledAt !== null) throw invalidCredentials();
+    const normalised = checkedNewPassword(newPassword);
+    await checkCredentials(this.store.accounts, this.limits, { email: developer.email, password: currentPassword, clientAddress: context.clientAddress });
+    const passwordHash = await hashPassword(normalised);
+    const stamp = developerStamp(developerId, this.clock.now(), context);
+    const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: null }, ({ sessionsEnded }) => ({
+      developer: [{ ...stamp, type: 'developer.password_set', details: { via: 'change', sessionsEnded } }],
+    }));
+    if (set === undefined) throw invalidCredentials();
+    return { ...developer, passwordHash };
+  }
+
+  /**
+   * Deletes the developer with its sessions, links, memberships and account events; the apps it
+   * owned are the operator's again (their audit logs keep what it did, by its id).
+   */
+  async delete(email: string): Promise<DeveloperDescription> {
+    const developer = await this.find(email);
+    if (!(await this.store.accounts.delete(developer.id))) throw developerNotFound();
+    return describeDeveloper(developer);
+  }
+
+  async #workingLink(token: string, purposes: LinkPurpose[]): Promise<OneTimeLinkRecord> {
+    const presented = parseSecretToken(token);
+    if (presented === undefined) throw invalidLink();
+    const link = await this.store.links.findById(presented.id);
+    if (link === undefined || !secretMatches(presented, link.secretHash)) throw invalidLink();
+    if (!purposes.includes(link.purpose) || link.expiresAt <= this.clock.now()) throw invalidLink();
+    return link;
+  }
+
+  #newPasswordLink(purpose: 'set_password' | 'reset_password', developerId: string, now: number): { record: OneTimeLinkRecord; token: string } {
+    const secret = generateSecretToken();
+    return {
+      token: secret.token,
+      record: {
+        id: secret.id,
+        secretHash: secret.secretHash,
+        purpose,
+        developerId,
+        appId: null,
+        email: null,
+        invitedBy: null,
+        createdAt: now,
+        expiresAt: now + LINK_LIFETIME_MS[purpose],
+      },
+    };
+  }
+
+  #issued(link: OneTimeLinkRecord, token: string): IssuedLink {
+    return issuedLink(link.purpose, link.id, token, link.expiresAt, this.options.publicUrl);
+  }
+}
+
+/** What an event says of a link: never its token. */
+export function linkDetails(link: OneTimeLinkRecord) {
+  return { purpose: link.purpose, linkId: link.id, expiresAt: link.expiresAt };
+}

@@ -1,0 +1,66 @@
+import type { EventDetails, NewAuditEvent } from '../events/event.js';
+
+/**
+ * What a developer's account log records (`developer_events`), apart from the apps' audit log
+ * (`src/events/`): an account belongs to no app. Details never hold a password, a hash or a token;
+ * links are named by their public id.
+ */
+export const DEVELOPER_EVENT_TYPES = [
+  'developer.created',
+  'developer.disabled',
+  'developer.link_issued',
+  'developer.password_set',
+  'developer.signed_in',
+  'developer.signed_out',
+] as const;
+
+export type DeveloperEventType = (typeof DEVELOPER_EVENT_TYPES)[number];
+
+/** Who caused an account event: the operator (the CLI), or the developer themselves (the portal). */
+export type DeveloperActor = 'operator' | 'developer';
+
+export interface NewDeveloperEvent {
+  type: DeveloperEventType;
+  developerId: string;
+  /** UNIX ms. */
+  at: number;
+  actor: DeveloperActor;
+  /** The client's address as the server saw it; null for the CLI. */
+  clientAddress: string | null;
+  details: EventDetails;
+}
+
+export interface DeveloperEvent extends NewDeveloperEvent {
+  /** Increases with every event written. */
+  id: number;
+}
+
+/**
+ * Each developer keeps at most this many account events, the newest: a developer can cause any
+ * number of sign-ins. Older ones also go after EVENTS_RETENTION_DAYS.
+ */
+export const MAX_EVENTS_PER_DEVELOPER = 1000;
+
+/** The events of an account change: of the developer's account log, of an app's audit log, or both. */
+export interface AccountAudit {
+  developer?: NewDeveloperEvent[];
+  app?: NewAuditEvent[];
+}
+
+/**
+ * The events of an account change, built from its result. A store method taking one writes them in
+ * the change's own transaction: both are written, or neither (as `AuditOf` for apps).
+ */
+export type AccountAuditOf<Result> = (result: Result) => AccountAudit;
+
+export function describeDeveloperEvent(event: DeveloperEvent) {
+  return {
+    id: String(event.id),
+    type: event.type,
+    at: new Date(event.at).toISOString(),
+    developerId: event.developerId,
+    actor: event.actor,
+    clientAddress: event.clientAddress,
+    details: event.details,
+  };
+}

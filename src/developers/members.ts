@@ -1,0 +1,192 @@
+import type { AppStore } from '../apps/store.js';
+import type { Clock } from '../clock.js';
+import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
+import { TesseraError } from '../errors.js';
+import type { EventLog } from '../events/log.js';
+import type { RequestContext } from '../request-context.js';
+import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from './developer.js';
+import { checkedEmail, normaliseEmail } from './email.js';
+import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from './one-time-link.js';
+import { mayAct, type AppAction, type AppRole } from './roles.js';
+import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
+import type { AppMembership, DeveloperStore } from './store.js';
+
+export interface OwnerChange {
+  appId: string;
+  owner: DeveloperDescription;
+  /** The developer who owned the app before (its id, and its email if it still exists); null if it was the operator's. */
+  previousOwner: { id: string; email: string | null } | null;
+  /** False if the developer owned the app already (nothing changed). */
+  changed: boolean;
+}
+
+export interface AcceptedInvitation {
+  appId: string;
+  role: AppRole;
+  /** False if the developer was a member already (the invitation is used up all the same). */
+  added: boolean;
+}
+
+export interface AppMembersOptions {
+  /** The portal's public URL (`PUBLIC_URL`), for whole links; without it, links are paths. */
+  publicUrl?: string | undefined;
+}
+
+/**
+ * Who owns an app and who collaborates on it (`roles.ts`). The operator sets owners (`tessera apps
+ * create --owner`, `apps transfer`); an owner invites collaborators with a link it passes on.
+ * Every change is an audit event of the app, written with it.
+ */
+export class AppMembers {
+  constructor(
+    private readonly store: DeveloperStore,
+    private readonly apps: AppStore,
+    private readonly clock: Clock,
+    private readonly events: EventLog,
+    private readonly options: AppMembersOptions = {},
+  ) {}
+
+  /**
+   * What a developer may do on an app, checked before the portal shows or does anything of it: the
+   * developer's role, if it allows `action`. An app the developer is no member of is
+   * `APP_NOT_FOUND`, exactly as an app that does not exist; a member whose role does not allow the
+   * action gets `FORBIDDEN`.
+   */
+  async authorize(appId: string, developerId: string, action: AppAction): Promise<AppRole> {
+    const role = await this.store.members.roleOf(appId, developerId);
+    if (role === undefined) throw appNotFound();
+    if (!mayAct(role, action)) throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may do this.');
+    return role;
+  }
+
+  /**
+   * Makes the developer with this email the app's owner (the operator's `apps create --owner` and
+   * `apps transfer`). The previous owner is no longer a member; collaborators stay.
+   */
+  async setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
+    // Who asks is checked first: a developer who may not manage the app learns nothing of the email.
+    if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    const developer = await this.#enabledDeveloper(email);
+    const stamp = await this.events.stamp(appId, context);
+    const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({
+      app: [{ ...stamp, type: 'app.owner_changed', details: { ...actorDetails(context), ownerId: developer.id, previousOwnerId } }],
+    }));
+    if (changed === undefined) {
+      if ((await this.apps.findById(appId)) === undefined) throw appNotFound();
+      throw developerNotFound();
+    }
+    const { previousOwnerId } = changed;
+    const previous = previousOwnerId === null ? undefined : await this.store.accounts.findById(previousOwnerId);
+    return {
+      appId,
+      owner: describeDeveloper(developer),
+      previousOwner: previousOwnerId === null ? null : { id: previousOwnerId, email: previous?.email ?? null },
+      changed: previousOwnerId !== developer.id,
+    };
+  }
+
+  /**
+   * A link that makes whoever signs in with this email a collaborator on the app; it replaces an
+   * earlier invitation to the app for the same email. The operator or the app's owner.
+   */
+  async invite(appId: string, email: string, context: RequestContext): Promise<IssuedLink> {
+    const invitedBy = context.by === 'operator' ? null : actingDeveloper(context);
+    if (invitedBy !== null) await this.authorize(appId, invitedBy, 'manage_collaborators');
+    const invitee = checkedEmail(email);
+    const stamp = await this.events.stamp(appId, context);
+    const secret = generateSecretToken();
+    const link: OneTimeLinkRecord = {
+      id: secret.id,
+      secretHash: secret.secretHash,
+      purpose: 'invitation',
+      developerId: null,
+      appId,
+      email: invitee,
+      invitedBy,
+      createdAt: stamp.at,
+      expiresAt: stamp.at + LINK_LIFETIME_MS.invitation,
+    };
+    const inserted = await this.store.links.insert(link, () => ({
+      app: [{ ...stamp, type: 'app.collaborator_invited', details: { ...actorDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt } }],
+    }));
+    if (inserted === undefined) throw appNotFound();
+    return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
+  }
+
+  /** The invitation of a token, if it works now (for the portal's page); `INVALID_LINK` otherwise. Does not use it up. */
+  async invitation(token: string): Promise<OneTimeLinkRecord> {
+    const presented = parseSecretToken(token);
+    if (presented === undefined) throw invalidLink();
+    const link = await this.store.links.findById(presented.id);
+    if (link === undefined || !secretMatches(presented, link.secretHash) || link.purpose !== 'invitation' || link.expiresAt <= this.clock.now()) {
+      throw invalidLink();
+    }
+    return link;
+  }
+
+  /**
+   * Uses up the invitation and makes the developer a collaborator. Only for the developer the
+   * invitation names by email: a forwarded or leaked link is of no use to another account.
+   */
+  async acceptInvitation(token: string, developer: DeveloperRecord, context: RequestContext): Promise<AcceptedInvitation> {
+    const link = await this.invitation(token);
+    if (link.email !== developer.email) {
+      throw new TesseraError('FORBIDDEN', 'This invitation is for another email address: sign in with that address to accept it.');
+    }
+    const stamp = await this.events.stamp(link.appId!, context);
+    const accepted = await this.store.members.acceptInvitation(link.id, developer.id, stamp.at, ({ role, added }) => ({
+      app: added
+        ? [{ ...stamp, type: 'app.collaborator_added', details: { ...actorDetails(context), developerId: developer.id, invitationId: link.id, role } }]
+        : [],
+    }));
+    if (accepted === undefined) throw invalidLink();
+    return accepted;
+  }
+
+  /**
+   * Removes a collaborator: the operator, the owner, or the collaborator itself (leaving). The
+   * owner is not removed this way: the operator transfers the app instead.
+   */
+  async removeCollaborator(appId: string, developerId: string, context: RequestContext): Promise<void> {
+    if (context.by !== 'operator' && actingDeveloper(context) !== developerId) await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    const role = await this.store.members.roleOf(appId, developerId);
+    if (role === undefined) throw appNotFound();
+    if (role === 'owner') throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
+    const stamp = await this.events.stamp(appId, context);
+    const removed = await this.store.members.remove(appId, developerId, (was) => ({
+      app: [{ ...stamp, type: 'app.collaborator_removed', details: { ...actorDetails(context), developerId, role: was } }],
+    }));
+    if (removed === undefined) throw appNotFound();
+  }
+
+  /** The app's members, the owner first. */
+  async membersOf(appId: string): Promise<AppMembership[]> {
+    return this.store.members.ofApp(appId);
+  }
+
+  /** The apps the developer is a member of. */
+  async appsOf(developerId: string): Promise<AppMembership[]> {
+    return this.store.members.ofDeveloper(developerId);
+  }
+
+  async #enabledDeveloper(email: string): Promise<DeveloperRecord> {
+    const normalised = normaliseEmail(email);
+    const developer = normalised === undefined ? undefined : await this.store.accounts.findByEmail(normalised);
+    if (developer === undefined) throw developerNotFound();
+    if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
+    return developer;
+  }
+}
+
+/** The developer a request from the portal is made by. */
+function actingDeveloper(context: RequestContext): string {
+  const by = context.by;
+  if (by === null || by === 'operator' || by.kind !== 'developer') throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
+  return by.developerId;
+}
+
+/** Which developer did it, when one did: the event's principal says only "developer". */
+function actorDetails(context: RequestContext): { byDeveloperId?: string } {
+  const by = context.by;
+  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
+}

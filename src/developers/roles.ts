@@ -1,0 +1,33 @@
+/**
+ * Who may do what on an app (docs/portal.md, "Membership"). An app has at most one owner; without
+ * one it is the operator's alone. The owner may invite collaborators, who may do everything the
+ * owner may except rotate the ClientSecret, delete the app or manage collaborators, as in Kii's
+ * portal. The operator (the CLI) is not a member and is not asked.
+ */
+export type AppRole = 'owner' | 'collaborator';
+
+export const APP_ROLES: readonly AppRole[] = ['owner', 'collaborator'];
+
+export const APP_ACTIONS = [
+  'view_app',
+  'view_events',
+  'change_configuration',
+  'revoke_tokens',
+  'rotate_secret',
+  'delete_app',
+  'manage_collaborators',
+] as const;
+
+export type AppAction = (typeof APP_ACTIONS)[number];
+
+const OWNER_ONLY: ReadonlySet<AppAction> = new Set(['rotate_secret', 'delete_app', 'manage_collaborators']);
+
+/** Whether a developer with `role` on an app (undefined: none) may do `action` on it. */
+export function mayAct(role: AppRole | undefined, action: AppAction): boolean {
+  if (role === undefined) return false;
+  return role === 'owner' || !OWNER_ONLY.has(action);
+}
+
+export function isAppRole(value: string): value is AppRole {
+  return (APP_ROLES as readonly string[]).includes(value);
+}

@@ -1,0 +1,134 @@
+import type { DeveloperRecord } from './developer.js';
+import type { AccountAuditOf, DeveloperEvent } from './events.js';
+import type { OneTimeLinkRecord } from './one-time-link.js';
+import type { AppRole } from './roles.js';
+import type { SessionRecord } from './session.js';
+
+/**
+ * The storage seam of developer accounts, their sessions and one-time links, and app memberships;
+ * one implementation per backend under `src/store/`. Every write that an audit event describes
+ * takes an `AccountAuditOf` and writes the events in its own transaction.
+ */
+export interface DeveloperStore {
+  readonly accounts: DeveloperAccountStore;
+  readonly sessions: DeveloperSessionStore;
+  readonly links: OneTimeLinkStore;
+  readonly members: AppMemberStore;
+}
+
+export interface DeveloperAccountStore {
+  /**
+   * Inserts the developer and, when given, the link that sets its first password. Throws
+   * `DeveloperConflictError` if the email (or id) is taken.
+   */
+  insert(developer: DeveloperRecord, link: OneTimeLinkRecord | null, audit: AccountAuditOf<void>): Promise<void>;
+  findById(id: string): Promise<DeveloperRecord | undefined>;
+  findByEmail(email: string): Promise<DeveloperRecord | undefined>;
+  /** Oldest first. */
+  list(): Promise<DeveloperRecord[]>;
+  /**
+   * Sets the password's hash and ends every session of the developer. With `linkId`, only by using
+   * up that link (a set-password or reset link of this developer): if it is gone (used, replaced,
+   * expired and removed), nothing changes. Undefined (nothing written) if there is no such enabled
+   * developer or no such link.
+   */
+  setPassword(
+    developerId: string,
+    passwordHash: string,
+    options: { linkId: string | null },
+    audit: AccountAuditOf<{ sessionsEnded: number }>,
+  ): Promise<{ sessionsEnded: number } | undefined>;
+  /** Replaces `previousHash` by `passwordHash` (the same password, today's parameters); false if it changed meanwhile. */
+  rehashPassword(developerId: string, previousHash: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Disables the developer at `at`, ends every session and removes every password link of it.
+   * Undefined (nothing written) if there is no such developer or it is disabled already.
+   */
+  disable(developerId: string, at: number, audit: AccountAuditOf<{ sessionsEnded: number }>): Promise<{ sessionsEnded: number } | undefined>;
+  /** Deletes the developer with its sessions, links, memberships and account events. False if there is none. */
+  delete(developerId: string): Promise<boolean>;
+  /** The developer's account events, newest first. */
+  listEvents(developerId: string, limit: number): Promise<DeveloperEvent[]>;
+  /** Deletes up to `batch` of the account events recorded before `cutoff` (UNIX ms); returns how many. */
+  deleteEventsOlderThan(cutoff: number, batch: number): Promise<number>;
+}
+
+export interface DeveloperSessionStore {
+  /** Inserts the session; undefined (nothing written) unless its developer exists and is enabled. */
+  insert(session: SessionRecord, audit: AccountAuditOf<void>): Promise<true | undefined>;
+  findById(id: string): Promise<SessionRecord | undefined>;
+  /** Writes when the session was last seen and its new expiry. */
+  touch(id: string, lastSeenAt: number, expiresAt: number): Promise<void>;
+  /** Ends the session; false (nothing written) if there is none. */
+  delete(id: string, audit: AccountAuditOf<void>): Promise<boolean>;
+  /** How many sessions of the developer have not expired at `now`. */
+  countOf(developerId: string, now: number): Promise<number>;
+  /** Deletes up to `batch` sessions that expired at or before `now`; returns how many. */
+  deleteExpired(now: number, batch: number): Promise<number>;
+}
+
+export interface OneTimeLinkStore {
+  /**
+   * Inserts the link and removes the older ones it replaces: a password link replaces the
+   * developer's other password links; an invitation, the app's other invitation for the same email.
+   * Undefined (nothing written) if its developer or app does not exist, or its developer is disabled.
+   */
+  insert(link: OneTimeLinkRecord, audit: AccountAuditOf<void>): Promise<true | undefined>;
+  findById(id: string): Promise<OneTimeLinkRecord | undefined>;
+  /** The app's invitations that have not expired at `now`, newest first. */
+  invitationsOf(appId: string, now: number): Promise<OneTimeLinkRecord[]>;
+  /** Removes the link (an invitation withdrawn); false if there is none. */
+  delete(id: string, audit: AccountAuditOf<void>): Promise<boolean>;
+  /** Deletes up to `batch` links that expired at or before `now`; returns how many. */
+  deleteExpired(now: number, batch: number): Promise<number>;
+}
+
+/** A developer's place on an app. */
+export interface AppMembership {
+  appId: string;
+  developerId: string;
+  /** The developer's email, for listing an app's members. */
+  email: string;
+  role: AppRole;
+  /** UNIX ms. */
+  addedAt: number;
+}
+
+export interface AppMemberStore {
+  /**
+   * Makes the developer the app's owner, at `at`. The previous owner, if another, is no longer a
+   * member; if the developer was a collaborator, it is the owner now. Undefined (nothing written)
+   * if there is no such app or no such enabled developer.
+   */
+  setOwner(
+    appId: string,
+    developerId: string,
+    at: number,
+    audit: AccountAuditOf<{ previousOwnerId: string | null }>,
+  ): Promise<{ previousOwnerId: string | null } | undefined>;
+  /**
+   * Uses up the invitation and makes the developer a collaborator of its app (a member already
+   * keeps the role it has), at `at`. Undefined (nothing written) if the invitation is gone, or the
+   * developer does not exist or is disabled.
+   */
+  acceptInvitation(
+    linkId: string,
+    developerId: string,
+    at: number,
+    audit: AccountAuditOf<{ appId: string; role: AppRole; added: boolean }>,
+  ): Promise<{ appId: string; role: AppRole; added: boolean } | undefined>;
+  /** Removes the developer from the app; the role it had, or undefined (nothing written) if it was none. */
+  remove(appId: string, developerId: string, audit: AccountAuditOf<AppRole>): Promise<AppRole | undefined>;
+  roleOf(appId: string, developerId: string): Promise<AppRole | undefined>;
+  /** The app's members, the owner first, then by when they were added. */
+  ofApp(appId: string): Promise<AppMembership[]>;
+  /** The apps the developer is a member of, by when it was added. */
+  ofDeveloper(developerId: string): Promise<AppMembership[]>;
+}
+
+export class DeveloperConflictError extends Error {
+  constructor() {
+    super('a developer with this email exists');
+    this.name = 'DeveloperConflictError';
+  }
+}

@@ -1,0 +1,424 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
+import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
+import { DeveloperConflictError } from '../../src/developers/store.js';
+import type { Store } from '../../src/store/store.js';
+import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, T0 } from '../helpers/fixtures.js';
+
+/** An audit builder for changes whose events a test does not look at. */
+const none = (): AccountAudit => ({});
+
+function developerEvent(developerId: string, overrides: Partial<NewDeveloperEvent> = {}): NewDeveloperEvent {
+  return { type: 'developer.signed_in', developerId, at: T0, actor: 'developer', clientAddress: '198.51.100.7', details: {}, ...overrides };
+}
+
+/** Events both backends refuse to write (`type` is NOT NULL): the change they come with must not happen either. */
+const unwritable = (developerId: string): AccountAudit => ({ developer: [developerEvent(developerId, { type: null as unknown as NewDeveloperEvent['type'] })] });
+
+/**
+ * The behaviour of `Store.developers` every backend must have: part of the shared store suite
+ * (`store-suite.ts` calls it inside its own describe, with the fresh store of each test).
+ */
+export function developerStoreSuite(current: () => Store): void {
+  const store = () => current().developers;
+
+  /** An enabled developer, stored. */
+  const stored = async (overrides: Parameters<typeof makeDeveloper>[0] = {}) => {
+    const developer = makeDeveloper(overrides);
+    await store().accounts.insert(developer, null, none);
+    return developer;
+  };
+  const storedApp = async () => {
+    const app = makeApp();
+    await current().apps.insert(app);
+    return app;
+  };
+
+  describe('developer accounts', () => {
+    it('finds an inserted developer by id and by email, every field as inserted, and lists them oldest first', async () => {
+      const second = makeDeveloper({ createdAt: T0 + 2000, disabledAt: T0 + 3000 });
+      const first = makeDeveloper({ createdAt: T0 + 1000, passwordHash: null });
+      await store().accounts.insert(second, null, none);
+      await store().accounts.insert(first, null, none);
+      assert.deepEqual(await store().accounts.findById(first.id), first);
+      assert.deepEqual(await store().accounts.findByEmail(second.email), second);
+      assert.equal(await store().accounts.findById(randomBytes(8).toString('hex')), undefined);
+      assert.equal(await store().accounts.findByEmail('nobody@example.com'), undefined);
+      assert.deepEqual(await store().accounts.list(), [first, second]);
+    });
+
+    it('refuses a taken email or id, keeping the existing developer, and stores nothing of the refused one', async () => {
+      const developer = await stored();
+      const sameEmail = makeDeveloper({ email: developer.email });
+      const link = makePasswordLink(sameEmail.id, { purpose: 'set_password' });
+      await assert.rejects(store().accounts.insert(sameEmail, link, none), DeveloperConflictError);
+      await assert.rejects(store().accounts.insert(makeDeveloper({ id: developer.id }), null, none), DeveloperConflictError);
+      assert.deepEqual(await store().accounts.list(), [developer]);
+      assert.equal(await store().links.findById(link.id), undefined);
+    });
+
+    it('inserts a developer with its set-password link and its events in one transaction: all, or none', async () => {
+      const developer = makeDeveloper({ passwordHash: null });
+      const link = makePasswordLink(developer.id, { purpose: 'set_password' });
+      await store().accounts.insert(developer, link, () => ({ developer: [developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null })] }));
+      assert.deepEqual(await store().links.findById(link.id), link);
+      const [created] = await store().accounts.listEvents(developer.id, 10);
+      assert.deepEqual({ ...created, id: 0 }, { ...developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null }), id: 0 });
+
+      const failed = makeDeveloper();
+      const failedLink = makePasswordLink(failed.id, { purpose: 'set_password' });
+      await assert.rejects(store().accounts.insert(failed, failedLink, () => unwritable(failed.id)));
+      assert.equal(await store().accounts.findById(failed.id), undefined);
+      assert.equal(await store().links.findById(failedLink.id), undefined);
+    });
+
+    it('sets a password, ending every session of that developer only, with its events', async () => {
+      const developer = await stored();
+      const other = await stored();
+      for (const id of [developer.id, developer.id, other.id]) await store().sessions.insert(makeSession(id), none);
+      const set = await store().accounts.setPassword(developer.id, 'new-hash', { linkId: null }, ({ sessionsEnded }) => ({
+        developer: [developerEvent(developer.id, { type: 'developer.password_set', details: { sessionsEnded } })],
+      }));
+      assert.deepEqual(set, { sessionsEnded: 2 });
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'new-hash');
+      assert.equal(await store().sessions.countOf(developer.id, T0), 0);
+      assert.equal(await store().sessions.countOf(other.id, T0), 1);
+      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]), [['developer.password_set', { sessionsEnded: 2 }]]);
+      assert.equal(await store().accounts.setPassword(randomBytes(8).toString('hex'), 'x', { linkId: null }, none), undefined);
+    });
+
+    it('sets a password through a link only once, and only through a password link of that developer', async () => {
+      const developer = await stored();
+      const other = await stored();
+      const link = makePasswordLink(developer.id);
+      const othersLink = makePasswordLink(other.id);
+      await store().links.insert(link, none);
+      await store().links.insert(othersLink, none);
+      const app = await storedApp();
+      const invitation = makeInvitation(app.appId, developer.email);
+      await store().links.insert(invitation, none);
+
+      assert.equal(await store().accounts.setPassword(developer.id, 'via-other', { linkId: othersLink.id }, none), undefined);
+      assert.equal(await store().accounts.setPassword(developer.id, 'via-invitation', { linkId: invitation.id }, none), undefined);
+      assert.deepEqual(await store().accounts.setPassword(developer.id, 'first', { linkId: link.id }, none), { sessionsEnded: 0 });
+      assert.equal(await store().accounts.setPassword(developer.id, 'second', { linkId: link.id }, none), undefined);
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'first');
+      assert.equal(await store().links.findById(link.id), undefined);
+      assert.deepEqual(await store().links.findById(othersLink.id), othersLink);
+      assert.deepEqual(await store().links.findById(invitation.id), invitation);
+    });
+
+    it('uses up a link at most once when two requests use it at the same moment', async () => {
+      const developer = await stored();
+      const link = makePasswordLink(developer.id);
+      await store().links.insert(link, none);
+      const results = await Promise.all(['a', 'b', 'c', 'd'].map((hash) => store().accounts.setPassword(developer.id, hash, { linkId: link.id }, none)));
+      assert.equal(results.filter((result) => result !== undefined).length, 1);
+    });
+
+    it('sets no password of a disabled developer, whose links are gone, and makes it no new link', async () => {
+      const developer = await stored();
+      const link = makePasswordLink(developer.id);
+      await store().links.insert(link, none);
+      await store().accounts.disable(developer.id, T0, none);
+      assert.equal(await store().links.findById(link.id), undefined);
+      assert.equal(await store().accounts.setPassword(developer.id, 'x', { linkId: null }, none), undefined);
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, developer.passwordHash);
+      assert.equal(await store().links.insert(makePasswordLink(developer.id), none), undefined, 'no link for a disabled developer');
+    });
+
+    it('undoes a password change whose events cannot be written', async () => {
+      const developer = await stored();
+      const link = makePasswordLink(developer.id);
+      await store().links.insert(link, none);
+      await store().sessions.insert(makeSession(developer.id), none);
+      await assert.rejects(store().accounts.setPassword(developer.id, 'x', { linkId: link.id }, () => unwritable(developer.id)));
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, developer.passwordHash);
+      assert.deepEqual(await store().links.findById(link.id), link);
+      assert.equal(await store().sessions.countOf(developer.id, T0), 1);
+    });
+
+    it('replaces a hash made with older parameters only if it is still the stored one', async () => {
+      const developer = await stored();
+      assert.equal(await store().accounts.rehashPassword(developer.id, 'not-the-hash', 'new'), false);
+      assert.equal(await store().accounts.rehashPassword(developer.id, developer.passwordHash!, 'new'), true);
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'new');
+    });
+
+    it('disables a developer once: sessions ended, password links removed, invitations to others kept', async () => {
+      const developer = await stored();
+      const app = await storedApp();
+      await store().sessions.insert(makeSession(developer.id), none);
+      await store().sessions.insert(makeSession(developer.id), none);
+      const link = makePasswordLink(developer.id);
+      await store().links.insert(link, none);
+      const invitation = makeInvitation(app.appId, developer.email);
+      await store().links.insert(invitation, none);
+      const disabled = await store().accounts.disable(developer.id, T0 + 5, ({ sessionsEnded }) => ({
+        developer: [developerEvent(developer.id, { type: 'developer.disabled', actor: 'operator', details: { sessionsEnded } })],
+      }));
+      assert.deepEqual(disabled, { sessionsEnded: 2 });
+      assert.equal((await store().accounts.findById(developer.id))?.disabledAt, T0 + 5);
+      assert.equal(await store().links.findById(link.id), undefined);
+      assert.deepEqual(await store().links.findById(invitation.id), invitation);
+      assert.equal(await store().accounts.disable(developer.id, T0 + 6, none), undefined, 'disabled already');
+      assert.equal((await store().accounts.findById(developer.id))?.disabledAt, T0 + 5);
+      assert.equal(await store().sessions.insert(makeSession(developer.id), none), undefined, 'no new session');
+      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.type), ['developer.disabled']);
+    });
+
+    it('deletes a developer with its sessions, links, memberships and events; its apps stay, without it', async () => {
+      const developer = await stored();
+      const other = await stored();
+      const owned = await storedApp();
+      const joined = await storedApp();
+      await store().members.setOwner(owned.appId, developer.id, T0, none);
+      await store().members.setOwner(joined.appId, other.id, T0, none);
+      const invitation = makeInvitation(joined.appId, developer.email);
+      await store().links.insert(invitation, none);
+      await store().members.acceptInvitation(invitation.id, developer.id, T0, none);
+      const session = makeSession(developer.id);
+      await store().sessions.insert(session, () => ({ developer: [developerEvent(developer.id)] }));
+      const link = makePasswordLink(developer.id);
+      await store().links.insert(link, none);
+      const theirInvitation = makeInvitation(owned.appId, 'someone@example.com', { invitedBy: developer.id });
+      await store().links.insert(theirInvitation, none);
+
+      assert.equal(await store().accounts.delete(developer.id), true);
+      assert.equal(await store().accounts.delete(developer.id), false);
+      assert.equal(await store().accounts.findById(developer.id), undefined);
+      assert.equal(await store().sessions.findById(session.id), undefined);
+      assert.equal(await store().links.findById(link.id), undefined);
+      assert.equal(await store().links.findById(theirInvitation.id), undefined);
+      assert.deepEqual(await store().members.ofDeveloper(developer.id), []);
+      assert.deepEqual(await store().members.ofApp(owned.appId), []);
+      assert.deepEqual((await store().members.ofApp(joined.appId)).map((member) => member.developerId), [other.id]);
+      assert.deepEqual(await store().accounts.listEvents(developer.id, 10), []);
+      assert.ok(await current().apps.findById(owned.appId));
+    });
+
+    it('lists account events newest first and keeps each developer\u2019s newest ones only', async () => {
+      const developer = await stored();
+      const other = await stored();
+      await store().sessions.insert(makeSession(other.id), () => ({ developer: [developerEvent(other.id, { details: { n: -1 } })] }));
+      const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER + 5 }, (_, n) => developerEvent(developer.id, { at: T0 + n, details: { n } }));
+      await store().sessions.insert(makeSession(developer.id), () => ({ developer: many }));
+      const listed = await store().accounts.listEvents(developer.id, 2 * MAX_EVENTS_PER_DEVELOPER);
+      assert.equal(listed.length, MAX_EVENTS_PER_DEVELOPER);
+      assert.deepEqual(listed.slice(0, 2).map((event) => event.details.n), [MAX_EVENTS_PER_DEVELOPER + 4, MAX_EVENTS_PER_DEVELOPER + 3]);
+      assert.equal(listed.at(-1)?.details.n, 5);
+      assert.ok(listed.every((event, index) => index === 0 || event.id < listed[index - 1]!.id));
+      assert.deepEqual((await store().accounts.listEvents(other.id, 10)).map((event) => event.details.n), [-1]);
+      assert.equal((await store().accounts.listEvents(developer.id, 3)).length, 3);
+    });
+
+    it('removes account events older than a cutoff, in batches', async () => {
+      const developer = await stored();
+      const events = [T0 - 3, T0 - 2, T0 - 1, T0, T0 + 1].map((at) => developerEvent(developer.id, { at }));
+      await store().sessions.insert(makeSession(developer.id), () => ({ developer: events }));
+      assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 2);
+      assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 1);
+      assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 0);
+      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.at), [T0 + 1, T0]);
+    });
+  });
+
+  describe('developer sessions', () => {
+    it('finds an inserted session, every field as inserted, writes its last-seen time, and ends it once', async () => {
+      const developer = await stored();
+      const session = makeSession(developer.id, { secretHash: Buffer.from([0, 255, 0, ...randomBytes(28), 0]) });
+      assert.equal(await store().sessions.insert(session, () => ({ developer: [developerEvent(developer.id)] })), true);
+      const found = await store().sessions.findById(session.id);
+      assert.deepEqual(found, session);
+      assert.ok(Buffer.isBuffer(found?.secretHash));
+      await store().sessions.touch(session.id, T0 + 60_000, T0 + 31 * 60_000);
+      assert.deepEqual(await store().sessions.findById(session.id), { ...session, lastSeenAt: T0 + 60_000, expiresAt: T0 + 31 * 60_000 });
+      assert.equal(await store().sessions.delete(session.id, () => ({ developer: [developerEvent(developer.id, { type: 'developer.signed_out' })] })), true);
+      assert.equal(await store().sessions.delete(session.id, () => unwritable(developer.id)), false, 'nothing to end, nothing written');
+      assert.equal(await store().sessions.findById(session.id), undefined);
+      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.type), ['developer.signed_out', 'developer.signed_in']);
+    });
+
+    it('starts no session for an unknown developer, nor one whose events cannot be written', async () => {
+      assert.equal(await store().sessions.insert(makeSession(randomBytes(8).toString('hex')), none), undefined);
+      const developer = await stored();
+      const session = makeSession(developer.id);
+      await assert.rejects(store().sessions.insert(session, () => unwritable(developer.id)));
+      assert.equal(await store().sessions.findById(session.id), undefined);
+    });
+
+    it('counts a developer\u2019s live sessions and removes expired ones in batches', async () => {
+      const developer = await stored();
+      const expired = [T0 - 2, T0 - 1, T0].map((expiresAt) => makeSession(developer.id, { expiresAt }));
+      const live = makeSession(developer.id, { expiresAt: T0 + 1 });
+      for (const session of [...expired, live]) await store().sessions.insert(session, none);
+      assert.equal(await store().sessions.countOf(developer.id, T0), 1);
+      assert.equal(await store().sessions.deleteExpired(T0, 2), 2);
+      assert.equal(await store().sessions.deleteExpired(T0, 2), 1);
+      assert.equal(await store().sessions.deleteExpired(T0, 2), 0);
+      assert.deepEqual(await store().sessions.findById(live.id), live);
+    });
+  });
+
+  describe('one-time links', () => {
+    it('keeps only the newest password link of a developer, and the newest invitation of an app for an email', async () => {
+      const developer = await stored();
+      const other = await stored();
+      const app = await storedApp();
+      const otherApp = await storedApp();
+      const first = makePasswordLink(developer.id, { purpose: 'set_password' });
+      const othersLink = makePasswordLink(other.id);
+      const firstInvitation = makeInvitation(app.appId, 'ada@example.com');
+      const otherEmail = makeInvitation(app.appId, 'bob@example.com');
+      const otherAppInvitation = makeInvitation(otherApp.appId, 'ada@example.com');
+      for (const link of [first, othersLink, firstInvitation, otherEmail, otherAppInvitation]) assert.equal(await store().links.insert(link, none), true);
+      const second = makePasswordLink(developer.id);
+      const secondInvitation = makeInvitation(app.appId, 'ada@example.com', { createdAt: T0 + 1 });
+      await store().links.insert(second, none);
+      await store().links.insert(secondInvitation, none);
+      assert.equal(await store().links.findById(first.id), undefined);
+      assert.equal(await store().links.findById(firstInvitation.id), undefined);
+      for (const kept of [second, othersLink, secondInvitation, otherEmail, otherAppInvitation]) assert.deepEqual(await store().links.findById(kept.id), kept);
+      assert.deepEqual((await store().links.invitationsOf(app.appId, T0)).map((link) => link.id), [secondInvitation.id, otherEmail.id]);
+      assert.deepEqual(await store().links.invitationsOf(app.appId, T0 + 7 * 86_400_000), [], 'expired ones are not listed');
+    });
+
+    it('makes no link for an app or a developer that does not exist, and none whose events cannot be written', async () => {
+      assert.equal(await store().links.insert(makeInvitation('no-such-app', 'ada@example.com'), none), undefined);
+      assert.equal(await store().links.insert(makePasswordLink(randomBytes(8).toString('hex')), none), undefined);
+      const app = await storedApp();
+      const invitation = makeInvitation(app.appId, 'ada@example.com');
+      await assert.rejects(store().links.insert(invitation, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
+      assert.equal(await store().links.findById(invitation.id), undefined);
+    });
+
+    it('removes a link (an invitation withdrawn), and expired links in batches', async () => {
+      const app = await storedApp();
+      const withdrawn = makeInvitation(app.appId, 'a@example.com');
+      await store().links.insert(withdrawn, none);
+      assert.equal(await store().links.delete(withdrawn.id, none), true);
+      assert.equal(await store().links.delete(withdrawn.id, none), false);
+      const expired = ['b', 'c', 'd'].map((name, n) => makeInvitation(app.appId, `${name}@example.com`, { expiresAt: T0 - n }));
+      const live = makeInvitation(app.appId, 'e@example.com', { expiresAt: T0 + 1 });
+      for (const link of [...expired, live]) await store().links.insert(link, none);
+      assert.equal(await store().links.deleteExpired(T0, 2), 2);
+      assert.equal(await store().links.deleteExpired(T0, 2), 1);
+      assert.equal(await store().links.deleteExpired(T0, 2), 0);
+      assert.deepEqual(await store().links.findById(live.id), live);
+    });
+  });
+
+  describe('app members', () => {
+    it('gives an app an owner; a new owner replaces the previous one, who is no member then; collaborators stay', async () => {
+      const [ada, bob, cy] = [await stored(), await stored(), await stored()];
+      const app = await storedApp();
+      assert.deepEqual(await store().members.setOwner(app.appId, ada.id, T0, none), { previousOwnerId: null });
+      const invitation = makeInvitation(app.appId, cy.email);
+      await store().links.insert(invitation, none);
+      assert.deepEqual(await store().members.acceptInvitation(invitation.id, cy.id, T0 + 1, none), { appId: app.appId, role: 'collaborator', added: true });
+      assert.deepEqual(
+        await store().members.setOwner(app.appId, bob.id, T0 + 2, ({ previousOwnerId }) => ({
+          app: [makeEvent(app.appId, { type: 'app.owner_changed', principal: 'operator', details: { ownerId: bob.id, previousOwnerId } })],
+        })),
+        { previousOwnerId: ada.id },
+      );
+      assert.deepEqual(
+        (await store().members.ofApp(app.appId)).map(({ developerId, email, role, addedAt }) => ({ developerId, email, role, addedAt })),
+        [
+          { developerId: bob.id, email: bob.email, role: 'owner', addedAt: T0 + 2 },
+          { developerId: cy.id, email: cy.email, role: 'collaborator', addedAt: T0 + 1 },
+        ],
+      );
+      assert.equal(await store().members.roleOf(app.appId, ada.id), undefined);
+      const [event] = await current().events.list({ appId: app.appId, limit: 10 });
+      assert.deepEqual(event?.details, { ownerId: bob.id, previousOwnerId: ada.id });
+    });
+
+    it('makes a collaborator the owner in its own row, and changes nothing (no event) for the owner it has', async () => {
+      const [ada, bob] = [await stored(), await stored()];
+      const app = await storedApp();
+      await store().members.setOwner(app.appId, ada.id, T0, none);
+      const invitation = makeInvitation(app.appId, bob.email);
+      await store().links.insert(invitation, none);
+      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
+      assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, none), { previousOwnerId: ada.id });
+      assert.deepEqual((await store().members.ofApp(app.appId)).map((member) => [member.developerId, member.role]), [[bob.id, 'owner']]);
+      assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, () => unwritable(bob.id)), { previousOwnerId: bob.id });
+    });
+
+    it('gives no app to a disabled or unknown developer, sets no owner of an unknown app, and none whose events fail', async () => {
+      const disabled = await stored({ disabledAt: T0 });
+      const ada = await stored();
+      const app = await storedApp();
+      assert.equal(await store().members.setOwner(app.appId, disabled.id, T0, none), undefined);
+      assert.equal(await store().members.setOwner(app.appId, randomBytes(8).toString('hex'), T0, none), undefined);
+      assert.equal(await store().members.setOwner('no-such-app', ada.id, T0, none), undefined);
+      await assert.rejects(store().members.setOwner(app.appId, ada.id, T0, () => unwritable(ada.id)));
+      assert.deepEqual(await store().members.ofApp(app.appId), []);
+    });
+
+    it('keeps one owner when two are set at the same moment', async () => {
+      const developers = [await stored(), await stored(), await stored(), await stored()];
+      const app = await storedApp();
+      const results = await Promise.allSettled(developers.map((developer) => store().members.setOwner(app.appId, developer.id, T0, none)));
+      assert.ok(results.some((result) => result.status === 'fulfilled'));
+      const members = await store().members.ofApp(app.appId);
+      assert.equal(members.length, 1);
+      assert.equal(members[0]?.role, 'owner');
+    });
+
+    it('uses an invitation once; a member keeps its role; an expired one or a disabled developer adds no one', async () => {
+      const [owner, ada, bob] = [await stored(), await stored(), await stored()];
+      const disabled = await stored({ disabledAt: T0 });
+      const app = await storedApp();
+      await store().members.setOwner(app.appId, owner.id, T0, none);
+      const forAda = makeInvitation(app.appId, ada.email);
+      const forOwner = makeInvitation(app.appId, owner.email);
+      const expired = makeInvitation(app.appId, bob.email, { expiresAt: T0 + 10 });
+      const forDisabled = makeInvitation(app.appId, disabled.email);
+      for (const link of [forAda, forOwner, expired, forDisabled]) await store().links.insert(link, none);
+
+      const twice = await Promise.all([store().members.acceptInvitation(forAda.id, ada.id, T0, none), store().members.acceptInvitation(forAda.id, ada.id, T0, none)]);
+      assert.deepEqual(twice.filter((result) => result !== undefined), [{ appId: app.appId, role: 'collaborator', added: true }]);
+      assert.deepEqual(await store().members.acceptInvitation(forOwner.id, owner.id, T0, none), { appId: app.appId, role: 'owner', added: false });
+      assert.equal(await store().links.findById(forOwner.id), undefined, 'used up all the same');
+      assert.equal(await store().members.acceptInvitation(expired.id, bob.id, T0 + 10, none), undefined);
+      assert.equal(await store().members.acceptInvitation(forDisabled.id, disabled.id, T0, none), undefined);
+      assert.deepEqual(await store().links.findById(forDisabled.id), forDisabled, 'kept for when the developer is enabled');
+      assert.deepEqual((await store().members.ofApp(app.appId)).map((member) => member.role), ['owner', 'collaborator']);
+      assert.deepEqual((await store().members.ofDeveloper(ada.id)).map((member) => [member.appId, member.role, member.email]), [[app.appId, 'collaborator', ada.email]]);
+    });
+
+    it('removes a member, telling its role, with its events; nothing for a non-member', async () => {
+      const [ada, bob] = [await stored(), await stored()];
+      const app = await storedApp();
+      await store().members.setOwner(app.appId, ada.id, T0, none);
+      const invitation = makeInvitation(app.appId, bob.email);
+      await store().links.insert(invitation, none);
+      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
+      await assert.rejects(store().members.remove(app.appId, bob.id, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
+      assert.equal(await store().members.roleOf(app.appId, bob.id), 'collaborator');
+      assert.equal(await store().members.remove(app.appId, bob.id, none), 'collaborator');
+      assert.equal(await store().members.remove(app.appId, bob.id, none), undefined);
+      assert.equal(await store().members.remove(app.appId, ada.id, none), 'owner');
+      assert.deepEqual(await store().members.ofApp(app.appId), []);
+    });
+
+    it('forgets an app\u2019s memberships and invitations when the app is deleted; its developers stay', async () => {
+      const [ada, bob] = [await stored(), await stored()];
+      const app = await storedApp();
+      const kept = await storedApp();
+      await store().members.setOwner(app.appId, ada.id, T0, none);
+      await store().members.setOwner(kept.appId, ada.id, T0, none);
+      const invitation = makeInvitation(app.appId, bob.email);
+      await store().links.insert(invitation, none);
+      assert.equal(await current().apps.delete(app.appId), true);
+      assert.deepEqual(await store().members.ofApp(app.appId), []);
+      assert.equal(await store().links.findById(invitation.id), undefined);
+      assert.deepEqual((await store().members.ofDeveloper(ada.id)).map((member) => member.appId), [kept.appId]);
+      assert.ok(await store().accounts.findById(bob.id));
+    });
+  });
+}
