@@ -4,6 +4,7 @@ import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import { DeveloperAccounts } from './developers/accounts.js';
 import { AppMembers } from './developers/members.js';
+import { OwnedApps } from './developers/owned-apps.js';
 import { DeveloperSessions } from './developers/sessions.js';
 import { createSignInLimits, DEFAULT_SIGN_IN_LIMITS, type SignInLimitSettings } from './developers/sign-in-limits.js';
 import { EventLog } from './events/log.js';
@@ -45,6 +46,8 @@ export interface Tessera {
   readonly developerSessions: DeveloperSessions;
   /** Who owns and who collaborates on each app, and what each may do. */
   readonly members: AppMembers;
+  /** Apps created with an owner (the CLI's `apps create --owner`, the portal's new apps). */
+  readonly ownedApps: OwnedApps;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
   /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
@@ -79,10 +82,13 @@ export function createTessera(options: TesseraOptions): Tessera {
   const admins = new AdminAuthentication(limits, events, clock);
   const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS);
   const links = { publicUrl: options.publicUrl };
+  const apps = new AppService(store.apps, clock, events, checking.forget);
+  const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
+  const members = new AppMembers(store.developers, store.apps, clock, events, links);
   return {
     store,
     clock,
-    apps: new AppService(store.apps, clock, events, checking.forget),
+    apps,
     appCache: checking.apps,
     issuer: new TokenIssuer(store.tokens, checking.tokens.anonymous, clock, admins, events),
     admins,
@@ -97,9 +103,10 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: checking.authenticator,
     limits,
     events,
-    developers: new DeveloperAccounts(store.developers, clock, signInLimits, links),
+    developers,
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
-    members: new AppMembers(store.developers, store.apps, clock, events, links),
+    members,
+    ownedApps: new OwnedApps(apps, developers, members),
     housekeeping,
     async close() {
       await housekeeping.stop();

@@ -35,7 +35,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
         const created = await tessera.apps.create(name);
         return out.result(created, () => describeCreated(created));
       }
-      const created = await createOwned(tessera, name, owner);
+      const created = await tessera.ownedApps.create(name, owner, OPERATOR);
       return out.result(created, () => [...describeCreated(created), `  Owner         ${created.owner.email}`]);
     }
     case 'transfer': {
@@ -73,23 +73,6 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     default:
       throw new UsageError('usage: tessera apps create|list|show|rotate-secret|transfer|delete … [--json]');
-  }
-}
-
-/**
- * An app with an owner from the start. The owner is checked first, so that a wrong email creates
- * nothing; should it be disabled or deleted between the check and the write, the app is deleted again.
- */
-async function createOwned(tessera: Tessera, name: string, ownerEmail: string): Promise<CreatedApp & { owner: { id: string; email: string } }> {
-  const developer = await tessera.developers.find(ownerEmail);
-  if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
-  const created = await tessera.apps.create(name);
-  try {
-    const { owner } = await tessera.members.setOwner(created.appId, developer.email, OPERATOR);
-    return { ...created, owner: { id: owner.id, email: owner.email } };
-  } catch (error) {
-    await tessera.apps.delete(created.appId).catch(() => {});
-    throw error;
   }
 }
 
