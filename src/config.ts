@@ -16,6 +16,8 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** Create and print a demo app when the embedded store is empty. */
   demoApp: boolean;
+  /** The developer portal at `/portal/` (PORTAL=on|off). */
+  portal: boolean;
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
@@ -76,6 +78,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       redisKeyPrefix: env.REDIS_KEY_PREFIX?.trim() || 'tessera',
     },
     demoApp: onOff(env, 'DEMO_APP', true),
+    portal: onOff(env, 'PORTAL', true),
     postgres: {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),

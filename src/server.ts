@@ -17,6 +17,7 @@ import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
 import { notFound } from './error-catalogue.js';
 import { TesseraError } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { portal } from './portal/plugin.js';
 import type { Tessera } from './tessera.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { batchAnswers } from './http/answer-batching.js';
@@ -44,6 +45,8 @@ export interface ServerOptions {
   timeouts?: HttpTimeouts;
   /** Where clients reach the service (PUBLIC_URL), the base of OAuth metadata; see `publicBaseUrl`. */
   publicUrl?: string;
+  /** The developer portal at `/portal/` (on by default). */
+  portal?: boolean;
 }
 
 export function buildServer({
@@ -54,6 +57,7 @@ export function buildServer({
   trustedProxies = [],
   timeouts = DEFAULT_HTTP_TIMEOUTS,
   publicUrl,
+  portal: withPortal = true,
 }: ServerOptions): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
@@ -146,6 +150,21 @@ export function buildServer({
     await authenticated.register(eventRoutes, { events: tessera.events, clock: tessera.clock });
     await authenticated.register(authRoutes);
   });
+
+  if (withPortal) {
+    app.register(portal, {
+      prefix: '/portal',
+      developers: tessera.developers,
+      sessions: tessera.developerSessions,
+      members: tessera.members,
+      ownedApps: tessera.ownedApps,
+      apps: tessera.apps,
+      secureCookies: publicUrl?.startsWith('https:') ?? false,
+      publicUrl,
+    });
+    app.get('/', async (_request, reply) => reply.redirect('/portal/', 302));
+    refuseOtherMethods(app, '/', ['GET']);
+  }
 
   const openapi = readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8');
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));

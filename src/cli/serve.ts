@@ -39,6 +39,7 @@ export async function serve(config: Config): Promise<void> {
     trustedProxies: config.trustedProxies,
     timeouts: config.http,
     publicUrl: config.publicUrl,
+    portal: config.portal,
   });
   try {
     await server.listen({ host: config.host, port: config.port });

@@ -66,6 +66,18 @@ export class AppMembers {
   async setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
     // Who asks is checked first: a developer who may not manage the app learns nothing of the email.
     if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    return this.#setOwner(appId, email, context);
+  }
+
+  /**
+   * Makes the developer the first owner of an app just created for them (`OwnedApps`), which no
+   * one could be authorized on yet.
+   */
+  async ownNewApp(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
+    return this.#setOwner(appId, email, context);
+  }
+
+  async #setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
     const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
     const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({

@@ -23,7 +23,7 @@ export class OwnedApps {
     if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
     const created = await this.apps.create(name);
     try {
-      const { owner } = await this.members.setOwner(created.appId, developer.email, context);
+      const { owner } = await this.members.ownNewApp(created.appId, developer.email, context);
       return { ...created, owner: { id: owner.id, email: owner.email } };
     } catch (error) {
       await this.apps.delete(created.appId).catch(() => {});

@@ -33,6 +33,8 @@ export interface TestBrowser {
   serveFile(path: string, file: string, contentType: string): void;
   /** A new tab showing `html`, served from `origin` (by default `this.origin`). */
   openPage(html: string, options?: { origin?: string }): Promise<Page>;
+  /** A new blank tab, with no cookie of earlier tabs (the portal's session and form cookies). */
+  newPage(): Promise<Page>;
   /** Closes Chromium and the page server, and removes the profile. */
   close(): Promise<void>;
 }
@@ -77,6 +79,10 @@ export async function startBrowser(): Promise<TestBrowser> {
       const response = await page.goto(`${options.origin ?? origin}${path}`);
       if (response?.status() !== 200) throw new Error(`the page was not served: ${response?.status()}`);
       return page;
+    },
+    async newPage() {
+      await context.clearCookies();
+      return context.newPage();
     },
     async close() {
       await context.close();

@@ -1,0 +1,58 @@
+import type { DeveloperRecord } from '../developers/developer.js';
+import { html, type Html } from './html.js';
+
+export interface PageInput {
+  title: string;
+  /** The developer signed in, for the header (email, "Sign out"); none on the sign-in pages. */
+  developer?: DeveloperRecord | undefined;
+  /** The form token of this page, for the "Sign out" form and the page's own forms. */
+  csrfToken: string;
+  body: Html;
+}
+
+/**
+ * Every page: one stylesheet and one module script, both from the portal's own origin (the
+ * Content-Security-Policy allows nothing else), a header with the developer and "Sign out", and
+ * the page in `<main>`. The script only enhances: every form works without it.
+ */
+export function page({ title, developer, csrfToken, body }: PageInput): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Tessera</title>
+<link rel="stylesheet" href="/portal/assets/portal.css">
+<script type="module" src="/portal/assets/portal.js"></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to the content</a>
+<header class="top">
+  <a class="brand" href="/portal/">Tessera</a>
+  ${developer === undefined
+    ? null
+    : html`<nav aria-label="Account">
+    <span class="who">${developer.email}</span>
+    <form method="post" action="/portal/sign-out" class="inline">
+      <input type="hidden" name="_csrf" value="${csrfToken}">
+      <button type="submit" class="link">Sign out</button>
+    </form>
+  </nav>`}
+</header>
+<main id="main">
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** A message above a form: what went wrong, read out by screen readers as it appears. */
+export function alert(message: string | undefined): Html | null {
+  return message === undefined ? null : html`<p class="alert" role="alert">${message}</p>`;
+}
+
+/** The form token field every form carries. */
+export function csrfField(token: string): Html {
+  return html`<input type="hidden" name="_csrf" value="${token}">`;
+}

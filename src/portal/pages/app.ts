@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppDescription } from '../../apps/app.js';
+import type { AppRole } from '../../developers/roles.js';
+import type { AppMembership } from '../../developers/store.js';
+import { html } from '../html.js';
+import { page } from '../layout.js';
+import type { PortalContext } from '../plugin.js';
+import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { keyRow } from './keys.js';
+
+type AppParams = { Params: { appId: string } };
+
+/** An app's page: its keys (never the ClientSecret again), its settings and its people. */
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+  app.addHook('preHandler', requireSession);
+
+  app.get<AppParams>('/apps/:appId', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    // Another developer's app is 404, exactly as an app that does not exist.
+    const role = await members.authorize(request.params.appId, developer.id, 'view_app');
+    const [described, people] = await Promise.all([apps.show(request.params.appId), members.membersOf(request.params.appId)]);
+    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role, people) }));
+  });
+};
+
+function appBody(app: AppDescription, role: AppRole, people: AppMembership[]) {
+  const { configuration } = app;
+  return html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/portal/">Your apps</a></nav>
+<h1>${app.name}</h1>
+<p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
+<h2>Keys</h2>
+<dl class="keys">
+  ${keyRow('AppID', 'appId', app.appId, 'Public: names the app in every request.')}
+  ${keyRow('AppKey', 'appKey', app.appKey, 'Public: goes into client apps, for anonymous tokens.')}
+  ${keyRow('ClientID', 'clientId', app.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
+</dl>
+<p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.${app.previousSecretValidUntil === null ? null : html` The previous ClientSecret works until ${app.previousSecretValidUntil}.`}</p>
+<h2>Token settings</h2>
+<dl class="settings">
+  <div><dt>Longest admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>Longest anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
+  <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
+</dl>
+<h2>People</h2>
+<ul class="plain">${people.map((person) => html`<li>${person.email} <span class="meta">${person.role}</span></li>`)}</ul>`;
+}
+
+function lifetime(seconds: number | null): string {
+  if (seconds === null) return 'no limit';
+  if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? '' : 's'}`;
+  if (seconds % 3_600 === 0) return `${seconds / 3_600} hour${seconds === 3_600 ? '' : 's'}`;
+  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
+  return `${seconds} seconds`;
+}

@@ -1,0 +1,97 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { OwnedApp } from '../../developers/owned-apps.js';
+import { isTesseraError } from '../../errors.js';
+import { tryItCommands } from '../../apps/try-it.js';
+import { html } from '../html.js';
+import { alert, csrfField, page } from '../layout.js';
+import { formField, type PortalContext } from '../plugin.js';
+import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { keyRow } from './keys.js';
+
+/** The developer's apps, and a new one. */
+export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, ownedApps, publicUrl }) => {
+  app.addHook('preHandler', requireSession);
+
+  app.get('/', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const memberships = await members.appsOf(developer.id);
+    const described = await Promise.all(memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId) })));
+    const csrfToken = reply.generateCsrf();
+    return sendPage(
+      reply,
+      page({
+        title: 'Your apps',
+        developer,
+        csrfToken,
+        body: html`<div class="heading-row">
+  <h1>Your apps</h1>
+  <a class="button" href="/portal/apps/new">New app</a>
+</div>
+${described.length === 0
+  ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
+  : html`<ul class="cards">${described.map(
+      ({ membership, app: described }) => html`<li>
+    <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
+    <span class="meta">AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span>
+  </li>`,
+    )}</ul>`}`,
+      }),
+    );
+  });
+
+  app.get('/apps/new', async (request, reply) => sendPage(reply, newAppForm(request, reply)));
+
+  app.post('/apps', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const name = formField(request, 'name') ?? '';
+    let created: OwnedApp;
+    try {
+      created = await ownedApps.create(name, developer.email, { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } });
+    } catch (error) {
+      if (!isTesseraError(error) || error.status !== 400) throw error;
+      return sendPage(reply, newAppForm(request, reply, { name, message: error.message }), 400);
+    }
+    return sendPage(reply, createdPage(request, reply, created, publicUrl), 201);
+  });
+};
+
+function newAppForm(request: FastifyRequest, reply: FastifyReply, { name, message }: { name?: string; message?: string } = {}) {
+  const csrfToken = reply.generateCsrf();
+  return page({
+    title: 'New app',
+    developer: sessionOf(request).developer,
+    csrfToken,
+    body: html`<section class="narrow">
+<h1>New app</h1>
+${alert(message)}
+<form method="post" action="/portal/apps" class="stack">
+  ${csrfField(csrfToken)}
+  <label for="name">Name</label>
+  <input id="name" name="name" type="text" required maxlength="100" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
+  <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
+  <button type="submit">Create app</button>
+</form>
+</section>`,
+  });
+}
+
+function createdPage(request: FastifyRequest, reply: FastifyReply, created: OwnedApp, publicUrl: string | undefined) {
+  const base = publicUrl ?? `${request.protocol}://${request.host}`;
+  return page({
+    title: created.name,
+    developer: sessionOf(request).developer,
+    csrfToken: reply.generateCsrf(),
+    body: html`<h1>${created.name}</h1>
+<p class="notice" role="status">Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
+<dl class="keys">
+  ${keyRow('AppID', 'appId', created.appId, 'Public: names the app in every request.')}
+  ${keyRow('AppKey', 'appKey', created.appKey, 'Public: goes into client apps, for anonymous tokens.')}
+  ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
+  ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
+</dl>
+<h2>Try it</h2>
+<p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
+<pre class="commands" data-copyable><code>${tryItCommands(created, base)}</code></pre>
+<p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
+  });
+}

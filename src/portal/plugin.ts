@@ -1,0 +1,121 @@
+import { join } from 'node:path';
+import fastifyCookie from '@fastify/cookie';
+import fastifyCsrf from '@fastify/csrf-protection';
+import fastifyHelmet from '@fastify/helmet';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppService } from '../apps/service.js';
+import type { DeveloperAccounts } from '../developers/accounts.js';
+import type { AppMembers } from '../developers/members.js';
+import type { OwnedApps } from '../developers/owned-apps.js';
+import type { CurrentSession, DeveloperSessions } from '../developers/sessions.js';
+import { isTesseraError } from '../errors.js';
+import { acceptFormBodies } from '../http/content-types.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { portalCookies, type PortalCookies } from './cookies.js';
+import { errorPage } from './pages/error.js';
+import { appPages } from './pages/app.js';
+import { appsPages } from './pages/apps.js';
+import { signInPages } from './pages/sign-in.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The portal's session of this request, if it has a working one. */
+    portalSession: CurrentSession | null;
+  }
+}
+
+/** What the portal's pages use. */
+export interface PortalOptions {
+  developers: DeveloperAccounts;
+  sessions: DeveloperSessions;
+  members: AppMembers;
+  ownedApps: OwnedApps;
+  apps: AppService;
+  /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
+  secureCookies: boolean;
+  /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
+  publicUrl: string | undefined;
+}
+
+/** What every page file is given. */
+export interface PortalContext extends PortalOptions {
+  cookies: PortalCookies;
+}
+
+const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
+
+/**
+ * The developer portal, under `/portal/`: server-rendered pages, each form a plain HTML form that
+ * works without JavaScript; one stylesheet and one small module that only enhances. Encapsulated:
+ * its cookies, CSRF check, security headers and session lookup run for `/portal/` only, so the
+ * token paths pay nothing for it. docs/portal.md.
+ */
+export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
+  const { developers, sessions, members, ownedApps, apps, secureCookies, publicUrl } = options;
+  const context: PortalContext = { developers, sessions, members, ownedApps, apps, secureCookies, publicUrl, cookies: portalCookies(secureCookies) };
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'"],
+        connectSrc: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
+    },
+    // No page of the portal is meant to be opened by another site, nor its answers read.
+    crossOriginResourcePolicy: { policy: 'same-origin' },
+    referrerPolicy: { policy: 'no-referrer' },
+    strictTransportSecurity: options.secureCookies,
+  });
+  await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false, wildcard: false });
+  await app.register(async (pages) => registerPages(pages, context));
+};
+
+async function registerPages(app: FastifyInstance, context: PortalContext): Promise<void> {
+  const { cookies, sessions } = context;
+  await app.register(fastifyCookie);
+  await app.register(fastifyCsrf, {
+    cookieKey: cookies.csrf.name,
+    cookieOpts: cookies.csrf.options,
+    getToken: (request) => formField(request, '_csrf'),
+  });
+  acceptFormBodies(app);
+  app.decorateRequest('portalSession', null);
+  app.addHook('onRequest', async (request) => {
+    const token = request.cookies[cookies.session.name];
+    if (token !== undefined) request.portalSession = (await sessions.current(token)) ?? null;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    // Pages show keys: no cache, no shared cache, no back-button copy.
+    reply.header('cache-control', 'no-store');
+  });
+  app.setErrorHandler((error, request, reply) => sendErrorPage(error, request, reply));
+  app.setNotFoundHandler((request, reply) => sendErrorPage({ statusCode: 404 }, request, reply));
+
+  await app.register(signInPages, context);
+  await app.register(appsPages, context);
+  await app.register(appPages, context);
+}
+
+/** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */
+export function formField(request: FastifyRequest, name: string): string | undefined {
+  return request.body instanceof URLSearchParams ? (request.body.get(name) ?? undefined) : undefined;
+}
+
+function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const status = isTesseraError(error) ? error.status : statusOf(error);
+  const message = isTesseraError(error) && status < 500 ? error.message : undefined;
+  const page = errorPage(status, message, request.portalSession?.developer, reply);
+  return reply.status(status).type('text/html; charset=utf-8').send(page.text);
+}
+
+function statusOf(error: unknown): number {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
+}

@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CurrentSession } from '../developers/sessions.js';
+import type { Html } from './html.js';
+
+export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
+  return reply.status(status).type('text/html; charset=utf-8').send(page.text);
+}
+
+/** After a form that changed something: the browser shows the page at `location` (POST/redirect/GET). */
+export function seeOther(reply: FastifyReply, location: string): FastifyReply {
+  return reply.status(303).header('location', location).send();
+}
+
+/**
+ * A `preHandler` for the pages of signed-in developers: without a working session, a `GET` goes to
+ * the sign-in page, which comes back here afterwards; anything else is sent there too (the form
+ * that was posted is not repeated).
+ */
+export async function requireSession(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.portalSession !== null) return;
+  const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+  await seeOther(reply, `/portal/sign-in${next}`);
+}
+
+/** The session of a page behind `requireSession`. */
+export function sessionOf(request: FastifyRequest): CurrentSession {
+  const session = request.portalSession;
+  if (session === null) throw new Error('a page behind requireSession ran without a session');
+  return session;
+}
+
+/** Where to go after signing in: a portal page, never another site. */
+export function nextPage(next: string | undefined): string {
+  return next !== undefined && /^\/portal\/[^\\]*$/.test(next) && !next.startsWith('/portal//') ? next : '/portal/';
+}

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';
+import { createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+// The developer portal in Chromium, as a developer uses it: sign in, create an app, copy its keys,
+// get tokens with them; and what one developer cannot do to another's apps.
+
+let browser: TestBrowser;
+let server: TestServer;
+
+before(async () => {
+  browser = await startBrowser();
+  server = await startServer();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** The value of each key the page shows, by its `data-key`. */
+async function keysOn(page: Page): Promise<Record<string, string>> {
+  const keys: Record<string, string> = {};
+  for (const element of await page.locator('[data-key]').all()) {
+    keys[(await element.getAttribute('data-key'))!] = (await element.textContent())!;
+  }
+  return keys;
+}
+
+describe('a developer in the portal', () => {
+  it('signs in, creates an app, sees its four keys once, gets both kinds of token with them, and signs out', async () => {
+    const developer = await createDeveloper(server, 'ada@example.com');
+    const page = await browser.newPage();
+    await page.goto(`${server.baseUrl}/`);
+    assert.equal(new URL(page.url()).pathname, '/portal/sign-in');
+    await screenshot(page, 'sign-in');
+    await signIn(page, server, developer.email);
+    assert.equal(new URL(page.url()).pathname, '/portal/');
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Your apps');
+
+    await follow(page, () => page.getByRole('link', { name: 'New app' }).click());
+    await page.getByLabel('Name').fill('Shop');
+    await follow(page, () => page.getByRole('button', { name: 'Create app' }).click());
+    const keys = await keysOn(page);
+    assert.deepEqual(Object.keys(keys).sort(), ['appId', 'appKey', 'clientId', 'clientSecret']);
+    await screenshot(page, 'new-app');
+    const target = { app: { appId: keys.appId!, appKey: keys.appKey!, clientId: keys.clientId!, clientSecret: keys.clientSecret! }, appUrl: `${server.appUrl.replace(server.app.appId, keys.appId!)}` };
+    const admin = await requestToken(target, adminFields(target));
+    assert.equal(admin.status, 200, admin.text);
+    const anonymous = await requestToken(target, anonymousFields(target));
+    assert.equal(anonymous.status, 200, anonymous.text);
+    assert.match(await page.locator('pre.commands').textContent() ?? '', new RegExp(`BASE=${server.baseUrl}`));
+
+    await follow(page, () => page.getByRole('link', { name: "Go to the app's page" }).click());
+    assert.equal(new URL(page.url()).pathname, `/portal/apps/${keys.appId}`);
+    const shown = await keysOn(page);
+    assert.deepEqual(shown, { appId: keys.appId, appKey: keys.appKey, clientId: keys.clientId }, 'the ClientSecret is shown once only');
+    assert.ok(!(await page.content()).includes(keys.clientSecret!));
+    await screenshot(page, 'app');
+
+    await page.goto(`${server.baseUrl}/portal/`);
+    assert.equal(await page.getByRole('link', { name: 'Shop' }).count(), 1);
+    await screenshot(page, 'apps');
+    await follow(page, () => page.getByRole('button', { name: 'Sign out' }).click());
+    assert.equal(new URL(page.url()).pathname, '/portal/sign-in');
+    await page.goto(`${server.baseUrl}/portal/apps/${keys.appId}`);
+    assert.equal(new URL(page.url()).pathname, '/portal/sign-in', 'signed out: the app page asks to sign in again');
+    await page.close();
+  });
+
+  it('is told the same thing for an unknown email and a wrong password', async () => {
+    await createDeveloper(server, 'grace@example.com');
+    const page = await browser.newPage();
+    const messages: string[] = [];
+    for (const [email, password] of [
+      ['nobody@example.com', 'correct horse battery staple'],
+      ['grace@example.com', 'wrong password, long enough'],
+    ] as const) {
+      await signIn(page, server, email, password);
+      messages.push((await page.getByRole('alert').textContent()) ?? '');
+      assert.equal(await page.getByLabel('Email').inputValue(), email);
+    }
+    assert.equal(messages[0], messages[1]);
+    await page.close();
+  });
+
+  it("cannot reach another developer's app: 404, as for an app that does not exist", async () => {
+    const owner = await createDeveloper(server, 'owner@example.com');
+    await createDeveloper(server, 'other@example.com');
+    const created = await server.tessera.ownedApps.create('Private', owner.email, { clientAddress: null, by: 'operator' });
+    const page = await browser.newPage();
+    await signIn(page, server, 'other@example.com');
+    for (const path of [`/portal/apps/${created.appId}`, '/portal/apps/0000000000000000']) {
+      const response = await page.goto(`${server.baseUrl}${path}`);
+      assert.equal(response?.status(), 404, path);
+      assert.ok(!(await page.content()).includes(created.appKey));
+    }
+    await page.close();
+  });
+});

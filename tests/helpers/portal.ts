@@ -1,0 +1,40 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { OPERATOR } from '../../src/request-context.js';
+import type { TestServer } from './server.js';
+
+/** A password the portal's rules accept. */
+export const PASSWORD = 'correct horse battery staple';
+
+/** A developer account made by the operator, with a password. */
+export async function createDeveloper(server: TestServer, email: string): Promise<{ email: string; id: string }> {
+  const created = await server.tessera.developers.create(email, PASSWORD, OPERATOR);
+  return { email, id: created.developer.id };
+}
+
+/** Signs in through the sign-in form, as a person does. */
+export async function signIn(page: Page, server: TestServer, email: string, password = PASSWORD): Promise<void> {
+  await page.goto(`${server.baseUrl}/portal/sign-in`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await follow(page, () => page.getByRole('button', { name: 'Sign in' }).click());
+}
+
+/** Clicks a link or submits a form, and waits for the page it leads to. */
+export async function follow(page: Page, click: () => Promise<void>): Promise<void> {
+  await Promise.all([page.waitForEvent('framenavigated'), click()]);
+  await page.waitForLoadState('load');
+}
+
+/**
+ * Saves a screenshot of the page for docs/portal.md, when the run is asked to
+ * (`UPDATE_SCREENSHOTS=1 npm test`), so that an ordinary run leaves the checkout as it was.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.UPDATE_SCREENSHOTS !== '1') return;
+  const folder = join(PACKAGE_ROOT, 'docs', 'portal');
+  mkdirSync(folder, { recursive: true });
+  await page.screenshot({ path: join(folder, `${name}.png`), fullPage: true });
+}
