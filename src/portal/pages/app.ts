@@ -6,6 +6,7 @@ import { html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 
 type AppParams = { Params: { appId: string } };
@@ -25,8 +26,7 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
 
 function appBody(app: AppDescription, role: AppRole, people: AppMembership[]) {
   const { configuration } = app;
-  return html`<nav class="crumbs" aria-label="Breadcrumb"><a href="/portal/">Your apps</a></nav>
-<h1>${app.name}</h1>
+  return html`${appHeader(app.appId, app.name, 'Overview')}
 <p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
 <h2>Keys</h2>
 <dl class="keys">
