@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
 import type { AppRole } from '../../developers/roles.js';
-import type { AppMembership } from '../../developers/store.js';
 import { html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
@@ -19,12 +18,12 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     const { developer } = sessionOf(request);
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
-    const [described, people] = await Promise.all([apps.show(request.params.appId), members.membersOf(request.params.appId)]);
-    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role, people) }));
+    const described = await apps.show(request.params.appId);
+    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role) }));
   });
 };
 
-function appBody(app: AppDescription, role: AppRole, people: AppMembership[]) {
+function appBody(app: AppDescription, role: AppRole) {
   const { configuration } = app;
   return html`${appHeader(app.appId, app.name, 'Overview')}
 <p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
@@ -41,9 +40,7 @@ function appBody(app: AppDescription, role: AppRole, people: AppMembership[]) {
   <div><dt>Longest anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
   <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
-</dl>
-<h2>People</h2>
-<ul class="plain">${people.map((person) => html`<li>${person.email} <span class="meta">${person.role}</span></li>`)}</ul>`;
+</dl>`;
 }
 
 function lifetime(seconds: number | null): string {
