@@ -159,6 +159,9 @@ export function buildServer({
       members: tessera.members,
       ownedApps: tessera.ownedApps,
       apps: tessera.apps,
+      revoker: tessera.revoker,
+      events: tessera.events,
+      clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,
     });

@@ -5,13 +5,16 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppService } from '../apps/service.js';
+import type { Clock } from '../clock.js';
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { AppMembers } from '../developers/members.js';
 import type { OwnedApps } from '../developers/owned-apps.js';
 import type { CurrentSession, DeveloperSessions } from '../developers/sessions.js';
 import { isTesseraError } from '../errors.js';
+import type { EventLog } from '../events/log.js';
 import { acceptFormBodies } from '../http/content-types.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import type { TokenRevoker } from '../tokens/revocation.js';
 import { portalCookies, type PortalCookies } from './cookies.js';
 import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
@@ -32,6 +35,9 @@ export interface PortalOptions {
   members: AppMembers;
   ownedApps: OwnedApps;
   apps: AppService;
+  revoker: TokenRevoker;
+  events: EventLog;
+  clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;
   /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
@@ -52,8 +58,11 @@ const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
  * token paths pay nothing for it. docs/portal.md.
  */
 export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
-  const { developers, sessions, members, ownedApps, apps, secureCookies, publicUrl } = options;
-  const context: PortalContext = { developers, sessions, members, ownedApps, apps, secureCookies, publicUrl, cookies: portalCookies(secureCookies) };
+  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl } = options;
+  const context: PortalContext = {
+    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl },
+    cookies: portalCookies(secureCookies),
+  };
   await app.register(fastifyHelmet, {
     contentSecurityPolicy: {
       useDefaults: false,
