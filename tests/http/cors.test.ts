@@ -216,7 +216,8 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     const invalidToken = await from(PAGE, `${server.appUrl}/whoami`, { headers: { authorization: bearer('x'.repeat(43)) } });
     assertError(invalidToken, 401, 'INVALID_TOKEN');
     assertReadableBy(invalidToken, PAGE);
-    const invalidClient = await requestToken(server, anonymousFields(server), { origin: PAGE, authorization: basic('someone-else') });
+    // A token request with an Authorization header that is not Basic.
+    const invalidClient = await requestToken(server, anonymousFields(server), { origin: PAGE, authorization: bearer('x'.repeat(43)) });
     assertError(invalidClient, 401, 'invalid_client');
     assertReadableBy(invalidClient, PAGE);
     const adminRequired = await from(PAGE, server.appUrl, { headers: { authorization: basic(server.app.appId) } });
