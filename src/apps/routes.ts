@@ -9,6 +9,12 @@ import { describeApp } from './app.js';
 
 export const APP_PATH = '/api/apps/:appId';
 export const CONFIGURATION_PATH = '/api/apps/:appId/configuration';
+/**
+ * The one body larger than a token request: `allowedOrigins` may hold 100 origins of 300 characters
+ * (`origins.ts`), about 31 KB of JSON. Only the app's admin gets this far (the limit applies after
+ * authentication, which runs on `onRequest`).
+ */
+export const CONFIGURATION_BODY_LIMIT_BYTES = 32 * 1024;
 
 type AppParams = { Params: { appId: string } };
 
@@ -25,7 +31,7 @@ export const appRoutes: FastifyPluginAsync<{ apps: AppCache; appService: AppServ
     return (await apps.require(request.params.appId)).configuration;
   });
 
-  app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
+  app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin, bodyLimit: CONFIGURATION_BODY_LIMIT_BYTES }, async (request) => {
     return appService.configure(request.params.appId, parseConfigurationChanges(request.body), { clientAddress: request.ip, by: request.principal });
   });
 

@@ -6,6 +6,13 @@ import type { RequestContext } from '../request-context.js';
 import type { AdminAuthentication } from './client-authentication.js';
 import type { ClientCredentials } from './credentials.js';
 
+const TOKEN_REQUEST_REFUSED =
+  'Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code. ' +
+  'Request admin tokens from your server; a web page uses an anonymous token (client_id = AppID, client_secret = AppKey).';
+const CLIENT_AUTHENTICATION_REFUSED =
+  'The ClientID and ClientSecret are not accepted from browsers: the ClientSecret must stay in server-side code. ' +
+  'A web page revokes its own token with the token itself, or with the AppID and AppKey.';
+
 /**
  * The seed's rule 2: "The ClientID and ClientSecret must not be embedded in a client application."
  * An admin-token request from a browser (it carries `Origin`) is refused, whether its secret is
@@ -21,6 +28,7 @@ export async function refuseBrowserAdminAttempt(
   app: AppRecord,
   credentials: ClientCredentials,
   context: RequestContext & { origin: string },
+  attempt: 'token request' | 'client authentication' = 'token request',
 ): Promise<never> {
   const secret = admins.match(app, credentials);
   if (secret !== null) {
@@ -32,11 +40,7 @@ export async function refuseBrowserAdminAttempt(
     // The refusal below stands for a wrong secret too; a limit's 429 stays.
     if (!isTesseraError(error) || error.code !== 'invalid_client') throw error;
   }
-  throw new TesseraError(
-    'unauthorized_client',
-    'Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code. ' +
-      'Request admin tokens from your server; a web page uses an anonymous token (client_id = AppID, client_secret = AppKey).',
-  );
+  throw new TesseraError('unauthorized_client', attempt === 'token request' ? TOKEN_REQUEST_REFUSED : CLIENT_AUTHENTICATION_REFUSED);
 }
 
 /** The origin as browsers send it, or `null` (opaque origins, and anything that is not an origin). */

@@ -341,10 +341,10 @@ const cases: Case[] = [
   { name: 'TRACE on the token path', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'PROPFIND on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'PROPFIND', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
   { name: 'SEARCH on the token path (a method Node parses)', send: (s) => rawRequest(s.baseUrl, { method: 'SEARCH', path: tokenPath(s) }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: ALLOW_POST },
-  { name: 'POST on whoami', send: (s) => requestAs(`${s.appUrl}/whoami`, basic(s.app.appId), 'POST'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
-  { name: 'TRACE on whoami', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: whoamiPath(s), headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
+  { name: 'POST on whoami', send: (s) => requestAs(`${s.appUrl}/whoami`, basic(s.app.appId), 'POST'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET, HEAD$/ } },
+  { name: 'TRACE on whoami', send: (s) => rawRequest(s.baseUrl, { method: 'TRACE', path: whoamiPath(s), headers: { authorization: basic(s.app.appId) } }), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET, HEAD$/ } },
   { name: 'an invented method FOO', send: (s) => rawRequest(s.baseUrl, { method: 'FOO', path: tokenPath(s) }), status: 400, code: 'invalid_request' },
-  { name: 'DELETE on the app', send: (s) => requestAs(s.appUrl, bearer(adminToken), 'DELETE'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET$/ } },
+  { name: 'DELETE on the app', send: (s) => requestAs(s.appUrl, bearer(adminToken), 'DELETE'), status: 405, code: 'METHOD_NOT_ALLOWED', headers: { allow: /^GET, HEAD$/ } },
 
   // --- Raw malformed HTTP -----------------------------------------------------------------------------------
   { name: 'a garbage request line', send: (s) => rawHttp(s.baseUrl, 'HELLO THERE\r\n\r\n'), status: 400, code: 'invalid_request', mayClose: true },

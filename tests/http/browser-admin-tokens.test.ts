@@ -178,6 +178,7 @@ describe('admin-token requests that carry Origin', () => {
     const wrong = await Promise.all(attempts('f'.repeat(64), '198.51.102.'));
     for (const response of [...right, ...wrong]) {
       assertError(response, 400, 'unauthorized_client');
+      assert.match(response.body.message, /not accepted from browsers: the ClientSecret must stay in server-side code/);
       assert.equal(response.headers.get('access-control-allow-origin'), PAGE, 'the page can read why');
     }
     assert.equal(new Set([...right, ...wrong].map((response) => response.text)).size, 1);

@@ -320,7 +320,7 @@ describe(`the client as the server serves it (GET ${CLIENT_SCRIPT_PATH})`, () =>
     assert.equal(head.headers.get('content-type'), 'text/javascript; charset=utf-8');
     const post = await request(url, { method: 'POST' });
     assert.equal(post.status, 405);
-    assert.equal(post.headers.get('allow'), 'GET');
+    assert.equal(post.headers.get('allow'), 'GET, HEAD');
   });
 
   it('imports in Node as it is served, and works: an anonymous token and whoami', async () => {

@@ -121,7 +121,7 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     }
     const put = await requestAs(`${server.appUrl}/configuration`, bearer(admin), 'PUT');
     assertError(put, 405, 'METHOD_NOT_ALLOWED');
-    assert.equal(put.headers.get('allow'), 'GET, PATCH');
+    assert.equal(put.headers.get('allow'), 'GET, HEAD, PATCH');
     for (const path of ['/client-secret', '/rotate-secret', '/secret']) {
       const response = await requestAs(`${server.appUrl}${path}`, bearer(admin), 'POST');
       assertError(response, 404, 'NOT_FOUND');

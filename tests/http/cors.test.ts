@@ -126,6 +126,26 @@ describe('allowedOrigins in the app configuration', () => {
     }
     assert.deepEqual((await requestAs(`${server.appUrl}/configuration`, bearer(admin))).body, before);
   });
+
+  it('takes the longest list the rules allow: 100 origins of 300 characters; a larger body is 413', async () => {
+    const app = await createConfiguredApp(server, {});
+    const appAdmin = (await requestToken(app, adminFields(app))).body.access_token;
+    const send = (allowedOrigins: string[]) =>
+      request(`${app.appUrl}/configuration`, {
+        method: 'PATCH',
+        headers: { authorization: bearer(appAdmin), 'content-type': 'application/json' },
+        body: JSON.stringify({ allowedOrigins }),
+      });
+    // `https://`, four labels of 63 characters, one of 32, `.com`: 300 characters, told apart by the first label.
+    const longest = Array.from({ length: 100 }, (_, index) =>
+      `https://${String(index).padStart(3, '0')}${'a'.repeat(60)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(32)}.com`,
+    );
+    assert.equal(longest[0]!.length, 300);
+    const accepted = await send(longest);
+    assert.equal(accepted.status, 200, accepted.text.slice(0, 300));
+    assert.equal(accepted.body.configuration.allowedOrigins.length, 100);
+    assertError(await send([...longest, ...longest.slice(0, 10)].map((origin) => `${origin}   `)), 413, 'REQUEST_TOO_LARGE');
+  });
 });
 
 describe('preflights under /api/apps/{appId}/, answered before authentication', () => {
@@ -216,7 +236,8 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     const invalidToken = await from(PAGE, `${server.appUrl}/whoami`, { headers: { authorization: bearer('x'.repeat(43)) } });
     assertError(invalidToken, 401, 'INVALID_TOKEN');
     assertReadableBy(invalidToken, PAGE);
-    const invalidClient = await requestToken(server, anonymousFields(server), { origin: PAGE, authorization: basic('someone-else') });
+    // A token request with an Authorization header that is not Basic.
+    const invalidClient = await requestToken(server, anonymousFields(server), { origin: PAGE, authorization: bearer('x'.repeat(43)) });
     assertError(invalidClient, 401, 'invalid_client');
     assertReadableBy(invalidClient, PAGE);
     const adminRequired = await from(PAGE, server.appUrl, { headers: { authorization: basic(server.app.appId) } });

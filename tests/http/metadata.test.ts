@@ -53,11 +53,11 @@ describe('without PUBLIC_URL, on a loopback address (npm start on a laptop)', ()
     assert.ok(!response.text.includes(server.app.clientId) && !response.text.includes(server.app.appKey));
   });
 
-  it('an unknown app: 404 APP_NOT_FOUND; another method: 405 with Allow: GET; HEAD works', async () => {
+  it('an unknown app: 404 APP_NOT_FOUND; another method: 405 with Allow: GET, HEAD; HEAD works', async () => {
     assertError(await request(wellKnown(server.baseUrl, '0000000000000000')), 404, 'APP_NOT_FOUND');
     const post = await request(wellKnown(server.baseUrl, server.app.appId), { method: 'POST' });
     assertError(post, 405, 'METHOD_NOT_ALLOWED');
-    assert.equal(post.headers.get('allow'), 'GET');
+    assert.equal(post.headers.get('allow'), 'GET, HEAD');
     assert.equal((await request(wellKnown(server.baseUrl, server.app.appId), { method: 'HEAD' })).status, 200);
   });
 

@@ -17,21 +17,21 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 /** Every path of docs/openapi.json but the catch-alls, with the methods it serves. */
 const ALLOWED: Record<string, string> = {
-  '/healthz': 'GET',
-  '/readyz': 'GET',
-  '/openapi.json': 'GET',
-  '/tessera-client.js': 'GET',
+  '/healthz': 'GET, HEAD',
+  '/readyz': 'GET, HEAD',
+  '/openapi.json': 'GET, HEAD',
+  '/tessera-client.js': 'GET, HEAD',
   '/api/oauth2/token': 'POST',
   '/api/apps/{appId}/oauth2/token': 'POST',
   '/api/apps/{appId}/oauth2/revoke': 'POST',
   '/api/apps/{appId}/oauth2/introspect': 'POST',
-  '/.well-known/oauth-authorization-server/api/apps/{appId}': 'GET',
+  '/.well-known/oauth-authorization-server/api/apps/{appId}': 'GET, HEAD',
   '/api/apps/{appId}/tokens': 'DELETE',
-  '/api/apps/{appId}/whoami': 'GET',
-  '/api/apps/{appId}': 'GET',
-  '/api/apps/{appId}/configuration': 'GET, PATCH',
-  '/api/apps/{appId}/events': 'GET',
-  '/api/apps/{appId}/events/counts': 'GET',
+  '/api/apps/{appId}/whoami': 'GET, HEAD',
+  '/api/apps/{appId}': 'GET, HEAD',
+  '/api/apps/{appId}/configuration': 'GET, HEAD, PATCH',
+  '/api/apps/{appId}/events': 'GET, HEAD',
+  '/api/apps/{appId}/events/counts': 'GET, HEAD',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = ['/api/apps/{appId}/{path}', '/api/apps/{appId}/.well-known/openid-configuration', '/api/forward-auth', '/api/forward-auth/{path}'];
@@ -105,12 +105,12 @@ describe('CONNECT: answered in the contract\'s shape, then the connection is clo
 
   it('to a known path: 405 with the Allow of the path, after authentication under an app', async () => {
     for (const [path, allow] of [
-      ['/api/apps/{appId}/whoami', 'GET'],
-      ['/api/apps/{appId}/configuration', 'GET, PATCH'],
+      ['/api/apps/{appId}/whoami', 'GET, HEAD'],
+      ['/api/apps/{appId}/configuration', 'GET, HEAD, PATCH'],
       ['/api/apps/{appId}/oauth2/token', 'POST'],
       ['/api/oauth2/token', 'POST'],
-      ['/healthz', 'GET'],
-      ['/openapi.json', 'GET'],
+      ['/healthz', 'GET, HEAD'],
+      ['/openapi.json', 'GET, HEAD'],
     ] as const) {
       const response = await connect(pathOf(path), { Authorization: basic(server.app.appId) });
       assert.ok(response !== null, `CONNECT ${path}: closed without an answer`);
