@@ -14,6 +14,12 @@ import { appHeader } from './app-nav.js';
 
 /** The longest the origins' text may be: every origin at its longest, one a line. */
 const MAX_ORIGINS_TEXT = MAX_ALLOWED_ORIGINS * (MAX_ORIGIN_LENGTH + 2);
+/**
+ * The settings form's body: the origins' text at its longest, form-encoded (a browser writes `://`
+ * and line breaks as `%3A%2F%2F` and `%0D%0A`), and the other fields. Larger than the server's
+ * limit for other bodies, so only for a signed-in developer (checked before the body is read).
+ */
+const SETTINGS_BODY_LIMIT_BYTES = 64 * 1024;
 
 const KIND_LABELS: Record<RevocationKind, string> = {
   admin: 'Admin tokens',
@@ -53,7 +59,8 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
     return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { done: DONE[request.query.done ?? ''] }));
   });
 
-  app.post<AppParams>('/apps/:appId/settings', { preValidation: app.csrfProtection }, async (request, reply) => {
+  const settingsRoute = { onRequest: requireSession, bodyLimit: SETTINGS_BODY_LIMIT_BYTES, preValidation: app.csrfProtection };
+  app.post<AppParams>('/apps/:appId/settings', settingsRoute, async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'change_configuration');
     const form = settingsFormOf(request);
