@@ -10,7 +10,7 @@ import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 
 /** An app's page: its keys (never the ClientSecret again) and a summary of its settings. */
-export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, clock }) => {
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId', async (request, reply) => {
@@ -18,11 +18,11 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
     const described = await apps.show(request.params.appId);
-    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role) }));
+    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role, clock.now()) }));
   });
 };
 
-function appBody(app: AppDescription, role: AppRole) {
+function appBody(app: AppDescription, role: AppRole, now: number) {
   const { configuration } = app;
   const base = `/portal/apps/${app.appId}`;
   return html`${appHeader(app.appId, app.name, 'Overview')}
@@ -34,7 +34,7 @@ function appBody(app: AppDescription, role: AppRole) {
   ${keyRow('ClientID', 'clientId', app.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
 </dl>
 <p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.</p>
-${app.previousSecretValidUntil === null
+${app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
   ? null
   : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil)}.</p>`}
 ${mayAct(role, 'rotate_secret')
