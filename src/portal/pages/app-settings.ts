@@ -189,7 +189,7 @@ ${mistakeOf('settings')}
   ${csrfField(csrfToken)}
   ${lifetimeField('admin-max', 'adminMax', 'Longest admin token', form.adminMax, form.adminMaxUnit)}
   ${lifetimeField('anonymous-max', 'anonymousMax', 'Longest anonymous token', form.anonymousMax, form.anonymousMaxUnit)}
-  <p class="hint">Empty: no limit. A token requested without an expiry gets the longest lifetime; one asked to live longer is refused.</p>
+  <p class="hint" id="lifetime-hint">Empty: no limit. A token requested without an expiry gets the longest lifetime; one asked to live longer is refused.</p>
   <div class="choice">
     <input type="checkbox" id="require-app-key" name="requireAppKey" value="yes"${form.requireAppKey ? html` checked` : null} aria-describedby="require-app-key-hint">
     <label for="require-app-key">Anonymous tokens need the AppKey</label>
@@ -243,7 +243,7 @@ ${mistakeOf('delete')}
 function lifetimeField(id: string, name: string, label: string, amount: string, unit: string): Html {
   return html`<label for="${id}">${label}</label>
   <div class="lifetime">
-    <input type="text" id="${id}" name="${name}" inputmode="numeric" pattern="[0-9]*" maxlength="10" autocomplete="off" value="${amount}">
+    <input type="text" id="${id}" name="${name}" inputmode="numeric" pattern="[0-9]*" maxlength="10" autocomplete="off" value="${amount}" aria-describedby="lifetime-hint">
     <label for="${id}-unit" class="visually-hidden">Unit of the ${label.toLowerCase()}</label>
     <select id="${id}-unit" name="${name}Unit">
       ${LIFETIME_UNITS.map(([unitName]) => html`<option value="${unitName}"${unitName === unit ? html` selected` : null}>${unitName}s</option>`)}
