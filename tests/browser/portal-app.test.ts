@@ -115,8 +115,6 @@ describe("an app's owner in the portal", () => {
     assert.equal(old.status, 401);
     assert.equal(old.body.error, 'invalid_client');
     assert.equal((await adminTokenWith(app, newSecret)).status, 200);
-    await page.reload();
-    assert.equal(await page.locator('[data-key="clientSecret"]').count(), 1, 'a reload posts nothing again without asking');
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     assert.ok(!(await page.content()).includes(newSecret), 'the overview never shows it');
     await page.close();
@@ -127,14 +125,14 @@ describe("an app's owner in the portal", () => {
     const page = await signedIn('owner@example.com');
     const newSecret = await rotateThroughTheForm(page, app, async (form) => {
       await form.getByLabel('For another period:').check();
-      await form.getByLabel('Seconds, from 1 to').fill('3');
+      await form.getByLabel('Seconds, from 1 to').fill('5');
     });
     const rotatedAt = Date.now();
     assert.equal((await adminTokenWith(app, app.clientSecret)).status, 200, 'the old secret works during the grace period');
     assert.equal((await adminTokenWith(app, newSecret)).status, 200);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     const validUntil = await page.locator('[data-previous-secret-valid-until]').getAttribute('data-previous-secret-valid-until');
-    assert.ok(validUntil !== null && Math.abs(Date.parse(validUntil) - (rotatedAt + 3000)) < 2000, `until ${validUntil}`);
+    assert.ok(validUntil !== null && Math.abs(Date.parse(validUntil) - (rotatedAt + 5000)) < 2000, `until ${validUntil}`);
     assert.match((await page.locator('.notice').textContent()) ?? '', /The previous ClientSecret still works, until/);
 
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(validUntil) - Date.now() + 50)));

@@ -250,6 +250,9 @@ describe("an app's settings in the portal", () => {
     assert.match(shown.text, /role="status">The settings are saved/);
     assert.match(shown.text, /id="admin-max"[^>]*value="2"/);
     assert.match(shown.text, /<option value="day" selected>/);
+    for (const done of ['constructor', 'toString', '__proto__', 'nothing']) {
+      assert.doesNotMatch((await owner.page(`/portal/apps/${app.appId}/settings?done=${done}`)).text, /role="status"/, done);
+    }
 
     // The longest list there can be fits in the form.
     const longest = Array.from({ length: 100 }, (_, index) => `https://${`${'a'.repeat(60)}.`.repeat(4)}${'b'.repeat(30)}${String(index).padStart(3, '0')}.example`);

@@ -56,7 +56,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
   app.get<AppParams & { Querystring: { done?: string } }>('/apps/:appId/settings', async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'change_configuration');
-    return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { done: DONE[request.query.done ?? ''] }));
+    return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { done: doneMessage(request.query.done) }));
   });
 
   const settingsRoute = { onRequest: requireSession, bodyLimit: SETTINGS_BODY_LIMIT_BYTES, preValidation: app.csrfProtection };
@@ -109,6 +109,10 @@ const DONE: Record<string, string> = {
   'revoked-anonymous': 'Every anonymous token of the app is revoked.',
   'revoked-all': 'Every token of the app is revoked.',
 };
+
+function doneMessage(done: unknown): string | undefined {
+  return typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
+}
 
 function settingsFormOf(request: FastifyRequest): SettingsForm {
   const field = (name: string, max: number) => (formField(request, name) ?? '').slice(0, max);
