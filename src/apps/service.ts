@@ -99,9 +99,10 @@ export class AppService {
   /**
    * Returns the new ClientSecret. The old one stops working at once, or with `graceSeconds` at the
    * end of that period; a previous secret kept by an earlier rotation stops at once either way.
-   * Only the operator may do this (never an admin token: a leaked one must not lock the owner out).
+   * Only the operator or the app's owner in the portal (`context`, which the caller has authorized)
+   * may do this, never an admin token: a leaked one must not lock the owner out.
    */
-  async rotateSecret(appId: string, options: RotationOptions = {}): Promise<RotatedSecret> {
+  async rotateSecret(appId: string, options: RotationOptions = {}, context: RequestContext = OPERATOR): Promise<RotatedSecret> {
     const revokeAdminTokens = options.revokeAdminTokens === true;
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
     if (revokeAdminTokens && graceSeconds !== null) {
@@ -111,7 +112,7 @@ export class AppService {
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();
-    const stamp = await this.events.stamp(appId, OPERATOR);
+    const stamp = await this.events.stamp(appId, context);
     const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
     // The rotation, the revocation and both events in one transaction: the new secret is returned
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
@@ -120,8 +121,8 @@ export class AppService {
       clientSecretDigest(clientSecret),
       { revokeAdminTokens, previousSecretValidUntil },
       ({ adminTokensRevoked }) => [
-        ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked)] : []),
-        { ...stamp, type: 'app.secret_rotated', details: { adminTokensRevoked, previousSecretValidUntil } },
+        ...(revokeAdminTokens ? [withDeveloper(appTokensRevoked(stamp, 'admin', adminTokensRevoked), context)] : []),
+        { ...stamp, type: 'app.secret_rotated', details: { ...byDeveloper(context), adminTokensRevoked, previousSecretValidUntil } },
       ],
     );
     if (rotation === undefined) throw appNotFound();
@@ -151,6 +152,16 @@ export class AppService {
     if (!(await this.store.delete(appId))) throw appNotFound();
     this.onChange(appId);
   }
+}
+
+/** Which developer did it, when one did in the portal: the event's principal says only "developer". */
+function byDeveloper(context: RequestContext): { byDeveloperId?: string } {
+  const { by } = context;
+  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
+}
+
+function withDeveloper(event: NewAuditEvent, context: RequestContext): NewAuditEvent {
+  return { ...event, details: { ...event.details, ...byDeveloper(context) } };
 }
 
 function isoOrNull(instant: number | null): string | null {

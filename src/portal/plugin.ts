@@ -18,6 +18,8 @@ import type { TokenRevoker } from '../tokens/revocation.js';
 import { portalCookies, type PortalCookies } from './cookies.js';
 import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
+import { appRotatePages } from './pages/app-rotate.js';
+import { appSettingsPages } from './pages/app-settings.js';
 import { appsPages } from './pages/apps.js';
 import { signInPages } from './pages/sign-in.js';
 
@@ -110,6 +112,8 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(signInPages, context);
   await app.register(appsPages, context);
   await app.register(appPages, context);
+  await app.register(appRotatePages, context);
+  await app.register(appSettingsPages, context);
 }
 
 /** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */

@@ -1,17 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
-import type { AppRole } from '../../developers/roles.js';
+import { mayAct, type AppRole } from '../../developers/roles.js';
 import { html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { lifetime, utcTime, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 
-type AppParams = { Params: { appId: string } };
-
-/** An app's page: its keys (never the ClientSecret again), its settings and its people. */
-export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+/** An app's page: its keys (never the ClientSecret again) and a summary of its settings. */
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, clock }) => {
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId', async (request, reply) => {
@@ -19,12 +18,13 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
     const described = await apps.show(request.params.appId);
-    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role) }));
+    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role, clock.now()) }));
   });
 };
 
-function appBody(app: AppDescription, role: AppRole) {
+function appBody(app: AppDescription, role: AppRole, now: number) {
   const { configuration } = app;
+  const base = `/portal/apps/${app.appId}`;
   return html`${appHeader(app.appId, app.name, 'Overview')}
 <p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
 <h2>Keys</h2>
@@ -33,20 +33,22 @@ function appBody(app: AppDescription, role: AppRole) {
   ${keyRow('AppKey', 'appKey', app.appKey, 'Public: goes into client apps, for anonymous tokens.')}
   ${keyRow('ClientID', 'clientId', app.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
 </dl>
-<p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.${app.previousSecretValidUntil === null ? null : html` The previous ClientSecret works until ${app.previousSecretValidUntil}.`}</p>
+<p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.</p>
+${app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
+  ? null
+  : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil)}.</p>`}
+${mayAct(role, 'rotate_secret')
+  ? html`<form method="get" action="${base}/rotate-secret" class="action">
+  <button type="submit" class="secondary">Rotate ClientSecret</button>
+  <span class="hint">A new ClientSecret, shown once; you choose how long the current one keeps working.</span>
+</form>`
+  : null}
 <h2>Token settings</h2>
 <dl class="settings">
   <div><dt>Longest admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>Longest anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
   <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
-</dl>`;
-}
-
-function lifetime(seconds: number | null): string {
-  if (seconds === null) return 'no limit';
-  if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? '' : 's'}`;
-  if (seconds % 3_600 === 0) return `${seconds / 3_600} hour${seconds === 3_600 ? '' : 's'}`;
-  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? '' : 's'}`;
-  return `${seconds} seconds`;
+</dl>
+<p><a href="${base}/settings">Change the settings</a></p>`;
 }

@@ -1,0 +1,147 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppDescription } from '../../apps/app.js';
+import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
+import type { RotatedSecret, RotationOptions } from '../../apps/service.js';
+import { TesseraError } from '../../errors.js';
+import { html } from '../html.js';
+import { alert, csrfField, page } from '../layout.js';
+import { formField, type PortalContext } from '../plugin.js';
+import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, mistakeIn, utcTime, type AppParams } from './app-common.js';
+import { appHeader } from './app-nav.js';
+import { keyRow } from './keys.js';
+
+/** The grace periods offered, besides "none" and a number of seconds typed. */
+const GRACE_CHOICES = [
+  ['3600', 'For 1 hour'],
+  ['86400', 'For 1 day'],
+  ['604800', 'For 7 days'],
+] as const;
+
+/** What the form had, to show it again after a mistake (never a secret: the form has none). */
+interface RotationForm {
+  grace: string;
+  graceSeconds: string;
+  revokeAdminTokens: boolean;
+  clientId: string;
+}
+
+const EMPTY_FORM: RotationForm = { grace: 'none', graceSeconds: '', revokeAdminTokens: false, clientId: '' };
+
+/**
+ * Rotating the ClientSecret (the owner only): a form confirmed by typing the ClientID, then the new
+ * secret, shown once.
+ */
+export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+  app.addHook('preHandler', requireSession);
+
+  app.get<AppParams>('/apps/:appId/rotate-secret', async (request, reply) => {
+    const { appId } = request.params;
+    await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
+    return sendPage(reply, rotationPage(request, reply, await apps.show(appId), EMPTY_FORM));
+  });
+
+  app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { appId } = request.params;
+    await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
+    const described = await apps.show(appId);
+    const form: RotationForm = {
+      grace: formField(request, 'grace') ?? 'none',
+      graceSeconds: (formField(request, 'graceSeconds') ?? '').trim().slice(0, 20),
+      revokeAdminTokens: formField(request, 'revokeAdminTokens') === 'yes',
+      clientId: (formField(request, 'clientId') ?? '').trim().slice(0, 200),
+    };
+    let rotated: RotatedSecret;
+    try {
+      if (form.clientId !== described.clientId) {
+        throw new TesseraError('invalid_request', 'That is not the ClientID of this app: type it exactly as shown, to confirm that you mean this app.');
+      }
+      rotated = await apps.rotateSecret(appId, rotationOptions(form), asDeveloper(request));
+    } catch (error) {
+      return sendPage(reply, rotationPage(request, reply, described, form, mistakeIn(error)), 400);
+    }
+    return sendPage(reply, rotatedPage(request, reply, described, rotated, form.revokeAdminTokens));
+  });
+};
+
+function rotationOptions({ grace, graceSeconds, revokeAdminTokens }: RotationForm): RotationOptions {
+  const options: RotationOptions = { revokeAdminTokens };
+  if (grace === 'custom') return { ...options, graceSeconds: parseGraceSeconds(graceSeconds) };
+  if (graceSeconds !== '') {
+    throw new TesseraError('invalid_request', 'You typed a number of seconds: choose "For another period" to use it, or empty the field.');
+  }
+  if (grace === 'none') return options;
+  const choice = GRACE_CHOICES.find(([seconds]) => seconds === grace);
+  if (choice === undefined) throw new TesseraError('invalid_request', 'Choose how long the current ClientSecret keeps working.');
+  return { ...options, graceSeconds: Number(choice[0]) };
+}
+
+function rotationPage(request: FastifyRequest, reply: FastifyReply, app: AppDescription, form: RotationForm, message?: string) {
+  const csrfToken = reply.generateCsrf();
+  const radio = (value: string, label: string) => html`<div class="choice">
+      <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
+      <label for="grace-${value}">${label}</label>
+    </div>`;
+  return page({
+    title: `Rotate the ClientSecret of ${app.name}`,
+    developer: sessionOf(request).developer,
+    csrfToken,
+    body: html`${appHeader(app.appId, app.name, 'Overview')}
+<section class="app-form">
+<h2>Rotate the ClientSecret</h2>
+<p>A new ClientSecret replaces the current one, and is shown once. Server code that gets admin tokens needs the new one.</p>
+${alert(message)}
+<form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
+  ${csrfField(csrfToken)}
+  <fieldset>
+    <legend>How long does the current ClientSecret keep working?</legend>
+    ${radio('none', 'It stops at once')}
+    ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
+    ${radio('custom', 'For another period:')}
+    <div class="indented">
+      <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
+      <input type="text" id="grace-seconds" name="graceSeconds" inputmode="numeric" pattern="[0-9]*" maxlength="8" autocomplete="off" value="${form.graceSeconds}">
+    </div>
+    <p class="hint">A grace period leaves time to deploy the new secret to your servers. For a secret that leaked, choose "It stops at once".</p>
+  </fieldset>
+  <div class="choice">
+    <input type="checkbox" id="revoke-admin-tokens" name="revokeAdminTokens" value="yes"${form.revokeAdminTokens ? html` checked` : null} aria-describedby="revoke-admin-tokens-hint">
+    <label for="revoke-admin-tokens">Also revoke every admin token</label>
+  </div>
+  <p class="hint" id="revoke-admin-tokens-hint">For a secret that leaked: admin tokens already issued stop working too. Not with a grace period, since a leaked secret must stop at once.</p>
+  <label for="confirm-client-id">Type the ClientID to confirm</label>
+  <p class="hint" id="confirm-client-id-hint">It is <code>${app.clientId}</code>.</p>
+  <input type="text" id="confirm-client-id" name="clientId" required maxlength="200" autocomplete="off" spellcheck="false" autocapitalize="off" value="${form.clientId}" aria-describedby="confirm-client-id-hint">
+  <div class="buttons">
+    <button type="submit" class="danger">Rotate ClientSecret</button>
+    <a href="/portal/apps/${app.appId}">Cancel</a>
+  </div>
+</form>
+</section>`,
+  });
+}
+
+function rotatedPage(request: FastifyRequest, reply: FastifyReply, app: AppDescription, rotated: RotatedSecret, revokedAdminTokens: boolean) {
+  return page({
+    title: `New ClientSecret of ${app.name}`,
+    developer: sessionOf(request).developer,
+    csrfToken: reply.generateCsrf(),
+    body: html`${appHeader(app.appId, app.name, 'Overview')}
+<h2>New ClientSecret</h2>
+<p class="notice" role="status">The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
+<dl class="keys">
+  ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
+  ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
+</dl>
+<ul class="outcome">
+  <li>${rotated.previousSecretValidUntil === null
+    ? 'The previous ClientSecret stopped working.'
+    : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil)}.`}</li>
+  ${rotated.endedEarlierSecretValidUntil === null
+    ? null
+    : html`<li>The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil)}, stopped working: only one previous secret is kept.</li>`}
+  ${revokedAdminTokens ? html`<li>Admin tokens revoked: ${rotated.adminTokensRevoked}.</li>` : null}
+</ul>
+<p><a class="button" href="/portal/apps/${app.appId}">Back to the app</a></p>`,
+  });
+}

@@ -1,0 +1,329 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { AppDescription } from '../../src/apps/app.js';
+import type { CreatedApp } from '../../src/apps/service.js';
+import { OPERATOR } from '../../src/request-context.js';
+import { adminFields, appOn, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper } from '../helpers/portal.js';
+import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+// An app's forms in the portal over plain HTTP, on both stores: rotating the ClientSecret, the
+// settings, revoking tokens, deleting the app. Who may post each one (the owner; a collaborator all
+// but rotating and deleting; another developer none: 404), and that a form without its own
+// session's form token changes nothing.
+
+let server: TestServer;
+let owner: PortalClient;
+let ownerElsewhere: PortalClient;
+let collaborator: PortalClient;
+let other: PortalClient;
+const developerIds: Record<string, string> = {};
+
+before(async () => {
+  server = await startServer();
+  for (const name of ['owner', 'collaborator', 'other']) developerIds[name] = (await createDeveloper(server, `${name}@example.com`)).id;
+  owner = await signInOverHttp(server, 'owner@example.com');
+  ownerElsewhere = await signInOverHttp(server, 'owner@example.com');
+  collaborator = await signInOverHttp(server, 'collaborator@example.com');
+  other = await signInOverHttp(server, 'other@example.com');
+});
+after(async () => {
+  await server?.close();
+});
+
+/** A new app of owner@example.com, with collaborator@example.com invited and accepted. */
+async function newApp(name = 'Shop'): Promise<CreatedApp & AppEndpoint> {
+  const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
+  const link = await server.tessera.members.invite(created.appId, 'collaborator@example.com', OPERATOR);
+  const token = new URLSearchParams(link.path.split('?')[1]).get('token')!;
+  const invitee = await server.tessera.developers.find('collaborator@example.com');
+  await server.tessera.members.acceptInvitation(token, invitee, OPERATOR);
+  return appOn(server, created);
+}
+
+/** What the app is now, and whether it still exists. */
+async function stateOf(appId: string): Promise<AppDescription | 'deleted'> {
+  return server.tessera.apps.show(appId).catch(() => 'deleted' as const);
+}
+
+/** A form of each kind, filled in as its owner would (the right ClientID, the right name). */
+function everyForm(app: CreatedApp): [string, Record<string, string>][] {
+  const base = `/portal/apps/${app.appId}`;
+  return [
+    [`${base}/rotate-secret`, { grace: 'none', clientId: app.clientId, revokeAdminTokens: 'yes' }],
+    [`${base}/settings`, { adminMax: '1', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', requireAppKey: 'yes', allowedOrigins: 'https://evil.example' }],
+    [`${base}/revoke-tokens`, { kind: 'all', confirm: 'yes' }],
+    [`${base}/delete`, { name: app.name }],
+  ];
+}
+
+async function adminTokenWorks(app: AppEndpoint, token: string): Promise<boolean> {
+  return (await whoami(app.appUrl, bearer(token))).status === 200;
+}
+
+async function secretWorks(app: AppEndpoint, clientSecret: string): Promise<boolean> {
+  const target = { ...app, clientSecret };
+  return (await requestToken(target, adminFields(target))).status === 200;
+}
+
+async function issuedAdminToken(app: AppEndpoint): Promise<string> {
+  const response = await requestToken(app, adminFields(app));
+  assert.equal(response.status, 200, response.text);
+  return response.body.access_token;
+}
+
+describe("an app's forms in the portal", () => {
+  let app: CreatedApp & AppEndpoint;
+  beforeEach(async () => {
+    app = await newApp();
+  });
+
+  it('change nothing when posted without a form token, or with the token of another session (403)', async () => {
+    const adminToken = await issuedAdminToken(app);
+    const before = await stateOf(app.appId);
+    const theirs = (await ownerElsewhere.page('/portal/')).csrf;
+    const anotherDevelopers = (await other.page('/portal/')).csrf;
+    for (const [path, fields] of everyForm(app)) {
+      for (const [what, csrf] of [
+        ['no token', undefined],
+        ["the owner's other session's token", theirs],
+        ["another developer's token", anotherDevelopers],
+        ['a made-up token', 'x'.repeat(40)],
+      ] as const) {
+        const response = await owner.post(path, csrf === undefined ? fields : { ...fields, _csrf: csrf });
+        assert.equal(response.status, 403, `${path} with ${what}: ${response.status}`);
+        assert.doesNotMatch(response.text, /data-key="clientSecret"/);
+      }
+    }
+    assert.deepEqual(await stateOf(app.appId), before);
+    assert.ok(await secretWorks(app, app.clientSecret), 'the ClientSecret is the same');
+    assert.ok(await adminTokenWorks(app, adminToken), 'no token was revoked');
+  });
+
+  it("answer another developer 404 for every page and form of the app, and change nothing", async () => {
+    const adminToken = await issuedAdminToken(app);
+    const before = await stateOf(app.appId);
+    const base = `/portal/apps/${app.appId}`;
+    for (const path of [base, `${base}/settings`, `${base}/rotate-secret`]) {
+      const response = await other.send(path);
+      assert.equal(response.status, 404, `GET ${path}`);
+      assert.ok(!response.text.includes(app.appKey) && !response.text.includes(app.clientId), `GET ${path} shows nothing of the app`);
+    }
+    const csrf = (await other.page('/portal/')).csrf;
+    for (const [path, fields] of everyForm(app)) {
+      const response = await other.post(path, { ...fields, _csrf: csrf });
+      assert.equal(response.status, 404, `POST ${path}: ${response.status}`);
+      assert.ok(!response.text.includes(app.clientId), `POST ${path} shows nothing of the app`);
+    }
+    assert.deepEqual(await stateOf(app.appId), before);
+    assert.ok(await secretWorks(app, app.clientSecret));
+    assert.ok(await adminTokenWorks(app, adminToken));
+    // An app that does not exist answers the same.
+    const missing = await other.post('/portal/apps/0000000000000000/settings', { ...everyForm(app)[1]![1], _csrf: csrf });
+    assert.equal(missing.status, 404);
+  });
+
+  it('let a collaborator change the settings and revoke tokens, but not rotate the secret or delete the app (403)', async () => {
+    const base = `/portal/apps/${app.appId}`;
+    const overview = await collaborator.page(base);
+    assert.doesNotMatch(overview.text, /Rotate ClientSecret/);
+    const settings = await collaborator.page(`${base}/settings`);
+    assert.doesNotMatch(settings.text, /Delete app/);
+    assert.equal((await collaborator.send(`${base}/rotate-secret`)).status, 403);
+    const before = await stateOf(app.appId);
+    for (const path of [`${base}/rotate-secret`, `${base}/delete`]) {
+      const fields = everyForm(app).find(([formPath]) => formPath === path)![1];
+      const response = await collaborator.post(path, { ...fields, _csrf: settings.csrf });
+      assert.equal(response.status, 403, path);
+      assert.doesNotMatch(response.text, /data-key="clientSecret"/);
+    }
+    assert.deepEqual(await stateOf(app.appId), before);
+    assert.ok(await secretWorks(app, app.clientSecret));
+
+    const saved = await collaborator.post(`${base}/settings`, { ...everyForm(app)[1]![1], _csrf: settings.csrf });
+    assert.equal(saved.status, 303);
+    const after = await server.tessera.apps.show(app.appId);
+    assert.deepEqual(after.configuration.allowedOrigins, ['https://evil.example']);
+    await server.tessera.events.flush();
+    const { events } = await server.tessera.events.list(app.appId, { type: 'app.configuration_changed', limit: 10 });
+    assert.equal(events[0]?.principal, 'developer');
+  });
+});
+
+describe('rotating the ClientSecret in the portal', () => {
+  it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {
+    const app = await newApp();
+    const form = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: form.csrf, grace: 'none', clientId: app.appId });
+    assert.equal(response.status, 400);
+    assert.match(response.text, /role="alert">That is not the ClientID of this app/);
+    assert.doesNotMatch(response.text, /data-key="clientSecret"/);
+    assert.ok(await secretWorks(app, app.clientSecret));
+  });
+
+  it('refuses a grace period with "revoke admin tokens", and grace periods out of bounds, saying why', async () => {
+    const app = await newApp();
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const path = `/portal/apps/${app.appId}/rotate-secret`;
+    for (const [fields, message] of [
+      [{ grace: '3600', revokeAdminTokens: 'yes' }, /do not go together/],
+      [{ grace: 'custom', graceSeconds: '0' }, /from 1 to 2592000/],
+      [{ grace: 'custom', graceSeconds: '2592001' }, /from 1 to 2592000/],
+      [{ grace: 'custom', graceSeconds: '1e3' }, /whole number of seconds/],
+      [{ grace: 'custom', graceSeconds: '' }, /whole number of seconds/],
+      [{ grace: 'none', graceSeconds: '60' }, /choose &quot;For another period&quot;/],
+      [{ grace: '12' }, /Choose how long/],
+    ] as const) {
+      const response = await owner.post(path, { _csrf: csrf, clientId: app.clientId, ...fields });
+      assert.equal(response.status, 400, JSON.stringify(fields));
+      assert.match(response.text, message, JSON.stringify(fields));
+    }
+    assert.ok(await secretWorks(app, app.clientSecret));
+  });
+
+  it('shows the new secret once (200, no-store), ends the old one, and records the developer who did it', async () => {
+    const app = await newApp();
+    const adminToken = await issuedAdminToken(app);
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)?.[1];
+    assert.ok(newSecret !== undefined && newSecret !== app.clientSecret);
+    assert.match(response.text, /Admin tokens revoked: 1\./);
+    assert.ok(!(await secretWorks(app, app.clientSecret)));
+    assert.ok(await secretWorks(app, newSecret));
+    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    const overview = await owner.page(`/portal/apps/${app.appId}`);
+    assert.ok(!overview.text.includes(newSecret), 'never shown again');
+
+    await server.tessera.events.flush();
+    const { events } = await server.tessera.events.list(app.appId, { limit: 10 });
+    const rotated = events.find((event) => event.type === 'app.secret_rotated');
+    assert.equal(rotated?.principal, 'developer');
+    assert.equal(rotated?.details.byDeveloperId, developerIds.owner);
+    const revoked = events.find((event) => event.type === 'token.revoked');
+    assert.equal(revoked?.details.byDeveloperId, developerIds.owner);
+    assert.ok(!JSON.stringify(events).includes(newSecret), 'no secret in the events');
+  });
+
+  it('keeps the old secret working for the grace period chosen, which the overview shows', async () => {
+    const app = await newApp();
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, grace: '86400', clientId: app.clientId });
+    assert.equal(response.status, 200);
+    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)![1]!;
+    assert.match(response.text, /The previous ClientSecret keeps working until <time/);
+    assert.ok(await secretWorks(app, app.clientSecret));
+    assert.ok(await secretWorks(app, newSecret));
+    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId);
+    assert.ok(previousSecretValidUntil !== null);
+    const overview = await owner.page(`/portal/apps/${app.appId}`);
+    assert.match(overview.text, new RegExp(`data-previous-secret-valid-until="${previousSecretValidUntil}"`));
+  });
+});
+
+describe("an app's settings in the portal", () => {
+  it('are saved through the form, lifetimes in any unit, origins one a line', async () => {
+    const app = await newApp();
+    const settings = await owner.page(`/portal/apps/${app.appId}/settings`);
+    const response = await owner.post(`/portal/apps/${app.appId}/settings`, {
+      _csrf: settings.csrf,
+      adminMax: '2',
+      adminMaxUnit: 'hour',
+      anonymousMax: '7',
+      anonymousMaxUnit: 'day',
+      requireAppKey: 'yes',
+      allowedOrigins: 'https://App.example.com/\r\n\r\n  http://localhost:3000 \r\nhttps://app.example.com',
+    });
+    assert.equal(response.status, 303);
+    assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=saved`);
+    const { configuration } = await server.tessera.apps.show(app.appId);
+    assert.deepEqual(configuration, {
+      adminTokenMaxLifetimeSeconds: 7200,
+      anonymousTokenMaxLifetimeSeconds: 604800,
+      requireAppKey: true,
+      allowedOrigins: ['https://app.example.com', 'http://localhost:3000'],
+    });
+    const shown = await owner.page(`/portal/apps/${app.appId}/settings?done=saved`);
+    assert.match(shown.text, /role="status">The settings are saved/);
+    assert.match(shown.text, /id="admin-max"[^>]*value="2"/);
+    assert.match(shown.text, /<option value="day" selected>/);
+    for (const done of ['constructor', 'toString', '__proto__', 'nothing']) {
+      assert.doesNotMatch((await owner.page(`/portal/apps/${app.appId}/settings?done=${done}`)).text, /role="status"/, done);
+    }
+
+    // The longest list there can be fits in the form.
+    const longest = Array.from({ length: 100 }, (_, index) => `https://${`${'a'.repeat(60)}.`.repeat(4)}${'b'.repeat(30)}${String(index).padStart(3, '0')}.example`);
+    const full = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: longest.join('\r\n') });
+    assert.equal(full.status, 303, full.text.slice(0, 500));
+    assert.equal((await server.tessera.apps.show(app.appId)).configuration.allowedOrigins.length, 100);
+
+    const cleared = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' });
+    assert.equal(cleared.status, 303);
+    assert.deepEqual((await server.tessera.apps.show(app.appId)).configuration, {
+      adminTokenMaxLifetimeSeconds: null,
+      anonymousTokenMaxLifetimeSeconds: null,
+      requireAppKey: false,
+      allowedOrigins: [],
+    });
+  });
+
+  it('show the mistake in the form (400), keep what was typed, and change nothing', async () => {
+    const app = await newApp();
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    const valid = { _csrf: csrf, adminMax: '1', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' };
+    for (const [fields, message] of [
+      [{ allowedOrigins: 'https://ok.example\nhttps://app.example.com/path' }, /is not an origin/],
+      [{ allowedOrigins: 'x'.repeat(40_000) }, /too long/],
+      [{ allowedOrigins: Array.from({ length: 101 }, (_, index) => `https://a${index}.example`).join('\n') }, /at most 100 origins/],
+      [{ adminMax: '-1' }, /longest admin token must be a whole number/],
+      [{ adminMax: '0' }, /longest admin token must be a whole number/],
+      [{ anonymousMax: '99999', anonymousMaxUnit: 'day' }, /longest anonymous token must be a whole number/],
+      [{ adminMaxUnit: 'fortnight' }, /longest admin token must be a whole number/],
+    ] as const) {
+      const response = await owner.post(`/portal/apps/${app.appId}/settings`, { ...valid, ...fields });
+      assert.equal(response.status, 400, JSON.stringify(fields).slice(0, 100));
+      assert.match(response.text, message);
+      if ('allowedOrigins' in fields && fields.allowedOrigins.length < 100) assert.ok(response.text.includes('https://app.example.com/path'), 'what was typed is kept');
+    }
+    assert.deepEqual((await server.tessera.apps.show(app.appId)).configuration.allowedOrigins, []);
+    assert.equal((await server.tessera.apps.show(app.appId)).configuration.adminTokenMaxLifetimeSeconds, null);
+  });
+
+  it('revoke all tokens of a kind once confirmed', async () => {
+    const app = await newApp();
+    const adminToken = await issuedAdminToken(app);
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    for (const fields of [{ kind: 'admin' }, { confirm: 'yes' }, { kind: 'everything', confirm: 'yes' }] as Record<string, string>[]) {
+      const refused = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, ...fields });
+      assert.equal(refused.status, 400, JSON.stringify(fields));
+      assert.match(refused.text, /role="alert"/);
+    }
+    assert.ok(await adminTokenWorks(app, adminToken));
+    const response = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, kind: 'admin', confirm: 'yes' });
+    assert.equal(response.status, 303);
+    assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=revoked-admin`);
+    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    await server.tessera.events.flush();
+    const { events } = await server.tessera.events.list(app.appId, { type: 'token.revoked', limit: 10 });
+    assert.equal(events[0]?.principal, 'developer');
+  });
+
+  it('delete the app once its name is typed, then go back to the apps', async () => {
+    const app = await newApp('My shop');
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    const wrong = await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'my shop' });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.text, /That is not the name of this app/);
+    assert.notEqual(await stateOf(app.appId), 'deleted');
+    const response = await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'My shop' });
+    assert.equal(response.status, 303);
+    assert.equal(response.location, '/portal/');
+    assert.equal(await stateOf(app.appId), 'deleted');
+    assert.equal((await owner.send(`/portal/apps/${app.appId}`)).status, 404);
+    assert.ok(!(await owner.page('/portal/')).text.includes(app.appId));
+    assert.ok(!(await secretWorks(app, app.clientSecret)));
+  });
+});
