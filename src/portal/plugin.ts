@@ -19,6 +19,7 @@ import { portalCookies, type PortalCookies } from './cookies.js';
 import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
 import { appsPages } from './pages/apps.js';
+import { eventsPages } from './pages/events.js';
 import { signInPages } from './pages/sign-in.js';
 
 declare module 'fastify' {
@@ -110,6 +111,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(signInPages, context);
   await app.register(appsPages, context);
   await app.register(appPages, context);
+  await app.register(eventsPages, context);
 }
 
 /** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */
