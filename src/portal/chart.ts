@@ -69,8 +69,8 @@ export const issuedOf = (bucket: TokenBucket): number => bucket.admin + bucket.a
 // Drawing units of the viewBox; the SVG scales to the width of the page.
 const WIDTH = 640;
 const HEIGHT = 250;
-const LEFT = 52;
-const RIGHT = 12;
+const LEFT = 66;
+const RIGHT = 30;
 const TOP = 14;
 const BOTTOM = 56;
 const PLOT_WIDTH = WIDTH - LEFT - RIGHT;
@@ -83,6 +83,11 @@ export function valueAxis(max: number): { top: number; step: number } {
   const power = 10 ** Math.floor(Math.log10(rough));
   const step = Math.max(1, [1, 2, 5, 10].map((factor) => factor * power).find((candidate) => candidate >= rough)!);
   return { top: Math.ceil(max / step) * step, step };
+}
+
+/** A value on the axis, short: `900`, `1.5k`, `20k`. */
+export function tickLabel(value: number): string {
+  return value < 1000 ? String(value) : `${Number((value / 1000).toPrecision(3))}k`;
 }
 
 /** `17:00` for an hour, `23 Nov` for a day (UTC). */
@@ -124,7 +129,7 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
   const max = Math.max(0, ...buckets.map((bucket) => Math.max(issuedOf(bucket), bucket.refused)));
   const { top, step } = valueAxis(max);
   const slot = PLOT_WIDTH / Math.max(1, buckets.length);
-  const barWidth = round(Math.max(1, slot * 0.4));
+  const barWidth = round(Math.max(1, slot * 0.42));
   const y = (value: number) => round(TOP + PLOT_HEIGHT - (value / top) * PLOT_HEIGHT);
   const labelEvery = per === 'hour' ? 4 : 5;
   const totals = {
@@ -148,7 +153,7 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
 <defs>${hatch(`${id}-hatch`)}</defs>
 <g class="grid">${ticks.map(
     (value) =>
-      html`<line x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${y(value)}" y2="${y(value)}" stroke="${value === 0 ? AXIS_COLOUR : GRID_COLOUR}" stroke-width="1"/><text class="tick" x="${LEFT - 6}" y="${y(value) + 4}" text-anchor="end" fill="${TEXT_COLOUR}">${value}</text>`,
+      html`<line x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${y(value)}" y2="${y(value)}" stroke="${value === 0 ? AXIS_COLOUR : GRID_COLOUR}" stroke-width="1"/><text class="tick" x="${LEFT - 6}" y="${y(value) + 4}" text-anchor="end" fill="${TEXT_COLOUR}">${tickLabel(value)}</text>`,
   )}</g>
 <g class="bars">${buckets.map((bucket, index) => {
     const x = LEFT + index * slot + (slot - 2 * barWidth) / 2;
@@ -161,7 +166,7 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
       : null,
   )}</g>
 <text class="axis-title" x="${LEFT + PLOT_WIDTH / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="${TEXT_COLOUR}">${per === 'hour' ? 'Hour (UTC)' : 'Day (UTC)'}</text>
-<text class="axis-title" transform="rotate(-90)" x="${-(TOP + PLOT_HEIGHT / 2)}" y="14" text-anchor="middle" fill="${TEXT_COLOUR}">${per === 'hour' ? 'Per hour' : 'Per day'}</text>
+<text class="axis-title" transform="rotate(-90)" x="${-(TOP + PLOT_HEIGHT / 2)}" y="16" text-anchor="middle" fill="${TEXT_COLOUR}">${per === 'hour' ? 'Per hour' : 'Per day'}</text>
 </svg>
 </div>
 ${legend(`${id}-legend`)}

@@ -82,11 +82,13 @@ describe("an app's events in the portal", () => {
     const daily = await chartTotals(page, 'chart-daily');
     assert.deepEqual({ issued: daily.issued, refused: daily.refused }, { issued: 41 + 9 + 6 + 14 + 5, refused: 25 + 40 + 2 });
     assert.equal(await page.getByRole('img', { name: /Last 24 hours: tokens issued and requests refused per hour/ }).count(), 1);
-    await page.getByText('The numbers per hour').click();
-    assert.equal(await page.getByRole('table', { name: /Last 24 hours, per hour/ }).getByRole('row').count(), 25);
     await screenshot(page, 'events');
     await page.setViewportSize({ width: 375, height: 800 });
     await screenshot(page, 'events-phone');
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
+    await page.getByText('The numbers per hour').click();
+    assert.equal(await page.getByRole('table', { name: /Last 24 hours, per hour/ }).getByRole('row').count(), 25);
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'the table scrolls on its own');
     await page.close();
   });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeCounts, type EventCount } from '../../src/events/counts.js';
-import { bucketLabel, chartQueries, seriesSummary, tokenChart, tokenSeries, valueAxis } from '../../src/portal/chart.js';
+import { bucketLabel, chartQueries, seriesSummary, tickLabel, tokenChart, tokenSeries, valueAxis } from '../../src/portal/chart.js';
 
 // The events page's chart: counts in, SVG out, with a clock of the test's.
 
@@ -62,6 +62,10 @@ describe('valueAxis', () => {
     assert.deepEqual(valueAxis(7), { top: 8, step: 2 });
     assert.deepEqual(valueAxis(41), { top: 60, step: 20 });
     assert.deepEqual(valueAxis(1000), { top: 1000, step: 500 });
+  });
+
+  it('labels its ticks short, so that they fit beside the axis', () => {
+    assert.deepEqual([0, 20, 900, 1000, 1500, 20_000, 250_000].map(tickLabel), ['0', '20', '900', '1k', '1.5k', '20k', '250k']);
   });
 });
 

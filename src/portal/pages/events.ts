@@ -160,14 +160,14 @@ function eventTitle(event: AuditEvent): string {
 }
 
 const ACTORS: Record<Actor, string> = {
-  admin: 'Admin (ClientID and ClientSecret, or an admin token)',
-  anonymous: 'Anonymous user',
-  operator: 'Operator (the command line)',
-  developer: 'A developer in the portal',
+  admin: 'the admin (ClientSecret or admin token)',
+  anonymous: 'an anonymous user',
+  operator: 'the operator (command line)',
+  developer: 'a developer in the portal',
 };
 
 function whoOf(event: AuditEvent, emails: Map<string, string>): string {
-  if (event.principal === null) return 'Unknown (no valid credentials)';
+  if (event.principal === null) return 'someone without valid credentials';
   if (event.principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
     return emails.get(event.details.byDeveloperId) ?? `Developer ${event.details.byDeveloperId}`;
   }
@@ -182,7 +182,7 @@ export function eventItem(event: AuditEvent, emails: Map<string, string>): Html 
   const details = detailsOf(event, emails);
   return html`<li class="event ${CLASSES[event.type] ?? ''}" data-event-id="${event.id}" data-type="${event.type}">
   <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> <time datetime="${at}">${readableInstant(at)}</time></p>
-  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'no network address (the command line)'}</span></p>
+  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
   ${details.length === 0 ? null : html`<ul class="event-details">${details.map((detail) => html`<li>${detail}</li>`)}</ul>`}
 </li>`;
 }
