@@ -37,7 +37,12 @@ if (eventList) {
       for (const item of eventList.querySelectorAll('li.event:not([data-seen])')) item.classList.add('new');
       newest = String(update.newest);
       document.querySelector('[data-no-events]')?.remove();
-      if (status) status.textContent = `${update.count} new event${update.count === 1 ? '' : 's'}`;
+      if (status) {
+        // Emptied first, so that the same words twice in a row are announced again.
+        status.textContent = '';
+        const words = `${update.count} new event${update.count === 1 ? '' : 's'}`;
+        setTimeout(() => (status.textContent = words), 100);
+      }
     }
     for (const item of eventList.querySelectorAll('li.event')) item.dataset.seen = '';
     if (charts && update.charts !== lastCharts) {
