@@ -156,6 +156,11 @@ describe("an app's events in the portal", () => {
     assert.equal(await warning.count(), 1);
     assert.match((await warning.textContent()) ?? '', /https:\/\/shop\.example/);
     assert.equal(await page.locator('li.event').first().locator('.event-title').textContent(), 'ClientSecret sent from a browser');
+    // Shown with the one event of the exposure (the filter), to keep the picture short.
+    await page.getByLabel('Type').selectOption('app.secret_exposed');
+    await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
+    assert.equal(await page.locator('li.event').count(), 1);
+    assert.equal(await warning.count(), 1);
     await screenshot(page, 'events-warning');
     await page.setViewportSize({ width: 375, height: 800 });
     await screenshot(page, 'events-warning-phone');
