@@ -21,6 +21,7 @@ import { appPages } from './pages/app.js';
 import { appRotatePages } from './pages/app-rotate.js';
 import { appSettingsPages } from './pages/app-settings.js';
 import { appsPages } from './pages/apps.js';
+import { eventsPages } from './pages/events.js';
 import { signInPages } from './pages/sign-in.js';
 
 declare module 'fastify' {
@@ -114,6 +115,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(appPages, context);
   await app.register(appRotatePages, context);
   await app.register(appSettingsPages, context);
+  await app.register(eventsPages, context);
 }
 
 /** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */

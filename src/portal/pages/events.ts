@@ -1,0 +1,244 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { lastSecretExposure } from '../../apps/secret-exposure.js';
+import { TesseraError } from '../../errors.js';
+import { EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
+import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
+import type { Actor } from '../../request-context.js';
+import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
+import { html, type Html } from '../html.js';
+import { page } from '../layout.js';
+import type { PortalContext } from '../plugin.js';
+import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { appHeader } from './app-nav.js';
+import { readableInstant, secretExposureWarning } from './secret-exposure-warning.js';
+
+type EventsRequest = {
+  Params: { appId: string };
+  Querystring: Record<string, string | string[] | undefined>;
+};
+
+/** Events on a page of the log. */
+const PAGE_SIZE = 25;
+/** New events one live update brings at most; the next one brings the rest. */
+const LIVE_BATCH = 100;
+
+/**
+ * An app's events page: what happened to the app, newest first, filtered by type and paged with the
+ * log's cursor; a chart of tokens issued and refused; and a warning while the ClientSecret is known
+ * to have leaked into a web page. `…/events/live` gives what is newer than the page shows, for the
+ * script to add without a reload; the page works without it.
+ */
+export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock }) => {
+  app.addHook('preHandler', requireSession);
+
+  /** Member emails by developer id, so that events name the developers who are still members. */
+  const emailsOf = async (appId: string) => new Map((await members.membersOf(appId)).map((member) => [member.developerId, member.email]));
+
+  const charts = async (appId: string): Promise<Html> => {
+    const queries = chartQueries(clock);
+    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour), events.counts(appId, queries.day)]);
+    return html`${tokenChart(tokenSeries(hourly), 'chart-hourly', 'Last 24 hours')}${tokenChart(tokenSeries(daily), 'chart-daily', 'Last 30 days')}`;
+  };
+
+  app.get<EventsRequest>('/apps/:appId/events', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId } = request.params;
+    const role = await members.authorize(appId, developer.id, 'view_events');
+    const query = parseEventPageQuery({ type: single(request.query.type, 'type'), cursor: single(request.query.cursor, 'cursor') }, PAGE_SIZE);
+    const [described, listed, exposure, emails, chartsHtml] = await Promise.all([
+      apps.show(appId),
+      events.list(appId, query),
+      lastSecretExposure(events, appId),
+      emailsOf(appId),
+      charts(appId),
+    ]);
+    const live = query.beforeId === undefined;
+    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type) : 0);
+    const body = html`${appHeader(appId, described.name, 'Events')}
+${secretExposureWarning(appId, exposure, role)}
+<h2>Tokens</h2>
+<p class="hint">Tokens issued and requests refused, counted for every request. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
+<div class="charts" data-charts>${chartsHtml}</div>
+<h2 id="log">Events</h2>
+${filterForm(appId, query.type)}
+<p class="live-status" role="status" aria-live="polite" data-live-status></p>
+${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(query)}</p>` : null}
+<ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${query.type === undefined ? '' : `?type=${query.type}`}" data-newest="${newest}"` : null}>
+${listed.events.map((event) => eventItem(event, emails))}
+</ol>
+${pager(appId, query, listed.nextCursor)}
+<p class="hint">Anonymous tokens issued, and tokens that revoke themselves, are counted in the charts but not listed one by one. Events are kept for a limited time.</p>`;
+    return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
+  });
+
+  app.get<EventsRequest>('/apps/:appId/events/live', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId } = request.params;
+    await members.authorize(appId, developer.id, 'view_events');
+    const { type } = parseEventPageQuery({ type: single(request.query.type, 'type') });
+    const after = eventIdOf(single(request.query.after, 'after'));
+    const [added, emails, chartsHtml] = await Promise.all([events.listAfter(appId, after, type, LIVE_BATCH), emailsOf(appId), charts(appId)]);
+    const newestFirst = added.reverse();
+    return reply.type('application/json; charset=utf-8').send({
+      count: newestFirst.length,
+      newest: newestFirst[0]?.id ?? after,
+      items: html`${newestFirst.map((event) => eventItem(event, emails))}`.text,
+      charts: chartsHtml.text,
+    });
+  });
+
+  /** The id of the newest event of the app (of `type`), 0 when there is none: where live updates start. */
+  async function newestId(appId: string, type: EventType | undefined): Promise<number> {
+    return (await events.list(appId, { type, limit: 1 })).events[0]?.id ?? 0;
+  }
+};
+
+function single(value: string | string[] | undefined, name: string): string | undefined {
+  if (Array.isArray(value)) throw new TesseraError('invalid_request', `${name} must be given once.`);
+  return value;
+}
+
+/** `after` of a live update: the newest event id the page shows, 0 for none. */
+function eventIdOf(raw: string | undefined): number {
+  if (raw === undefined || raw === '' || raw === '0') return 0;
+  if (!/^[1-9][0-9]{0,15}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new TesseraError('invalid_request', 'after must be the id of an event this page showed.');
+  }
+  return Number(raw);
+}
+
+function filterForm(appId: string, type: EventType | undefined): Html {
+  return html`<form method="get" action="/portal/apps/${appId}/events" class="filter">
+  <label for="event-type">Type</label>
+  <select id="event-type" name="type">
+    <option value=""${type === undefined ? html` selected` : null}>All types</option>
+    ${EVENT_TYPES.map((option) => html`<option value="${option}"${option === type ? html` selected` : null}>${TYPE_WORDS[option]}</option>`)}
+  </select>
+  <button type="submit">Show</button>
+</form>`;
+}
+
+function emptyText(query: EventPageQuery): string {
+  if (query.beforeId !== undefined) return 'No older events.';
+  return query.type === undefined ? 'No events yet. They appear here as tokens are asked for.' : `No events of this type (${TYPE_WORDS[query.type]}) yet.`;
+}
+
+function pager(appId: string, query: EventPageQuery, nextCursor: string | null): Html | null {
+  if (nextCursor === null && query.beforeId === undefined) return null;
+  const base = `/portal/apps/${appId}/events`;
+  const typed = query.type === undefined ? '' : `type=${query.type}`;
+  const older = `${base}?${typed}${typed === '' ? '' : '&'}cursor=${nextCursor}`;
+  return html`<nav class="pager" aria-label="Pages of events">
+  ${query.beforeId === undefined ? null : html`<a href="${base}${typed === '' ? '' : `?${typed}`}">Newest events</a>`}
+  ${nextCursor === null ? null : html`<a href="${older}" rel="next">Older events</a>`}
+</nav>`;
+}
+
+/** Each type, as a list of events names it. */
+const TYPE_WORDS: Record<EventType, string> = {
+  'token.issued': 'Token issued',
+  'token.revoked': 'Token revoked',
+  'token.refused': 'Request refused',
+  'app.secret_rotated': 'ClientSecret rotated',
+  'app.configuration_changed': 'Settings changed',
+  'app.secret_exposed': 'ClientSecret sent from a browser',
+  'app.owner_changed': 'Owner changed',
+  'app.collaborator_invited': 'Collaborator invited',
+  'app.collaborator_added': 'Collaborator added',
+  'app.collaborator_removed': 'Collaborator removed',
+};
+
+/** What happened, in words: the type, said more exactly where the principal tells more. */
+function eventTitle(event: AuditEvent): string {
+  if (event.type === 'token.issued') return event.principal === 'anonymous' ? 'Anonymous token issued' : 'Admin token issued';
+  if (event.type === 'token.refused') {
+    if (event.details.reason === 'invalid_token') return 'Token refused';
+    if (event.principal === 'admin') return 'Admin token request refused';
+    if (event.principal === 'anonymous') return 'Anonymous token request refused';
+  }
+  return TYPE_WORDS[event.type];
+}
+
+const ACTORS: Record<Actor, string> = {
+  admin: 'the admin (ClientSecret or admin token)',
+  anonymous: 'an anonymous user',
+  operator: 'the operator (command line)',
+  developer: 'a developer in the portal',
+};
+
+function whoOf(event: AuditEvent, emails: Map<string, string>): string {
+  if (event.principal === null) return 'someone without valid credentials';
+  if (event.principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
+    return emails.get(event.details.byDeveloperId) ?? `Developer ${event.details.byDeveloperId}`;
+  }
+  return ACTORS[event.principal] ?? event.principal;
+}
+
+const CLASSES: Partial<Record<EventType, string>> = { 'token.refused': 'refused', 'app.secret_exposed': 'exposed' };
+
+/** One event as a list item: what, when, who, from where, and its details in words. */
+export function eventItem(event: AuditEvent, emails: Map<string, string>): Html {
+  const at = new Date(event.at).toISOString();
+  const details = detailsOf(event, emails);
+  return html`<li class="event ${CLASSES[event.type] ?? ''}" data-event-id="${event.id}" data-type="${event.type}">
+  <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> <time datetime="${at}">${readableInstant(at)}</time></p>
+  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
+  ${details.length === 0 ? null : html`<ul class="event-details">${details.map((detail) => html`<li>${detail}</li>`)}</ul>`}
+</li>`;
+}
+
+/** How many items of a list, and characters of a value, an event shows: a long list of origins is summarised. */
+const MAX_LISTED = 5;
+const MAX_SHOWN_LENGTH = 120;
+
+function detailsOf(event: AuditEvent, emails: Map<string, string>): string[] {
+  const shown: string[] = [];
+  for (const [key, value] of Object.entries(event.details)) {
+    if (key === 'byDeveloperId' || (key === 'reason' && event.type === 'token.refused' && value === 'invalid_token')) continue;
+    shown.push(detailOf(key, value, emails));
+  }
+  return shown;
+}
+
+function detailOf(key: string, value: AuditEvent['details'][string], emails: Map<string, string>): string {
+  switch (key) {
+    case 'expiresAt':
+      return typeof value === 'number' ? `expires ${instantText(value)}` : 'never expires';
+    case 'previousSecretValidUntil':
+      return typeof value === 'number' ? `previous ClientSecret works until ${instantText(value)}` : 'previous ClientSecret stopped at once';
+    case 'secret':
+      return `with the ${shorten(String(value))} ClientSecret`;
+    case 'reason':
+      return value === 'invalid_client' ? 'wrong ClientID, ClientSecret or AppKey' : `reason: ${shorten(String(value))}`;
+    case 'origin':
+      return value === null ? 'from a page of an unknown origin' : `from the page at ${shorten(String(value))}`;
+    case 'scope':
+      return value === 'app' ? "all of the app's tokens of that kind" : value === 'token' ? 'one token' : `scope: ${shorten(String(value))}`;
+    case 'adminTokensRevoked':
+      return `${String(value)} admin tokens revoked`;
+  }
+  const name = words(key);
+  if (key.endsWith('Id') && typeof value === 'string' && emails.has(value)) return `${name}: ${emails.get(value)}`;
+  if (Array.isArray(value)) {
+    const listed = value.slice(0, MAX_LISTED).map(shorten).join(', ');
+    return `${name}: ${value.length === 0 ? 'none' : listed}${value.length > MAX_LISTED ? ` and ${value.length - MAX_LISTED} more` : ''}`;
+  }
+  if (typeof value === 'boolean') return `${name}: ${value ? 'yes' : 'no'}`;
+  if (typeof value === 'number' && /(At|Until)$/.test(key)) return `${name}: ${instantText(value)}`;
+  return `${name}: ${value === null ? 'none' : shorten(String(value))}`;
+}
+
+/** An instant in UNIX ms as people read it; a number that is no date as it is. */
+function instantText(ms: number): string {
+  const date = new Date(ms);
+  return Number.isFinite(date.getTime()) ? readableInstant(date.toISOString()) : String(ms);
+}
+
+/** `adminTokenMaxLifetimeSeconds` → `admin token max lifetime seconds`. */
+function words(key: string): string {
+  return shorten(key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase());
+}
+
+function shorten(text: string): string {
+  return text.length > MAX_SHOWN_LENGTH ? `${text.slice(0, MAX_SHOWN_LENGTH)}…` : text;
+}

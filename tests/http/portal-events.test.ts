@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper } from '../helpers/portal.js';
+import { signInOverHttp, type PortalClient } from '../helpers/portal-http-events.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+import { OPERATOR } from '../../src/request-context.js';
+
+// The events page of the portal over plain HTTP (on each store): who may see it, what it lists,
+// its live updates, and its answers to bad query values.
+
+let server: TestServer;
+let app: AppEndpoint;
+let owner: PortalClient;
+let collaborator: PortalClient;
+let other: PortalClient;
+
+before(async () => {
+  server = await startServer();
+  const ownerAccount = await createDeveloper(server, 'owner@example.com');
+  await createDeveloper(server, 'helper@example.com');
+  await createDeveloper(server, 'other@example.com');
+  app = appOn(server, await server.tessera.ownedApps.create('Shop', ownerAccount.email, OPERATOR));
+  const invitation = await server.tessera.members.invite(app.appId, 'helper@example.com', OPERATOR);
+  const token = new URL(invitation.path, 'http://portal').searchParams.get('token')!;
+  const helper = await server.tessera.developers.find('helper@example.com');
+  await server.tessera.members.acceptInvitation(token, helper, { clientAddress: null, by: { kind: 'developer', developerId: helper.id } });
+  [owner, collaborator, other] = await Promise.all([
+    signInOverHttp(server.baseUrl, 'owner@example.com'),
+    signInOverHttp(server.baseUrl, 'helper@example.com'),
+    signInOverHttp(server.baseUrl, 'other@example.com'),
+  ]);
+});
+after(async () => {
+  await server?.close();
+});
+
+const eventsPath = (query = '') => `/portal/apps/${app.appId}/events${query}`;
+const livePath = (query = '') => `/portal/apps/${app.appId}/events/live${query}`;
+
+/** The ids of the events a page lists, in its order. */
+function listedIds(text: string): number[] {
+  return [...text.matchAll(/data-event-id="(\d+)"/g)].map((match) => Number(match[1]));
+}
+
+describe('the events page', () => {
+  it('lists the app’s events newest first, for its owner and its collaborators, with the charts', async () => {
+    assert.equal((await requestToken(app, adminFields(app))).status, 200);
+    assert.equal((await requestToken(app, adminFields(app, { client_secret: 'wrong' }))).status, 401);
+    assert.equal((await requestToken(app, anonymousFields(app))).status, 200);
+    for (const client of [owner, collaborator]) {
+      const page = await client.get(eventsPath());
+      assert.equal(page.status, 200, page.text);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      assert.match(page.text, /aria-current="page">Events</);
+      const ids = listedIds(page.text);
+      assert.ok(ids.length >= 2);
+      assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
+      assert.ok(page.text.indexOf('Admin token request refused') < page.text.indexOf('Admin token issued'));
+      assert.match(page.text, /wrong ClientID, ClientSecret or AppKey/);
+      assert.match(page.text, /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1">/);
+      assert.match(page.text, /<figure class="chart" id="chart-daily" data-per="day" data-issued="2" data-refused="1">/);
+      assert.doesNotMatch(page.text, new RegExp(app.clientSecret));
+      assert.doesNotMatch(page.text, /data-warning="secret-exposed"/);
+    }
+  });
+
+  it('filters by type', async () => {
+    const page = await owner.get(eventsPath('?type=token.refused'));
+    assert.equal(page.status, 200);
+    assert.deepEqual([...page.text.matchAll(/<li class="event [^"]*" data-event-id="\d+" data-type="([^"]+)"/g)].map((match) => match[1]), ['token.refused']);
+    assert.match(page.text, /<option value="token.refused" selected>/);
+    const none = await owner.get(eventsPath('?type=app.secret_rotated'));
+    assert.equal(none.status, 200);
+    assert.deepEqual(listedIds(none.text), []);
+    assert.match(none.text, /No events of this type/);
+  });
+
+  it('pages with the log’s cursor: "Older events" until there are none', async () => {
+    for (let index = 0; index < 30; index++) assert.equal((await requestToken(app, adminFields(app))).status, 200);
+    const first = await owner.get(eventsPath('?type=token.issued'));
+    const firstIds = listedIds(first.text);
+    assert.equal(firstIds.length, 25);
+    const older = /<a href="([^"]+)" rel="next">Older events<\/a>/.exec(first.text)?.[1]?.replaceAll('&amp;', '&');
+    assert.ok(older, 'an "Older events" link');
+    assert.match(older, /type=token\.issued&cursor=\d+$/);
+    const second = await owner.get(older);
+    assert.equal(second.status, 200);
+    const secondIds = listedIds(second.text);
+    assert.equal(secondIds.length, 6);
+    assert.ok(Math.max(...secondIds) < Math.min(...firstIds));
+    assert.doesNotMatch(second.text, /Older events/);
+    assert.match(second.text, /Newest events/);
+    assert.doesNotMatch(second.text, /data-live=/, 'an older page is not updated live');
+  });
+
+  it('gives the events newer than the page shows, for the live update, with the charts', async () => {
+    const page = await owner.get(eventsPath());
+    const newest = /data-newest="(\d+)"/.exec(page.text)?.[1];
+    assert.ok(newest);
+    assert.equal(Number(newest), listedIds(page.text)[0]);
+    const none = await owner.get(livePath(`?after=${newest}`));
+    assert.equal(none.status, 200, none.text);
+    assert.match(none.headers.get('content-type') ?? '', /^application\/json/);
+    assert.deepEqual({ ...JSON.parse(none.text), charts: undefined }, { count: 0, newest: Number(newest), items: '', charts: undefined });
+
+    assert.equal((await requestToken(app, adminFields(app, { client_secret: 'wrong' }))).status, 401);
+    assert.equal((await requestToken(app, adminFields(app))).status, 200);
+    const update = JSON.parse((await owner.get(livePath(`?after=${newest}`))).text);
+    assert.equal(update.count, 2);
+    assert.equal(update.newest, listedIds(update.items)[0]);
+    assert.deepEqual(listedIds(update.items), [Number(newest) + 2, Number(newest) + 1]);
+    assert.match(update.charts, /id="chart-hourly" data-per="hour" data-issued="\d+" data-refused="2"/);
+
+    const refusedOnly = JSON.parse((await owner.get(livePath(`?after=${newest}&type=token.refused`))).text);
+    assert.equal(refusedOnly.count, 1);
+  });
+
+  it('shows a warning while the ClientSecret has been sent from a browser and not rotated since', async () => {
+    const exposed = await requestToken(app, adminFields(app), { origin: 'https://shop.example' });
+    assert.equal(exposed.status, 400, exposed.text);
+    const page = await owner.get(eventsPath());
+    assert.match(page.text, /data-warning="secret-exposed"/);
+    assert.match(page.text, /<code>https:\/\/shop\.example<\/code>/);
+    assert.match(page.text, new RegExp(`<a href="/portal/apps/${app.appId}">the app's overview</a>`));
+    assert.ok(page.text.indexOf('data-warning') < page.text.indexOf('<h2>Tokens</h2>'), 'at the top');
+    assert.match(page.text, /ClientSecret sent from a browser/);
+    assert.match((await collaborator.get(eventsPath())).text, /Ask the app's owner to rotate the ClientSecret/);
+
+    await server.tessera.apps.rotateSecret(app.appId);
+    assert.doesNotMatch((await owner.get(eventsPath())).text, /data-warning="secret-exposed"/);
+  });
+});
+
+describe('what the events page refuses', () => {
+  it('is 404 for another developer, the page and the live updates alike, as for an app that does not exist', async () => {
+    for (const path of [eventsPath(), livePath(), livePath('?after=1'), '/portal/apps/0000000000000000/events', '/portal/apps/0000000000000000/events/live']) {
+      const answer = await other.get(path);
+      assert.equal(answer.status, 404, path);
+      assert.match(answer.text, /<h1>Not found<\/h1>/);
+      assert.doesNotMatch(answer.text, /data-event-id/);
+    }
+  });
+
+  it('sends a visitor who is not signed in to the sign-in page', async () => {
+    for (const path of [eventsPath(), livePath()]) {
+      const answer = await fetch(`${server.baseUrl}${path}`, { redirect: 'manual' });
+      assert.equal(answer.status, 303);
+      assert.match(answer.headers.get('location') ?? '', /^\/portal\/sign-in\?next=/);
+    }
+  });
+
+  it('answers bad query values with a 400 page that says what is wrong, never a 500', async () => {
+    const huge = 'x'.repeat(6_000);
+    const cases: [string, RegExp][] = [
+      [eventsPath('?type=token.nonsense'), /Unknown event type &quot;token.nonsense&quot;/],
+      [eventsPath(`?type=${huge}`), /Unknown event type/],
+      [eventsPath('?type=token.issued&type=token.refused'), /type must be given once/],
+      [eventsPath('?cursor=garbage'), /cursor is not one this service gave out/],
+      [eventsPath('?cursor=-1'), /cursor is not one/],
+      [eventsPath('?cursor=99999999999999999999'), /cursor is not one/],
+      [eventsPath(`?cursor=${'9'.repeat(6_000)}`), /cursor is not one/],
+      [eventsPath('?cursor=1&cursor=2'), /cursor must be given once/],
+      [livePath('?after=garbage'), /after must be the id of an event/],
+      [livePath('?after=99999999999999999999'), /after must be the id/],
+      [livePath('?after=-5'), /after must be the id/],
+      [livePath('?type=nope'), /Unknown event type/],
+    ];
+    for (const [path, message] of cases) {
+      const answer = await owner.get(path);
+      assert.equal(answer.status, 400, `${path.slice(0, 80)}: ${answer.text.slice(0, 200)}`);
+      assert.match(answer.headers.get('content-type') ?? '', /^text\/html/);
+      assert.match(answer.text, message, path.slice(0, 80));
+      assert.ok(answer.text.length < 10_000, 'a huge value is not echoed whole');
+    }
+    assert.equal((await owner.get(eventsPath())).status, 200, 'and the page still works');
+  });
+});
