@@ -20,6 +20,11 @@ import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
 import { appsPages } from './pages/apps.js';
 import { signInPages } from './pages/sign-in.js';
+import { accountPages } from './pages/account.js';
+import { invitationPages } from './pages/invitation.js';
+import { peoplePages } from './pages/people.js';
+import { setPasswordPages } from './pages/set-password.js';
+import { signUpPages } from './pages/sign-up.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,6 +47,8 @@ export interface PortalOptions {
   secureCookies: boolean;
   /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
   publicUrl: string | undefined;
+  /** PORTAL_SIGNUP: `open` serves the sign-up page; `invite` (the default) leaves accounts to the operator. */
+  signup?: 'open' | 'invite';
 }
 
 /** What every page file is given. */
@@ -58,9 +65,9 @@ const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
  * token paths pay nothing for it. docs/portal.md.
  */
 export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
-  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl } = options;
+  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup = 'invite' } = options;
   const context: PortalContext = {
-    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl },
+    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup },
     cookies: portalCookies(secureCookies),
   };
   await app.register(fastifyHelmet, {
@@ -110,6 +117,11 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(signInPages, context);
   await app.register(appsPages, context);
   await app.register(appPages, context);
+  await app.register(peoplePages, context);
+  await app.register(invitationPages, context);
+  await app.register(setPasswordPages, context);
+  await app.register(accountPages, context);
+  await app.register(signUpPages, context);
 }
 
 /** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */

@@ -168,6 +168,16 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_APP: '0' }), ConfigError);
   });
 
+  it('reads PORTAL_SIGNUP: invite by default, open when asked, anything else refused', () => {
+    assert.equal(loadConfig({}).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: ' ' }).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: 'invite' }).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: ' Open ' }).portalSignup, 'open');
+    for (const value of ['on', 'closed', 'yes', 'opened']) {
+      assert.throws(() => loadConfig({ PORTAL_SIGNUP: value }), ConfigError, value);
+    }
+  });
+
   it('parses on/off switches in their usual spellings, case-insensitively', () => {
     for (const on of ['on', 'ON', 'true', 'True', '1', 'yes', ' on ']) {
       assert.equal(loadConfig({ RATE_LIMITS: on }).rateLimits.enabled, true, on);
