@@ -68,11 +68,11 @@ ${alert(message)}
   <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
   <label for="password">New password</label>
   <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules">
-  <p class="hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
   <label for="repeat">Repeat the new password</label>
   <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  <p class="hint">Every other session of your account ends, in every browser; this one stays signed in.</p>
   <button type="submit">Change password</button>
-  <p class="hint">Every session of your account ends, in every browser; this one stays signed in.</p>
 </form>
 </section>`,
   });

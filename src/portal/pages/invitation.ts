@@ -43,7 +43,7 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
         body: html`<section class="narrow">
 <h1>Invitation to ${appName}</h1>
 <p>You are invited to collaborate on <strong>${appName}</strong>: you will see the app and its keys (never its ClientSecret), change its token settings and revoke its tokens.</p>
-<p class="meta">For ${invitation.email} · the link works until ${new Date(invitation.expiresAt).toISOString().slice(0, 10)}.</p>
+<p class="meta">For ${invitation.email} · the link works until <span class="nowrap">${new Date(invitation.expiresAt).toISOString().slice(0, 10)}</span>.</p>
 <form method="post" action="/portal/accept-invitation">
   ${csrfField(csrfToken)}
   <input type="hidden" name="token" value="${token}">

@@ -121,7 +121,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
 ${invited === undefined
   ? null
   : html`<div class="notice invitation" role="status">
-  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires ${day(invited.expiresAt)}. Only someone signed in as ${invited.email} can accept it.</p>
+  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${day(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
   <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
 </div>`}
 <table class="people">
@@ -151,7 +151,7 @@ ${alert(message)}
   ${csrfField(csrfToken)}
   <label for="invite-email">Email</label>
   <input id="invite-email" name="email" type="email" required maxlength="254" autocomplete="off" value="${email ?? ''}" aria-describedby="invite-hint">
-  <p class="hint" id="invite-hint">You get a link to pass on (there is no mail): the person signs in with this address and accepts.</p>
+  <p class="hint field-hint" id="invite-hint">You get a link to pass on (there is no mail): the person signs in with this address and accepts.</p>
   <button type="submit">Invite</button>
 </form>
 </section>`

@@ -86,7 +86,7 @@ ${alert(message)}
   <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden>
   <label for="password">New password</label>
   <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules" autofocus>
-  <p class="hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
   <label for="repeat">Repeat the password</label>
   <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
   <button type="submit">Set password and sign in</button>

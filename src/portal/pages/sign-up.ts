@@ -68,7 +68,7 @@ ${alert(message)}
   <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules" ${email === undefined ? null : html`autofocus`}>
-  <p class="hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
   <label for="repeat">Repeat the password</label>
   <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
   <button type="submit">Sign up</button>
