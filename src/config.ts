@@ -18,6 +18,11 @@ export interface Config {
   demoApp: boolean;
   /** The developer portal at `/portal/` (PORTAL=on|off). */
   portal: boolean;
+  /**
+   * Who may make a portal account (`PORTAL_SIGNUP`): `invite`, only the operator (`tessera developers
+   * create`), or `open`, anyone who reaches the portal, through its sign-up page.
+   */
+  portalSignup: PortalSignup;
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
@@ -33,6 +38,8 @@ export interface Config {
    */
   publicUrl: string | undefined;
 }
+
+export type PortalSignup = 'open' | 'invite';
 
 export class ConfigError extends Error {}
 
@@ -79,6 +86,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     },
     demoApp: onOff(env, 'DEMO_APP', true),
     portal: onOff(env, 'PORTAL', true),
+    portalSignup: oneOf(env, 'PORTAL_SIGNUP', 'invite', ['open', 'invite']) as PortalSignup,
     postgres: {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),

@@ -47,6 +47,8 @@ export interface ServerOptions {
   publicUrl?: string;
   /** The developer portal at `/portal/` (on by default). */
   portal?: boolean;
+  /** PORTAL_SIGNUP: whether anyone may make a portal account (`open`) or only the operator (`invite`, the default). */
+  portalSignup?: 'open' | 'invite';
 }
 
 export function buildServer({
@@ -58,6 +60,7 @@ export function buildServer({
   timeouts = DEFAULT_HTTP_TIMEOUTS,
   publicUrl,
   portal: withPortal = true,
+  portalSignup = 'invite',
 }: ServerOptions): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
@@ -164,6 +167,7 @@ export function buildServer({
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,
+      signup: portalSignup,
     });
     app.get('/', async (_request, reply) => reply.redirect('/portal/', 302));
     refuseOtherMethods(app, '/', ['GET']);

@@ -4,7 +4,7 @@ import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
-import { demoBanner } from './demo.js';
+import { createDemoDeveloper, demoBanner } from './demo.js';
 
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
 export async function serve(config: Config): Promise<void> {
@@ -30,6 +30,8 @@ export async function serve(config: Config): Promise<void> {
     config.demoApp && store.backend === 'sqlite' && (await store.apps.count()) === 0
       ? await tessera.apps.create('Demo app')
       : undefined;
+  // With the portal on, a developer account owns the demo app, so that a newcomer sees it there.
+  const demoLink = demo !== undefined && config.portal ? await createDemoDeveloper(tessera, demo.appId) : undefined;
 
   const server = buildServer({
     tessera,
@@ -40,6 +42,7 @@ export async function serve(config: Config): Promise<void> {
     timeouts: config.http,
     publicUrl: config.publicUrl,
     portal: config.portal,
+    portalSignup: config.portalSignup,
   });
   try {
     await server.listen({ host: config.host, port: config.port });
@@ -56,7 +59,7 @@ export async function serve(config: Config): Promise<void> {
   if (publicBaseUrl(config.publicUrl, server.server) === undefined) {
     logger.warn('PUBLIC_URL is not set and the server does not listen on a loopback address: OAuth metadata (RFC 8414) is not served');
   }
-  if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl));
+  if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl, demoLink));
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -66,6 +66,19 @@ export class DeveloperAccounts {
     return { developer: describeDeveloper(developer), link: link === null ? null : this.#issued(link.record, link.token) };
   }
 
+  /**
+   * A developer who signs up on the portal (`PORTAL_SIGNUP=open`), with a password. Every attempt,
+   * whatever its outcome, counts against its client address's sign-in limit (100 an hour), before
+   * any password is hashed: that bounds both the accounts one address can make and the addresses
+   * it can try (a taken one is `CONFLICT`; docs/portal.md, "Sign-up", says why it is told).
+   */
+  async signUp(email: string, password: string, context: RequestContext): Promise<CreatedDeveloper> {
+    const attempt = { email: undefined, clientAddress: context.clientAddress, trustedDevice: null };
+    await this.limits.check(attempt);
+    await this.limits.recordFailure(attempt);
+    return this.create(email, password, context);
+  }
+
   async list(): Promise<DeveloperDescription[]> {
     return (await this.store.accounts.list()).map(describeDeveloper);
   }

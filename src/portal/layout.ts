@@ -33,6 +33,7 @@ export function page({ title, developer, csrfToken, body }: PageInput): Html {
     ? null
     : html`<nav aria-label="Account">
     <span class="who">${developer.email}</span>
+    <a href="/portal/account">Account</a>
     <form method="post" action="/portal/sign-out" class="inline">
       <input type="hidden" name="_csrf" value="${csrfToken}">
       <button type="submit" class="link">Sign out</button>

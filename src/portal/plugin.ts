@@ -23,6 +23,11 @@ import { appSettingsPages } from './pages/app-settings.js';
 import { appsPages } from './pages/apps.js';
 import { eventsPages } from './pages/events.js';
 import { signInPages } from './pages/sign-in.js';
+import { accountPages } from './pages/account.js';
+import { invitationPages } from './pages/invitation.js';
+import { peoplePages } from './pages/people.js';
+import { setPasswordPages } from './pages/set-password.js';
+import { signUpPages } from './pages/sign-up.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -45,6 +50,8 @@ export interface PortalOptions {
   secureCookies: boolean;
   /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
   publicUrl: string | undefined;
+  /** PORTAL_SIGNUP: `open` serves the sign-up page; `invite` (the default) leaves accounts to the operator. */
+  signup?: 'open' | 'invite';
 }
 
 /** What every page file is given. */
@@ -61,9 +68,9 @@ const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
  * token paths pay nothing for it. docs/portal.md.
  */
 export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
-  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl } = options;
+  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup = 'invite' } = options;
   const context: PortalContext = {
-    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl },
+    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup },
     cookies: portalCookies(secureCookies),
   };
   await app.register(fastifyHelmet, {
@@ -116,6 +123,11 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(appRotatePages, context);
   await app.register(appSettingsPages, context);
   await app.register(eventsPages, context);
+  await app.register(peoplePages, context);
+  await app.register(invitationPages, context);
+  await app.register(setPasswordPages, context);
+  await app.register(accountPages, context);
+  await app.register(signUpPages, context);
 }
 
 /** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */

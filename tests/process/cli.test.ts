@@ -8,6 +8,7 @@ import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
 import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
 import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
+import { PortalBrowser } from '../helpers/portal-http-people.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
 
 const BIN = join(REPO_ROOT, 'bin', 'tessera');
@@ -962,6 +963,22 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       `stdout of the pasted commands:\n${bash.stdout}\nstderr:\n${bash.stderr}`,
     );
 
+    // The portal: a one-time link sets the password of developer@localhost, who owns the demo app.
+    const link = /^  (http:\/\/\S+\/portal\/set-password\?token=\S+)$/m.exec(banner)?.[1];
+    assert.ok(link, `no set-password link in the banner:\n${banner}`);
+    assert.ok(link.startsWith(first.baseUrl), link);
+    assert.ok(!first.stdout().includes(new URL(link).searchParams.get('token')!), 'the link went to the log (stdout)');
+    const portal = new PortalBrowser(first.baseUrl);
+    const form = await portal.get(link.slice(first.baseUrl.length));
+    assert.equal(form.status, 200, form.text);
+    assert.match(form.text, /developer@localhost/);
+    const password = 'the newcomer picks a password';
+    const set = await portal.post('/portal/set-password', { token: new URL(link).searchParams.get('token')!, password, repeat: password });
+    assert.equal(set.status, 303, set.text);
+    const yourApps = await portal.get('/portal/');
+    assert.equal(yourApps.status, 200);
+    assert.ok(yourApps.text.includes(keys.appId) && yourApps.text.includes('Demo app'), yourApps.text);
+
     const stopped = await terminate(first, 5_000);
     assert.equal(stopped.code, 0, first.stderr());
 
@@ -988,6 +1005,8 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
         assert.ok(!/demo app/i.test(server.stderr()), server.stderr());
         const list = parseJson((await cli(empty, ['apps', 'list', '--json'])).stdout, 'apps list --json output');
         assert.deepEqual(list, []);
+        const developers = parseJson((await cli(empty, ['developers', 'list', '--json'])).stdout, 'developers list --json output');
+        assert.deepEqual(developers, [], 'no first-run developer either');
       } finally {
         assert.equal((await terminate(server, 5_000)).code, 0);
       }

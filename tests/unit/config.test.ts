@@ -15,6 +15,8 @@ describe('loadConfig', () => {
       logRequests: false,
       rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true, redisUrl: undefined, redisKeyPrefix: 'tessera' },
       demoApp: true,
+      portal: true,
+      portalSignup: 'invite',
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
       housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000, maxRefusalsPerApp: 10_000 },
       forwardAuthAdminPaths: [],
@@ -59,6 +61,8 @@ describe('loadConfig', () => {
       RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS: '3',
       RATE_LIMIT_ADMIN_FAILURES_PER_APP: '300',
       DEMO_APP: 'off',
+      PORTAL: 'off',
+      PORTAL_SIGNUP: 'open',
       PG_POOL_SIZE: '4',
       PG_CONNECT_TIMEOUT_MS: '750',
       PG_QUERY_TIMEOUT_MS: '1500',
@@ -91,6 +95,8 @@ describe('loadConfig', () => {
         redisKeyPrefix: 'staging',
       },
       demoApp: false,
+      portal: false,
+      portalSignup: 'open',
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500 },
       housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000, maxRefusalsPerApp: 200 },
       forwardAuthAdminPaths: [
@@ -166,6 +172,16 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ RATE_LIMIT_TOKEN_PER_ADDRESS: '0' }), ConfigError);
     assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_ADDRESS: '0' }), ConfigError);
     assert.throws(() => loadConfig({ RATE_LIMIT_ADMIN_FAILURES_PER_APP: '0' }), ConfigError);
+  });
+
+  it('reads PORTAL_SIGNUP: invite by default, open when asked, anything else refused', () => {
+    assert.equal(loadConfig({}).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: ' ' }).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: 'invite' }).portalSignup, 'invite');
+    assert.equal(loadConfig({ PORTAL_SIGNUP: ' Open ' }).portalSignup, 'open');
+    for (const value of ['on', 'closed', 'yes', 'opened']) {
+      assert.throws(() => loadConfig({ PORTAL_SIGNUP: value }), ConfigError, value);
+    }
   });
 
   it('parses on/off switches in their usual spellings, case-insensitively', () => {

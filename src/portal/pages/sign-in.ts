@@ -7,10 +7,10 @@ import { formField, type PortalContext } from '../plugin.js';
 import { nextPage, seeOther, sendPage } from '../respond.js';
 
 /** Signing in and out. */
-export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies }) => {
+export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {
   app.get<{ Querystring: { next?: string } }>('/sign-in', async (request, reply) => {
     if (request.portalSession !== null) return seeOther(reply, nextPage(request.query.next));
-    return sendPage(reply, signInForm(reply, { next: request.query.next }));
+    return sendPage(reply, signInForm(reply, { next: request.query.next, signup }));
   });
 
   app.post('/sign-in', { preValidation: app.csrfProtection }, async (request, reply) => {
@@ -23,7 +23,7 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     } catch (error) {
       if (!isTesseraError(error) || (error.code !== 'INVALID_CREDENTIALS' && error.code !== 'TOO_MANY_REQUESTS')) throw error;
       if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
-      return sendPage(reply, signInForm(reply, { next, email, message: error.message }), error.status);
+      return sendPage(reply, signInForm(reply, { next, email, message: error.message, signup }), error.status);
     }
   });
 
@@ -40,7 +40,10 @@ function developerOf(request: FastifyRequest) {
   return session === null ? null : ({ kind: 'developer', developerId: session.developer.id } as const);
 }
 
-function signInForm(reply: FastifyReply, { next, email, message }: { next?: string | undefined; email?: string; message?: string }) {
+function signInForm(
+  reply: FastifyReply,
+  { next, email, message, signup }: { next?: string | undefined; email?: string; message?: string; signup?: 'open' | 'invite' | undefined },
+) {
   return page({
     title: 'Sign in',
     csrfToken: reply.generateCsrf(),
@@ -57,7 +60,10 @@ ${alert(message)}
   <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128" ${email === undefined ? null : html`autofocus`}>
   <button type="submit">Sign in</button>
 </form>
-<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>
+${signup === 'open' ? html`<p>No account yet? <a href="/portal/sign-up${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}">Sign up</a>.</p>` : null}
+${signup === 'open'
+  ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
+  : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`}
 </section>`,
   });
 }

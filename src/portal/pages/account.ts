@@ -1,0 +1,79 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { isTesseraError } from '../../errors.js';
+import { html } from '../html.js';
+import { alert, csrfField, page } from '../layout.js';
+import { formField, type PortalContext } from '../plugin.js';
+import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { PASSWORD_INPUT_MAX_LENGTH, PASSWORD_RULES_HINT } from './set-password.js';
+
+type AccountQuery = { Querystring: { changed?: string } };
+
+/**
+ * The developer's own account: its email, and a new password (the current one asked first, counted
+ * as a sign-in). A change ends every session of the developer, in every browser; this browser gets
+ * a fresh one.
+ */
+export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { developers, sessions, cookies }) => {
+  app.addHook('preHandler', requireSession);
+
+  app.get<AccountQuery>('/account', async (request, reply) => sendPage(reply, accountPage(request, reply, { changed: request.query.changed === 'password' })));
+
+  app.post('/account/password', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const current = formField(request, 'current') ?? '';
+    const password = formField(request, 'password') ?? '';
+    if (password !== (formField(request, 'repeat') ?? '')) {
+      return sendPage(reply, accountPage(request, reply, { message: 'The two new passwords are not the same. Type the new password twice.' }), 400);
+    }
+    const context = { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } } as const;
+    try {
+      const changed = await developers.changePassword(developer.id, current, password, context);
+      const started = await sessions.start(changed, context);
+      reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+    } catch (error) {
+      if (!isTesseraError(error)) throw error;
+      if (error.code === 'INVALID_CREDENTIALS') return sendPage(reply, accountPage(request, reply, { message: 'The current password is wrong.' }), 400);
+      if (error.code === 'TOO_MANY_REQUESTS') {
+        if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
+        return sendPage(reply, accountPage(request, reply, { message: error.message }), 429);
+      }
+      if (error.status === 400) return sendPage(reply, accountPage(request, reply, { message: error.message }), 400);
+      throw error;
+    }
+    return seeOther(reply, '/portal/account?changed=password');
+  });
+};
+
+function accountPage(request: FastifyRequest, reply: FastifyReply, { message, changed = false }: { message?: string; changed?: boolean }) {
+  const { developer } = sessionOf(request);
+  const csrfToken = reply.generateCsrf();
+  return page({
+    title: 'Your account',
+    developer,
+    csrfToken,
+    body: html`<h1>Your account</h1>
+${changed ? html`<p class="notice" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
+<dl class="settings">
+  <div><dt>Email</dt><dd>${developer.email}</dd></div>
+  <div><dt>Account since</dt><dd>${new Date(developer.createdAt).toISOString().slice(0, 10)}</dd></div>
+</dl>
+<p class="hint">To use another email address, ask the operator of this service.</p>
+<section class="narrow">
+<h2>Change your password</h2>
+${alert(message)}
+<form method="post" action="/portal/account/password" class="stack">
+  ${csrfField(csrfToken)}
+  <input type="email" name="username" value="${developer.email}" autocomplete="username" readonly hidden>
+  <label for="current">Current password</label>
+  <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  <label for="password">New password</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules">
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <label for="repeat">Repeat the new password</label>
+  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  <p class="hint">Every other session of your account ends, in every browser; this one stays signed in.</p>
+  <button type="submit">Change password</button>
+</form>
+</section>`,
+  });
+}

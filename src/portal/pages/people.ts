@@ -1,0 +1,170 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppDescription } from '../../apps/app.js';
+import type { DeveloperRecord } from '../../developers/developer.js';
+import { normaliseEmail } from '../../developers/email.js';
+import type { IssuedLink } from '../../developers/one-time-link.js';
+import type { AppRole } from '../../developers/roles.js';
+import type { AppMembership } from '../../developers/store.js';
+import { appNotFound } from '../../error-catalogue.js';
+import { isTesseraError } from '../../errors.js';
+import type { RequestContext } from '../../request-context.js';
+import { html } from '../html.js';
+import { alert, csrfField, page } from '../layout.js';
+import { formField, type PortalContext } from '../plugin.js';
+import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { appHeader } from './app-nav.js';
+
+type AppParams = { Params: { appId: string } };
+type MemberParams = { Params: { appId: string; developerId: string } };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * An app's people: the owner and the collaborators. The owner invites (a one-time link shown once,
+ * to pass on by hand) and removes collaborators; a collaborator may leave. Every action asks the
+ * domain first (`members.authorize`), on the POST as on the GET.
+ */
+export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, publicUrl }) => {
+  app.addHook('preHandler', requireSession);
+
+  app.get<AppParams>('/apps/:appId/people', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const role = await members.authorize(request.params.appId, developer.id, 'view_app');
+    return sendPage(reply, await peoplePage(request, reply, { role, described: await apps.show(request.params.appId) }));
+  });
+
+  app.post<AppParams>('/apps/:appId/people/invitations', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId } = request.params;
+    const role = await members.authorize(appId, developer.id, 'manage_collaborators');
+    const described = await apps.show(appId);
+    const email = formField(request, 'email') ?? '';
+    let invitation: IssuedLink;
+    try {
+      invitation = await members.invite(appId, email, contextOf(request, developer));
+    } catch (error) {
+      if (!isTesseraError(error) || error.status !== 400) throw error;
+      return sendPage(reply, await peoplePage(request, reply, { role, described, email, message: error.message }), 400);
+    }
+    const link = invitation.url ?? `${publicUrl ?? `${request.protocol}://${request.host}`}${invitation.path}`;
+    return sendPage(reply, await peoplePage(request, reply, { role, described, invited: { email: normaliseEmail(email) ?? email, link, expiresAt: invitation.expiresAt } }));
+  });
+
+  // Without JavaScript there is no confirm(): removing and leaving each get a page that asks first.
+  app.get<MemberParams>('/apps/:appId/people/:developerId/remove', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId, developerId } = request.params;
+    await members.authorize(appId, developer.id, developerId === developer.id ? 'view_app' : 'manage_collaborators');
+    const member = await collaborator(appId, developerId);
+    const described = await apps.show(appId);
+    const leaving = developerId === developer.id;
+    const csrfToken = reply.generateCsrf();
+    return sendPage(
+      reply,
+      page({
+        title: leaving ? `Leave ${described.name}` : `Remove ${member.email}`,
+        developer,
+        csrfToken,
+        body: html`${appHeader(appId, described.name, 'People')}
+<section class="narrow confirm">
+<h2>${leaving ? 'Leave this app?' : `Remove ${member.email}?`}</h2>
+<p>${leaving
+  ? 'You will no longer see this app or its keys. Only a new invitation from its owner brings you back.'
+  : html`<strong>${member.email}</strong> will no longer see this app or its keys. Keys they copied keep working: rotate the ClientSecret if they had it.`}</p>
+<form method="post" action="/portal/apps/${appId}/people/${developerId}/remove" class="actions">
+  ${csrfField(csrfToken)}
+  <button type="submit" class="danger">${leaving ? 'Leave the app' : 'Remove the collaborator'}</button>
+  <a href="/portal/apps/${appId}/people">Cancel</a>
+</form>
+</section>`,
+      }),
+    );
+  });
+
+  app.post<MemberParams>('/apps/:appId/people/:developerId/remove', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId, developerId } = request.params;
+    const leaving = developerId === developer.id;
+    await members.authorize(appId, developer.id, leaving ? 'view_app' : 'manage_collaborators');
+    await collaborator(appId, developerId);
+    await members.removeCollaborator(appId, developerId, contextOf(request, developer));
+    return seeOther(reply, leaving ? '/portal/' : `/portal/apps/${appId}/people`);
+  });
+
+  /** The collaborator `developerId` of the app; 404 for anyone else (the owner is not removed this way). */
+  async function collaborator(appId: string, developerId: string): Promise<AppMembership> {
+    const member = UUID.test(developerId) ? (await members.membersOf(appId)).find((one) => one.developerId === developerId) : undefined;
+    if (member === undefined || member.role !== 'collaborator') throw appNotFound();
+    return member;
+  }
+
+  interface PeopleInput {
+    role: AppRole;
+    described: AppDescription;
+    /** What was typed in the invite form, kept after a mistake. */
+    email?: string;
+    message?: string;
+    /** An invitation just made: its link, shown this once. */
+    invited?: { email: string; link: string; expiresAt: string };
+  }
+
+  async function peoplePage(request: FastifyRequest, reply: FastifyReply, { role, described, email, message, invited }: PeopleInput) {
+    const { developer } = sessionOf(request);
+    const people = await members.membersOf(described.appId);
+    const csrfToken = reply.generateCsrf();
+    const owner = role === 'owner';
+    return page({
+      title: `People · ${described.name}`,
+      developer,
+      csrfToken,
+      body: html`${appHeader(described.appId, described.name, 'People')}
+${invited === undefined
+  ? null
+  : html`<div class="notice invitation" role="status">
+  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${day(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
+  <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
+</div>`}
+<table class="people">
+  <caption>Who can see this app and its keys</caption>
+  <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : null}</tr></thead>
+  <tbody>
+  ${people.map(
+    (person) => html`<tr>
+    <td data-label="Email">${person.email}${person.developerId === developer.id ? html` <span class="meta">(you)</span>` : null}</td>
+    <td data-label="Role">${person.role}</td>
+    <td data-label="Since">${day(new Date(person.addedAt).toISOString())}</td>
+    ${owner
+      ? html`<td>${person.role === 'collaborator'
+          ? html`<a href="/portal/apps/${described.appId}/people/${person.developerId}/remove" aria-label="Remove ${person.email}">Remove</a>`
+          : null}</td>`
+      : null}
+  </tr>`,
+  )}
+  </tbody>
+</table>
+${owner
+  ? html`<section class="narrow">
+<h2>Invite a collaborator</h2>
+<p class="hint">A collaborator sees the app and its keys (never the ClientSecret), changes its token settings and revokes tokens; only you rotate the ClientSecret, delete the app and manage its people.</p>
+${alert(message)}
+<form method="post" action="/portal/apps/${described.appId}/people/invitations" class="stack">
+  ${csrfField(csrfToken)}
+  <label for="invite-email">Email</label>
+  <input id="invite-email" name="email" type="email" required maxlength="254" autocomplete="off" value="${email ?? ''}" aria-describedby="invite-hint">
+  <p class="hint field-hint" id="invite-hint">You get a link to pass on (there is no mail): the person signs in with this address and accepts.</p>
+  <button type="submit">Invite</button>
+</form>
+</section>`
+  : html`<p class="hint">Only the app's owner invites and removes people.</p>
+<p><a href="/portal/apps/${described.appId}/people/${developer.id}/remove">Leave this app</a></p>`}`,
+    });
+  }
+};
+
+function contextOf(request: FastifyRequest, developer: DeveloperRecord): RequestContext {
+  return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
+}
+
+function day(iso: string): string {
+  return iso.slice(0, 10);
+}

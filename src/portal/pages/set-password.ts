@@ -1,0 +1,108 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { DeveloperRecord } from '../../developers/developer.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../developers/password-rules.js';
+import { isTesseraError } from '../../errors.js';
+import { anonymousRequest } from '../../request-context.js';
+import { html, type Html } from '../html.js';
+import { alert, csrfField, page } from '../layout.js';
+import { formField, type PortalContext } from '../plugin.js';
+import { seeOther, sendPage } from '../respond.js';
+
+type TokenQuery = { Querystring: { token?: string } };
+
+/** A link token is two base64url parts of 22 and 43 characters: anything much longer is not one. */
+const MAX_TOKEN_LENGTH = 200;
+
+/**
+ * `maxlength` counts UTF-16 units, the rules code points after NFKC: an emoji is two units, so the
+ * field allows what the rules might accept and the server says the rest. No `minlength`, for the same reason.
+ */
+export const PASSWORD_INPUT_MAX_LENGTH = MAX_PASSWORD_LENGTH * 4;
+
+/** What the new-password fields say of the rules (`password-rules.ts`). */
+export const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; any characters, spaces too. A few words you remember make a good one.`;
+
+/**
+ * The page of both password links (`developers create` without a password, `developers reset-link`):
+ * a new password, then a session for this browser (every earlier session of the developer ended
+ * with the change). Needs no session: the link is the proof, and no sign-in limit stands in its way.
+ */
+export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, { developers, sessions, cookies }) => {
+  app.get<TokenQuery>('/set-password', async (request, reply) => {
+    const token = tokenOf(request.query.token);
+    let developer: DeveloperRecord;
+    try {
+      developer = await developers.passwordLinkOwner(token);
+    } catch (error) {
+      if (!isTesseraError(error) || error.code !== 'INVALID_LINK') throw error;
+      return sendPage(reply, notUsable(reply), 404);
+    }
+    return sendPage(reply, setPasswordForm(reply, token, developer.email));
+  });
+
+  app.post('/set-password', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const token = tokenOf(formField(request, 'token'));
+    const password = formField(request, 'password') ?? '';
+    let developer: DeveloperRecord;
+    try {
+      developer = await developers.passwordLinkOwner(token);
+    } catch (error) {
+      if (!isTesseraError(error) || error.code !== 'INVALID_LINK') throw error;
+      return sendPage(reply, notUsable(reply), 404);
+    }
+    if (password !== (formField(request, 'repeat') ?? '')) {
+      return sendPage(reply, setPasswordForm(reply, token, developer.email, 'The two passwords are not the same. Type the new password twice.'), 400);
+    }
+    try {
+      developer = await developers.setPasswordWithLink(token, password, anonymousRequest(request.ip));
+    } catch (error) {
+      if (!isTesseraError(error)) throw error;
+      if (error.code === 'INVALID_LINK') return sendPage(reply, notUsable(reply), 404);
+      if (error.status === 400) return sendPage(reply, setPasswordForm(reply, token, developer.email, error.message), 400);
+      throw error;
+    }
+    const started = await sessions.start(developer, { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } });
+    reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+    return seeOther(reply, '/portal/');
+  });
+};
+
+function tokenOf(token: string | undefined): string {
+  return token === undefined || token.length > MAX_TOKEN_LENGTH ? '' : token;
+}
+
+function setPasswordForm(reply: FastifyReply, token: string, email: string, message?: string): Html {
+  const csrfToken = reply.generateCsrf();
+  return page({
+    title: 'Set your password',
+    csrfToken,
+    body: html`<section class="narrow">
+<h1>Set your password</h1>
+<p class="lead">For the developer account <strong>${email}</strong>. This link works once.</p>
+${alert(message)}
+<form method="post" action="/portal/set-password" class="stack">
+  ${csrfField(csrfToken)}
+  <input type="hidden" name="token" value="${token}">
+  <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden>
+  <label for="password">New password</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules" autofocus>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <label for="repeat">Repeat the password</label>
+  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  <button type="submit">Set password and sign in</button>
+</form>
+</section>`,
+  });
+}
+
+function notUsable(reply: FastifyReply): Html {
+  return page({
+    title: 'Link not valid',
+    csrfToken: reply.generateCsrf(),
+    body: html`<section class="narrow">
+<h1>This link does not work</h1>
+<p>It was used already, replaced by a newer link, or has expired (a new account's link works for 7 days, a reset link for 1 day), or it was not copied whole.</p>
+<p>Ask the operator of this service for a new one (<code>tessera developers reset-link EMAIL</code>), or <a href="/portal/sign-in">sign in</a> if you know your password.</p>
+</section>`,
+  });
+}
