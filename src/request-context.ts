@@ -40,3 +40,9 @@ export function actorOf(context: RequestContext): Actor | null {
   const { by } = context;
   return by === null || by === 'operator' ? by : by.kind;
 }
+
+/** Which developer acted, for an audit event's details: the event's principal says only "developer". */
+export function developerDetails(context: RequestContext): { byDeveloperId?: string } {
+  const { by } = context;
+  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
+}

@@ -4,7 +4,7 @@ import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import { OPERATOR, type RequestContext } from '../request-context.js';
+import { developerDetails, OPERATOR, type RequestContext } from '../request-context.js';
 import { hasControlCharacters } from '../text.js';
 import { appTokensRevoked } from '../tokens/revocation.js';
 import {
@@ -121,8 +121,8 @@ export class AppService {
       clientSecretDigest(clientSecret),
       { revokeAdminTokens, previousSecretValidUntil },
       ({ adminTokensRevoked }) => [
-        ...(revokeAdminTokens ? [withDeveloper(appTokensRevoked(stamp, 'admin', adminTokensRevoked), context)] : []),
-        { ...stamp, type: 'app.secret_rotated', details: { ...byDeveloper(context), adminTokensRevoked, previousSecretValidUntil } },
+        ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
+        { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
       ],
     );
     if (rotation === undefined) throw appNotFound();
@@ -141,7 +141,7 @@ export class AppService {
   /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
   async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
     const stamp = await this.events.stamp(appId, context);
-    const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: changes };
+    const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: { ...changes, ...developerDetails(context) } };
     const updated = await this.store.updateConfiguration(appId, changes, () => [changed]);
     if (updated === undefined) throw appNotFound();
     this.onChange(appId);
@@ -152,16 +152,6 @@ export class AppService {
     if (!(await this.store.delete(appId))) throw appNotFound();
     this.onChange(appId);
   }
-}
-
-/** Which developer did it, when one did in the portal: the event's principal says only "developer". */
-function byDeveloper(context: RequestContext): { byDeveloperId?: string } {
-  const { by } = context;
-  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
-}
-
-function withDeveloper(event: NewAuditEvent, context: RequestContext): NewAuditEvent {
-  return { ...event, details: { ...event.details, ...byDeveloper(context) } };
 }
 
 function isoOrNull(instant: number | null): string | null {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
-import type { RequestContext } from '../request-context.js';
+import { developerDetails, type RequestContext } from '../request-context.js';
 import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from './developer.js';
 import { checkedEmail, normaliseEmail } from './email.js';
 import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from './one-time-link.js';
@@ -81,7 +81,7 @@ export class AppMembers {
     const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
     const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({
-      app: [{ ...stamp, type: 'app.owner_changed', details: { ...actorDetails(context), ownerId: developer.id, previousOwnerId } }],
+      app: [{ ...stamp, type: 'app.owner_changed', details: { ...developerDetails(context), ownerId: developer.id, previousOwnerId } }],
     }));
     if (changed === undefined) {
       if ((await this.apps.findById(appId)) === undefined) throw appNotFound();
@@ -119,7 +119,7 @@ export class AppMembers {
       expiresAt: stamp.at + LINK_LIFETIME_MS.invitation,
     };
     const inserted = await this.store.links.insert(link, () => ({
-      app: [{ ...stamp, type: 'app.collaborator_invited', details: { ...actorDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt } }],
+      app: [{ ...stamp, type: 'app.collaborator_invited', details: { ...developerDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt } }],
     }));
     if (inserted === undefined) throw appNotFound();
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
@@ -148,7 +148,7 @@ export class AppMembers {
     const stamp = await this.events.stamp(link.appId!, context);
     const accepted = await this.store.members.acceptInvitation(link.id, developer.id, stamp.at, ({ role, added }) => ({
       app: added
-        ? [{ ...stamp, type: 'app.collaborator_added', details: { ...actorDetails(context), developerId: developer.id, invitationId: link.id, role } }]
+        ? [{ ...stamp, type: 'app.collaborator_added', details: { ...developerDetails(context), developerId: developer.id, invitationId: link.id, role } }]
         : [],
     }));
     if (accepted === undefined) throw invalidLink();
@@ -166,7 +166,7 @@ export class AppMembers {
     if (role === 'owner') throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
     const stamp = await this.events.stamp(appId, context);
     const removed = await this.store.members.remove(appId, developerId, (was) => ({
-      app: [{ ...stamp, type: 'app.collaborator_removed', details: { ...actorDetails(context), developerId, role: was } }],
+      app: [{ ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: was } }],
     }));
     if (removed === undefined) throw appNotFound();
   }
@@ -195,10 +195,4 @@ function actingDeveloper(context: RequestContext): string {
   const by = context.by;
   if (by === null || by === 'operator' || by.kind !== 'developer') throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
   return by.developerId;
-}
-
-/** Which developer did it, when one did: the event's principal says only "developer". */
-function actorDetails(context: RequestContext): { byDeveloperId?: string } {
-  const by = context.by;
-  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
 }

@@ -2,7 +2,7 @@ import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import type { EventStamp, NewAuditEvent } from '../events/event.js';
-import { actorOf, type RequestContext } from '../request-context.js';
+import { actorOf, developerDetails, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
@@ -29,8 +29,8 @@ export function revocationKind(value: unknown): RevocationKind | undefined {
 }
 
 /** The `token.revoked` event of a revoke-all that removed `count` stored tokens. */
-export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count: number): NewAuditEvent {
-  return { ...stamp, type: 'token.revoked', details: { kind, scope: 'app', count } };
+export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count: number, context: RequestContext): NewAuditEvent {
+  return { ...stamp, type: 'token.revoked', details: { kind, scope: 'app', count, ...developerDetails(context) } };
 }
 
 /** What a revoke-all did. */
@@ -106,7 +106,7 @@ export class TokenRevoker {
   async revokeAll(appId: string, kind: RevocationKind, context: RequestContext): Promise<AppRevocation> {
     const stamp = await this.events.stamp(appId, context);
     const at = this.#clock.now();
-    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed)]);
+    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed, context)]);
     this.checker.forgetAll();
     if (kind !== 'admin') this.checker.anonymous.revoked.forgetApp(appId);
     this.#onChange(appId);

@@ -348,7 +348,8 @@ describe('authentication on every other request', () => {
 
   describe('outside /api/apps/{appId}', () => {
     it('an unknown path: 404 NOT_FOUND in the contract shape', async () => {
-      for (const path of ['/nope', '/', '/api', '/api/apps', '/api/oauth2', '/api/v1/apps/x/whoami']) {
+      // `/` is the way to the portal (tests/http/portal-*.test.ts).
+      for (const path of ['/nope', '/api', '/api/apps', '/api/oauth2', '/api/v1/apps/x/whoami']) {
         assertError(await requestAs(`${server.baseUrl}${path}`), 404, 'NOT_FOUND');
         assertError(await requestAs(`${server.baseUrl}${path}`, bearer(adminToken)), 404, 'NOT_FOUND');
       }

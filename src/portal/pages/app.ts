@@ -1,31 +1,35 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
+import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
-import { html } from '../html.js';
+import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
 import { lifetime, utcTime, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
+import { secretExposureWarning } from './secret-exposure-warning.js';
 
 /** An app's page: its keys (never the ClientSecret again) and a summary of its settings. */
-export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, clock }) => {
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock }) => {
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId', async (request, reply) => {
     const { developer } = sessionOf(request);
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
-    const described = await apps.show(request.params.appId);
-    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body: appBody(described, role, clock.now()) }));
+    const [described, exposure] = await Promise.all([apps.show(request.params.appId), lastSecretExposure(events, request.params.appId)]);
+    const body = appBody(described, role, clock.now(), secretExposureWarning(described.appId, exposure, role));
+    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body }));
   });
 };
 
-function appBody(app: AppDescription, role: AppRole, now: number) {
+function appBody(app: AppDescription, role: AppRole, now: number, warning: Html | null) {
   const { configuration } = app;
   const base = `/portal/apps/${app.appId}`;
   return html`${appHeader(app.appId, app.name, 'Overview')}
+${warning}
 <p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
 <h2>Keys</h2>
 <dl class="keys">
