@@ -59,7 +59,6 @@ describe('a developer in the portal', () => {
     const shown = await keysOn(page);
     assert.deepEqual(shown, { appId: keys.appId, appKey: keys.appKey, clientId: keys.clientId }, 'the ClientSecret is shown once only');
     assert.ok(!(await page.content()).includes(keys.clientSecret!));
-    await screenshot(page, 'app');
 
     await page.goto(`${server.baseUrl}/portal/`);
     assert.equal(await page.getByRole('link', { name: 'Shop' }).count(), 1);
