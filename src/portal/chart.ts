@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { COUNT_PERIODS, eventCountQuery, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import { html, type Html } from './html.js';
+import { utcDay, utcText } from './time.js';
 
 // The events page's chart of tokens issued and refused: counts in, inline SVG out. No HTTP, no
 // store: the page asks the event log for the counts and hands them here. The SVG is styled with
@@ -99,8 +100,7 @@ export function bucketLabel(per: ChartPeriod, start: number): string {
 
 /** `2026-11-23 17:00 UTC` for an hour, `2026-11-23` for a day: as the table and the tooltips say it. */
 export function bucketName(per: ChartPeriod, start: number): string {
-  const iso = new Date(start).toISOString();
-  return per === 'hour' ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : iso.slice(0, 10);
+  return per === 'hour' ? utcText(start) : utcDay(start);
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CurrentSession } from '../developers/sessions.js';
+import type { RequestContext } from '../request-context.js';
 import type { Html } from './html.js';
 
 export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
@@ -27,6 +28,14 @@ export function sessionOf(request: FastifyRequest): CurrentSession {
   const session = request.portalSession;
   if (session === null) throw new Error('a page behind requireSession ran without a session');
   return session;
+}
+
+/**
+ * What the portal's domain calls carry, so that the events name the developer who acted: the one
+ * signed in, or the one whose session is about to start (setting a password, signing up).
+ */
+export function asDeveloper(request: FastifyRequest, developer: { id: string } = sessionOf(request).developer): RequestContext {
+  return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
 }
 
 /** Where to go after signing in: a portal page, never another site. */

@@ -6,7 +6,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
 import { adminFields, anonymousFields, appOn, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
+import { addCollaborator, createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 // What a developer does to an app in the portal, in Chromium: its settings (an allowed origin that
@@ -30,9 +30,7 @@ after(async () => {
 /** A new app of owner@example.com, and collaborator@example.com invited to it and accepted. */
 async function newApp(name: string): Promise<CreatedApp & AppEndpoint> {
   const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  const link = await server.tessera.members.invite(created.appId, 'collaborator@example.com', OPERATOR);
-  const token = new URLSearchParams(link.path.split('?')[1]).get('token')!;
-  await server.tessera.members.acceptInvitation(token, await server.tessera.developers.find('collaborator@example.com'), OPERATOR);
+  await addCollaborator(server, created.appId, 'collaborator@example.com');
   return appOn(server, created);
 }
 

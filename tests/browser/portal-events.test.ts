@@ -12,7 +12,6 @@ import { startServer, type TestServer } from '../helpers/server.js';
 // when the ClientSecret has been sent from a web page.
 
 const HOUR = 3_600_000;
-const DAY = 86_400_000;
 
 let browser: TestBrowser;
 let server: TestServer;

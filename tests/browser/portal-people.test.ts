@@ -3,8 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { createDeveloper, follow, PASSWORD, screenshot, signIn } from '../helpers/portal.js';
-import { startSignUpServer } from '../helpers/portal-http-people.js';
+import { addCollaborator, createDeveloper, follow, PASSWORD, screenshot, signIn } from '../helpers/portal.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 // People and accounts in Chromium: an owner invites a collaborator who signs in and accepts; a
@@ -33,10 +32,6 @@ async function screenshots(page: Page, name: string): Promise<void> {
   if (size !== null) await page.setViewportSize(size);
 }
 
-function tokenOf(linkPath: string): string {
-  return new URL(linkPath, 'http://x').searchParams.get('token')!;
-}
-
 function path(page: Page): string {
   return new URL(page.url()).pathname;
 }
@@ -47,8 +42,7 @@ describe('people in the portal', () => {
     const invitee = await createDeveloper(server, 'ben@example.com');
     const app = await server.tessera.ownedApps.create('Weather', owner.email, OPERATOR);
     const kim = await createDeveloper(server, 'kim@example.com');
-    const kimsInvitation = await server.tessera.members.invite(app.appId, kim.email, OPERATOR);
-    await server.tessera.members.acceptInvitation(tokenOf(kimsInvitation.path), await server.tessera.developers.find(kim.email), OPERATOR);
+    await addCollaborator(server, app.appId, kim.email);
 
     const ownerPage = await browser.newPage();
     await signIn(ownerPage, server, owner.email);
@@ -100,8 +94,7 @@ describe('people in the portal', () => {
     const owner = await createDeveloper(server, 'rosa@example.com');
     const collaborator = await createDeveloper(server, 'sam@example.com');
     const app = await server.tessera.ownedApps.create('Maps', owner.email, OPERATOR);
-    const invitation = await server.tessera.members.invite(app.appId, collaborator.email, OPERATOR);
-    await server.tessera.members.acceptInvitation(tokenOf(invitation.path), await server.tessera.developers.find(collaborator.email), OPERATOR);
+    await addCollaborator(server, app.appId, collaborator.email);
 
     const page = await browser.newPage();
     await signIn(page, server, owner.email);
@@ -183,7 +176,7 @@ describe('sign-up in the portal', () => {
   });
 
   it('with PORTAL_SIGNUP=open: linked from the sign-in page, makes an account and signs it in', async () => {
-    const open = await startSignUpServer();
+    const open = await startServer({ portalSignup: 'open' });
     try {
       const page = await browser.newPage();
       await page.goto(`${open.baseUrl}/portal/sign-in`);

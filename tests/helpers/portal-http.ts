@@ -22,6 +22,8 @@ export interface PortalPage extends PortalResponse {
 export interface PortalClient {
   /** A request to a path of the server (`/portal/…`) with this client's cookies; redirects are not followed. */
   send(path: string, init?: RequestInit): Promise<PortalResponse>;
+  /** GET a path, whatever the answer. */
+  get(path: string): Promise<PortalResponse>;
   /** GET a page, which must be 200 and have a form token. */
   page(path: string): Promise<PortalPage>;
   /** POST a form, `fields` as typed; add `_csrf` yourself (or leave it out, to see it refused). */
@@ -37,8 +39,11 @@ export function csrfFieldOf(text: string): string {
   return match[1]!;
 }
 
+/** Where the portal is: a `TestServer`, or a server process of the tests' own. */
+type PortalServer = Pick<TestServer, 'baseUrl'>;
+
 /** A client with its own cookie jar, signed in to the portal through the sign-in form. */
-export async function signInOverHttp(server: TestServer, email: string, password = PASSWORD): Promise<PortalClient> {
+export async function signInOverHttp(server: PortalServer, email: string, password = PASSWORD): Promise<PortalClient> {
   const client = portalClient(server);
   const signInPage = await client.page('/portal/sign-in');
   const signedIn = await client.post('/portal/sign-in', { _csrf: signInPage.csrf, email, password });
@@ -47,7 +52,7 @@ export async function signInOverHttp(server: TestServer, email: string, password
 }
 
 /** A client with an empty cookie jar (not signed in). */
-export function portalClient(server: TestServer): PortalClient {
+export function portalClient(server: PortalServer): PortalClient {
   const cookies = new Map<string, string>();
   const send = async (path: string, init: RequestInit = {}): Promise<PortalResponse> => {
     const headers = new Headers(init.headers);
@@ -67,6 +72,7 @@ export function portalClient(server: TestServer): PortalClient {
   return {
     cookies,
     send,
+    get: (path) => send(path),
     async page(path) {
       const response = await send(path);
       assert.equal(response.status, 200, `GET ${path}: ${response.status} ${response.text.slice(0, 300)}`);

@@ -14,6 +14,20 @@ export async function createDeveloper(server: TestServer, email: string): Promis
   return { email, id: created.developer.id };
 }
 
+/** The token of a one-time link (`/portal/…?token=…`). */
+export function linkTokenOf(link: string): string {
+  const token = new URL(link, 'http://portal').searchParams.get('token');
+  if (token === null) throw new Error(`no token in ${link}`);
+  return token;
+}
+
+/** Makes a developer a collaborator of an app: the operator invites them, and they accept. */
+export async function addCollaborator(server: TestServer, appId: string, email: string): Promise<void> {
+  const invitation = await server.tessera.members.invite(appId, email, OPERATOR);
+  const developer = await server.tessera.developers.find(email);
+  await server.tessera.members.acceptInvitation(linkTokenOf(invitation.path), developer, { clientAddress: null, by: { kind: 'developer', developerId: developer.id } });
+}
+
 /** Signs in through the sign-in form, as a person does. */
 export async function signIn(page: Page, server: TestServer, email: string, password = PASSWORD): Promise<void> {
   await page.goto(`${server.baseUrl}/portal/sign-in`);

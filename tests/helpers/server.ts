@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
+import type { SignInLimitSettings } from '../../src/developers/sign-in-limits.js';
 import type { HousekeepingSettings } from '../../src/housekeeping.js';
 import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
@@ -43,6 +44,12 @@ export interface TestServerOptions {
   revokedTokensMaxPerApp?: number;
   /** PUBLIC_URL; by default none, so OAuth metadata is based on the loopback address the server listens on. */
   publicUrl?: string;
+  /** The developer portal at `/portal/` (on by default). */
+  portal?: boolean;
+  /** PORTAL_SIGNUP; by default `invite` (no sign-up page). */
+  portalSignup?: 'open' | 'invite';
+  /** The portal's sign-in (and sign-up) limits; they count only when `rateLimits` are enabled. */
+  signInLimits?: SignInLimitSettings;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -61,6 +68,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.revokedTokensMaxPerApp === undefined ? {} : { revokedTokensMaxPerApp: options.revokedTokensMaxPerApp }),
     ...(options.housekeeping === undefined ? {} : { housekeeping: options.housekeeping }),
+    ...(options.signInLimits === undefined ? {} : { signInLimits: options.signInLimits }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({
@@ -69,6 +77,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     trustedProxies: options.trustedProxies ?? [],
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
     ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+    ...(options.portal === undefined ? {} : { portal: options.portal }),
+    ...(options.portalSignup === undefined ? {} : { portalSignup: options.portalSignup }),
   });
   const baseUrl = await listenLocally(server);
   return {

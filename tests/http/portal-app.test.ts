@@ -4,7 +4,7 @@ import type { AppDescription } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { adminFields, appOn, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { createDeveloper } from '../helpers/portal.js';
+import { addCollaborator, createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
@@ -35,10 +35,7 @@ after(async () => {
 /** A new app of owner@example.com, with collaborator@example.com invited and accepted. */
 async function newApp(name = 'Shop'): Promise<CreatedApp & AppEndpoint> {
   const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  const link = await server.tessera.members.invite(created.appId, 'collaborator@example.com', OPERATOR);
-  const token = new URLSearchParams(link.path.split('?')[1]).get('token')!;
-  const invitee = await server.tessera.developers.find('collaborator@example.com');
-  await server.tessera.members.acceptInvitation(token, invitee, OPERATOR);
+  await addCollaborator(server, created.appId, 'collaborator@example.com');
   return appOn(server, created);
 }
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { createDeveloper } from '../helpers/portal.js';
-import { signInOverHttp, type PortalClient } from '../helpers/portal-http-events.js';
+import { addCollaborator, createDeveloper } from '../helpers/portal.js';
+import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { OPERATOR } from '../../src/request-context.js';
 
@@ -21,14 +21,11 @@ before(async () => {
   await createDeveloper(server, 'helper@example.com');
   await createDeveloper(server, 'other@example.com');
   app = appOn(server, await server.tessera.ownedApps.create('Shop', ownerAccount.email, OPERATOR));
-  const invitation = await server.tessera.members.invite(app.appId, 'helper@example.com', OPERATOR);
-  const token = new URL(invitation.path, 'http://portal').searchParams.get('token')!;
-  const helper = await server.tessera.developers.find('helper@example.com');
-  await server.tessera.members.acceptInvitation(token, helper, { clientAddress: null, by: { kind: 'developer', developerId: helper.id } });
+  await addCollaborator(server, app.appId, 'helper@example.com');
   [owner, collaborator, other] = await Promise.all([
-    signInOverHttp(server.baseUrl, 'owner@example.com'),
-    signInOverHttp(server.baseUrl, 'helper@example.com'),
-    signInOverHttp(server.baseUrl, 'other@example.com'),
+    signInOverHttp(server, 'owner@example.com'),
+    signInOverHttp(server, 'helper@example.com'),
+    signInOverHttp(server, 'other@example.com'),
   ]);
 });
 after(async () => {

@@ -8,7 +8,7 @@ import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
 import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
 import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
-import { PortalBrowser } from '../helpers/portal-http-people.js';
+import { portalClient } from '../helpers/portal-http.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
 
 const BIN = join(REPO_ROOT, 'bin', 'tessera');
@@ -968,12 +968,11 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
     assert.ok(link, `no set-password link in the banner:\n${banner}`);
     assert.ok(link.startsWith(first.baseUrl), link);
     assert.ok(!first.stdout().includes(new URL(link).searchParams.get('token')!), 'the link went to the log (stdout)');
-    const portal = new PortalBrowser(first.baseUrl);
-    const form = await portal.get(link.slice(first.baseUrl.length));
-    assert.equal(form.status, 200, form.text);
+    const portal = portalClient(first);
+    const form = await portal.page(link.slice(first.baseUrl.length));
     assert.match(form.text, /developer@localhost/);
     const password = 'the newcomer picks a password';
-    const set = await portal.post('/portal/set-password', { token: new URL(link).searchParams.get('token')!, password, repeat: password });
+    const set = await portal.post('/portal/set-password', { _csrf: form.csrf, token: new URL(link).searchParams.get('token')!, password, repeat: password });
     assert.equal(set.status, 303, set.text);
     const yourApps = await portal.get('/portal/');
     assert.equal(yourApps.status, 200);

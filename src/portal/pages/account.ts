@@ -3,8 +3,9 @@ import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
-import { PASSWORD_INPUT_MAX_LENGTH, PASSWORD_RULES_HINT } from './set-password.js';
+import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { utcDay } from '../time.js';
+import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 
 type AccountQuery = { Querystring: { changed?: string } };
 
@@ -25,7 +26,7 @@ export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { dev
     if (password !== (formField(request, 'repeat') ?? '')) {
       return sendPage(reply, accountPage(request, reply, { message: 'The two new passwords are not the same. Type the new password twice.' }), 400);
     }
-    const context = { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } } as const;
+    const context = asDeveloper(request);
     try {
       const changed = await developers.changePassword(developer.id, current, password, context);
       const started = await sessions.start(changed, context);
@@ -55,7 +56,7 @@ function accountPage(request: FastifyRequest, reply: FastifyReply, { message, ch
 ${changed ? html`<p class="notice" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
 <dl class="settings">
   <div><dt>Email</dt><dd>${developer.email}</dd></div>
-  <div><dt>Account since</dt><dd>${new Date(developer.createdAt).toISOString().slice(0, 10)}</dd></div>
+  <div><dt>Account since</dt><dd>${utcDay(developer.createdAt)}</dd></div>
 </dl>
 <p class="hint">To use another email address, ask the operator of this service.</p>
 <section class="narrow">
@@ -66,11 +67,7 @@ ${alert(message)}
   <input type="email" name="username" value="${developer.email}" autocomplete="username" readonly hidden>
   <label for="current">Current password</label>
   <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
-  <label for="password">New password</label>
-  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules">
-  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-  <label for="repeat">Repeat the new password</label>
-  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the new password' })}
   <p class="hint">Every other session of your account ends, in every browser; this one stays signed in.</p>
   <button type="submit">Change password</button>
 </form>

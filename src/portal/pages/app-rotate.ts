@@ -6,8 +6,9 @@ import { TesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, sendPage, sessionOf } from '../respond.js';
-import { asDeveloper, mistakeIn, utcTime, type AppParams } from './app-common.js';
+import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
+import { utcTime } from '../time.js';
+import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 

@@ -8,8 +8,8 @@ import { revocationKind, type RevocationKind } from '../../tokens/revocation.js'
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
-import { asDeveloper, LIFETIME_UNITS, mistakeIn, type AppParams } from './app-common.js';
+import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { inLargestUnit, LIFETIME_UNITS, mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 
 /** The longest the origins' text may be: every origin at its longest, one a line. */
@@ -171,8 +171,8 @@ function formOf(configuration: AppConfiguration): SettingsForm {
 
 function amountAndUnit(seconds: number | null): [string, string] {
   if (seconds === null) return ['', 'hour'];
-  const [unit, size] = LIFETIME_UNITS.find(([, size]) => seconds % size === 0)!;
-  return [String(seconds / size), unit];
+  const [amount, unit] = inLargestUnit(seconds);
+  return [String(amount), unit];
 }
 
 function settingsPage(request: FastifyRequest, reply: FastifyReply, app: AppDescription, role: AppRole, state: PageState) {

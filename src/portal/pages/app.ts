@@ -6,7 +6,8 @@ import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
-import { lifetime, utcTime, type AppParams } from './app-common.js';
+import { utcDay, utcTime } from '../time.js';
+import { lifetime, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 import { secretExposureWarning } from './secret-exposure-warning.js';
@@ -30,7 +31,7 @@ function appBody(app: AppDescription, role: AppRole, now: number, warning: Html 
   const base = `/portal/apps/${app.appId}`;
   return html`${appHeader(app.appId, app.name, 'Overview')}
 ${warning}
-<p class="meta">You are its ${role}. Created ${app.createdAt.slice(0, 10)}.</p>
+<p class="meta">You are its ${role}. Created ${utcDay(app.createdAt)}.</p>
 <h2>Keys</h2>
 <dl class="keys">
   ${keyRow('AppID', 'appId', app.appId, 'Public: names the app in every request.')}

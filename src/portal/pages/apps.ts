@@ -5,7 +5,7 @@ import { tryItCommands } from '../../apps/try-it.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { keyRow } from './keys.js';
 
 /** The developer's apps, and a new one. */
@@ -46,7 +46,7 @@ ${described.length === 0
     const name = formField(request, 'name') ?? '';
     let created: OwnedApp;
     try {
-      created = await ownedApps.create(name, developer.email, { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } });
+      created = await ownedApps.create(name, developer.email, asDeveloper(request));
     } catch (error) {
       if (!isTesseraError(error) || error.status !== 400) throw error;
       return sendPage(reply, newAppForm(request, reply, { name, message: error.message }), 400);

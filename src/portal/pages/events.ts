@@ -9,8 +9,9 @@ import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
-import { readableInstant, secretExposureWarning } from './secret-exposure-warning.js';
+import { secretExposureWarning } from './secret-exposure-warning.js';
 
 type EventsRequest = {
   Params: { appId: string };
@@ -178,10 +179,9 @@ const CLASSES: Partial<Record<EventType, string>> = { 'token.refused': 'refused'
 
 /** One event as a list item: what, when, who, from where, and its details in words. */
 export function eventItem(event: AuditEvent, emails: Map<string, string>): Html {
-  const at = new Date(event.at).toISOString();
   const details = detailsOf(event, emails);
   return html`<li class="event ${CLASSES[event.type] ?? ''}" data-event-id="${event.id}" data-type="${event.type}">
-  <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> <time datetime="${at}">${readableInstant(at)}</time></p>
+  <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> ${utcTime(event.at, 'second')}</p>
   <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
   ${details.length === 0 ? null : html`<ul class="event-details">${details.map((detail) => html`<li>${detail}</li>`)}</ul>`}
 </li>`;
@@ -230,8 +230,7 @@ function detailOf(key: string, value: AuditEvent['details'][string], emails: Map
 
 /** An instant in UNIX ms as people read it; a number that is no date as it is. */
 function instantText(ms: number): string {
-  const date = new Date(ms);
-  return Number.isFinite(date.getTime()) ? readableInstant(date.toISOString()) : String(ms);
+  return Number.isFinite(new Date(ms).getTime()) ? utcText(ms, 'second') : String(ms);
 }
 
 /** `adminTokenMaxLifetimeSeconds` → `admin token max lifetime seconds`. */

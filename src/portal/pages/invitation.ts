@@ -5,12 +5,9 @@ import { isTesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
 import { csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
-
-type TokenQuery = { Querystring: { token?: string } };
-
-/** A link token is two base64url parts of 22 and 43 characters: anything much longer is not one. */
-const MAX_TOKEN_LENGTH = 200;
+import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { utcDay } from '../time.js';
+import { linkToken, type TokenQuery } from './link-token.js';
 
 /**
  * An invitation link (`/portal/accept-invitation?token=…`): a developer not signed in signs in
@@ -23,7 +20,7 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
 
   app.get<TokenQuery>('/accept-invitation', async (request, reply) => {
     const { developer } = sessionOf(request);
-    const token = tokenOf(request.query.token);
+    const token = linkToken(request.query.token);
     let invitation: OneTimeLinkRecord;
     try {
       invitation = await members.invitation(token);
@@ -43,7 +40,7 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
         body: html`<section class="narrow">
 <h1>Invitation to ${appName}</h1>
 <p>You are invited to collaborate on <strong>${appName}</strong>: you will see the app and its keys (never its ClientSecret), change its token settings and revoke its tokens.</p>
-<p class="meta">For ${invitation.email} · the link works until <span class="nowrap">${new Date(invitation.expiresAt).toISOString().slice(0, 10)}</span>.</p>
+<p class="meta">For ${invitation.email} · the link works until <span class="nowrap">${utcDay(invitation.expiresAt)}</span>.</p>
 <form method="post" action="/portal/accept-invitation">
   ${csrfField(csrfToken)}
   <input type="hidden" name="token" value="${token}">
@@ -56,9 +53,9 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
 
   app.post('/accept-invitation', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { developer } = sessionOf(request);
-    const token = tokenOf(formField(request, 'token'));
+    const token = linkToken(formField(request, 'token'));
     try {
-      const accepted = await members.acceptInvitation(token, developer, { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } });
+      const accepted = await members.acceptInvitation(token, developer, asDeveloper(request));
       return seeOther(reply, `/portal/apps/${accepted.appId}`);
     } catch (error) {
       if (!isTesseraError(error)) throw error;
@@ -72,10 +69,6 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
     }
   });
 };
-
-function tokenOf(token: string | undefined): string {
-  return token === undefined || token.length > MAX_TOKEN_LENGTH ? '' : token;
-}
 
 function notUsable(reply: FastifyReply, developer: DeveloperRecord): Html {
   return page({

@@ -1,20 +1,19 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
-import type { DeveloperRecord } from '../../developers/developer.js';
 import { normaliseEmail } from '../../developers/email.js';
 import type { IssuedLink } from '../../developers/one-time-link.js';
 import type { AppRole } from '../../developers/roles.js';
 import type { AppMembership } from '../../developers/store.js';
 import { appNotFound } from '../../error-catalogue.js';
 import { isTesseraError } from '../../errors.js';
-import type { RequestContext } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { utcDay } from '../time.js';
+import type { AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 
-type AppParams = { Params: { appId: string } };
 type MemberParams = { Params: { appId: string; developerId: string } };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -41,7 +40,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const email = formField(request, 'email') ?? '';
     let invitation: IssuedLink;
     try {
-      invitation = await members.invite(appId, email, contextOf(request, developer));
+      invitation = await members.invite(appId, email, asDeveloper(request));
     } catch (error) {
       if (!isTesseraError(error) || error.status !== 400) throw error;
       return sendPage(reply, await peoplePage(request, reply, { role, described, email, message: error.message }), 400);
@@ -87,7 +86,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const leaving = developerId === developer.id;
     await members.authorize(appId, developer.id, leaving ? 'view_app' : 'manage_collaborators');
     await collaborator(appId, developerId);
-    await members.removeCollaborator(appId, developerId, contextOf(request, developer));
+    await members.removeCollaborator(appId, developerId, asDeveloper(request));
     return seeOther(reply, leaving ? '/portal/' : `/portal/apps/${appId}/people`);
   });
 
@@ -121,7 +120,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
 ${invited === undefined
   ? null
   : html`<div class="notice invitation" role="status">
-  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${day(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
+  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
   <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
 </div>`}
 <table class="people">
@@ -132,7 +131,7 @@ ${invited === undefined
     (person) => html`<tr>
     <td data-label="Email">${person.email}${person.developerId === developer.id ? html` <span class="meta">(you)</span>` : null}</td>
     <td data-label="Role">${person.role}</td>
-    <td data-label="Since">${day(new Date(person.addedAt).toISOString())}</td>
+    <td data-label="Since">${utcDay(person.addedAt)}</td>
     ${owner
       ? html`<td>${person.role === 'collaborator'
           ? html`<a href="/portal/apps/${described.appId}/people/${person.developerId}/remove" aria-label="Remove ${person.email}">Remove</a>`
@@ -160,11 +159,3 @@ ${alert(message)}
     });
   }
 };
-
-function contextOf(request: FastifyRequest, developer: DeveloperRecord): RequestContext {
-  return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
-}
-
-function day(iso: string): string {
-  return iso.slice(0, 10);
-}

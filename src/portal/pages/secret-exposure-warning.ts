@@ -1,6 +1,7 @@
 import type { SecretExposure } from '../../apps/secret-exposure.js';
 import type { AppRole } from '../../developers/roles.js';
 import { html, type Html } from '../html.js';
+import { utcTime } from '../time.js';
 
 /**
  * The warning an app's pages show while its ClientSecret has been sent from a web page and not
@@ -17,14 +18,9 @@ export function secretExposureWarning(appId: string, exposure: SecretExposure | 
   const which = exposure.secret === 'previous' ? 'the previous ClientSecret' : 'its ClientSecret';
   return html`<section class="warning" data-warning="secret-exposed" aria-labelledby="secret-exposed-heading">
 <h2 id="secret-exposed-heading">The ClientSecret has leaked into a web page</h2>
-<p>On <time datetime="${exposure.lastExposedAt}">${readableInstant(exposure.lastExposedAt)}</time>, a browser sent this app's admin token request with ${which}${exposure.origin === null && exposure.clientAddress === null ? null : html`, ${from}`}. Tessera refused it, but whoever can read that page can copy the secret and get admin tokens from anywhere.</p>
+<p>On ${utcTime(exposure.lastExposedAt, 'second')}, a browser sent this app's admin token request with ${which}${exposure.origin === null && exposure.clientAddress === null ? null : html`, ${from}`}. Tessera refused it, but whoever can read that page can copy the secret and get admin tokens from anywhere.</p>
 <p>${role === 'collaborator'
     ? html`Ask the app's owner to rotate the ClientSecret on <a href="/portal/apps/${appId}">the app's overview</a>, then keep the new one in server-side code only.`
     : html`<strong>Rotate the ClientSecret</strong> on <a href="/portal/apps/${appId}">the app's overview</a> ("Rotate ClientSecret"), then keep the new one in server-side code only; a web page uses the AppKey for anonymous tokens.`}</p>
 </section>`;
-}
-
-/** `2026-11-23 17:02:11 UTC` from an ISO 8601 instant. */
-export function readableInstant(iso: string): string {
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 }

@@ -6,12 +6,8 @@ import { anonymousRequest } from '../../request-context.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { seeOther, sendPage } from '../respond.js';
-
-type TokenQuery = { Querystring: { token?: string } };
-
-/** A link token is two base64url parts of 22 and 43 characters: anything much longer is not one. */
-const MAX_TOKEN_LENGTH = 200;
+import { asDeveloper, seeOther, sendPage } from '../respond.js';
+import { linkToken, type TokenQuery } from './link-token.js';
 
 /**
  * `maxlength` counts UTF-16 units, the rules code points after NFKC: an emoji is two units, so the
@@ -20,7 +16,16 @@ const MAX_TOKEN_LENGTH = 200;
 export const PASSWORD_INPUT_MAX_LENGTH = MAX_PASSWORD_LENGTH * 4;
 
 /** What the new-password fields say of the rules (`password-rules.ts`). */
-export const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; any characters, spaces too. A few words you remember make a good one.`;
+const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; any characters, spaces too. A few words you remember make a good one.`;
+
+/** A new password's fields (`password`, then `repeat`), with the rules under the first. */
+export function newPasswordFields({ label, repeatLabel, autofocus = false }: { label: string; repeatLabel: string; autofocus?: boolean }): Html {
+  return html`<label for="password">${label}</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules"${autofocus ? html` autofocus` : null}>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <label for="repeat">${repeatLabel}</label>
+  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">`;
+}
 
 /**
  * The page of both password links (`developers create` without a password, `developers reset-link`):
@@ -28,28 +33,28 @@ export const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LEN
  * with the change). Needs no session: the link is the proof, and no sign-in limit stands in its way.
  */
 export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, { developers, sessions, cookies }) => {
-  app.get<TokenQuery>('/set-password', async (request, reply) => {
-    const token = tokenOf(request.query.token);
-    let developer: DeveloperRecord;
+  /** The developer the link is for, or null when it does not work. */
+  const ownerOf = async (token: string): Promise<DeveloperRecord | null> => {
     try {
-      developer = await developers.passwordLinkOwner(token);
+      return await developers.passwordLinkOwner(token);
     } catch (error) {
       if (!isTesseraError(error) || error.code !== 'INVALID_LINK') throw error;
-      return sendPage(reply, notUsable(reply), 404);
+      return null;
     }
+  };
+
+  app.get<TokenQuery>('/set-password', async (request, reply) => {
+    const token = linkToken(request.query.token);
+    const developer = await ownerOf(token);
+    if (developer === null) return sendPage(reply, notUsable(reply), 404);
     return sendPage(reply, setPasswordForm(reply, token, developer.email));
   });
 
   app.post('/set-password', { preValidation: app.csrfProtection }, async (request, reply) => {
-    const token = tokenOf(formField(request, 'token'));
+    const token = linkToken(formField(request, 'token'));
     const password = formField(request, 'password') ?? '';
-    let developer: DeveloperRecord;
-    try {
-      developer = await developers.passwordLinkOwner(token);
-    } catch (error) {
-      if (!isTesseraError(error) || error.code !== 'INVALID_LINK') throw error;
-      return sendPage(reply, notUsable(reply), 404);
-    }
+    let developer = await ownerOf(token);
+    if (developer === null) return sendPage(reply, notUsable(reply), 404);
     if (password !== (formField(request, 'repeat') ?? '')) {
       return sendPage(reply, setPasswordForm(reply, token, developer.email, 'The two passwords are not the same. Type the new password twice.'), 400);
     }
@@ -61,15 +66,11 @@ export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, {
       if (error.status === 400) return sendPage(reply, setPasswordForm(reply, token, developer.email, error.message), 400);
       throw error;
     }
-    const started = await sessions.start(developer, { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } });
+    const started = await sessions.start(developer, asDeveloper(request, developer));
     reply.setCookie(cookies.session.name, started.token, cookies.session.options);
     return seeOther(reply, '/portal/');
   });
 };
-
-function tokenOf(token: string | undefined): string {
-  return token === undefined || token.length > MAX_TOKEN_LENGTH ? '' : token;
-}
 
 function setPasswordForm(reply: FastifyReply, token: string, email: string, message?: string): Html {
   const csrfToken = reply.generateCsrf();
@@ -84,11 +85,7 @@ ${alert(message)}
   ${csrfField(csrfToken)}
   <input type="hidden" name="token" value="${token}">
   <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden>
-  <label for="password">New password</label>
-  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules" autofocus>
-  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-  <label for="repeat">Repeat the password</label>
-  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the password', autofocus: true })}
   <button type="submit">Set password and sign in</button>
 </form>
 </section>`,

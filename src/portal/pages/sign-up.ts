@@ -4,8 +4,8 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { nextPage, seeOther, sendPage } from '../respond.js';
-import { PASSWORD_INPUT_MAX_LENGTH, PASSWORD_RULES_HINT } from './set-password.js';
+import { asDeveloper, nextPage, seeOther, sendPage } from '../respond.js';
+import { newPasswordFields } from './set-password.js';
 
 type NextQuery = { Querystring: { next?: string } };
 
@@ -32,7 +32,7 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
     try {
       const { developer } = await developers.signUp(email, password, anonymousRequest(request.ip));
       const account = await developers.find(developer.email);
-      const started = await sessions.start(account, { clientAddress: request.ip, by: { kind: 'developer', developerId: account.id } });
+      const started = await sessions.start(account, asDeveloper(request, account));
       reply.setCookie(cookies.session.name, started.token, cookies.session.options);
       return seeOther(reply, nextPage(next));
     } catch (error) {
@@ -66,11 +66,7 @@ ${alert(message)}
   ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}">`}
   <label for="email">Email</label>
   <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
-  <label for="password">Password</label>
-  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules" ${email === undefined ? null : html`autofocus`}>
-  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-  <label for="repeat">Repeat the password</label>
-  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
+  ${newPasswordFields({ label: 'Password', repeatLabel: 'Repeat the password', autofocus: email !== undefined })}
   <button type="submit">Sign up</button>
 </form>
 <p class="hint">Have an account? <a href="${signIn}">Sign in</a>.</p>
