@@ -2,7 +2,7 @@ import type { AppDescription } from '../apps/app.js';
 import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
-import { isTesseraError, TesseraError } from '../errors.js';
+import { isTesseraError } from '../errors.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';

@@ -6,7 +6,6 @@ import { actorOf, developerDetails, type RequestContext } from '../request-conte
 import type { EventLog } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
-import type { AnonymousTokens } from './anonymous-tokens.js';
 import type { TokenChecker } from './checker.js';
 import type { RevokedTokenStore } from './revoked-tokens.js';
 import type { TokenStore } from './store.js';

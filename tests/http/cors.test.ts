@@ -11,7 +11,6 @@ import {
   request,
   requestAs,
   requestToken,
-  tokenRequestInit,
   type JsonResponse,
 } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';

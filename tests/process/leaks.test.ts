@@ -254,7 +254,7 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
 
   // --- Tokens, every way they can be asked for.
   let adminA = await issueAdmin(appA);
-  const adminB = await issueAdmin(appB);
+  await issueAdmin(appB); // a token of the other app, which must not show in anything read back either
   const anonymousA = await issueAnonymous(appA);
   const anonymousB = await issueAnonymous(appB);
   tokenOf(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: formHeaders(basic(appA.clientId, appA.clientSecret)), body: 'grant_type=client_credentials' }));
