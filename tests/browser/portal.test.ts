@@ -46,6 +46,12 @@ describe('a developer in the portal', () => {
     await follow(page, () => page.getByRole('button', { name: 'Create app' }).click());
     const keys = await keysOn(page);
     assert.deepEqual(Object.keys(keys).sort(), ['appId', 'appKey', 'clientId', 'clientSecret']);
+    // The copy buttons put each key on the clipboard, as it is shown.
+    await browser.allowClipboard(server.baseUrl);
+    for (const [label, key] of [['ClientSecret', 'clientSecret'], ['AppKey', 'appKey']] as const) {
+      await page.getByRole('button', { name: `Copy ${label}` }).click();
+      assert.equal(await page.evaluate('navigator.clipboard.readText()'), keys[key]);
+    }
     await screenshot(page, 'new-app');
     const target = { app: { appId: keys.appId!, appKey: keys.appKey!, clientId: keys.clientId!, clientSecret: keys.clientSecret! }, appUrl: `${server.appUrl.replace(server.app.appId, keys.appId!)}` };
     const admin = await requestToken(target, adminFields(target));

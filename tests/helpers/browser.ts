@@ -33,6 +33,8 @@ export interface TestBrowser {
   serveFile(path: string, file: string, contentType: string): void;
   /** A new tab showing `html`, served from `origin` (by default `this.origin`). */
   openPage(html: string, options?: { origin?: string }): Promise<Page>;
+  /** Lets pages of `origin` read and write the clipboard (the portal's copy buttons). */
+  allowClipboard(origin: string): Promise<void>;
   /** A new blank tab, with no cookie of earlier tabs (the portal's session and form cookies). */
   newPage(): Promise<Page>;
   /** Closes Chromium and the page server, and removes the profile. */
@@ -80,6 +82,7 @@ export async function startBrowser(): Promise<TestBrowser> {
       if (response?.status() !== 200) throw new Error(`the page was not served: ${response?.status()}`);
       return page;
     },
+    allowClipboard: (origin) => context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin }),
     async newPage() {
       await context.clearCookies();
       return context.newPage();
