@@ -91,7 +91,7 @@ function createdPage(request: FastifyRequest, reply: FastifyReply, created: Owne
 </dl>
 <h2>Try it</h2>
 <p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
-<pre class="commands" data-copyable><code>${tryItCommands(created, base)}</code></pre>
+<pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
 <p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
   });
 }
