@@ -2,6 +2,7 @@ import { clientSecretDigest } from '../crypto.js';
 import { appNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, OPERATOR, type RequestContext } from '../request-context.js';
@@ -148,8 +149,22 @@ export class AppService {
     return describeApp(updated);
   }
 
-  async delete(appId: string): Promise<void> {
-    if (!(await this.store.delete(appId))) throw appNotFound();
+  /**
+   * Deletes the app with all of its tokens, events and members. Each member (the owner, the
+   * collaborators) keeps a `developer.app_deleted` event in its account log, which outlives the app,
+   * written with the deletion. Only the operator or the app's owner in the portal (`context`, which
+   * the caller has authorized).
+   */
+  async delete(appId: string, context: RequestContext): Promise<void> {
+    const at = this.clock.now();
+    const deleted = await this.store.delete(appId, ({ app, members }) =>
+      members.map(({ developerId, role }) => ({
+        ...developerStamp(developerId, at, context),
+        type: 'developer.app_deleted',
+        details: { appId, name: app.name, role, ...developerDetails(context) },
+      })),
+    );
+    if (!deleted) throw appNotFound();
     this.onChange(appId);
   }
 }

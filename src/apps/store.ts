@@ -1,3 +1,5 @@
+import type { NewDeveloperEvent } from '../developers/events.js';
+import type { AppRole } from '../developers/roles.js';
 import type { AuditOf } from '../events/event.js';
 import type { AppConfiguration, AppRecord } from './app.js';
 
@@ -5,6 +7,13 @@ import type { AppConfiguration, AppRecord } from './app.js';
 export interface SecretRotation {
   /** Admin tokens removed with the old secret (0 unless asked for). */
   adminTokensRevoked: number;
+}
+
+/** An app as it was when it was deleted, with who was a member of it. */
+export interface DeletedApp {
+  app: AppRecord;
+  /** The owner first, then by when they were added. */
+  members: { developerId: string; role: AppRole }[];
 }
 
 /** The apps' storage seam; one implementation per backend under `src/store/`. */
@@ -35,8 +44,13 @@ export interface AppStore {
    * transaction. The updated app, or undefined (and nothing written) if there is no such app.
    */
   updateConfiguration(appId: string, changes: Partial<AppConfiguration>, audit: AuditOf<AppRecord>): Promise<AppRecord | undefined>;
-  /** Deletes the app and every token and event of it. False if there is no such app. */
-  delete(appId: string): Promise<boolean>;
+  /**
+   * Deletes the app and every token, event, membership and invitation of it, and writes the events
+   * `audit` builds of what was deleted to its members' account logs (the app's own log goes with
+   * it), in one transaction: if the events cannot be written, nothing is deleted. False (and
+   * nothing written) if there is no such app.
+   */
+  delete(appId: string, audit: (deleted: DeletedApp) => NewDeveloperEvent[]): Promise<boolean>;
 }
 
 export class AppConflictError extends Error {

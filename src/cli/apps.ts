@@ -68,7 +68,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'delete': {
       const id = needsAppId();
-      await tessera.apps.delete(id);
+      await tessera.apps.delete(id, OPERATOR);
       return out.result({ appId: id, deleted: true }, () => `Deleted app ${id} and all of its tokens.`);
     }
     default:

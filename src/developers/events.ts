@@ -6,6 +6,8 @@ import type { EventDetails, NewAuditEvent } from '../events/event.js';
  * links are named by their public id.
  */
 export const DEVELOPER_EVENT_TYPES = [
+  // An app the developer was a member of was deleted (its own log went with it): one for each member.
+  'developer.app_deleted',
   'developer.created',
   'developer.disabled',
   'developer.link_issued',
@@ -16,7 +18,10 @@ export const DEVELOPER_EVENT_TYPES = [
 
 export type DeveloperEventType = (typeof DEVELOPER_EVENT_TYPES)[number];
 
-/** Who caused an account event: the operator (the CLI), or the developer themselves (the portal). */
+/**
+ * Who caused an account event: the operator (the CLI), or a developer (the portal): the account's
+ * own, or the one who deleted an app the account was a member of (the event's `byDeveloperId`).
+ */
 export type DeveloperActor = 'operator' | 'developer';
 
 export interface NewDeveloperEvent {

@@ -26,7 +26,7 @@ export class OwnedApps {
       const { owner } = await this.members.ownNewApp(created.appId, developer.email, context);
       return { ...created, owner: { id: owner.id, email: owner.email } };
     } catch (error) {
-      await this.apps.delete(created.appId).catch(() => {});
+      await this.apps.delete(created.appId, context).catch(() => {});
       throw error;
     }
   }

@@ -18,6 +18,7 @@ import {
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
@@ -593,7 +594,7 @@ describe('a change committed while an instance is still reading the same app', (
     const app = await operator.apps.create('Deleted mid-read');
     const { first, changedAt } = await changeDuringRead(
       () => whoami(instance.baseUrl, app.appId, undefined),
-      () => operator.apps.delete(app.appId),
+      () => operator.apps.delete(app.appId, OPERATOR),
     );
     assert.ok(first.status === 200 || first.status === 404, `the request in flight: ${show(first)}`);
     const notifiedAt = watcher.firstAt(app.appId, changedAt);

@@ -5,6 +5,7 @@ import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
 import type { RequestAuthenticator } from '../../src/auth/authenticate.js';
 import type { MaybePromise } from '../../src/maybe-promise.js';
 import type { Principal } from '../../src/principal.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from './assert.js';
 import { sleep } from './fleet.js';
 import {
@@ -394,7 +395,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           await cachedPrincipal(url, bearer(token));
           await cachedPrincipal(url, basic(doomed.appId));
           const measured = await timeUntilRefused(
-            () => tessera.tessera.apps.delete(doomed.appId),
+            () => tessera.tessera.apps.delete(doomed.appId, OPERATOR),
             async () => [await requestAs(url, basic(doomed.appId)), await requestAs(url, bearer(token))],
             (response) => response.status === 404 && response.body?.errorCode === 'APP_NOT_FOUND',
             // The app's tokens went with it: while the app is still cached, its token may be looked up and not found.

@@ -204,7 +204,7 @@ describe('revocation of anonymous tokens', () => {
   it('deleting the app ends its anonymous tokens', async () => {
     const fresh = await createConfiguredApp(server, {}, 'Deleted');
     const token = await anonymousTokenOf(fresh);
-    await server.tessera.apps.delete(fresh.appId);
+    await server.tessera.apps.delete(fresh.appId, OPERATOR);
     assertError(await whoami(fresh.appUrl, bearer(token)), 404, 'APP_NOT_FOUND');
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import {
@@ -306,7 +307,7 @@ describe('authentication on every other request', () => {
       assert.equal((await requestAs(url, bearer(admin))).status, 200);
       assert.equal((await whoami(url, bearer(anonymous))).status, 200);
 
-      await server.tessera.apps.delete(doomed.appId);
+      await server.tessera.apps.delete(doomed.appId, OPERATOR);
 
       for (const token of [admin, anonymous]) {
         for (const target of [`${url}/whoami`, url]) {

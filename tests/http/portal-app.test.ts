@@ -323,4 +323,24 @@ describe("an app's settings in the portal", () => {
     assert.ok(!(await owner.page('/portal/')).text.includes(app.appId));
     assert.ok(!(await secretWorks(app, app.clientSecret)));
   });
+
+  it('leave a record of the deletion in the account log of each member, naming the developer who deleted it', async () => {
+    const app = await newApp('Closed shop');
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    const eventsOf = async (name: string) =>
+      (await server.tessera.store.developers.accounts.listEvents(developerIds[name]!, 100)).filter((event) => event.details.appId === app.appId);
+    assert.equal((await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'Closed shop' })).status, 303);
+
+    const [deleted] = await eventsOf('owner');
+    assert.equal(deleted?.type, 'developer.app_deleted');
+    assert.equal(deleted.actor, 'developer');
+    assert.equal(typeof deleted.clientAddress, 'string');
+    assert.deepEqual(deleted.details, { appId: app.appId, name: 'Closed shop', role: 'owner', byDeveloperId: developerIds.owner });
+    const told = await eventsOf('collaborator');
+    assert.deepEqual(
+      told.map((event) => [event.type, event.actor, event.details]),
+      [['developer.app_deleted', 'developer', { appId: app.appId, name: 'Closed shop', role: 'collaborator', byDeveloperId: developerIds.owner }]],
+    );
+    assert.deepEqual(await eventsOf('other'), [], 'no member, no event');
+  });
 });

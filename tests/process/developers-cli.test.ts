@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
-import { anonymousRequest } from '../../src/request-context.js';
+import { anonymousRequest, OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { Children, runCli, type CliResult } from '../helpers/fleet.js';
+import { linkTokenOf } from '../helpers/portal.js';
 import { childEnvironment, REPO_ROOT } from '../helpers/process.js';
 
 // `tessera developers …`, `apps create --owner` and `apps transfer` as an operator runs them: real
@@ -245,6 +246,24 @@ describe('tessera developers and app owners: the operator CLI, as real processes
       assert.ok(!stored.includes(secret), `an event holds a secret: ${secret.slice(0, 6)}…`);
     }
     assert.ok(!stored.includes('argon2'), 'an event holds a password hash');
+  });
+
+  it('apps delete tells each member of the app, in its account log, that the operator deleted it', async () => {
+    const { appId } = json(await cli(['apps', 'create', '--name', 'Short-lived', '--owner', 'ada@example.com', '--json']), 'apps create');
+    const bob = await portal.developers.find('bob@example.com');
+    const invitation = await portal.members.invite(appId, bob.email, OPERATOR);
+    await portal.members.acceptInvitation(linkTokenOf(invitation.path), bob, { clientAddress: '192.0.2.1', by: { kind: 'developer', developerId: bob.id } });
+    json(await cli(['apps', 'delete', appId, '--json']), 'apps delete');
+
+    for (const [email, role] of [['ada@example.com', 'owner'], ['bob@example.com', 'collaborator']] as const) {
+      const developer = await portal.developers.find(email);
+      const [newest] = await portal.store.developers.accounts.listEvents(developer.id, 1);
+      assert.deepEqual(
+        newest && [newest.type, newest.actor, newest.clientAddress, newest.details],
+        ['developer.app_deleted', 'operator', null, { appId, name: 'Short-lived', role }],
+        email,
+      );
+    }
   });
 
   it('refuses wrong usage with exit 2 and says how to use it', async () => {

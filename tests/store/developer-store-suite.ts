@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
+import type { DeletedApp } from '../../src/apps/store.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
 import { DeveloperConflictError } from '../../src/developers/store.js';
 import type { Store } from '../../src/store/store.js';
-import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, T0 } from '../helpers/fixtures.js';
+import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken, T0 } from '../helpers/fixtures.js';
 
 /** An audit builder for changes whose events a test does not look at. */
 const none = (): AccountAudit => ({});
@@ -414,11 +415,61 @@ export function developerStoreSuite(current: () => Store): void {
       await store().members.setOwner(kept.appId, ada.id, T0, none);
       const invitation = makeInvitation(app.appId, bob.email);
       await store().links.insert(invitation, none);
-      assert.equal(await current().apps.delete(app.appId), true);
+      assert.equal(await current().apps.delete(app.appId, () => []), true);
       assert.deepEqual(await store().members.ofApp(app.appId), []);
       assert.equal(await store().links.findById(invitation.id), undefined);
       assert.deepEqual((await store().members.ofDeveloper(ada.id)).map((member) => member.appId), [kept.appId]);
       assert.ok(await store().accounts.findById(bob.id));
+    });
+
+    it('deletes an app and writes its members\u2019 account events of it, built from the app and its members as they were', async () => {
+      const [ada, bob, carol] = [await stored(), await stored(), await stored()];
+      const app = await storedApp();
+      await store().members.setOwner(app.appId, ada.id, T0, none);
+      const invitation = makeInvitation(app.appId, bob.email);
+      await store().links.insert(invitation, none);
+      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
+      const seen: DeletedApp[] = [];
+      const deleted = await current().apps.delete(app.appId, (what) => {
+        seen.push(what);
+        return what.members.map(({ developerId, role }) =>
+          developerEvent(developerId, { type: 'developer.app_deleted', details: { appId: what.app.appId, name: what.app.name, role } }),
+        );
+      });
+      assert.equal(deleted, true);
+      assert.deepEqual(seen, [{ app, members: [{ developerId: ada.id, role: 'owner' }, { developerId: bob.id, role: 'collaborator' }] }]);
+      assert.equal(await current().apps.findById(app.appId), undefined);
+      for (const [developer, role] of [[ada, 'owner'], [bob, 'collaborator']] as const) {
+        assert.deepEqual(
+          (await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]),
+          [['developer.app_deleted', { appId: app.appId, name: app.name, role }]],
+        );
+      }
+      assert.deepEqual(await store().accounts.listEvents(carol.id, 10), []);
+      assert.equal(await current().apps.delete(app.appId, () => unwritable(ada.id).developer!), false, 'nothing to delete, nothing written');
+    });
+
+    it('deletes nothing of an app whose members\u2019 events cannot be written, or cannot be built: both, or neither', async () => {
+      const ada = await stored();
+      const app = await storedApp();
+      await store().members.setOwner(app.appId, ada.id, T0, none);
+      const token = makeToken(app.appId, { kind: 'admin' });
+      await current().tokens.insert(token);
+      await current().events.append([makeEvent(app.appId)]);
+      const failures = [
+        () => [developerEvent(ada.id, { type: 'developer.app_deleted' }), ...unwritable(ada.id).developer!],
+        () => {
+          throw new Error('no events');
+        },
+      ];
+      for (const audit of failures) {
+        await assert.rejects(current().apps.delete(app.appId, audit));
+        assert.deepEqual(await current().apps.findById(app.appId), app);
+        assert.equal(await store().members.roleOf(app.appId, ada.id), 'owner');
+        assert.deepEqual(await current().tokens.findBySelector(token.selector), token);
+        assert.equal((await current().events.list({ appId: app.appId, limit: 10 })).length, 1);
+        assert.deepEqual(await store().accounts.listEvents(ada.id, 10), []);
+      }
     });
   });
 }

@@ -270,12 +270,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const other = makeApp();
         await store.apps.insert(app);
         await store.apps.insert(other);
-        assert.equal(await store.apps.delete(app.appId), true);
+        assert.equal(await store.apps.delete(app.appId, () => []), true);
         assert.equal(await store.apps.findById(app.appId), undefined);
         assert.deepEqual(await store.apps.list(), [other]);
         assert.equal(await store.apps.count(), 1);
-        assert.equal(await store.apps.delete(app.appId), false);
-        assert.equal(await store.apps.delete('0123456789abcdef'), false);
+        assert.equal(await store.apps.delete(app.appId, () => []), false);
+        assert.equal(await store.apps.delete('0123456789abcdef', () => []), false);
       });
 
       it('deletes the tokens of a deleted app, and only those', async () => {
@@ -286,7 +286,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const gone = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId), makeToken(app.appId, { expiresAt: T0 + 1 })];
         const kept = makeToken(other.appId, { kind: 'admin' });
         for (const token of [...gone, kept]) await store.tokens.insert(token);
-        assert.equal(await store.apps.delete(app.appId), true);
+        assert.equal(await store.apps.delete(app.appId, () => []), true);
         for (const token of gone) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(kept.selector), kept);
       });
@@ -362,7 +362,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         await store.events.append([makeEvent(app.appId)]);
         await store.events.append([makeEvent(other.appId)]);
-        await store.apps.delete(app.appId);
+        await store.apps.delete(app.appId, () => []);
         assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
         assert.equal((await store.events.list({ appId: other.appId, limit: 10 })).length, 1);
       });
@@ -370,7 +370,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('frees the AppID and ClientID of a deleted app', async () => {
         const app = makeApp();
         await store.apps.insert(app);
-        await store.apps.delete(app.appId);
+        await store.apps.delete(app.appId, () => []);
         await store.apps.insert(app);
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
@@ -593,7 +593,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('deleting an app removes its revocations', async () => {
         await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
-        await store.apps.delete(app.appId);
+        await store.apps.delete(app.appId, () => []);
         assert.deepEqual(await store.revokedTokens.since(0, 10), []);
       });
     });
@@ -753,7 +753,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         await store.apps.insert(other);
         await store.events.addCounts([issued(DAY0, 5, app.appId), issued(DAY0, 6, other.appId)]);
-        assert.equal(await store.apps.delete(app.appId), true);
+        assert.equal(await store.apps.delete(app.appId, () => []), true);
         const countsOf = (id: string) => store.events.listCounts({ appId: id, bucketMs: MINUTE, since: DAY0, until: DAY0 + MINUTE });
         assert.deepEqual(await countsOf(app.appId), []);
         assert.deepEqual(await countsOf(other.appId), [issued(DAY0, 6, other.appId)]);
@@ -865,7 +865,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('is noticed when an app is deleted', async () => {
         const since = Date.now();
-        assert.equal(await second.apps.delete(app.appId), true);
+        assert.equal(await second.apps.delete(app.appId, () => []), true);
         await noticedWithin(app.appId, since);
         assert.equal(await store.apps.findById(app.appId), undefined);
       });

@@ -97,7 +97,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
       const mistake = { section: 'delete' as const, message: 'That is not the name of this app: type it exactly as shown, to confirm that you mean this app.' };
       return sendPage(reply, settingsPage(request, reply, described, role, { mistake, deleteName: typed }), 400);
     }
-    await apps.delete(appId);
+    await apps.delete(appId, asDeveloper(request));
     return seeOther(reply, '/portal/');
   });
 };

@@ -1,6 +1,8 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { AppRole } from '../../developers/roles.js';
 import type { PostgresQueries } from './connection.js';
+import { insertDeveloperEvents } from './developers.js';
 import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
@@ -90,13 +92,25 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
         return updated;
       });
     },
-    async delete(appId) {
+    async delete(appId, audit) {
       return db.transaction(async (client) => {
+        // Locked first, so that no one becomes a member or the owner between reading the members
+        // and the deletion, which takes the memberships with it: an owner change locks the app's
+        // row too, and adding a collaborator checks its reference to the row, which waits.
+        const locked = await client.query<AppRow>('SELECT * FROM apps WHERE app_id = $1 FOR UPDATE', [appId]);
+        const row = locked.rows[0];
+        if (row === undefined) return false;
+        const members = await client.query<{ developer_id: string; role: AppRole }>(
+          "SELECT developer_id, role FROM app_members WHERE app_id = $1 ORDER BY role = 'owner' DESC, added_at, developer_id",
+          [appId],
+        );
         await deleteTokensOfApp(client, appId, 'all');
         await deleteRevokedTokensOfApp(client, appId);
         await deleteEventsOfApp(client, appId);
-        const result = await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
-        return (result.rowCount ?? 0) > 0;
+        await client.query('DELETE FROM apps WHERE app_id = $1', [appId]);
+        const deleted = { app: toApp(row), members: members.rows.map((member) => ({ developerId: member.developer_id, role: member.role })) };
+        await insertDeveloperEvents(client, audit(deleted));
+        return true;
       });
     },
   };

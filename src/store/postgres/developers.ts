@@ -33,7 +33,8 @@ export async function writeAccountAudit(client: pg.PoolClient, { developer = [],
   await insertEvents(client, app);
 }
 
-async function insertDeveloperEvents(client: pg.PoolClient, batch: NewDeveloperEvent[]): Promise<void> {
+/** Writes events of developers' account logs on the connection of the change they describe, before its COMMIT. */
+export async function insertDeveloperEvents(client: pg.PoolClient, batch: NewDeveloperEvent[]): Promise<void> {
   for (const event of batch) {
     await client.query({
       name: 'tessera-insert-developer-event',

@@ -1,7 +1,10 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
-import { AppConflictError, type AppStore, type SecretRotation } from '../../apps/store.js';
+import { AppConflictError, type AppStore, type DeletedApp, type SecretRotation } from '../../apps/store.js';
+import type { NewDeveloperEvent } from '../../developers/events.js';
+import type { AppRole } from '../../developers/roles.js';
 import type { AuditOf } from '../../events/event.js';
 import { immediateTransaction, type SqliteDatabase } from './connection.js';
+import type { SqliteDeveloperEventWrites } from './developers.js';
 import { isUniqueViolation } from './errors.js';
 import type { SqliteEventWrites } from './events.js';
 import type { SqliteTokenWrites } from './tokens.js';
@@ -22,7 +25,12 @@ interface AppRow {
 
 type RotationOptions = Parameters<AppStore['rotateClientSecret']>[2];
 
-export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, events: SqliteEventWrites): AppStore {
+export function sqliteAppStore(
+  db: SqliteDatabase,
+  tokens: SqliteTokenWrites,
+  events: SqliteEventWrites,
+  developerEvents: SqliteDeveloperEventWrites,
+): AppStore {
   const statements = {
     insertApp: db.prepare(
       `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
@@ -40,17 +48,28 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
                        client_secret_hash = :hash
        WHERE app_id = :appId`,
     ),
-    deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId'),
+    members: db.prepare(
+      "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
+    ),
+    deleteApp: db.prepare('DELETE FROM apps WHERE app_id = :appId RETURNING *'),
     updateConfiguration: db.prepare(
       'UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING *',
     ),
   };
 
-  const deleteApp = db.transaction((appId: string): boolean => {
+  const deleteApp = immediateTransaction(db, (appId: string, audit: (deleted: DeletedApp) => NewDeveloperEvent[]): boolean => {
+    // Read before the deletion, which takes the memberships with it.
+    const members = (statements.members.all({ appId }) as { developer_id: string; role: AppRole }[]).map((row) => ({
+      developerId: row.developer_id,
+      role: row.role,
+    }));
     tokens.deleteOfApp(appId, 'all');
     tokens.deleteRevokedOfApp(appId);
     events.deleteOfApp(appId);
-    return statements.deleteApp.run({ appId }).changes > 0;
+    const row = statements.deleteApp.get({ appId }) as AppRow | undefined;
+    if (row === undefined) return false;
+    developerEvents(audit({ app: toApp(row), members }));
+    return true;
   });
   const rotateClientSecret = immediateTransaction(
     db,
@@ -103,8 +122,8 @@ export function sqliteAppStore(db: SqliteDatabase, tokens: SqliteTokenWrites, ev
     async updateConfiguration(appId, changes, audit) {
       return updateConfiguration(appId, changes, audit);
     },
-    async delete(appId) {
-      return deleteApp(appId);
+    async delete(appId, audit) {
+      return deleteApp(appId, audit);
     },
   };
 }

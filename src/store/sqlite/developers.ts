@@ -27,22 +27,20 @@ interface DeveloperEventRow {
   details: string;
 }
 
+/** Writes events of developers' account logs, in the transaction of the change they describe. */
+export type SqliteDeveloperEventWrites = (batch: NewDeveloperEvent[]) => void;
+
 /** Writes the events of an account change (`AccountAudit`) in the change's transaction. */
 export type SqliteAccountAuditWrites = (audit: AccountAudit) => void;
 
-/**
- * Developer accounts, their sessions and links, and app memberships: one file per table
- * (`developers.ts` for accounts and their events, `developer-sessions.ts`, `one-time-links.ts`,
- * `app-members.ts`), put together here.
- */
-export function sqliteDeveloperStore(db: SqliteDatabase, events: SqliteEventWrites): DeveloperStore {
+export function prepareDeveloperEventWrites(db: SqliteDatabase): SqliteDeveloperEventWrites {
   const insertEvent = db.prepare(
     `INSERT INTO developer_events (developer_id, type, at, actor, client_address, details)
      VALUES (:developerId, :type, :at, :actor, :clientAddress, :details)`,
   );
   const nthNewestEvent = db.prepare('SELECT id FROM developer_events WHERE developer_id = :developerId ORDER BY id DESC LIMIT 1 OFFSET :keep');
   const deleteEventsUpTo = db.prepare('DELETE FROM developer_events WHERE developer_id = :developerId AND id <= :lastId');
-  const insertDeveloperEvents = (batch: NewDeveloperEvent[]) => {
+  return (batch) => {
     for (const event of batch) insertEvent.run({ ...event, details: JSON.stringify(event.details) });
     // A developer can cause any number of sign-ins: each keeps its newest events only.
     for (const developerId of new Set(batch.map((event) => event.developerId))) {
@@ -50,8 +48,16 @@ export function sqliteDeveloperStore(db: SqliteDatabase, events: SqliteEventWrit
       if (last !== undefined) deleteEventsUpTo.run({ developerId, lastId: last.id });
     }
   };
+}
+
+/**
+ * Developer accounts, their sessions and links, and app memberships: one file per table
+ * (`developers.ts` for accounts and their events, `developer-sessions.ts`, `one-time-links.ts`,
+ * `app-members.ts`), put together here.
+ */
+export function sqliteDeveloperStore(db: SqliteDatabase, events: SqliteEventWrites, developerEvents: SqliteDeveloperEventWrites): DeveloperStore {
   const audit: SqliteAccountAuditWrites = ({ developer = [], app = [] }) => {
-    insertDeveloperEvents(developer);
+    developerEvents(developer);
     events.insert(app);
   };
   const links = prepareLinkWrites(db);

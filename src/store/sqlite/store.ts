@@ -1,7 +1,7 @@
 import type { Store } from '../store.js';
 import { sqliteAppStore } from './apps.js';
 import { ChangePoller } from './change-poller.js';
-import { sqliteDeveloperStore } from './developers.js';
+import { prepareDeveloperEventWrites, sqliteDeveloperStore } from './developers.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
 import { createFirstKey, sqliteKeyStore } from './keys.js';
@@ -25,18 +25,19 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   const tokenWrites = prepareTokenWrites(db);
   const eventWrites = prepareEventWrites(db);
+  const developerEventWrites = prepareDeveloperEventWrites(db);
   const tokens = sqliteTokens(db, tokenWrites, eventWrites);
   retryWhileBusy(() => createFirstKey(db, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
   return {
     backend: 'sqlite',
-    apps: sqliteAppStore(db, tokenWrites, eventWrites),
+    apps: sqliteAppStore(db, tokenWrites, eventWrites, developerEventWrites),
     tokens: tokens.store,
     revokedTokens: sqliteRevokedTokenStore(db),
     keys: sqliteKeyStore(db),
     events: sqliteEventStore(db, eventWrites),
-    developers: sqliteDeveloperStore(db, eventWrites),
+    developers: sqliteDeveloperStore(db, eventWrites, developerEventWrites),
     onChange(listener) {
       changes.listeners.push(listener);
     },
