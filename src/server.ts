@@ -169,7 +169,11 @@ export function buildServer({
       publicUrl,
       signup: portalSignup,
     });
-    app.get('/', async (_request, reply) => reply.redirect('/portal/', 302));
+    app.get('/', async (request, reply) => {
+      // `GET *` (an asterisk-form target) is routed here too: it names no resource.
+      if (!request.raw.url?.startsWith('/')) throw notFound();
+      return reply.redirect('/portal/', 302);
+    });
     refuseOtherMethods(app, '/', ['GET']);
   }
 
