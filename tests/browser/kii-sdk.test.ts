@@ -59,4 +59,29 @@ describe('the kii-cloud-sdk browser bundle', () => {
     assert.match(outcome, /^rejected: /);
     assert.doesNotMatch(outcome, /unauthorized_client/);
   });
+
+  it('makes its anonymous calls (X-Kii-AppID and X-Kii-AppKey, no token): authenticated, and the page reads the answer', async () => {
+    const query = (page: Page, appKey: string) =>
+      page.evaluate(
+        async ([appId, key, site]) => {
+          const { Kii, KiiQuery } = globalThis as unknown as {
+            Kii: { initializeWithSite(appId: string, appKey: string, site: string): void; bucketWithName(name: string): { executeQuery(query: unknown): Promise<unknown> } };
+            KiiQuery: { queryWithClause(clause: null): unknown };
+          };
+          Kii.initializeWithSite(appId, key, site);
+          return Kii.bucketWithName('notes')
+            .executeQuery(KiiQuery.queryWithClause(null))
+            .then(
+              () => 'resolved',
+              (error: Error) => `rejected: ${error.message}`,
+            );
+        },
+        [server.app.appId, appKey, `${server.baseUrl}/api`] as const,
+      );
+    const page = await browser.openPage(SDK_PAGE);
+    // Buckets are the rest of the backend's: Tessera authenticates the call, then has no such path.
+    assert.match(await query(page, server.app.appKey), /^rejected: NOT_FOUND: /);
+    const other = await browser.openPage(SDK_PAGE, { origin: browser.otherOrigin });
+    assert.doesNotMatch(await query(other, server.app.appKey), /NOT_FOUND|UNAUTHORIZED/, 'an origin the app does not list reads nothing');
+  });
 });
