@@ -57,3 +57,8 @@ export function alert(message: string | undefined): Html | null {
 export function csrfField(token: string): Html {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
 }
+
+/** The field of a form that may be sent once only (`once.ts`). */
+export function onceField(value: string): Html {
+  return html`<input type="hidden" name="once" value="${value}">`;
+}

@@ -17,6 +17,8 @@ export interface PortalResponse {
 export interface PortalPage extends PortalResponse {
   /** The value of the page's first `_csrf` field (every form of a page carries the same one). */
   csrf: string;
+  /** The page's `once` field, on forms that may be sent once only (src/portal/once.ts). */
+  once: string | undefined;
 }
 
 export interface PortalClient {
@@ -76,7 +78,7 @@ export function portalClient(server: PortalServer): PortalClient {
     async page(path) {
       const response = await send(path);
       assert.equal(response.status, 200, `GET ${path}: ${response.status} ${response.text.slice(0, 300)}`);
-      return { ...response, csrf: csrfFieldOf(response.text) };
+      return { ...response, csrf: csrfFieldOf(response.text), once: /<input type="hidden" name="once" value="([^"]+)">/.exec(response.text)?.[1] };
     },
     post(path, fields) {
       return send(path, {

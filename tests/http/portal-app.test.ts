@@ -148,11 +148,27 @@ describe("an app's forms in the portal", () => {
   });
 });
 
+describe('a new app in the portal', () => {
+  it('is created once per form: the same form sent again (a reload of the answer) is 409 and creates nothing', async () => {
+    const appsOfOwner = async () => (await server.tessera.members.appsOf(developerIds.owner!)).length;
+    const before = await appsOfOwner();
+    const { csrf, once } = await owner.page('/portal/apps/new');
+    const fields = { _csrf: csrf, once: once!, name: 'Sent twice' };
+    const first = await owner.post('/portal/apps', fields);
+    assert.equal(first.status, 201, first.text.slice(0, 300));
+    assert.match(first.text, /data-key="clientSecret"/);
+    const again = await owner.post('/portal/apps', fields);
+    assert.equal(again.status, 409);
+    assert.doesNotMatch(again.text, /data-key="clientSecret"/);
+    assert.equal(await appsOfOwner(), before + 1);
+  });
+});
+
 describe('rotating the ClientSecret in the portal', () => {
   it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {
     const app = await newApp();
     const form = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: form.csrf, grace: 'none', clientId: app.appId });
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: form.csrf, once: form.once!, grace: 'none', clientId: app.appId });
     assert.equal(response.status, 400);
     assert.match(response.text, /role="alert">That is not the ClientID of this app/);
     assert.doesNotMatch(response.text, /data-key="clientSecret"/);
@@ -161,7 +177,6 @@ describe('rotating the ClientSecret in the portal', () => {
 
   it('refuses a grace period with "revoke admin tokens", and grace periods out of bounds, saying why', async () => {
     const app = await newApp();
-    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
     const path = `/portal/apps/${app.appId}/rotate-secret`;
     for (const [fields, message] of [
       [{ grace: '3600', revokeAdminTokens: 'yes' }, /do not go together/],
@@ -172,7 +187,8 @@ describe('rotating the ClientSecret in the portal', () => {
       [{ grace: 'none', graceSeconds: '60' }, /choose &quot;For another period&quot;/],
       [{ grace: '12' }, /Choose how long/],
     ] as const) {
-      const response = await owner.post(path, { _csrf: csrf, clientId: app.clientId, ...fields });
+      const { csrf, once } = await owner.page(path);
+      const response = await owner.post(path, { _csrf: csrf, once: once!, clientId: app.clientId, ...fields });
       assert.equal(response.status, 400, JSON.stringify(fields));
       assert.match(response.text, message, JSON.stringify(fields));
     }
@@ -182,8 +198,8 @@ describe('rotating the ClientSecret in the portal', () => {
   it('shows the new secret once (200, no-store), ends the old one, and records the developer who did it', async () => {
     const app = await newApp();
     const adminToken = await issuedAdminToken(app);
-    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
+    const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
     const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)?.[1];
@@ -205,10 +221,26 @@ describe('rotating the ClientSecret in the portal', () => {
     assert.ok(!JSON.stringify(events).includes(newSecret), 'no secret in the events');
   });
 
+  it('is done once per form: the same form sent again (a reload of the answer) is 409 and rotates nothing', async () => {
+    const app = await newApp();
+    const path = `/portal/apps/${app.appId}/rotate-secret`;
+    const { csrf, once } = await owner.page(path);
+    const fields = { _csrf: csrf, once: once!, grace: '3600', clientId: app.clientId };
+    const first = await owner.post(path, fields);
+    assert.equal(first.status, 200);
+    const secret = /data-key="clientSecret">([0-9a-f]+)</.exec(first.text)![1]!;
+    const again = await owner.post(path, fields);
+    assert.equal(again.status, 409);
+    assert.match(again.text, /This form was sent already/);
+    assert.ok(await secretWorks(app, secret), 'the secret the first answer showed still works');
+    assert.ok(await secretWorks(app, app.clientSecret), 'and its grace period still runs');
+    assert.equal((await owner.post(path, { _csrf: csrf, grace: '3600', clientId: app.clientId })).status, 409, 'without its once field');
+  });
+
   it('keeps the old secret working for the grace period chosen, which the overview shows', async () => {
     const app = await newApp();
-    const { csrf } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, grace: '86400', clientId: app.clientId });
+    const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: '86400', clientId: app.clientId });
     assert.equal(response.status, 200);
     const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)![1]!;
     assert.match(response.text, /The previous ClientSecret keeps working until <time/);

@@ -4,7 +4,8 @@ import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-r
 import type { RotatedSecret, RotationOptions } from '../../apps/service.js';
 import { TesseraError } from '../../errors.js';
 import { html } from '../html.js';
-import { alert, csrfField, page } from '../layout.js';
+import { alert, csrfField, onceField, page } from '../layout.js';
+import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../plugin.js';
 import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcTime } from '../time.js';
@@ -33,18 +34,20 @@ const EMPTY_FORM: RotationForm = { grace: 'none', graceSeconds: '', revokeAdminT
  * Rotating the ClientSecret (the owner only): a form confirmed by typing the ClientID, then the new
  * secret, shown once.
  */
-export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, secureCookies }) => {
+  const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId/rotate-secret', async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
-    return sendPage(reply, rotationPage(request, reply, await apps.show(appId), EMPTY_FORM));
+    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), await apps.show(appId), EMPTY_FORM));
   });
 
   app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
+    useOnce(request, reply, once);
     const described = await apps.show(appId);
     const form: RotationForm = {
       grace: formField(request, 'grace') ?? 'none',
@@ -59,7 +62,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
       }
       rotated = await apps.rotateSecret(appId, rotationOptions(form), asDeveloper(request));
     } catch (error) {
-      return sendPage(reply, rotationPage(request, reply, described, form, mistakeIn(error)), 400);
+      return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, form, mistakeIn(error)), 400);
     }
     return sendPage(reply, rotatedPage(request, reply, described, rotated, form.revokeAdminTokens));
   });
@@ -77,7 +80,7 @@ function rotationOptions({ grace, graceSeconds, revokeAdminTokens }: RotationFor
   return { ...options, graceSeconds: Number(choice[0]) };
 }
 
-function rotationPage(request: FastifyRequest, reply: FastifyReply, app: AppDescription, form: RotationForm, message?: string) {
+function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string, app: AppDescription, form: RotationForm, message?: string) {
   const csrfToken = reply.generateCsrf();
   const radio = (value: string, label: string) => html`<div class="choice">
       <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
@@ -94,6 +97,7 @@ function rotationPage(request: FastifyRequest, reply: FastifyReply, app: AppDesc
 ${alert(message)}
 <form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
   ${csrfField(csrfToken)}
+  ${onceField(once)}
   <fieldset>
     <legend>How long does the current ClientSecret keep working?</legend>
     ${radio('none', 'It stops at once')}

@@ -3,13 +3,15 @@ import type { OwnedApp } from '../../developers/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
 import { tryItCommands } from '../../apps/try-it.js';
 import { html } from '../html.js';
-import { alert, csrfField, page } from '../layout.js';
+import { alert, csrfField, onceField, page } from '../layout.js';
+import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../plugin.js';
 import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { keyRow } from './keys.js';
 
 /** The developer's apps, and a new one. */
-export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, ownedApps, publicUrl }) => {
+export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, ownedApps, publicUrl, secureCookies }) => {
+  const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
   app.get('/', async (request, reply) => {
@@ -39,23 +41,24 @@ ${described.length === 0
     );
   });
 
-  app.get('/apps/new', async (request, reply) => sendPage(reply, newAppForm(request, reply)));
+  app.get('/apps/new', async (request, reply) => sendPage(reply, newAppForm(request, reply, issueOnce(reply, once))));
 
   app.post('/apps', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { developer } = sessionOf(request);
+    useOnce(request, reply, once);
     const name = formField(request, 'name') ?? '';
     let created: OwnedApp;
     try {
       created = await ownedApps.create(name, developer.email, asDeveloper(request));
     } catch (error) {
       if (!isTesseraError(error) || error.status !== 400) throw error;
-      return sendPage(reply, newAppForm(request, reply, { name, message: error.message }), 400);
+      return sendPage(reply, newAppForm(request, reply, issueOnce(reply, once), { name, message: error.message }), 400);
     }
     return sendPage(reply, createdPage(request, reply, created, publicUrl), 201);
   });
 };
 
-function newAppForm(request: FastifyRequest, reply: FastifyReply, { name, message }: { name?: string; message?: string } = {}) {
+function newAppForm(request: FastifyRequest, reply: FastifyReply, once: string, { name, message }: { name?: string; message?: string } = {}) {
   const csrfToken = reply.generateCsrf();
   return page({
     title: 'New app',
@@ -66,6 +69,7 @@ function newAppForm(request: FastifyRequest, reply: FastifyReply, { name, messag
 ${alert(message)}
 <form method="post" action="/portal/apps" class="stack">
   ${csrfField(csrfToken)}
+  ${onceField(once)}
   <label for="name">Name</label>
   <input id="name" name="name" type="text" required maxlength="100" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
   <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
