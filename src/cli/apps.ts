@@ -57,8 +57,13 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId());
-      const browserExposure = await lastSecretExposure(tessera.events, app.appId);
-      return out.result({ ...app, browserExposure }, () => [...describe(app, tessera.clock.now()), ...describeExposure(app.appId, browserExposure)]);
+      const [browserExposure, memberships] = await Promise.all([lastSecretExposure(tessera.events, app.appId), tessera.members.membersOf(app.appId)]);
+      const members = memberships.map(({ email, role }) => ({ email, role }));
+      return out.result({ ...app, members, browserExposure }, () => [
+        ...describe(app, tessera.clock.now()),
+        ...describeMembers(members),
+        ...describeExposure(app.appId, browserExposure),
+      ]);
     }
     case 'rotate-secret': {
       const id = needsAppId();
@@ -135,6 +140,16 @@ function describe(app: AppDescription, now: number): string[] {
     `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
     `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,
     `  Allowed origins (CORS)        ${config.allowedOrigins.length === 0 ? 'none' : config.allowedOrigins.join(' ')}`,
+  ];
+}
+
+/** Who has the app in the portal: its owner (none: the operator's alone) and collaborators. */
+function describeMembers(members: readonly { email: string; role: string }[]): string[] {
+  const owner = members.find((member) => member.role === 'owner');
+  const collaborators = members.filter((member) => member.role !== 'owner').map((member) => member.email);
+  return [
+    `  Owner                         ${owner?.email ?? "none (the operator's: tessera apps transfer APP_ID --owner EMAIL gives it one)"}`,
+    `  Collaborators                 ${collaborators.length === 0 ? 'none' : collaborators.join(' ')}`,
   ];
 }
 

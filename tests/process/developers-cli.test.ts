@@ -179,6 +179,9 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const moved = json(await cli(['apps', 'transfer', appId, '--owner', 'ada@example.com', '--json']), 'apps transfer');
     assert.deepEqual(moved, { appId, owner: { id: ada.id, email: 'ada@example.com' }, previousOwner: { id: cy.id, email: 'cy@example.com' }, changed: true });
     assert.deepEqual((await portal.members.membersOf(appId)).map((member) => member.email), ['ada@example.com']);
+    // The operator sees who owns it before and after.
+    assert.deepEqual(json(await cli(['apps', 'show', appId, '--json']), 'apps show').members, [{ email: 'ada@example.com', role: 'owner' }]);
+    assert.match((await cli(['apps', 'show', appId])).stdout, /Owner +ada@example\.com\n +Collaborators +none/);
     const again = await cli(['apps', 'transfer', appId, '--owner', 'ada@example.com']);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /belongs to ada@example\.com already/);
