@@ -121,6 +121,7 @@ function filterForm(appId: string, type: EventType | undefined): Html {
 
 function emptyText(query: EventPageQuery): string {
   if (query.beforeId !== undefined) return 'No older events.';
+  if (query.type === 'token.throttled') return 'Admin attempts throttled after too many wrong secrets are counted in the charts, not listed.';
   return query.type === undefined ? 'No events yet. They appear here as tokens are asked for.' : `No events of this type (${TYPE_WORDS[query.type]}) yet.`;
 }
 
