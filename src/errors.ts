@@ -34,7 +34,15 @@ export interface ErrorDetails {
   retryAfterSeconds?: number;
   /** For METHOD_NOT_ALLOWED: the methods the resource does allow. */
   allow?: readonly string[];
+  /**
+   * For TOO_MANY_REQUESTS of the limits on failed admin attempts: which one refused, the address's
+   * own or the app's ceiling (recorded as `token.throttled`'s reason; never sent to the client).
+   */
+  adminLimit?: AdminLimit;
 }
+
+/** The two limits on failed admin attempts: per app and address, and per app from every address. */
+export type AdminLimit = 'address' | 'app';
 
 export class TesseraError extends Error {
   readonly status: number;

@@ -86,7 +86,13 @@ function usage<T>(read: () => T): T {
 
 function countSummary(totals: readonly CountOfKind[]): string[] {
   if (totals.length === 0) return ['Counted in the last 24 h: nothing.'];
-  return ['Counted in the last 24 h (more: --counts):', ...kindLines(totals).map((line) => `  ${line}`)];
+  return ['Counted in the last 24 h (more: --counts):', ...kindLines(totals).map((line) => `  ${line}`), ...throttledNote(totals)];
+}
+
+/** What `token.throttled` is, under counts that have it: it is never listed, so it is said here. */
+function throttledNote(totals: readonly CountOfKind[]): string[] {
+  if (!totals.some((kind) => kind.type === 'token.throttled')) return [];
+  return ['token.throttled: admin attempts refused (429) past the failed-admin limits (address: per client address, app: the app\'s ceiling); counted, not listed.'];
 }
 
 /** `label  count`, the counts aligned on the right. */
@@ -106,7 +112,7 @@ function countTable(counts: EventCountsDescription): string[] {
   const header = [counts.per, 'event', 'count'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   const format = (row: string[]) => `${row[0]!.padEnd(widths[0]!)}  ${row[1]!.padEnd(widths[1]!)}  ${row[2]!.padStart(widths[2]!)}`;
-  return [heading, format(header), ...rows.map(format)];
+  return [heading, format(header), ...rows.map(format), ...throttledNote(counts.totals)];
 }
 
 /** `2026-01-31T12:00Z`. */

@@ -5,6 +5,9 @@ export const EVENT_TYPES = [
   'token.issued',
   'token.revoked',
   'token.refused',
+  // An admin attempt refused (429) by the limits on failed admin attempts; `reason`: `address` or
+  // `app`, the limit. Only counted, never a row (`retentionOf`).
+  'token.throttled',
   'app.secret_rotated',
   'app.configuration_changed',
   'app.secret_exposed',

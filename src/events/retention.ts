@@ -25,6 +25,9 @@ export const REFUSAL_TYPE: EventType = 'token.refused';
  * counted as well; this says whether it is also a row, and of which class:
  * - an anonymous token issued, or revoked by itself (RFC 7009 with its own token): counted only;
  *   anyone with the public AppID can cause any number of them;
+ * - an admin attempt refused by the limits on failed admin attempts (`token.throttled`): counted
+ *   only, whoever sent it; past those limits, anyone can cause any number of them, and as rows they
+ *   would grow storage and push refusals out;
  * - a refusal (a wrong ClientID, ClientSecret or AppKey, a bad bearer token): a `refusal` row;
  * - everything else (an admin token issued, a revocation by an admin, a developer or the operator,
  *   a change of an app's owner or collaborators, the ClientSecret sent from a browser,
@@ -34,6 +37,7 @@ export const REFUSAL_TYPE: EventType = 'token.refused';
  */
 export function retentionOf(type: EventType, principal: Actor | null): EventRetention {
   if (type === REFUSAL_TYPE) return 'refusal';
+  if (type === 'token.throttled') return 'counted';
   if (type === 'token.issued' && principal === 'anonymous') return 'counted';
   if (type === 'token.revoked' && principal !== 'admin' && principal !== 'operator' && principal !== 'developer') return 'counted';
   return 'audit';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { TesseraError } from '../errors.js';
+import { TesseraError, type AdminLimit } from '../errors.js';
 import { addressKey } from './address-key.js';
 
 export interface RateLimitSettings {
@@ -117,8 +117,8 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
         adminFailuresByAddress.get(adminAddressKey(appId, address)),
         adminFailures.get(appId),
       ]);
-      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw tooManyRequests(fromAddress);
-      if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp);
+      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw tooManyRequests(fromAddress, 'address');
+      if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp, 'app');
     },
     async recordAdminFailure(appId, address) {
       const [fromAddress, onApp] = await Promise.all([
@@ -130,9 +130,9 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
         // up the app's ceiling and lock its admins out again. Meanwhile the app's count is a little
         // high, never low.
         await adminFailures.reward(appId, 1);
-        throw tooManyRequests(fromAddress);
+        throw tooManyRequests(fromAddress, 'address');
       }
-      if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp);
+      if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp, 'app');
     },
     counter,
     async ready(timeoutMs = 2_000) {
@@ -154,9 +154,11 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
   };
 }
 
-export function tooManyRequests(rejection: unknown): TesseraError {
+/** `adminLimit`: for the limits on failed admin attempts, which one refused. */
+export function tooManyRequests(rejection: unknown, adminLimit?: AdminLimit): TesseraError {
   if (!(rejection instanceof RateLimiterRes)) throw rejection;
   return new TesseraError('TOO_MANY_REQUESTS', 'Too many requests; try again later.', {
     retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
+    ...(adminLimit === undefined ? {} : { adminLimit }),
   });
 }

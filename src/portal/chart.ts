@@ -15,7 +15,10 @@ export interface TokenBucket {
   start: number;
   admin: number;
   anonymous: number;
+  /** Refused requests: a wrong secret, key or token (`token.refused`), and admin attempts throttled (`token.throttled`). */
   refused: number;
+  /** Of `refused`, the admin attempts refused (429) by the limits on failed admin attempts. */
+  throttled: number;
 }
 
 /** Every hour or day of a span, those without events as zeros, oldest first. */
@@ -40,7 +43,7 @@ export function chartQueries(clock: Clock): Record<ChartPeriod, EventCountQuery>
   return { hour: query('hour'), day: query('day') };
 }
 
-/** The counts of `token.issued` and `token.refused` per bucket, with a zero for every bucket without any. */
+/** The counts of `token.issued`, and of `token.refused` and `token.throttled` (both refused), per bucket, with a zero for every bucket without any. */
 export function tokenSeries(counts: EventCountsDescription): TokenSeries {
   const per: ChartPeriod = counts.per === 'day' ? 'day' : 'hour';
   const period = per === 'day' ? DAY : HOUR;
@@ -49,7 +52,7 @@ export function tokenSeries(counts: EventCountsDescription): TokenSeries {
   const buckets: TokenBucket[] = [];
   const byStart = new Map<number, TokenBucket>();
   for (let start = since; start < until; start += period) {
-    const bucket = { start, admin: 0, anonymous: 0, refused: 0 };
+    const bucket = { start, admin: 0, anonymous: 0, refused: 0, throttled: 0 };
     buckets.push(bucket);
     byStart.set(start, bucket);
   }
@@ -58,6 +61,10 @@ export function tokenSeries(counts: EventCountsDescription): TokenSeries {
     if (bucket === undefined) continue;
     for (const kind of kinds) {
       if (kind.type === 'token.refused') bucket.refused += kind.count;
+      else if (kind.type === 'token.throttled') {
+        bucket.refused += kind.count;
+        bucket.throttled += kind.count;
+      }
       else if (kind.type === 'token.issued' && kind.principal === 'anonymous') bucket.anonymous += kind.count;
       else if (kind.type === 'token.issued') bucket.admin += kind.count;
     }
@@ -113,7 +120,8 @@ export function seriesSummary(series: TokenSeries): string {
   const issued = series.buckets.reduce((sum, bucket) => sum + issuedOf(bucket), 0);
   const refused = series.buckets.reduce((sum, bucket) => sum + bucket.refused, 0);
   const admin = series.buckets.reduce((sum, bucket) => sum + bucket.admin, 0);
-  let text = `In ${span}: ${plural(issued, 'token')} issued (${admin} admin, ${issued - admin} anonymous), ${plural(refused, 'request')} refused.`;
+  const throttled = series.buckets.reduce((sum, bucket) => sum + bucket.throttled, 0);
+  let text = `In ${span}: ${plural(issued, 'token')} issued (${admin} admin, ${issued - admin} anonymous), ${plural(refused, 'request')} refused${throttled > 0 ? ` (${throttled} of them throttled after too many wrong secrets)` : ''}.`;
   const worst = series.buckets.reduce<TokenBucket | undefined>((most, bucket) => (bucket.refused > (most?.refused ?? 0) ? bucket : most), undefined);
   if (worst !== undefined) text += ` Most refusals in one ${series.per}: ${worst.refused}, ${series.per === 'hour' ? 'at' : 'on'} ${bucketName(series.per, worst.start)}.`;
   return text;
@@ -135,6 +143,7 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
   const totals = {
     issued: buckets.reduce((sum, bucket) => sum + issuedOf(bucket), 0),
     refused: buckets.reduce((sum, bucket) => sum + bucket.refused, 0),
+    throttled: buckets.reduce((sum, bucket) => sum + bucket.throttled, 0),
   };
   const ticks: number[] = [];
   for (let value = 0; value <= top; value += step) ticks.push(value);
@@ -144,8 +153,8 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
       ? null
       : html`<rect class="bar ${kind}" data-count="${value}" x="${round(x)}" y="${y(value)}" width="${barWidth}" height="${round(y(0) - y(value))}" fill="${kind === 'issued' ? ISSUED_COLOUR : `url(#${id}-hatch)`}"><title>${name}: ${plural(value, kind === 'issued' ? 'token' : 'request')} ${kind}</title></rect>`;
 
-  return html`<figure class="chart" id="${id}" data-per="${per}" data-issued="${totals.issued}" data-refused="${totals.refused}">
-<figcaption><h3>${heading}</h3><p class="chart-summary">${totals.issued} issued, ${totals.refused > 0 ? html`<strong class="refused-total">${totals.refused} refused</strong>` : '0 refused'}</p></figcaption>
+  return html`<figure class="chart" id="${id}" data-per="${per}" data-issued="${totals.issued}" data-refused="${totals.refused}" data-throttled="${totals.throttled}">
+<figcaption><h3>${heading}</h3><p class="chart-summary">${totals.issued} issued, ${totals.refused > 0 ? html`<strong class="refused-total">${totals.refused} refused</strong>${totals.throttled > 0 ? ` (${totals.throttled} throttled)` : ''}` : '0 refused'}</p></figcaption>
 <div class="chart-frame">
 <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet" font-size="13">
 <title id="${id}-title">${heading}: tokens issued and requests refused per ${per} (UTC)</title>
@@ -174,9 +183,9 @@ ${legend(`${id}-legend`)}
 <summary>The numbers per ${per}</summary>
 <table>
 <caption>${heading}, per ${per === 'hour' ? 'hour' : 'day'} (UTC)</caption>
-<thead><tr><th scope="col">${per === 'hour' ? 'Hour' : 'Day'}</th><th scope="col">Admin tokens issued</th><th scope="col">Anonymous tokens issued</th><th scope="col">Requests refused</th></tr></thead>
+<thead><tr><th scope="col">${per === 'hour' ? 'Hour' : 'Day'}</th><th scope="col">Admin tokens issued</th><th scope="col">Anonymous tokens issued</th><th scope="col">Requests refused</th><th scope="col">Of those, throttled</th></tr></thead>
 <tbody>${[...buckets].reverse().map(
-    (bucket) => html`<tr><th scope="row">${bucketName(per, bucket.start)}</th><td>${bucket.admin}</td><td>${bucket.anonymous}</td><td>${bucket.refused}</td></tr>`,
+    (bucket) => html`<tr><th scope="row">${bucketName(per, bucket.start)}</th><td>${bucket.admin}</td><td>${bucket.anonymous}</td><td>${bucket.refused}</td><td>${bucket.throttled}</td></tr>`,
   )}</tbody>
 </table>
 </details>
@@ -198,7 +207,7 @@ function hatch(patternId: string): Html {
 function legend(id: string): Html {
   return html`<ul class="legend" aria-label="Legend">
 <li><svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"><rect width="16" height="16" fill="${ISSUED_COLOUR}"/></svg>Tokens issued (admin and anonymous)</li>
-<li><svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"><defs>${hatch(`${id}-hatch`)}</defs><rect width="16" height="16" fill="url(#${id}-hatch)"/></svg>Requests refused (wrong secret, key or token)</li>
+<li><svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"><defs>${hatch(`${id}-hatch`)}</defs><rect width="16" height="16" fill="url(#${id}-hatch)"/></svg>Requests refused (wrong secret, key or token; admin attempts throttled after too many wrong secrets)</li>
 </ul>`;
 }
 

@@ -1,6 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
+import { isTesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { RequestContext } from '../request-context.js';
@@ -34,7 +35,10 @@ export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }
 
 /**
  * An admin attempt (a token request, or RFC 7009/7662 client authentication), under the limits on
- * failed admin attempts: a failure is counted and recorded, and fails as `invalid_client`.
+ * failed admin attempts: a failure is counted and recorded, and fails as `invalid_client`. An
+ * attempt those limits refuse (429) is counted as `token.throttled`, with the limit as its reason
+ * (`address` or `app`): only counted, never a row (`retentionOf`), since anyone can cause any
+ * number of them.
  */
 export class AdminAuthentication {
   constructor(
@@ -54,12 +58,20 @@ export class AdminAuthentication {
     // counted in the order they are decided: of any burst, only the first failures of the minute
     // are answered 401; every later attempt from that address (or, past the app's ceiling, on that
     // app), the right secret included, gets 429.
-    if (secret === null) {
-      await this.limits.recordAdminFailure(app.appId, context.clientAddress);
-      this.events.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
-      throw invalidClient();
+    try {
+      if (secret === null) {
+        await this.limits.recordAdminFailure(app.appId, context.clientAddress);
+        this.events.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
+        throw invalidClient();
+      }
+      await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
+      return secret;
+    } catch (error) {
+      // Only a refusal by these limits does more work: a count in the event log's buffer.
+      if (isTesseraError(error) && error.details.adminLimit !== undefined) {
+        this.events.record('token.throttled', app.appId, context, 'admin', { reason: error.details.adminLimit });
+      }
+      throw error;
     }
-    await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
-    return secret;
   }
 }

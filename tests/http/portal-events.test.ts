@@ -55,8 +55,8 @@ describe('the events page', () => {
       assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
       assert.ok(page.text.indexOf('Admin token request refused') < page.text.indexOf('Admin token issued'));
       assert.match(page.text, /wrong ClientID, ClientSecret or AppKey/);
-      assert.match(page.text, /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1">/);
-      assert.match(page.text, /<figure class="chart" id="chart-daily" data-per="day" data-issued="2" data-refused="1">/);
+      assert.match(page.text, /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1" data-throttled="0">/);
+      assert.match(page.text, /<figure class="chart" id="chart-daily" data-per="day" data-issued="2" data-refused="1" data-throttled="0">/);
       assert.doesNotMatch(page.text, new RegExp(app.clientSecret));
       assert.doesNotMatch(page.text, /data-warning="secret-exposed"/);
     }
@@ -171,5 +171,42 @@ describe('what the events page refuses', () => {
       assert.ok(answer.text.length < 10_000, 'a huge value is not echoed whole');
     }
     assert.equal((await owner.get(eventsPath())).status, 200, 'and the page still works');
+  });
+});
+
+describe('the events page of an app whose ClientSecret is guessed past the failed-admin limits', () => {
+  const LIMIT = 3;
+  let limited: TestServer;
+  let guessed: AppEndpoint;
+  let guessedOwner: PortalClient;
+
+  before(async () => {
+    limited = await startServer({
+      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 100 },
+    });
+    const account = await createDeveloper(limited, 'guessed@example.com');
+    guessed = appOn(limited, await limited.tessera.ownedApps.create('Guessed', account.email, OPERATOR));
+    guessedOwner = await signInOverHttp(limited, 'guessed@example.com');
+  });
+  after(async () => {
+    await limited?.close();
+  });
+
+  it('counts the throttled attempts in the chart as refused, says how many were throttled, and lists only the 401s', async () => {
+    const N = 12;
+    const statuses: number[] = [];
+    for (let i = 0; i < N; i++) statuses.push((await requestToken(guessed, adminFields(guessed, { client_secret: `wrong-${i}` }))).status);
+    assert.deepEqual(statuses, [...Array(LIMIT).fill(401), ...Array(N - LIMIT).fill(429)]);
+    await limited.tessera.events.flush();
+    const page = await guessedOwner.get(`/portal/apps/${guessed.appId}/events`);
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, new RegExp(`<figure class="chart" id="chart-hourly" data-per="hour" data-issued="0" data-refused="${N}" data-throttled="${N - LIMIT}">`));
+    assert.match(page.text, new RegExp(`<strong class="refused-total">${N} refused</strong> \\(${N - LIMIT} throttled\\)`));
+    assert.match(page.text, /Refused includes admin attempts throttled \(429\) after too many wrong secrets/);
+    assert.equal([...page.text.matchAll(/data-type="token.refused"/g)].length, LIMIT);
+    assert.doesNotMatch(page.text, /data-type="token.throttled"/);
+    const filtered = await guessedOwner.get(`/portal/apps/${guessed.appId}/events?type=token.throttled`);
+    assert.equal(filtered.status, 200);
+    assert.match(filtered.text, /counted in the charts, not listed/);
   });
 });

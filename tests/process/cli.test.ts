@@ -780,6 +780,23 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal((await whoami(app.appId, anonymous)).status, 200);
   });
 
+  it('events --counts shows admin attempts throttled by the failed-admin limits, which no listing has', async () => {
+    const app = await createApp(store, 'Guessed');
+    // The server's default limit: 10 failures a minute per app and address, then 429.
+    const statuses: number[] = [];
+    for (let i = 0; i < 13; i++) statuses.push((await tokenRequest(server.baseUrl, app.appId, app.clientId, `wrong-secret-${i}`)).status);
+    assert.deepEqual(statuses, [...Array(10).fill(401), ...Array(3).fill(429)]);
+    await sleep(200);
+    const counts = await cli(store, ['events', app.appId, '--counts', '--per', 'minute', '--since', '90m']);
+    assert.equal(counts.code, 0, counts.stderr);
+    const totals = counts.stdout.split('\n').filter((line) => line.startsWith('total')).map((line) => line.replace(/ +/g, ' '));
+    assert.deepEqual(totals, ['total token.refused admin invalid_client 10', 'total token.throttled admin address 3']);
+    assert.match(counts.stdout, /token\.throttled: admin attempts refused \(429\) past the failed-admin limits/);
+    const listed = await cli(store, ['events', app.appId, '--type', 'token.throttled', '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(listed.stdout, '');
+  });
+
   it('events prints the counts of the last 24 h and the app\'s events oldest first; --follow prints new ones as they happen, until SIGINT', async () => {
     const app = await createApp(store, 'Audited');
     await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret);

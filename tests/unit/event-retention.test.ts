@@ -7,7 +7,7 @@ import type { Actor } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 
 describe('retentionOf: what is a row, of which class, and what is only counted', () => {
-  it('counts anonymous tokens issued and revoked by themselves, keeps refusals apart, and everything else (a developer\'s too) as audit', () => {
+  it('counts anonymous tokens issued and revoked by themselves and throttled admin attempts, keeps refusals apart, and everything else (a developer\'s too) as audit', () => {
     const cases: [EventType, Actor | null, string][] = [
       ['token.issued', 'anonymous', 'counted'],
       ['token.issued', 'admin', 'audit'],
@@ -18,6 +18,9 @@ describe('retentionOf: what is a row, of which class, and what is only counted',
       ['token.refused', 'anonymous', 'refusal'],
       ['token.refused', 'admin', 'refusal'],
       ['token.refused', null, 'refusal'],
+      // Past the failed-admin limits anyone can cause any number of them: counted only, whoever sent it.
+      ['token.throttled', 'admin', 'counted'],
+      ['token.throttled', null, 'counted'],
       ['app.secret_rotated', 'operator', 'audit'],
       ['app.configuration_changed', 'admin', 'audit'],
       ['app.configuration_changed', 'operator', 'audit'],

@@ -41,10 +41,35 @@ describe('tokenSeries', () => {
     );
     assert.equal(series.per, 'hour');
     assert.equal(series.buckets.length, 24);
-    assert.deepEqual(series.buckets.at(-1), { start: thisHour, admin: 2, anonymous: 5, refused: 41 });
-    assert.deepEqual(series.buckets.at(-4), { start: thisHour - 3 * HOUR, admin: 0, anonymous: 1, refused: 0 });
+    assert.deepEqual(series.buckets.at(-1), { start: thisHour, admin: 2, anonymous: 5, refused: 41, throttled: 0 });
+    assert.deepEqual(series.buckets.at(-4), { start: thisHour - 3 * HOUR, admin: 0, anonymous: 1, refused: 0, throttled: 0 });
     assert.equal(series.buckets.filter((bucket) => bucket.admin + bucket.anonymous + bucket.refused > 0).length, 2);
     assert.match(seriesSummary(series), /8 tokens issued \(2 admin, 6 anonymous\), 41 requests refused\. Most refusals in one hour: 41, at 2026-11-23 17:00 UTC\./);
+  });
+
+  it('counts admin attempts throttled by the failed-admin limits as refused, and apart as throttled', () => {
+    const thisHour = NOW - (NOW % HOUR);
+    const series = tokenSeries(
+      describeCounts('app', chartQueries(clock).hour, [
+        row(thisHour, 'token.refused', 'admin', 7, 'invalid_client'),
+        row(thisHour, 'token.throttled', 'admin', 30, 'address'),
+        row(thisHour, 'token.throttled', 'admin', 3, 'app'),
+        row(thisHour - HOUR, 'token.issued', 'admin', 1),
+      ]),
+    );
+    assert.deepEqual(series.buckets.at(-1), { start: thisHour, admin: 0, anonymous: 0, refused: 40, throttled: 33 });
+    assert.deepEqual(series.buckets.at(-2), { start: thisHour - HOUR, admin: 1, anonymous: 0, refused: 0, throttled: 0 });
+    assert.match(seriesSummary(series), /40 requests refused \(33 of them throttled after too many wrong secrets\)\. Most refusals in one hour: 40,/);
+    const svg = tokenChart(series, 'chart-throttled', 'Last 24 hours').text;
+    assert.deepEqual(
+      [...svg.matchAll(/<rect class="bar (issued|refused)" data-count="(\d+)"/g)].map((match) => [match[1], Number(match[2])]),
+      [['issued', 1], ['refused', 40]],
+    );
+    assert.match(svg, /data-refused="40" data-throttled="33"/);
+    assert.match(svg, /<strong class="refused-total">40 refused<\/strong> \(33 throttled\)/);
+    assert.match(svg, /<th scope="col">Of those, throttled<\/th>/);
+    assert.match(svg, /<tr><th scope="row">2026-11-23 17:00 UTC<\/th><td>0<\/td><td>0<\/td><td>40<\/td><td>33<\/td><\/tr>/);
+    assert.match(svg, /admin attempts throttled after too many wrong secrets\)<\/li>/);
   });
 
   it('has 30 days for the daily chart', () => {
@@ -94,7 +119,7 @@ describe('tokenChart', () => {
     assert.match(svg, />Per hour</);
     assert.match(svg, /<ul class="legend"/);
     assert.equal([...svg.matchAll(/<tr><th scope="row">/g)].length, 24);
-    assert.match(svg, /<tr><th scope="row">2026-11-23 16:00 UTC<\/th><td>0<\/td><td>0<\/td><td>40<\/td><\/tr>/);
+    assert.match(svg, /<tr><th scope="row">2026-11-23 16:00 UTC<\/th><td>0<\/td><td>0<\/td><td>40<\/td><td>0<\/td><\/tr>/);
     assert.doesNotMatch(svg, /style=/, 'the CSP blocks style attributes');
   });
 
@@ -106,7 +131,7 @@ describe('tokenChart', () => {
   it('draws an empty chart with an axis when nothing happened', () => {
     const empty = tokenChart(tokenSeries(describeCounts('app', chartQueries(clock).day, [])), 'chart-empty', 'Last 30 days').text;
     assert.doesNotMatch(empty, /class="bar /);
-    assert.match(empty, /data-issued="0" data-refused="0"/);
+    assert.match(empty, /data-issued="0" data-refused="0" data-throttled="0"/);
     assert.match(empty, />0 issued, 0 refused</);
   });
 });

@@ -58,7 +58,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const body = html`${appHeader(appId, described.name, 'Events')}
 ${secretExposureWarning(appId, exposure, role)}
 <h2>Tokens</h2>
-<p class="hint">Tokens issued and requests refused, counted for every request. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
+<p class="hint">Tokens issued and requests refused, counted for every request. Refused includes admin attempts throttled (429) after too many wrong secrets: counted, not listed. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
 <div class="charts" data-charts>${chartsHtml}</div>
 <h2 id="log">Events</h2>
 ${filterForm(appId, query.type)}
@@ -68,7 +68,7 @@ ${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(
 ${listed.events.map((event) => eventItem(event, emails))}
 </ol>
 ${pager(appId, query, listed.nextCursor)}
-<p class="hint">Anonymous tokens issued, and tokens that revoke themselves, are counted in the charts but not listed one by one. Events are kept for a limited time.</p>`;
+<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the charts but not listed one by one. Events are kept for a limited time.</p>`;
     return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
   });
 
@@ -121,6 +121,7 @@ function filterForm(appId: string, type: EventType | undefined): Html {
 
 function emptyText(query: EventPageQuery): string {
   if (query.beforeId !== undefined) return 'No older events.';
+  if (query.type === 'token.throttled') return 'Admin attempts throttled after too many wrong secrets are counted in the charts, not listed.';
   return query.type === undefined ? 'No events yet. They appear here as tokens are asked for.' : `No events of this type (${TYPE_WORDS[query.type]}) yet.`;
 }
 
@@ -140,6 +141,7 @@ const TYPE_WORDS: Record<EventType, string> = {
   'token.issued': 'Token issued',
   'token.revoked': 'Token revoked',
   'token.refused': 'Request refused',
+  'token.throttled': 'Admin attempt throttled',
   'app.secret_rotated': 'ClientSecret rotated',
   'app.configuration_changed': 'Settings changed',
   'app.secret_exposed': 'ClientSecret sent from a browser',
