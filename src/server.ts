@@ -98,7 +98,7 @@ export function buildServer({
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
   answerConnectRequests(app);
-  batchAnswers(app);
+  batchAnswers(app, tessera.metrics.requestDurations);
   app.addHook('onRequest', (request, _reply, done) => {
     const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -144,8 +144,15 @@ export function buildServer({
   const { appCache: apps, authenticator } = tessera;
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
   app.register(metadataRoutes, { apps, publicUrl });
-  app.register(endpointRoutes, { apps, callers: tessera.callers, checker: tessera.checker, revoker: tessera.revoker, limits: tessera.limits });
-  app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths });
+  app.register(endpointRoutes, {
+    apps,
+    callers: tessera.callers,
+    checker: tessera.checker,
+    revoker: tessera.revoker,
+    limits: tessera.limits,
+    metrics: tessera.metrics,
+  });
+  app.register(forwardAuthRoutes, { authenticator, adminPaths: forwardAuthAdminPaths, metrics: tessera.metrics });
   app.register(async (authenticated) => {
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });

@@ -10,6 +10,7 @@ import { createSignInLimits, DEFAULT_SIGN_IN_LIMITS, type SignInLimitSettings } 
 import { EventLog } from './events/log.js';
 import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from './housekeeping.js';
 import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitSettings } from './limits/rate-limits.js';
+import { NO_METRICS, type Metrics } from './metrics/port.js';
 import type { Store } from './store/store.js';
 import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
@@ -50,6 +51,8 @@ export interface Tessera {
   readonly ownedApps: OwnedApps;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
+  /** What the services count for Prometheus (METRICS_PORT); `NO_METRICS` otherwise. */
+  readonly metrics: Metrics;
   /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
   close(): Promise<void>;
 }
@@ -67,20 +70,23 @@ export interface TesseraOptions {
   publicUrl?: string | undefined;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
   onWarning?: (message: string, error: unknown) => void;
+  /** Told what to count for Prometheus (METRICS_PORT); nothing by default. */
+  metrics?: Metrics;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
   const { store } = options;
   const clock = options.clock ?? systemClock;
   const warn = options.onWarning ?? (() => {});
-  const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn);
-  const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error));
-  const checking = createTokenChecking(store, { clock, events });
+  const metrics = options.metrics ?? NO_METRICS;
+  const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
+  const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error), metrics);
+  const checking = createTokenChecking(store, { clock, events, metrics });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     warn('housekeeping failed; it is tried again at the next interval', error),
   );
   const admins = new AdminAuthentication(limits, events, clock);
-  const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS);
+  const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS, metrics);
   const links = { publicUrl: options.publicUrl };
   const apps = new AppService(store.apps, clock, events, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
@@ -98,6 +104,7 @@ export function createTessera(options: TesseraOptions): Tessera {
       clock,
       onChange: checking.forget,
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
+      metrics,
     }),
     keys: new KeyService(store.keys, clock, () => checking.tokens.anonymous.forgetAll()),
     authenticator: checking.authenticator,
@@ -108,6 +115,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     members,
     ownedApps: new OwnedApps(apps, developers, members),
     housekeeping,
+    metrics,
     async close() {
       await housekeeping.stop();
       await events.flush();

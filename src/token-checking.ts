@@ -3,6 +3,7 @@ import { Authenticator } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
 import type { EventLog } from './events/log.js';
 import { Keyring } from './keys/keyring.js';
+import { NO_METRICS, type Metrics } from './metrics/port.js';
 import type { Store } from './store/store.js';
 import { AnonymousTokens } from './tokens/anonymous-tokens.js';
 import { TokenChecker } from './tokens/checker.js';
@@ -23,6 +24,8 @@ export interface TokenCheckingOptions {
   events?: EventLog;
   cachedApps?: number;
   cachedTokens?: number;
+  /** Counts the caches' hits and misses (METRICS_PORT); nothing by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -31,10 +34,11 @@ export interface TokenCheckingOptions {
  * any process reaches them within a second.
  */
 export function createTokenChecking(store: Store, options: TokenCheckingOptions): TokenChecking {
-  const apps = new AppCache(store.apps, options.cachedApps);
-  const revoked = new RevokedTokens(store.revokedTokens, options.clock);
-  const anonymous = new AnonymousTokens(new Keyring(store.keys), revoked, options.clock, options.cachedTokens);
-  const tokens = new TokenChecker(store.tokens, anonymous, options.clock, options.cachedTokens);
+  const metrics = options.metrics ?? NO_METRICS;
+  const apps = new AppCache(store.apps, options.cachedApps, metrics.cacheLookups('apps'));
+  const revoked = new RevokedTokens(store.revokedTokens, options.clock, metrics.cacheLookups('revoked_tokens'));
+  const anonymous = new AnonymousTokens(new Keyring(store.keys), revoked, options.clock, options.cachedTokens, metrics.cacheLookups('anonymous_tokens'));
+  const tokens = new TokenChecker(store.tokens, anonymous, options.clock, options.cachedTokens, metrics.cacheLookups('admin_tokens'));
   const forget = (appId?: string) => {
     apps.invalidate(appId);
     tokens.forgetAll();

@@ -1,6 +1,7 @@
 import { BoundedCache } from '../bounded-cache.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { appNotFound } from '../error-catalogue.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
 
@@ -15,6 +16,7 @@ export class AppCache {
   constructor(
     private readonly store: AppStore,
     maxEntries = 10_000,
+    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {
     this.#apps = new BoundedCache(maxEntries);
   }
@@ -34,7 +36,11 @@ export class AppCache {
   /** The app from memory, or a promise of it from the store. */
   get(appId: string): MaybePromise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.lookups.hit();
+      return cached;
+    }
+    this.lookups.miss();
     const generation = this.#generation;
     const reading = this.#reading.get(appId);
     // Only a read begun since the last invalidation may be shared: an older one may miss a change.

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { TesseraError } from '../errors.js';
 import { ignoreBodies } from '../http/content-types.js';
+import { toTesseraError } from '../http/errors.js';
 import { singleHeader } from '../http/headers.js';
+import type { ForwardAuthDecision, Metrics } from '../metrics/port.js';
 import type { Authenticator } from './authenticate.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from './forward.js';
 
@@ -27,14 +29,26 @@ export const IDENTITY_HEADERS = {
  * sources are present they must agree (`400 invalid_request` otherwise): a proxy sets one and may
  * pass the others on from the client.
  */
-export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticator; adminPaths: readonly AdminPathRule[] }> = async (
-  app,
-  { authenticator, adminPaths },
-) => {
+export const forwardAuthRoutes: FastifyPluginAsync<{
+  authenticator: Authenticator;
+  adminPaths: readonly AdminPathRule[];
+  metrics: Pick<Metrics, 'forwardAuthDecided'>;
+}> = async (app, { authenticator, adminPaths, metrics }) => {
   // Whatever body the proxy forwards is not needed.
   ignoreBodies(app);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      await admit(request, reply);
+      metrics.forwardAuthDecided('allowed');
+      return reply;
+    } catch (error) {
+      metrics.forwardAuthDecided(decisionOf(error));
+      throw error;
+    }
+  };
+
+  const admit = async (request: FastifyRequest, reply: FastifyReply) => {
     const target = forwardedTarget(request);
     const methodHeaders = [singleHeader(request.raw, 'x-original-method'), singleHeader(request.raw, 'x-forwarded-method')];
     // Envoy sends the original method as this request's own; nginx and Traefik send their own.
@@ -55,7 +69,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{ authenticator: Authenticato
       .header(IDENTITY_HEADERS.id, principal.id)
       .header(IDENTITY_HEADERS.auth, principal.auth);
     if (principal.expiresAt !== null) reply.header(IDENTITY_HEADERS.expiresAt, String(principal.expiresAt));
-    return reply.code(200).send();
+    reply.code(200).send();
   };
 
   app.all(FORWARD_AUTH_PATH, handler);
@@ -89,4 +103,10 @@ function agreed(what: string, candidates: (string | undefined)[]): string | unde
 function pathAfterPrefix(url: string): string | undefined {
   const rest = url.slice(FORWARD_AUTH_PATH.length);
   return rest.startsWith('/') ? rest : undefined;
+}
+
+/** What a refused forward-authentication request tells the proxy, for the metrics. */
+function decisionOf(error: unknown): ForwardAuthDecision {
+  const { status } = toTesseraError(error);
+  return status === 401 ? 'unauthenticated' : status === 403 ? 'forbidden' : 'error';
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { addressKey } from '../limits/address-key.js';
 import { tooManyRequests, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
+import { NO_METRICS, type Metrics } from '../metrics/port.js';
 
 /**
  * How many failed sign-ins are allowed before more are refused (`429`, before any password is
@@ -54,7 +55,11 @@ export const NO_SIGN_IN_LIMITS: SignInLimits = {
 };
 
 /** Sign-in limits counted where the token endpoint's are (in memory, or shared in Redis); none when limits are off. */
-export function createSignInLimits(limits: RateLimits, settings: SignInLimitSettings = DEFAULT_SIGN_IN_LIMITS): SignInLimits {
+export function createSignInLimits(
+  limits: RateLimits,
+  settings: SignInLimitSettings = DEFAULT_SIGN_IN_LIMITS,
+  metrics: Metrics = NO_METRICS,
+): SignInLimits {
   const perClient = limits.counter('sign-in-failures-by-client', settings.failuresPerAccountAndClient);
   const perAddress = limits.counter('sign-in-failures-by-address', settings.failuresPerAddress);
   const perAccount = limits.counter('sign-in-failures-by-account', settings.failuresPerAccount);
@@ -74,7 +79,10 @@ export function createSignInLimits(limits: RateLimits, settings: SignInLimitSett
       const counts = counted(attempt);
       const states = await Promise.all(counts.map(({ limiter, key }) => limiter.get(key)));
       for (const [index, state] of states.entries()) {
-        if (state !== null && state.consumedPoints >= counts[index]!.points) throw tooManyRequests(state);
+        if (state !== null && state.consumedPoints >= counts[index]!.points) {
+          metrics.rateLimited('sign_in');
+          throw tooManyRequests(state);
+        }
       }
     },
     async recordFailure(attempt) {

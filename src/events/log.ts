@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
 import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
@@ -38,12 +39,20 @@ export class EventLog {
   #counts = new Map<string, EventCount>();
   #flushTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** Events taken from the buffer whose write has not ended yet. */
+  #beingWritten = 0;
 
   constructor(
     private readonly store: EventStore,
     private readonly clock: Clock,
     private readonly onError: (error: unknown) => void = () => {},
+    private readonly metrics: Metrics = NO_METRICS,
   ) {}
+
+  /** Events recorded and not written yet (the `tessera_event_buffer_events` gauge, read when scraped). */
+  get unwritten(): number {
+    return this.#buffer.length + this.#beingWritten;
+  }
 
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
     const at = this.clock.now();
@@ -79,19 +88,36 @@ export class EventLog {
     this.#flushTimer = undefined;
     while (this.#buffer.length > 0) {
       const batch = this.#buffer.splice(0, MAX_BATCH);
+      this.#beingWritten += batch.length;
       // One write at a time, so events are stored in the order they were recorded.
-      this.#writing = this.#writing.then(() => this.store.append(batch)).catch(this.onError);
+      this.#write(batch.length, () => this.store.append(batch)).finally(() => (this.#beingWritten -= batch.length));
     }
     if (this.#counts.size > 0) {
       // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock
       // them in the same order and never wait for each other in a cycle.
       const counts = [...this.#counts.values()].sort(byCountKey);
       this.#counts.clear();
+      for (const { type, principal, reason, count } of counts) this.metrics.eventsCounted(type, principal, reason, count);
       for (let start = 0; start < counts.length; start += MAX_BATCH) {
         const batch = counts.slice(start, start + MAX_BATCH);
-        this.#writing = this.#writing.then(() => this.store.addCounts(batch)).catch(this.onError);
+        this.#write(batch.length, () => this.store.addCounts(batch));
       }
     }
+    return this.#writing;
+  }
+
+  /** Queues one write after the others; a failed one is reported, and does not stop the next. */
+  #write(size: number, write: () => Promise<void>): Promise<void> {
+    this.#writing = this.#writing
+      .then(async () => {
+        const started = performance.now();
+        await write();
+        this.metrics.batchWritten('events', size, (performance.now() - started) / 1000);
+      })
+      .catch((error: unknown) => {
+        this.metrics.eventWriteFailed();
+        this.onError(error);
+      });
     return this.#writing;
   }
 

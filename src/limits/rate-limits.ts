@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TesseraError, type AdminLimit } from '../errors.js';
+import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { addressKey } from './address-key.js';
 
 export interface RateLimitSettings {
@@ -72,7 +73,11 @@ export const NO_RATE_LIMITS: RateLimits = {
  * every instance). While Redis cannot be reached, each instance counts in memory meanwhile: the
  * limits still hold per instance, and no request waits for Redis.
  */
-export function createRateLimits(settings: RateLimitSettings, onWarning: (message: string, error: unknown) => void = () => {}): RateLimits {
+export function createRateLimits(
+  settings: RateLimitSettings,
+  onWarning: (message: string, error: unknown) => void = () => {},
+  metrics: Metrics = NO_METRICS,
+): RateLimits {
   if (!settings.enabled) return NO_RATE_LIMITS;
   const perAddressOptions = { points: settings.tokenRequestsPerAddressPerMinute, duration: 60 };
   const adminFailuresByAddressOptions = { points: settings.adminFailuresPerAddressPerMinute, duration: 60 };
@@ -99,6 +104,10 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
     if (redis === undefined) return memory;
     return new RateLimiterRedis({ ...options, storeClient: redis, keyPrefix: `${prefix}:${name}`, rejectIfRedisNotReady: true, insuranceLimiter: memory });
   };
+  const adminRefusal = (rejection: RateLimiterRes, limit: AdminLimit): TesseraError => {
+    metrics.rateLimited(limit === 'address' ? 'admin_failures_per_address' : 'admin_failures_per_app');
+    return tooManyRequests(rejection, limit);
+  };
   const perAddress = counter('token-requests', perAddressOptions);
   const adminFailuresByAddress = counter('admin-failures-by-address', adminFailuresByAddressOptions);
   const adminFailures = counter('admin-failures', adminFailuresOptions);
@@ -107,7 +116,9 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
       try {
         await perAddress.consume(addressKey(address));
       } catch (rejection) {
-        throw tooManyRequests(rejection);
+        const error = tooManyRequests(rejection);
+        metrics.rateLimited('token_requests_per_address');
+        throw error;
       }
     },
     // Both counts are asked at once, as the attempt is decided, neither after the other's answer:
@@ -117,8 +128,8 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
         adminFailuresByAddress.get(adminAddressKey(appId, address)),
         adminFailures.get(appId),
       ]);
-      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw tooManyRequests(fromAddress, 'address');
-      if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp, 'app');
+      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw adminRefusal(fromAddress, 'address');
+      if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw adminRefusal(onApp, 'app');
     },
     async recordAdminFailure(appId, address) {
       const [fromAddress, onApp] = await Promise.all([
@@ -130,9 +141,9 @@ export function createRateLimits(settings: RateLimitSettings, onWarning: (messag
         // up the app's ceiling and lock its admins out again. Meanwhile the app's count is a little
         // high, never low.
         await adminFailures.reward(appId, 1);
-        throw tooManyRequests(fromAddress, 'address');
+        throw adminRefusal(fromAddress, 'address');
       }
-      if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw tooManyRequests(onApp, 'app');
+      if (onApp.consumedPoints > settings.adminFailuresPerAppPerMinute) throw adminRefusal(onApp, 'app');
     },
     counter,
     async ready(timeoutMs = 2_000) {

@@ -1,5 +1,8 @@
 import type { MaybePromise } from '../maybe-promise.js';
 
+/** `seconds`: how long the batch's transaction took. */
+export type BatchListener = (size: number, seconds: number) => void;
+
 interface Pending<T> {
   item: T;
   resolve: () => void;
@@ -28,8 +31,14 @@ export class GroupCommit<T> {
   #inFlight = 0;
   #scheduled = false;
   #drained: (() => void)[] = [];
+  #onBatch: BatchListener | undefined;
 
   constructor(private readonly options: GroupCommitOptions<T>) {}
+
+  /** Told the size and duration of every batch written (the metrics); one listener at most. */
+  onBatch(listener: BatchListener): void {
+    this.#onBatch = listener;
+  }
 
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -61,8 +70,10 @@ export class GroupCommit<T> {
     if (batch.length === 0) return;
     this.#inFlight++;
     this.#schedule(); // another batch may start while this one is written
+    const started = this.#onBatch === undefined ? 0 : performance.now();
     try {
       await this.options.writeBatch(batch.map((pending) => pending.item));
+      this.#onBatch?.(batch.length, (performance.now() - started) / 1000);
       for (const pending of batch) pending.resolve();
     } catch (error) {
       if (this.options.failsEverything?.(error) === true) {

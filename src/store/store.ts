@@ -4,6 +4,7 @@ import type { EventStore } from '../events/store.js';
 import type { KeyStore } from '../keys/store.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
+import type { BatchListener } from './group-commit.js';
 
 /**
  * What the store's change signal says may have changed: one app (its record, tokens or settings),
@@ -26,6 +27,13 @@ export interface Store {
    * store. It is called within one second of the change; caches drop what it names.
    */
   onChange(listener: (change: StoreChange) => void): void;
+  /**
+   * Whether changes made by other processes are being heard now: PostgreSQL's LISTEN connection is
+   * up (while it is down, caches are emptied every 250 ms instead); always true for SQLite's poller.
+   */
+  changeSignalUp(): boolean;
+  /** Told of every batch of tokens written in one transaction (group commit), for the metrics. */
+  onTokenBatch(listener: BatchListener): void;
   /** Resolves if the store answers now (readiness); throws otherwise. */
   ping(): Promise<void>;
   /** Writes what is pending, then closes. Idempotent. */

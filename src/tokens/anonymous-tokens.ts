@@ -3,6 +3,7 @@ import { BoundedCache } from '../bounded-cache.js';
 import type { Clock } from '../clock.js';
 import type { Keyring } from '../keys/keyring.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { anonymousTokenSignedBy, parseAnonymousToken, signAnonymousToken, type AnonymousTokenFacts } from './anonymous-token.js';
 import { isExpired } from './expiry.js';
 import type { RevokedTokens } from './revoked-tokens.js';
@@ -34,6 +35,7 @@ export class AnonymousTokens {
     readonly revoked: RevokedTokens,
     private readonly clock: Clock,
     cachedTokens = 100_000,
+    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {
     this.#verified = new BoundedCache(cachedTokens);
   }
@@ -47,7 +49,11 @@ export class AnonymousTokens {
   /** What the token says, if it is valid now in this app: signed for it by an active key, not expired, cut off or revoked. */
   check(app: AppRecord, token: string): MaybePromise<AnonymousTokenFacts | undefined> {
     const cached = this.#verified.get(token);
-    if (cached !== undefined) return cached.appId === app.appId ? this.#current(app, cached.facts) : undefined;
+    if (cached !== undefined) {
+      this.lookups.hit();
+      return cached.appId === app.appId ? this.#current(app, cached.facts) : undefined;
+    }
+    this.lookups.miss();
     return andThen(this.verify(app, token), (facts) => facts && this.#current(app, facts));
   }
 

@@ -3,6 +3,7 @@ import { BoundedCache } from '../bounded-cache.js';
 import type { Clock } from '../clock.js';
 import { digestsEqual, sha256 } from '../crypto.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
@@ -63,6 +64,7 @@ export class TokenChecker {
     readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     cachedTokens = 100_000,
+    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {
     this.#cache = new BoundedCache(cachedTokens);
   }
@@ -123,7 +125,11 @@ export class TokenChecker {
   /** What is stored of a presented token whose verifier matches (of any app, expired or not), or undefined. */
   #find(presented: PresentedAccessToken, key: string): MaybePromise<TokenFacts | undefined> {
     const cached = this.#cache.get(key);
-    if (cached === undefined) return this.#read(presented, key);
+    if (cached === undefined) {
+      this.lookups.miss();
+      return this.#read(presented, key);
+    }
+    this.lookups.hit();
     return digestsEqual(presented.verifier, cached.verifier) ? cached : undefined;
   }
 

@@ -4,6 +4,7 @@ import type { AppCache } from '../apps/cache.js';
 import { adminRequired } from '../error-catalogue.js';
 import { acceptFormBodies } from '../http/content-types.js';
 import { preventCaching, singleHeader } from '../http/headers.js';
+import type { Metrics } from '../metrics/port.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { Principal } from '../principal.js';
 import type { TokenChecker } from './checker.js';
@@ -48,6 +49,7 @@ export interface EndpointRoutesOptions {
   checker: TokenChecker;
   revoker: TokenRevoker;
   limits: RateLimits;
+  metrics: Pick<Metrics, 'introspected'>;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface EndpointRoutesOptions {
  * after the body is read, since an OAuth client may send its credentials there (`client_secret_post`);
  * their other methods are answered with the rest of the app's paths (`lifecycle-routes.ts`).
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { apps, callers, checker, revoker, limits }) => {
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { apps, callers, checker, revoker, limits, metrics }) => {
   acceptFormBodies(app);
   preventCaching(app);
 
@@ -88,6 +90,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     if (caller.kind !== 'admin') throw adminRequired();
     const token = parseTokenParameter(request.body);
     const active = await checker.introspect(target, token);
+    metrics.introspected(active !== undefined);
     if (active === undefined) return { active: false };
     return {
       active: true,

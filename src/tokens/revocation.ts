@@ -4,6 +4,7 @@ import { TesseraError } from '../errors.js';
 import type { EventStamp, NewAuditEvent } from '../events/event.js';
 import { actorOf, developerDetails, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
+import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import type { PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
 import type { TokenChecker } from './checker.js';
@@ -54,6 +55,7 @@ export interface TokenRevokerOptions {
   /** Called after a revoke-all, so that this process's caches drop the app at once. */
   onChange?: (appId: string) => void;
   maxRevokedPerApp?: number;
+  metrics?: Metrics;
 }
 
 /**
@@ -64,6 +66,7 @@ export class TokenRevoker {
   readonly #clock: Clock;
   readonly #onChange: (appId: string) => void;
   readonly #maxRevokedPerApp: number;
+  readonly #metrics: Metrics;
 
   constructor(
     private readonly tokens: TokenStore,
@@ -75,6 +78,7 @@ export class TokenRevoker {
     this.#clock = options.clock;
     this.#onChange = options.onChange ?? (() => {});
     this.#maxRevokedPerApp = options.maxRevokedPerApp ?? DEFAULT_MAX_REVOKED_PER_APP;
+    this.#metrics = options.metrics ?? NO_METRICS;
   }
 
   /**
@@ -95,6 +99,7 @@ export class TokenRevoker {
     this.checker.forget(matched.key);
     if (!(await this.tokens.delete(matched.selector))) return;
     this.checker.forget(matched.key);
+    this.#metrics.tokensRevoked(matched.facts.kind, 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: matched.facts.kind, scope: 'token', count: 1 });
   }
 
@@ -109,6 +114,9 @@ export class TokenRevoker {
     this.checker.forgetAll();
     if (kind !== 'admin') this.checker.anonymous.revoked.forgetApp(appId);
     this.#onChange(appId);
+    // The stored tokens removed: with `all`, admin tokens (and anonymous ones from before they were
+    // self-verifying); self-verifying tokens ended by the cut-off are not counted, their number is unknown.
+    this.#metrics.tokensRevoked(kind === 'anonymous' ? 'anonymous' : 'admin', revoked);
     return { revoked, anonymousCutoff: kind === 'admin' ? null : at };
   }
 
@@ -128,7 +136,9 @@ export class TokenRevoker {
     const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
     const added = await this.revokedTokens.add(revocation);
     anonymous.revoked.remember(revocation);
-    if (added) this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });
+    if (!added) return;
+    this.#metrics.tokensRevoked('anonymous', 1);
+    this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { MaybePromise } from '../maybe-promise.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 
 /** One anonymous token revoked on its own (RFC 7009), kept until it expires. */
 export interface RevokedToken {
@@ -48,11 +49,16 @@ export class RevokedTokens {
   constructor(
     private readonly store: RevokedTokenStore,
     private readonly clock: Clock,
+    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {}
 
   /** Whether the token with this id was revoked; from memory once the list is fresh. */
   has(id: string): MaybePromise<boolean> {
-    if (this.#fresh) return this.#byId.has(id);
+    if (this.#fresh) {
+      this.lookups.hit();
+      return this.#byId.has(id);
+    }
+    this.lookups.miss();
     return this.#refresh().then(() => this.#byId.has(id));
   }
 

@@ -27,6 +27,11 @@ export class ChangeListener {
     private readonly warn: Warn,
   ) {}
 
+  /** Whether notifications are being received: connected, and not falling back to flushing. */
+  get hearing(): boolean {
+    return !this.#stopped && this.#client !== undefined && this.#fallback === undefined;
+  }
+
   async start(): Promise<void> {
     await this.#connect();
   }

@@ -53,6 +53,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     onChange(listener) {
       changes.listeners.push(listener);
     },
+    changeSignalUp: () => changes.hearing,
+    onTokenBatch(listener) {
+      tokens.onBatch(listener);
+    },
     async ping() {
       await db.query({ text: 'SELECT 1' });
     },

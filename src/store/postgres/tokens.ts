@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../tokens/revocation.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
-import { GroupCommit } from '../group-commit.js';
+import { GroupCommit, type BatchListener } from '../group-commit.js';
 import type { PostgresQueries } from './connection.js';
 import { isUnavailable } from './errors.js';
 import { insertEvents } from './events.js';
@@ -35,6 +35,7 @@ async function cutOffAnonymousTokens(client: pg.PoolClient, appId: string, at: n
 export interface PostgresTokens {
   store: TokenStore;
   drain(): Promise<void>;
+  onBatch(listener: BatchListener): void;
 }
 
 /** `maxInFlight`: how many batches of tokens may be written at the same time (a share of the pool). */
@@ -113,5 +114,5 @@ export function postgresTokens(db: PostgresQueries, maxInFlight: number): Postgr
       });
     },
   };
-  return { store, drain: () => tokenWriter.drain() };
+  return { store, drain: () => tokenWriter.drain(), onBatch: (listener) => tokenWriter.onBatch(listener) };
 }

@@ -41,6 +41,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     onChange(listener) {
       changes.listeners.push(listener);
     },
+    changeSignalUp: () => true,
+    onTokenBatch(listener) {
+      tokens.onBatch(listener);
+    },
     async ping() {
       db.prepare('SELECT 1').get();
     },

@@ -2,7 +2,7 @@ import type { AuditOf } from '../../events/event.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../tokens/revocation.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
-import { GroupCommit } from '../group-commit.js';
+import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { immediateTransaction, type SqliteDatabase } from './connection.js';
 import type { SqliteEventWrites } from './events.js';
 
@@ -44,6 +44,7 @@ export function prepareTokenWrites(db: SqliteDatabase): SqliteTokenWrites {
 export interface SqliteTokens {
   store: TokenStore;
   drain(): Promise<void>;
+  onBatch(listener: BatchListener): void;
 }
 
 export function sqliteTokens(db: SqliteDatabase, writes: SqliteTokenWrites, events: SqliteEventWrites): SqliteTokens {
@@ -117,5 +118,5 @@ export function sqliteTokens(db: SqliteDatabase, writes: SqliteTokenWrites, even
       return statements.deleteExpiredTokens.run({ now, batch }).changes;
     },
   };
-  return { store, drain: () => tokenWriter.drain() };
+  return { store, drain: () => tokenWriter.drain(), onBatch: (listener) => tokenWriter.onBatch(listener) };
 }

@@ -1,0 +1,79 @@
+import type { EventType } from '../events/event.js';
+import type { PrincipalKind } from '../principal.js';
+import type { Actor } from '../request-context.js';
+
+/**
+ * What the services tell the metrics (METRICS_PORT), as calls with closed sets of arguments: no
+ * label value ever comes from a client. The services know nothing of Prometheus; `NO_METRICS`, the
+ * default (the CLI, tests, a server without METRICS_PORT), does nothing. The implementation
+ * (`prometheus.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
+ * an increment, never a label lookup.
+ */
+export interface Metrics {
+  /**
+   * The counts of one flush of the event log (`EventLog`): tokens issued and refused come from
+   * there, so that a request pays nothing more than the count it already makes.
+   */
+  eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void;
+  /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
+  tokensRevoked(kind: PrincipalKind, count: number): void;
+  /** An RFC 7662 answer. */
+  introspected(active: boolean): void;
+  forwardAuthDecided(decision: ForwardAuthDecision): void;
+  /** A request refused with 429 by one of the limits. */
+  rateLimited(limit: RateLimitName): void;
+  /** The counter of hits and misses of one in-process cache; asked for once, by the cache's constructor. */
+  cacheLookups(cache: CacheName): CacheLookups;
+  /** A group commit: `size` items written in one transaction, in `seconds`. */
+  batchWritten(writer: BatchWriter, size: number, seconds: number): void;
+  /** A batch of audit events (or of their counts) that could not be written. */
+  eventWriteFailed(): void;
+  /**
+   * The HTTP request durations: present only with metrics on, so that without them the server
+   * installs no hook at all.
+   */
+  readonly requestDurations?: RequestDurations;
+}
+
+export type ForwardAuthDecision = 'allowed' | 'unauthenticated' | 'forbidden' | 'error';
+
+export type RateLimitName = 'token_requests_per_address' | 'admin_failures_per_address' | 'admin_failures_per_app' | 'sign_in';
+
+/**
+ * `apps`: the app cache; `admin_tokens`: stored tokens checked before (admin tokens, and anonymous
+ * ones from before they were self-verifying); `anonymous_tokens`: self-verifying tokens verified
+ * before; `revoked_tokens`: the list of revoked anonymous tokens, a miss when it had to be read again.
+ */
+export type CacheName = 'apps' | 'admin_tokens' | 'anonymous_tokens' | 'revoked_tokens';
+
+export type BatchWriter = 'tokens' | 'events';
+
+export interface CacheLookups {
+  hit(): void;
+  miss(): void;
+}
+
+/** The durations of the requests of one route, by method and status. */
+export interface RouteDurations {
+  observe(method: string, statusCode: number, seconds: number): void;
+}
+
+export interface RequestDurations {
+  /** The series of one route template, made once, when the route is added. */
+  route(template: string): RouteDurations;
+  /** Requests that matched no route (404). */
+  readonly unmatched: RouteDurations;
+}
+
+export const NO_CACHE_LOOKUPS: CacheLookups = { hit() {}, miss() {} };
+
+export const NO_METRICS: Metrics = Object.freeze({
+  eventsCounted() {},
+  tokensRevoked() {},
+  introspected() {},
+  forwardAuthDecided() {},
+  rateLimited() {},
+  cacheLookups: () => NO_CACHE_LOOKUPS,
+  batchWritten() {},
+  eventWriteFailed() {},
+});
