@@ -37,6 +37,17 @@ export interface Config {
    * metadata and of the links the service hands out (the portal's one-time links).
    */
   publicUrl: string | undefined;
+  /**
+   * The Prometheus metrics' own listener (`METRICS_PORT`, `METRICS_HOST`, loopback by default), or
+   * undefined: then no metrics at all, and nothing counted.
+   */
+  metrics: MetricsListenerConfig | undefined;
+}
+
+export interface MetricsListenerConfig {
+  host: string;
+  /** 0: a port the kernel picks (logged). */
+  port: number;
 }
 
 export type PortalSignup = 'open' | 'invite';
@@ -107,7 +118,15 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     },
     revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
     publicUrl: publicUrl(env),
+    metrics: metricsListener(env),
   };
+}
+
+function metricsListener(env: NodeJS.ProcessEnv): MetricsListenerConfig | undefined {
+  const host = env.METRICS_HOST?.trim() || '127.0.0.1';
+  if (/[\s/]/.test(host)) throw new ConfigError(`METRICS_HOST must be an address or a host name; got "${env.METRICS_HOST}".`);
+  if ((env.METRICS_PORT?.trim() ?? '') === '') return undefined;
+  return { host, port: integer(env, 'METRICS_PORT', 0, 0, 65535) };
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

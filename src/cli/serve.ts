@@ -2,6 +2,8 @@ import type { Config } from '../config.js';
 import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
+import { loadPrometheusMetrics } from '../metrics/load.js';
+import { listenForMetrics, type MetricsListener } from '../metrics/listener.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
@@ -9,12 +11,16 @@ import { createDemoDeveloper, demoBanner } from './demo.js';
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
 export async function serve(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
-  const store = await openStore(config.databaseUrl, {
+  // Without METRICS_PORT, prom-client is not even loaded, and the services count nothing.
+  const metrics = config.metrics === undefined ? undefined : await loadPrometheusMetrics();
+  const openedStore = await openStore(config.databaseUrl, {
     ...config.postgres,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
+  const store = metrics === undefined ? openedStore : metrics.instrument(openedStore);
   const tessera = createTessera({
     store,
+    ...(metrics === undefined ? {} : { metrics }),
     rateLimits: config.rateLimits,
     housekeeping: config.housekeeping,
     revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
@@ -50,12 +56,24 @@ export async function serve(config: Config): Promise<void> {
     await tessera.close();
     throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
+  metrics?.watchEvents(tessera.events);
+  let metricsListener: MetricsListener | undefined;
+  if (metrics !== undefined && config.metrics !== undefined) {
+    try {
+      metricsListener = await listenForMetrics((openMetrics) => metrics.scrape(openMetrics), config.metrics.host, config.metrics.port);
+    } catch (error) {
+      await server.close();
+      await tessera.close();
+      throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`);
+    }
+  }
   const address = server.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   tessera.housekeeping.start();
   logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
+  if (metricsListener !== undefined) logger.info({ url: metricsListener.url }, `metrics on ${metricsListener.url}`);
   if (publicBaseUrl(config.publicUrl, server.server) === undefined) {
     logger.warn('PUBLIC_URL is not set and the server does not listen on a loopback address: OAuth metadata (RFC 8414) is not served');
   }
@@ -67,7 +85,7 @@ export async function serve(config: Config): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
-      await server.close();
+      await Promise.all([server.close(), metricsListener?.close()]);
       await tessera.close();
       logger.info('stopped');
       logger.flush();

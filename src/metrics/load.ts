@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../paths.js';
+import type { PrometheusMetrics } from './prometheus.js';
+
+/**
+ * The Prometheus metrics, with prom-client imported only now: a server without METRICS_PORT, the
+ * CLI and a service using the middleware never load it, and need not install it.
+ */
+export async function loadPrometheusMetrics(): Promise<PrometheusMetrics> {
+  let module: typeof import('./prometheus.js');
+  try {
+    module = await import('./prometheus.js');
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === 'ERR_MODULE_NOT_FOUND' && message?.includes("'prom-client'") === true) {
+      throw new Error('METRICS_PORT needs the package prom-client, which is not installed (npm install prom-client).', { cause: error });
+    }
+    throw error;
+  }
+  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return new module.PrometheusMetrics(version);
+}

@@ -1,0 +1,291 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type RegistryContentType } from 'prom-client';
+import type { EventType } from '../events/event.js';
+import type { PrincipalKind } from '../principal.js';
+import type { Actor } from '../request-context.js';
+import type { Store } from '../store/store.js';
+import { instrumentStore, type StoreOperation } from './instrumented-store.js';
+import type { BatchWriter, CacheLookups, CacheName, ForwardAuthDecision, Metrics, RateLimitName, RequestDurations, RouteDurations } from './port.js';
+import { BATCH_SIZE_BUCKETS, CountSeries, DURATION_BUCKETS, HistogramSeries, RouteSeries } from './series.js';
+
+/** How long `tessera_store_up`'s ping may take at a scrape before the store counts as down. */
+const STORE_PING_TIMEOUT_MS = 1_000;
+
+const KINDS: readonly PrincipalKind[] = ['admin', 'anonymous'];
+const DECISIONS: readonly ForwardAuthDecision[] = ['allowed', 'unauthenticated', 'forbidden', 'error'];
+const LIMITS: readonly RateLimitName[] = ['token_requests_per_address', 'admin_failures_per_address', 'admin_failures_per_app', 'sign_in'];
+const WRITERS: readonly BatchWriter[] = ['tokens', 'events'];
+/** The refusals the services record, shown as 0 from the start (others appear when they happen). */
+const KNOWN_REFUSALS: readonly (readonly [reason: string, kind: string])[] = [
+  ['invalid_client', 'admin'],
+  ['invalid_client', 'anonymous'],
+  ['invalid_token', 'none'],
+];
+
+/**
+ * The Prometheus side of the metrics (METRICS_PORT): implements the services' `Metrics` with plain
+ * numbers (`series.ts`), and a prom-client `Registry` that reads them when scraped. Loaded only
+ * with metrics on (`load.ts`): nothing else imports prom-client.
+ */
+export class PrometheusMetrics implements Metrics {
+  readonly registry = new Registry();
+  readonly requestDurations: RequestDurations;
+
+  readonly #issued = seriesOf(KINDS, (kind) => ({ kind }));
+  readonly #revoked = seriesOf(KINDS, (kind) => ({ kind }));
+  readonly #refusals = new Map<string, CountSeries>();
+  readonly #introspections = seriesOf(['true', 'false'], (active) => ({ active }));
+  readonly #decisions = seriesOf(DECISIONS, (decision) => ({ decision }));
+  readonly #rateLimited = seriesOf(LIMITS, (limit) => ({ limit }));
+  readonly #caches: CountSeries[] = [];
+  readonly #batchSizes = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, BATCH_SIZE_BUCKETS)]));
+  readonly #batchDurations = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, DURATION_BUCKETS)]));
+  readonly #eventWriteFailures = new CountSeries({});
+  readonly #routes: RouteSeries[] = [];
+  #storeOperations: StoreOperation[] = [];
+  #unwrittenEvents: () => number = () => 0;
+
+  constructor(version: string) {
+    const registry = this.registry;
+    collectDefaultMetrics({ register: registry });
+    for (const [reason, kind] of KNOWN_REFUSALS) this.#refusal(reason, kind);
+
+    const unmatched = new RouteSeries('unmatched');
+    this.#routes.push(unmatched);
+    this.requestDurations = {
+      route: (template) => {
+        const route = new RouteSeries(template);
+        this.#routes.push(route);
+        return route satisfies RouteDurations;
+      },
+      unmatched,
+    };
+
+    collectedHistogram(registry, 'tessera_http_request_duration_seconds', 'HTTP requests of the API listener, from arrival to answer, by route template, method and status class.', ['route', 'method', 'status_class'], () =>
+      this.#routes.flatMap((route) => [...route.series()]),
+    );
+    collectedCounter(registry, 'tessera_tokens_issued_total', 'Tokens issued, by kind.', ['kind'], () => this.#issued.values());
+    collectedCounter(registry, 'tessera_token_refusals_total', 'Requests refused for bad credentials (token.refused events), by reason and kind.', ['reason', 'kind'], () =>
+      this.#refusals.values(),
+    );
+    collectedCounter(registry, 'tessera_tokens_revoked_total', 'Tokens revoked, one by one or all of an app at once, by kind.', ['kind'], () => this.#revoked.values());
+    collectedCounter(registry, 'tessera_introspections_total', 'RFC 7662 introspection answers, by whether the token was active.', ['active'], () =>
+      this.#introspections.values(),
+    );
+    collectedCounter(registry, 'tessera_forward_auth_decisions_total', 'Forward-authentication answers: allowed (200), unauthenticated (401), forbidden (403), error (other).', ['decision'], () =>
+      this.#decisions.values(),
+    );
+    collectedCounter(registry, 'tessera_rate_limited_total', 'Requests refused with 429, by limit.', ['limit'], () => this.#rateLimited.values());
+    collectedCounter(registry, 'tessera_cache_lookups_total', 'In-process cache lookups, by cache and result.', ['cache', 'result'], () => this.#caches);
+    collectedHistogram(registry, 'tessera_group_commit_batch_size', 'Items written per group-commit transaction, by writer.', ['writer'], () => this.#batchSizes.values(), true);
+    collectedHistogram(registry, 'tessera_group_commit_duration_seconds', 'Time to write one group-commit batch, by writer.', ['writer'], () => this.#batchDurations.values(), true);
+    collectedHistogram(registry, 'tessera_store_operation_duration_seconds', 'Store calls, by operation.', ['operation'], () =>
+      this.#storeOperations.map((operation) => operation.durations),
+    );
+    collectedCounter(registry, 'tessera_store_errors_total', 'Store calls that failed, by operation.', ['operation'], () =>
+      // An operation is shown once it has been called.
+      this.#storeOperations.filter((operation) => operation.durations.count > 0 || operation.errors.value > 0).map((operation) => operation.errors),
+    );
+    collectedCounter(registry, 'tessera_event_write_failures_total', 'Audit-event batches whose write failed.', [], () => [this.#eventWriteFailures]);
+    const unwritten = () => this.#unwrittenEvents();
+    new Gauge({
+      name: 'tessera_event_buffer_events',
+      help: 'Audit events recorded but not yet written.',
+      registers: [registry],
+      collect() {
+        this.set(unwritten());
+      },
+    });
+    new Gauge({ name: 'tessera_build_info', help: 'The running release.', labelNames: ['version'], registers: [registry] }).set({ version }, 1);
+  }
+
+  /**
+   * The store, with its calls timed; its state (`tessera_store_up`, pinged at each scrape, and
+   * `tessera_change_signal_up`) and its batches of tokens are read from it.
+   */
+  instrument(store: Store): Store {
+    const instrumented = instrumentStore(store);
+    this.#storeOperations = instrumented.operations;
+    store.onTokenBatch((size, seconds) => this.batchWritten('tokens', size, seconds));
+    const backend = store.backend;
+    new Gauge({
+      name: 'tessera_store_up',
+      help: 'Whether the store answered a ping at scrape time (within 1 s).',
+      labelNames: ['backend'],
+      registers: [this.registry],
+      async collect() {
+        this.set({ backend }, (await answers(store)) ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'tessera_change_signal_up',
+      help: "Whether other instances' changes are being heard (PostgreSQL LISTEN connected; always 1 for SQLite).",
+      labelNames: ['backend'],
+      registers: [this.registry],
+      collect() {
+        this.set({ backend }, store.changeSignalUp() ? 1 : 0);
+      },
+    });
+    return instrumented.store;
+  }
+
+  /** Where `tessera_event_buffer_events` is read from. */
+  watchEvents(events: { readonly unwritten: number }): void {
+    this.#unwrittenEvents = () => events.unwritten;
+  }
+
+  eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void {
+    if (type === 'token.issued' && (principal === 'admin' || principal === 'anonymous')) this.#issued.get(principal)!.add(count);
+    else if (type === 'token.refused') this.#refusal(reason ?? 'unknown', principal === 'admin' || principal === 'anonymous' ? principal : 'none').add(count);
+  }
+
+  tokensRevoked(kind: PrincipalKind, count: number): void {
+    this.#revoked.get(kind)!.add(count);
+  }
+
+  introspected(active: boolean): void {
+    this.#introspections.get(active ? 'true' : 'false')!.add();
+  }
+
+  forwardAuthDecided(decision: ForwardAuthDecision): void {
+    this.#decisions.get(decision)!.add();
+  }
+
+  rateLimited(limit: RateLimitName): void {
+    this.#rateLimited.get(limit)!.add();
+  }
+
+  cacheLookups(cache: CacheName): CacheLookups {
+    const hits = new CountSeries({ cache, result: 'hit' });
+    const misses = new CountSeries({ cache, result: 'miss' });
+    this.#caches.push(hits, misses);
+    return {
+      hit: () => hits.value++,
+      miss: () => misses.value++,
+    };
+  }
+
+  batchWritten(writer: BatchWriter, size: number, seconds: number): void {
+    this.#batchSizes.get(writer)!.observe(size);
+    this.#batchDurations.get(writer)!.observe(seconds);
+  }
+
+  eventWriteFailed(): void {
+    this.#eventWriteFailures.add();
+  }
+
+  #refusal(reason: string, kind: string): CountSeries {
+    const key = `${reason} ${kind}`;
+    let series = this.#refusals.get(key);
+    if (series === undefined) {
+      series = new CountSeries({ reason, kind });
+      this.#refusals.set(key, series);
+    }
+    return series;
+  }
+
+  /**
+   * The metrics as Prometheus text, or OpenMetrics when asked. One at a time: prom-client renames
+   * counters (drops `_total`) while it writes OpenMetrics, and the names are put back after.
+   */
+  scrape(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+    const scrape = this.#scraping.then(() => this.#render(openMetrics));
+    this.#scraping = scrape.catch(() => {});
+    return scrape;
+  }
+
+  #scraping: Promise<unknown> = Promise.resolve();
+
+  async #render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
+    const registry = this.registry;
+    if (!openMetrics) return { contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await registry.metrics() };
+    const counters = registry.getMetricsAsArray().filter((metric) => metric instanceof Counter) as unknown as { name: string }[];
+    const names = counters.map((counter) => counter.name);
+    const switchable = registry as unknown as Registry<RegistryContentType>;
+    switchable.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    try {
+      return { contentType: Registry.OPENMETRICS_CONTENT_TYPE, body: await registry.metrics() };
+    } finally {
+      switchable.setContentType(Registry.PROMETHEUS_CONTENT_TYPE);
+      counters.forEach((counter, index) => (counter.name = names[index]!));
+    }
+  }
+}
+
+function seriesOf<Value extends string>(values: readonly Value[], labels: (value: Value) => Record<string, string>): Map<Value, CountSeries> {
+  return new Map(values.map((value) => [value, new CountSeries(labels(value))]));
+}
+
+/** A counter whose values are read from `read` when scraped. */
+function collectedCounter(registry: Registry, name: string, help: string, labelNames: string[], read: () => Iterable<CountSeries>): void {
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const series of read()) this.inc(series.labels, series.value);
+    },
+  });
+}
+
+/**
+ * A histogram whose series are read from `read` when scraped (prom-client's `observe` is too slow
+ * for a request's path). `always`: series shown even before their first observation.
+ */
+function collectedHistogram(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: string[],
+  read: () => Iterable<HistogramSeries>,
+  always = false,
+): void {
+  registry.registerMetric(new CollectedHistogram(name, help, labelNames, read, always));
+}
+
+type HistogramValues = Awaited<ReturnType<Histogram<string>['get']>>;
+
+class CollectedHistogram extends Histogram<string> {
+  constructor(
+    private readonly metricName: string,
+    private readonly metricHelp: string,
+    labelNames: string[],
+    private readonly read: () => Iterable<HistogramSeries>,
+    private readonly always: boolean,
+  ) {
+    super({ name: metricName, help: metricHelp, labelNames, registers: [] });
+  }
+
+  override async get(): Promise<HistogramValues> {
+    const values: { labels: Record<string, string>; value: number; metricName: string }[] = [];
+    for (const series of this.read()) {
+      if (series.count === 0 && !this.always) continue;
+      for (const { le, count } of series.cumulative()) {
+        values.push({ labels: { ...series.labels, le }, value: count, metricName: `${this.metricName}_bucket` });
+      }
+      values.push({ labels: { ...series.labels }, value: series.sum, metricName: `${this.metricName}_sum` });
+      values.push({ labels: { ...series.labels }, value: series.count, metricName: `${this.metricName}_count` });
+    }
+    // prom-client's types say `type` is an enum; its code, and the registry, use the string.
+    return { name: this.metricName, help: this.metricHelp, type: 'histogram', values, aggregator: 'sum' } as unknown as HistogramValues;
+  }
+
+  /** What the registry reads for the text format (prom-client's own would read its empty series). */
+  getForPromString(): Promise<HistogramValues> {
+    return this.get();
+  }
+}
+
+/** Whether the store answers a ping within `STORE_PING_TIMEOUT_MS`. */
+async function answers(store: Store): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), STORE_PING_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([store.ping().then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
