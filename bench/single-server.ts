@@ -25,7 +25,7 @@ export interface SingleServer {
  * One `tessera serve` on a fresh SQLite store with one app, pinned to the server core, rate limits
  * off, with a token of each kind for the check cases.
  */
-export async function startSingleServer(nodeArgs: (work: string) => string[] = () => []): Promise<SingleServer> {
+export async function startSingleServer(nodeArgs: (work: string) => string[] = () => [], env: Record<string, string> = {}): Promise<SingleServer> {
   const work = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const path = join(work, 'tessera.db');
   const store = openSqliteStore(path);
@@ -36,7 +36,7 @@ export async function startSingleServer(nodeArgs: (work: string) => string[] = (
     'tessera',
     join(DIST, 'src', 'cli', 'main.js'),
     ['serve'],
-    { DATABASE_URL: `sqlite:${path}`, PORT: '0', RATE_LIMITS: 'off', DEMO_APP: 'off', LOG_LEVEL: 'info' },
+    { DATABASE_URL: `sqlite:${path}`, PORT: '0', RATE_LIMITS: 'off', DEMO_APP: 'off', LOG_LEVEL: 'info', ...env },
     nodeArgs(work),
   );
   const token = async (clientId: string, clientSecret: string) => {
