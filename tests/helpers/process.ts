@@ -34,6 +34,8 @@ const CONFIG_VARIABLES = [
   'EVENTS_MAX_PER_APP',
   'EVENTS_MAX_REFUSALS_PER_APP',
   'FORWARD_AUTH_ADMIN_PATHS',
+  'METRICS_PORT',
+  'METRICS_HOST',
 ];
 
 /** The environment for a child `tessera` process: this one's, minus Tessera's settings, plus `extra`. */

@@ -7,6 +7,8 @@ import type { HousekeepingSettings } from '../../src/housekeeping.js';
 import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
+import { listenForMetrics, type MetricsListener } from '../../src/metrics/listener.js';
+import { loadPrometheusMetrics } from '../../src/metrics/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
@@ -27,6 +29,8 @@ export interface TestServer {
   app: CreatedApp;
   /** `${baseUrl}/api/apps/${app.appId}` */
   appUrl: string;
+  /** With the `metrics` option: where they are scraped, e.g. http://127.0.0.1:40124/metrics. */
+  metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -50,6 +54,8 @@ export interface TestServerOptions {
   portalSignup?: 'open' | 'invite';
   /** The portal's sign-in (and sign-up) limits; they count only when `rateLimits` are enabled. */
   signInLimits?: SignInLimitSettings;
+  /** Prometheus metrics, as with METRICS_PORT=0: their own listener on 127.0.0.1 (`metricsUrl`). */
+  metrics?: boolean;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -62,8 +68,10 @@ export async function listenLocally(server: FastifyInstance): Promise<string> {
 
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
   const testStore = options.testStore ?? (await createTestStore());
+  const metrics = options.metrics === true ? await loadPrometheusMetrics() : undefined;
   const tessera = createTessera({
-    store: testStore.store,
+    store: metrics === undefined ? testStore.store : metrics.instrument(testStore.store),
+    ...(metrics === undefined ? {} : { metrics }),
     rateLimits: options.rateLimits ?? NO_LIMITS,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.revokedTokensMaxPerApp === undefined ? {} : { revokedTokensMaxPerApp: options.revokedTokensMaxPerApp }),
@@ -81,14 +89,20 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.portalSignup === undefined ? {} : { portalSignup: options.portalSignup }),
   });
   const baseUrl = await listenLocally(server);
+  let metricsListener: MetricsListener | undefined;
+  if (metrics !== undefined) {
+    metrics.watchEvents(tessera.events);
+    metricsListener = await listenForMetrics((openMetrics) => metrics.scrape(openMetrics), '127.0.0.1', 0);
+  }
   return {
     baseUrl,
     tessera,
     testStore,
     app,
     appUrl: appUrlOf(baseUrl, app.appId),
+    metricsUrl: metricsListener?.url,
     async close() {
-      await server.close();
+      await Promise.all([server.close(), metricsListener?.close()]);
       await tessera.events.flush();
       await tessera.limits.close();
       if (options.testStore === undefined) await testStore.dispose();
