@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { instrumentStore } from '../../src/metrics/instrumented-store.js';
+import { HistogramSeries, RouteSeries, statusClassIndex } from '../../src/metrics/series.js';
+import type { Store } from '../../src/store/store.js';
+
+// The metrics' plain-number series (src/metrics/series.ts) and the timed store, without prom-client.
+
+describe('HistogramSeries', () => {
+  it('counts each value in the first bucket whose bound it does not exceed, and gives cumulative counts', () => {
+    const series = new HistogramSeries({ writer: 'tokens' }, [1, 5, 10]);
+    for (const value of [0.5, 1, 3, 5, 7, 100]) series.observe(value);
+    assert.equal(series.count, 6);
+    assert.equal(series.sum, 116.5);
+    assert.deepEqual(series.cumulative(), [
+      { le: '1', count: 2 },
+      { le: '5', count: 4 },
+      { le: '10', count: 5 },
+      { le: '+Inf', count: 6 },
+    ]);
+  });
+});
+
+describe('RouteSeries', () => {
+  it('makes one series per method and status class, on first use, with closed label values', () => {
+    const route = new RouteSeries('/api/apps/:appId/whoami', [1]);
+    route.observe('GET', 200, 0.5);
+    route.observe('GET', 204, 2);
+    route.observe('GET', 404, 0.5);
+    route.observe('BREW', 405, 0.5);
+    route.observe('PROPFIND', 405, 0.5);
+    const series = [...route.series()].map((one) => ({ ...one.labels, count: one.count }));
+    assert.deepEqual(series, [
+      { route: '/api/apps/:appId/whoami', method: 'GET', status_class: '2xx', count: 2 },
+      { route: '/api/apps/:appId/whoami', method: 'GET', status_class: '4xx', count: 1 },
+      { route: '/api/apps/:appId/whoami', method: 'other', status_class: '4xx', count: 2 },
+    ]);
+  });
+
+  it('reads status codes outside 100–599 as 5xx', () => {
+    assert.deepEqual([100, 199, 200, 302, 404, 503, 599].map(statusClassIndex), [0, 0, 1, 2, 3, 4, 4]);
+    assert.deepEqual([0, 99, 600, 999].map(statusClassIndex), [4, 4, 4, 4]);
+  });
+});
+
+describe('instrumentStore', () => {
+  const fakeStore = () => {
+    const apps = {
+      count: async () => 3,
+      findById: async (appId: string) => {
+        if (appId === 'broken') throw new Error('unreachable');
+        return undefined;
+      },
+      sync: () => 'now',
+    };
+    return { backend: 'sqlite', apps, tokens: {}, revokedTokens: {}, keys: {}, events: {}, developers: {}, ping: async () => {} } as unknown as Store;
+  };
+
+  it('times each call by operation and counts failures, returning what the store returns', async () => {
+    const { store, operations } = instrumentStore(fakeStore());
+    const byName = new Map(operations.map((operation) => [operation.name, operation]));
+    assert.deepEqual([...byName.keys()].sort(), ['apps.count', 'apps.findById', 'apps.sync']);
+    assert.equal(await store.apps.count(), 3);
+    assert.equal(await store.apps.findById('x'), undefined);
+    await assert.rejects(store.apps.findById('broken'), /unreachable/);
+    assert.equal((store.apps as unknown as { sync(): string }).sync(), 'now');
+    assert.equal(byName.get('apps.count')!.durations.count, 1);
+    assert.equal(byName.get('apps.findById')!.durations.count, 1);
+    assert.equal(byName.get('apps.findById')!.errors.value, 1);
+    assert.equal(byName.get('apps.sync')!.durations.count, 1);
+    assert.equal(store.backend, 'sqlite');
+  });
+});
