@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       revokedTokensMaxPerApp: 100_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
       publicUrl: undefined,
+      metrics: undefined,
     });
   });
 
@@ -79,6 +80,8 @@ describe('loadConfig', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
       REVOKED_TOKENS_MAX_PER_APP: '500',
       PUBLIC_URL: ' https://Tokens.Example.com/ ',
+      METRICS_PORT: ' 9464 ',
+      METRICS_HOST: ' 10.0.0.5 ',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -108,6 +111,7 @@ describe('loadConfig', () => {
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
       revokedTokensMaxPerApp: 500,
       publicUrl: 'https://tokens.example.com',
+      metrics: { host: '10.0.0.5', port: 9464 },
     });
   });
 
