@@ -23,6 +23,7 @@ let app: CreatedApp;
 let tessera: ServerProcess | undefined;
 let prometheus: ChildProcess | undefined;
 let prometheusUrl: string;
+let metricsUrl: string;
 
 /** Waits for `condition` to hold, polling; fails with `what` after `timeoutMs`. */
 async function waitFor<T>(what: string, condition: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
@@ -71,7 +72,7 @@ before(async () => {
     cwd: work,
     env: { DATABASE_URL: `sqlite:${databasePath}`, METRICS_PORT: '0', RATE_LIMITS: 'off', DEMO_APP: 'off' },
   });
-  const metricsUrl = await waitFor('the metrics URL in the log', async () => /"metrics on (http:\/\/[^"]+)"/.exec(tessera!.stdout())?.[1]);
+  metricsUrl = await waitFor('the metrics URL in the log', async () => /"metrics on (http:\/\/[^"]+)"/.exec(tessera!.stdout())?.[1]);
   const target = new URL(metricsUrl);
 
   const port = await freePort();
@@ -165,5 +166,11 @@ describe('Prometheus scraping tessera serve', { skip: existsSync(PROMETHEUS) ? f
       latest,
     );
     assert.equal(requests?.value, ANONYMOUS + ADMIN + REFUSED);
+  });
+
+  it('closes the metrics listener with the server on SIGTERM', async () => {
+    tessera!.child.kill('SIGTERM');
+    assert.deepEqual(await tessera!.exited, { code: 0, signal: null });
+    await assert.rejects(fetch(metricsUrl));
   });
 });
