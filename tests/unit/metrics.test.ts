@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { systemClock } from '../../src/clock.js';
+import { EventLog } from '../../src/events/log.js';
+import type { EventStore } from '../../src/events/store.js';
 import { instrumentStore } from '../../src/metrics/instrumented-store.js';
+import { NO_METRICS, type Metrics } from '../../src/metrics/port.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { HistogramSeries, RouteSeries, statusClassIndex } from '../../src/metrics/series.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -69,5 +74,45 @@ describe('instrumentStore', () => {
     assert.equal(byName.get('apps.findById')!.errors.value, 1);
     assert.equal(byName.get('apps.sync')!.durations.count, 1);
     assert.equal(store.backend, 'sqlite');
+  });
+});
+
+describe('EventLog and the metrics', () => {
+  it('tells the counts of each flush, each batch written, each failed write, and what is not written yet', async () => {
+    const told: string[] = [];
+    const metrics: Metrics = {
+      ...NO_METRICS,
+      eventsCounted: (type, principal, reason, count) => told.push(`counted ${type} ${principal} ${reason} ${count}`),
+      batchWritten: (writer, size) => told.push(`written ${writer} ${size}`),
+      eventWriteFailed: () => told.push('failed'),
+    };
+    let failAppend = true;
+    const store = {
+      append: async () => {
+        if (failAppend) throw new Error('disk full');
+      },
+      addCounts: async () => {},
+    } as unknown as EventStore;
+    const errors: unknown[] = [];
+    const log = new EventLog(store, systemClock, (error) => errors.push(error), metrics);
+    log.record('token.issued', 'app1', OPERATOR, 'anonymous');
+    log.record('token.issued', 'app2', OPERATOR, 'anonymous');
+    log.record('token.refused', 'app1', OPERATOR, 'admin', { reason: 'invalid_client' });
+    assert.equal(log.unwritten, 1, 'the refusal is a row to write; anonymous tokens are only counted');
+    await log.flush();
+    assert.equal(log.unwritten, 0);
+    assert.deepEqual(told.sort(), [
+      'counted token.issued anonymous null 1',
+      'counted token.issued anonymous null 1',
+      'counted token.refused admin invalid_client 1',
+      'failed',
+      'written events 3',
+    ]);
+    assert.equal(errors.length, 1);
+    failAppend = false;
+    told.length = 0;
+    log.record('token.refused', 'app1', OPERATOR, 'admin', { reason: 'invalid_client' });
+    await log.flush();
+    assert.deepEqual(told.sort(), ['counted token.refused admin invalid_client 1', 'written events 1', 'written events 1']);
   });
 });
