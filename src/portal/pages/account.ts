@@ -53,7 +53,7 @@ function accountPage(request: FastifyRequest, reply: FastifyReply, { message, ch
     developer,
     csrfToken,
     body: html`<h1>Your account</h1>
-${changed ? html`<p class="notice" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
+${changed ? html`<p class="notice success" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
 <dl class="settings">
   <div><dt>Email</dt><dd>${developer.email}</dd></div>
   <div><dt>Account since</dt><dd>${utcDay(developer.createdAt)}</dd></div>

@@ -185,7 +185,7 @@ function settingsPage(request: FastifyRequest, reply: FastifyReply, app: AppDesc
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`${appHeader(app.appId, app.name, 'Settings')}
-${state.done === undefined ? null : html`<p class="notice" role="status">${state.done}</p>`}
+${state.done === undefined ? null : html`<p class="notice success" role="status">${state.done}</p>`}
 <section class="app-form" aria-labelledby="token-settings">
 <h2 id="token-settings">Token settings</h2>
 ${mistakeOf('settings')}
