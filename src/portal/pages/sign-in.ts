@@ -4,7 +4,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { nextPage, seeOther, sendPage } from '../respond.js';
+import { nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 
 /** Signing in and out. */
 export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {
@@ -17,8 +17,9 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     const email = formField(request, 'email') ?? '';
     const next = formField(request, 'next');
     try {
-      const started = await sessions.signIn({ email, password: formField(request, 'password') ?? '', clientAddress: request.ip }, anonymousRequest(request.ip));
-      reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+      const credentials = { email, password: formField(request, 'password') ?? '', clientAddress: request.ip, deviceToken: request.cookies[cookies.device.name] };
+      const started = await sessions.signIn(credentials, anonymousRequest(request.ip));
+      setSessionCookies(reply, cookies, started);
       return seeOther(reply, nextPage(next));
     } catch (error) {
       if (!isTesseraError(error) || (error.code !== 'INVALID_CREDENTIALS' && error.code !== 'TOO_MANY_REQUESTS')) throw error;
