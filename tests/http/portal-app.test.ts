@@ -349,10 +349,12 @@ describe("an app's settings in the portal", () => {
     assert.notEqual(await stateOf(app.appId), 'deleted');
     const response = await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'My shop' });
     assert.equal(response.status, 303);
-    assert.equal(response.location, '/portal/');
+    assert.equal(response.location, '/portal/?done=deleted');
     assert.equal(await stateOf(app.appId), 'deleted');
     assert.equal((await owner.send(`/portal/apps/${app.appId}`)).status, 404);
-    assert.ok(!(await owner.page('/portal/')).text.includes(app.appId));
+    const apps = await owner.page(response.location!);
+    assert.ok(!apps.text.includes(app.appId));
+    assert.match(apps.text, /role="status">The app is deleted/);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
   });
 

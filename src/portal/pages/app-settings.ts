@@ -98,7 +98,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
       return sendPage(reply, settingsPage(request, reply, described, role, { mistake, deleteName: typed }), 400);
     }
     await apps.delete(appId, asDeveloper(request));
-    return seeOther(reply, '/portal/');
+    return seeOther(reply, '/portal/?done=deleted');
   });
 };
 
