@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { isatty } from 'node:tty';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { ConfigError, type LogFormat } from './config.js';
 
@@ -37,7 +38,9 @@ export function createLogger(level: string, format: LogFormat): Logger {
 }
 
 function destination(format: LogFormat): DestinationStream {
-  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true && prettyInstalled());
+  // isatty, not process.stdout.isTTY: the logs write to fd 1 themselves, and process.stdout would open a second stream on it.
+  const terminal = isatty(1);
+  const pretty = format === 'pretty' || (format === 'auto' && terminal && prettyInstalled());
   if (!pretty) return pino.destination({ sync: false });
   if (!prettyInstalled()) {
     throw new ConfigError('LOG_FORMAT=pretty needs the package pino-pretty: install it beside tessera, or set LOG_FORMAT=json.');
@@ -47,7 +50,7 @@ function destination(format: LogFormat): DestinationStream {
     target: 'pino-pretty',
     options: {
       destination: 1,
-      colorize: process.stdout.isTTY === true && process.env.NO_COLOR === undefined,
+      colorize: terminal && process.env.NO_COLOR === undefined,
       translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
       ignore: 'pid,hostname',
       singleLine: true,

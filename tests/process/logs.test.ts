@@ -252,7 +252,6 @@ describe('logs and the store of the real server keep no secret', () => {
 
 /** What a terminal shows, without colours and carriage returns. */
 function plain(output: string): string {
-  // eslint-disable-next-line no-control-regex
   return output.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
 }
 
