@@ -67,16 +67,16 @@ function promtool(args: string[]): { status: number | null; output: string } {
 }
 
 /**
- * The Tessera metrics docs/deployment.md documents: the first cell of its tables' rows, in backticks.
- * A histogram's series are its name with `_bucket`, `_sum` and `_count`.
+ * The Tessera metrics docs/deployment.md documents: the name in backticks that starts a table row or
+ * a list item. A histogram's series are its name with `_bucket`, `_sum` and `_count`.
  */
 function documentedMetrics(): Set<string> {
   const names = new Set<string>();
   for (const line of readFileSync(DEPLOYMENT, 'utf8').split('\n')) {
-    const name = /^\|\s*`(tessera_[a-z0-9_]+)`/.exec(line)?.[1];
+    const name = /^\s*[|*-]\s*`(tessera_[a-z0-9_]+)[`{]/.exec(line)?.[1];
     if (name === undefined) continue;
     names.add(name);
-    if (/\|\s*histogram\s*\|/.test(line)) for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);
+    if (/\bhistogram\b/i.test(line)) for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);
   }
   return names;
 }
