@@ -58,6 +58,27 @@ const DEFAULT_METRICS = new Set([
   'nodejs_gc_duration_seconds_count',
 ]);
 
+interface PromClient {
+  Registry: new () => { getMetricsAsJSON(): Promise<{ name: string; type: string }[]>; clear(): void };
+  collectDefaultMetrics(options: { register: unknown }): void;
+}
+
+/** The series of prom-client's default metrics, from prom-client itself where it is installed; undefined where not. */
+async function promClientDefaults(): Promise<string[] | undefined> {
+  const specifier = 'prom-client'; // a server package this checkout may lack: not a static import
+  let client: PromClient;
+  try {
+    client = (await import(specifier)) as PromClient;
+  } catch {
+    return undefined;
+  }
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const metrics = await registry.getMetricsAsJSON();
+  registry.clear();
+  return metrics.flatMap(({ name, type }) => (type === 'histogram' ? ['_bucket', '_sum', '_count'].map((suffix) => name + suffix) : [name]));
+}
+
 function promtool(args: string[]): { status: number | null; output: string } {
   const run = spawnSync(PROMTOOL, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000 });
   if (run.error !== undefined) {
@@ -154,6 +175,15 @@ function unknownMetrics(exprs: string[]): string[] {
   const known = new Set([...documentedMetrics(), ...DEFAULT_METRICS]);
   return [...new Set(exprs.flatMap(metricNames))].filter((name) => !known.has(name));
 }
+
+describe("prom-client's default metrics", () => {
+  it('are those this test knows, where prom-client is installed', async (t) => {
+    const actual = await promClientDefaults();
+    if (actual === undefined) return t.skip('prom-client is not installed');
+    const missing = [...DEFAULT_METRICS].filter((name) => name !== 'up' && !actual.includes(name));
+    assert.deepEqual(missing, [], 'named here, but not served by prom-client');
+  });
+});
 
 describe('alerting rules (docs/alerts.yml)', () => {
   it('pass `promtool check rules`', () => {
