@@ -323,10 +323,12 @@ describe('Grafana dashboard (docs/grafana-dashboard.json)', () => {
     }
   });
 
+  /** The queries as Grafana sends them, with the variables filled in (a scrape a minute). */
+  const filled = exprs.map((expr) =>
+    expr.replaceAll('$__rate_interval', '5m').replaceAll('$__interval', '1m').replaceAll('$job', 'tessera').replaceAll('$instance', '.*'),
+  );
+
   it('has only queries that are valid PromQL (checked by promtool, with the variables filled in)', () => {
-    const filled = exprs.map((expr) =>
-      expr.replaceAll('$__rate_interval', '1m').replaceAll('$__interval', '1m').replaceAll('$job', 'tessera').replaceAll('$instance', '.*'),
-    );
     assert.deepEqual(
       filled.filter((expr) => expr.includes('$')),
       [],
@@ -340,11 +342,83 @@ describe('Grafana dashboard (docs/grafana-dashboard.json)', () => {
     assert.equal(status, 0, output);
   });
 
+  it('shows data in every query once each metric has a series with the labels of the contract', () => {
+    // Each query i becomes an alert that fires while it returns nothing (absent), evaluated by
+    // promtool over synthetic series; one alert on a metric that does not exist must fire, to show
+    // that the check can fail.
+    const rules = ['groups:', '  - name: dashboard', '    rules:', '      - alert: NoSuchMetric', '        expr: absent(tessera_no_such_metric)'];
+    filled.forEach((expr, i) => rules.push(`      - alert: Query${i}`, `        expr: ${JSON.stringify(`absent(${expr})`)}`));
+    writeFileSync(join(dir, 'dashboard-absent.yml'), `${rules.join('\n')}\n`);
+    const tests = [
+      'rule_files: [dashboard-absent.yml]',
+      'evaluation_interval: 1m',
+      'tests:',
+      '  - interval: 1m',
+      '    input_series:',
+      ...SYNTHETIC_SERIES.flatMap(([series, values]) => [`      - series: ${JSON.stringify(series)}`, `        values: ${JSON.stringify(values)}`]),
+      '    alert_rule_test:',
+      '      - eval_time: 20m',
+      '        alertname: NoSuchMetric',
+      '        exp_alerts: [{}]',
+      ...filled.flatMap((_, i) => ['      - eval_time: 20m', `        alertname: Query${i}`, '        exp_alerts: []']),
+    ];
+    writeFileSync(join(dir, 'dashboard-absent.test.yml'), `${tests.join('\n')}\n`);
+    const { status, output } = promtool(['test', 'rules', join(dir, 'dashboard-absent.test.yml')]);
+    const empty = [...output.matchAll(/alertname: Query(\d+),/g)].map((match) => {
+      const i = Number(match[1]);
+      return `${queried.find((panel) => (panel.targets ?? []).some((target) => target.expr === exprs[i]))?.title}: ${exprs[i]}`;
+    });
+    assert.deepEqual(empty, [], 'queries that return nothing');
+    assert.equal(status, 0, output);
+  });
+
   it('queries only metrics docs/deployment.md documents or prom-client serves by default', () => {
     assert.ok(documentedMetrics().size >= 15, 'docs/deployment.md has no table of metrics (`tessera_…` in the first column)');
     assert.deepEqual(unknownMetrics(exprs), []);
   });
 });
+
+/** A series of each metric the dashboard shows, labelled as the metrics' contract says; counters grow, gauges stay. */
+const SYNTHETIC_SERIES: [string, string][] = (() => {
+  const series = (name: string, labels: string, values: string): [string, string] => [`${name}{job="tessera", instance="a:9464"${labels === '' ? '' : `, ${labels}`}}`, values];
+  const counter = (name: string, labels = '') => series(name, labels, '0+10x30');
+  const gauge = (name: string, labels: string, value: string) => series(name, labels, `${value}x30`);
+  const histogram = (name: string, labels: string): [string, string][] => [
+    ...['0.001', '0.01', '0.1', '+Inf'].map((le, i) => series(`${name}_bucket`, `${labels}, le="${le}"`, `0+${(i + 1) * 10}x30`)),
+    series(`${name}_sum`, labels, '0+1x30'),
+    series(`${name}_count`, labels, '0+40x30'),
+  ];
+  const http = 'tessera_http_request_duration_seconds';
+  return [
+    ...histogram(http, 'route="/api/apps/:appId/oauth2/token", method="POST", status_class="2xx"'),
+    ...histogram(http, 'route="/api/oauth2/token", method="POST", status_class="5xx"'),
+    ...histogram(http, 'route="/api/apps/:appId/whoami", method="GET", status_class="4xx"'),
+    ...histogram(http, 'route="/api/forward-auth/*", method="GET", status_class="2xx"'),
+    counter('tessera_tokens_issued_total', 'kind="admin"'),
+    counter('tessera_token_refusals_total', 'reason="invalid_client", kind="admin"'),
+    counter('tessera_tokens_revoked_total', 'kind="anonymous"'),
+    counter('tessera_introspections_total', 'active="true"'),
+    counter('tessera_forward_auth_decisions_total', 'decision="allowed"'),
+    counter('tessera_rate_limited_total', 'limit="admin_failures_per_address"'),
+    counter('tessera_cache_lookups_total', 'cache="apps", result="hit"'),
+    counter('tessera_cache_lookups_total', 'cache="apps", result="miss"'),
+    ...histogram('tessera_group_commit_batch_size', 'writer="tokens"'),
+    ...histogram('tessera_group_commit_duration_seconds', 'writer="tokens"'),
+    ...histogram('tessera_store_operation_duration_seconds', 'operation="tokens.find"'),
+    counter('tessera_store_errors_total', 'operation="tokens.find"'),
+    gauge('tessera_store_up', 'backend="sqlite"', '1'),
+    gauge('tessera_change_signal_up', 'backend="sqlite"', '1'),
+    gauge('tessera_event_buffer_events', '', '3'),
+    counter('tessera_event_write_failures_total'),
+    gauge('tessera_build_info', 'version="0.1.0"', '1'),
+    gauge('up', '', '1'),
+    counter('process_cpu_seconds_total'),
+    gauge('process_resident_memory_bytes', '', '100000000'),
+    gauge('nodejs_heap_size_used_bytes', '', '50000000'),
+    gauge('nodejs_eventloop_lag_p99_seconds', '', '0.01'),
+    gauge('nodejs_eventloop_lag_mean_seconds', '', '0.005'),
+  ];
+})();
 
 describe('metricNames', () => {
   it('finds the selected metrics and nothing else', () => {
