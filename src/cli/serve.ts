@@ -8,7 +8,7 @@ import { createDemoDeveloper, demoBanner } from './demo.js';
 
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
 export async function serve(config: Config): Promise<void> {
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const store = await openStore(config.databaseUrl, {
     ...config.postgres,
     onWarning: (message, error) => logger.warn({ err: error }, message),
