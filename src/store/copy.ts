@@ -102,7 +102,8 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
   }
 }
 
-async function openDump(location: StoreLocation, role: 'source' | 'target'): Promise<StoreDump> {
+/** A store's tables, opened as a server opens the store (migrated), without making a first key. */
+export async function openDump(location: StoreLocation, role: 'source' | 'target'): Promise<StoreDump> {
   if (location.backend === 'sqlite') {
     const { openSqliteDump } = await importBackend('libsql', () => import('./sqlite/dump.js'));
     return openSqliteDump(location.path, role);
@@ -175,7 +176,7 @@ async function verify(source: StoreDump, target: StoreDump, totals: Map<string, 
     const table = TABLES.find((spec) => spec.name === sample.table)!;
     const keys = await source.sampleKeys(table, sample.limit, sample.where);
     if (keys.length === 0) continue;
-    const byKey = async (dump: StoreDump) => new Map((await dump.readKeys(table, keys)).map((row) => [canonical(keyOf(table, row)), canonical(row, table)]));
+    const byKey = async (dump: StoreDump) => new Map((await dump.readKeys(table, keys)).map((row) => [canonicalRow(keyOf(table, row)), canonicalRow(row, table)]));
     const [expected, copied] = [await byKey(source), await byKey(target)];
     for (const [key, row] of expected) {
       if (copied.get(key) !== row) differences.push(`${table.name}: a row differs in the target (key ${key.slice(0, 40)})`);
@@ -189,7 +190,7 @@ async function verify(source: StoreDump, target: StoreDump, totals: Map<string, 
 }
 
 /** A row as comparable text: blobs as hex, JSON with its keys sorted (PostgreSQL's jsonb orders them its own way). */
-function canonical(row: Row, table?: TableSpec): string {
+export function canonicalRow(row: Row, table?: TableSpec): string {
   return JSON.stringify(
     row.map((value, index) => {
       if (Buffer.isBuffer(value)) return `x${value.toString('hex')}`;
