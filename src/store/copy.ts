@@ -128,7 +128,7 @@ async function refuseNonEmpty(target: StoreDump, location: StoreLocation): Promi
     const rows = await target.count(table);
     if (rows === 0) continue;
     if (table.name === 'keys' && rows === 1) firstKeyOnly = true;
-    else found.push(`${table.name} (${rows} rows)`);
+    else found.push(`${table.name} (${rows.toLocaleString('en-US')} ${rows === 1 ? 'row' : 'rows'})`);
   }
   if (found.length > 0) {
     throw new TesseraError(
@@ -153,6 +153,8 @@ async function copyTable(source: StoreDump, target: StoreDump, table: TableSpec,
   let done = 0;
   let after: Value[] | undefined;
   for (;;) {
+    // SQLite answers synchronously: let the event loop run between batches, or a signal (Ctrl-C) waits for the end.
+    await new Promise((resolve) => setImmediate(resolve));
     if (options.signal?.aborted === true) throw new Error('interrupted');
     const rows = await source.read(table, after, batchSize);
     if (rows.length === 0) break;
