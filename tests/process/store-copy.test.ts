@@ -199,10 +199,15 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /there is no SQLite store at/);
 
-    for (const args of [['store', 'copy', '--from', sqliteUrl], ['store', 'copy', '--to', sqliteUrl, '--from'], ['store', 'move'], ['store', 'backup']]) {
+    for (const args of [['store', 'copy', '--from', sqliteUrl], ['store', 'move']]) {
       const usage = await cli(args);
       assert.equal(usage.code, 2, `${args.join(' ')}: ${usage.stderr}`);
+      assert.match(usage.stderr, /usage: tessera store copy --from URL --to URL/);
     }
+    const help = await cli(['store', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /tessera store copy --from URL --to URL/);
+    assert.match(help.stdout, /tessera store backup PATH/);
   });
 
   /** Starts a server on the copy and checks what must carry over; then what the copy writes must not collide. */
