@@ -1,5 +1,6 @@
 import { backupStore } from '../store/backup.js';
 import { copyStore, DEFAULT_BATCH_SIZE, type CopyProgress } from '../store/copy.js';
+import { parseDatabaseUrl } from '../store/open.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -18,9 +19,9 @@ export async function runStoreCommand(command: ParsedCommand, out: Output, datab
   const [verb, ...operands] = command.positionals;
   switch (verb) {
     case 'copy': {
-      const from = stringFlag(command, 'from');
-      const to = stringFlag(command, 'to');
-      if (from === undefined || to === undefined || operands.length > 0) throw new UsageError(USAGE);
+      const from = storeFlag(command, 'from');
+      const to = storeFlag(command, 'to');
+      if (operands.length > 0) throw new UsageError(USAGE);
       const batchText = stringFlag(command, 'batch-size');
       if (batchText !== undefined && !/^[1-9][0-9]{0,5}$/.test(batchText)) throw new UsageError('--batch-size must be a whole number from 1 to 999999');
       const progress = out.json ? undefined : progressPrinter(process.stderr);
@@ -47,6 +48,18 @@ export async function runStoreCommand(command: ParsedCommand, out: Output, datab
     default:
       throw new UsageError(USAGE);
   }
+}
+
+/** `--from`/`--to`: a store as DATABASE_URL names one; an empty one is not the default store here. */
+function storeFlag(command: ParsedCommand, flag: 'from' | 'to'): string {
+  const value = stringFlag(command, flag);
+  if (value === undefined || value.trim() === '') throw new UsageError(USAGE);
+  try {
+    parseDatabaseUrl(value);
+  } catch {
+    throw new UsageError(`--${flag} must be a file path, sqlite:PATH, or postgres://…`);
+  }
+  return value;
 }
 
 /**

@@ -199,6 +199,9 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /there is no SQLite store at/);
 
+    const badUrl = await cli(['store', 'copy', '--from', 'mysql://db/tessera', '--to', sqliteUrl]);
+    assert.equal(badUrl.code, 2);
+    assert.match(badUrl.stderr, /--from must be a file path, sqlite:PATH, or postgres:/);
     for (const args of [['store', 'copy', '--from', sqliteUrl], ['store', 'move']]) {
       const usage = await cli(args);
       assert.equal(usage.code, 2, `${args.join(' ')}: ${usage.stderr}`);
