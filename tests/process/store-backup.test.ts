@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import Database from 'libsql';
 import {
   adminTokenRequest,
   anonymousTokenRequest,
@@ -61,7 +62,7 @@ describe('tessera store backup: a consistent copy of a live SQLite store, and th
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('backs up under load; a server on the backup accepts every token answered before the backup began', async () => {
+  it('backs up under load; a server on the backup accepts every token answered before the backup began', async (t) => {
     const databaseUrl = `sqlite:${join(dir, 'live.db')}`;
     const options = { entry: BIN, cwd: REPO_ROOT, databaseUrl };
     const app = await createAppWithCli(children, options, 'Live');
@@ -90,11 +91,18 @@ describe('tessera store backup: a consistent copy of a live SQLite store, and th
     assert.equal(result.to, backupPath);
     assert.ok(result.bytes > 0);
     assert.equal(statSync(backupPath).mode & 0o777, 0o600, 'readable by its owner only');
+    const backup = new Database(backupPath, { readonly: true });
+    try {
+      assert.equal((backup.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check, 'ok');
+    } finally {
+      backup.close();
+    }
 
     const before = answered.filter((token) => token.at < backupStartedAt);
     const during = answered.filter((token) => token.at >= backupStartedAt);
     assert.ok(before.length >= 100, `only ${before.length} tokens before the backup`);
     assert.ok(during.length > 0, 'the load went on during the backup');
+    t.diagnostic(`${before.length} tokens answered before the backup began, ${during.length} during and after it`);
 
     const again = await runCli(children, options, ['store', 'backup', backupPath]);
     assert.equal(again.code, 1);
