@@ -9,7 +9,7 @@ import { generateKeySecret } from '../../src/keys/key.js';
 import { copyStore } from '../../src/store/copy.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
-import { makeApp, T0 } from '../helpers/fixtures.js';
+import { makeApp, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // `copyStore` itself: the counters of the copy go on past what the source's counters gave, not only
@@ -71,6 +71,30 @@ describe('copyStore: counters and refusals', () => {
     } finally {
       await onSqlite.close();
     }
+  });
+
+  it('fails when the target does not end equal to the source: a row count, or a sampled row', async () => {
+    const source = join(dir, 'verified.db');
+    const store = await openStore(source);
+    const app = makeApp();
+    await store.apps.insert(app);
+    await store.events.append([makeEvent(app.appId), makeEvent(app.appId)]);
+    for (let i = 0; i < 5; i++) await store.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
+    await store.close();
+
+    // Targets that change what they are given, as a faulty disk or driver would.
+    const tampered = async (name: string, trigger: string) => {
+      const path = join(dir, name);
+      await (await openStore(path)).close();
+      const raw = new Database(path);
+      raw.exec(trigger);
+      raw.close();
+      return path;
+    };
+    const lostEvent = await tampered('lost-event.db', 'CREATE TRIGGER lose AFTER INSERT ON events WHEN NEW.id = 2 BEGIN DELETE FROM events WHERE id = 2; END');
+    await assert.rejects(copyStore(source, lostEvent), /does not match the source: events: 2 rows in the source, 1 in the target/);
+    const changedToken = await tampered('changed-token.db', "CREATE TRIGGER change AFTER INSERT ON tokens BEGIN UPDATE tokens SET verifier_hash = x'00' WHERE selector = NEW.selector; END");
+    await assert.rejects(copyStore(source, changedToken), /does not match the source: tokens: a row differs/);
   });
 
   it('refuses to copy a store onto itself, and a source that is not a Tessera store', async () => {
