@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { TesseraError } from '../errors.js';
 import { importBackend, parseDatabaseUrl } from './open.js';
 
@@ -26,6 +26,7 @@ export async function backupStore(databaseUrl: string | undefined, path: string)
   const to = resolve(path);
   if (existsSync(to)) throw new TesseraError('CONFLICT', `store backup: ${to} exists already; give a path that does not exist`);
   if (to === location.path) throw new TesseraError('CONFLICT', 'store backup: PATH is the store itself');
+  if (!existsSync(dirname(to))) throw new Error(`store backup: the folder ${dirname(to)} does not exist`);
   const started = Date.now();
   const { backupSqliteStore } = await importBackend('libsql', () => import('./sqlite/backup.js'));
   const { bytes } = backupSqliteStore(location.path, to);
