@@ -12,6 +12,8 @@ export interface Config {
   port: number;
   databaseUrl: string | undefined;
   logLevel: string;
+  /** `LOG_FORMAT`: `auto` writes readable lines on a terminal and JSON lines otherwise. */
+  logFormat: LogFormat;
   logRequests: boolean;
   rateLimits: RateLimitSettings;
   /** Create and print a demo app when the embedded store is empty. */
@@ -52,6 +54,8 @@ export interface MetricsListenerConfig {
 
 export type PortalSignup = 'open' | 'invite';
 
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -68,6 +72,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     port: integer(env, 'PORT', 8080, 0, 65535),
     databaseUrl: databaseUrl(env),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    logFormat: oneOf(env, 'LOG_FORMAT', 'auto', ['auto', 'json', 'pretty']) as LogFormat,
     logRequests: onOff(env, 'LOG_REQUESTS', false),
     rateLimits: {
       enabled: onOff(env, 'RATE_LIMITS', true),

@@ -1,11 +1,15 @@
-import pino, { type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import { isatty } from 'node:tty';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { ConfigError, type LogFormat } from './config.js';
 
 /**
- * JSON logs on stdout, written asynchronously so that logging never blocks a request. The paths
- * below are censored wherever they appear; no code logs a body, and request URLs are logged without
- * their query string.
+ * Logs on stdout, written off the request path so that logging never blocks one: JSON lines through
+ * an asynchronous destination, or, for a person at a terminal, readable lines formatted by
+ * pino-pretty in a worker thread. The paths below are censored wherever they appear, before either
+ * format sees the entry; no code logs a body, and request URLs are logged without their query string.
  */
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, format: LogFormat): Logger {
   return pino(
     {
       level,
@@ -29,6 +33,37 @@ export function createLogger(level: string): Logger {
         }),
       },
     },
-    pino.destination({ sync: false }),
+    destination(format),
   );
+}
+
+function destination(format: LogFormat): DestinationStream {
+  // isatty, not process.stdout.isTTY: the logs write to fd 1 themselves, and process.stdout would open a second stream on it.
+  const terminal = isatty(1);
+  const pretty = format === 'pretty' || (format === 'auto' && terminal && prettyInstalled());
+  if (!pretty) return pino.destination({ sync: false });
+  if (!prettyInstalled()) {
+    throw new ConfigError('LOG_FORMAT=pretty needs the package pino-pretty: install it beside tessera, or set LOG_FORMAT=json.');
+  }
+  // pino ends the worker, after writing what it holds, when the process exits.
+  return pino.transport({
+    target: 'pino-pretty',
+    options: {
+      destination: 1,
+      colorize: terminal && process.env.NO_COLOR === undefined,
+      translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      singleLine: true,
+    },
+  }) as DestinationStream;
+}
+
+/** pino-pretty is an optional package of the server: without it, a terminal gets JSON too. */
+function prettyInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -51,9 +51,10 @@ export function canonicalOrigin(text: string): string | undefined {
 
 /**
  * `allowedOrigins` of a configuration change: a list of at most `MAX_ALLOWED_ORIGINS` origins, each
- * made canonical, duplicates dropped; `null` empties it. `invalid_request` names the first bad entry.
+ * made canonical, duplicates dropped; `null` empties it. `invalid_request` names the first bad entry,
+ * as `entryName` says (the API's `allowedOrigins[0]`, the portal's "Line 1").
  */
-export function parseAllowedOrigins(value: unknown, name: string): string[] {
+export function parseAllowedOrigins(value: unknown, name: string, entryName = (index: number) => `${name}[${index}]`): string[] {
   if (value === null) return [];
   if (!Array.isArray(value)) throw invalid(`${name} must be a list of origins, such as ["https://app.example.com"].`);
   if (value.length > MAX_ALLOWED_ORIGINS) throw invalid(`${name} may list at most ${MAX_ALLOWED_ORIGINS} origins.`);
@@ -63,7 +64,7 @@ export function parseAllowedOrigins(value: unknown, name: string): string[] {
     if (origin === undefined) {
       const shown = typeof entry === 'string' ? quoted(entry) : `a ${entry === null ? 'null' : typeof entry}`;
       throw invalid(
-        `${name}[${index}] (${shown}) is not an origin: write scheme://host or scheme://host:port, with http or https and ` +
+        `${entryName(index)} (${shown}) is not an origin: write scheme://host or scheme://host:port, with http or https and ` +
           `nothing after it (no path, query or fragment), or https://*.example.com for every subdomain; at most ${MAX_ORIGIN_LENGTH} characters.`,
       );
     }

@@ -11,6 +11,7 @@ import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './a
 import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
 import { KEYS_FLAGS, runKeysCommand } from './keys.js';
+import { runStoreCommand, STORE_FLAGS } from './store.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
 import { Output } from './output.js';
 import { serve } from './serve.js';
@@ -52,6 +53,11 @@ Usage:
   tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]
                                              the app's event counts per minute, hour or day
                                              (DURATION: e.g. 90m, 24h, 7d)
+  tessera store copy --from URL --to URL [--json]
+                                             copy everything into an empty store (SQLite file or
+                                             sqlite:PATH, postgres://…); stop the server first
+  tessera store backup PATH [--json]         a consistent copy of the SQLite store, while it runs
+                                             (PostgreSQL: pg_dump, see docs/deployment.md)
   tessera --version
 
 The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
@@ -85,6 +91,7 @@ async function main(argv: string[]): Promise<number> {
       out.result({ version: pkg.version }, () => pkg.version);
       return 0;
     }
+    if (command === 'store') return await runStore(rest, out);
     const run = Object.hasOwn(STORE_COMMANDS, command) ? STORE_COMMANDS[command] : undefined;
     if (command !== 'serve' && run === undefined) throw new UsageError(`unknown command ${quoted(command)}; see tessera --help`);
     const parsed = parseCommand(rest, run?.flags ?? {});
@@ -126,6 +133,24 @@ async function main(argv: string[]): Promise<number> {
     out.error('FAILED', (error as Error).message);
     return 1;
   }
+}
+
+/** `tessera store …` opens stores by its own arguments: not through DATABASE_URL's services. */
+async function runStore(args: string[], out: Output): Promise<number> {
+  const parsed = parseCommand(args, STORE_FLAGS);
+  if (parsed.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const interrupted = new AbortController();
+  const interrupt = () => interrupted.abort();
+  process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
+  try {
+    await runStoreCommand(parsed, out, () => loadConfig().databaseUrl, interrupted.signal);
+  } finally {
+    process.off('SIGINT', interrupt).off('SIGTERM', interrupt);
+  }
+  return 0;
 }
 
 const code = await main(process.argv.slice(2));

@@ -10,7 +10,7 @@ import { createDemoDeveloper, demoBanner } from './demo.js';
 
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
 export async function serve(config: Config): Promise<void> {
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   // Without METRICS_PORT, prom-client is not even loaded, and the services count nothing.
   const metrics = config.metrics === undefined ? undefined : await loadPrometheusMetrics();
   const openedStore = await openStore(config.databaseUrl, {

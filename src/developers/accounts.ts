@@ -149,13 +149,20 @@ export class DeveloperAccounts {
 
   /**
    * Changes a signed-in developer's password after checking the current one (under the sign-in
-   * limits, as a sign-in). Every session of the developer ends, this one too: the portal starts a new one.
+   * limits, as a sign-in, from the browser's device token if it has one). Every session of the
+   * developer ends, this one too: the portal starts a new one.
    */
-  async changePassword(developerId: string, currentPassword: string, newPassword: string, context: RequestContext): Promise<DeveloperRecord> {
+  async changePassword(
+    developerId: string,
+    currentPassword: string,
+    newPassword: string,
+    context: RequestContext,
+    deviceToken?: string,
+  ): Promise<DeveloperRecord> {
     const developer = await this.store.accounts.findById(developerId);
     if (developer === undefined || developer.disabledAt !== null) throw invalidCredentials();
     const normalised = checkedNewPassword(newPassword);
-    await checkCredentials(this.store.accounts, this.limits, { email: developer.email, password: currentPassword, clientAddress: context.clientAddress });
+    await checkCredentials(this.store.accounts, this.limits, { email: developer.email, password: currentPassword, clientAddress: context.clientAddress, deviceToken });
     const passwordHash = await hashPassword(normalised);
     const stamp = developerStamp(developerId, this.clock.now(), context);
     const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: null }, ({ sessionsEnded }) => ({

@@ -20,6 +20,17 @@ export interface OwnerChange {
   changed: boolean;
 }
 
+/** An invitation as its app's owner sees it: never its link's token or hash. */
+export interface PendingInvitation {
+  id: string;
+  email: string;
+  /** The developer who invited; null for the operator. */
+  invitedBy: string | null;
+  /** UNIX ms. */
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface AcceptedInvitation {
   appId: string;
   role: AppRole;
@@ -123,6 +134,27 @@ export class AppMembers {
     }));
     if (inserted === undefined) throw appNotFound();
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
+  }
+
+  /** The app's invitations not yet accepted and not expired, newest first: the owner's to see and withdraw. */
+  async pendingInvitations(appId: string): Promise<PendingInvitation[]> {
+    const links = await this.store.links.invitationsOf(appId, this.clock.now());
+    return links.map((link) => ({ id: link.id, email: link.email!, invitedBy: link.invitedBy, createdAt: link.createdAt, expiresAt: link.expiresAt }));
+  }
+
+  /**
+   * Withdraws an invitation of the app: its link stops working. The operator or the app's owner;
+   * `APP_NOT_FOUND` if the app has no such invitation (accepted, expired or withdrawn already).
+   */
+  async withdrawInvitation(appId: string, invitationId: string, context: RequestContext): Promise<void> {
+    if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    const link = await this.store.links.findById(invitationId);
+    if (link === undefined || link.purpose !== 'invitation' || link.appId !== appId || link.expiresAt <= this.clock.now()) throw appNotFound();
+    const stamp = await this.events.stamp(appId, context);
+    const withdrawn = await this.store.links.delete(link.id, () => ({
+      app: [{ ...stamp, type: 'app.invitation_withdrawn', details: { ...developerDetails(context), invitationId: link.id, email: link.email } }],
+    }));
+    if (!withdrawn) throw appNotFound();
   }
 
   /** The invitation of a token, if it works now (for the portal's page); `INVALID_LINK` otherwise. Does not use it up. */

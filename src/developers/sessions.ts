@@ -5,6 +5,7 @@ import type { DeveloperRecord } from './developer.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
 import { needsTouch, sessionExpiry, type SessionRecord } from './session.js';
 import { checkCredentials, type SignInCredentials } from './sign-in.js';
+import { deviceTokenFor } from './trusted-device.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
 import type { DeveloperStore } from './store.js';
@@ -12,6 +13,8 @@ import type { DeveloperStore } from './store.js';
 /** A session just started: its token (for the cookie) appears only here. */
 export interface StartedSession {
   token: string;
+  /** A new device token for the browser (`trusted-device.ts`); null for an account without a password. */
+  deviceToken: string | null;
   session: SessionRecord;
   developer: DeveloperRecord;
 }
@@ -59,7 +62,7 @@ export class DeveloperSessions {
       developer: [{ ...stamp, type: 'developer.signed_in', details: { sessionId: session.id } }],
     }));
     if (inserted === undefined) throw invalidCredentials();
-    return { token: secret.token, session, developer };
+    return { token: secret.token, deviceToken: deviceTokenFor(developer), session, developer };
   }
 
   /**

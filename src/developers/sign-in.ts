@@ -4,6 +4,7 @@ import { normaliseEmail } from './email.js';
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from './password-hash.js';
 import { normalisedPassword } from './password-rules.js';
 import type { SignInLimits } from './sign-in-limits.js';
+import { trustedDeviceOf } from './trusted-device.js';
 import type { DeveloperAccountStore } from './store.js';
 
 export interface SignInCredentials {
@@ -11,8 +12,8 @@ export interface SignInCredentials {
   password: string;
   /** The client's address as the server saw it. */
   clientAddress: string | null;
-  /** See `SignInAttempt.trustedDevice`. */
-  trustedDevice?: string | null;
+  /** The browser's device token (`trusted-device.ts`), if it has one. */
+  deviceToken?: string | undefined;
 }
 
 /**
@@ -24,9 +25,13 @@ export interface SignInCredentials {
  */
 export async function checkCredentials(accounts: DeveloperAccountStore, limits: SignInLimits, credentials: SignInCredentials): Promise<DeveloperRecord> {
   const email = normaliseEmail(credentials.email);
-  const attempt = { email, clientAddress: credentials.clientAddress, trustedDevice: credentials.trustedDevice ?? null };
+  const findDeveloper = () => (email === undefined ? undefined : accounts.findByEmail(email));
+  // A device token is checked against its account before the limits, since it decides which apply.
+  const presentsDevice = credentials.deviceToken !== undefined;
+  const early = presentsDevice ? await findDeveloper() : undefined;
+  const attempt = { email, clientAddress: credentials.clientAddress, trustedDevice: trustedDeviceOf(credentials.deviceToken, early) };
   await limits.check(attempt);
-  const developer = email === undefined ? undefined : await accounts.findByEmail(email);
+  const developer = presentsDevice ? early : await findDeveloper();
   const passwordHash = developer?.passwordHash ?? (await dummyPasswordHash());
   const matches = await verifyPassword(passwordHash, credentials.password);
   if (!matches || developer === undefined || developer.passwordHash === null || developer.disabledAt !== null) {

@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'app.collaborator_invited',
   'app.collaborator_added',
   'app.collaborator_removed',
+  'app.invitation_withdrawn',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

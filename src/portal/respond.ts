@@ -1,10 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CurrentSession } from '../developers/sessions.js';
+import type { CurrentSession, StartedSession } from '../developers/sessions.js';
+import type { PortalCookies } from './cookies.js';
 import type { RequestContext } from '../request-context.js';
 import type { Html } from './html.js';
 
 export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
   return reply.status(status).type('text/html; charset=utf-8').send(page.text);
+}
+
+/** The browser's cookies for a session just started: the session, and a new device token. */
+export function setSessionCookies(reply: FastifyReply, cookies: PortalCookies, started: StartedSession): void {
+  reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+  if (started.deviceToken !== null) reply.setCookie(cookies.device.name, started.deviceToken, cookies.device.options);
 }
 
 /** After a form that changed something: the browser shows the page at `location` (POST/redirect/GET). */

@@ -38,7 +38,7 @@ export async function openStore(databaseUrl: string | undefined, postgres: Postg
 }
 
 /** Imports a backend's module; if its driver is not installed, says which package the store needs. */
-async function importBackend<Backend>(driver: string, load: () => Promise<Backend>): Promise<Backend> {
+export async function importBackend<Backend>(driver: string, load: () => Promise<Backend>): Promise<Backend> {
   try {
     return await load();
   } catch (error) {

@@ -6,7 +6,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
 import { adminFields, anonymousFields, appOn, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
+import { addCollaborator, createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 // What a developer does to an app in the portal, in Chromium: its settings (an allowed origin that
@@ -65,7 +65,12 @@ describe("an app's owner in the portal", () => {
     const app = await newApp('Shop');
     const page = await signedIn('owner@example.com');
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
-    await screenshot(page, 'app-overview');
+    await screenshots(page, 'app-overview');
+    // On the narrowest phone, the app's four tabs stay on one row.
+    await page.setViewportSize({ width: 320, height: 700 });
+    const tabRows = await page.locator('nav.tabs a').evaluateAll((tabs) => new Set(tabs.map((tab) => Math.round(tab.getBoundingClientRect().top))).size);
+    assert.equal(tabRows, 1, 'the tabs wrap at 320 px');
+    await page.setViewportSize({ width: 1280, height: 800 });
     await follow(page, () => page.getByRole('link', { name: 'Settings', exact: true }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/settings`);
     await page.getByLabel('Web pages allowed to call the service').fill(`${browser.origin}\nhttps://*.example.com`);
@@ -74,7 +79,7 @@ describe("an app's owner in the portal", () => {
     await follow(page, () => page.getByRole('button', { name: 'Save settings' }).click());
     assert.equal(await page.getByRole('status').textContent(), 'The settings are saved. They apply to the next token request.');
     assert.equal(await page.getByLabel('Web pages allowed to call the service').inputValue(), `${browser.origin}\nhttps://*.example.com`);
-    await screenshot(page, 'app-settings');
+    await screenshots(page, 'app-settings');
 
     const request = {
       method: 'POST',

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { addCollaborator, createDeveloper, follow, PASSWORD, screenshot, signIn } from '../helpers/portal.js';
+import { addCollaborator, createDeveloper, follow, PASSWORD, screenshots, signIn } from '../helpers/portal.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 // People and accounts in Chromium: an owner invites a collaborator who signs in and accepts; a
@@ -22,15 +22,6 @@ after(async () => {
 });
 
 const NEW_PASSWORD = 'a brand new password, long';
-
-/** The screenshot for docs/portal.md, and the same page at a phone's width (`NAME-phone`). */
-async function screenshots(page: Page, name: string): Promise<void> {
-  await screenshot(page, name);
-  const size = page.viewportSize();
-  await page.setViewportSize({ width: 375, height: 800 });
-  await screenshot(page, `${name}-phone`);
-  if (size !== null) await page.setViewportSize(size);
-}
 
 function path(page: Page): string {
   return new URL(page.url()).pathname;

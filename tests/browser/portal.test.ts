@@ -71,6 +71,7 @@ describe('a developer in the portal', () => {
     await screenshot(page, 'apps');
     await follow(page, () => page.getByRole('button', { name: 'Sign out' }).click());
     assert.equal(new URL(page.url()).pathname, '/portal/sign-in');
+    assert.equal(await page.getByRole('status').textContent(), 'You are signed out.');
     await page.goto(`${server.baseUrl}/portal/apps/${keys.appId}`);
     assert.equal(new URL(page.url()).pathname, '/portal/sign-in', 'signed out: the app page asks to sign in again');
     await page.close();

@@ -52,3 +52,12 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(folder, { recursive: true });
   await page.screenshot({ path: join(folder, `${name}.png`), fullPage: true });
 }
+
+/** `screenshot`, and the same page at a phone's width (`NAME-phone`). */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  await screenshot(page, name);
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 375, height: 800 });
+  await screenshot(page, `${name}-phone`);
+  if (size !== null) await page.setViewportSize(size);
+}

@@ -304,7 +304,7 @@ describe("an app's settings in the portal", () => {
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     const valid = { _csrf: csrf, adminMax: '1', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' };
     for (const [fields, message] of [
-      [{ allowedOrigins: 'https://ok.example\nhttps://app.example.com/path' }, /is not an origin/],
+      [{ allowedOrigins: 'https://ok.example\n\nhttps://app.example.com/path' }, /Line 3 \(&quot;https:\/\/app\.example\.com\/path&quot;\) is not an origin/],
       [{ allowedOrigins: 'x'.repeat(40_000) }, /too long/],
       [{ allowedOrigins: Array.from({ length: 101 }, (_, index) => `https://a${index}.example`).join('\n') }, /at most 100 origins/],
       [{ adminMax: '-1' }, /longest admin token must be a whole number/],
@@ -349,10 +349,12 @@ describe("an app's settings in the portal", () => {
     assert.notEqual(await stateOf(app.appId), 'deleted');
     const response = await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'My shop' });
     assert.equal(response.status, 303);
-    assert.equal(response.location, '/portal/');
+    assert.equal(response.location, '/portal/?done=deleted');
     assert.equal(await stateOf(app.appId), 'deleted');
     assert.equal((await owner.send(`/portal/apps/${app.appId}`)).status, 404);
-    assert.ok(!(await owner.page('/portal/')).text.includes(app.appId));
+    const apps = await owner.page(response.location!);
+    assert.ok(!apps.text.includes(app.appId));
+    assert.match(apps.text, /role="status">The app is deleted/);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
   });
 

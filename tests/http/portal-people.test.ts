@@ -103,6 +103,49 @@ describe('the people page over HTTP', () => {
     assert.equal((await roles(app.appId))[collaborator.email], undefined);
   });
 
+  it('lists the invitations not yet accepted to the owner only, who withdraws one: its link stops working', async () => {
+    const { app, owner, collaborator } = await appWithPeople('pending');
+    const { csrf } = await owner.client.page(`/portal/apps/${app.appId}/people`);
+    for (const email of ['first@example.com', 'second@example.com']) {
+      assert.equal((await owner.client.post(`/portal/apps/${app.appId}/people/invitations`, { email, _csrf: csrf })).status, 200);
+    }
+    const second = await createDeveloper(server, 'second@example.com');
+    const [latest, earliest] = await server.tessera.members.pendingInvitations(app.appId);
+    assert.deepEqual([latest!.email, earliest!.email].sort(), ['first@example.com', 'second@example.com']);
+
+    const listed = await owner.client.page(`/portal/apps/${app.appId}/people`);
+    assert.match(listed.text, /Invited, not yet accepted/);
+    assert.ok(listed.text.includes('first@example.com') && listed.text.includes('second@example.com'));
+    const seenByCollaborator = await collaborator.client.page(`/portal/apps/${app.appId}/people`);
+    assert.ok(!seenByCollaborator.text.includes('first@example.com'), 'a collaborator sees no invitation');
+
+    const withdraw = (id: string) => `/portal/apps/${app.appId}/people/invitations/${id}/withdraw`;
+    const firstId = (await server.tessera.members.pendingInvitations(app.appId)).find((one) => one.email === 'first@example.com')!.id;
+    assert.equal((await owner.client.post(withdraw(firstId), {})).status, 403, 'no form token');
+    assert.equal((await collaborator.client.post(withdraw(firstId), { _csrf: seenByCollaborator.csrf })).status, 403);
+    const stranger = await signInOverHttp(server, (await createDeveloper(server, 'pending-stranger@example.com')).email);
+    assert.equal((await stranger.post(withdraw(firstId), { _csrf: (await stranger.page('/portal/')).csrf })).status, 404);
+    assert.equal(await invitations(app.appId), 2);
+
+    const withdrawn = await owner.client.post(withdraw(firstId), { _csrf: listed.csrf });
+    assert.equal(withdrawn.status, 303);
+    assert.equal(withdrawn.location, `/portal/apps/${app.appId}/people?done=withdrawn`);
+    const after = await owner.client.page(withdrawn.location!);
+    assert.match(after.text, /The invitation is withdrawn/);
+    assert.ok(!after.text.includes('first@example.com'));
+    assert.equal((await owner.client.post(withdraw(firstId), { _csrf: listed.csrf })).status, 404, 'once');
+    assert.equal((await owner.client.post(withdraw('no-such-invitation'), { _csrf: listed.csrf })).status, 404);
+    const events = await server.tessera.events.list(app.appId, { type: 'app.invitation_withdrawn', limit: 10 });
+    assert.equal(events.events.length, 1);
+    assert.equal(events.events[0]!.details.email, 'first@example.com');
+    assert.equal(events.events[0]!.details.byDeveloperId, owner.id);
+
+    // Accepted, an invitation is no longer listed.
+    await addCollaborator(server, app.appId, second.email);
+    assert.equal(await invitations(app.appId), 0);
+    assert.ok(!(await owner.client.page(`/portal/apps/${app.appId}/people`)).text.includes('Invited, not yet accepted'));
+  });
+
   it("gives another developer 404 for every people page and form of an app not theirs, and changes nothing", async () => {
     const { app, collaborator } = await appWithPeople('private');
     const stranger = await createDeveloper(server, 'stranger@example.com');

@@ -39,7 +39,7 @@ function locked(name: string): string {
 }
 
 /** Packages a service mounting the middleware must not have: Tessera's server's own. */
-const SERVER_ONLY = ['ioredis', 'rate-limiter-flexible', 'prom-client', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', '@node-rs/argon2'];
+const SERVER_ONLY = ['ioredis', 'rate-limiter-flexible', 'pino-pretty', 'prom-client', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', '@node-rs/argon2'];
 
 interface Consumer {
   framework: 'Fastify' | 'Express';
@@ -56,7 +56,7 @@ const CONSUMERS: Consumer[] = [
 ];
 
 /** Tessera's server from the tarball: the package and the server's packages (both drivers, for both stores). */
-const SERVER_PACKAGES = ['fastify', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', 'pino', 'ioredis', 'rate-limiter-flexible', 'prom-client', '@node-rs/argon2', 'libsql', 'pg'];
+const SERVER_PACKAGES = ['fastify', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', 'pino', 'pino-pretty', 'ioredis', 'rate-limiter-flexible', 'prom-client', '@node-rs/argon2', 'libsql', 'pg'];
 
 const INSTALL_TIMEOUT_MS = 120_000;
 

@@ -12,6 +12,7 @@ describe('loadConfig', () => {
       port: 8080,
       databaseUrl: undefined,
       logLevel: 'info',
+      logFormat: 'auto',
       logRequests: false,
       rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true, redisUrl: undefined, redisKeyPrefix: 'tessera' },
       demoApp: true,
@@ -40,11 +41,12 @@ describe('loadConfig', () => {
   });
 
   it('treats empty and blank values as unset', () => {
-    const blank = { HOST: '  ', PORT: '', LOG_LEVEL: ' ', LOG_REQUESTS: '', RATE_LIMITS: ' ', DEMO_APP: '' };
+    const blank = { HOST: '  ', PORT: '', LOG_LEVEL: ' ', LOG_FORMAT: ' ', LOG_REQUESTS: '', RATE_LIMITS: ' ', DEMO_APP: '' };
     const config = loadConfig(blank);
     assert.equal(config.host, '127.0.0.1');
     assert.equal(config.port, 8080);
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.logFormat, 'auto');
     assert.equal(config.logRequests, false);
     assert.equal(config.rateLimits.enabled, true);
     assert.equal(config.demoApp, true);
@@ -56,6 +58,7 @@ describe('loadConfig', () => {
       PORT: ' 9000 ',
       DATABASE_URL: 'sqlite:./x.db',
       LOG_LEVEL: 'DEBUG',
+      LOG_FORMAT: ' Pretty ',
       LOG_REQUESTS: 'on',
       RATE_LIMITS: 'off',
       RATE_LIMIT_TOKEN_PER_ADDRESS: '50',
@@ -88,6 +91,7 @@ describe('loadConfig', () => {
       port: 9000,
       databaseUrl: 'sqlite:./x.db',
       logLevel: 'debug',
+      logFormat: 'pretty',
       logRequests: true,
       rateLimits: {
         enabled: false,
@@ -207,6 +211,13 @@ describe('loadConfig', () => {
 
   it('refuses an unknown LOG_LEVEL', () => {
     assert.throws(() => loadConfig({ LOG_LEVEL: 'verbose' }), ConfigError);
+  });
+
+  it('reads LOG_FORMAT auto, json or pretty, and refuses anything else', () => {
+    for (const value of ['auto', 'json', 'pretty', 'JSON']) assert.equal(loadConfig({ LOG_FORMAT: value }).logFormat, value.toLowerCase());
+    for (const value of ['text', 'plain', 'yes']) {
+      assert.throws(() => loadConfig({ LOG_FORMAT: value }), /LOG_FORMAT must be one of auto, json, pretty/, value);
+    }
   });
 
   it('refuses a DATABASE_URL that names no store with a ConfigError, without echoing its credentials', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomUUID } from 'node:crypto';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/developers/session.js';
 import type { SignInLimitSettings } from '../../src/developers/sign-in-limits.js';
@@ -253,8 +254,8 @@ describe('sign-in limits', () => {
   });
   afterEach(() => close(fixture));
 
-  const signIn = (password: string, clientAddress: string, trustedDevice: string | null = null, email = 'target@example.com') =>
-    codeOf(tessera.developerSessions.signIn({ email, password, clientAddress, trustedDevice }, from(clientAddress)));
+  const signIn = (password: string, clientAddress: string, deviceToken?: string, email = 'target@example.com') =>
+    codeOf(tessera.developerSessions.signIn({ email, password, clientAddress, deviceToken }, from(clientAddress)));
 
   it('holds one client after its failures on the account, even with the right password, until the window is over; others still get in', async () => {
     for (let i = 0; i < 3; i++) assert.equal(await signIn('wrong password!', '198.51.100.1'), 'INVALID_CREDENTIALS');
@@ -267,13 +268,25 @@ describe('sign-in limits', () => {
   });
 
   it('holds the account for every new client after failures from many, but not a browser that signed in before', async () => {
+    const before = await tessera.developerSessions.signIn({ email: 'target@example.com', password: PASSWORD, clientAddress: '198.51.100.9' }, from('198.51.100.9'));
+    const deviceToken = before.deviceToken!;
     for (const address of ['198.51.100.1', '198.51.100.2']) {
       for (let i = 0; i < 2; i++) assert.equal(await signIn('wrong password!', address), 'INVALID_CREDENTIALS');
     }
     assert.equal(await signIn('wrong password!', '198.51.100.3'), 'INVALID_CREDENTIALS');
     assert.equal(await signIn(PASSWORD, '198.51.100.4'), 'TOO_MANY_REQUESTS');
-    assert.equal(await signIn(PASSWORD, '198.51.100.4', 'device cookie of the developer'), 'resolved');
-    assert.equal(await signIn(PASSWORD, '198.51.100.4', null, 'other@example.com'), 'INVALID_CREDENTIALS', 'other accounts are not held');
+    const [id, nonce, mac] = deviceToken.split('.') as [string, string, string];
+    for (const forged of [`${id}.${nonce}.${'A'.repeat(mac.length)}`, `${id}.${'B'.repeat(nonce.length)}.${mac}`, 'not a device token', `${randomUUID()}.${nonce}.${mac}`]) {
+      assert.equal(await signIn(PASSWORD, '198.51.100.4', forged), 'TOO_MANY_REQUESTS', forged);
+    }
+    assert.equal(await signIn(PASSWORD, '198.51.100.4', deviceToken), 'resolved');
+    assert.equal(await signIn(PASSWORD, '198.51.100.4', undefined, 'other@example.com'), 'INVALID_CREDENTIALS', 'other accounts are not held');
+    assert.equal(await signIn(PASSWORD, '198.51.100.4', deviceToken, 'other@example.com'), 'INVALID_CREDENTIALS', 'a device of one account is nothing to another');
+
+    // A new password: the browser's device token no longer counts.
+    const link = await tessera.developers.issueResetLink('target@example.com', OPERATOR);
+    await tessera.developers.setPasswordWithLink(new URL(link.path, 'http://portal').searchParams.get('token')!, 'another password, long enough', from('198.51.100.9'));
+    assert.equal(await signIn('another password, long enough', '198.51.100.5', deviceToken), 'TOO_MANY_REQUESTS');
   });
 
   it('does not let one client use up the account\u2019s limit, even in a burst', async () => {
@@ -283,7 +296,7 @@ describe('sign-in limits', () => {
   });
 
   it('holds one address that tries many accounts', async () => {
-    for (let i = 0; i < 6; i++) assert.equal(await signIn('wrong password!', '2001:db8::1', null, `someone-${i}@example.com`), 'INVALID_CREDENTIALS');
+    for (let i = 0; i < 6; i++) assert.equal(await signIn('wrong password!', '2001:db8::1', undefined, `someone-${i}@example.com`), 'INVALID_CREDENTIALS');
     assert.equal(await signIn(PASSWORD, '2001:db8::2'), 'TOO_MANY_REQUESTS', 'the same /64');
     assert.equal(await signIn(PASSWORD, '2001:db8:1::1'), 'resolved');
   });

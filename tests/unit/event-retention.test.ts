@@ -32,6 +32,7 @@ describe('retentionOf: what is a row, of which class, and what is only counted',
       ['app.collaborator_invited', 'developer', 'audit'],
       ['app.collaborator_added', 'developer', 'audit'],
       ['app.collaborator_removed', 'operator', 'audit'],
+      ['app.invitation_withdrawn', 'operator', 'audit'],
     ];
     for (const [type, principal, expected] of cases) assert.equal(retentionOf(type, principal), expected, `${type} by ${principal}`);
   });

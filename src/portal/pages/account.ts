@@ -3,7 +3,7 @@ import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, seeOther, sendPage, sessionOf, setSessionCookies } from '../respond.js';
 import { utcDay } from '../time.js';
 import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 
@@ -28,9 +28,9 @@ export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { dev
     }
     const context = asDeveloper(request);
     try {
-      const changed = await developers.changePassword(developer.id, current, password, context);
+      const changed = await developers.changePassword(developer.id, current, password, context, request.cookies[cookies.device.name]);
       const started = await sessions.start(changed, context);
-      reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+      setSessionCookies(reply, cookies, started);
     } catch (error) {
       if (!isTesseraError(error)) throw error;
       if (error.code === 'INVALID_CREDENTIALS') return sendPage(reply, accountPage(request, reply, { message: 'The current password is wrong.' }), 400);
@@ -53,7 +53,7 @@ function accountPage(request: FastifyRequest, reply: FastifyReply, { message, ch
     developer,
     csrfToken,
     body: html`<h1>Your account</h1>
-${changed ? html`<p class="notice" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
+${changed ? html`<p class="notice success" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
 <dl class="settings">
   <div><dt>Email</dt><dd>${developer.email}</dd></div>
   <div><dt>Account since</dt><dd>${utcDay(developer.createdAt)}</dd></div>

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppConfiguration, AppDescription } from '../../apps/app.js';
 import { MAX_LIFETIME_SECONDS, parseConfigurationChanges } from '../../apps/configuration.js';
-import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH } from '../../apps/origins.js';
+import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
 import { TesseraError } from '../../errors.js';
 import { revocationKind, type RevocationKind } from '../../tokens/revocation.js';
@@ -98,7 +98,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
       return sendPage(reply, settingsPage(request, reply, described, role, { mistake, deleteName: typed }), 400);
     }
     await apps.delete(appId, asDeveloper(request));
-    return seeOther(reply, '/portal/');
+    return seeOther(reply, '/portal/?done=deleted');
   });
 };
 
@@ -131,10 +131,13 @@ function configurationOf(form: SettingsForm): Partial<AppConfiguration> {
   if (form.allowedOrigins.length > MAX_ORIGINS_TEXT) {
     throw new TesseraError('invalid_request', `The list of origins is too long: at most ${MAX_ALLOWED_ORIGINS} origins.`);
   }
-  const origins = form.allowedOrigins
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line !== '');
+  const lines = form.allowedOrigins.split(/\r?\n/).map((text, index) => ({ text: text.trim(), number: index + 1 }));
+  const listed = lines.filter((line) => line.text !== '');
+  const origins = parseAllowedOrigins(
+    listed.map((line) => line.text),
+    'Web pages allowed',
+    (index) => `Line ${listed[index]!.number}`,
+  );
   return parseConfigurationChanges({
     adminTokenMaxLifetimeSeconds: lifetimeOf(form.adminMax, form.adminMaxUnit, 'The longest admin token'),
     anonymousTokenMaxLifetimeSeconds: lifetimeOf(form.anonymousMax, form.anonymousMaxUnit, 'The longest anonymous token'),
@@ -185,7 +188,7 @@ function settingsPage(request: FastifyRequest, reply: FastifyReply, app: AppDesc
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`${appHeader(app.appId, app.name, 'Settings')}
-${state.done === undefined ? null : html`<p class="notice" role="status">${state.done}</p>`}
+${state.done === undefined ? null : html`<p class="notice success" role="status">${state.done}</p>`}
 <section class="app-form" aria-labelledby="token-settings">
 <h2 id="token-settings">Token settings</h2>
 ${mistakeOf('settings')}
@@ -247,7 +250,7 @@ ${mistakeOf('delete')}
 function lifetimeField(id: string, name: string, label: string, amount: string, unit: string): Html {
   return html`<label for="${id}">${label}</label>
   <div class="lifetime">
-    <input type="text" id="${id}" name="${name}" inputmode="numeric" pattern="[0-9]*" maxlength="10" autocomplete="off" value="${amount}" aria-describedby="lifetime-hint">
+    <input type="text" id="${id}" name="${name}" inputmode="numeric" pattern="[0-9]*" maxlength="20" autocomplete="off" value="${amount}" aria-describedby="lifetime-hint">
     <label for="${id}-unit" class="visually-hidden">Unit of the ${label.toLowerCase()}</label>
     <select id="${id}-unit" name="${name}Unit">
       ${LIFETIME_UNITS.map(([unitName]) => html`<option value="${unitName}"${unitName === unit ? html` selected` : null}>${unitName}s</option>`)}

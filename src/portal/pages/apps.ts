@@ -14,8 +14,9 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
   const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
-  app.get('/', async (request, reply) => {
+  app.get<{ Querystring: { done?: string } }>('/', async (request, reply) => {
     const { developer } = sessionOf(request);
+    const deleted = request.query.done === 'deleted';
     const memberships = await members.appsOf(developer.id);
     const described = await Promise.all(memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId) })));
     const csrfToken = reply.generateCsrf();
@@ -29,6 +30,7 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
   <h1>Your apps</h1>
   <a class="button" href="/portal/apps/new">New app</a>
 </div>
+${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
 ${described.length === 0
   ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
   : html`<ul class="cards">${described.map(

@@ -149,6 +149,7 @@ const TYPE_WORDS: Record<EventType, string> = {
   'app.collaborator_invited': 'Collaborator invited',
   'app.collaborator_added': 'Collaborator added',
   'app.collaborator_removed': 'Collaborator removed',
+  'app.invitation_withdrawn': 'Invitation withdrawn',
 };
 
 /** What happened, in words: the type, said more exactly where the principal tells more. */

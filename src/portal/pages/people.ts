@@ -15,6 +15,7 @@ import type { AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 
 type MemberParams = { Params: { appId: string; developerId: string } };
+type InvitationParams = { Params: { appId: string; invitationId: string } };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -29,7 +30,8 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
   app.get<AppParams>('/apps/:appId/people', async (request, reply) => {
     const { developer } = sessionOf(request);
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
-    return sendPage(reply, await peoplePage(request, reply, { role, described: await apps.show(request.params.appId) }));
+    const withdrawn = (request.query as { done?: unknown }).done === 'withdrawn';
+    return sendPage(reply, await peoplePage(request, reply, { role, described: await apps.show(request.params.appId), withdrawn }));
   });
 
   app.post<AppParams>('/apps/:appId/people/invitations', { preValidation: app.csrfProtection }, async (request, reply) => {
@@ -47,6 +49,13 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     }
     const link = invitation.url ?? `${publicUrl ?? `${request.protocol}://${request.host}`}${invitation.path}`;
     return sendPage(reply, await peoplePage(request, reply, { role, described, invited: { email: normaliseEmail(email) ?? email, link, expiresAt: invitation.expiresAt } }));
+  });
+
+  // Withdrawing needs no confirmation page: inviting again undoes it.
+  app.post<InvitationParams>('/apps/:appId/people/invitations/:invitationId/withdraw', { preValidation: app.csrfProtection }, async (request, reply) => {
+    const { appId, invitationId } = request.params;
+    await members.withdrawInvitation(appId, invitationId, asDeveloper(request));
+    return seeOther(reply, `/portal/apps/${appId}/people?done=withdrawn`);
   });
 
   // Without JavaScript there is no confirm(): removing and leaving each get a page that asks first.
@@ -105,18 +114,22 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     message?: string;
     /** An invitation just made: its link, shown this once. */
     invited?: { email: string; link: string; expiresAt: string };
+    /** An invitation was just withdrawn. */
+    withdrawn?: boolean;
   }
 
-  async function peoplePage(request: FastifyRequest, reply: FastifyReply, { role, described, email, message, invited }: PeopleInput) {
+  async function peoplePage(request: FastifyRequest, reply: FastifyReply, { role, described, email, message, invited, withdrawn }: PeopleInput) {
     const { developer } = sessionOf(request);
     const people = await members.membersOf(described.appId);
     const csrfToken = reply.generateCsrf();
     const owner = role === 'owner';
+    const pending = owner ? await members.pendingInvitations(described.appId) : [];
     return page({
       title: `People · ${described.name}`,
       developer,
       csrfToken,
       body: html`${appHeader(described.appId, described.name, 'People')}
+${withdrawn === true ? html`<p class="notice success" role="status">The invitation is withdrawn: its link no longer works.</p>` : null}
 ${invited === undefined
   ? null
   : html`<div class="notice invitation" role="status">
@@ -141,6 +154,25 @@ ${invited === undefined
   )}
   </tbody>
 </table>
+${pending.length === 0
+  ? null
+  : html`<table class="people pending">
+  <caption>Invited, not yet accepted</caption>
+  <thead><tr><th scope="col">Email</th><th scope="col">Invited</th><th scope="col">Link expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+  <tbody>
+  ${pending.map(
+    (invitation) => html`<tr>
+    <td data-label="Email">${invitation.email}</td>
+    <td data-label="Invited">${utcDay(invitation.createdAt)}</td>
+    <td data-label="Expires">${utcDay(invitation.expiresAt)}</td>
+    <td><form method="post" action="/portal/apps/${described.appId}/people/invitations/${invitation.id}/withdraw" class="inline">
+      ${csrfField(csrfToken)}
+      <button type="submit" class="link" aria-label="Withdraw the invitation for ${invitation.email}">Withdraw</button>
+    </form></td>
+  </tr>`,
+  )}
+  </tbody>
+</table>`}
 ${owner
   ? html`<section class="narrow">
 <h2>Invite a collaborator</h2>

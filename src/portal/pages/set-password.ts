@@ -6,7 +6,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { asDeveloper, seeOther, sendPage } from '../respond.js';
+import { asDeveloper, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { linkToken, type TokenQuery } from './link-token.js';
 
 /**
@@ -67,7 +67,7 @@ export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, {
       throw error;
     }
     const started = await sessions.start(developer, asDeveloper(request, developer));
-    reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+    setSessionCookies(reply, cookies, started);
     return seeOther(reply, '/portal/');
   });
 };

@@ -4,21 +4,22 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { nextPage, seeOther, sendPage } from '../respond.js';
+import { nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 
 /** Signing in and out. */
 export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {
-  app.get<{ Querystring: { next?: string } }>('/sign-in', async (request, reply) => {
+  app.get<{ Querystring: { next?: string; done?: string } }>('/sign-in', async (request, reply) => {
     if (request.portalSession !== null) return seeOther(reply, nextPage(request.query.next));
-    return sendPage(reply, signInForm(reply, { next: request.query.next, signup }));
+    return sendPage(reply, signInForm(reply, { next: request.query.next, signup, signedOut: request.query.done === 'signed-out' }));
   });
 
   app.post('/sign-in', { preValidation: app.csrfProtection }, async (request, reply) => {
     const email = formField(request, 'email') ?? '';
     const next = formField(request, 'next');
     try {
-      const started = await sessions.signIn({ email, password: formField(request, 'password') ?? '', clientAddress: request.ip }, anonymousRequest(request.ip));
-      reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+      const credentials = { email, password: formField(request, 'password') ?? '', clientAddress: request.ip, deviceToken: request.cookies[cookies.device.name] };
+      const started = await sessions.signIn(credentials, anonymousRequest(request.ip));
+      setSessionCookies(reply, cookies, started);
       return seeOther(reply, nextPage(next));
     } catch (error) {
       if (!isTesseraError(error) || (error.code !== 'INVALID_CREDENTIALS' && error.code !== 'TOO_MANY_REQUESTS')) throw error;
@@ -31,7 +32,7 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     const token = request.cookies[cookies.session.name];
     if (token !== undefined) await sessions.signOut(token, { clientAddress: request.ip, by: developerOf(request) });
     reply.clearCookie(cookies.session.name, cookies.session.options);
-    return seeOther(reply, '/portal/sign-in');
+    return seeOther(reply, '/portal/sign-in?done=signed-out');
   });
 };
 
@@ -42,7 +43,13 @@ function developerOf(request: FastifyRequest) {
 
 function signInForm(
   reply: FastifyReply,
-  { next, email, message, signup }: { next?: string | undefined; email?: string; message?: string; signup?: 'open' | 'invite' | undefined },
+  {
+    next,
+    email,
+    message,
+    signup,
+    signedOut = false,
+  }: { next?: string | undefined; email?: string; message?: string; signup?: 'open' | 'invite' | undefined; signedOut?: boolean },
 ) {
   return page({
     title: 'Sign in',
@@ -50,6 +57,7 @@ function signInForm(
     body: html`<section class="narrow">
 <h1>Sign in</h1>
 <p class="lead">The developer portal of Tessera: your apps and their keys.</p>
+${signedOut ? html`<p class="notice success" role="status">You are signed out.</p>` : null}
 ${alert(message)}
 <form method="post" action="/portal/sign-in" class="stack">
   ${csrfField(reply.generateCsrf())}

@@ -4,7 +4,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
-import { asDeveloper, nextPage, seeOther, sendPage } from '../respond.js';
+import { asDeveloper, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { newPasswordFields } from './set-password.js';
 
 type NextQuery = { Querystring: { next?: string } };
@@ -33,7 +33,7 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
       const { developer } = await developers.signUp(email, password, anonymousRequest(request.ip));
       const account = await developers.find(developer.email);
       const started = await sessions.start(account, asDeveloper(request, account));
-      reply.setCookie(cookies.session.name, started.token, cookies.session.options);
+      setSessionCookies(reply, cookies, started);
       return seeOther(reply, nextPage(next));
     } catch (error) {
       if (!isTesseraError(error)) throw error;

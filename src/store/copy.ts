@@ -1,0 +1,213 @@
+import { TesseraError } from '../errors.js';
+import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
+import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
+
+/** Rows per batch: one read, one write transaction each. */
+export const DEFAULT_BATCH_SIZE = 5_000;
+
+export interface CopyProgress {
+  table: string;
+  /** Rows of this table copied so far, of `total`. */
+  done: number;
+  total: number;
+  /** Since this table began. */
+  elapsedMs: number;
+}
+
+export interface CopyOptions {
+  batchSize?: number;
+  /** Called when a table begins and after each batch. */
+  onProgress?: (progress: CopyProgress) => void;
+  /** Stops the copy between two batches (SIGINT). */
+  signal?: AbortSignal;
+}
+
+export interface CopyResult {
+  from: string;
+  to: string;
+  schemaVersion: number;
+  tables: { name: string; rows: number }[];
+  rows: number;
+  elapsedMs: number;
+  /** The rows compared one by one after the copy, per table. */
+  compared: Record<string, number>;
+}
+
+/** The rows compared field by field once the copy is done (besides every table's count). */
+const SAMPLES: readonly { table: string; limit: number; where?: string }[] = [
+  { table: 'tokens', limit: 100, where: "kind = 'admin'" },
+  { table: 'tokens', limit: 100 },
+  { table: 'keys', limit: 65_535 },
+  { table: 'apps', limit: 100 },
+  { table: 'revoked_tokens', limit: 100 },
+  { table: 'developers', limit: 100 },
+  { table: 'developer_sessions', limit: 100 },
+];
+
+/**
+ * `tessera store copy`: every table of the store at `fromUrl` into the empty store at `toUrl`, rows
+ * as they are (ids, hashed secrets, keys: every token and key keeps working), and each counter past
+ * the ids copied. Both are opened as the server opens them, so both are migrated; different schema
+ * versions are refused, as is a target holding anything but the first key that opening a store
+ * makes. Verified at the end: counts per table, and samples compared field by field.
+ */
+export async function copyStore(fromUrl: string, toUrl: string, options: CopyOptions = {}): Promise<CopyResult> {
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const started = Date.now();
+  const fromLocation = parseDatabaseUrl(fromUrl);
+  const toLocation = parseDatabaseUrl(toUrl);
+  if (sameStore(fromLocation, toLocation)) throw new TesseraError('CONFLICT', 'store copy: --from and --to name the same store');
+  const source = await openDump(fromLocation, 'source');
+  let target: StoreDump | undefined;
+  try {
+    target = await openDump(toLocation, 'target');
+    const [sourceVersion, targetVersion] = [await source.schemaVersion(), await target.schemaVersion()];
+    if (sourceVersion !== targetVersion) {
+      throw new TesseraError(
+        'CONFLICT',
+        `store copy: the source is at schema version ${sourceVersion}, the target at ${targetVersion}; ` +
+          'copy between stores of the same version (upgrade Tessera to the newer one, and start it once on each)',
+      );
+    }
+    await refuseNonEmpty(target, toLocation);
+
+    const totals = new Map<string, number>();
+    for (const table of TABLES) totals.set(table.name, await source.count(table));
+    try {
+      for (const table of TABLES) await copyTable(source, target, table, totals.get(table.name)!, batchSize, options);
+      for (const table of TABLES) {
+        if (table.counter !== undefined) await target.setCounterPosition(table, await source.counterPosition(table));
+      }
+    } catch (error) {
+      const reason = options.signal?.aborted === true ? 'interrupted' : (error as Error).message;
+      throw new Error(`store copy failed (${reason}); the target holds part of the copy and will be refused as not empty. ${startOver(toLocation)}`, {
+        cause: error,
+      });
+    }
+
+    const compared = await verify(source, target, totals, toLocation);
+    const tables = TABLES.map((table) => ({ name: table.name, rows: totals.get(table.name)! }));
+    return {
+      from: source.description,
+      to: target.description,
+      schemaVersion: sourceVersion,
+      tables,
+      rows: tables.reduce((sum, table) => sum + table.rows, 0),
+      elapsedMs: Date.now() - started,
+      compared,
+    };
+  } finally {
+    await target?.close();
+    await source.close();
+  }
+}
+
+/** A store's tables, opened as a server opens the store (migrated), without making a first key. */
+export async function openDump(location: StoreLocation, role: 'source' | 'target'): Promise<StoreDump> {
+  if (location.backend === 'sqlite') {
+    const { openSqliteDump } = await importBackend('libsql', () => import('./sqlite/dump.js'));
+    return openSqliteDump(location.path, role);
+  }
+  const { openPostgresDump } = await importBackend('pg', () => import('./postgres/dump.js'));
+  return openPostgresDump(location.url, role);
+}
+
+function sameStore(a: StoreLocation, b: StoreLocation): boolean {
+  return a.backend === 'sqlite' && b.backend === 'sqlite' ? a.path === b.path : a.backend === 'postgres' && b.backend === 'postgres' && a.url === b.url;
+}
+
+/**
+ * Anything in the target is refused, except the one key that opening a store makes by itself (a
+ * server started once on the new database): with no app, nothing can hold a token it signed. That
+ * key is deleted; the source's keys take its place.
+ */
+async function refuseNonEmpty(target: StoreDump, location: StoreLocation): Promise<void> {
+  const found: string[] = [];
+  let firstKeyOnly = false;
+  for (const table of TABLES) {
+    const rows = await target.count(table);
+    if (rows === 0) continue;
+    if (table.name === 'keys' && rows === 1) firstKeyOnly = true;
+    else found.push(`${table.name} (${rows.toLocaleString('en-US')} ${rows === 1 ? 'row' : 'rows'})`);
+  }
+  if (found.length > 0) {
+    throw new TesseraError(
+      'CONFLICT',
+      `store copy: the target ${target.description} is not empty: it holds ${found.join(', ')}${firstKeyOnly ? ' and a key' : ''}. ` +
+        `Nothing was written. store copy writes into an empty store only. ${startOver(location)}`,
+    );
+  }
+  if (firstKeyOnly) await target.clear(TABLES.find((table) => table.name === 'keys')!);
+}
+
+function startOver(location: StoreLocation): string {
+  return location.backend === 'sqlite'
+    ? `To start over, delete ${location.path} (and ${location.path}-wal, ${location.path}-shm if present), then copy again.`
+    : 'To start over, drop the target database and create it again empty (DROP DATABASE …; CREATE DATABASE …), then copy again.';
+}
+
+async function copyTable(source: StoreDump, target: StoreDump, table: TableSpec, total: number, batchSize: number, options: CopyOptions): Promise<void> {
+  const started = Date.now();
+  const report = (done: number) => options.onProgress?.({ table: table.name, done, total, elapsedMs: Date.now() - started });
+  report(0);
+  let done = 0;
+  let after: Value[] | undefined;
+  for (;;) {
+    // SQLite answers synchronously: let the event loop run between batches, or a signal (Ctrl-C) waits for the end.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (options.signal?.aborted === true) throw new Error('interrupted');
+    const rows = await source.read(table, after, batchSize);
+    if (rows.length === 0) break;
+    await target.write(table, rows);
+    done += rows.length;
+    after = keyOf(table, rows.at(-1)!);
+    report(done);
+    if (rows.length < batchSize) break;
+  }
+}
+
+/** Counts per table, then the samples compared field by field; throws naming the first difference. */
+async function verify(source: StoreDump, target: StoreDump, totals: Map<string, number>, location: StoreLocation): Promise<Record<string, number>> {
+  const differences: string[] = [];
+  for (const table of TABLES) {
+    const [expected, copied] = [totals.get(table.name)!, await target.count(table)];
+    if (expected !== copied) differences.push(`${table.name}: ${expected} rows in the source, ${copied} in the target`);
+  }
+  const compared: Record<string, number> = {};
+  for (const sample of SAMPLES) {
+    const table = TABLES.find((spec) => spec.name === sample.table)!;
+    const keys = await source.sampleKeys(table, sample.limit, sample.where);
+    if (keys.length === 0) continue;
+    const byKey = async (dump: StoreDump) => new Map((await dump.readKeys(table, keys)).map((row) => [canonicalRow(keyOf(table, row)), canonicalRow(row, table)]));
+    const [expected, copied] = [await byKey(source), await byKey(target)];
+    for (const [key, row] of expected) {
+      if (copied.get(key) !== row) differences.push(`${table.name}: a row differs in the target (key ${key.slice(0, 40)})`);
+    }
+    compared[table.name] = (compared[table.name] ?? 0) + expected.size;
+  }
+  if (differences.length > 0) {
+    throw new Error(`store copy: the target does not match the source: ${differences.slice(0, 5).join('; ')}. ${startOver(location)}`);
+  }
+  return compared;
+}
+
+/** A row as comparable text: blobs as hex, JSON with its keys sorted (PostgreSQL's jsonb orders them its own way). */
+export function canonicalRow(row: Row, table?: TableSpec): string {
+  return JSON.stringify(
+    row.map((value, index) => {
+      if (Buffer.isBuffer(value)) return `x${value.toString('hex')}`;
+      if (table?.columns[index]?.kind === 'json' && typeof value === 'string') return sortedKeys(JSON.parse(value));
+      return value;
+    }),
+  );
+}
+
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, item]) => [key, sortedKeys(item)]),
+  );
+}

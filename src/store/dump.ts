@@ -1,0 +1,152 @@
+/**
+ * Every table of a store, read and written as neutral rows, so that `copy.ts` moves a store from one
+ * backend to the other (`sqlite/dump.ts`, `postgres/dump.ts`). A row is its values in the order of
+ * `TableSpec.columns`: strings, numbers (every integer fits a JavaScript number: instants in ms,
+ * ids, counts), Buffers and nulls; a JSON column is its JSON text.
+ */
+
+export type ColumnKind = 'text' | 'integer' | 'blob' | 'json';
+
+export type Value = string | number | Buffer | null;
+
+export type Row = Value[];
+
+export interface TableSpec {
+  name: string;
+  columns: readonly { name: string; kind: ColumnKind }[];
+  /** The primary key's columns: rows are read in their order, a batch after the last key read. */
+  key: readonly string[];
+  /**
+   * The column whose values a counter gives (SQLite AUTOINCREMENT, a PostgreSQL identity): the
+   * target's counter is set past the source's, so that no id is given twice.
+   */
+  counter?: string;
+}
+
+const columns = (spec: Record<string, ColumnKind>) => Object.entries(spec).map(([name, kind]) => ({ name, kind }));
+
+/** The tables in the order of their references: a row's parents are copied before it. */
+export const TABLES: readonly TableSpec[] = [
+  {
+    name: 'apps',
+    columns: columns({
+      app_id: 'text',
+      name: 'text',
+      app_key: 'text',
+      client_id: 'text',
+      client_secret_hash: 'blob',
+      admin_id: 'text',
+      created_at: 'integer',
+      configuration: 'json',
+      anonymous_cutoff: 'integer',
+      previous_secret_hash: 'blob',
+      previous_secret_valid_until: 'integer',
+    }),
+    key: ['app_id'],
+  },
+  {
+    name: 'tokens',
+    columns: columns({ selector: 'blob', verifier_hash: 'blob', app_id: 'text', kind: 'text', issued_at: 'integer', expires_at: 'integer' }),
+    key: ['selector'],
+  },
+  {
+    name: 'revoked_tokens',
+    columns: columns({ seq: 'integer', token_id: 'blob', app_id: 'text', expires_at: 'integer' }),
+    key: ['seq'],
+    counter: 'seq',
+  },
+  {
+    name: 'keys',
+    columns: columns({ id: 'integer', secret: 'blob', created_at: 'integer', retired_at: 'integer' }),
+    key: ['id'],
+    counter: 'id',
+  },
+  {
+    name: 'events',
+    columns: columns({ id: 'integer', app_id: 'text', type: 'text', at: 'integer', principal: 'text', client_address: 'text', details: 'json' }),
+    key: ['id'],
+    counter: 'id',
+  },
+  {
+    name: 'event_counts',
+    columns: columns({ app_id: 'text', bucket: 'integer', type: 'text', principal: 'text', reason: 'text', count: 'integer' }),
+    key: ['app_id', 'bucket', 'type', 'principal', 'reason'],
+  },
+  {
+    name: 'developers',
+    columns: columns({ id: 'text', email: 'text', password_hash: 'text', created_at: 'integer', disabled_at: 'integer' }),
+    key: ['id'],
+  },
+  {
+    name: 'developer_sessions',
+    columns: columns({ id: 'text', secret_hash: 'blob', developer_id: 'text', created_at: 'integer', last_seen_at: 'integer', expires_at: 'integer' }),
+    key: ['id'],
+  },
+  {
+    name: 'one_time_links',
+    columns: columns({
+      id: 'text',
+      secret_hash: 'blob',
+      purpose: 'text',
+      developer_id: 'text',
+      app_id: 'text',
+      email: 'text',
+      invited_by: 'text',
+      created_at: 'integer',
+      expires_at: 'integer',
+    }),
+    key: ['id'],
+  },
+  {
+    name: 'app_members',
+    columns: columns({ app_id: 'text', developer_id: 'text', role: 'text', added_at: 'integer' }),
+    key: ['app_id', 'developer_id'],
+  },
+  {
+    name: 'developer_events',
+    columns: columns({ id: 'integer', developer_id: 'text', type: 'text', at: 'integer', actor: 'text', client_address: 'text', details: 'json' }),
+    key: ['id'],
+    counter: 'id',
+  },
+];
+
+/** One store's tables, as the copy reads them (the source) or writes them (the target). */
+export interface StoreDump {
+  readonly backend: 'sqlite' | 'postgres';
+  /** Where it is, for messages: a file path, or the URL without its password. */
+  readonly description: string;
+  /** The newest migration applied. */
+  schemaVersion(): Promise<number>;
+  /** Rows per table. */
+  count(table: TableSpec): Promise<number>;
+  /** Up to `limit` rows in key order, after the row whose key is `after` (from the start without one). */
+  read(table: TableSpec, after: Value[] | undefined, limit: number): Promise<Row[]>;
+  /** The rows whose one-column key is among `keys`, in any order. */
+  readKeys(table: TableSpec, keys: Value[]): Promise<Row[]>;
+  /** The keys of up to `limit` rows picked at random (`where`: a condition on the rows, in SQL common to both). */
+  sampleKeys(table: TableSpec, limit: number, where?: string): Promise<Value[]>;
+  /** Writes rows as they are, ids and all, in one transaction. */
+  write(table: TableSpec, rows: Row[]): Promise<void>;
+  /** Deletes every row (the target's first key, which opening a store makes). */
+  clear(table: TableSpec): Promise<void>;
+  /** The last value the table's counter gave (0 for none): at least the largest in the table. */
+  counterPosition(table: TableSpec): Promise<number>;
+  /** Sets the table's counter so that the next value it gives is above `position`. */
+  setCounterPosition(table: TableSpec, position: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** How a store is opened for a copy: the source is read in one snapshot; the target must exist already as a Tessera store or be new. */
+export type DumpRole = 'source' | 'target';
+
+/** A row's key, in `table.key` order. */
+export function keyOf(table: TableSpec, row: Row): Value[] {
+  return table.key.map((name) => row[table.columns.findIndex((column) => column.name === name)]!);
+}
+
+/** A number from a driver's integer (PostgreSQL's bigint arrives as a string). */
+export function integerOf(value: unknown, where: string): number {
+  const number = typeof value === 'string' ? Number(value) : (value as number);
+  if (!Number.isSafeInteger(number)) throw new Error(`${where}: ${String(value)} is not an integer this copy can carry`);
+  return number;
+}
