@@ -51,6 +51,8 @@ interface TimedRequest extends FastifyRequest {
 type OnSendDone = (error: Error | null, payload: unknown) => void;
 
 function answerTimed(route: RouteDurations, request: FastifyRequest, reply: FastifyReply, payload: unknown, done: OnSendDone): void {
-  route.observe(request.method, reply.statusCode, (performance.now() - (request as TimedRequest)[ARRIVED_AT]) / 1000);
+  const arrivedAt = (request as TimedRequest)[ARRIVED_AT];
+  // 0: refused before the hooks ran (Fastify's own errors); counted, without a duration to tell.
+  route.observe(request.method, reply.statusCode, arrivedAt === 0 ? 0 : (performance.now() - arrivedAt) / 1000);
   done(null, payload);
 }
