@@ -40,7 +40,7 @@ export class PrometheusMetrics implements Metrics {
   readonly #batchSizes = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, BATCH_SIZE_BUCKETS)]));
   readonly #batchDurations = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, DURATION_BUCKETS)]));
   readonly #eventWriteFailures = new CountSeries({});
-  readonly #routes: RouteSeries[] = [];
+  readonly #routes = new Map<string, RouteSeries>();
   #storeOperations: StoreOperation[] = [];
   #unwrittenEvents: () => number = () => 0;
 
@@ -49,19 +49,21 @@ export class PrometheusMetrics implements Metrics {
     collectDefaultMetrics({ register: registry });
     for (const [reason, kind] of KNOWN_REFUSALS) this.#refusal(reason, kind);
 
-    const unmatched = new RouteSeries('unmatched');
-    this.#routes.push(unmatched);
-    this.requestDurations = {
-      route: (template) => {
-        const route = new RouteSeries(template);
-        this.#routes.push(route);
-        return route satisfies RouteDurations;
-      },
-      unmatched,
+    // One `RouteSeries` per template, however many routes share it (GET and its HEAD, a `405` route
+    // for the other methods): two would write the same series twice, and Prometheus would refuse
+    // the scrape.
+    const routeOf = (template: string): RouteSeries => {
+      let route = this.#routes.get(template);
+      if (route === undefined) {
+        route = new RouteSeries(template);
+        this.#routes.set(template, route);
+      }
+      return route;
     };
+    this.requestDurations = { route: (template) => routeOf(template) satisfies RouteDurations, unmatched: routeOf('unmatched') };
 
     collectedHistogram(registry, 'tessera_http_request_duration_seconds', 'HTTP requests of the API listener, from arrival to answer, by route template, method and status class.', ['route', 'method', 'status_class'], () =>
-      this.#routes.flatMap((route) => [...route.series()]),
+      [...this.#routes.values()].flatMap((route) => [...route.series()]),
     );
     collectedCounter(registry, 'tessera_tokens_issued_total', 'Tokens issued, by kind.', ['kind'], () => this.#issued.values());
     collectedCounter(registry, 'tessera_token_refusals_total', 'Requests refused for bad credentials (token.refused events), by reason and kind.', ['reason', 'kind'], () =>

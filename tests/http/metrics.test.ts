@@ -216,6 +216,11 @@ describe('the metrics listener', () => {
     assert.ok(scraped.value('process_cpu_seconds_total') > 0);
     assert.ok(scraped.samples.some((sample) => sample.name === 'nodejs_heap_size_used_bytes'));
     assert.equal(typeof scraped.value('tessera_event_buffer_events'), 'number');
+    // No series twice (Prometheus would refuse the whole scrape), HEAD and 405 routes included.
+    await request(server.appUrl.replace(/\/api\/apps\/.*/, '/openapi.json'), { method: 'HEAD' });
+    await request(`${server.baseUrl}/openapi.json`, { method: 'DELETE' });
+    const again = await scrape(metricsUrl);
+    assert.equal(again.seriesKeys().size, again.samples.length);
   });
 
   it('answers OpenMetrics when asked, and Prometheus text as before afterwards', async () => {
