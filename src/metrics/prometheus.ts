@@ -60,31 +60,62 @@ export class PrometheusMetrics implements Metrics {
       }
       return route;
     };
-    this.requestDurations = { route: (template) => routeOf(template) satisfies RouteDurations, unmatched: routeOf('unmatched') };
+    this.requestDurations = {
+      route: (template): RouteDurations => routeOf(template),
+      unmatched: routeOf('unmatched'),
+    };
 
-    collectedHistogram(registry, 'tessera_http_request_duration_seconds', 'HTTP requests of the API listener, from arrival to answer, by route template, method and status class.', ['route', 'method', 'status_class'], () =>
-      [...this.#routes.values()].flatMap((route) => [...route.series()]),
+    collectedHistogram(
+      registry,
+      'tessera_http_request_duration_seconds',
+      'HTTP requests of the API listener, from arrival to answer, by route template, method and status class.',
+      ['route', 'method', 'status_class'],
+      () => [...this.#routes.values()].flatMap((route) => [...route.series()]),
     );
     collectedCounter(registry, 'tessera_tokens_issued_total', 'Tokens issued, by kind.', ['kind'], () => this.#issued.values());
-    collectedCounter(registry, 'tessera_token_refusals_total', 'Requests refused for bad credentials (token.refused events), by reason and kind.', ['reason', 'kind'], () =>
-      this.#refusals.values(),
+    collectedCounter(
+      registry,
+      'tessera_token_refusals_total',
+      'Requests refused for bad credentials (token.refused events), by reason and kind.',
+      ['reason', 'kind'],
+      () => this.#refusals.values(),
     );
-    collectedCounter(registry, 'tessera_tokens_revoked_total', 'Tokens revoked, one by one or all of an app at once, by kind.', ['kind'], () => this.#revoked.values());
+    collectedCounter(registry, 'tessera_tokens_revoked_total', 'Tokens revoked, one by one or all of an app at once, by kind.', ['kind'], () =>
+      this.#revoked.values(),
+    );
     collectedCounter(registry, 'tessera_introspections_total', 'RFC 7662 introspection answers, by whether the token was active.', ['active'], () =>
       this.#introspections.values(),
     );
-    collectedCounter(registry, 'tessera_forward_auth_decisions_total', 'Forward-authentication answers: allowed (200), unauthenticated (401), forbidden (403), error (other).', ['decision'], () =>
-      this.#decisions.values(),
+    collectedCounter(
+      registry,
+      'tessera_forward_auth_decisions_total',
+      'Forward-authentication answers: allowed (200), unauthenticated (401), forbidden (403), error (other).',
+      ['decision'],
+      () => this.#decisions.values(),
     );
     collectedCounter(registry, 'tessera_rate_limited_total', 'Requests refused with 429, by limit.', ['limit'], () => this.#rateLimited.values());
     collectedCounter(registry, 'tessera_cache_lookups_total', 'In-process cache lookups, by cache and result.', ['cache', 'result'], () => this.#caches);
-    collectedHistogram(registry, 'tessera_group_commit_batch_size', 'Items written per group-commit transaction, by writer.', ['writer'], () => this.#batchSizes.values(), true);
-    collectedHistogram(registry, 'tessera_group_commit_duration_seconds', 'Time to write one group-commit batch, by writer.', ['writer'], () => this.#batchDurations.values(), true);
+    collectedHistogram(
+      registry,
+      'tessera_group_commit_batch_size',
+      'Items written per group-commit transaction, by writer.',
+      ['writer'],
+      () => this.#batchSizes.values(),
+      true,
+    );
+    collectedHistogram(
+      registry,
+      'tessera_group_commit_duration_seconds',
+      'Time to write one group-commit batch, by writer.',
+      ['writer'],
+      () => this.#batchDurations.values(),
+      true,
+    );
     collectedHistogram(registry, 'tessera_store_operation_duration_seconds', 'Store calls, by operation.', ['operation'], () =>
       this.#storeOperations.map((operation) => operation.durations),
     );
+    // An operation's errors are shown once it has been called.
     collectedCounter(registry, 'tessera_store_errors_total', 'Store calls that failed, by operation.', ['operation'], () =>
-      // An operation is shown once it has been called.
       this.#storeOperations.filter((operation) => operation.durations.count > 0 || operation.errors.value > 0).map((operation) => operation.errors),
     );
     collectedCounter(registry, 'tessera_event_write_failures_total', 'Audit-event batches whose write failed.', [], () => [this.#eventWriteFailures]);
@@ -136,8 +167,9 @@ export class PrometheusMetrics implements Metrics {
   }
 
   eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void {
-    if (type === 'token.issued' && (principal === 'admin' || principal === 'anonymous')) this.#issued.get(principal)!.add(count);
-    else if (type === 'token.refused') this.#refusal(reason ?? 'unknown', principal === 'admin' || principal === 'anonymous' ? principal : 'none').add(count);
+    const kind = principal === 'admin' || principal === 'anonymous' ? principal : undefined;
+    if (type === 'token.issued' && kind !== undefined) this.#issued.get(kind)!.add(count);
+    else if (type === 'token.refused') this.#refusal(reason ?? 'unknown', kind ?? 'none').add(count);
   }
 
   tokensRevoked(kind: PrincipalKind, count: number): void {
