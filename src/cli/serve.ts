@@ -60,7 +60,7 @@ export async function serve(config: Config): Promise<void> {
   let metricsListener: MetricsListener | undefined;
   if (metrics !== undefined && config.metrics !== undefined) {
     try {
-      metricsListener = await listenForMetrics((openMetrics) => metrics.scrape(openMetrics), config.metrics.host, config.metrics.port);
+      metricsListener = await listenForMetrics(() => metrics.scrape(), config.metrics.host, config.metrics.port);
     } catch (error) {
       await server.close();
       await tessera.close();

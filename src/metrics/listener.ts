@@ -3,8 +3,8 @@ import { notFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { errorBody, errorHeaders } from '../http/errors.js';
 
-/** Renders the metrics: Prometheus text, or OpenMetrics when asked. */
-export type Scrape = (openMetrics: boolean) => Promise<{ contentType: string; body: string }>;
+/** Renders the metrics as Prometheus text. */
+export type Scrape = () => Promise<{ contentType: string; body: string }>;
 
 export interface MetricsListener {
   /** e.g. http://127.0.0.1:9464/metrics */
@@ -49,7 +49,7 @@ async function answer(scrape: Scrape, request: IncomingMessage, response: Server
     return sendError(response, new TesseraError('METHOD_NOT_ALLOWED', 'Only GET is answered here.', { allow: ['GET', 'HEAD'] }));
   }
   try {
-    const { contentType, body } = await scrape((request.headers.accept ?? '').includes('application/openmetrics-text'));
+    const { contentType, body } = await scrape();
     response.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
     response.end(request.method === 'HEAD' ? undefined : body);
   } catch {

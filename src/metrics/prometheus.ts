@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type RegistryContentType } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
@@ -218,30 +218,11 @@ export class PrometheusMetrics implements Metrics {
   }
 
   /**
-   * The metrics as Prometheus text, or OpenMetrics when asked. One at a time: prom-client renames
-   * counters (drops `_total`) while it writes OpenMetrics, and the names are put back after.
+   * The metrics in Prometheus's text format (0.0.4), whatever the scraper accepts: every Prometheus
+   * reads it, and nothing here needs OpenMetrics (no exemplars).
    */
-  scrape(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
-    const scrape = this.#scraping.then(() => this.#render(openMetrics));
-    this.#scraping = scrape.catch(() => {});
-    return scrape;
-  }
-
-  #scraping: Promise<unknown> = Promise.resolve();
-
-  async #render(openMetrics: boolean): Promise<{ contentType: string; body: string }> {
-    const registry = this.registry;
-    if (!openMetrics) return { contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await registry.metrics() };
-    const counters = registry.getMetricsAsArray().filter((metric) => metric instanceof Counter) as unknown as { name: string }[];
-    const names = counters.map((counter) => counter.name);
-    const switchable = registry as unknown as Registry<RegistryContentType>;
-    switchable.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-    try {
-      return { contentType: Registry.OPENMETRICS_CONTENT_TYPE, body: await registry.metrics() };
-    } finally {
-      switchable.setContentType(Registry.PROMETHEUS_CONTENT_TYPE);
-      counters.forEach((counter, index) => (counter.name = names[index]!));
-    }
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: Registry.PROMETHEUS_CONTENT_TYPE, body: await this.registry.metrics() };
   }
 }
 

@@ -7,7 +7,7 @@ export interface Sample {
   value: number;
 }
 
-/** The samples of a Prometheus text exposition (format 0.0.4 or OpenMetrics); comments are skipped. */
+/** The samples of a Prometheus text exposition (format 0.0.4); comments are skipped. */
 export function parsePrometheusText(text: string): Sample[] {
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {

@@ -92,7 +92,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   let metricsListener: MetricsListener | undefined;
   if (metrics !== undefined) {
     metrics.watchEvents(tessera.events);
-    metricsListener = await listenForMetrics((openMetrics) => metrics.scrape(openMetrics), '127.0.0.1', 0);
+    metricsListener = await listenForMetrics(() => metrics.scrape(), '127.0.0.1', 0);
   }
   return {
     baseUrl,
