@@ -1,19 +1,21 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { createTessera } from '../../src/tessera.js';
 import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';
 import { freePort, startServerProcess, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 
 // A real Prometheus (Debian's package) scrapes a real `tessera serve` with METRICS_PORT=0, and what
-// it stores matches the token requests sent.
+// it stores matches the token requests sent; it evaluates docs/alerts.yml against what it scraped.
 
 const PROMETHEUS = '/usr/bin/prometheus';
+const ALERT_RULES = join(PACKAGE_ROOT, 'docs', 'alerts.yml');
 const ANONYMOUS = 300;
 const ADMIN = 50;
 const REFUSED = 20;
@@ -83,6 +85,8 @@ before(async () => {
       'global:',
       '  scrape_interval: 1s',
       '  evaluation_interval: 1s',
+      'rule_files:',
+      `  - ${JSON.stringify(ALERT_RULES)}`,
       'scrape_configs:',
       '  - job_name: tessera',
       `    metrics_path: ${target.pathname}`,
@@ -166,6 +170,22 @@ describe('Prometheus scraping tessera serve', { skip: existsSync(PROMETHEUS) ? f
       latest,
     );
     assert.equal(requests?.value, ANONYMOUS + ADMIN + REFUSED);
+  });
+
+  it('evaluates every alerting rule of docs/alerts.yml without error, none firing on a healthy instance', async () => {
+    const alerts = [...readFileSync(ALERT_RULES, 'utf8').matchAll(/^\s*- alert: (\w+)$/gm)].map((match) => match[1]!);
+    assert.ok(alerts.length >= 8, alerts.join());
+    type Rule = { name: string; health: string; lastError?: string; lastEvaluation: string; state: string };
+    const rules = await waitFor('every rule evaluated', async () => {
+      const body = (await (await fetch(`${prometheusUrl}/api/v1/rules?type=alert`)).json()) as { data: { groups: { rules: Rule[] }[] } };
+      const all = body.data.groups.flatMap((group) => group.rules);
+      return all.length === alerts.length && all.every((rule) => !rule.lastEvaluation.startsWith('0001-')) ? all : undefined;
+    });
+    assert.deepEqual(rules.map((rule) => rule.name).sort(), [...alerts].sort());
+    for (const rule of rules) {
+      assert.equal(rule.health, 'ok', `${rule.name}: ${rule.lastError ?? ''}`);
+      assert.notEqual(rule.state, 'firing', rule.name);
+    }
   });
 
   it('closes the metrics listener with the server on SIGTERM', async () => {
