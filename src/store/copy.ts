@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { TesseraError } from '../errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
 import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
@@ -113,7 +114,17 @@ export async function openDump(location: StoreLocation, role: 'source' | 'target
 }
 
 function sameStore(a: StoreLocation, b: StoreLocation): boolean {
-  return a.backend === 'sqlite' && b.backend === 'sqlite' ? a.path === b.path : a.backend === 'postgres' && b.backend === 'postgres' && a.url === b.url;
+  if (a.backend === 'sqlite' && b.backend === 'sqlite') return a.path === b.path || realPathOf(a.path) === realPathOf(b.path);
+  return a.backend === 'postgres' && b.backend === 'postgres' && a.url === b.url;
+}
+
+/** The file a path names, through links; the path itself if there is no such file yet. */
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -101,8 +101,22 @@ describe('copyStore: counters and refusals', () => {
     const path = join(dir, 'self.db');
     await (await openStore(path)).close();
     await assert.rejects(copyStore(path, `sqlite:${path}`), { code: 'CONFLICT', message: /the same store/ });
+    const link = join(dir, 'link.db');
+    symlinkSync(path, link);
+    await assert.rejects(copyStore(path, link), { code: 'CONFLICT', message: /the same store/ }, 'through a symbolic link');
     const other = join(dir, 'other.db');
     new Database(other).close();
     await assert.rejects(copyStore(other, join(dir, 'new.db')), /is not a Tessera store/);
+  });
+
+  it('says which side cannot be opened, and never prints a password, whether after the user name or as a parameter', async () => {
+    const path = join(dir, 'source.db');
+    await (await openStore(path)).close();
+    // Nothing listens on port 1.
+    for (const url of ['postgres://tessera:pw-in-userinfo@127.0.0.1:1/x', 'postgresql://tessera@127.0.0.1:1/x?password=pw-as-parameter&sslmode=disable']) {
+      const error = (await copyStore(path, url).catch((caught: unknown) => caught)) as Error;
+      assert.match(error.message, /^the target, postgres(ql)?:\/\/tessera(:\*\*\*)?@127\.0\.0\.1:1\/x/, error.message);
+      assert.ok(!error.message.includes('pw-'), error.message);
+    }
   });
 });

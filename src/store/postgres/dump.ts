@@ -14,11 +14,11 @@ export async function openPostgresDump(url: string, role: 'source' | 'target'): 
   const description = withoutPassword(url);
   const client = new pg.Client({ connectionString: url, application_name: 'tessera store copy', connectionTimeoutMillis: 5_000 });
   client.on('error', () => {}); // a lost connection fails the next query, which says why
-  await client.connect();
   try {
+    await client.connect();
     if (role === 'source') {
       const found = await client.query<{ table: string | null }>("SELECT to_regclass('schema_migrations')::text AS table");
-      if (found.rows[0]?.table == null) throw new Error(`${description} is not a Tessera store (it has no schema_migrations table)`);
+      if (found.rows[0]?.table == null) throw new Error('it is not a Tessera store (it has no schema_migrations table)');
     }
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     try {
@@ -29,7 +29,7 @@ export async function openPostgresDump(url: string, role: 'source' | 'target'): 
     if (role === 'source') await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   } catch (error) {
     await client.end().catch(() => {});
-    throw error;
+    throw new Error(`the ${role}, ${description}: ${(error as Error).message}${hintFor(error)}`, { cause: error });
   }
 
   const columnList = (table: TableSpec) => table.columns.map((column) => column.name).join(', ');
@@ -109,10 +109,21 @@ export async function openPostgresDump(url: string, role: 'source' | 'target'): 
   };
 }
 
+/** What to do about an error opening the database, when it is a common one. */
+function hintFor(error: unknown): string {
+  // insufficient_privilege: since PostgreSQL 15 only a database's owner may create tables in its schema public.
+  if ((error as { code?: string }).code === '42501') return ' (the user must own the database: createdb -O USER NAME, or ALTER DATABASE NAME OWNER TO USER)';
+  return '';
+}
+
+/** The URL to show: its password, after the user name or as a parameter, masked. */
 function withoutPassword(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password !== '') parsed.password = '***';
+    for (const name of [...parsed.searchParams.keys()]) {
+      if (/password/i.test(name)) parsed.searchParams.set(name, '***');
+    }
     return parsed.toString();
   } catch {
     return 'the PostgreSQL database';
