@@ -154,7 +154,7 @@ async function refuseNonEmpty(target: StoreDump, location: StoreLocation): Promi
 function startOver(location: StoreLocation): string {
   return location.backend === 'sqlite'
     ? `To start over, delete ${location.path} (and ${location.path}-wal, ${location.path}-shm if present), then copy again.`
-    : 'To start over, drop the target database and create it again empty (DROP DATABASE …; CREATE DATABASE …), then copy again.';
+    : 'To start over, drop the target database and create it again empty (DROP DATABASE …; CREATE DATABASE … OWNER …), then copy again.';
 }
 
 async function copyTable(source: StoreDump, target: StoreDump, table: TableSpec, total: number, batchSize: number, options: CopyOptions): Promise<void> {
