@@ -24,6 +24,11 @@ export class Output {
     this.stdout(`${this.json ? JSON.stringify(value) : printable(text())}\n`);
   }
 
+  /** Something the command goes on despite: on stderr, as a JSON object with `--json`. */
+  warning(message: string): void {
+    this.stderr(this.json ? `${JSON.stringify({ warning: message })}\n` : `tessera: warning: ${printable(message)}\n`);
+  }
+
   error(code: string, message: string): void {
     this.stderr(this.json ? `${JSON.stringify({ errorCode: code, message })}\n` : `tessera: ${printable(message)}\n`);
   }

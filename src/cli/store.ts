@@ -29,6 +29,7 @@ export async function runStoreCommand(command: ParsedCommand, out: Output, datab
         batchSize: batchText === undefined ? DEFAULT_BATCH_SIZE : Number(batchText),
         onProgress: progress?.update,
         signal: stopped,
+        onWarning: (message) => out.warning(message),
       }).finally(() => progress?.end());
       const compared = Object.values(result.compared).reduce((sum, rows) => sum + rows, 0);
       return out.result(result, () => [

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { TesseraError } from '../errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
 import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
@@ -21,6 +21,8 @@ export interface CopyOptions {
   onProgress?: (progress: CopyProgress) => void;
   /** Stops the copy between two batches (SIGINT). */
   signal?: AbortSignal;
+  /** Told what the copy goes on despite (a SQLite source a server seems to be writing). */
+  onWarning?: (message: string) => void;
 }
 
 export interface CopyResult {
@@ -58,6 +60,12 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
   const fromLocation = parseDatabaseUrl(fromUrl);
   const toLocation = parseDatabaseUrl(toUrl);
   if (sameStore(fromLocation, toLocation)) throw new TesseraError('CONFLICT', 'store copy: --from and --to name the same store');
+  if (fromLocation.backend === 'sqlite' && sqliteInUse(fromLocation.path)) {
+    options.onWarning?.(
+      `${fromLocation.path} seems to be in use: its write-ahead log is not empty, so a server may be running on it (or did not stop cleanly). ` +
+        'The copy is one consistent snapshot, but what is written after it begins is not copied: stop the server before copying.',
+    );
+  }
   const source = await openDump(fromLocation, 'source');
   let target: StoreDump | undefined;
   try {
@@ -116,6 +124,18 @@ export async function openDump(location: StoreLocation, role: 'source' | 'target
 function sameStore(a: StoreLocation, b: StoreLocation): boolean {
   if (a.backend === 'sqlite' && b.backend === 'sqlite') return a.path === b.path || realPathOf(a.path) === realPathOf(b.path);
   return a.backend === 'postgres' && b.backend === 'postgres' && a.url === b.url;
+}
+
+/**
+ * Whether a SQLite file's write-ahead log holds anything: a process has it open, or did not close it
+ * cleanly. Closing the last connection checkpoints the log and removes it (the server and the CLI do).
+ */
+function sqliteInUse(path: string): boolean {
+  try {
+    return statSync(`${path}-wal`).size > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The file a path names, through links; the path itself if there is no such file yet. */

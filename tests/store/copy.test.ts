@@ -109,6 +109,23 @@ describe('copyStore: counters and refusals', () => {
     await assert.rejects(copyStore(other, join(dir, 'new.db')), /is not a Tessera store/);
   });
 
+  it('warns when the SQLite source seems in use (a server on it), and copies all the same', async () => {
+    const path = join(dir, 'busy.db');
+    const open = await openStore(path);
+    try {
+      await open.apps.insert(makeApp());
+      const warnings: string[] = [];
+      await copyStore(path, join(dir, 'busy-copy.db'), { onWarning: (message) => warnings.push(message) });
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, /seems to be in use.*stop the server before copying/);
+    } finally {
+      await open.close();
+    }
+    const warnings: string[] = [];
+    await copyStore(path, join(dir, 'quiet-copy.db'), { onWarning: (message) => warnings.push(message) });
+    assert.deepEqual(warnings, [], 'closed cleanly: no warning');
+  });
+
   it('says which side cannot be opened, and never prints a password, whether after the user name or as a parameter', async () => {
     const path = join(dir, 'source.db');
     await (await openStore(path)).close();
