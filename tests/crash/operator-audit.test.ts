@@ -30,7 +30,7 @@ import {
   type CliResult,
 } from '../helpers/fleet.js';
 import { bearer } from '../helpers/http.js';
-import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_MAIN, type ServerProcess, TESSERA_BIN } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // Issue 11, finding 5: an operator's change (`apps rotate-secret --revoke-admin-tokens`, `tokens
@@ -40,7 +40,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // CLI killed with SIGKILL at delays swept across its own run time: after each kill, either nothing
 // changed, or the change and all of its events are stored; a printed secret works and is recorded.
 
-const BIN = join(REPO_ROOT, 'bin', 'tessera');
+const BIN = TESSERA_BIN;
 /** Kills per command and store; the whole file stays under about a minute on a busy machine. */
 const KILLS_PER_COMMAND = 15;
 /** How long the server may take to learn of a change the CLI made (the contract says 1 s). */

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 export const TESSERA_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 /** The repository's root. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** The `tessera` command of the checkout (`bin/tessera`), as an operator runs it. */
+export const TESSERA_BIN = fileURLToPath(new URL('../../../bin/tessera', import.meta.url));
 
 /** Settings a child process must not inherit from whoever runs the tests. */
 const CONFIG_VARIABLES = [

@@ -9,9 +9,9 @@ import { assertError } from '../helpers/assert.js';
 import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
 import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
 import { portalClient } from '../helpers/portal-http.js';
-import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess, TESSERA_BIN } from '../helpers/process.js';
 
-const BIN = join(REPO_ROOT, 'bin', 'tessera');
+const BIN = TESSERA_BIN;
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
 const children = new Children();

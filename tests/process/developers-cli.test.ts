@@ -10,13 +10,13 @@ import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { Children, runCli, type CliResult } from '../helpers/fleet.js';
 import { linkTokenOf } from '../helpers/portal.js';
-import { childEnvironment, REPO_ROOT } from '../helpers/process.js';
+import { childEnvironment, REPO_ROOT, TESSERA_BIN } from '../helpers/process.js';
 
 // `tessera developers …`, `apps create --owner` and `apps transfer` as an operator runs them: real
 // processes on a real SQLite file. What they print is then used the way the portal will use it (the
 // same domain services over the same file): a printed link sets a password, the account signs in.
 
-const BIN = join(REPO_ROOT, 'bin', 'tessera');
+const BIN = TESSERA_BIN;
 const PASSWORD = 'correct horse battery staple';
 const TOKEN = /token=([A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})/;
 

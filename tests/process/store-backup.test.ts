@@ -20,7 +20,7 @@ import {
   whoami,
   type CreatedApp,
 } from '../helpers/fleet.js';
-import { REPO_ROOT } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_BIN } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // The restore drill: `tessera store backup` of a SQLite store while a server issues tokens as fast
@@ -28,7 +28,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // began. And PostgreSQL's equivalent as docs/deployment.md shows it: pg_dump, pg_restore into a new
 // database, a server on it.
 
-const BIN = join(REPO_ROOT, 'bin', 'tessera');
+const BIN = TESSERA_BIN;
 const run = promisify(execFile);
 
 const children = new Children();

@@ -13,7 +13,7 @@ import { adminTokenRequest, anonymousTokenRequest, Children, runCli, sleep, star
 import { appUrlOf, bearer, revokeToken } from '../helpers/http.js';
 import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { portalClient, signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
-import { REPO_ROOT, type ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, type ServerProcess, TESSERA_BIN } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // `tessera store copy` as an operator moves a store: a SQLite store filled through a running
@@ -21,7 +21,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // new PostgreSQL database, a server started there; then back to a new SQLite file. Every token,
 // secret, key, session, event and count carries over, and the copy's counters go on past its ids.
 
-const BIN = join(REPO_ROOT, 'bin', 'tessera');
+const BIN = TESSERA_BIN;
 
 const children = new Children();
 after(() => children.killAll());
