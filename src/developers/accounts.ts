@@ -74,8 +74,7 @@ export class DeveloperAccounts {
    */
   async signUp(email: string, password: string, context: RequestContext): Promise<CreatedDeveloper> {
     const attempt = { email: undefined, clientAddress: context.clientAddress, trustedDevice: null };
-    await this.limits.check(attempt);
-    await this.limits.recordFailure(attempt);
+    await this.limits.admit(attempt); // and never given back: every attempt counts
     return this.create(email, password, context);
   }
 

@@ -39,20 +39,37 @@ export interface SignInAttempt {
   trustedDevice: string | null;
 }
 
-export interface SignInLimits {
-  /** Throws `TOO_MANY_REQUESTS` if this attempt may not be made now. */
-  check(attempt: SignInAttempt): Promise<void>;
-  /** Counts a failed attempt. */
-  recordFailure(attempt: SignInAttempt): Promise<void>;
-  /** Forgets this client's failures on this account (not the account's or the address's). */
-  recordSuccess(attempt: SignInAttempt): Promise<void>;
+/** An attempt that the limits let through: its points are taken, to be given back if it succeeds. */
+export interface AdmittedAttempt {
+  /**
+   * The attempt succeeded: its points are given back, and this client's failures on the account
+   * are forgotten (not the account's or the address's).
+   */
+  succeeded(): Promise<void>;
 }
 
+export interface SignInLimits {
+  /**
+   * Takes this attempt's point from every counter that holds it, before any password is checked,
+   * and throws `TOO_MANY_REQUESTS` (giving them back) if any is over its limit. Points are taken
+   * first so that attempts sent at the same time cannot all pass a check made before any of them
+   * is counted: at most a limit's worth of them reach the password hash. A failed attempt keeps
+   * its points.
+   */
+  admit(attempt: SignInAttempt): Promise<AdmittedAttempt>;
+}
+
+const NOTHING_TO_GIVE_BACK: AdmittedAttempt = { succeeded: async () => {} };
+
 export const NO_SIGN_IN_LIMITS: SignInLimits = {
-  check: async () => {},
-  recordFailure: async () => {},
-  recordSuccess: async () => {},
+  admit: async () => NOTHING_TO_GIVE_BACK,
 };
+
+interface Counted {
+  limiter: RateLimiterAbstract;
+  key: string;
+  points: number;
+}
 
 /** Sign-in limits counted where the token endpoint's are (in memory, or shared in Redis); none when limits are off. */
 export function createSignInLimits(
@@ -65,40 +82,48 @@ export function createSignInLimits(
   const perAccount = limits.counter('sign-in-failures-by-account', settings.failuresPerAccount);
   if (perClient === undefined || perAddress === undefined || perAccount === undefined) return NO_SIGN_IN_LIMITS;
 
-  const counted = (attempt: SignInAttempt): { limiter: RateLimiterAbstract; key: string; points: number }[] => {
+  /** The client's own counters (its address, and itself on the account), and the account's, if it holds this attempt. */
+  const counted = (attempt: SignInAttempt): { own: Counted[]; account: Counted | undefined } => {
     const address = attempt.clientAddress === null ? '-' : addressKey(attempt.clientAddress);
-    const all = [{ limiter: perAddress, key: address, points: settings.failuresPerAddress.points }];
-    if (attempt.email === undefined) return all;
-    all.push({ limiter: perClient, key: clientKey(attempt.email, address, attempt.trustedDevice), points: settings.failuresPerAccountAndClient.points });
-    if (attempt.trustedDevice === null) all.push({ limiter: perAccount, key: attempt.email, points: settings.failuresPerAccount.points });
-    return all;
+    const own = [{ limiter: perAddress, key: address, points: settings.failuresPerAddress.points }];
+    if (attempt.email === undefined) return { own, account: undefined };
+    own.push({ limiter: perClient, key: clientKey(attempt.email, address, attempt.trustedDevice), points: settings.failuresPerAccountAndClient.points });
+    const account = attempt.trustedDevice === null ? { limiter: perAccount, key: attempt.email, points: settings.failuresPerAccount.points } : undefined;
+    return { own, account };
+  };
+  const giveBack = (taken: Counted[]) => Promise.all(taken.map(({ limiter, key }) => limiter.reward(key, 1)));
+  /** Takes a point from each; if any is then over its limit, gives them all back and throws. */
+  const take = async (counters: Counted[]): Promise<void> => {
+    const states = await Promise.all(counters.map(({ limiter, key }) => limiter.penalty(key, 1)));
+    const over = states.find((state, index) => state.consumedPoints > counters[index]!.points);
+    if (over === undefined) return;
+    await giveBack(counters);
+    metrics.rateLimited('sign_in');
+    throw tooManyRequests(over);
   };
 
   return {
-    async check(attempt) {
-      const counts = counted(attempt);
-      const states = await Promise.all(counts.map(({ limiter, key }) => limiter.get(key)));
-      for (const [index, state] of states.entries()) {
-        if (state !== null && state.consumedPoints >= counts[index]!.points) {
-          metrics.rateLimited('sign_in');
-          throw tooManyRequests(state);
+    async admit(attempt) {
+      const { own, account } = counted(attempt);
+      await take(own);
+      // The account's point is taken only once the client's own limits let it through: a client
+      // past its own limit does not use up the account's, so that one client alone cannot lock the
+      // account's other clients out.
+      if (account !== undefined) {
+        try {
+          await take([account]);
+        } catch (error) {
+          await giveBack(own);
+          throw error;
         }
       }
-    },
-    async recordFailure(attempt) {
-      const [address, client, account] = counted(attempt);
-      const [addressState, clientState] = await Promise.all([
-        address!.limiter.penalty(address!.key, 1),
-        client === undefined ? undefined : client.limiter.penalty(client.key, 1),
-      ]);
-      // A client past its own limit does not use up the account's: one client alone cannot lock the
-      // account's other clients out.
-      const clientOver = addressState.consumedPoints > address!.points || (clientState !== undefined && clientState.consumedPoints > client!.points);
-      if (account !== undefined && !clientOver) await account.limiter.penalty(account.key, 1);
-    },
-    async recordSuccess(attempt) {
-      const [, client] = counted(attempt);
-      if (client !== undefined) await client.limiter.delete(client.key);
+      const taken = account === undefined ? own : [...own, account];
+      return {
+        async succeeded() {
+          const [address, client, ...rest] = taken;
+          await Promise.all([giveBack([address!, ...rest]), client === undefined ? undefined : client.limiter.delete(client.key)]);
+        },
+      };
     },
   };
 }

@@ -21,7 +21,8 @@ export interface SignInCredentials {
  * same `INVALID_CREDENTIALS`, after the same work: an unknown email, an account without a password
  * yet, a disabled account and a wrong password are each checked against an Argon2id hash (a dummy
  * one when there is no real one to check), so neither the answer nor its time tells which it was.
- * Over a limit, `TOO_MANY_REQUESTS` comes before any hashing.
+ * Over a limit, `TOO_MANY_REQUESTS` comes before any hashing; the attempt is counted before its
+ * hash too, so that a burst of attempts cannot all pass the limits before any of them is counted.
  */
 export async function checkCredentials(accounts: DeveloperAccountStore, limits: SignInLimits, credentials: SignInCredentials): Promise<DeveloperRecord> {
   const email = normaliseEmail(credentials.email);
@@ -30,15 +31,14 @@ export async function checkCredentials(accounts: DeveloperAccountStore, limits: 
   const presentsDevice = credentials.deviceToken !== undefined;
   const early = presentsDevice ? await findDeveloper() : undefined;
   const attempt = { email, clientAddress: credentials.clientAddress, trustedDevice: trustedDeviceOf(credentials.deviceToken, early) };
-  await limits.check(attempt);
+  const admitted = await limits.admit(attempt);
   const developer = presentsDevice ? early : await findDeveloper();
   const passwordHash = developer?.passwordHash ?? (await dummyPasswordHash());
   const matches = await verifyPassword(passwordHash, credentials.password);
   if (!matches || developer === undefined || developer.passwordHash === null || developer.disabledAt !== null) {
-    await limits.recordFailure(attempt);
     throw invalidCredentials();
   }
-  await limits.recordSuccess(attempt);
+  await admitted.succeeded();
   if (needsRehash(developer.passwordHash)) {
     // The parameters were raised since this hash was made: the password is at hand, so it is hashed
     // again now. If it changed meanwhile, the newer hash stays.
