@@ -27,9 +27,10 @@ export interface DeveloperAccountStore {
   /** Oldest first. */
   list(): Promise<DeveloperRecord[]>;
   /**
-   * Sets the password's hash and ends every session of the developer. With `linkId`, only by using
-   * up that link (a set-password or reset link of this developer): if it is gone (used, replaced,
-   * expired and removed), nothing changes. Undefined (nothing written) if there is no such enabled
+   * Sets the password's hash, ends every session of the developer and removes every password link
+   * of it (a link issued before a change must not undo it). With `linkId`, only by using up that
+   * link (a set-password or reset link of this developer): if it is gone (used, replaced, expired
+   * and removed), nothing changes. Undefined (nothing written) if there is no such enabled
    * developer or no such link.
    */
   setPassword(

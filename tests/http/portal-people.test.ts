@@ -230,6 +230,25 @@ describe('a password link over HTTP', () => {
 });
 
 describe('the account page over HTTP', () => {
+  it('ends a password link issued before a password change: its holder cannot set the password after it', async () => {
+    await createDeveloper(server, 'reset-then-change@example.com');
+    const reset = await server.tessera.developers.issueResetLink('reset-then-change@example.com', OPERATOR);
+    const holder = portalClient(server);
+    const form = await holder.page(reset.path);
+
+    const owner = await signInOverHttp(server, 'reset-then-change@example.com');
+    const account = await owner.page('/portal/account');
+    const changed = await owner.post('/portal/account/password', { _csrf: account.csrf, current: PASSWORD, password: NEW_PASSWORD, repeat: NEW_PASSWORD });
+    assert.equal(changed.status, 303);
+
+    assert.equal((await holder.get(reset.path)).status, 404, 'the link page says it does not work');
+    const used = await holder.post('/portal/set-password', { _csrf: form.csrf, token: linkTokenOf(reset.path), password: 'the holder\u2019s password', repeat: 'the holder\u2019s password' });
+    assert.equal(used.status, 404);
+    assert.match(used.text, /does not work/);
+    assert.equal(holder.cookies.has('tessera-session'), false, 'not signed in');
+    await signInOverHttp(server, 'reset-then-change@example.com', NEW_PASSWORD);
+  });
+
   it('changes the password with the current one and the form token; other sessions end, this one goes on', async () => {
     await createDeveloper(server, 'changer@example.com');
     const elsewhere = await signInOverHttp(server, 'changer@example.com');

@@ -90,6 +90,23 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await store().accounts.setPassword(randomBytes(8).toString('hex'), 'x', { linkId: null }, none), undefined);
     });
 
+    it('removes every password link of the developer when its password is set otherwise (a change), in the same transaction', async () => {
+      const developer = await stored();
+      const other = await stored();
+      const link = makePasswordLink(developer.id);
+      const othersLink = makePasswordLink(other.id);
+      const invitation = makeInvitation((await storedApp()).appId, developer.email);
+      for (const made of [link, othersLink, invitation]) await store().links.insert(made, none);
+      await assert.rejects(store().accounts.setPassword(developer.id, 'unwritten', { linkId: null }, () => unwritable(developer.id)));
+      assert.deepEqual(await store().links.findById(link.id), link, 'kept by a change that did not happen');
+      assert.deepEqual(await store().accounts.setPassword(developer.id, 'changed', { linkId: null }, none), { sessionsEnded: 0 });
+      assert.equal(await store().links.findById(link.id), undefined);
+      assert.equal(await store().accounts.setPassword(developer.id, 'through the old link', { linkId: link.id }, none), undefined);
+      assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'changed');
+      assert.deepEqual(await store().links.findById(othersLink.id), othersLink);
+      assert.deepEqual(await store().links.findById(invitation.id), invitation);
+    });
+
     it('sets a password through a link only once, and only through a password link of that developer', async () => {
       const developer = await stored();
       const other = await stored();

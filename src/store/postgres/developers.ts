@@ -112,6 +112,7 @@ function postgresDeveloperAccountStore(db: PostgresQueries): DeveloperAccountSto
           const updated = await client.query('UPDATE developers SET password_hash = $2 WHERE id = $1 AND disabled_at IS NULL', [developerId, passwordHash]);
           if ((updated.rowCount ?? 0) === 0) throw new RolledBack();
           const ended = await client.query('DELETE FROM developer_sessions WHERE developer_id = $1', [developerId]);
+          await deletePasswordLinksOf(client, developerId);
           const result = { sessionsEnded: ended.rowCount ?? 0 };
           await writeAccountAudit(client, events(result));
           return result;

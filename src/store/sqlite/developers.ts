@@ -102,6 +102,7 @@ function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAud
       if (linkId !== null && statements.deletePasswordLink.run({ id: linkId, developerId }).changes === 0) return undefined;
       if (statements.setPassword.run({ id: developerId, passwordHash }).changes === 0) throw new RolledBack();
       const result = { sessionsEnded: statements.deleteSessions.run({ developerId }).changes };
+      links.deletePasswordLinksOf(developerId);
       audit(events(result));
       return result;
     },
