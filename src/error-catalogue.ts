@@ -44,3 +44,12 @@ export function invalidLink(): TesseraError {
 export function invalidCredentials(): TesseraError {
   return new TesseraError('INVALID_CREDENTIALS', 'The email address or the password is wrong.');
 }
+
+/** A form that may be sent once (`src/once.ts`) sent again, or opened too long ago. */
+export function formSentAlready(): TesseraError {
+  return new TesseraError(
+    'CONFLICT',
+    'This form was sent already (a reload of the page that answered it sends it again), or it was opened over an hour ago. ' +
+      'Nothing was done this time: go back to the app, and open the form again if you still need it.',
+  );
+}

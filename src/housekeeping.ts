@@ -37,11 +37,13 @@ export interface HousekeepingReport {
   expiredLinks: number;
   /** Developers' account events past the events' retention. */
   developerEvents: number;
+  /** Claims of the portal's once values past the forms' lifetime (`src/once.ts`). */
+  expiredOnceClaims: number;
 }
 
 /**
  * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
- * that have expired since, expired portal sessions and one-time links, and audit events (of apps
+ * that have expired since, expired portal sessions, one-time links and once claims, and audit events (of apps
  * and of developers' accounts) and counts beyond their retention. Each class of events
  * is trimmed to its own cap, so refusals never push audit events out. Works in small batches,
  * yielding to requests between them, so that it never
@@ -97,7 +99,8 @@ export class Housekeeping {
     const expiredSessions = await drain((batch) => developers.sessions.deleteExpired(now, batch));
     const expiredLinks = await drain((batch) => developers.links.deleteExpired(now, batch));
     const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
-    return { expiredTokens, expiredRevocations, events, eventCounts, expiredSessions, expiredLinks, developerEvents };
+    const expiredOnceClaims = await drain((batch) => this.store.onceClaims.deleteExpired(now, batch));
+    return { expiredTokens, expiredRevocations, events, eventCounts, expiredSessions, expiredLinks, developerEvents, expiredOnceClaims };
   }
 }
 

@@ -1,11 +1,12 @@
 import { clientSecretDigest } from '../crypto.js';
-import { appNotFound } from '../error-catalogue.js';
+import { appNotFound, formSentAlready } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, OPERATOR, type RequestContext } from '../request-context.js';
+import { onceClaim, OnceClaimedError } from '../once.js';
 import { hasControlCharacters } from '../text.js';
 import { appTokensRevoked } from '../tokens/revocation.js';
 import {
@@ -46,6 +47,8 @@ export interface RotationOptions {
   revokeAdminTokens?: boolean;
   /** Keep the replaced secret working this many seconds (1 to `MAX_SECRET_GRACE_SECONDS`); none: it stops at once. */
   graceSeconds?: number;
+  /** A form's once value (`src/once.ts`): the rotation is made only if it claims it. */
+  once?: string;
 }
 
 /**
@@ -117,15 +120,15 @@ export class AppService {
     const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
     // The rotation, the revocation and both events in one transaction: the new secret is returned
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
-    const rotation = await this.store.rotateClientSecret(
-      appId,
-      clientSecretDigest(clientSecret),
-      { revokeAdminTokens, previousSecretValidUntil },
-      ({ adminTokensRevoked }) => [
+    const once = options.once === undefined ? undefined : onceClaim(options.once, stamp.at);
+    const rotation = await this.store
+      .rotateClientSecret(appId, clientSecretDigest(clientSecret), { revokeAdminTokens, previousSecretValidUntil, once }, ({ adminTokensRevoked }) => [
         ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
         { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
-      ],
-    );
+      ])
+      .catch((error: unknown) => {
+        throw error instanceof OnceClaimedError ? formSentAlready() : error;
+      });
     if (rotation === undefined) throw appNotFound();
     this.onChange(appId);
     const earlier = app.previousSecret;

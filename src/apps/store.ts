@@ -1,6 +1,7 @@
 import type { NewDeveloperEvent } from '../developers/events.js';
 import type { AppRole } from '../developers/roles.js';
 import type { AuditOf } from '../events/event.js';
+import type { OnceClaim } from '../once.js';
 import type { AppConfiguration, AppRecord } from './app.js';
 
 /** What rotating a ClientSecret did besides. */
@@ -30,12 +31,13 @@ export interface AppStore {
    * written, nothing changes. The replaced hash becomes the previous secret until
    * `previousSecretValidUntil`; null ends it at once. Either way, a previous secret that an earlier
    * rotation kept is dropped (there is at most one). Undefined (and nothing written) if there is no
-   * such app.
+   * such app. With `once`, only by claiming it: `OnceClaimedError` (and nothing written) if it was
+   * claimed before.
    */
   rotateClientSecret(
     appId: string,
     clientSecretHash: Buffer,
-    options: { revokeAdminTokens: boolean; previousSecretValidUntil: number | null },
+    options: { revokeAdminTokens: boolean; previousSecretValidUntil: number | null; once?: OnceClaim | undefined },
     audit: AuditOf<SecretRotation>,
   ): Promise<SecretRotation | undefined>;
   /**

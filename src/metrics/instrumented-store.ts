@@ -9,6 +9,7 @@ const PARTS = {
   keys: 'keys',
   events: 'events',
   developers: 'developers',
+  onceClaims: 'once_claims',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The timings and failures of one store operation (`tokens.insert`). */

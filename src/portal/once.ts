@@ -1,19 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TesseraError } from '../errors.js';
+import { formSentAlready } from '../error-catalogue.js';
+import { ONCE_LIFETIME_MS } from '../once.js';
 import { formField } from './plugin.js';
 
 /**
  * Forms whose answer shows a secret once (a new app, a rotated ClientSecret) cannot redirect after
  * they are sent, and a browser that reloads that answer sends the form again: a second app, or a
  * second rotation that ends the first one's grace period. Such a form carries a random `once` value,
- * and the browser a cookie named after it; sending the form uses the cookie up, so the same form
- * sent again is refused. Nothing is kept on the server: every instance can check it, and a form
- * never sent leaves only a cookie that expires within the hour.
+ * and the browser a cookie named after it, which expires within the hour: a form is accepted only
+ * from the browser it was given to, and only while it is fresh. The value itself is single-use on
+ * the server: the change claims it in its own transaction (`src/once.ts`), so that two sends of the
+ * same form in flight together (a resend while the first is pending, a retrying proxy) take effect
+ * once, on every instance. The answer clears the cookie as well.
  */
 const COOKIE_PREFIX = 'tessera-once-';
 const FIELD = 'once';
-const LIFETIME_SECONDS = 3600;
+const LIFETIME_SECONDS = ONCE_LIFETIME_MS / 1000;
 const VALUE = /^[A-Za-z0-9_-]{22}$/;
 
 export interface OnceOptions {
@@ -27,17 +30,15 @@ export function issueOnce(reply: FastifyReply, { secure }: OnceOptions): string 
   return value;
 }
 
-/** Uses up the form's `once` value, or throws `CONFLICT` when this form was sent already (or is over an hour old). */
-export function useOnce(request: FastifyRequest, reply: FastifyReply, { secure }: OnceOptions): void {
+/**
+ * The form's `once` value, for the change to claim (`src/once.ts`), its cookie cleared; throws
+ * `CONFLICT` when this browser was not given the form within the hour, or sent it already.
+ */
+export function useOnce(request: FastifyRequest, reply: FastifyReply, { secure }: OnceOptions): string {
   const value = formField(request, FIELD);
-  if (value === undefined || !VALUE.test(value) || request.cookies[cookieName(value, secure)] === undefined) {
-    throw new TesseraError(
-      'CONFLICT',
-      'This form was sent already (a reload of the page that answered it sends it again), or it was opened over an hour ago. ' +
-        'Nothing was done this time: go back to the app, and open the form again if you still need it.',
-    );
-  }
+  if (value === undefined || !VALUE.test(value) || request.cookies[cookieName(value, secure)] === undefined) throw formSentAlready();
   reply.clearCookie(cookieName(value, secure), cookieOptions(secure));
+  return value;
 }
 
 function cookieName(value: string, secure: boolean): string {

@@ -108,6 +108,11 @@ export const TABLES: readonly TableSpec[] = [
     key: ['id'],
     counter: 'id',
   },
+  {
+    name: 'once_claims',
+    columns: columns({ value: 'text', keep_until: 'integer' }),
+    key: ['value'],
+  },
 ];
 
 /** One store's tables, as the copy reads them (the source) or writes them (the target). */

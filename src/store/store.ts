@@ -2,6 +2,7 @@ import type { AppStore } from '../apps/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import type { KeyStore } from '../keys/store.js';
+import type { OnceClaimStore } from '../once.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { BatchListener } from './group-commit.js';
@@ -22,6 +23,8 @@ export interface Store {
   readonly events: EventStore;
   /** Developer accounts, their sessions and one-time links, and who owns and collaborates on each app. */
   readonly developers: DeveloperStore;
+  /** The portal's once values claimed by the changes they went with (`src/once.ts`). */
+  readonly onceClaims: OnceClaimStore;
   /**
    * Registers a listener called when something may have been changed by another process sharing the
    * store. It is called within one second of the change; caches drop what it names.

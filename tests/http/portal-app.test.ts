@@ -165,6 +165,26 @@ describe('a new app in the portal', () => {
 });
 
 describe('rotating the ClientSecret in the portal', () => {
+  it('rotates once when the same form is sent twice at the same time: the grace period chosen holds', async () => {
+    const app = await newApp();
+    const path = `/portal/apps/${app.appId}/rotate-secret`;
+    const { csrf, once } = await owner.page(path);
+    const fields = { _csrf: csrf, once: once!, grace: '86400', clientId: app.clientId };
+    const answers = await Promise.all([owner.post(path, fields), owner.post(path, fields)]);
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 409]);
+    const rotated = answers.find((answer) => answer.status === 200)!;
+    const refused = answers.find((answer) => answer.status === 409)!;
+    assert.doesNotMatch(refused.text, /data-key="clientSecret"/);
+    assert.match(refused.text, /sent already/);
+    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(rotated.text)?.[1];
+    assert.ok(newSecret !== undefined);
+    assert.ok(await secretWorks(app, newSecret));
+    assert.ok(await secretWorks(app, app.clientSecret), 'the secret in production keeps its day');
+    await server.tessera.events.flush();
+    const { events } = await server.tessera.events.list(app.appId, { type: 'app.secret_rotated', limit: 10 });
+    assert.equal(events.length, 1);
+  });
+
   it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {
     const app = await newApp();
     const form = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);

@@ -3,14 +3,15 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
+import { OnceClaimedError } from '../../src/once.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
 
 const DAY = 86_400_000;
-/** The part of a report about developers' sessions, links and account events, when there were none. */
-const NOTHING_OF_DEVELOPERS = { expiredSessions: 0, expiredLinks: 0, developerEvents: 0 };
+/** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
+const NOTHING_OF_DEVELOPERS = { expiredSessions: 0, expiredLinks: 0, developerEvents: 0, expiredOnceClaims: 0 };
 
 for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', createPostgresTestStore]] as const) {
   describe(`Housekeeping (${backend})`, () => {
@@ -125,10 +126,24 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const liveInvitation = makeInvitation(app.appId, 'someone@example.com', { expiresAt: now + 1 });
       await store.developers.links.insert(liveInvitation, () => ({}));
 
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, expiredSessions: 2, expiredLinks: 1, developerEvents: 1 });
+      assert.deepEqual(await housekeeping.run(), { ...NOTHING_OF_DEVELOPERS, expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, expiredSessions: 2, expiredLinks: 1, developerEvents: 1 });
       assert.deepEqual(await store.developers.sessions.findById(sessions[2]!.id), sessions[2]);
       assert.deepEqual(await store.developers.links.findById(liveInvitation.id), liveInvitation);
       assert.deepEqual((await store.developers.accounts.listEvents(developer.id, 10)).map((one) => one.at), [now, now]);
+    });
+
+    it('removes the claims of once values kept until now or earlier; a later one still refuses its value', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const app = makeApp();
+      await store.apps.insert(app);
+      const rotate = (value: string, keepUntil: number) =>
+        store.apps.rotateClientSecret(app.appId, Buffer.alloc(32, value), { revokeAdminTokens: false, previousSecretValidUntil: null, once: { value, keepUntil } }, () => []);
+      await rotate('kept-until-now', now);
+      await rotate('kept-until-later', now + 1);
+      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, ...NOTHING_OF_DEVELOPERS, expiredOnceClaims: 1 });
+      await assert.rejects(rotate('kept-until-later', now + 1), OnceClaimedError);
+      assert.ok(await rotate('kept-until-now', now + 1));
     });
   });
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
+import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
 import type { EventCount } from '../../src/events/counts.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
@@ -263,6 +264,34 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ]),
         );
         assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+
+      it('rotates with a once value only by claiming it: of rotations sent together with one value, exactly one is made', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
+        const hashes = Array.from({ length: 4 }, () => randomBytes(32));
+        const outcomes = await Promise.allSettled(
+          hashes.map((hash, i) => store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil: T0 + i, once }, noEvents)),
+        );
+        const made = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i] : []));
+        assert.equal(made.length, 1, 'one rotation');
+        for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+        const [winner] = made as [number];
+        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: hashes[winner], previousSecret: { hash: app.clientSecretHash, validUntil: T0 + winner } });
+        await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null, once }, noEvents), OnceClaimedError);
+        assert.equal((await store.apps.findById(app.appId))?.clientSecretHash.equals(hashes[winner]!), true, 'nothing changed');
+      });
+
+      it('claims no once value of a rotation that is not made', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
+        await assert.rejects(
+          store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, () => [unwritableEvent(app.appId)]),
+        );
+        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, noEvents), undefined);
+        assert.deepEqual(await store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, noEvents), { adminTokensRevoked: 0 });
       });
 
       it('deletes an app: it is gone, and deleting it again answers false', async () => {

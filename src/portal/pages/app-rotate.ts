@@ -47,7 +47,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
   app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
-    useOnce(request, reply, once);
+    const sent = useOnce(request, reply, once);
     const described = await apps.show(appId);
     const form: RotationForm = {
       grace: formField(request, 'grace') ?? 'none',
@@ -60,7 +60,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
       if (form.clientId !== described.clientId) {
         throw new TesseraError('invalid_request', 'That is not the ClientID of this app: type it exactly as shown, to confirm that you mean this app.');
       }
-      rotated = await apps.rotateSecret(appId, rotationOptions(form), asDeveloper(request));
+      rotated = await apps.rotateSecret(appId, { ...rotationOptions(form), once: sent }, asDeveloper(request));
     } catch (error) {
       return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, form, mistakeIn(error)), 400);
     }

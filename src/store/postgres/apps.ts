@@ -5,6 +5,7 @@ import type { PostgresQueries } from './connection.js';
 import { insertDeveloperEvents } from './developers.js';
 import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
+import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import { deleteTokensOfApp } from './tokens.js';
 
@@ -62,7 +63,7 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
       const result = await db.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM apps' });
       return Number(result.rows[0]?.n ?? 0);
     },
-    async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil }, audit) {
+    async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil, once }, audit) {
       return db.transaction(async (client) => {
         // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
         const updated = await client.query(
@@ -73,6 +74,7 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
           [appId, hash, previousSecretValidUntil],
         );
         if ((updated.rowCount ?? 0) === 0) return undefined;
+        await claimOnce(client, once);
         const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(client, appId, 'admin') : 0 };
         await insertEvents(client, audit(rotation));
         return rotation;

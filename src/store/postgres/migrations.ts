@@ -275,4 +275,18 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       CREATE INDEX developer_events_by_developer ON developer_events (developer_id, id);
     `,
   },
+  {
+    version: 7,
+    sql: `
+      -- The once values of the portal's forms that may be sent once (src/once.ts), claimed in the
+      -- transaction of the change each was sent with, and kept until keep_until (UNIX ms), past
+      -- which the form is refused anyway.
+      CREATE TABLE once_claims (
+        value      text   PRIMARY KEY,
+        keep_until bigint NOT NULL
+      );
+
+      CREATE INDEX once_claims_by_expiry ON once_claims (keep_until);
+    `,
+  },
 ];

@@ -6,6 +6,7 @@ import { postgresDeveloperStore } from './developers.js';
 import { postgresEventStore } from './events.js';
 import { createFirstKey, postgresKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
+import { postgresOnceClaimStore } from './once-claims.js';
 import { postgresRevokedTokenStore } from './revoked-tokens.js';
 import { postgresTokens } from './tokens.js';
 
@@ -50,6 +51,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     keys: postgresKeyStore(db),
     events: postgresEventStore(db),
     developers: postgresDeveloperStore(db),
+    onceClaims: postgresOnceClaimStore(db),
     onChange(listener) {
       changes.listeners.push(listener);
     },

@@ -7,6 +7,7 @@ import { immediateTransaction, type SqliteDatabase } from './connection.js';
 import type { SqliteDeveloperEventWrites } from './developers.js';
 import { isUniqueViolation } from './errors.js';
 import type { SqliteEventWrites } from './events.js';
+import type { SqliteOnceClaim } from './once-claims.js';
 import type { SqliteTokenWrites } from './tokens.js';
 
 interface AppRow {
@@ -30,6 +31,7 @@ export function sqliteAppStore(
   tokens: SqliteTokenWrites,
   events: SqliteEventWrites,
   developerEvents: SqliteDeveloperEventWrites,
+  claimOnce: SqliteOnceClaim,
 ): AppStore {
   const statements = {
     insertApp: db.prepare(
@@ -75,6 +77,7 @@ export function sqliteAppStore(
     db,
     (appId: string, hash: Buffer, options: RotationOptions, audit: AuditOf<SecretRotation>): SecretRotation | undefined => {
       if (statements.updateSecret.run({ appId, hash, validUntil: options.previousSecretValidUntil }).changes === 0) return undefined;
+      claimOnce(options.once);
       const { revokeAdminTokens } = options;
       const rotation = { adminTokensRevoked: revokeAdminTokens ? tokens.deleteOfApp(appId, 'admin') : 0 };
       events.insert(audit(rotation));

@@ -6,6 +6,7 @@ import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
 import { createFirstKey, sqliteKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
+import { sqliteOnceClaims } from './once-claims.js';
 import { sqliteRevokedTokenStore } from './revoked-tokens.js';
 import { prepareTokenWrites, sqliteTokens } from './tokens.js';
 
@@ -27,17 +28,19 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const eventWrites = prepareEventWrites(db);
   const developerEventWrites = prepareDeveloperEventWrites(db);
   const tokens = sqliteTokens(db, tokenWrites, eventWrites);
+  const onceClaims = sqliteOnceClaims(db);
   retryWhileBusy(() => createFirstKey(db, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
   return {
     backend: 'sqlite',
-    apps: sqliteAppStore(db, tokenWrites, eventWrites, developerEventWrites),
+    apps: sqliteAppStore(db, tokenWrites, eventWrites, developerEventWrites, onceClaims.claim),
     tokens: tokens.store,
     revokedTokens: sqliteRevokedTokenStore(db),
     keys: sqliteKeyStore(db),
     events: sqliteEventStore(db, eventWrites),
     developers: sqliteDeveloperStore(db, eventWrites, developerEventWrites),
+    onceClaims: onceClaims.store,
     onChange(listener) {
       changes.listeners.push(listener);
     },

@@ -1,0 +1,32 @@
+/**
+ * A single-use value sent with a change that must not be made twice: the portal's forms whose
+ * answer shows a secret once (`src/portal/once.ts`), which a reload, a resend while the first is
+ * pending or a retrying proxy may send again. The store claims it in the change's own transaction:
+ * a value claimed before makes the whole change do nothing and throws `OnceClaimedError`, so of
+ * two sends in flight together exactly one takes effect.
+ */
+export interface OnceClaim {
+  value: string;
+  /** Until when (UNIX ms) the claim is kept: past it, the value is refused by the form anyway. */
+  keepUntil: number;
+}
+
+/** How long a form's once value may be used after it is issued, and a claim of it kept. */
+export const ONCE_LIFETIME_MS = 3600_000;
+
+export function onceClaim(value: string, now: number): OnceClaim {
+  return { value, keepUntil: now + ONCE_LIFETIME_MS };
+}
+
+export class OnceClaimedError extends Error {
+  constructor() {
+    super('this once value was claimed already');
+    this.name = 'OnceClaimedError';
+  }
+}
+
+/** The claims' storage seam, for housekeeping; claims are written by the changes they go with. */
+export interface OnceClaimStore {
+  /** Removes up to `batch` claims kept until `now` or earlier; how many it removed. */
+  deleteExpired(now: number, batch: number): Promise<number>;
+}
