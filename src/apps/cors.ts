@@ -17,6 +17,12 @@ const EXPOSED_HEADERS = ['WWW-Authenticate', 'Retry-After'];
 /** How long a browser may keep a preflight's answer: Chromium's ceiling. An origin removed from the list loses the answers at once anyway. */
 const MAX_AGE_SECONDS = 7200;
 
+/**
+ * The developer portal's pages (`/portal/apps/{appId}/…` among them) are the service's own, for its
+ * own origin only: another origin's page may read none of them, whatever the app lists.
+ */
+const PORTAL_PATH = '/portal/';
+
 /** What `@fastify/cors` does for a request of an origin that may not read the answer: nothing (no header but `Vary: Origin`). */
 const NO_CORS: FastifyCorsOptions = Object.freeze({ origin: false });
 
@@ -26,7 +32,7 @@ type CorsTarget =
   | { appId: string; forwarded: boolean }
   /** The SDK token path without `X-Kii-AppID`: a preflight, which never names the app. */
   | 'unnamed app'
-  /** Anything else: `/healthz`, `/openapi.json`, … */
+  /** Anything else: `/healthz`, `/openapi.json`, the portal, … */
   | 'not for browsers';
 
 /**
@@ -40,6 +46,7 @@ type CorsTarget =
  * authentication is asked about (so that a proxy can pass CORS on, docs/forward-auth.md). A
  * preflight of the SDK token path cannot name its app (a preflight carries header names, not
  * values): it is answered for any origin, and the answer itself only to the app's origins.
+ * The developer portal is not an API: it gets no CORS header.
  * docs/decisions.md ("Browser apps").
  */
 const corsForApps: FastifyPluginAsync<{ apps: AppCache }> = async (app, { apps }) => {
@@ -76,9 +83,10 @@ const corsForApps: FastifyPluginAsync<{ apps: AppCache }> = async (app, { apps }
 export const browserAccess = fastifyPlugin(corsForApps, { name: 'tessera-browser-access', fastify: '5.x' });
 
 function targetOf(request: FastifyRequest): CorsTarget {
+  const route = request.routeOptions.url;
+  if (route !== undefined && route.startsWith(PORTAL_PATH)) return 'not for browsers';
   const appId = (request.params as { appId?: string } | undefined)?.appId;
   if (appId !== undefined) return { appId, forwarded: false };
-  const route = request.routeOptions.url;
   if (route === SDK_TOKEN_PATH) {
     const named = request.headers['x-kii-appid'];
     return typeof named === 'string' ? { appId: named, forwarded: false } : 'unnamed app';

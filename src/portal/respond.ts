@@ -45,7 +45,19 @@ export function asDeveloper(request: FastifyRequest, developer: { id: string } =
   return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
 }
 
-/** Where to go after signing in: a portal page, never another site. */
+/** A `next` page: a path under `/portal/` in printable ASCII (no space, no backslash), as long as a URL of the portal may be. */
+const NEXT_PAGE = /^\/portal\/[\x21-\x5b\x5d-\x7e]{0,2000}$/;
+const SAME_ORIGIN = 'http://portal.invalid';
+
+/**
+ * Where to go after signing in: a portal page, never another site, and nothing that cannot be sent
+ * as the `Location` header (CR/LF, characters above U+00FF), which would fail the answer after the
+ * session was made. A browser's own `next` is percent-encoded ASCII; anything else is `/portal/`.
+ * It is checked as the browser resolves it too: `/portal/../` and its percent-encoded forms leave
+ * the portal.
+ */
 export function nextPage(next: string | undefined): string {
-  return next !== undefined && /^\/portal\/[^\\]*$/.test(next) && !next.startsWith('/portal//') ? next : '/portal/';
+  if (next === undefined || !NEXT_PAGE.test(next) || next.startsWith('/portal//')) return '/portal/';
+  const resolved = new URL(next, SAME_ORIGIN);
+  return resolved.origin === SAME_ORIGIN && resolved.pathname.startsWith('/portal/') ? next : '/portal/';
 }

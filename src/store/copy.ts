@@ -1,4 +1,5 @@
-import { realpathSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import { TesseraError } from '../errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
 import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
@@ -52,7 +53,8 @@ const SAMPLES: readonly { table: string; limit: number; where?: string }[] = [
  * as they are (ids, hashed secrets, keys: every token and key keeps working), and each counter past
  * the ids copied. Both are opened as the server opens them, so both are migrated; different schema
  * versions are refused, as is a target holding anything but the first key that opening a store
- * makes. Verified at the end: counts per table, and samples compared field by field.
+ * makes, and a SQLite file that another user could read. Verified at the end: counts per table, and
+ * samples compared field by field.
  */
 export async function copyStore(fromUrl: string, toUrl: string, options: CopyOptions = {}): Promise<CopyResult> {
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -69,6 +71,7 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
   const source = await openDump(fromLocation, 'source');
   let target: StoreDump | undefined;
   try {
+    if (toLocation.backend === 'sqlite') claimSqliteTarget(toLocation.path);
     target = await openDump(toLocation, 'target');
     const [sourceVersion, targetVersion] = [await source.schemaVersion(), await target.schemaVersion()];
     if (sourceVersion !== targetVersion) {
@@ -135,6 +138,49 @@ function sqliteInUse(path: string): boolean {
     return statSync(`${path}-wal`).size > 0;
   } catch {
     return false;
+  }
+}
+
+/**
+ * The SQLite file a copy writes, which will hold every signing key and password hash: created here,
+ * exclusively and readable by its owner only, as `store backup` creates its file. An existing one (a
+ * server started once on it makes one so) is used only if it is this user's and no one else may read
+ * or write it, nor its `-wal` and `-shm` files. Changing the mode of one that was open to others would
+ * not do: whoever opened it then may hold it open, and read what the copy writes into it.
+ */
+function claimSqliteTarget(path: string): void {
+  if (path === ':memory:') return;
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  // Windows has no owner and mode bits to check (process.getuid is POSIX only).
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const advice = `Nothing was written. Give --to a path that does not exist (store copy creates the file readable by its owner only), or delete ${path} (and ${path}-wal, ${path}-shm if present) and copy again.`;
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    let stats: Stats;
+    try {
+      stats = statSync(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw error;
+    }
+    if (stats.uid !== uid) {
+      throw new TesseraError(
+        'CONFLICT',
+        `store copy: the target ${file} belongs to another user (uid ${stats.uid}), who could read the signing keys and password hashes copied into it. ` +
+          `${advice} To fill a file of another user, run store copy as that user.`,
+      );
+    }
+    if ((stats.mode & 0o077) !== 0) {
+      throw new TesseraError(
+        'CONFLICT',
+        `store copy: the target ${file} is open to other users (mode ${(stats.mode & 0o777).toString(8).padStart(4, '0')}), who could read the signing keys and password hashes copied into it. ${advice}`,
+      );
+    }
   }
 }
 

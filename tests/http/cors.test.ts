@@ -13,6 +13,8 @@ import {
   requestToken,
   type JsonResponse,
 } from '../helpers/http.js';
+import { createDeveloper } from '../helpers/portal.js';
+import { signInOverHttp } from '../helpers/portal-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -304,6 +306,35 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     const nowhere = await preflight(`${server.baseUrl}/nowhere`, PAGE);
     assertError(nowhere, 404, 'NOT_FOUND');
     assertNoCors(nowhere);
+  });
+});
+
+describe('the portal is not an API for other origins: its pages get no CORS header', () => {
+  it('GET and OPTIONS of an app\'s portal pages and of the others, from an origin the app lists, signed in or not; the API paths still answer it', async () => {
+    await createDeveloper(server, 'cors-owner@example.com');
+    const owned = await server.tessera.ownedApps.create('Shop', 'cors-owner@example.com', OPERATOR);
+    await server.tessera.apps.configure(owned.appId, { allowedOrigins: ['https://shop.example.com'] }, OPERATOR);
+    const shop = 'https://shop.example.com';
+    const signedIn = await signInOverHttp(server, 'cors-owner@example.com');
+    const pages = ['', '/settings', '/events', '/events/live', '/people', '/rotate-secret', '/no/such/page'].map((path) => `/portal/apps/${owned.appId}${path}`);
+    for (const path of [...pages, '/portal/', '/portal/sign-in', '/portal/apps/new', '/portal/account', '/portal/assets/portal.css']) {
+      for (const response of [
+        await from(shop, `${server.baseUrl}${path}`),
+        await preflight(`${server.baseUrl}${path}`, shop),
+        await preflight(`${server.baseUrl}${path}`, shop, 'POST', 'content-type'),
+        await signedIn.send(path, { headers: { origin: shop } }),
+        await signedIn.send(path, { method: 'OPTIONS', headers: { origin: shop, 'access-control-request-method': 'GET' } }),
+      ]) {
+        for (const name of CORS_HEADERS) assert.equal(response.headers.get(name), null, `${name} on ${path}: ${response.status}`);
+      }
+    }
+    assert.equal((await signedIn.send(pages[0]!, { headers: { origin: shop } })).status, 200, 'the page itself is served');
+    const api = await from(shop, `${server.baseUrl}/api/apps/${owned.appId}/whoami`, { headers: { authorization: basic(owned.appId) } });
+    assert.equal(api.status, 200);
+    assertReadableBy(api, shop);
+    const apiPreflight = await preflight(`${server.baseUrl}/api/apps/${owned.appId}/whoami`, shop);
+    assert.equal(apiPreflight.status, 204);
+    assertReadableBy(apiPreflight, shop);
   });
 });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { TABLES } from '../../src/store/dump.js';
 import { openStore, parseDatabaseUrl } from '../../src/store/open.js';
 import { createTessera } from '../../src/tessera.js';
 import { adminTokenRequest, anonymousTokenRequest, Children, runCli, sleep, startTessera, terminate, tokenRequest, whoami, type CliResult } from '../helpers/fleet.js';
+import { makeApp } from '../helpers/fixtures.js';
 import { appUrlOf, bearer, revokeToken } from '../helpers/http.js';
 import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { portalClient, signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
@@ -268,6 +269,84 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
     const { since: _since, until: _until, ...counts } = JSON.parse(listed.stdout);
     return counts;
   }
+});
+
+describe('tessera store copy: a SQLite target no other user can read', () => {
+  // The target holds every signing key and password hash. A new one is created readable by its owner
+  // only; an existing one that others may open (or their -wal, -shm), or that another user owns, is
+  // refused before anything is written into it.
+  let dir: string;
+  let source: string;
+  const cli = (args: string[]): Promise<CliResult> => runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl: `sqlite:${source}` }, args, 60_000);
+  const copyTo = (target: string, json = false) => cli(['store', 'copy', '--from', source, '--to', `sqlite:${target}`, ...(json ? ['--json'] : [])]);
+  /** An empty file, with exactly this mode whatever the umask. */
+  const emptyFile = (path: string, mode: number) => {
+    writeFileSync(path, '');
+    chmodSync(path, mode);
+    return path;
+  };
+  const modeOf = (path: string) => statSync(path).mode & 0o777;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-store-copy-mode-'));
+    source = join(dir, 'source.db');
+    const store = await openStore(source);
+    await store.apps.insert(makeApp());
+    await store.close();
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates a new target, and its folder, readable by the owner only', async () => {
+    const target = join(dir, 'new-folder', 'copy.db');
+    const copied = await copyTo(target);
+    assert.equal(copied.code, 0, copied.stderr);
+    assert.equal(modeOf(target), 0o600);
+    assert.equal(modeOf(join(dir, 'new-folder')), 0o700);
+  });
+
+  it('refuses an existing empty file that group or others may read or write, and writes nothing into it', async () => {
+    for (const mode of [0o666, 0o640, 0o602]) {
+      const target = emptyFile(join(dir, `open-${mode.toString(8)}.db`), mode);
+      const refused = await copyTo(target);
+      assert.equal(refused.code, 1, `mode ${mode.toString(8)}: ${refused.stdout}${refused.stderr}`);
+      assert.match(refused.stderr, new RegExp(`the target .*open-${mode.toString(8)}\\.db is open to other users \\(mode 0${mode.toString(8)}\\)`));
+      assert.match(refused.stderr, /Nothing was written\. Give --to a path that does not exist/);
+      assert.equal(statSync(target).size, 0, 'nothing written');
+      assert.equal(modeOf(target), mode, 'its mode left as it was');
+    }
+    const json = await copyTo(emptyFile(join(dir, 'open-json.db'), 0o666), true);
+    assert.equal(json.code, 1);
+    assert.equal(JSON.parse(json.stderr).errorCode, 'CONFLICT');
+  });
+
+  it('refuses a target whose -wal or -shm file others may open', async () => {
+    for (const suffix of ['-wal', '-shm']) {
+      const target = emptyFile(join(dir, `beside${suffix}.db`), 0o600);
+      emptyFile(`${target}${suffix}`, 0o666);
+      const refused = await copyTo(target);
+      assert.equal(refused.code, 1, `${suffix}: ${refused.stdout}${refused.stderr}`);
+      assert.match(refused.stderr, new RegExp(`beside${suffix}\\.db${suffix} is open to other users \\(mode 0666\\)`));
+      assert.equal(statSync(target).size, 0);
+    }
+  });
+
+  it('refuses a file another user owns, even readable by its owner only', async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('making a file of another user takes root (chown)');
+    const target = emptyFile(join(dir, 'nobody.db'), 0o600);
+    chownSync(target, 65534, 65534);
+    const refused = await copyTo(target);
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /the target .*nobody\.db belongs to another user \(uid 65534\).*run store copy as that user/);
+    assert.equal(statSync(target).size, 0);
+  });
+
+  it('fills an existing empty file of its own user that only that user may open', async () => {
+    const target = emptyFile(join(dir, 'mine.db'), 0o600);
+    const copied = await copyTo(target, true);
+    assert.equal(copied.code, 0, copied.stderr);
+    assert.equal(JSON.parse(copied.stdout).tables.find((table: { name: string }) => table.name === 'apps').rows, 1);
+    assert.equal(modeOf(target), 0o600);
+  });
 });
 
 /** Every row of every table, as comparable text (JSON with sorted keys, blobs in hex). */
