@@ -30,7 +30,11 @@ if (eventList) {
     const url = new URL(eventList.dataset.live, location.href);
     url.searchParams.set('after', newest);
     const response = await fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
-    if (!response.ok || !(response.headers.get('content-type') ?? '').startsWith('application/json')) return false;
+    if (!response.ok || !(response.headers.get('content-type') ?? '').startsWith('application/json')) {
+      // Polling does not keep the session alive: once it has ended (sent to the sign-in page), say so and stop.
+      if (status && new URL(response.url).pathname === '/portal/sign-in') status.textContent = 'Live updates stopped: your session has ended. Reload the page to sign in again.';
+      return false;
+    }
     const update = await response.json();
     if (update.count > 0) {
       eventList.insertAdjacentHTML('afterbegin', update.items);

@@ -67,10 +67,12 @@ export class DeveloperSessions {
 
   /**
    * The session and developer of a presented session token, if it works now: it exists, its secret
-   * matches, it has not expired and its developer is enabled. Pushes its idle expiry on (written at
-   * most once a minute).
+   * matches, it has not expired and its developer is enabled. A request a person made pushes its
+   * idle expiry on (written at most once a minute); one a page makes by itself (`background`, the
+   * events page's polling) does not, so that a browser left open on such a page still meets the
+   * idle timeout.
    */
-  async current(token: string): Promise<CurrentSession | undefined> {
+  async current(token: string, { background = false }: { background?: boolean } = {}): Promise<CurrentSession | undefined> {
     const presented = parseSecretToken(token);
     if (presented === undefined) return undefined;
     const session = await this.store.sessions.findById(presented.id);
@@ -78,7 +80,7 @@ export class DeveloperSessions {
     if (session === undefined || !secretMatches(presented, session.secretHash) || session.expiresAt <= now) return undefined;
     const developer = await this.store.accounts.findById(session.developerId);
     if (developer === undefined || developer.disabledAt !== null) return undefined;
-    if (!needsTouch(session, now)) return { session, developer };
+    if (background || !needsTouch(session, now)) return { session, developer };
     const touched = { ...session, lastSeenAt: now, expiresAt: sessionExpiry(session.createdAt, now) };
     await this.store.sessions.touch(session.id, touched.lastSeenAt, touched.expiresAt);
     return { session: touched, developer };

@@ -36,6 +36,15 @@ declare module 'fastify' {
   }
 }
 
+/** A route that pages call by themselves, not a person (polling): it uses the session without keeping it alive. */
+export interface BackgroundRouteConfig {
+  background?: boolean;
+}
+
+function isBackground(request: FastifyRequest): boolean {
+  return (request.routeOptions.config as BackgroundRouteConfig).background === true;
+}
+
 /** What the portal's pages use. */
 export interface PortalOptions {
   developers: DeveloperAccounts;
@@ -108,7 +117,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   app.decorateRequest('portalSession', null);
   app.addHook('onRequest', async (request) => {
     const token = request.cookies[cookies.session.name];
-    if (token !== undefined) request.portalSession = (await sessions.current(token)) ?? null;
+    if (token !== undefined) request.portalSession = (await sessions.current(token, { background: isBackground(request) })) ?? null;
   });
   app.addHook('onSend', async (_request, reply) => {
     // Pages show keys: no cache, no shared cache, no back-button copy.

@@ -168,3 +168,24 @@ describe("an app's events in the portal", () => {
     await page.close();
   });
 });
+
+describe('the events page left open', () => {
+  it('does not keep the session alive: after 30 minutes without a page asked for, its live updates stop and say why', async () => {
+    const page = await browser.newPage();
+    try {
+      await signIn(page, server, 'ada@example.com');
+      await page.goto(eventsUrl());
+      const nextPoll = () => page.waitForResponse((response) => response.url().includes('/events/live'), { timeout: 10_000 });
+      offset = 29 * 60_000;
+      assert.equal((await nextPoll()).status(), 200, 'a poll 29 minutes on');
+      offset = 31 * 60_000;
+      assert.equal((await nextPoll()).status(), 303, 'the session ended 30 minutes after the page was opened, polls or not');
+      await page.getByRole('status').filter({ hasText: 'Live updates stopped: your session has ended' }).waitFor({ timeout: 5_000 });
+      await page.reload();
+      assert.equal(new URL(page.url()).pathname, '/portal/sign-in');
+    } finally {
+      offset = 0;
+      await page.close();
+    }
+  });
+});

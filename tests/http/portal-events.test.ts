@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { FakeClock } from '../helpers/clock.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
 import { addCollaborator, createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
@@ -208,5 +209,45 @@ describe('the events page of an app whose ClientSecret is guessed past the faile
     const filtered = await guessedOwner.get(`/portal/apps/${guessed.appId}/events?type=token.throttled`);
     assert.equal(filtered.status, 200);
     assert.match(filtered.text, /counted in the charts, not listed/);
+  });
+});
+
+describe('the live updates and the session', () => {
+  let timed: TestServer;
+  let clock: FakeClock;
+  before(async () => {
+    clock = new FakeClock(Date.now());
+    timed = await startServer({ clock });
+  });
+  after(async () => {
+    await timed?.close();
+  });
+
+  it('do not keep an idle session alive: a browser left on the events page meets the 30-minute idle timeout', async () => {
+    const account = await createDeveloper(timed, 'watcher@example.com');
+    const watched = await timed.tessera.ownedApps.create('Watched', account.email, OPERATOR);
+    const browser = await signInOverHttp(timed, account.email);
+    const live = `/portal/apps/${watched.appId}/events/live?after=0`;
+    // A poll every 5 s for 29 minutes, in steps of a minute (the session is written at most once a minute).
+    for (let minute = 1; minute < 30; minute++) {
+      clock.advance(60_000);
+      const poll = await browser.get(live);
+      assert.equal(poll.status, 200, `minute ${minute}`);
+    }
+    clock.advance(60_000 + 1);
+    const ended = await browser.get(live);
+    assert.equal(ended.status, 303, 'the session ended 30 minutes after the last page a person asked for');
+    assert.match(ended.location ?? '', /^\/portal\/sign-in/);
+  });
+
+  it('a page a person asks for keeps it alive', async () => {
+    const account = await createDeveloper(timed, 'reader@example.com');
+    const browser = await signInOverHttp(timed, account.email);
+    for (let minute = 1; minute <= 40; minute++) {
+      clock.advance(60_000);
+      if (minute % 20 === 0) assert.equal((await browser.get('/portal/')).status, 200, `minute ${minute}`);
+    }
+    clock.advance(30 * 60_000 + 1);
+    assert.equal((await browser.get('/portal/')).status, 303, '30 minutes after the last page');
   });
 });

@@ -7,7 +7,7 @@ import type { Actor } from '../../request-context.js';
 import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { PortalContext } from '../plugin.js';
+import type { BackgroundRouteConfig, PortalContext } from '../plugin.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
@@ -72,7 +72,8 @@ ${pager(appId, query, listed.nextCursor)}
     return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
   });
 
-  app.get<EventsRequest>('/apps/:appId/events/live', async (request, reply) => {
+  // Polled by the page every few seconds while it is seen: not a person's activity.
+  app.get<EventsRequest>('/apps/:appId/events/live', { config: { background: true } satisfies BackgroundRouteConfig }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const { appId } = request.params;
     await members.authorize(appId, developer.id, 'view_events');
