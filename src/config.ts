@@ -1,5 +1,6 @@
 import { parseAdminPathRules, type AdminPathRule } from './auth/forward.js';
 import { isIP } from 'node:net';
+import { DEFAULT_APPS_PER_DEVELOPER } from './developers/developer-limits.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
@@ -25,6 +26,11 @@ export interface Config {
    * create`), or `open`, anyone who reaches the portal, through its sign-up page.
    */
   portalSignup: PortalSignup;
+  /**
+   * How many apps one developer may own, created in the portal (`PORTAL_APPS_PER_DEVELOPER`); 0: the
+   * portal creates none. The operator's `tessera apps create --owner` is not held by it.
+   */
+  portalAppsPerDeveloper: number;
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
@@ -103,6 +109,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     demoApp: onOff(env, 'DEMO_APP', true),
     portal: onOff(env, 'PORTAL', true),
     portalSignup: oneOf(env, 'PORTAL_SIGNUP', 'invite', ['open', 'invite']) as PortalSignup,
+    portalAppsPerDeveloper: integer(env, 'PORTAL_APPS_PER_DEVELOPER', DEFAULT_APPS_PER_DEVELOPER, 0, 1_000_000),
     postgres: {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),

@@ -3,6 +3,7 @@ import { AppService } from './apps/service.js';
 import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import { DeveloperAccounts } from './developers/accounts.js';
+import { DEFAULT_DEVELOPER_LIMITS, DeveloperLimits, type DeveloperLimitSettings } from './developers/developer-limits.js';
 import { AppMembers } from './developers/members.js';
 import { OwnedApps } from './developers/owned-apps.js';
 import { DeveloperSessions } from './developers/sessions.js';
@@ -66,6 +67,8 @@ export interface TesseraOptions {
   revokedTokensMaxPerApp?: number;
   /** Failed sign-ins to the portal allowed before more are refused. */
   signInLimits?: SignInLimitSettings;
+  /** What one developer may add in the portal: apps it owns (PORTAL_APPS_PER_DEVELOPER), apps and invitations an hour. */
+  developerLimits?: DeveloperLimitSettings;
   /** The service's public URL (`PUBLIC_URL`), for whole one-time links; without it they are paths. */
   publicUrl?: string | undefined;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
@@ -90,7 +93,8 @@ export function createTessera(options: TesseraOptions): Tessera {
   const links = { publicUrl: options.publicUrl };
   const apps = new AppService(store.apps, clock, events, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
-  const members = new AppMembers(store.developers, store.apps, clock, events, links);
+  const developerLimits = new DeveloperLimits(limits, options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS, store.developers.accounts, clock, warn, metrics);
+  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, links);
   return {
     store,
     clock,
@@ -113,7 +117,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     developers,
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,
-    ownedApps: new OwnedApps(apps, developers, members),
+    ownedApps: new OwnedApps(apps, developers, developerLimits),
     housekeeping,
     metrics,
     async close() {

@@ -1,5 +1,5 @@
 import { clientSecretDigest } from '../crypto.js';
-import { appNotFound, formSentAlready } from '../error-catalogue.js';
+import { appNotFound, developerNotFound, formSentAlready } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { developerStamp } from '../developers/stamp.js';
@@ -24,6 +24,24 @@ import { AppConflictError, type AppStore } from './store.js';
 export interface CreatedApp extends AppKeys {
   name: string;
   createdAt: string;
+}
+
+/** The developer an app is created for (`AppService.create`), and how many apps it may own (null: any number). */
+export interface AppOwnerToBe {
+  developerId: string;
+  maxOwnedApps: number | null;
+  context: RequestContext;
+}
+
+/**
+ * The developer owns as many apps as it may already (`ownedApps`). Not a `TesseraError`: the one
+ * caller that sets a limit (`OwnedApps`) records the refusal and answers it in its own words.
+ */
+export class AppLimitReached extends Error {
+  constructor(readonly ownedApps: number) {
+    super(`the developer owns ${ownedApps} apps already`);
+    this.name = 'AppLimitReached';
+  }
 }
 
 export interface RotatedSecret {
@@ -64,7 +82,13 @@ export class AppService {
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
 
-  async create(requestedName: string): Promise<CreatedApp> {
+  /**
+   * A new app with its four keys. With `owner`, the developer is its owner from the start, written
+   * with it (and `app.owner_changed` in its log) in one transaction, unless the developer owns
+   * `maxOwnedApps` apps already (`AppLimitReached`) or is gone or disabled (`DEVELOPER_NOT_FOUND`):
+   * then nothing is written.
+   */
+  async create(requestedName: string, owner?: AppOwnerToBe): Promise<CreatedApp> {
     const name = checkedAppName(requestedName);
     for (let attempt = 0; ; attempt++) {
       const keys = generateAppKeys();
@@ -81,13 +105,26 @@ export class AppService {
         previousSecret: null,
       };
       try {
-        await this.store.insert(record);
+        if (owner === undefined) await this.store.insert(record);
+        else await this.#insertOwned(record, owner);
         return { ...keys, name, createdAt: new Date(record.createdAt).toISOString() };
       } catch (error) {
         // 64-bit random AppIDs practically never collide; retry a few times if they do.
         if (!(error instanceof AppConflictError) || attempt >= 3) throw error;
       }
     }
+  }
+
+  async #insertOwned(record: AppRecord, { developerId, maxOwnedApps, context }: AppOwnerToBe): Promise<void> {
+    const stamp = await this.events.stamp(record.appId, context);
+    const ownerChanged: NewAuditEvent = {
+      ...stamp,
+      type: 'app.owner_changed',
+      details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null },
+    };
+    const insertion = await this.store.insertOwned(record, { developerId, maxOwnedApps }, () => [ownerChanged]);
+    if (insertion === undefined) throw developerNotFound();
+    if (!insertion.inserted) throw new AppLimitReached(insertion.ownedApps);
   }
 
   async list(): Promise<AppDescription[]> {
@@ -180,7 +217,7 @@ function isoOrNull(instant: number | null): string | null {
  * The name without surrounding whitespace: 1 to `MAX_APP_NAME_LENGTH` characters, none of which can
  * rearrange what a terminal shows when the name is listed.
  */
-function checkedAppName(name: string): string {
+export function checkedAppName(name: string): string {
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > MAX_APP_NAME_LENGTH) {
     throw new TesseraError('invalid_request', `The app name must be 1 to ${MAX_APP_NAME_LENGTH} characters.`);

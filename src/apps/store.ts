@@ -17,10 +17,34 @@ export interface DeletedApp {
   members: { developerId: string; role: AppRole }[];
 }
 
+/** The first owner of an app, inserted with it (`AppStore.insertOwned`). */
+export interface NewAppOwner {
+  developerId: string;
+  /**
+   * How many apps the developer may own: nothing is written if it owns that many already. Counted
+   * in the insertion's own transaction, insertions for one developer taking turns, so that several
+   * at the same moment cannot pass it together. Null: no limit (the operator's CLI).
+   */
+  maxOwnedApps: number | null;
+}
+
+/** What `insertOwned` did: `ownedApps`, how many apps the developer owned before; `inserted` false when that was its limit. */
+export interface OwnedAppInsertion {
+  inserted: boolean;
+  ownedApps: number;
+}
+
 /** The apps' storage seam; one implementation per backend under `src/store/`. */
 export interface AppStore {
   /** Throws `AppConflictError` if the AppID or ClientID is taken. */
   insert(app: AppRecord): Promise<void>;
+  /**
+   * Inserts the app with the developer as its owner, and the events `audit` builds, in one
+   * transaction. Nothing is written when the developer is at its limit (`inserted` false), and
+   * undefined (nothing written) if there is no such enabled developer. Throws `AppConflictError`
+   * as `insert`.
+   */
+  insertOwned(app: AppRecord, owner: NewAppOwner, audit: AuditOf<void>): Promise<OwnedAppInsertion | undefined>;
   findById(appId: string): Promise<AppRecord | undefined>;
   /** Oldest first. */
   list(): Promise<AppRecord[]>;

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { DEFAULT_DEVELOPER_LIMITS } from '../developers/developer-limits.js';
 import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
@@ -24,6 +25,7 @@ export async function serve(config: Config): Promise<void> {
     rateLimits: config.rateLimits,
     housekeeping: config.housekeeping,
     revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
+    developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });

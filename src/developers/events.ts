@@ -10,6 +10,8 @@ export const DEVELOPER_EVENT_TYPES = [
   'developer.app_deleted',
   'developer.created',
   'developer.disabled',
+  // A limit refused the developer a new app or an invitation (developer-limits.ts): at most one of each limit an hour.
+  'developer.limit_reached',
   'developer.link_issued',
   'developer.password_set',
   'developer.signed_in',

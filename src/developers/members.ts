@@ -4,6 +4,7 @@ import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
+import type { DeveloperLimits } from './developer-limits.js';
 import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from './developer.js';
 import { checkedEmail, normaliseEmail } from './email.js';
 import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from './one-time-link.js';
@@ -54,6 +55,7 @@ export class AppMembers {
     private readonly apps: AppStore,
     private readonly clock: Clock,
     private readonly events: EventLog,
+    private readonly limits: DeveloperLimits,
     private readonly options: AppMembersOptions = {},
   ) {}
 
@@ -80,14 +82,6 @@ export class AppMembers {
     return this.#setOwner(appId, email, context);
   }
 
-  /**
-   * Makes the developer the first owner of an app just created for them (`OwnedApps`), which no
-   * one could be authorized on yet.
-   */
-  async ownNewApp(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
-    return this.#setOwner(appId, email, context);
-  }
-
   async #setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
     const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
@@ -110,12 +104,14 @@ export class AppMembers {
 
   /**
    * A link that makes whoever signs in with this email a collaborator on the app; it replaces an
-   * earlier invitation to the app for the same email. The operator or the app's owner.
+   * earlier invitation to the app for the same email. The operator or the app's owner; the owner
+   * within its limit of invitations (`DeveloperLimits`), taken before the link is made.
    */
   async invite(appId: string, email: string, context: RequestContext): Promise<IssuedLink> {
     const invitedBy = context.by === 'operator' ? null : actingDeveloper(context);
     if (invitedBy !== null) await this.authorize(appId, invitedBy, 'manage_collaborators');
     const invitee = checkedEmail(email);
+    if (invitedBy !== null) await this.limits.takeInvitation(invitedBy, appId, context);
     const stamp = await this.events.stamp(appId, context);
     const secret = generateSecretToken();
     const link: OneTimeLinkRecord = {

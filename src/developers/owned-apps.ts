@@ -1,8 +1,8 @@
-import type { AppService, CreatedApp } from '../apps/service.js';
+import { AppLimitReached, checkedAppName, type AppService, type CreatedApp } from '../apps/service.js';
 import { TesseraError } from '../errors.js';
 import type { RequestContext } from '../request-context.js';
 import type { DeveloperAccounts } from './accounts.js';
-import type { AppMembers } from './members.js';
+import type { DeveloperLimits } from './developer-limits.js';
 
 export type OwnedApp = CreatedApp & { owner: { id: string; email: string } };
 
@@ -11,22 +11,28 @@ export class OwnedApps {
   constructor(
     private readonly apps: AppService,
     private readonly developers: DeveloperAccounts,
-    private readonly members: AppMembers,
+    private readonly limits: DeveloperLimits,
   ) {}
 
   /**
-   * An app with an owner from the start. The owner is checked first, so that a wrong email creates
-   * nothing; should it be disabled or deleted between the check and the write, the app is deleted again.
+   * An app with an owner from the start, both written together. The owner is checked first, so
+   * that a wrong email creates nothing. A developer creating its own app in the portal is held by
+   * its limits (`DeveloperLimits`): how many it may create an hour, taken before anything is
+   * written, and how many it may own, counted as the app is written; the operator is held by none.
    */
   async create(name: string, ownerEmail: string, context: RequestContext): Promise<OwnedApp> {
     const developer = await this.developers.find(ownerEmail);
     if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
-    const created = await this.apps.create(name);
+    const limited = context.by !== 'operator';
+    if (limited) {
+      checkedAppName(name);
+      await this.limits.takeAppCreation(developer.id, context);
+    }
     try {
-      const { owner } = await this.members.ownNewApp(created.appId, developer.email, context);
-      return { ...created, owner: { id: owner.id, email: owner.email } };
+      const created = await this.apps.create(name, { developerId: developer.id, maxOwnedApps: limited ? this.limits.ownedApps : null, context });
+      return { ...created, owner: { id: developer.id, email: developer.email } };
     } catch (error) {
-      await this.apps.delete(created.appId, context).catch(() => {});
+      if (error instanceof AppLimitReached) throw await this.limits.appLimitReached(developer.id, error.ownedApps, context);
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 import type { DeveloperRecord } from './developer.js';
-import type { AccountAuditOf, DeveloperEvent } from './events.js';
+import type { AccountAuditOf, DeveloperEvent, NewDeveloperEvent } from './events.js';
 import type { OneTimeLinkRecord } from './one-time-link.js';
 import type { AppRole } from './roles.js';
 import type { SessionRecord } from './session.js';
@@ -48,6 +48,11 @@ export interface DeveloperAccountStore {
   disable(developerId: string, at: number, audit: AccountAuditOf<{ sessionsEnded: number }>): Promise<{ sessionsEnded: number } | undefined>;
   /** Deletes the developer with its sessions, links, memberships and account events. False if there is none. */
   delete(developerId: string): Promise<boolean>;
+  /**
+   * Writes account events that go with no change (a limit's refusal), each developer keeping its
+   * newest `MAX_EVENTS_PER_DEVELOPER` as with every other event.
+   */
+  appendEvents(batch: NewDeveloperEvent[]): Promise<void>;
   /** The developer's account events, newest first. */
   listEvents(developerId: string, limit: number): Promise<DeveloperEvent[]>;
   /** Deletes up to `batch` of the account events recorded before `cutoff` (UNIX ms); returns how many. */

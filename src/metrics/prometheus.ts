@@ -12,7 +12,14 @@ const STORE_PING_TIMEOUT_MS = 1_000;
 
 const KINDS: readonly PrincipalKind[] = ['admin', 'anonymous'];
 const DECISIONS: readonly ForwardAuthDecision[] = ['allowed', 'unauthenticated', 'forbidden', 'error'];
-const LIMITS: readonly RateLimitName[] = ['token_requests_per_address', 'admin_failures_per_address', 'admin_failures_per_app', 'sign_in'];
+const LIMITS: readonly RateLimitName[] = [
+  'token_requests_per_address',
+  'admin_failures_per_address',
+  'admin_failures_per_app',
+  'sign_in',
+  'app_creations',
+  'invitations',
+];
 const WRITERS: readonly BatchWriter[] = ['tokens', 'events'];
 /** The refusals the services record, shown as 0 from the start (others appear when they happen). */
 const KNOWN_REFUSALS: readonly (readonly [reason: string, kind: string])[] = [

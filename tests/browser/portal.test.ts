@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
 import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';
-import { createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
+import { OPERATOR } from '../../src/request-context.js';
+import { createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 // The developer portal in Chromium, as a developer uses it: sign in, create an app, copy its keys,
@@ -105,5 +106,32 @@ describe('a developer in the portal', () => {
       assert.ok(!(await page.content()).includes(created.appKey));
     }
     await page.close();
+  });
+
+  it('is told, on the new-app form, that it owns as many apps as it may; the name typed is kept', async () => {
+    const limited = await startServer({
+      developerLimits: { ownedApps: 2, appCreations: { points: 20, duration: 3600 }, invitations: { points: 50, duration: 3600 } },
+    });
+    try {
+      const developer = await createDeveloper(limited, 'busy@example.com');
+      for (const name of ['Shop', 'Weather']) await limited.tessera.ownedApps.create(name, developer.email, OPERATOR);
+      const page = await browser.newPage();
+      await signIn(page, limited, developer.email);
+      await follow(page, () => page.getByRole('link', { name: 'New app' }).click());
+      await page.getByLabel('Name').fill('Maps');
+      const [answer] = await Promise.all([page.waitForResponse((response) => response.request().method() === 'POST'), follow(page, () => page.getByRole('button', { name: 'Create app' }).click())]);
+      assert.equal(answer.status(), 403);
+      assert.equal(
+        await page.getByRole('alert').textContent(),
+        'You own 2 apps, and a developer may own 2 at most here. Delete an app you no longer need (on its Settings page), or ask the operator of this service to raise the limit.',
+      );
+      assert.equal(await page.getByLabel('Name').inputValue(), 'Maps');
+      assert.equal(await page.locator('[data-key]').count(), 0);
+      await screenshots(page, 'app-limit');
+      await page.close();
+      assert.equal((await limited.tessera.members.appsOf(developer.id)).length, 2);
+    } finally {
+      await limited.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
+import type { DeveloperLimitSettings } from '../../src/developers/developer-limits.js';
 import type { SignInLimitSettings } from '../../src/developers/sign-in-limits.js';
 import type { HousekeepingSettings } from '../../src/housekeeping.js';
 import { buildServer } from '../../src/server.js';
@@ -54,6 +55,8 @@ export interface TestServerOptions {
   portalSignup?: 'open' | 'invite';
   /** The portal's sign-in (and sign-up) limits; they count only when `rateLimits` are enabled. */
   signInLimits?: SignInLimitSettings;
+  /** What one developer may add in the portal; the rates count only when `rateLimits` are enabled. */
+  developerLimits?: DeveloperLimitSettings;
   /** Prometheus metrics, as with METRICS_PORT=0: their own listener on 127.0.0.1 (`metricsUrl`). */
   metrics?: boolean;
 }
@@ -77,6 +80,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.revokedTokensMaxPerApp === undefined ? {} : { revokedTokensMaxPerApp: options.revokedTokensMaxPerApp }),
     ...(options.housekeeping === undefined ? {} : { housekeeping: options.housekeeping }),
     ...(options.signInLimits === undefined ? {} : { signInLimits: options.signInLimits }),
+    ...(options.developerLimits === undefined ? {} : { developerLimits: options.developerLimits }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { DeletedApp } from '../../src/apps/store.js';
+import { AppConflictError, type DeletedApp } from '../../src/apps/store.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
 import { DeveloperConflictError } from '../../src/developers/store.js';
@@ -232,6 +232,19 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal((await store().accounts.listEvents(developer.id, 3)).length, 3);
     });
 
+    it('appends account events that go with no change, keeping each developer\u2019s newest ones only', async () => {
+      const developer = await stored();
+      await store().accounts.appendEvents([developerEvent(developer.id, { type: 'developer.limit_reached', details: { limit: 'owned_apps' } })]);
+      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]), [
+        ['developer.limit_reached', { limit: 'owned_apps' }],
+      ]);
+      const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER }, (_, n) => developerEvent(developer.id, { details: { n } }));
+      await store().accounts.appendEvents(many);
+      const listed = await store().accounts.listEvents(developer.id, 2 * MAX_EVENTS_PER_DEVELOPER);
+      assert.equal(listed.length, MAX_EVENTS_PER_DEVELOPER);
+      assert.equal(listed.at(-1)?.details.n, 0);
+    });
+
     it('removes account events older than a cutoff, in batches', async () => {
       const developer = await stored();
       const events = [T0 - 3, T0 - 2, T0 - 1, T0, T0 + 1].map((at) => developerEvent(developer.id, { at }));
@@ -375,6 +388,54 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await store().members.setOwner('no-such-app', ada.id, T0, none), undefined);
       await assert.rejects(store().members.setOwner(app.appId, ada.id, T0, () => unwritable(ada.id)));
       assert.deepEqual(await store().members.ofApp(app.appId), []);
+    });
+
+    it('inserts an app with its owner and its events; at the owner\u2019s limit, or for no enabled developer, nothing', async () => {
+      const [ada, disabled] = [await stored(), await stored({ disabledAt: T0 })];
+      const first = makeApp({ createdAt: T0 + 1 });
+      const ownerChanged = (app: { appId: string }) => () => [makeEvent(app.appId, { type: 'app.owner_changed', principal: 'developer', details: { ownerId: ada.id } })];
+      assert.deepEqual(await current().apps.insertOwned(first, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(first)), { inserted: true, ownedApps: 0 });
+      assert.deepEqual(await current().apps.findById(first.appId), first);
+      assert.deepEqual((await store().members.ofApp(first.appId)).map(({ developerId, role, addedAt }) => ({ developerId, role, addedAt })), [
+        { developerId: ada.id, role: 'owner', addedAt: T0 + 1 },
+      ]);
+      assert.deepEqual((await current().events.list({ appId: first.appId, limit: 10 })).map((event) => event.type), ['app.owner_changed']);
+      // A collaboration is no app owned.
+      const joined = await storedApp();
+      const invitation = makeInvitation(joined.appId, ada.email);
+      await store().links.insert(invitation, none);
+      await store().members.acceptInvitation(invitation.id, ada.id, T0, none);
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 2 }, () => []), { inserted: true, ownedApps: 1 });
+
+      const refused = makeApp();
+      assert.deepEqual(await current().apps.insertOwned(refused, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(refused)), { inserted: false, ownedApps: 2 });
+      assert.equal(await current().apps.insertOwned(makeApp(), { developerId: disabled.id, maxOwnedApps: null }, () => []), undefined);
+      assert.equal(await current().apps.insertOwned(makeApp(), { developerId: randomBytes(8).toString('hex'), maxOwnedApps: null }, () => []), undefined);
+      assert.equal(await current().apps.findById(refused.appId), undefined);
+      assert.deepEqual(await current().events.list({ appId: refused.appId, limit: 10 }), []);
+      assert.equal(await current().apps.count(), 3);
+      // No limit: the operator's.
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: null }, () => []), { inserted: true, ownedApps: 2 });
+    });
+
+    it('writes neither app nor owner whose events cannot be written, and refuses a taken AppID', async () => {
+      const ada = await stored();
+      const app = makeApp();
+      const unwritableEvent = () => [makeEvent(app.appId, { type: null as unknown as 'app.owner_changed' })];
+      await assert.rejects(current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, unwritableEvent));
+      assert.equal(await current().apps.findById(app.appId), undefined);
+      assert.deepEqual(await store().members.ofDeveloper(ada.id), []);
+      await current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, () => []);
+      await assert.rejects(current().apps.insertOwned(makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []), AppConflictError);
+      assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
+    });
+
+    it('lets simultaneous insertions for one developer pass its limit never', async () => {
+      const ada = await stored();
+      const results = await Promise.all(Array.from({ length: 20 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5 }, () => [])));
+      assert.equal(results.filter((result) => result?.inserted === true).length, 5);
+      assert.equal((await store().members.ofDeveloper(ada.id)).length, 5);
+      assert.equal(await current().apps.count(), 5);
     });
 
     it('keeps one owner when two are set at the same moment', async () => {

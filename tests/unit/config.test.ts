@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       demoApp: true,
       portal: true,
       portalSignup: 'invite',
+      portalAppsPerDeveloper: 100,
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
       housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000, maxRefusalsPerApp: 10_000 },
       forwardAuthAdminPaths: [],
@@ -67,6 +68,7 @@ describe('loadConfig', () => {
       DEMO_APP: 'off',
       PORTAL: 'off',
       PORTAL_SIGNUP: 'open',
+      PORTAL_APPS_PER_DEVELOPER: '25',
       PG_POOL_SIZE: '4',
       PG_CONNECT_TIMEOUT_MS: '750',
       PG_QUERY_TIMEOUT_MS: '1500',
@@ -104,6 +106,7 @@ describe('loadConfig', () => {
       demoApp: false,
       portal: false,
       portalSignup: 'open',
+      portalAppsPerDeveloper: 25,
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500 },
       housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000, maxRefusalsPerApp: 200 },
       forwardAuthAdminPaths: [
@@ -189,6 +192,15 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ PORTAL_SIGNUP: ' Open ' }).portalSignup, 'open');
     for (const value of ['on', 'closed', 'yes', 'opened']) {
       assert.throws(() => loadConfig({ PORTAL_SIGNUP: value }), ConfigError, value);
+    }
+  });
+
+  it('reads PORTAL_APPS_PER_DEVELOPER: 100 by default, 0 (the portal creates none) to 1,000,000, anything else refused', () => {
+    assert.equal(loadConfig({}).portalAppsPerDeveloper, 100);
+    assert.equal(loadConfig({ PORTAL_APPS_PER_DEVELOPER: ' 0 ' }).portalAppsPerDeveloper, 0);
+    assert.equal(loadConfig({ PORTAL_APPS_PER_DEVELOPER: '1000000' }).portalAppsPerDeveloper, 1_000_000);
+    for (const value of ['-1', '1000001', '10.5', 'many', '1e3']) {
+      assert.throws(() => loadConfig({ PORTAL_APPS_PER_DEVELOPER: value }), ConfigError, value);
     }
   });
 

@@ -53,8 +53,10 @@ ${described.length === 0
     try {
       created = await ownedApps.create(name, developer.email, asDeveloper(request));
     } catch (error) {
-      if (!isTesseraError(error) || error.status !== 400) throw error;
-      return sendPage(reply, newAppForm(request, reply, issueOnce(reply, once), { name, message: error.message }), 400);
+      // A mistake in the form, or a limit reached: the form again, with what was typed and why.
+      if (!isTesseraError(error) || (error.status !== 400 && error.code !== 'APP_LIMIT_REACHED' && error.code !== 'TOO_MANY_REQUESTS')) throw error;
+      if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
+      return sendPage(reply, newAppForm(request, reply, issueOnce(reply, once), { name, message: error.message }), error.status);
     }
     return sendPage(reply, createdPage(request, reply, created, publicUrl), 201);
   });

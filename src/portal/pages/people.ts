@@ -44,8 +44,9 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     try {
       invitation = await members.invite(appId, email, asDeveloper(request));
     } catch (error) {
-      if (!isTesseraError(error) || error.status !== 400) throw error;
-      return sendPage(reply, await peoplePage(request, reply, { role, described, email, message: error.message }), 400);
+      if (!isTesseraError(error) || (error.status !== 400 && error.code !== 'TOO_MANY_REQUESTS')) throw error;
+      if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
+      return sendPage(reply, await peoplePage(request, reply, { role, described, email, message: error.message }), error.status);
     }
     const link = invitation.url ?? `${publicUrl ?? `${request.protocol}://${request.host}`}${invitation.path}`;
     return sendPage(reply, await peoplePage(request, reply, { role, described, invited: { email: normaliseEmail(email) ?? email, link, expiresAt: invitation.expiresAt } }));

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
@@ -27,23 +28,33 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
   return {
     async insert(app) {
       try {
-        await db.query({
-          name: 'tessera-insert-app',
-          text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
-                                   previous_secret_hash, previous_secret_valid_until)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          values: [
+        await db.query(insertAppQuery(app));
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppConflictError();
+        throw error;
+      }
+    },
+    async insertOwned(app, { developerId, maxOwnedApps }, audit) {
+      try {
+        return await db.transaction(async (client) => {
+          // The developer's row is locked, so that insertions for one developer take turns and each
+          // counts what the one before it inserted. NO KEY UPDATE: rows that merely reference the
+          // developer (its sessions, its events) do not wait for it.
+          const developer = await client.query('SELECT 1 FROM developers WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE', [developerId]);
+          if ((developer.rowCount ?? 0) === 0) return undefined;
+          const owned = await client.query<{ n: string }>("SELECT count(*) AS n FROM app_members WHERE developer_id = $1 AND role = 'owner'", [
+            developerId,
+          ]);
+          const ownedApps = Number(owned.rows[0]?.n ?? 0);
+          if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+          await client.query(insertAppQuery(app));
+          await client.query("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES ($1, $2, 'owner', $3)", [
             app.appId,
-            app.name,
-            app.appKey,
-            app.clientId,
-            app.clientSecretHash,
-            app.adminId,
+            developerId,
             app.createdAt,
-            JSON.stringify(app.configuration),
-            app.previousSecret?.hash ?? null,
-            app.previousSecret?.validUntil ?? null,
-          ],
+          ]);
+          await insertEvents(client, audit());
+          return { inserted: true, ownedApps };
         });
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppConflictError();
@@ -115,6 +126,27 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
         return true;
       });
     },
+  };
+}
+
+function insertAppQuery(app: AppRecord): pg.QueryConfig {
+  return {
+    name: 'tessera-insert-app',
+    text: `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
+                             previous_secret_hash, previous_secret_valid_until)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    values: [
+      app.appId,
+      app.name,
+      app.appKey,
+      app.clientId,
+      app.clientSecretHash,
+      app.adminId,
+      app.createdAt,
+      JSON.stringify(app.configuration),
+      app.previousSecret?.hash ?? null,
+      app.previousSecret?.validUntil ?? null,
+    ],
   };
 }
 

@@ -144,6 +144,9 @@ function postgresDeveloperAccountStore(db: PostgresQueries): DeveloperAccountSto
       const result = await db.query({ text: 'DELETE FROM developers WHERE id = $1', values: [developerId] });
       return (result.rowCount ?? 0) > 0;
     },
+    async appendEvents(batch) {
+      await db.transaction((client) => insertDeveloperEvents(client, batch));
+    },
     async listEvents(developerId, limit) {
       const result = await db.query<DeveloperEventRow>({
         name: 'tessera-list-developer-events',

@@ -1,5 +1,5 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
-import { AppConflictError, type AppStore, type DeletedApp, type SecretRotation } from '../../apps/store.js';
+import { AppConflictError, type AppStore, type DeletedApp, type NewAppOwner, type OwnedAppInsertion, type SecretRotation } from '../../apps/store.js';
 import type { NewDeveloperEvent } from '../../developers/events.js';
 import type { AppRole } from '../../developers/roles.js';
 import type { AuditOf } from '../../events/event.js';
@@ -40,6 +40,9 @@ export function sqliteAppStore(
        VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration,
                :previousSecretHash, :previousSecretValidUntil)`,
     ),
+    developerEnabled: db.prepare('SELECT EXISTS (SELECT 1 FROM developers WHERE id = :developerId AND disabled_at IS NULL) AS ok'),
+    ownedApps: db.prepare("SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'"),
+    insertOwner: db.prepare("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)"),
     findApp: db.prepare('SELECT * FROM apps WHERE app_id = :appId'),
     listApps: db.prepare('SELECT * FROM apps ORDER BY created_at, app_id'),
     countApps: db.prepare('SELECT count(*) AS n FROM apps'),
@@ -59,6 +62,28 @@ export function sqliteAppStore(
     ),
   };
 
+  const insertApp = (app: AppRecord): void => {
+    statements.insertApp.run({
+      ...app,
+      configuration: JSON.stringify(app.configuration),
+      previousSecretHash: app.previousSecret?.hash ?? null,
+      previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
+    });
+  };
+  // An IMMEDIATE transaction holds the write lock from its start: insertions take turns, and each
+  // counts what the one before it inserted.
+  const insertOwned = immediateTransaction(
+    db,
+    (app: AppRecord, { developerId, maxOwnedApps }: NewAppOwner, audit: AuditOf<void>): OwnedAppInsertion | undefined => {
+      if ((statements.developerEnabled.get({ developerId }) as { ok: number }).ok !== 1) return undefined;
+      const ownedApps = (statements.ownedApps.get({ developerId }) as { n: number }).n;
+      if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+      insertApp(app);
+      statements.insertOwner.run({ appId: app.appId, developerId, at: app.createdAt });
+      events.insert(audit());
+      return { inserted: true, ownedApps };
+    },
+  );
   const deleteApp = immediateTransaction(db, (appId: string, audit: (deleted: DeletedApp) => NewDeveloperEvent[]): boolean => {
     // Read before the deletion, which takes the memberships with it.
     const members = (statements.members.all({ appId }) as { developer_id: string; role: AppRole }[]).map((row) => ({
@@ -98,12 +123,15 @@ export function sqliteAppStore(
   return {
     async insert(app) {
       try {
-        statements.insertApp.run({
-          ...app,
-          configuration: JSON.stringify(app.configuration),
-          previousSecretHash: app.previousSecret?.hash ?? null,
-          previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
-        });
+        insertApp(app);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppConflictError();
+        throw error;
+      }
+    },
+    async insertOwned(app, owner, audit) {
+      try {
+        return insertOwned(app, owner, audit);
       } catch (error) {
         if (isUniqueViolation(error)) throw new AppConflictError();
         throw error;

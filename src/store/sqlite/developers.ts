@@ -107,6 +107,7 @@ function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAud
       return result;
     },
   );
+  const appendEvents = immediateTransaction(db, (batch: NewDeveloperEvent[]) => audit({ developer: batch }));
   const disable = immediateTransaction(db, (developerId: string, at: number, events: Parameters<DeveloperAccountStore['disable']>[2]) => {
     if (statements.disable.run({ id: developerId, at }).changes === 0) return undefined;
     const result = { sessionsEnded: statements.deleteSessions.run({ developerId }).changes };
@@ -149,6 +150,9 @@ function sqliteDeveloperAccountStore(db: SqliteDatabase, audit: SqliteAccountAud
     },
     async delete(developerId) {
       return statements.delete.run({ id: developerId }).changes > 0;
+    },
+    async appendEvents(batch) {
+      appendEvents(batch);
     },
     async listEvents(developerId, limit) {
       return (statements.listEvents.all({ developerId, limit }) as DeveloperEventRow[]).map(toDeveloperEvent);
