@@ -31,6 +31,8 @@ export interface AppOwnerToBe {
   developerId: string;
   maxOwnedApps: number | null;
   context: RequestContext;
+  /** A form's once value (`src/once.ts`): the app is created only if it claims it. */
+  once?: string | undefined;
 }
 
 /**
@@ -115,14 +117,15 @@ export class AppService {
     }
   }
 
-  async #insertOwned(record: AppRecord, { developerId, maxOwnedApps, context }: AppOwnerToBe): Promise<void> {
+  async #insertOwned(record: AppRecord, { developerId, maxOwnedApps, context, once }: AppOwnerToBe): Promise<void> {
     const stamp = await this.events.stamp(record.appId, context);
     const ownerChanged: NewAuditEvent = {
       ...stamp,
       type: 'app.owner_changed',
       details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null },
     };
-    const insertion = await this.store.insertOwned(record, { developerId, maxOwnedApps }, () => [ownerChanged]);
+    const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
+    const insertion = await this.store.insertOwned(record, { developerId, maxOwnedApps, once: claim }, () => [ownerChanged]).catch(sentAlready);
     if (insertion === undefined) throw developerNotFound();
     if (!insertion.inserted) throw new AppLimitReached(insertion.ownedApps);
   }
@@ -163,9 +166,7 @@ export class AppService {
         ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
         { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
       ])
-      .catch((error: unknown) => {
-        throw error instanceof OnceClaimedError ? formSentAlready() : error;
-      });
+      .catch(sentAlready);
     if (rotation === undefined) throw appNotFound();
     this.onChange(appId);
     const earlier = app.previousSecret;
@@ -229,4 +230,9 @@ export function checkedAppName(name: string): string {
     );
   }
   return trimmed;
+}
+
+/** A once value claimed before: the form was sent already. */
+function sentAlready(error: unknown): never {
+  throw error instanceof OnceClaimedError ? formSentAlready() : error;
 }

@@ -26,6 +26,11 @@ export interface NewAppOwner {
    * at the same moment cannot pass it together. Null: no limit (the operator's CLI).
    */
   maxOwnedApps: number | null;
+  /**
+   * A form's once value (`src/once.ts`), claimed in the insertion's transaction when the limit lets
+   * it through: `OnceClaimedError` (and nothing written) if it was claimed before.
+   */
+  once?: OnceClaim | undefined;
 }
 
 /** What `insertOwned` did: `ownedApps`, how many apps the developer owned before; `inserted` false when that was its limit. */

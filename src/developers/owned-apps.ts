@@ -20,7 +20,7 @@ export class OwnedApps {
    * its limits (`DeveloperLimits`): how many it may create an hour, taken before anything is
    * written, and how many it may own, counted as the app is written; the operator is held by none.
    */
-  async create(name: string, ownerEmail: string, context: RequestContext): Promise<OwnedApp> {
+  async create(name: string, ownerEmail: string, context: RequestContext, { once }: { once?: string } = {}): Promise<OwnedApp> {
     const developer = await this.developers.find(ownerEmail);
     if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
     const limited = context.by !== 'operator';
@@ -29,7 +29,7 @@ export class OwnedApps {
       await this.limits.takeAppCreation(developer.id, context);
     }
     try {
-      const created = await this.apps.create(name, { developerId: developer.id, maxOwnedApps: limited ? this.limits.ownedApps : null, context });
+      const created = await this.apps.create(name, { developerId: developer.id, maxOwnedApps: limited ? this.limits.ownedApps : null, context, once });
       return { ...created, owner: { id: developer.id, email: developer.email } };
     } catch (error) {
       if (error instanceof AppLimitReached) throw await this.limits.appLimitReached(developer.id, error.ownedApps, context);

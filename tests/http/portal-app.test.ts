@@ -162,6 +162,16 @@ describe('a new app in the portal', () => {
     assert.doesNotMatch(again.text, /data-key="clientSecret"/);
     assert.equal(await appsOfOwner(), before + 1);
   });
+
+  it('is created once when the same form is sent twice at the same time (a resend while the first is pending)', async () => {
+    const appsOfOwner = async () => (await server.tessera.members.appsOf(developerIds.owner!)).length;
+    const before = await appsOfOwner();
+    const { csrf, once } = await owner.page('/portal/apps/new');
+    const fields = { _csrf: csrf, once: once!, name: 'Sent together' };
+    const answers = await Promise.all([owner.post('/portal/apps', fields), owner.post('/portal/apps', fields), owner.post('/portal/apps', fields)]);
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 409, 409]);
+    assert.equal(await appsOfOwner(), before + 1);
+  });
 });
 
 describe('rotating the ClientSecret in the portal', () => {

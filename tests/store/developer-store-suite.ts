@@ -5,6 +5,7 @@ import { AppConflictError, type DeletedApp } from '../../src/apps/store.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
 import { DeveloperConflictError } from '../../src/developers/store.js';
+import { OnceClaimedError } from '../../src/once.js';
 import type { Store } from '../../src/store/store.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken, T0 } from '../helpers/fixtures.js';
 
@@ -436,6 +437,20 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(results.filter((result) => result?.inserted === true).length, 5);
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 5);
       assert.equal(await current().apps.count(), 5);
+    });
+
+    it('inserts one app of insertions sent together with one once value; one refused by the limit claims nothing', async () => {
+      const ada = await stored();
+      const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
+      const outcomes = await Promise.allSettled(Array.from({ length: 4 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5, once }, () => [])));
+      assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 1);
+      for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+      assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
+
+      const full = await stored();
+      const other = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 0, once: other }, () => []), { inserted: false, ownedApps: 0 });
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 1, once: other }, () => []), { inserted: true, ownedApps: 0 });
     });
 
     it('keeps one owner when two are set at the same moment', async () => {

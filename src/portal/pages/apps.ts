@@ -47,11 +47,11 @@ ${described.length === 0
 
   app.post('/apps', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { developer } = sessionOf(request);
-    useOnce(request, reply, once);
+    const sent = useOnce(request, reply, once);
     const name = formField(request, 'name') ?? '';
     let created: OwnedApp;
     try {
-      created = await ownedApps.create(name, developer.email, asDeveloper(request));
+      created = await ownedApps.create(name, developer.email, asDeveloper(request), { once: sent });
     } catch (error) {
       // A mistake in the form, or a limit reached: the form again, with what was typed and why.
       if (!isTesseraError(error) || (error.status !== 400 && error.code !== 'APP_LIMIT_REACHED' && error.code !== 'TOO_MANY_REQUESTS')) throw error;

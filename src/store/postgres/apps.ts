@@ -34,7 +34,7 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
         throw error;
       }
     },
-    async insertOwned(app, { developerId, maxOwnedApps }, audit) {
+    async insertOwned(app, { developerId, maxOwnedApps, once }, audit) {
       try {
         return await db.transaction(async (client) => {
           // The developer's row is locked, so that insertions for one developer take turns and each
@@ -47,6 +47,7 @@ export function postgresAppStore(db: PostgresQueries): AppStore {
           ]);
           const ownedApps = Number(owned.rows[0]?.n ?? 0);
           if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+          await claimOnce(client, once);
           await client.query(insertAppQuery(app));
           await client.query("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES ($1, $2, 'owner', $3)", [
             app.appId,

@@ -74,10 +74,11 @@ export function sqliteAppStore(
   // counts what the one before it inserted.
   const insertOwned = immediateTransaction(
     db,
-    (app: AppRecord, { developerId, maxOwnedApps }: NewAppOwner, audit: AuditOf<void>): OwnedAppInsertion | undefined => {
+    (app: AppRecord, { developerId, maxOwnedApps, once }: NewAppOwner, audit: AuditOf<void>): OwnedAppInsertion | undefined => {
       if ((statements.developerEnabled.get({ developerId }) as { ok: number }).ok !== 1) return undefined;
       const ownedApps = (statements.ownedApps.get({ developerId }) as { n: number }).n;
       if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+      claimOnce(once);
       insertApp(app);
       statements.insertOwner.run({ appId: app.appId, developerId, at: app.createdAt });
       events.insert(audit());
