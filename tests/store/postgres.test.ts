@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
+import { openPool, poolQueries } from '../../src/store/postgres/connection.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { makeApp } from '../helpers/fixtures.js';
@@ -130,6 +131,72 @@ describe('PostgreSQL store specifics', () => {
     } finally {
       await store.close();
       await proxy.cut();
+      await database.drop();
+    }
+  });
+
+  it('a transaction whose connection is terminated (pg_terminate_backend) answers 503; the connection is destroyed, and the next work gets another', async () => {
+    const database = await createPostgresDatabase();
+    const warnings: unknown[] = [];
+    // One connection only: the work after the failure can have no other than a new one.
+    const { pool } = openPool(database.databaseUrl, { poolSize: 1 }, (message, error) => warnings.push({ message, error }));
+    const db = poolQueries(pool);
+    const removed: pg.Client[] = [];
+    pool.on('remove', (client) => removed.push(client));
+    const admin = new pg.Client({ connectionString: database.databaseUrl });
+    await admin.connect();
+    const unavailable = (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503;
+    const terminate = (pid: number) => admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    try {
+      // Between two statements: the connection's 'error' comes while it is checked out and idle.
+      let used: pg.PoolClient | undefined;
+      await assert.rejects(
+        db.transaction(async (client) => {
+          used = client;
+          const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+          await terminate(pid);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await client.query('SELECT 1');
+        }),
+        unavailable,
+      );
+      assert.deepEqual(removed, [used], 'the terminated connection was removed from the pool');
+      assert.deepEqual(warnings, [{ message: 'a database connection failed; the pool opens another when needed', error: { code: '57P01', message: 'terminating connection due to administrator command' } }]);
+
+      // During a statement (waiting on a lock the test holds).
+      await admin.query('CREATE TABLE held (n integer)');
+      const locker = new pg.Client({ connectionString: database.databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE held IN ACCESS EXCLUSIVE MODE');
+        const waiting = db.transaction(async (client) => {
+          used = client;
+          await client.query('INSERT INTO held VALUES (1)');
+        });
+        let pid: number | undefined;
+        for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          const result = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO held%'");
+          pid = result.rows[0]?.pid;
+        }
+        assert.ok(pid !== undefined, 'the transaction never waited on the lock');
+        await terminate(pid);
+        await assert.rejects(waiting, unavailable);
+        await locker.query('COMMIT');
+      } finally {
+        await locker.end();
+      }
+      assert.equal(removed.length, 2);
+      assert.equal(removed[1], used);
+
+      // The pool works on: a transaction and a statement, on a connection of its own.
+      assert.equal(await db.transaction(async (client) => (await client.query('INSERT INTO held VALUES (2)')).rowCount), 1);
+      assert.equal((await db.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM held' })).rows[0]!.n, '1');
+      assert.equal(pool.totalCount, 1);
+    } finally {
+      await pool.end();
+      await admin.end();
       await database.drop();
     }
   });

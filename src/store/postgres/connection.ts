@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { unavailableOr } from './errors.js';
+import { isUnavailable, unavailableOr } from './errors.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (PG_POOL_SIZE). */
@@ -30,9 +30,34 @@ export function openPool(url: string, options: PostgresStoreOptions, warn: Warn)
     query_timeout: queryTimeoutMs,
     statement_timeout: queryTimeoutMs,
   });
-  // An idle connection that breaks (a database restart) must not crash the process.
-  pool.on('error', (error) => warn('an idle database connection failed', error));
+  heedConnectionErrors(pool, warn);
   return { pool, clientConfig };
+}
+
+/**
+ * Hears the error of every connection of the pool for the whole of its life: idle in the pool,
+ * checked out, inside a transaction. pg emits 'error' on a connection that breaks (terminated by
+ * `pg_terminate_backend()` in a switchover, a database restart, a cut network), and the pool
+ * listens only while the connection is idle: an error unheard ends the process. The statement in
+ * progress, or the next one, fails too, which answers 503; the pool replaces the connection.
+ */
+export function heedConnectionErrors(pool: pg.Pool, warn: Warn): void {
+  pool.on('connect', (client) => {
+    // A terminated connection emits twice: PostgreSQL's message, then the closed socket.
+    let told = false;
+    client.on('error', (error) => {
+      if (told) return;
+      told = true;
+      warn('a database connection failed; the pool opens another when needed', describeError(error));
+    });
+  });
+  // The pool passes on an idle connection's error, which its own listener above has told.
+  pool.on('error', () => {});
+}
+
+/** What to log of a connection's error: never the client pg attaches to it (its settings, its socket). */
+function describeError(error: Error & { code?: string }): { code: string | undefined; message: string } {
+  return { code: error.code, message: error.message };
 }
 
 /**
@@ -61,16 +86,20 @@ export function poolQueries(pool: pg.Pool): PostgresQueries {
       } catch (error) {
         throw unavailableOr(error);
       }
+      // A connection that failed (terminated, timed out) is destroyed, never given to the next caller.
+      let broken: Error | undefined;
       try {
         await client.query('BEGIN');
         const result = await work(client);
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw unavailableOr(error);
+        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+        const thrown = unavailableOr(error);
+        if (isUnavailable(thrown)) broken ??= error as Error;
+        throw thrown;
       } finally {
-        client.release();
+        client.release(broken);
       }
     },
   };

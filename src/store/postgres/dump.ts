@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { integerOf, type ColumnKind, type Row, type StoreDump, type TableSpec, type Value } from '../dump.js';
+import { heedConnectionErrors } from './connection.js';
 import { migrate } from './migrations.js';
 
 const ARRAY_TYPES: Record<ColumnKind, string> = { text: 'text[]', integer: 'bigint[]', blob: 'bytea[]', json: 'jsonb[]' };
@@ -21,6 +22,7 @@ export async function openPostgresDump(url: string, role: 'source' | 'target'): 
       if (found.rows[0]?.table == null) throw new Error('it is not a Tessera store (it has no schema_migrations table)');
     }
     const pool = new pg.Pool({ connectionString: url, max: 1 });
+    heedConnectionErrors(pool, () => {}); // a lost connection fails the migration, which says why
     try {
       await migrate(pool);
     } finally {
