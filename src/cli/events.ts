@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTesseraError } from '../errors.js';
-import { eventCountQuery, isCountPeriod, kindLabel, type CountOfKind, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
-import { describeEvent, type AuditEvent } from '../events/event.js';
+import { eventCountQuery, isCountPeriod, kindLabel, whoLabel, type CountOfKind, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
+import { actorOfEvent, describeEvent, type AuditEvent } from '../events/event.js';
 import { parseEventPageQuery } from '../events/query.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
@@ -124,7 +124,8 @@ function oneLine(event: AuditEvent): string {
   const details = Object.entries(event.details)
     .map(([key, value]) => `${key}=${value}`)
     .join(' ');
-  return [new Date(event.at).toISOString(), event.type.padEnd(25), (event.principal ?? '-').padEnd(9), event.clientAddress ?? '-', details]
+  const who = whoLabel(actorOfEvent(event.type, event.principal));
+  return [new Date(event.at).toISOString(), event.type.padEnd(25), who.padEnd(9), event.clientAddress ?? '-', details]
     .join('  ')
     .trimEnd();
 }

@@ -1,7 +1,7 @@
 import { TesseraError } from '../errors.js';
 import type { Actor } from '../request-context.js';
 import { quoted } from '../text.js';
-import type { EventDetails, EventType } from './event.js';
+import { actorOfEvent, type EventActor, type EventDetails, type EventType } from './event.js';
 
 /** The resolution of stored counts: one row per app, UTC minute, type, principal and reason. */
 export const COUNT_BUCKET_MS = 60_000;
@@ -12,6 +12,7 @@ export interface EventCount {
   /** Start of the period, UNIX ms (a UTC minute as stored; a minute, hour or day as listed). */
   bucket: number;
   type: EventType;
+  /** As recorded: for a refused request, the kind it asked to be (`actorOfEvent`). */
   principal: Actor | null;
   /** `details.reason` of the event (a refusal's), or null. */
   reason: string | null;
@@ -112,10 +113,9 @@ function isDateTime(text: string): boolean {
   return Number.isFinite(utc.getTime()) && utc.toISOString().startsWith(fields);
 }
 
-/** One kind of event in a counts answer. */
-export interface CountOfKind {
+/** One kind of event in a counts answer: who caused it, or what a refused request attempted (`actorOfEvent`). */
+export interface CountOfKind extends EventActor {
   type: EventType;
-  principal: Actor | null;
   reason: string | null;
   count: number;
 }
@@ -136,7 +136,7 @@ export function describeCounts(appId: string, query: EventCountQuery, rows: read
   const totals = new Map<string, CountOfKind>();
   const buckets = new Map<number, CountOfKind[]>();
   for (const row of rows) {
-    const kind = { type: row.type, principal: row.principal, reason: row.reason };
+    const kind = { type: row.type, ...actorOfEvent(row.type, row.principal), reason: row.reason };
     const key = kindLabel(kind);
     const total = totals.get(key);
     if (total === undefined) totals.set(key, { ...kind, count: row.count });
@@ -155,7 +155,12 @@ export function describeCounts(appId: string, query: EventCountQuery, rows: read
   };
 }
 
-/** `token.refused admin invalid_client`: a kind of event as people read it. */
-export function kindLabel(kind: Pick<CountOfKind, 'type' | 'principal' | 'reason'>): string {
-  return [kind.type, kind.principal ?? '-', kind.reason ?? ''].join(' ').trimEnd();
+/** `token.issued admin`, `token.refused attempted:admin invalid_client`: a kind of event as people read it. */
+export function kindLabel(kind: Pick<CountOfKind, 'type' | 'principal' | 'attempted' | 'reason'>): string {
+  return [kind.type, whoLabel(kind), kind.reason ?? ''].join(' ').trimEnd();
+}
+
+/** `admin`, `attempted:admin` (a refused request), or `-` (nobody known, nothing attempted). */
+export function whoLabel({ principal, attempted }: EventActor): string {
+  return principal ?? (attempted === null ? '-' : `attempted:${attempted}`);
 }

@@ -1,3 +1,4 @@
+import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
 
 /** What the audit log records. */
@@ -29,6 +30,10 @@ export interface NewAuditEvent {
   appId: string;
   /** UNIX ms. */
   at: number;
+  /**
+   * Who caused it. A refused request (`token.refused`, `token.throttled`) authenticated nobody: it is
+   * recorded with the kind of principal it asked to be, which `actorOfEvent` reads as what it attempted.
+   */
   principal: Actor | null;
   /** The client's address as the server saw it; null for the CLI. */
   clientAddress: string | null;
@@ -53,13 +58,40 @@ export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);
 }
 
+/** The types of refused requests: whoever sent one is unknown, whatever it asked for. */
+const REFUSED_REQUEST_TYPES: ReadonlySet<EventType> = new Set(['token.refused', 'token.throttled']);
+
+/** Who caused an event, and what a refused request attempted. */
+export interface EventActor {
+  /** Who caused it; null when unknown: a refused request (its client address is all that is known). */
+  principal: Actor | null;
+  /**
+   * What a refused request asked to be: `admin` (a ClientID and ClientSecret) or `anonymous` (the
+   * AppID and AppKey); null for a bad token, and for every event that is not a refusal.
+   */
+  attempted: PrincipalKind | null;
+}
+
+/**
+ * Who caused an event of `type` recorded with `principal`, and what it attempted. A refused request
+ * is recorded (and counted) with the kind of principal it asked to be, but nobody was authenticated:
+ * a wrong ClientSecret is not the admin's doing, so its actor is unknown, and the kind is what it
+ * attempted. Every reader of events and counts (the API, the CLI, the portal) goes through this.
+ */
+export function actorOfEvent(type: EventType, principal: Actor | null): EventActor {
+  if (!REFUSED_REQUEST_TYPES.has(type)) return { principal, attempted: null };
+  return { principal: null, attempted: principal === 'admin' || principal === 'anonymous' ? principal : null };
+}
+
 export function describeEvent(event: AuditEvent) {
+  const { principal, attempted } = actorOfEvent(event.type, event.principal);
   return {
     id: String(event.id),
     type: event.type,
     at: new Date(event.at).toISOString(),
     appId: event.appId,
-    principal: event.principal,
+    principal,
+    attempted,
     clientAddress: event.clientAddress,
     details: event.details,
   };

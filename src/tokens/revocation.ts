@@ -1,7 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
-import type { EventStamp, NewAuditEvent } from '../events/event.js';
+import type { EventDetails, EventStamp, NewAuditEvent } from '../events/event.js';
 import { actorOf, developerDetails, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
@@ -28,9 +28,20 @@ export function revocationKind(value: unknown): RevocationKind | undefined {
   return REVOCATION_KINDS.find((kind) => kind === value);
 }
 
-/** The `token.revoked` event of a revoke-all that removed `count` stored tokens. */
-export function appTokensRevoked(stamp: EventStamp, kind: RevocationKind, count: number, context: RequestContext): NewAuditEvent {
-  return { ...stamp, type: 'token.revoked', details: { kind, scope: 'app', count, ...developerDetails(context) } };
+/**
+ * The `token.revoked` event of a revoke-all that removed `count` stored tokens; with anonymous
+ * tokens, which are not stored (so not counted), also the cut-off that ends them all (UNIX ms).
+ */
+export function appTokensRevoked(
+  stamp: EventStamp,
+  kind: RevocationKind,
+  count: number,
+  context: RequestContext,
+  anonymousCutoff: number | null = null,
+): NewAuditEvent {
+  const details: EventDetails = { kind, scope: 'app', count };
+  if (anonymousCutoff !== null) details.anonymousCutoff = anonymousCutoff;
+  return { ...stamp, type: 'token.revoked', details: { ...details, ...developerDetails(context) } };
 }
 
 /** What a revoke-all did. */
@@ -44,10 +55,19 @@ export interface AppRevocation {
 /**
  * The answer to a revoke-all (API and CLI): `revoked` counts the stored tokens removed;
  * `anonymousCutoff`, with anonymous tokens, is the instant up to which every anonymous token of
- * the app is refused.
+ * the app is refused; `message` says what happened in words, since `revoked` alone (0 for
+ * anonymous tokens, which are not stored) reads as if nothing had.
  */
 export function describeAppRevocation(appId: string, kind: RevocationKind, { revoked, anonymousCutoff }: AppRevocation) {
-  return { appId, kind, revoked, ...(anonymousCutoff === null ? {} : { anonymousCutoff: new Date(anonymousCutoff).toISOString() }) };
+  if (anonymousCutoff === null) {
+    return { appId, kind, revoked, message: `Every admin token of app ${appId} is refused from now on (${revoked} revoked).` };
+  }
+  const cutoff = new Date(anonymousCutoff).toISOString();
+  const message =
+    kind === 'anonymous'
+      ? `Every anonymous token of app ${appId} issued up to ${cutoff} is refused from now on.`
+      : `Every admin token of app ${appId}, and every anonymous token issued up to ${cutoff}, is refused from now on.`;
+  return { appId, kind, revoked, anonymousCutoff: cutoff, message };
 }
 
 export interface TokenRevokerOptions {
@@ -110,14 +130,15 @@ export class TokenRevoker {
   async revokeAll(appId: string, kind: RevocationKind, context: RequestContext): Promise<AppRevocation> {
     const stamp = await this.events.stamp(appId, context);
     const at = this.#clock.now();
-    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed, context)]);
+    const anonymousCutoff = kind === 'admin' ? null : at;
+    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed, context, anonymousCutoff)]);
     this.checker.forgetAll();
     if (kind !== 'admin') this.checker.anonymous.revoked.forgetApp(appId);
     this.#onChange(appId);
     // The stored tokens removed: with `all`, admin tokens (and anonymous ones from before they were
     // self-verifying); self-verifying tokens ended by the cut-off are not counted, their number is unknown.
     this.#metrics.tokensRevoked(kind === 'anonymous' ? 'anonymous' : 'admin', revoked);
-    return { revoked, anonymousCutoff: kind === 'admin' ? null : at };
+    return { revoked, anonymousCutoff };
   }
 
   /**

@@ -131,6 +131,12 @@ describe("an app's owner in the portal", () => {
       await form.getByLabel('Seconds, from 1 to').fill('5');
     });
     const rotatedAt = Date.now();
+    // The answer says until when, to the second: a 5-second grace period ends within the minute.
+    const answered = page.locator('.outcome time');
+    assert.match((await answered.textContent()) ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    const answeredUntil = Date.parse((await answered.getAttribute('datetime')) ?? '');
+    assert.ok(Math.abs(answeredUntil - (rotatedAt + 5000)) < 2000, `until ${answeredUntil}`);
+    assert.equal((await answered.textContent())!.slice(11, 19), new Date(answeredUntil).toISOString().slice(11, 19));
     assert.equal((await adminTokenWith(app, app.clientSecret)).status, 200, 'the old secret works during the grace period');
     assert.equal((await adminTokenWith(app, newSecret)).status, 200);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
@@ -164,7 +170,10 @@ describe("an app's owner in the portal", () => {
     await page.getByLabel('All tokens, of both kinds').check();
     await page.getByLabel('Yes, revoke them now').check();
     await follow(page, () => page.getByRole('button', { name: 'Revoke tokens' }).click());
-    assert.equal(await page.getByRole('status').textContent(), 'Every token of the app is revoked.');
+    assert.equal(
+      await page.getByRole('status').textContent(),
+      "Every admin token, and every anonymous token issued until now, is refused from now on. Clients get new tokens with the app's keys.",
+    );
     assert.equal((await whoami(app.appUrl, bearer(admin))).status, 401);
     assert.equal((await whoami(app.appUrl, bearer(anonymous))).status, 401);
     assert.equal((await adminTokenWith(app, app.clientSecret)).status, 200, 'the keys still get new tokens');

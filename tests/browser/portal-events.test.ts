@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
 import { startBrowser, type TestBrowser } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
@@ -50,6 +50,11 @@ const eventsUrl = () => `${server.baseUrl}/portal/apps/${app.appId}/events`;
 /** The ids of the events the page lists, top to bottom. */
 async function listedIds(page: Page): Promise<number[]> {
   return (await page.locator('li.event').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-event-id')))));
+}
+
+/** The text of an element as a person reads it, one space between its parts. */
+async function textOf(locator: Locator): Promise<string> {
+  return ((await locator.textContent()) ?? '').replace(/\s+/g, ' ').trim();
 }
 
 async function chartTotals(page: Page, id: string): Promise<{ issued: number; refused: number; bars: number }> {
@@ -145,6 +150,33 @@ describe("an app's events in the portal", () => {
     await page.close();
   });
 
+  it('lists a refused admin attempt by what it asked for and from where, and a revoke-all by what it did', async () => {
+    const page = await browser.newPage();
+    await signIn(page, server, 'ada@example.com');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/settings`);
+    await page.getByLabel('Anonymous tokens', { exact: true }).check();
+    await page.getByLabel('Yes, revoke them now').check();
+    await follow(page, () => page.getByRole('button', { name: 'Revoke tokens' }).click());
+    assert.equal(
+      await page.getByRole('status').textContent(),
+      'Every anonymous token of the app issued until now is refused from now on. Clients get a new one with the AppID (and the AppKey, if the app requires it).',
+    );
+    assert.equal((await requestToken(app, adminFields(app, { client_secret: 'a guess' }))).status, 401);
+
+    await page.goto(eventsUrl());
+    const refused = page.locator('li.event[data-type="token.refused"]').first();
+    assert.equal(await refused.locator('.event-title').textContent(), 'Admin token request refused');
+    assert.equal(await textOf(refused.locator('.event-who')), 'By someone without valid credentials from 127.0.0.1');
+    assert.equal(await textOf(refused.locator('.event-details')), 'wrong ClientID or ClientSecret');
+    const revoked = page.locator('li.event[data-type="token.revoked"]').first();
+    assert.equal(await revoked.locator('.event-title').textContent(), 'Anonymous tokens revoked');
+    assert.equal(await textOf(revoked.locator('.event-who')), 'By ada@example.com from 127.0.0.1');
+    assert.match(await textOf(revoked.locator('.event-details')), /^every anonymous token issued up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC is refused$/);
+    await page.setViewportSize({ width: 375, height: 800 });
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
+    await page.close();
+  });
+
   it('warns at the top when the ClientSecret was sent from a web page, and points to rotating it', async () => {
     const exposed = await requestToken(app, adminFields(app), { origin: 'https://shop.example' });
     assert.equal(exposed.status, 400, exposed.text);
@@ -163,8 +195,14 @@ describe("an app's events in the portal", () => {
     await screenshot(page, 'events-warning');
     await page.setViewportSize({ width: 375, height: 800 });
     await screenshot(page, 'events-warning-phone');
-    await follow(page, () => warning.getByRole('link', { name: "the app's overview" }).click());
-    assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}`);
+    await follow(page, () => warning.getByRole('link', { name: 'Rotate the ClientSecret' }).click());
+    assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/rotate-secret`);
+    assert.equal(await page.getByRole('heading', { name: 'Rotate the ClientSecret' }).count(), 1);
+
+    // The overview has the same warning, whose link leads to the rotate form too, not to itself.
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
+    await follow(page, () => warning.getByRole('link', { name: 'Rotate the ClientSecret' }).click());
+    assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/rotate-secret`);
     await page.close();
   });
 });

@@ -187,7 +187,9 @@ const REVOKE_ALL: OperatorCommand = {
     if (kept[0] !== kept[1]) problems.push(`one token of two was revoked: ${JSON.stringify(kept)}`);
     const revoked = !kept[0] && !kept[1];
     if (!revoked && events.length > 0) problems.push(`events without a change: ${describeEvents(events)}`);
-    if (revoked && !eventsAre(events, [['token.revoked', 'operator', { kind: 'all', scope: 'app', count: 1 }]])) {
+    // The event names the cut-off that ended the anonymous tokens: the one stored with it.
+    const cutoff = (await tessera.store.apps.findById(app.appId))?.anonymousCutoff;
+    if (revoked && !eventsAre(events, [['token.revoked', 'operator', { kind: 'all', scope: 'app', count: 1, anonymousCutoff: cutoff }]])) {
       problems.push(`the tokens were revoked with the events ${describeEvents(events)}`);
     }
     context.outcome = revoked ? 'changed' : 'unchanged';

@@ -35,13 +35,19 @@ function attempt(app: CreatedApp, address: string, clientSecret = WRONG_SECRET):
   return requestToken(target, adminFields(target, { client_secret: clientSecret }), { 'x-forwarded-for': address });
 }
 
-/** `{"token.refused admin invalid_client": 3, "token.throttled admin address": 37, …}` of the app's counts. */
+/**
+ * `{"token.refused attempted:admin invalid_client": 3, "token.throttled attempted:admin address": 37, …}`
+ * of the app's counts: a refused attempt names what it asked to be, never an actor.
+ */
 async function totalsOf(app: CreatedApp, token: string): Promise<Record<string, number>> {
   await server.tessera.events.flush();
   const response = await requestAs(`${appOn(server, app).appUrl}/events/counts?per=minute`, bearer(token));
   assert.equal(response.status, 200, response.text);
   const totals: Record<string, number> = {};
-  for (const total of response.body.totals) totals[[total.type, total.principal ?? '-', total.reason ?? ''].join(' ').trim()] = total.count;
+  for (const total of response.body.totals) {
+    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
+    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
+  }
   return totals;
 }
 
@@ -71,10 +77,10 @@ describe('admin attempts throttled by the failed-admin limits', () => {
     assert.deepEqual(statuses, [...Array(ADDRESS_LIMIT).fill(401), ...Array(N - ADDRESS_LIMIT).fill(429)]);
 
     const totals = await totalsOf(app, token);
-    assert.equal(totals['token.refused admin invalid_client'], ADDRESS_LIMIT);
-    assert.equal(totals['token.throttled admin address'], N - ADDRESS_LIMIT + 1);
-    assert.equal(totals['token.refused admin invalid_client']! + totals['token.throttled admin address']!, N + 1);
-    assert.equal(totals['token.throttled admin app'], undefined);
+    assert.equal(totals['token.refused attempted:admin invalid_client'], ADDRESS_LIMIT);
+    assert.equal(totals['token.throttled attempted:admin address'], N - ADDRESS_LIMIT + 1);
+    assert.equal(totals['token.refused attempted:admin invalid_client']! + totals['token.throttled attempted:admin address']!, N + 1);
+    assert.equal(totals['token.throttled attempted:admin app'], undefined);
 
     assert.equal(rowsAfterRefusals, 1 + ADDRESS_LIMIT, 'the admin token issued and the refusals are rows');
     assert.equal(await rowsOf(app), rowsAfterRefusals, 'no row per throttled attempt');
@@ -88,8 +94,8 @@ describe('admin attempts throttled by the failed-admin limits', () => {
     for (const address of addresses) statuses.push((await attempt(app, address)).status);
     assert.deepEqual(statuses, [...Array(APP_CEILING).fill(401), ...Array(addresses.length - APP_CEILING).fill(429)]);
     const totals = await totalsOf(app, token);
-    assert.equal(totals['token.refused admin invalid_client'], APP_CEILING);
-    assert.equal(totals['token.throttled admin app'], addresses.length - APP_CEILING);
+    assert.equal(totals['token.refused attempted:admin invalid_client'], APP_CEILING);
+    assert.equal(totals['token.throttled attempted:admin app'], addresses.length - APP_CEILING);
     assert.equal(await rowsOf(app), 1 + APP_CEILING);
   });
 
@@ -101,7 +107,7 @@ describe('admin attempts throttled by the failed-admin limits', () => {
     const listed = await requestAs(`${appOn(server, app).appUrl}/events?type=token.throttled`, bearer(token));
     assert.equal(listed.status, 200, listed.text);
     assert.deepEqual(listed.body.events, []);
-    assert.equal((await totalsOf(app, token))['token.throttled admin address'], 2);
+    assert.equal((await totalsOf(app, token))['token.throttled attempted:admin address'], 2);
   });
 
   it('are not counted for an app that does not exist', async () => {

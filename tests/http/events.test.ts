@@ -29,11 +29,14 @@ const events = (query = '', appUrl = server.appUrl, token = admin) =>
 const counts = (query = '', appUrl = server.appUrl, token = admin) =>
   requestAs(`${appUrl}/events/counts${query}`, bearer(token));
 
-/** `{"token.issued anonymous": 3, "token.refused - invalid_token": 1, …}` from a counts answer. */
+/** `{"token.issued anonymous": 3, "token.refused attempted:admin invalid_client": 1, "token.refused - invalid_token": 1, …}` from a counts answer. */
 function totalsOf(response: JsonResponse): Record<string, number> {
   assert.equal(response.status, 200, response.text);
   const totals: Record<string, number> = {};
-  for (const total of response.body.totals) totals[[total.type, total.principal ?? '-', total.reason ?? ''].join(' ').trim()] = total.count;
+  for (const total of response.body.totals) {
+    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
+    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
+  }
   return totals;
 }
 
@@ -54,10 +57,10 @@ async function flood(total: number, send: () => Promise<JsonResponse>, concurren
 }
 
 /** Events are written just after the request is answered: wait until `count` of them are there. */
-async function eventsWhen(query: string, ready: (list: any[]) => boolean): Promise<any[]> {
+async function eventsWhen(query: string, ready: (list: any[]) => boolean, appUrl = server.appUrl, token = admin): Promise<any[]> {
   const deadline = Date.now() + 2000;
   for (;;) {
-    const response = await events(query);
+    const response = await events(query, appUrl, token);
     assert.equal(response.status, 200, response.text);
     if (ready(response.body.events)) return response.body.events;
     if (Date.now() > deadline) assert.fail(`events never became ready: ${response.text}`);
@@ -85,7 +88,7 @@ describe('GET /api/apps/{appId}/events', () => {
       ['app.configuration_changed', 'admin', null],
       ['token.revoked', 'admin', 'token'],
       ['token.refused', null, 'invalid_token'],
-      ['token.refused', 'admin', 'invalid_client'],
+      ['token.refused', null, 'invalid_client'],
       ['token.issued', 'admin', null],
     ]);
     for (const event of list) {
@@ -104,11 +107,40 @@ describe('GET /api/apps/{appId}/events', () => {
     assert.deepEqual(totalsOf(await counts()), {
       'token.issued admin': 1,
       'token.issued anonymous': 2,
-      'token.refused admin invalid_client': 1,
+      'token.refused attempted:admin invalid_client': 1,
       'token.refused - invalid_token': 1,
       'token.revoked anonymous': 1,
       'token.revoked admin': 1,
     });
+  });
+
+  it('names what a refused attempt asked to be, and who is known (its address), never the admin or an anonymous user as its actor', async () => {
+    const guessed = await createConfiguredApp(server, { requireAppKey: true }, 'Guessed at');
+    const guessedAdmin = (await requestToken(guessed, adminFields(guessed))).body.access_token as string;
+    assertError(await requestToken(guessed, adminFields(guessed, { client_secret: 'wrong-secret' })), 401, 'invalid_client');
+    assertError(await requestToken(guessed, anonymousFields(guessed, { client_secret: 'wrong-app-key' })), 401, 'invalid_client');
+    assertError(await whoami(guessed.appUrl, bearer('A'.repeat(43))), 401, 'INVALID_TOKEN');
+
+    const list = await eventsWhen('', (listed) => listed.length >= 5, guessed.appUrl, guessedAdmin);
+    assert.deepEqual(
+      list.map((event) => [event.type, event.principal, event.attempted, event.details.reason ?? null, event.clientAddress]),
+      [
+        ['token.refused', null, null, 'invalid_token', '127.0.0.1'],
+        ['token.refused', null, 'anonymous', 'invalid_client', '127.0.0.1'],
+        ['token.refused', null, 'admin', 'invalid_client', '127.0.0.1'],
+        ['token.issued', 'admin', null, null, '127.0.0.1'],
+        ['app.configuration_changed', 'operator', null, null, null],
+      ],
+    );
+    const totals = (await counts('?per=minute', guessed.appUrl, guessedAdmin)).body.totals as any[];
+    assert.deepEqual(
+      totals.filter((total) => total.type === 'token.refused').sort((a, b) => String(a.attempted).localeCompare(String(b.attempted))),
+      [
+        { type: 'token.refused', principal: null, attempted: 'admin', reason: 'invalid_client', count: 1 },
+        { type: 'token.refused', principal: null, attempted: 'anonymous', reason: 'invalid_client', count: 1 },
+        { type: 'token.refused', principal: null, attempted: null, reason: 'invalid_token', count: 1 },
+      ],
+    );
   });
 
   it('pages with limit and cursor, and filters by type', async () => {
@@ -189,8 +221,8 @@ describe('GET /api/apps/{appId}/events', () => {
       'token.issued anonymous': 1 + 1_500 + 200,
       'token.revoked admin': 1,
       'token.revoked anonymous': 200,
-      'token.refused admin invalid_client': 600,
-      'token.refused anonymous invalid_client': 300,
+      'token.refused attempted:admin invalid_client': 600,
+      'token.refused attempted:anonymous invalid_client': 300,
       'token.refused - invalid_token': 600,
     });
     const perMinute = (await counts('?per=minute', flooded.appUrl, floodedAdmin)).body;
@@ -216,8 +248,8 @@ describe('GET /api/apps/{appId}/events', () => {
       assert.equal(Date.parse(body.since) % periodMs, 0, `since starts a ${per}: ${body.since}`);
       assert.ok(until - Date.parse(body.since) >= span && until - Date.parse(body.since) < span + periodMs);
       assert.deepEqual(body.totals, [
-        { type: 'token.issued', principal: 'anonymous', reason: null, count: 3 },
-        { type: 'token.issued', principal: 'admin', reason: null, count: 1 },
+        { type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 3 },
+        { type: 'token.issued', principal: 'admin', attempted: null, reason: null, count: 1 },
       ]);
       for (const bucket of body.buckets) assert.equal(Date.parse(bucket.start) % periodMs, 0);
     }

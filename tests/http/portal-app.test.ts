@@ -281,6 +281,18 @@ describe('rotating the ClientSecret in the portal', () => {
     const overview = await owner.page(`/portal/apps/${app.appId}`);
     assert.match(overview.text, new RegExp(`data-previous-secret-valid-until="${previousSecretValidUntil}"`));
   });
+
+  it('gives the end of the grace period to the second, in the answer and on the overview', async () => {
+    const app = await newApp();
+    const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'custom', graceSeconds: '90', clientId: app.clientId });
+    assert.equal(response.status, 200, response.text);
+    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId);
+    const until = `<time datetime="${previousSecretValidUntil}">${previousSecretValidUntil!.slice(0, 10)} ${previousSecretValidUntil!.slice(11, 19)} UTC</time>`;
+    assert.ok(response.text.includes(`The previous ClientSecret keeps working until ${until}.`), /keeps working until [^.]*/.exec(response.text)?.[0]);
+    const overview = await owner.page(`/portal/apps/${app.appId}`);
+    assert.ok(overview.text.includes(`The previous ClientSecret still works, until ${until}.`), /still works, until [^.]*/.exec(overview.text)?.[0]);
+  });
 });
 
 describe("an app's settings in the portal", () => {
@@ -368,6 +380,21 @@ describe("an app's settings in the portal", () => {
     await server.tessera.events.flush();
     const { events } = await server.tessera.events.list(app.appId, { type: 'token.revoked', limit: 10 });
     assert.equal(events[0]?.principal, 'developer');
+  });
+
+  it('say what a revoke-all did: every anonymous token issued until then is refused, new ones work', async () => {
+    const app = await newApp();
+    const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    for (const [kind, said] of [
+      ['admin', 'Every admin token of the app is revoked: each one is refused from now on. Server code gets a new one with the ClientSecret.'],
+      ['anonymous', 'Every anonymous token of the app issued until now is refused from now on. Clients get a new one with the AppID (and the AppKey, if the app requires it).'],
+      ['all', 'Every admin token, and every anonymous token issued until now, is refused from now on. Clients get new tokens with the app&#39;s keys.'],
+    ] as const) {
+      const response = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, kind, confirm: 'yes' });
+      assert.equal(response.status, 303, kind);
+      const done = await owner.page(response.location!);
+      assert.ok(done.text.includes(`<p class="notice success" role="status">${said}</p>`), `${kind}: ${/role="status">[^<]*/.exec(done.text)?.[0]}`);
+    }
   });
 
   it('delete the app once its name is typed, then go back to the apps', async () => {

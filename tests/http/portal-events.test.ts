@@ -36,6 +36,17 @@ after(async () => {
 const eventsPath = (query = '') => `/portal/apps/${app.appId}/events${query}`;
 const livePath = (query = '') => `/portal/apps/${app.appId}/events/live${query}`;
 
+/** Each event a page lists, as its HTML, in its order. */
+function eventItems(text: string): string[] {
+  return text.split('<li class="event ').slice(1).map((item) => item.slice(0, item.indexOf('\n</li>')));
+}
+
+/** `2026-11-23 17:02:11 UTC`, as the portal says an instant to the second. */
+function utcSecond(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+}
+
 /** The ids of the events a page lists, in its order. */
 function listedIds(text: string): number[] {
   return [...text.matchAll(/data-event-id="(\d+)"/g)].map((match) => Number(match[1]));
@@ -55,12 +66,60 @@ describe('the events page', () => {
       assert.ok(ids.length >= 2);
       assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
       assert.ok(page.text.indexOf('Admin token request refused') < page.text.indexOf('Admin token issued'));
-      assert.match(page.text, /wrong ClientID, ClientSecret or AppKey/);
+      assert.match(page.text, /wrong ClientID or ClientSecret/);
       assert.match(page.text, /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1" data-throttled="0">/);
       assert.match(page.text, /<figure class="chart" id="chart-daily" data-per="day" data-issued="2" data-refused="1" data-throttled="0">/);
       assert.doesNotMatch(page.text, new RegExp(app.clientSecret));
       assert.doesNotMatch(page.text, /data-warning="secret-exposed"/);
     }
+  });
+
+  it('lists a refused attempt as what it asked for and from where, never as the admin\'s or an anonymous user\'s doing', async () => {
+    const guessed = appOn(server, await server.tessera.ownedApps.create('Guessed', 'owner@example.com', OPERATOR));
+    await server.tessera.apps.configure(guessed.appId, { requireAppKey: true }, OPERATOR);
+    assert.equal((await requestToken(guessed, adminFields(guessed, { client_secret: 'guess' }))).status, 401);
+    assert.equal((await requestToken(guessed, anonymousFields(guessed, { client_secret: 'guess' }))).status, 401);
+    const page = await owner.get(`/portal/apps/${guessed.appId}/events?type=token.refused`);
+    assert.equal(page.status, 200, page.text);
+    const [anonymousAttempt, adminAttempt] = eventItems(page.text);
+    assert.equal(eventItems(page.text).length, 2);
+
+    assert.match(adminAttempt!, /<strong class="event-title">Admin token request refused<\/strong>/);
+    assert.match(adminAttempt!, /<span>By someone without valid credentials<\/span> <span>from 127\.0\.0\.1<\/span>/);
+    assert.match(adminAttempt!, /<li>wrong ClientID or ClientSecret<\/li>/);
+    assert.doesNotMatch(adminAttempt!, /the admin|AppKey/);
+
+    assert.match(anonymousAttempt!, /<strong class="event-title">Anonymous token request refused<\/strong>/);
+    assert.match(anonymousAttempt!, /<span>By someone without valid credentials<\/span> <span>from 127\.0\.0\.1<\/span>/);
+    assert.match(anonymousAttempt!, /<li>wrong AppKey<\/li>/);
+    assert.doesNotMatch(anonymousAttempt!, /an anonymous user|ClientSecret/);
+  });
+
+  it('says what a revoke-all did: every anonymous token issued up to the cut-off is refused, not "count: 0"', async () => {
+    const revoked = appOn(server, await server.tessera.ownedApps.create('Revoked', 'owner@example.com', OPERATOR));
+    assert.equal((await requestToken(revoked, adminFields(revoked))).status, 200);
+    for (const kind of ['anonymous', 'admin', 'all']) {
+      const { csrf } = await owner.page(`/portal/apps/${revoked.appId}/settings`);
+      const answer = await owner.post(`/portal/apps/${revoked.appId}/revoke-tokens`, { _csrf: csrf, kind, confirm: 'yes' });
+      assert.equal(answer.status, 303, answer.text);
+    }
+    const page = await owner.get(`/portal/apps/${revoked.appId}/events?type=token.revoked`);
+    assert.equal(page.status, 200, page.text);
+    const [all, admin, anonymous] = eventItems(page.text);
+    const { events: recorded } = await server.tessera.events.list(revoked.appId, { type: 'token.revoked', limit: 3 });
+    const cutoffOf = (index: number) => utcSecond(recorded[index]!.details.anonymousCutoff as number);
+
+    assert.match(anonymous!, /<strong class="event-title">Anonymous tokens revoked<\/strong>/);
+    assert.match(anonymous!, new RegExp(`<li>every anonymous token issued up to ${cutoffOf(2)} is refused</li>`));
+    assert.doesNotMatch(anonymous!, /count|scope|kind:/);
+
+    assert.match(admin!, /<strong class="event-title">Admin tokens revoked<\/strong>/);
+    assert.match(admin!, /<li>every admin token is refused \(1 revoked\)<\/li>/);
+    assert.doesNotMatch(admin!, /count|scope|kind:/);
+
+    assert.match(all!, /<strong class="event-title">All tokens revoked<\/strong>/);
+    assert.match(all!, new RegExp(`<li>every admin token, and every anonymous token issued up to ${cutoffOf(0)}, is refused</li>`));
+    assert.doesNotMatch(all!, /count|scope|kind:/);
   });
 
   it('filters by type', async () => {
@@ -120,7 +179,13 @@ describe('the events page', () => {
     const page = await owner.get(eventsPath());
     assert.match(page.text, /data-warning="secret-exposed"/);
     assert.match(page.text, /<code>https:\/\/shop\.example<\/code>/);
-    assert.match(page.text, new RegExp(`<a href="/portal/apps/${app.appId}">the app's overview</a>`));
+    assert.match(page.text, new RegExp(`<a href="/portal/apps/${app.appId}/rotate-secret">Rotate the ClientSecret</a>`));
+    // The overview shows the same warning: its link leads to the rotate form, not back to the overview.
+    const overview = await owner.get(`/portal/apps/${app.appId}`);
+    assert.match(overview.text, /data-warning="secret-exposed"/);
+    assert.match(overview.text, new RegExp(`<a href="/portal/apps/${app.appId}/rotate-secret">Rotate the ClientSecret</a>`));
+    assert.doesNotMatch(overview.text, new RegExp(`<a href="/portal/apps/${app.appId}">the app's overview</a>`));
+    assert.equal((await owner.get(`/portal/apps/${app.appId}/rotate-secret`)).status, 200, 'the owner may open the form the link leads to');
     assert.ok(page.text.indexOf('data-warning') < page.text.indexOf('<h2>Tokens</h2>'), 'at the top');
     assert.match(page.text, /ClientSecret sent from a browser/);
     assert.match((await collaborator.get(eventsPath())).text, /Ask the app's owner to rotate the ClientSecret/);

@@ -189,10 +189,14 @@ describe('revocation and introspection answers are never cached', () => {
   });
 });
 
-/** A revoke-all's answer: the stored tokens removed, and for anonymous tokens the cut-off, an instant of the last few seconds. */
+/**
+ * A revoke-all's answer: the stored tokens removed, for anonymous tokens the cut-off, an instant of
+ * the last few seconds, and what happened in words.
+ */
 function assertAppRevocation(body: unknown, expected: { appId: string; kind: string; revoked: number }): void {
-  const { anonymousCutoff, ...rest } = body as { anonymousCutoff?: string };
+  const { anonymousCutoff, message, ...rest } = body as { anonymousCutoff?: string; message?: string };
   assert.deepEqual(rest, expected);
+  assert.equal(typeof message, 'string');
   if (expected.kind === 'admin') return assert.equal(anonymousCutoff, undefined);
   assert.equal(typeof anonymousCutoff, 'string');
   const age = Date.now() - Date.parse(anonymousCutoff!);
@@ -226,6 +230,40 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     assertAppRevocation(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
     for (const token of admins) assert.equal(await works(token), false);
     assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
+  });
+
+  it('says what a revoke-all did in words: every anonymous token issued up to the cut-off is refused, however many (none is stored)', async () => {
+    const fresh = await createConfiguredApp(server, {}, 'Cut off');
+    const admin = await adminTokenOf(fresh);
+    const before = [await anonymousTokenOf(fresh), await anonymousTokenOf(fresh)];
+
+    const anonymous = await requestAs(`${fresh.appUrl}/tokens?kind=anonymous`, bearer(admin), 'DELETE');
+    assert.equal(anonymous.status, 200, anonymous.text);
+    const cutoff = anonymous.body.anonymousCutoff as string;
+    assert.equal(anonymous.body.revoked, 0);
+    assert.equal(anonymous.body.message, `Every anonymous token of app ${fresh.appId} issued up to ${cutoff} is refused from now on.`);
+    for (const token of before) assert.equal((await whoami(fresh.appUrl, bearer(token))).status, 401);
+
+    const admins = await requestAs(`${fresh.appUrl}/tokens?kind=admin`, bearer(admin), 'DELETE');
+    assert.equal(admins.body.message, `Every admin token of app ${fresh.appId} is refused from now on (1 revoked).`);
+    const again = await adminTokenOf(fresh);
+    const all = await requestAs(`${fresh.appUrl}/tokens?kind=all`, bearer(again), 'DELETE');
+    assert.equal(
+      all.body.message,
+      `Every admin token of app ${fresh.appId}, and every anonymous token issued up to ${all.body.anonymousCutoff}, is refused from now on.`,
+    );
+
+    // The event says the same: the cut-off (UNIX ms), beside the count of stored tokens.
+    await server.tessera.events.flush();
+    const { events } = await server.tessera.events.list(fresh.appId, { type: 'token.revoked', limit: 10 });
+    assert.deepEqual(
+      events.map((event) => event.details),
+      [
+        { kind: 'all', scope: 'app', count: 1, anonymousCutoff: Date.parse(all.body.anonymousCutoff) },
+        { kind: 'admin', scope: 'app', count: 1 },
+        { kind: 'anonymous', scope: 'app', count: 0, anonymousCutoff: Date.parse(cutoff) },
+      ],
+    );
   });
 
   it('refuses an unknown kind with 400 invalid_request', async () => {

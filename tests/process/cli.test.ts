@@ -642,14 +642,19 @@ describe('token lifecycle from the CLI, with a server running', () => {
 
     const byKind = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'admin', '--json']);
     assert.equal(byKind.code, 0, byKind.stderr);
-    assert.deepEqual(parseJson(byKind.stdout, 'tokens revoke-all --json'), { appId: app.appId, kind: 'admin', revoked: 1 });
+    assert.deepEqual(parseJson(byKind.stdout, 'tokens revoke-all --json'), {
+      appId: app.appId,
+      kind: 'admin',
+      revoked: 1,
+      message: `Every admin token of app ${app.appId} is refused from now on (1 revoked).`,
+    });
     await refusedWithin(app.appId, admin);
     assert.equal((await whoami(app.appId, anonymous)).status, 200);
 
     const all = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'all']);
     assert.equal(all.code, 0, all.stderr);
-    assert.match(all.stdout, /Revoked 0 stored token/, 'the admin tokens went first; anonymous tokens are not stored');
-    assert.match(all.stdout, /Every anonymous token issued up to \d{4}-\d\d-\d\dT[0-9:.]+Z is refused/);
+    assert.match(all.stdout, new RegExp(`^Every admin token of app ${app.appId}, and every anonymous token issued up to \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z, is refused from now on\\.\n$`));
+    assert.doesNotMatch(all.stdout, /Revoked 0/, 'the admin tokens went first; anonymous tokens are not stored, and not counted');
     await refusedWithin(app.appId, anonymous);
   });
 
@@ -790,7 +795,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     const counts = await cli(store, ['events', app.appId, '--counts', '--per', 'minute', '--since', '90m']);
     assert.equal(counts.code, 0, counts.stderr);
     const totals = counts.stdout.split('\n').filter((line) => line.startsWith('total')).map((line) => line.replace(/ +/g, ' '));
-    assert.deepEqual(totals, ['total token.refused admin invalid_client 10', 'total token.throttled admin address 3']);
+    assert.deepEqual(totals, ['total token.refused attempted:admin invalid_client 10', 'total token.throttled attempted:admin address 3']);
     assert.match(counts.stdout, /token\.throttled: admin attempts refused \(429\) past the failed-admin limits/);
     const listed = await cli(store, ['events', app.appId, '--type', 'token.throttled', '--json']);
     assert.equal(listed.code, 0, listed.stderr);
@@ -808,10 +813,10 @@ describe('token lifecycle from the CLI, with a server running', () => {
     const listed = await cli(store, ['events', app.appId, '--json']);
     assert.equal(listed.code, 0, listed.stderr);
     const events = listed.stdout.trim().split('\n').map((line) => parseJson(line, 'an events --json line'));
-    assert.deepEqual(events.map((event) => [event.type, event.principal]), [
-      ['token.issued', 'admin'],
-      ['token.refused', 'admin'],
-      ['app.secret_rotated', 'operator'],
+    assert.deepEqual(events.map((event) => [event.type, event.principal, event.attempted]), [
+      ['token.issued', 'admin', null],
+      ['token.refused', null, 'admin'],
+      ['app.secret_rotated', 'operator', null],
     ]);
     assert.equal(events[2].clientAddress, null);
     assert.ok(!listed.stdout.includes('wrong-secret-for-events'));
@@ -823,10 +828,10 @@ describe('token lifecycle from the CLI, with a server running', () => {
       'Counted in the last 24 h (more: --counts):',
       ' token.issued anonymous 3',
       ' token.issued admin 1',
-      ' token.refused admin invalid_client 1',
+      ' token.refused attempted:admin invalid_client 1',
     ]);
     assert.equal(lines.length, 4 + 3);
-    assert.match(lines[5]!, /token\.refused +admin +127\.0\.0\.1 +reason=invalid_client/);
+    assert.match(lines[5]!, /token\.refused +attempted:admin +127\.0\.0\.1 +reason=invalid_client/);
     const refused = await cli(store, ['events', app.appId, '--type', 'token.refused']);
     assert.deepEqual(refused.stdout.trimEnd().split('\n').length, 2 + 1, refused.stdout);
 
@@ -836,9 +841,9 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(described.per, 'minute');
     assert.ok(Date.parse(described.until) - Date.parse(described.since) >= 90 * 60_000);
     assert.deepEqual(described.totals, [
-      { type: 'token.issued', principal: 'anonymous', reason: null, count: 3 },
-      { type: 'token.issued', principal: 'admin', reason: null, count: 1 },
-      { type: 'token.refused', principal: 'admin', reason: 'invalid_client', count: 1 },
+      { type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 3 },
+      { type: 'token.issued', principal: 'admin', attempted: null, reason: null, count: 1 },
+      { type: 'token.refused', principal: null, attempted: 'admin', reason: 'invalid_client', count: 1 },
     ]);
     const table = await cli(store, ['events', app.appId, '--counts']);
     assert.equal(table.code, 0, table.stderr);
@@ -849,7 +854,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.deepEqual(rows.slice(-3).map((row) => row.replace(/ +/g, ' ')), [
       'total token.issued anonymous 3',
       'total token.issued admin 1',
-      'total token.refused admin invalid_client 1',
+      'total token.refused attempted:admin invalid_client 1',
     ]);
 
     const follow = spawn(process.execPath, [BIN, 'events', app.appId, '--follow', '--json', '--limit', '1'], {
@@ -873,7 +878,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey); // counted, not a row
     await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret); // the secret before the rotation
     await waitForLines(2);
-    assert.deepEqual([followed()[1].type, followed()[1].principal], ['token.refused', 'admin']);
+    assert.deepEqual([followed()[1].type, followed()[1].principal, followed()[1].attempted], ['token.refused', null, 'admin']);
 
     const exited = new Promise<number | null>((resolve) => follow.once('exit', (code) => resolve(code)));
     follow.kill('SIGINT');

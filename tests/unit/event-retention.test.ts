@@ -111,18 +111,18 @@ describe('counts queries', () => {
       since: '2026-06-01T09:00:00.000Z',
       until: '2026-06-01T10:37:12.345Z',
       totals: [
-        { type: 'token.issued', principal: 'anonymous', reason: null, count: 9 },
-        { type: 'token.refused', principal: null, reason: 'invalid_token', count: 7 },
+        { type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 9 },
+        { type: 'token.refused', principal: null, attempted: null, reason: 'invalid_token', count: 7 },
       ],
       buckets: [
         {
           start: '2026-06-01T09:00:00.000Z',
           counts: [
-            { type: 'token.issued', principal: 'anonymous', reason: null, count: 5 },
-            { type: 'token.refused', principal: null, reason: 'invalid_token', count: 7 },
+            { type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 5 },
+            { type: 'token.refused', principal: null, attempted: null, reason: 'invalid_token', count: 7 },
           ],
         },
-        { start: '2026-06-01T10:00:00.000Z', counts: [{ type: 'token.issued', principal: 'anonymous', reason: null, count: 4 }] },
+        { start: '2026-06-01T10:00:00.000Z', counts: [{ type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 4 }] },
       ],
     });
     assert.equal(countBucketOf(now), Date.parse('2026-06-01T10:37:00Z'));

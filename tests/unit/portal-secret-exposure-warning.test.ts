@@ -19,17 +19,19 @@ describe('secretExposureWarning', () => {
     assert.equal(secretExposureWarning('app1', { ...exposure, rotatedAt: '2026-11-23T18:00:00.000Z' }), null);
   });
 
-  it('says when, from which page and address, and sends the owner to rotate the secret on the overview', () => {
+  it('says when, from which page and address, and links the owner to the rotate form', () => {
     const text = secretExposureWarning('app1', exposure, 'owner')!.text;
     assert.match(text, /<h2 id="secret-exposed-heading">The ClientSecret has leaked into a web page<\/h2>/);
     assert.match(text, /<time datetime="2026-11-23T17:02:11.250Z">2026-11-23 17:02:11 UTC<\/time>/);
     assert.match(text, /<code>https:\/\/shop\.example<\/code>/);
     assert.match(text, /<code>203\.0\.113\.9<\/code>/);
-    assert.match(text, /<strong>Rotate the ClientSecret<\/strong> on <a href="\/portal\/apps\/app1">the app's overview<\/a>/);
+    assert.match(text, /<strong><a href="\/portal\/apps\/app1\/rotate-secret">Rotate the ClientSecret<\/a><\/strong>/);
   });
 
   it('asks a collaborator to ask the owner, who alone may rotate it', () => {
-    assert.match(secretExposureWarning('app1', exposure, 'collaborator')!.text, /Ask the app's owner to rotate the ClientSecret/);
+    const text = secretExposureWarning('app1', exposure, 'collaborator')!.text;
+    assert.match(text, /Ask the app's owner to rotate the ClientSecret/);
+    assert.doesNotMatch(text, /rotate-secret/, 'no link to a form a collaborator may not open');
   });
 
   it('escapes what it shows, and says less when the origin and address are unknown', () => {

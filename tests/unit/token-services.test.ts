@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { AppRecord } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { isTesseraError } from '../../src/errors.js';
+import { actorOfEvent } from '../../src/events/event.js';
 import { TOKEN_SELECTOR, type Principal } from '../../src/principal.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
@@ -79,8 +80,8 @@ describe('the token services, over a real store with a fake clock', () => {
       const before = (await tessera.events.list(created.appId, { limit: 500 })).events.length;
       const countQuery = { per: 'day' as const, since: clock.now() - 86_400_000, until: clock.now() + 1 };
       const countedBefore = (await tessera.events.counts(created.appId, countQuery)).totals;
-      const countOf = (totals: typeof countedBefore, type: string, principal: string) =>
-        totals.find((total) => total.type === type && total.principal === principal)?.count ?? 0;
+      const countOf = (totals: typeof countedBefore, type: string, who: string) =>
+        totals.find((total) => total.type === type && (total.principal ?? total.attempted) === who)?.count ?? 0;
       await anonymous();
       await codeOf(issue(created.clientId, 'wrong'));
       const events = (await tessera.events.list(created.appId, { limit: 1 })).events;
@@ -89,6 +90,8 @@ describe('the token services, over a real store with a fake clock', () => {
         events.map(({ type, principal, clientAddress, details }) => ({ type, principal, clientAddress, details })),
         [{ type: 'token.refused', principal: 'admin', clientAddress: '192.0.2.1', details: { reason: 'invalid_client' } }],
       );
+      // As recorded, the kind asked for; read, what was attempted, by nobody known.
+      assert.deepEqual(actorOfEvent(events[0]!.type, events[0]!.principal), { principal: null, attempted: 'admin' });
       const counted = (await tessera.events.counts(created.appId, countQuery)).totals;
       assert.equal(countOf(counted, 'token.issued', 'anonymous'), countOf(countedBefore, 'token.issued', 'anonymous') + 1);
       assert.equal(countOf(counted, 'token.refused', 'admin'), countOf(countedBefore, 'token.refused', 'admin') + 1);

@@ -141,10 +141,10 @@ function rotatedPage(request: FastifyRequest, reply: FastifyReply, app: AppDescr
 <ul class="outcome">
   <li>${rotated.previousSecretValidUntil === null
     ? 'The previous ClientSecret stopped working.'
-    : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil)}.`}</li>
+    : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil, 'second')}.`}</li>
   ${rotated.endedEarlierSecretValidUntil === null
     ? null
-    : html`<li>The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil)}, stopped working: only one previous secret is kept.</li>`}
+    : html`<li>The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil, 'second')}, stopped working: only one previous secret is kept.</li>`}
   ${revokedAdminTokens ? html`<li>Admin tokens revoked: ${rotated.adminTokensRevoked}.</li>` : null}
 </ul>
 <p><a class="button" href="/portal/apps/${app.appId}">Back to the app</a></p>`,

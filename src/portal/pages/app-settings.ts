@@ -105,9 +105,11 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
 /** What the page says after a change, by the `done` of its address (nothing else is shown from it). */
 const DONE: Record<string, string> = {
   saved: 'The settings are saved. They apply to the next token request.',
-  'revoked-admin': 'Every admin token of the app is revoked.',
-  'revoked-anonymous': 'Every anonymous token of the app is revoked.',
-  'revoked-all': 'Every token of the app is revoked.',
+  'revoked-admin': 'Every admin token of the app is revoked: each one is refused from now on. Server code gets a new one with the ClientSecret.',
+  // Anonymous tokens are ended by the app's cut-off, set to now: the ones issued after it work.
+  'revoked-anonymous':
+    'Every anonymous token of the app issued until now is refused from now on. Clients get a new one with the AppID (and the AppKey, if the app requires it).',
+  'revoked-all': "Every admin token, and every anonymous token issued until now, is refused from now on. Clients get new tokens with the app's keys.",
 };
 
 function doneMessage(done: unknown): string | undefined {

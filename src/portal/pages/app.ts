@@ -41,7 +41,7 @@ ${warning}
 <p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.</p>
 ${app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
   ? null
-  : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil)}.</p>`}
+  : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil, 'second')}.</p>`}
 ${mayAct(role, 'rotate_secret')
   ? html`<form method="get" action="${base}/rotate-secret" class="action">
   <button type="submit" class="secondary">Rotate ClientSecret</button>

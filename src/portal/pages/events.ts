@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { TesseraError } from '../../errors.js';
-import { EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
+import { actorOfEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
 import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
+import type { PrincipalKind } from '../../principal.js';
 import type { Actor } from '../../request-context.js';
 import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
 import { html, type Html } from '../html.js';
@@ -153,13 +154,19 @@ const TYPE_WORDS: Record<EventType, string> = {
   'app.invitation_withdrawn': 'Invitation withdrawn',
 };
 
-/** What happened, in words: the type, said more exactly where the principal tells more. */
+/** What happened, in words: the type, said more exactly where the principal, or what was attempted, tells more. */
 function eventTitle(event: AuditEvent): string {
   if (event.type === 'token.issued') return event.principal === 'anonymous' ? 'Anonymous token issued' : 'Admin token issued';
   if (event.type === 'token.refused') {
     if (event.details.reason === 'invalid_token') return 'Token refused';
-    if (event.principal === 'admin') return 'Admin token request refused';
-    if (event.principal === 'anonymous') return 'Anonymous token request refused';
+    const { attempted } = actorOfEvent(event.type, event.principal);
+    if (attempted === 'admin') return 'Admin token request refused';
+    if (attempted === 'anonymous') return 'Anonymous token request refused';
+  }
+  if (event.type === 'token.revoked' && event.details.scope === 'app') {
+    if (event.details.kind === 'admin') return 'Admin tokens revoked';
+    if (event.details.kind === 'anonymous') return 'Anonymous tokens revoked';
+    if (event.details.kind === 'all') return 'All tokens revoked';
   }
   return TYPE_WORDS[event.type];
 }
@@ -171,12 +178,14 @@ const ACTORS: Record<Actor, string> = {
   developer: 'a developer in the portal',
 };
 
+/** Who did it; for a refused request, nobody known (the title says what it asked for, the address where from). */
 function whoOf(event: AuditEvent, emails: Map<string, string>): string {
-  if (event.principal === null) return 'someone without valid credentials';
-  if (event.principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
+  const { principal } = actorOfEvent(event.type, event.principal);
+  if (principal === null) return 'someone without valid credentials';
+  if (principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
     return emails.get(event.details.byDeveloperId) ?? `Developer ${event.details.byDeveloperId}`;
   }
-  return ACTORS[event.principal] ?? event.principal;
+  return ACTORS[principal] ?? principal;
 }
 
 const CLASSES: Partial<Record<EventType, string>> = { 'token.refused': 'refused', 'app.secret_exposed': 'exposed' };
@@ -196,12 +205,42 @@ const MAX_LISTED = 5;
 const MAX_SHOWN_LENGTH = 120;
 
 function detailsOf(event: AuditEvent, emails: Map<string, string>): string[] {
-  const shown: string[] = [];
+  const revokedAll = event.type === 'token.revoked' && event.details.scope === 'app' ? appRevocationText(event) : null;
+  const shown: string[] = revokedAll === null ? [] : [revokedAll];
   for (const [key, value] of Object.entries(event.details)) {
     if (key === 'byDeveloperId' || (key === 'reason' && event.type === 'token.refused' && value === 'invalid_token')) continue;
+    if (revokedAll !== null && APP_REVOCATION_KEYS.has(key)) continue;
+    if (key === 'reason' && event.type === 'token.refused' && value === 'invalid_client') {
+      shown.push(wrongCredentials(actorOfEvent(event.type, event.principal).attempted));
+      continue;
+    }
     shown.push(detailOf(key, value, emails));
   }
   return shown;
+}
+
+/** What a refused token request got wrong: of what it asked for, never the other kind's key. */
+function wrongCredentials(attempted: PrincipalKind | null): string {
+  if (attempted === 'admin') return 'wrong ClientID or ClientSecret';
+  if (attempted === 'anonymous') return 'wrong AppKey';
+  return 'wrong ClientID, ClientSecret or AppKey';
+}
+
+/** The details a revoke-all's event says in one sentence (`appRevocationText`). */
+const APP_REVOCATION_KEYS: ReadonlySet<string> = new Set(['kind', 'scope', 'count', 'anonymousCutoff']);
+
+/**
+ * A revoke-all of the app's tokens (`scope: app`), as what it did: its `count` is of stored tokens,
+ * 0 for anonymous tokens, which are not stored but all ended by the cut-off. The cut-off is in
+ * events recorded since it was added to them; before, it was the event's own time.
+ */
+function appRevocationText(event: AuditEvent): string | null {
+  const { kind, count, anonymousCutoff } = event.details;
+  const cutoff = typeof anonymousCutoff === 'number' ? `up to ${instantText(anonymousCutoff)}` : 'until then';
+  if (kind === 'admin') return `every admin token is refused (${String(count)} revoked)`;
+  if (kind === 'anonymous') return `every anonymous token issued ${cutoff} is refused`;
+  if (kind === 'all') return `every admin token, and every anonymous token issued ${cutoff}, is refused`;
+  return null;
 }
 
 function detailOf(key: string, value: AuditEvent['details'][string], emails: Map<string, string>): string {
@@ -213,7 +252,7 @@ function detailOf(key: string, value: AuditEvent['details'][string], emails: Map
     case 'secret':
       return `with the ${shorten(String(value))} ClientSecret`;
     case 'reason':
-      return value === 'invalid_client' ? 'wrong ClientID, ClientSecret or AppKey' : `reason: ${shorten(String(value))}`;
+      return `reason: ${shorten(String(value))}`;
     case 'origin':
       return value === null ? 'from a page of an unknown origin' : `from the page at ${shorten(String(value))}`;
     case 'scope':
