@@ -3,13 +3,14 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
 import {
   adminTokenRequest,
   anonymousTokenRequest,
   call,
   Children,
+  cleanupsAfterAll,
   createAppWithCli,
   describeOutcome,
   Load,
@@ -40,19 +41,7 @@ const children = new Children();
 process.once('exit', () => children.killAllNow());
 
 /** Cleanup steps of every test, run by after() whatever happened, last registered first. */
-const cleanups: (() => Promise<unknown>)[] = [];
-after(async () => {
-  let first: unknown;
-  for (const step of cleanups.reverse()) {
-    try {
-      await step();
-    } catch (error) {
-      first ??= error;
-    }
-  }
-  cleanups.length = 0;
-  if (first !== undefined) throw first;
-});
+const cleanup = cleanupsAfterAll();
 
 type Kind = 'admin token' | 'anonymous token' | 'whoami' | 'readyz' | 'healthz';
 
@@ -105,7 +94,7 @@ async function underLoad(
   const samples: Sample[] = [];
   const load = new Load();
   const probes = new Load();
-  cleanups.push(() => Promise.all([load.stop(), probes.stop()]));
+  cleanup(() => Promise.all([load.stop(), probes.stop()]));
   const counters = new Map<number, number>();
   load.start(
     20,
@@ -268,13 +257,13 @@ const SERVER_ENV = { PG_CONNECT_TIMEOUT_MS: '500', PG_QUERY_TIMEOUT_MS: '1000' }
 describe('the database goes away under load', () => {
   it('cut for 3 s (a proxy in front of PostgreSQL): only normal answers or 503 with Retry-After, no hang, recovery by itself', { timeout: 60_000 }, async () => {
     const database = await createPostgresDatabase();
-    cleanups.push(() => database.drop());
+    cleanup(() => database.drop());
     const target = new URL(database.databaseUrl);
     const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     await proxy.start();
-    cleanups.push(() => proxy.cut());
+    cleanup(() => proxy.cut());
     const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: proxy.urlFor(database.databaseUrl), env: SERVER_ENV });
-    cleanups.push(() => children.killAll());
+    cleanup(() => children.killAll());
     const { app, tokens } = await prepare(server, database.databaseUrl);
 
     const { samples, window } = await underLoad(
@@ -335,10 +324,10 @@ describe('the database goes away under load', () => {
     const [version, name] = cluster as [string, string];
 
     const database = await createPostgresDatabase();
-    cleanups.push(() => database.drop());
+    cleanup(() => database.drop());
     // Whatever happens below, PostgreSQL must accept connections again before the next test file
     // (and before the database above is dropped).
-    cleanups.push(async () => {
+    cleanup(async () => {
       try {
         await waitForPostgres(POSTGRES_ADMIN_URL, 15_000);
       } catch {
@@ -347,7 +336,7 @@ describe('the database goes away under load', () => {
       }
     });
     const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl, env: SERVER_ENV });
-    cleanups.push(() => children.killAll());
+    cleanup(() => children.killAll());
     const { app, tokens } = await prepare(server, database.databaseUrl);
 
     const { samples, window } = await underLoad(

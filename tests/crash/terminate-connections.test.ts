@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
 import { errorProblems } from '../helpers/assert.js';
 import { revokeRequest } from '../helpers/crash.js';
@@ -8,6 +8,7 @@ import {
   adminTokenRequest,
   anonymousTokenRequest,
   Children,
+  cleanupsAfterAll,
   createAppWithCli,
   describeOutcome,
   Load,
@@ -51,20 +52,8 @@ const MAX_REQUESTS = 12_000;
 const children = new Children();
 process.once('exit', () => children.killAllNow());
 
-/** Cleanup steps, run by after() whatever happened, last registered first. */
-const cleanups: (() => Promise<unknown>)[] = [];
-after(async () => {
-  let first: unknown;
-  for (const step of cleanups.reverse()) {
-    try {
-      await step();
-    } catch (error) {
-      first ??= error;
-    }
-  }
-  cleanups.length = 0;
-  if (first !== undefined) throw first;
-});
+/** Cleanup steps of every test, run by after() whatever happened, last registered first. */
+const cleanup = cleanupsAfterAll();
 
 type Kind = 'admin token' | 'anonymous token' | 'whoami' | 'revocation' | 'sign-in' | 'portal page';
 /** Answers of the portal: pages and redirects (a 503 is a page too, not the API's JSON). */
@@ -178,16 +167,16 @@ async function listeners(admin: pg.Client, database: string): Promise<number> {
 describe('PostgreSQL connections terminated while in use (pg_terminate_backend, as a switchover does)', () => {
   it('two instances under load live through ten terminations of all their connections: 200 or 503 only, recovery by themselves, no token lost', { timeout: 90_000 }, async () => {
     const database = await createPostgresDatabase();
-    cleanups.push(() => database.drop());
+    cleanup(() => database.drop());
     const databaseName = new URL(database.databaseUrl).pathname.slice(1);
     const options = { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl };
     const app = await createAppWithCli(children, options, 'Switchover');
     const email = 'operator@example.com';
     await createDeveloper(children, database.databaseUrl, email);
     const servers = await startTesseras(children, 2, options);
-    cleanups.push(() => children.killAll());
+    cleanup(() => children.killAll());
     const admin = await connect(database.databaseUrl);
-    cleanups.push(() => admin.end());
+    cleanup(() => admin.end());
 
     const samples: Sample[] = [];
     const issued: IssuedToken[] = [];
@@ -203,7 +192,7 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
     };
 
     const load = new Load();
-    cleanups.push(() => load.stop());
+    cleanup(() => load.stop());
     for (const [instance, server] of servers.entries()) {
       const other = (instance + 1) % servers.length;
       let count = 0;
@@ -359,17 +348,17 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
 
   it('a CLI command whose connection is terminated inside its transaction exits 1 with a one-line message', { timeout: 30_000 }, async () => {
     const database = await createPostgresDatabase();
-    cleanups.push(() => database.drop());
+    cleanup(() => database.drop());
     const databaseName = new URL(database.databaseUrl).pathname.slice(1);
     const options = { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl };
     const app = await createAppWithCli(children, options, 'Switchover CLI');
     const admin = await connect(database.databaseUrl);
-    cleanups.push(() => admin.end());
+    cleanup(() => admin.end());
 
     // The revoke-all waits inside its transaction on the lock of tokens, until its connection is
     // terminated. (Another connection watches: pg_stat_activity is read once per transaction.)
     const locker = await connect(database.databaseUrl);
-    cleanups.push(() => locker.end());
+    cleanup(() => locker.end());
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE tokens IN ACCESS EXCLUSIVE MODE');
     const cli = startCli(children, options, ['tokens', 'revoke-all', app.appId, '--kind', 'admin']);

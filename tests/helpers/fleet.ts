@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { after } from 'node:test';
 import pg from 'pg';
 import { errorProblems } from './assert.js';
 import { appUrlOf, basic, bearer, parseJson, tokenRequestInit } from './http.js';
@@ -11,6 +12,27 @@ import { childEnvironment, startServerProcess, type ServerProcess } from './proc
  * happened, the CLI as a process, and HTTP calls that never throw (a network error or a timeout
  * is an outcome to assert on, not an exception).
  */
+
+/**
+ * Cleanup steps of a test file's tests, run by `after()` whatever happened, last registered first;
+ * the first error is thrown once every step has run. Call once per file, at its top level.
+ */
+export function cleanupsAfterAll(): (step: () => Promise<unknown>) => void {
+  const steps: (() => Promise<unknown>)[] = [];
+  after(async () => {
+    let first: unknown;
+    for (const step of steps.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        first ??= error;
+      }
+    }
+    steps.length = 0;
+    if (first !== undefined) throw first;
+  });
+  return (step) => void steps.push(step);
+}
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
