@@ -16,6 +16,17 @@ for (const target of document.querySelectorAll('[data-key], [data-copyable]')) {
   target.after(button);
 }
 
+// A form that may be sent once (a new app, a rotation: src/portal/once.ts) is sent once per page,
+// however often its button is pressed: a second send would be refused (409) and its answer, the
+// secret, lost with the first one's. Without this script the server still refuses the second.
+for (const once of document.querySelectorAll('form input[name="once"]')) {
+  let sent = false;
+  once.form.addEventListener('submit', (event) => {
+    if (sent) event.preventDefault();
+    sent = true;
+  });
+}
+
 // Events page (src/portal/pages/events.ts): new events appear at the top without a reload, and the
 // charts follow. Every few seconds, while the tab is seen, the page asks for the events newer than
 // the newest it shows; the page works without this (the filter and "Older events" are links and forms).

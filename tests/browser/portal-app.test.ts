@@ -123,6 +123,41 @@ describe("an app's owner in the portal", () => {
     await page.close();
   });
 
+  it('rotates once when the button is pressed again while the answer is pending: the new secret is shown, and the grace period chosen holds', async () => {
+    const app = await newApp('Pressed twice');
+    const page = await signedIn('owner@example.com');
+    const posts: string[] = [];
+    // The server's answer to the form reaches the browser a second late, as on a slow network.
+    await page.route('**/rotate-secret', async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      posts.push(new URL(route.request().url()).pathname);
+      const response = await route.fetch();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await route.fulfill({ response }).catch(() => {}); // a navigation the browser dropped
+    });
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/rotate-secret`);
+    await page.getByLabel('For 1 day').check();
+    await page.getByLabel('Type the ClientID to confirm').fill(app.clientId);
+    // Pressed as a person presses it: the mouse, where the button is, twice.
+    const button = page.getByRole('button', { name: 'Rotate ClientSecret' });
+    await button.scrollIntoViewIfNeeded();
+    const box = (await button.boundingBox())!;
+    const [x, y] = [box.x + box.width / 2, box.y + box.height / 2];
+    await follow(page, async () => {
+      await page.mouse.click(x, y);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await page.mouse.click(x, y);
+    });
+    const secret = (await page.locator('[data-key="clientSecret"]').textContent({ timeout: 5_000 })) ?? '';
+    assert.match(secret, /^[0-9a-f]{64}$/, 'the answer shows the new secret');
+    assert.deepEqual(posts, [`/portal/apps/${app.appId}/rotate-secret`], 'sent once');
+    assert.equal((await adminTokenWith(app, secret)).status, 200);
+    assert.equal((await adminTokenWith(app, app.clientSecret)).status, 200, 'the secret in production keeps its day');
+    await server.tessera.events.flush();
+    assert.equal((await server.tessera.events.list(app.appId, { type: 'app.secret_rotated', limit: 10 })).events.length, 1);
+    await page.close();
+  });
+
   it('rotates the ClientSecret with a grace period: both work, then only the new one', async () => {
     const app = await newApp('Rotated with grace');
     const page = await signedIn('owner@example.com');
