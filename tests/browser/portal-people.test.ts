@@ -157,6 +157,33 @@ describe('passwords in the portal', () => {
   });
 });
 
+describe('a reset link and a password change', () => {
+  // One Chromium profile holds one set of cookies: the owner and the link's holder take turns.
+  it('a reset link issued before the owner changed the password does not work after it', async () => {
+    await createDeveloper(server, 'rita@example.com');
+    const reset = await server.tessera.developers.issueResetLink('rita@example.com', OPERATOR);
+    const page = await browser.newPage();
+    await page.goto(`${server.baseUrl}${reset.path}`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Set your password', 'the link works before');
+
+    await signIn(page, server, 'rita@example.com');
+    await page.goto(`${server.baseUrl}/portal/account`);
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
+    await page.getByLabel('Repeat the new password').fill(NEW_PASSWORD);
+    await follow(page, () => page.getByRole('button', { name: 'Change password' }).click());
+    assert.match((await page.getByRole('status').textContent())!, /password is changed/);
+    await follow(page, () => page.getByRole('button', { name: 'Sign out' }).click());
+
+    await page.goto(`${server.baseUrl}${reset.path}`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'This link does not work');
+    assert.equal(await page.getByLabel('New password', { exact: true }).count(), 0, 'no form');
+    await signIn(page, server, 'rita@example.com', NEW_PASSWORD);
+    assert.equal(path(page), '/portal/');
+    await page.close();
+  });
+});
+
 describe('sign-up in the portal', () => {
   it('is not offered with PORTAL_SIGNUP=invite', async () => {
     const page = await browser.newPage();
