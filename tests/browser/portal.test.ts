@@ -94,6 +94,22 @@ describe('a developer in the portal', () => {
     await page.close();
   });
 
+  it('arrives at its apps, signed in, from a sign-in link whose next page is not one a header can carry', async () => {
+    await createDeveloper(server, 'hedy@example.com');
+    const page = await browser.newPage();
+    for (const next of ['/portal/%0D%0ASet-Cookie:%20x=1', '/portal/caf%C3%A9', '/portal/%E2%80%A8']) {
+      await page.goto(`${server.baseUrl}/portal/sign-in?next=${next}`);
+      await page.getByLabel('Email').fill('hedy@example.com');
+      await page.getByLabel('Password').fill('correct horse battery staple');
+      await follow(page, () => page.getByRole('button', { name: 'Sign in' }).click());
+      assert.equal(new URL(page.url()).pathname, '/portal/', next);
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Your apps', next);
+      assert.equal((await page.context().cookies(server.baseUrl)).some((cookie) => cookie.name === 'x'), false);
+      await follow(page, () => page.getByRole('button', { name: 'Sign out' }).click());
+    }
+    await page.close();
+  });
+
   it("cannot reach another developer's app: 404, as for an app that does not exist", async () => {
     const owner = await createDeveloper(server, 'owner@example.com');
     await createDeveloper(server, 'other@example.com');
