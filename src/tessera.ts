@@ -83,7 +83,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const warn = options.onWarning ?? (() => {});
   const metrics = options.metrics ?? NO_METRICS;
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
-  const events = new EventLog(store.events, clock, (error) => warn('an audit event could not be recorded', error), metrics);
+  const events = new EventLog(store.events, clock, warn, metrics);
   const checking = createTokenChecking(store, { clock, events, metrics });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     warn('housekeeping failed; it is tried again at the next interval', error),

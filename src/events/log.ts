@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { isTesseraError } from '../errors.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
@@ -20,11 +21,21 @@ const MAX_BATCH = 1000;
  * event-loop turn makes batches of hundreds, which cost less per event (docs/benchmarks.md, item 9).
  */
 export const EVENT_FLUSH_DELAY_MS = 20;
+/** How long events whose write failed because the store could not be reached wait for another try. */
+export const EVENT_RETRY_DELAY_MS = 1_000;
+/**
+ * Events (and counts) kept for another try at most: past it, an outage's events are given up rather
+ * than grow the process without bound. At the default token limit one address makes 1200 a minute.
+ */
+const MAX_KEPT_FOR_RETRY = 100_000;
 
 /**
  * The audit log. Recording never delays or fails the operation it describes: events are buffered
- * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`, and
- * a failed write is reported through `onError`. Reads through this log write the buffer first.
+ * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`. A
+ * write that fails because the store cannot be reached (a terminated connection, a failover) is
+ * tried again after `EVENT_RETRY_DELAY_MS`, with whatever was recorded meanwhile, so that an outage
+ * loses no event; any other failure, or an outage's events past `MAX_KEPT_FOR_RETRY`, is reported
+ * through `onError` and given up. Reads through this log write the buffer first.
  * Every recorded event is counted (per app, UTC minute, type, principal and reason: the counts of
  * a flush are added to the stored ones in one statement); `retentionOf` says which are also rows,
  * and of which class. Operators' and admins' changes are the exception: their events are written
@@ -38,6 +49,7 @@ export class EventLog {
   /** The counts recorded since the last flush, by app, minute, type, principal and reason. */
   #counts = new Map<string, EventCount>();
   #flushTimer: NodeJS.Timeout | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
   /** Events taken from the buffer whose write has not ended yet. */
   #beingWritten = 0;
@@ -45,7 +57,8 @@ export class EventLog {
   constructor(
     private readonly store: EventStore,
     private readonly clock: Clock,
-    private readonly onError: (error: unknown) => void = () => {},
+    /** Told of events and counts not written: `message` says how many, and whether they are tried again. */
+    private readonly onError: (message: string, error: unknown) => void = () => {},
     private readonly metrics: Metrics = NO_METRICS,
   ) {}
 
@@ -64,11 +77,11 @@ export class EventLog {
     this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
   }
 
-  #count(appId: string, bucket: number, type: EventType, principal: Actor | null, reason: string | null): void {
+  #count(appId: string, bucket: number, type: EventType, principal: Actor | null, reason: string | null, count = 1): void {
     const key = `${appId} ${bucket} ${type} ${principal} ${reason}`;
     const counted = this.#counts.get(key);
-    if (counted === undefined) this.#counts.set(key, { appId, bucket, type, principal, reason, count: 1 });
-    else counted.count++;
+    if (counted === undefined) this.#counts.set(key, { appId, bucket, type, principal, reason, count });
+    else counted.count += count;
   }
 
   /**
@@ -90,7 +103,9 @@ export class EventLog {
       const batch = this.#buffer.splice(0, MAX_BATCH);
       this.#beingWritten += batch.length;
       // One write at a time, so events are stored in the order they were recorded.
-      this.#write(batch.length, () => this.store.append(batch)).finally(() => (this.#beingWritten -= batch.length));
+      this.#write('audit events', batch.length, () => this.store.append(batch), () => this.#buffer.unshift(...batch)).finally(
+        () => (this.#beingWritten -= batch.length),
+      );
     }
     if (this.#counts.size > 0) {
       // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock
@@ -100,14 +115,21 @@ export class EventLog {
       for (const { type, principal, reason, count } of counts) this.metrics.eventsCounted(type, principal, reason, count);
       for (let start = 0; start < counts.length; start += MAX_BATCH) {
         const batch = counts.slice(start, start + MAX_BATCH);
-        this.#write(batch.length, () => this.store.addCounts(batch));
+        const keep = () => {
+          for (const { appId, bucket, type, principal, reason, count } of batch) this.#count(appId, bucket, type, principal, reason, count);
+        };
+        this.#write('event counts', batch.length, () => this.store.addCounts(batch), keep);
       }
     }
     return this.#writing;
   }
 
-  /** Queues one write after the others; a failed one is reported, and does not stop the next. */
-  #write(size: number, write: () => Promise<void>): Promise<void> {
+  /**
+   * Queues one write after the others. One that failed because the store could not be reached is
+   * kept (`keep` puts it back) and tried again later; any other failure is reported and given up.
+   * Either way the next write goes on.
+   */
+  #write(what: string, size: number, write: () => Promise<void>, keep: () => void): Promise<void> {
     this.#writing = this.#writing
       .then(async () => {
         const started = performance.now();
@@ -116,7 +138,19 @@ export class EventLog {
       })
       .catch((error: unknown) => {
         this.metrics.eventWriteFailed();
-        this.onError(error);
+        if (!isStoreUnavailable(error) || this.#buffer.length + this.#counts.size + size > MAX_KEPT_FOR_RETRY) {
+          this.onError(`${size} ${what} could not be written and are lost`, error);
+          return;
+        }
+        keep();
+        if (this.#retryTimer !== undefined) return;
+        this.onError(`${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`, error);
+        this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = undefined;
+          void this.flush();
+        }, EVENT_RETRY_DELAY_MS);
+        // A process stopping while the database is away is not held up by it (its last flush says what is lost).
+        this.#retryTimer.unref();
       });
     return this.#writing;
   }
@@ -168,4 +202,9 @@ function byCountKey(a: EventCount, b: EventCount): number {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The store could not be reached (`503`): the same write may well succeed later. */
+function isStoreUnavailable(error: unknown): boolean {
+  return isTesseraError(error) && error.code === 'SERVICE_UNAVAILABLE';
 }

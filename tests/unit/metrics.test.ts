@@ -94,7 +94,7 @@ describe('EventLog and the metrics', () => {
       addCounts: async () => {},
     } as unknown as EventStore;
     const errors: unknown[] = [];
-    const log = new EventLog(store, systemClock, (error) => errors.push(error), metrics);
+    const log = new EventLog(store, systemClock, (_message, error) => errors.push(error), metrics);
     log.record('token.issued', 'app1', OPERATOR, 'anonymous');
     log.record('token.issued', 'app2', OPERATOR, 'anonymous');
     log.record('token.refused', 'app1', OPERATOR, 'admin', { reason: 'invalid_client' });
