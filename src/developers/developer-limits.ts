@@ -82,6 +82,14 @@ export class DeveloperLimits {
     );
   }
 
+  /**
+   * Gives back the app creation taken for an app the apps-owned limit refused: a developer at that
+   * limit is told so every time, and once it deletes an app it may create one, whatever it tried meanwhile.
+   */
+  async giveBackAppCreation(developerId: string): Promise<void> {
+    await this.#appCreations?.reward(developerId, 1);
+  }
+
   /** Takes one of the developer's invitations, before the link is made: `TOO_MANY_REQUESTS` past the limit. */
   async takeInvitation(developerId: string, appId: string, context: RequestContext): Promise<void> {
     const { points, duration } = this.settings.invitations;

@@ -32,7 +32,10 @@ export class OwnedApps {
       const created = await this.apps.create(name, { developerId: developer.id, maxOwnedApps: limited ? this.limits.ownedApps : null, context, once });
       return { ...created, owner: { id: developer.id, email: developer.email } };
     } catch (error) {
-      if (error instanceof AppLimitReached) throw await this.limits.appLimitReached(developer.id, error.ownedApps, context);
+      if (error instanceof AppLimitReached) {
+        await this.limits.giveBackAppCreation(developer.id);
+        throw await this.limits.appLimitReached(developer.id, error.ownedApps, context);
+      }
       throw error;
     }
   }

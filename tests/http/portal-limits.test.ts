@@ -19,17 +19,21 @@ const HOUR = 3600;
 let owning: TestServer;
 /** Rates of 3 an hour, with the limits on; owning up to 100. */
 let rates: TestServer;
+/** Both: owning up to 2, creating 3 an hour. */
+let both: TestServer;
 
 before(async () => {
   const ownedApps: DeveloperLimitSettings = { ownedApps: 3, appCreations: { points: 20, duration: HOUR }, invitations: { points: 50, duration: HOUR } };
   const perHour: DeveloperLimitSettings = { ownedApps: 100, appCreations: { points: 3, duration: HOUR }, invitations: { points: 3, duration: HOUR } };
-  [owning, rates] = await Promise.all([
+  const twoOwned: DeveloperLimitSettings = { ...perHour, ownedApps: 2 };
+  [owning, rates, both] = await Promise.all([
     startServer({ developerLimits: ownedApps }),
     startServer({ developerLimits: perHour, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } }),
+    startServer({ developerLimits: twoOwned, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } }),
   ]);
 });
 after(async () => {
-  await Promise.all([owning?.close(), rates?.close()]);
+  await Promise.all([owning?.close(), rates?.close(), both?.close()]);
 });
 
 /** A developer made by the operator, signed in over HTTP. */
@@ -135,6 +139,18 @@ describe('the apps a developer may create an hour', () => {
     const other = await developerOn(rates, 'other-maker@example.com');
     assert.equal((await createInPortal(other.client, 'Theirs')).status, 201);
     await rates.tessera.ownedApps.create('From the operator', developer.email, OPERATOR);
+  });
+
+  it('does not count an app refused for the apps owned against the rate: a developer at its limit who deletes one may create one', async () => {
+    const developer = await developerOn(both, 'full@example.com');
+    for (const name of ['One', 'Two']) assert.equal((await createInPortal(developer.client, name)).status, 201);
+    for (let i = 0; i < 5; i++) {
+      const refused = await createInPortal(developer.client, `Extra ${i}`);
+      assert.equal(refused.status, 403, `try ${i}: the reason is the apps owned, never the rate`);
+    }
+    const [first] = await both.tessera.members.appsOf(developer.id);
+    await both.tessera.apps.delete(first!.appId, OPERATOR);
+    assert.equal((await createInPortal(developer.client, 'Again')).status, 201);
   });
 
   it('takes the count before the work: of 10 simultaneous new apps, 3 are made', async () => {
