@@ -94,6 +94,15 @@ describe('a developer in the portal', () => {
     await page.close();
   });
 
+  it('signs in with a long password of emoji, which the rules count as characters and the field as two units each', async () => {
+    const password = '\u{1F511}'.repeat(70); // 70 characters, 140 UTF-16 units
+    await server.tessera.developers.create('keys@example.com', password, OPERATOR);
+    const page = await browser.newPage();
+    await signIn(page, server, 'keys@example.com', password);
+    assert.equal(new URL(page.url()).pathname, '/portal/');
+    await page.close();
+  });
+
   it('arrives at its apps, signed in, from a sign-in link whose next page is not one a header can carry', async () => {
     await createDeveloper(server, 'hedy@example.com');
     const page = await browser.newPage();

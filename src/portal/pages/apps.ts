@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
 import type { OwnedApp } from '../../developers/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
 import { tryItCommands } from '../../apps/try-it.js';
@@ -75,7 +76,7 @@ ${alert(message)}
   ${csrfField(csrfToken)}
   ${onceField(once)}
   <label for="name">Name</label>
-  <input id="name" name="name" type="text" required maxlength="100" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
+  <input id="name" name="name" type="text" required maxlength="${MAX_APP_NAME_LENGTH}" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
   <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
   <button type="submit">Create app</button>
 </form>

@@ -5,6 +5,7 @@ import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../plugin.js';
 import { nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
+import { PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 
 /** Signing in and out. */
 export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {
@@ -65,7 +66,7 @@ ${alert(message)}
   <label for="email">Email</label>
   <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
   <label for="password">Password</label>
-  <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128" ${email === undefined ? null : html`autofocus`}>
+  <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" ${email === undefined ? null : html`autofocus`}>
   <button type="submit">Sign in</button>
 </form>
 ${signup === 'open' ? html`<p>No account yet? <a href="/portal/sign-up${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}">Sign up</a>.</p>` : null}
