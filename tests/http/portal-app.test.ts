@@ -193,6 +193,9 @@ describe('rotating the ClientSecret in the portal', () => {
     await server.tessera.events.flush();
     const { events } = await server.tessera.events.list(app.appId, { type: 'app.secret_rotated', limit: 10 });
     assert.equal(events.length, 1);
+    // A new form (the back button, a new visit) says what another rotation would end.
+    const again = await owner.page(path);
+    assert.match(again.text, /<p class="alert" data-previous-secret-valid-until="[^"]+">The ClientSecret before the current one still works, until <time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>, kept by the last rotation\. Rotating again makes it stop at once/);
   });
 
   it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {

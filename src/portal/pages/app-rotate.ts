@@ -34,14 +34,14 @@ const EMPTY_FORM: RotationForm = { grace: 'none', graceSeconds: '', revokeAdminT
  * Rotating the ClientSecret (the owner only): a form confirmed by typing the ClientID, then the new
  * secret, shown once.
  */
-export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, secureCookies }) => {
+export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, secureCookies, clock }) => {
   const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId/rotate-secret', async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
-    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), await apps.show(appId), EMPTY_FORM));
+    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), await apps.show(appId), clock.now(), EMPTY_FORM));
   });
 
   app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
@@ -62,7 +62,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
       }
       rotated = await apps.rotateSecret(appId, { ...rotationOptions(form), once: sent }, asDeveloper(request));
     } catch (error) {
-      return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, form, mistakeIn(error)), 400);
+      return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, clock.now(), form, mistakeIn(error)), 400);
     }
     return sendPage(reply, rotatedPage(request, reply, described, rotated, form.revokeAdminTokens));
   });
@@ -80,7 +80,7 @@ function rotationOptions({ grace, graceSeconds, revokeAdminTokens }: RotationFor
   return { ...options, graceSeconds: Number(choice[0]) };
 }
 
-function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string, app: AppDescription, form: RotationForm, message?: string) {
+function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string, app: AppDescription, now: number, form: RotationForm, message?: string) {
   const csrfToken = reply.generateCsrf();
   const radio = (value: string, label: string) => html`<div class="choice">
       <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
@@ -94,6 +94,9 @@ function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string
 <section class="app-form">
 <h2>Rotate the ClientSecret</h2>
 <p>A new ClientSecret replaces the current one, and is shown once. Server code that gets admin tokens needs the new one.</p>
+${app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
+  ? null
+  : html`<p class="alert" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The ClientSecret before the current one still works, until ${utcTime(app.previousSecretValidUntil, 'second')}, kept by the last rotation. Rotating again makes it stop at once: first make sure that no server uses it any more.</p>`}
 ${alert(message)}
 <form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
   ${csrfField(csrfToken)}
