@@ -2,7 +2,7 @@ import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rat
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import type { EventDetails } from '../events/event.js';
-import type { CounterOptions, RateLimits } from '../limits/rate-limits.js';
+import { waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import type { RequestContext } from '../request-context.js';
 import { developerStamp } from './stamp.js';
@@ -131,7 +131,7 @@ export class DeveloperLimits {
       const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
       const { points, duration } = this.settings[limit === 'app_creations' ? 'appCreations' : 'invitations'];
       await this.#recordRefusal(developerId, limit, { ...details, allowed: points, perSeconds: duration }, context);
-      throw new TesseraError('TOO_MANY_REQUESTS', message(inWords(retryAfterSeconds)), { retryAfterSeconds });
+      throw new TesseraError('TOO_MANY_REQUESTS', message(waitInWords(retryAfterSeconds)), { retryAfterSeconds });
     }
   }
 
@@ -156,11 +156,4 @@ function per(seconds: number): string {
   if (seconds % 3600 === 0) return `every ${seconds / 3600} hours`;
   if (seconds % 60 === 0) return `every ${seconds / 60} minutes`;
   return `every ${seconds} seconds`;
-}
-
-/** A wait as a person says it: seconds up to a minute, then whole minutes (rounded up). */
-function inWords(seconds: number): string {
-  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`;
-  const minutes = Math.ceil(seconds / 60);
-  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
 }

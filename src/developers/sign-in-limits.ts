@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { addressKey } from '../limits/address-key.js';
-import { tooManyRequests, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
+import { TesseraError } from '../errors.js';
+import { tooManyRequests, waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 
 /**
@@ -99,7 +100,9 @@ export function createSignInLimits(
     if (over === undefined) return;
     await giveBack(counters);
     metrics.rateLimited('sign_in');
-    throw tooManyRequests(over);
+    const refusal = tooManyRequests(over);
+    const wait = waitInWords(refusal.details.retryAfterSeconds ?? 1);
+    throw new TesseraError('TOO_MANY_REQUESTS', `Too many failed attempts: try again in ${wait}.`, refusal.details);
   };
 
   return {

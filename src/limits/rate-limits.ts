@@ -173,3 +173,10 @@ export function tooManyRequests(rejection: unknown, adminLimit?: AdminLimit): Te
     ...(adminLimit === undefined ? {} : { adminLimit }),
   });
 }
+
+/** A wait as a person says it: seconds up to a minute, then whole minutes (rounded up). */
+export function waitInWords(seconds: number): string {
+  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`;
+  const minutes = Math.ceil(seconds / 60);
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
+}

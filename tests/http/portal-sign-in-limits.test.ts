@@ -53,6 +53,7 @@ describe('sign-in limits under a burst', () => {
     });
     assert.equal(after.status, 429);
     assert.ok(Number(after.headers.get('retry-after')) > 0);
+    assert.match(after.text, /role="alert">Too many failed attempts: try again in 1[45] minutes\./, 'when, in words');
     await signInOverHttp(server, developer.email);
   });
 
