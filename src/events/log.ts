@@ -144,7 +144,8 @@ export class EventLog {
         }
         keep();
         if (this.#retryTimer !== undefined) return;
-        this.onError(`${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`, error);
+        // The error is always the same 503: the message says it all.
+        this.onError(`${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`, undefined);
         this.#retryTimer = setTimeout(() => {
           this.#retryTimer = undefined;
           void this.flush();

@@ -341,6 +341,10 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
 
     for (const [instance, server] of servers.entries()) {
       assert.equal(server.stderr(), '', `instance ${instance} wrote to stderr`);
+      // The log tells the loss and the return of the notification connection, with no stack trace.
+      assert.ok(server.stdout().includes('the database notification connection is back'), `instance ${instance} never said its notifications were back`);
+      const traces = server.stdout().split('\n').filter((line) => line.includes('\\n    at '));
+      assert.deepEqual(traces.map((line) => line.slice(0, 300)), [], `instance ${instance} logged a stack trace`);
       const exit = await terminate(server);
       assert.deepEqual(exit, { code: 0, signal: null }, `instance ${instance} after SIGTERM; stderr: ${server.stderr()}`);
     }

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { StoreChange } from '../store.js';
-import type { Warn } from './connection.js';
+import { describeError, type Warn } from './connection.js';
 
 /**
  * The channel the migrations' triggers NOTIFY: an app's id, 'revoked-tokens' for new single
@@ -69,6 +69,7 @@ export class ChangeListener {
     if (this.#client !== client) return; // lost meanwhile
     this.#retryDelayMs = 250;
     if (this.#fallback !== undefined) {
+      this.warn('the database notification connection is back; caches follow changes again');
       clearInterval(this.#fallback);
       this.#fallback = undefined;
       this.#emit(); // whatever changed while nobody listened
@@ -80,7 +81,7 @@ export class ChangeListener {
     this.#client = undefined;
     void client.end().catch(() => {});
     if (this.#fallback === undefined) {
-      this.warn('lost the database notification connection; caches are emptied every 250 ms until it is back', error);
+      this.warn('lost the database notification connection; caches are emptied every 250 ms until it is back', error instanceof Error ? describeError(error) : error);
       this.#emit();
       this.#fallback = setInterval(() => this.#emit(), FALLBACK_FLUSH_MS);
       this.#fallback.unref();

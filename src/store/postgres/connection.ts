@@ -56,7 +56,7 @@ export function heedConnectionErrors(pool: pg.Pool, warn: Warn): void {
 }
 
 /** What to log of a connection's error: never the client pg attaches to it (its settings, its socket). */
-function describeError(error: Error & { code?: string }): { code: string | undefined; message: string } {
+export function describeError(error: Error & { code?: string }): { code: string | undefined; message: string } {
   return { code: error.code, message: error.message };
 }
 
