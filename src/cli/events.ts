@@ -120,9 +120,12 @@ function minute(iso: string): string {
   return `${iso.slice(0, 16)}Z`;
 }
 
+/** Details that are instants (UNIX ms): `expiresAt`, `previousSecretValidUntil`, `anonymousCutoff`. */
+const INSTANT_DETAIL = /(At|Until|Cutoff)$/;
+
 function oneLine(event: AuditEvent): string {
   const details = Object.entries(event.details)
-    .map(([key, value]) => `${key}=${value}`)
+    .map(([key, value]) => `${key}=${typeof value === 'number' && INSTANT_DETAIL.test(key) ? new Date(value).toISOString() : value}`)
     .join(' ');
   const who = whoLabel(actorOfEvent(event.type, event.principal));
   return [new Date(event.at).toISOString(), event.type.padEnd(25), who.padEnd(9), event.clientAddress ?? '-', details]

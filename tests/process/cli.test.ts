@@ -656,6 +656,8 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.match(all.stdout, new RegExp(`^Every admin token of app ${app.appId}, and every anonymous token issued up to \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z, is refused from now on\\.\n$`));
     assert.doesNotMatch(all.stdout, /Revoked 0/, 'the admin tokens went first; anonymous tokens are not stored, and not counted');
     await refusedWithin(app.appId, anonymous);
+    const events = await cli(store, ['events', app.appId, '--type', 'token.revoked']);
+    assert.match(events.stdout, /anonymousCutoff=\d{4}-\d\d-\d\dT[0-9:.]+Z/, 'an instant as a person reads it');
   });
 
   it('keys rotate: new anonymous tokens carry the new key within 1 s, older ones keep working; keys retire ends them within 1 s', async () => {
