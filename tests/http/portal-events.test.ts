@@ -53,6 +53,16 @@ function listedIds(text: string): number[] {
 }
 
 describe('the events page', () => {
+  it('names the owner an event gives by its email, and says that a rotation kept the admin tokens', async () => {
+    const other = await server.tessera.ownedApps.create('Rotated', 'owner@example.com', OPERATOR);
+    await server.tessera.apps.rotateSecret(other.appId, { graceSeconds: 60 });
+    const page = await owner.get(`/portal/apps/${other.appId}/events`);
+    assert.match(page.text, /owner: owner@example\.com/);
+    assert.doesNotMatch(page.text, /owner id:/);
+    assert.match(page.text, /admin tokens kept/);
+    assert.doesNotMatch(page.text, /0 admin tokens revoked/);
+  });
+
   it('lists the app’s events newest first, for its owner and its collaborators, with the charts', async () => {
     assert.equal((await requestToken(app, adminFields(app))).status, 200);
     assert.equal((await requestToken(app, adminFields(app, { client_secret: 'wrong' }))).status, 401);

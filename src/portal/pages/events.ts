@@ -258,10 +258,12 @@ function detailOf(key: string, value: AuditEvent['details'][string], emails: Map
     case 'scope':
       return value === 'app' ? "all of the app's tokens of that kind" : value === 'token' ? 'one token' : `scope: ${shorten(String(value))}`;
     case 'adminTokensRevoked':
-      return `${String(value)} admin tokens revoked`;
+      return value === 0 ? 'admin tokens kept' : `${String(value)} admin tokens revoked`;
   }
   const name = words(key);
-  if (key.endsWith('Id') && typeof value === 'string' && emails.has(value)) return `${name}: ${emails.get(value)}`;
+  // `ownerId` → `owner: ada@example.com` (or `none`): the person, not the id.
+  if (key.endsWith('Id') && typeof value === 'string' && emails.has(value)) return `${words(key.slice(0, -2))}: ${emails.get(value)}`;
+  if (key.endsWith('Id') && value === null) return `${words(key.slice(0, -2))}: none`;
   if (Array.isArray(value)) {
     const listed = value.slice(0, MAX_LISTED).map(shorten).join(', ');
     return `${name}: ${value.length === 0 ? 'none' : listed}${value.length > MAX_LISTED ? ` and ${value.length - MAX_LISTED} more` : ''}`;
