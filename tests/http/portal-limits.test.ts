@@ -188,7 +188,7 @@ describe('the invitations a developer may send an hour', () => {
       refused.text,
       /<p class="alert" role="alert">Too many invitations: a developer may send 3 an hour\. Try again in \d+ minutes; the links handed out already still work\./,
     );
-    assert.match(refused.text, /value="d@example.com"/);
+    assert.match(refused.text, /value="d@example.com" aria-describedby="invite-hint" autofocus>/, 'the field, and its message above it, in view below a long list');
     assert.doesNotMatch(refused.text, /accept-invitation\?token=/);
     assert.equal((await owner.client.post(`${path}/invitations`, { _csrf: csrf, email: 'e@example.com' })).status, 429);
     assert.equal(await pending(), 3, 'no link stored');

@@ -182,7 +182,7 @@ ${alert(message)}
 <form method="post" action="/portal/apps/${described.appId}/people/invitations" class="stack">
   ${csrfField(csrfToken)}
   <label for="invite-email">Email</label>
-  <input id="invite-email" name="email" type="email" required maxlength="254" autocomplete="off" value="${email ?? ''}" aria-describedby="invite-hint">
+  <input id="invite-email" name="email" type="email" required maxlength="254" autocomplete="off" value="${email ?? ''}" aria-describedby="invite-hint"${message === undefined ? null : html` autofocus`}>
   <p class="hint field-hint" id="invite-hint">You get a link to pass on (there is no mail): the person signs in with this address and accepts.</p>
   <button type="submit">Invite</button>
 </form>
