@@ -31,6 +31,11 @@ export function serviceUnavailable(): TesseraError {
   });
 }
 
+/** The store could not be reached (`serviceUnavailable`): the same work may well succeed later. */
+export function isServiceUnavailable(error: unknown): boolean {
+  return error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE';
+}
+
 export function developerNotFound(): TesseraError {
   return new TesseraError('DEVELOPER_NOT_FOUND', 'No developer has this email address.');
 }

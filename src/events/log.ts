@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { isTesseraError } from '../errors.js';
+import { isServiceUnavailable } from '../error-catalogue.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
@@ -138,7 +138,7 @@ export class EventLog {
       })
       .catch((error: unknown) => {
         this.metrics.eventWriteFailed();
-        if (!isStoreUnavailable(error) || this.#buffer.length + this.#counts.size + size > MAX_KEPT_FOR_RETRY) {
+        if (!isServiceUnavailable(error) || this.#buffer.length + this.#counts.size + size > MAX_KEPT_FOR_RETRY) {
           this.onError(`${size} ${what} could not be written and are lost`, error);
           return;
         }
@@ -203,9 +203,4 @@ function byCountKey(a: EventCount, b: EventCount): number {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** The store could not be reached (`503`): the same write may well succeed later. */
-function isStoreUnavailable(error: unknown): boolean {
-  return isTesseraError(error) && error.code === 'SERVICE_UNAVAILABLE';
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { isUnavailable, unavailableOr } from './errors.js';
+import { isServiceUnavailable } from '../../error-catalogue.js';
+import { unavailableOr } from './errors.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (PG_POOL_SIZE). */
@@ -96,7 +97,7 @@ export function poolQueries(pool: pg.Pool): PostgresQueries {
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
         const thrown = unavailableOr(error);
-        if (isUnavailable(thrown)) broken ??= error as Error;
+        if (isServiceUnavailable(thrown)) broken ??= error as Error;
         throw thrown;
       } finally {
         client.release(broken);

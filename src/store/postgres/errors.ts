@@ -16,10 +16,6 @@ export function unavailableOr(error: unknown): unknown {
   return error;
 }
 
-/** Writing every item of a batch one by one is pointless after this error: the database is unreachable. */
-export function isUnavailable(error: unknown): boolean {
-  return error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE';
-}
 
 /** A second app with a taken AppID or ClientID (`unique_violation`). */
 export function isUniqueViolation(error: unknown): boolean {

@@ -1,10 +1,10 @@
 import type pg from 'pg';
+import { isServiceUnavailable } from '../../error-catalogue.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../tokens/revocation.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import type { PostgresQueries } from './connection.js';
-import { isUnavailable } from './errors.js';
 import { insertEvents } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 
@@ -65,7 +65,7 @@ export function postgresTokens(db: PostgresQueries, maxInFlight: number): Postgr
         values: [token.selector, token.verifierHash, token.appId, token.kind, token.issuedAt, token.expiresAt],
       });
     },
-    failsEverything: isUnavailable,
+    failsEverything: isServiceUnavailable,
     maxInFlight,
   });
 
