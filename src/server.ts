@@ -1,34 +1,33 @@
-import { readFileSync } from 'node:fs';
 import { METHODS } from 'node:http';
-import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { browserAccess } from './apps/cors.js';
-import { appRoutes } from './apps/routes.js';
-import { tesseraAuth } from './auth/middleware/fastify.js';
 import type { AdminPathRule } from './auth/forward.js';
-import { forwardAuthRoutes } from './auth/forward-routes.js';
-import { authRoutes } from './auth/routes.js';
-import { eventRoutes } from './events/routes.js';
-import { endpointRoutes } from './tokens/endpoint-routes.js';
-import { metadataRoutes } from './tokens/metadata-routes.js';
-import { tokenLifecycleRoutes } from './tokens/lifecycle-routes.js';
 import { notFound } from './error-catalogue.js';
 import { TesseraError } from './errors.js';
-import { PACKAGE_ROOT } from './paths.js';
-import { portal } from './portal/plugin.js';
-import type { Tessera } from './tessera.js';
-import { tokenRoutes } from './tokens/routes.js';
 import { batchAnswers } from './http/answer-batching.js';
 import { answerConnectRequests } from './http/connect.js';
-import { clientScriptRoute } from './http/client-script.js';
 import { acceptJsonBodies } from './http/content-types.js';
+import { browserAccess } from './http/cors.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
-import { healthRoutes } from './http/health.js';
 import { refuseOtherMethods } from './http/methods.js';
+import { tesseraAuth } from './http/middleware/fastify.js';
+import { PORTAL_PREFIX } from './http/paths.js';
+import { appRoutes } from './http/routes/app.js';
+import { tokenLifecycleRoutes } from './http/routes/app-tokens.js';
+import { clientScriptRoute } from './http/routes/client-script.js';
+import { eventRoutes } from './http/routes/events.js';
+import { forwardAuthRoutes } from './http/routes/forward-auth.js';
+import { healthRoutes } from './http/routes/health.js';
+import { metadataRoutes } from './http/routes/metadata.js';
+import { openapiRoute } from './http/routes/openapi.js';
+import { endpointRoutes } from './http/routes/revocation-introspection.js';
+import { tokenRoutes } from './http/routes/token-endpoint.js';
+import { authRoutes } from './http/routes/whoami.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
+import { portal } from './portal/plugin.js';
+import type { Tessera } from './tessera.js';
 
 /** Token requests are a few hundred bytes; nothing the service accepts needs more. */
 export const MAX_BODY_BYTES = 4096;
@@ -163,7 +162,7 @@ export function buildServer({
 
   if (withPortal) {
     app.register(portal, {
-      prefix: '/portal',
+      prefix: PORTAL_PREFIX,
       developers: tessera.developers,
       sessions: tessera.developerSessions,
       members: tessera.members,
@@ -179,14 +178,12 @@ export function buildServer({
     app.get('/', async (request, reply) => {
       // `GET *` (an asterisk-form target) is routed here too: it names no resource.
       if (!request.raw.url?.startsWith('/')) throw notFound();
-      return reply.redirect('/portal/', 302);
+      return reply.redirect(`${PORTAL_PREFIX}/`, 302);
     });
     refuseOtherMethods(app, '/', ['GET']);
   }
 
-  const openapi = readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8');
-  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
-  refuseOtherMethods(app, '/openapi.json', ['GET']);
+  app.register(openapiRoute);
 
   return app;
 }

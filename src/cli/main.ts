@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
 import { isTesseraError } from '../errors.js';
-import { PACKAGE_ROOT } from '../paths.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../paths.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 import type { PrometheusMetrics } from './prometheus.js';
 
 /**

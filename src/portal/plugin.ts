@@ -13,7 +13,7 @@ import type { CurrentSession, DeveloperSessions } from '../developers/sessions.j
 import { isTesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import { acceptFormBodies } from '../http/content-types.js';
-import { PACKAGE_ROOT } from '../paths.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 import type { TokenRevoker } from '../tokens/revocation.js';
 import { portalCookies, type PortalCookies } from './cookies.js';
 import { errorPage } from './pages/error.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 
 // What docs/forward-auth.md tells users to run, read from the page, so that the documented code is
 // the tested code.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { TesseraClient, TesseraClientError, type AdminOptions, type TesseraClientOptions } from '../../src/client/client.js';
-import { CLIENT_SCRIPT_PATH } from '../../src/http/client-script.js';
+import { CLIENT_SCRIPT_PATH } from '../../src/http/paths.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, basic, bearer, request, requestAs, requestToken, whoami } from '../helpers/http.js';
 import { rawHttpUntilClosed, rawRequest } from '../helpers/raw-http.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildServer } from '../../src/server.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { createTessera } from '../../src/tessera.js';
 import { request } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';

@@ -7,7 +7,7 @@ import express from 'express';
 // Through the package's own names (its "exports" map), as another service imports them.
 import { tesseraExpress, tesseraRequireAdmin, type ExpressLikeRequest } from 'tessera/middleware/express';
 import { TesseraVerifier } from 'tessera/verifier';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
 // A real Express 5 service that authenticates its routes with `tesseraExpress` and a `TesseraVerifier`.
@@ -52,8 +52,8 @@ describe('the package exports', () => {
     const root = pathToFileURL(PACKAGE_ROOT);
     for (const [name, file] of [
       ['tessera/verifier', 'dist/src/verifier.js'],
-      ['tessera/middleware/fastify', 'dist/src/auth/middleware/fastify.js'],
-      ['tessera/middleware/express', 'dist/src/auth/middleware/express.js'],
+      ['tessera/middleware/fastify', 'dist/src/http/middleware/fastify.js'],
+      ['tessera/middleware/express', 'dist/src/http/middleware/express.js'],
     ] as const) {
       assert.equal(import.meta.resolve(name), new URL(file, root).href, name);
     }

@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 // Relative imports: this suite checks the code compiled beside it (express.test.ts goes through the exports map).
-import { requireAdmin, tesseraAuth } from '../../src/auth/middleware/fastify.js';
+import { requireAdmin, tesseraAuth } from '../../src/http/middleware/fastify.js';
 import { TesseraVerifier } from '../../src/verifier.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { createTessera } from '../../src/tessera.js';
 import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { serviceUnavailable } from '../error-catalogue.js';
-import { isTesseraError } from '../errors.js';
-import type { Store } from '../store/store.js';
-import { refuseOtherMethods } from './methods.js';
+import { serviceUnavailable } from '../../error-catalogue.js';
+import { isTesseraError } from '../../errors.js';
+import type { Store } from '../../store/store.js';
+import { refuseOtherMethods } from '../methods.js';
+import { HEALTH_PATH, READINESS_PATH } from '../paths.js';
 
 const READINESS_TIMEOUT_MS = 1_000;
 
@@ -11,11 +12,11 @@ const READINESS_TIMEOUT_MS = 1_000;
  * store to answer within a second. Neither needs credentials, and neither says anything else.
  */
 export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get('/healthz', (_request, reply) => {
+  app.get(HEALTH_PATH, (_request, reply) => {
     reply.header('cache-control', 'no-store').send({ status: 'ok' });
   });
 
-  app.get('/readyz', async (_request, reply) => {
+  app.get(READINESS_PATH, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -34,6 +35,6 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { 
     return { status: 'ready', store: store.backend };
   });
 
-  refuseOtherMethods(app, '/healthz', ['GET']);
-  refuseOtherMethods(app, '/readyz', ['GET']);
+  refuseOtherMethods(app, HEALTH_PATH, ['GET']);
+  refuseOtherMethods(app, READINESS_PATH, ['GET']);
 };

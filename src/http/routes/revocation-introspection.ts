@@ -1,19 +1,17 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { AppRecord } from '../apps/app.js';
-import type { AppCache } from '../apps/cache.js';
-import { adminRequired } from '../error-catalogue.js';
-import { acceptFormBodies } from '../http/content-types.js';
-import { preventCaching, singleHeader } from '../http/headers.js';
-import type { Metrics } from '../metrics/port.js';
-import type { RateLimits } from '../limits/rate-limits.js';
-import type { Principal } from '../principal.js';
-import type { TokenChecker } from './checker.js';
-import type { EndpointCallers } from './endpoint-callers.js';
-import { parseBodyCredentials, parseTokenParameter } from './request.js';
-import type { TokenRevoker } from './revocation.js';
-
-export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
-export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
+import type { AppRecord } from '../../apps/app.js';
+import type { AppCache } from '../../apps/cache.js';
+import { adminRequired } from '../../error-catalogue.js';
+import type { Metrics } from '../../metrics/port.js';
+import type { RateLimits } from '../../limits/rate-limits.js';
+import type { Principal } from '../../principal.js';
+import type { TokenChecker } from '../../tokens/checker.js';
+import type { EndpointCallers } from '../../tokens/endpoint-callers.js';
+import { parseBodyCredentials, parseTokenParameter } from '../../tokens/request.js';
+import type { TokenRevoker } from '../../tokens/revocation.js';
+import { acceptFormBodies } from '../content-types.js';
+import { preventCaching, singleHeader } from '../headers.js';
+import { INTROSPECT_PATH, REVOKE_PATH } from '../paths.js';
 
 type AppParams = { Params: { appId: string } };
 
@@ -55,7 +53,7 @@ export interface EndpointRoutesOptions {
 /**
  * Revocation (RFC 7009) and introspection (RFC 7662). They authenticate their caller themselves,
  * after the body is read, since an OAuth client may send its credentials there (`client_secret_post`);
- * their other methods are answered with the rest of the app's paths (`lifecycle-routes.ts`).
+ * their other methods are answered with the rest of the app's paths (`app-tokens.ts`).
  */
 export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { apps, callers, checker, revoker, limits, metrics }) => {
   acceptFormBodies(app);

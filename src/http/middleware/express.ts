@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestAuthenticator } from '../../auth/authenticate.js';
 import { adminRequired } from '../../error-catalogue.js';
 import type { TesseraError } from '../../errors.js';
-import { errorBody, errorHeaders } from '../../http/errors.js';
-import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../authenticate.js';
+import { errorBody, errorHeaders } from '../errors.js';
+import { singleHeader } from '../headers.js';
 import { authenticationStep } from './step.js';
 
 /** The parts of an Express request the middleware uses (no dependency on Express itself). */

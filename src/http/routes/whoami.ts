@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { notFound } from '../error-catalogue.js';
-import { ignoreBodies } from '../http/content-types.js';
-import { refuseOtherMethods } from '../http/methods.js';
+import { notFound } from '../../error-catalogue.js';
+import { ignoreBodies } from '../content-types.js';
+import { refuseOtherMethods } from '../methods.js';
+import { UNDER_APP_PATH, WHOAMI_PATH } from '../paths.js';
 
 const whoamiSchema = {
   response: {
@@ -20,8 +21,6 @@ const whoamiSchema = {
   },
 } as const;
 
-export const WHOAMI_PATH = '/api/apps/:appId/whoami';
-
 /** Needs `tesseraAuth` registered in the same scope. */
 export const authRoutes: FastifyPluginAsync = async (app) => {
   // Synchronous: nothing to wait for, so no promise to settle on this hot path.
@@ -36,7 +35,7 @@ export const authRoutes: FastifyPluginAsync = async (app) => {
   // clients send types of their own, such as application/vnd.kii.ThingRegistrationRequest+json).
   await app.register(async (scope) => {
     ignoreBodies(scope);
-    scope.all('/api/apps/:appId/*', async () => {
+    scope.all(UNDER_APP_PATH, async () => {
       throw notFound();
     });
   });

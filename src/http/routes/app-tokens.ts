@@ -1,15 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { requireAdmin } from '../auth/middleware/fastify.js';
-import { TesseraError } from '../errors.js';
-import { acceptFormBodies, refuseBodies } from '../http/content-types.js';
-import { preventCaching } from '../http/headers.js';
-import { refuseOtherMethods } from '../http/methods.js';
-import { quoted } from '../text.js';
-import { describeAppRevocation, revocationKind, type RevocationKind, type TokenRevoker } from './revocation.js';
-
-import { INTROSPECT_PATH, REVOKE_PATH } from './endpoint-routes.js';
-
-export const APP_TOKENS_PATH = '/api/apps/:appId/tokens';
+import { TesseraError } from '../../errors.js';
+import { quoted } from '../../text.js';
+import { describeAppRevocation, revocationKind, type RevocationKind, type TokenRevoker } from '../../tokens/revocation.js';
+import { acceptFormBodies, refuseBodies } from '../content-types.js';
+import { preventCaching } from '../headers.js';
+import { refuseOtherMethods } from '../methods.js';
+import { requireAdmin } from '../middleware/fastify.js';
+import { APP_TOKENS_PATH, INTROSPECT_PATH, REVOKE_PATH } from '../paths.js';
 
 type AppParams = { Params: { appId: string } };
 
@@ -20,7 +17,7 @@ export interface TokenLifecycleRoutesOptions {
 
 /**
  * Revoking all tokens of an app, and the other methods of revocation and introspection (whose
- * `POST` authenticates its client itself: `endpoint-routes.ts`). Needs `tesseraAuth` registered in
+ * `POST` authenticates its client itself: `revocation-introspection.ts`). Needs `tesseraAuth` registered in
  * the same scope, so that a wrong method is answered after authentication, as everywhere under an app.
  */
 export const tokenLifecycleRoutes: FastifyPluginAsync<TokenLifecycleRoutesOptions> = async (app, { revoker }) => {

@@ -1,15 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { requireAdmin } from '../auth/middleware/fastify.js';
-import type { Clock } from '../clock.js';
-import { TesseraError } from '../errors.js';
-import { refuseOtherMethods } from '../http/methods.js';
-import { parseEventCountQuery } from './counts.js';
-import { describeEvent } from './event.js';
-import type { EventLog } from './log.js';
-import { parseEventPageQuery } from './query.js';
-
-export const EVENTS_PATH = '/api/apps/:appId/events';
-export const EVENT_COUNTS_PATH = '/api/apps/:appId/events/counts';
+import type { Clock } from '../../clock.js';
+import { TesseraError } from '../../errors.js';
+import { parseEventCountQuery } from '../../events/counts.js';
+import { describeEvent } from '../../events/event.js';
+import type { EventLog } from '../../events/log.js';
+import { parseEventPageQuery } from '../../events/query.js';
+import { refuseOtherMethods } from '../methods.js';
+import { requireAdmin } from '../middleware/fastify.js';
+import { EVENT_COUNTS_PATH, EVENTS_PATH } from '../paths.js';
 
 type EventsRequest = {
   Params: { appId: string };

@@ -1,20 +1,17 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppCache } from '../apps/cache.js';
-import { SDK_APP_ID } from '../auth/authenticate.js';
-import { parseAuthorization } from '../auth/authorization.js';
-import { TesseraError } from '../errors.js';
-import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../http/content-types.js';
-import { preventCaching, singleHeader } from '../http/headers.js';
-import { refuseOtherMethods } from '../http/methods.js';
-import type { RateLimits } from '../limits/rate-limits.js';
-import { anonymousRequest } from '../request-context.js';
-import { clientAuthenticationRequired, clientCredentials } from './credentials.js';
-import type { IssuedToken, TokenIssuer } from './issuer.js';
-import { parseTokenRequest } from './request.js';
-
-export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
-/** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */
-export const SDK_TOKEN_PATH = '/api/oauth2/token';
+import type { AppCache } from '../../apps/cache.js';
+import { SDK_APP_ID } from '../../auth/authenticate.js';
+import { parseAuthorization } from '../../auth/authorization.js';
+import { TesseraError } from '../../errors.js';
+import type { RateLimits } from '../../limits/rate-limits.js';
+import { anonymousRequest } from '../../request-context.js';
+import { clientAuthenticationRequired, clientCredentials } from '../../tokens/credentials.js';
+import type { IssuedToken, TokenIssuer } from '../../tokens/issuer.js';
+import { parseTokenRequest } from '../../tokens/request.js';
+import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../content-types.js';
+import { preventCaching, singleHeader } from '../headers.js';
+import { refuseOtherMethods } from '../methods.js';
+import { APP_TOKEN_PATH, SDK_TOKEN_PATH } from '../paths.js';
 
 const tokenResponseSchema = {
   type: 'object',

@@ -1,12 +1,12 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
-import { FORWARD_AUTH_PATH, forwardedTarget } from '../auth/forward-routes.js';
+import type { AppRecord } from '../apps/app.js';
+import type { AppCache } from '../apps/cache.js';
+import { isOriginAllowed } from '../apps/origins.js';
 import { TesseraError } from '../errors.js';
-import { SDK_TOKEN_PATH } from '../tokens/routes.js';
-import type { AppRecord } from './app.js';
-import type { AppCache } from './cache.js';
-import { isOriginAllowed } from './origins.js';
+import { FORWARD_AUTH_PATH, PORTAL_PREFIX, SDK_TOKEN_PATH } from './paths.js';
+import { forwardedTarget } from './routes/forward-auth.js';
 
 /** Methods a page may send: the API's, and those of the rest of the backend behind forward authentication. */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -21,7 +21,7 @@ const MAX_AGE_SECONDS = 7200;
  * The developer portal's pages (`/portal/apps/{appId}/…` among them) are the service's own, for its
  * own origin only: another origin's page may read none of them, whatever the app lists.
  */
-const PORTAL_PATH = '/portal/';
+const PORTAL_PAGES = `${PORTAL_PREFIX}/`;
 
 /** What `@fastify/cors` does for a request of an origin that may not read the answer: nothing (no header but `Vary: Origin`). */
 const NO_CORS: FastifyCorsOptions = Object.freeze({ origin: false });
@@ -84,7 +84,7 @@ export const browserAccess = fastifyPlugin(corsForApps, { name: 'tessera-browser
 
 function targetOf(request: FastifyRequest): CorsTarget {
   const route = request.routeOptions.url;
-  if (route !== undefined && route.startsWith(PORTAL_PATH)) return 'not for browsers';
+  if (route !== undefined && route.startsWith(PORTAL_PAGES)) return 'not for browsers';
   const appId = (request.params as { appId?: string } | undefined)?.appId;
   if (appId !== undefined) return { appId, forwarded: false };
   if (route === SDK_TOKEN_PATH) {

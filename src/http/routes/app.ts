@@ -1,17 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { requireAdmin } from '../auth/middleware/fastify.js';
-import { acceptJsonBodies } from '../http/content-types.js';
-import { refuseOtherMethods } from '../http/methods.js';
-import type { AppCache } from './cache.js';
-import { parseConfigurationChanges } from './configuration.js';
-import type { AppService } from './service.js';
-import { describeApp } from './app.js';
+import { describeApp } from '../../apps/app.js';
+import type { AppCache } from '../../apps/cache.js';
+import { parseConfigurationChanges } from '../../apps/configuration.js';
+import type { AppService } from '../../apps/service.js';
+import { acceptJsonBodies } from '../content-types.js';
+import { refuseOtherMethods } from '../methods.js';
+import { requireAdmin } from '../middleware/fastify.js';
+import { APP_PATH, CONFIGURATION_PATH } from '../paths.js';
 
-export const APP_PATH = '/api/apps/:appId';
-export const CONFIGURATION_PATH = '/api/apps/:appId/configuration';
 /**
  * The one body larger than a token request: `allowedOrigins` may hold 100 origins of 300 characters
- * (`origins.ts`), about 31 KB of JSON. Only the app's admin gets this far (the limit applies after
+ * (`apps/origins.ts`), about 31 KB of JSON. Only the app's admin gets this far (the limit applies after
  * authentication, which runs on `onRequest`).
  */
 export const CONFIGURATION_BODY_LIMIT_BYTES = 32 * 1024;

@@ -1,10 +1,10 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
+import type { RequestAuthenticator } from '../../auth/authenticate.js';
 import { adminRequired } from '../../error-catalogue.js';
-import { sendError } from '../../http/errors.js';
-import { singleHeader } from '../../http/headers.js';
 import type { Principal } from '../../principal.js';
-import type { RequestAuthenticator } from '../authenticate.js';
+import { sendError } from '../errors.js';
+import { singleHeader } from '../headers.js';
 import { authenticationStep } from './step.js';
 
 declare module 'fastify' {

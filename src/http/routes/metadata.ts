@@ -1,13 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppCache } from '../apps/cache.js';
-import { TesseraError } from '../errors.js';
-import { refuseOtherMethods } from '../http/methods.js';
-import { publicBaseUrl } from '../http/public-url.js';
-import { authorizationServerMetadata, issuerOf } from './metadata.js';
-
-/** RFC 8414 §3: the well-known path, put before the issuer's path. */
-export const METADATA_PREFIX = '/.well-known/oauth-authorization-server';
-const APP_PATH = '/api/apps/:appId';
+import type { AppCache } from '../../apps/cache.js';
+import { TesseraError } from '../../errors.js';
+import { authorizationServerMetadata, issuerOf } from '../../tokens/metadata.js';
+import { refuseOtherMethods } from '../methods.js';
+import { APP_PATH, METADATA_PREFIX } from '../paths.js';
+import { publicBaseUrl } from '../public-url.js';
 
 const stringArray = { type: 'array', items: { type: 'string' } } as const;
 const metadataSchema = {

@@ -1,6 +1,6 @@
+import type { AuthenticationRequest, RequestAuthenticator } from '../../auth/authenticate.js';
 import { isTesseraError, type TesseraError } from '../../errors.js';
 import type { Principal } from '../../principal.js';
-import type { AuthenticationRequest, RequestAuthenticator } from '../authenticate.js';
 
 /** How one framework's middleware reads a request and answers it (`Next` is the framework's own). */
 export interface MiddlewareGlue<Request, Reply, Next> {

@@ -1,16 +1,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
-import { refuseOtherMethods } from './methods.js';
-
-export const CLIENT_SCRIPT_PATH = '/tessera-client.js';
+import { refuseOtherMethods } from '../methods.js';
+import { CLIENT_SCRIPT_PATH } from '../paths.js';
 
 /**
  * `tessera/client` as the server serves it: the compiled module (`dist/src/client/client.js`)
  * without its source-map comment, since the map and the sources it names are not served.
  */
 export function clientScript(): string {
-  const built = readFileSync(new URL('../client/client.js', import.meta.url), 'utf8');
+  const built = readFileSync(new URL('../../client/client.js', import.meta.url), 'utf8');
   return built.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n');
 }
 

@@ -1,13 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { TesseraError } from '../errors.js';
-import { ignoreBodies } from '../http/content-types.js';
-import { toTesseraError } from '../http/errors.js';
-import { singleHeader } from '../http/headers.js';
-import type { ForwardAuthDecision, Metrics } from '../metrics/port.js';
-import type { Authenticator } from './authenticate.js';
-import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from './forward.js';
-
-export const FORWARD_AUTH_PATH = '/api/forward-auth';
+import type { Authenticator } from '../../auth/authenticate.js';
+import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from '../../auth/forward.js';
+import { TesseraError } from '../../errors.js';
+import type { ForwardAuthDecision, Metrics } from '../../metrics/port.js';
+import { ignoreBodies } from '../content-types.js';
+import { toTesseraError } from '../errors.js';
+import { singleHeader } from '../headers.js';
+import { FORWARD_AUTH_PATH } from '../paths.js';
 
 /** Identity headers of an admitted request, for the proxy to pass to the upstream. */
 export const IDENTITY_HEADERS = {

@@ -1,0 +1,33 @@
+/**
+ * The service's URL patterns, as Fastify routes them (`:appId` is a parameter): what the route
+ * plugins (`routes/`), CORS (`cors.ts`) and the server (`server.ts`) share. docs/openapi.json
+ * describes them.
+ */
+
+/** An app, and the root of every path under it. */
+export const APP_PATH = '/api/apps/:appId';
+/** Any other path under an app: authenticated, then not found. */
+export const UNDER_APP_PATH = '/api/apps/:appId/*';
+export const CONFIGURATION_PATH = '/api/apps/:appId/configuration';
+export const WHOAMI_PATH = '/api/apps/:appId/whoami';
+export const EVENTS_PATH = '/api/apps/:appId/events';
+export const EVENT_COUNTS_PATH = '/api/apps/:appId/events/counts';
+
+export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
+/** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */
+export const SDK_TOKEN_PATH = '/api/oauth2/token';
+export const REVOKE_PATH = '/api/apps/:appId/oauth2/revoke';
+export const INTROSPECT_PATH = '/api/apps/:appId/oauth2/introspect';
+export const APP_TOKENS_PATH = '/api/apps/:appId/tokens';
+/** RFC 8414 §3: the well-known path, put before the issuer's path. */
+export const METADATA_PREFIX = '/.well-known/oauth-authorization-server';
+
+/** Forward authentication for reverse proxies; Envoy puts the original path after it. */
+export const FORWARD_AUTH_PATH = '/api/forward-auth';
+
+export const HEALTH_PATH = '/healthz';
+export const READINESS_PATH = '/readyz';
+export const OPENAPI_PATH = '/openapi.json';
+export const CLIENT_SCRIPT_PATH = '/tessera-client.js';
+/** The developer portal: its pages are the service's own, for its own origin only. */
+export const PORTAL_PREFIX = '/portal';
