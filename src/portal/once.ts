@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formSentAlready } from '../error-catalogue.js';
 import { ONCE_LIFETIME_MS } from '../once.js';
-import { formField } from './plugin.js';
+import { formField } from './context.js';
 
 /**
  * Forms whose answer shows a secret once (a new app, a rotated ClientSecret) cannot redirect after

@@ -4,18 +4,12 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppService } from '../apps/service.js';
-import type { Clock } from '../clock.js';
-import type { DeveloperAccounts } from '../developers/accounts.js';
-import type { AppMembers } from '../developers/members.js';
-import type { OwnedApps } from '../developers/owned-apps.js';
-import type { CurrentSession, DeveloperSessions } from '../developers/sessions.js';
+import type { CurrentSession } from '../developers/sessions.js';
 import { isTesseraError } from '../errors.js';
-import type { EventLog } from '../events/log.js';
 import { acceptFormBodies } from '../http/content-types.js';
 import { PACKAGE_ROOT } from '../package-root.js';
-import type { TokenRevoker } from '../tokens/revocation.js';
-import { portalCookies, type PortalCookies } from './cookies.js';
+import { formField, type BackgroundRouteConfig, type PortalContext, type PortalOptions } from './context.js';
+import { portalCookies } from './cookies.js';
 import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
 import { appRotatePages } from './pages/app-rotate.js';
@@ -36,36 +30,8 @@ declare module 'fastify' {
   }
 }
 
-/** A route that pages call by themselves, not a person (polling): it uses the session without keeping it alive. */
-export interface BackgroundRouteConfig {
-  background?: boolean;
-}
-
 function isBackground(request: FastifyRequest): boolean {
   return (request.routeOptions.config as BackgroundRouteConfig).background === true;
-}
-
-/** What the portal's pages use. */
-export interface PortalOptions {
-  developers: DeveloperAccounts;
-  sessions: DeveloperSessions;
-  members: AppMembers;
-  ownedApps: OwnedApps;
-  apps: AppService;
-  revoker: TokenRevoker;
-  events: EventLog;
-  clock: Clock;
-  /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
-  secureCookies: boolean;
-  /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
-  publicUrl: string | undefined;
-  /** PORTAL_SIGNUP: `open` serves the sign-up page; `invite` (the default) leaves accounts to the operator. */
-  signup?: 'open' | 'invite';
-}
-
-/** What every page file is given. */
-export interface PortalContext extends PortalOptions {
-  cookies: PortalCookies;
 }
 
 const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
@@ -137,11 +103,6 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(setPasswordPages, context);
   await app.register(accountPages, context);
   await app.register(signUpPages, context);
-}
-
-/** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */
-export function formField(request: FastifyRequest, name: string): string | undefined {
-  return request.body instanceof URLSearchParams ? (request.body.get(name) ?? undefined) : undefined;
 }
 
 function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, requireSession, seeOther, sendPage, sessionOf, setSessionCookies } from '../respond.js';
 import { utcDay } from '../time.js';
 import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';

@@ -7,7 +7,7 @@ import { TesseraError } from '../../errors.js';
 import { revocationKind, type RevocationKind } from '../../tokens/revocation.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { inLargestUnit, LIFETIME_UNITS, mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';

@@ -4,7 +4,7 @@ import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { PortalContext } from '../plugin.js';
+import type { PortalContext } from '../context.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcDay, utcTime } from '../time.js';
 import { lifetime, type AppParams } from './app-common.js';

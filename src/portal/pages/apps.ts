@@ -6,7 +6,7 @@ import { tryItCommands } from '../../apps/try-it.js';
 import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { keyRow } from './keys.js';
 

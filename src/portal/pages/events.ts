@@ -8,7 +8,7 @@ import type { Actor } from '../../request-context.js';
 import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { BackgroundRouteConfig, PortalContext } from '../plugin.js';
+import type { BackgroundRouteConfig, PortalContext } from '../context.js';
 import { requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';

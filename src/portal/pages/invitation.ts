@@ -4,7 +4,7 @@ import type { OneTimeLinkRecord } from '../../developers/one-time-link.js';
 import { isTesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
 import { csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
 import { linkToken, type TokenQuery } from './link-token.js';

@@ -8,7 +8,7 @@ import { appNotFound } from '../../error-catalogue.js';
 import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
 import type { AppParams } from './app-common.js';

@@ -5,7 +5,7 @@ import { isTesseraError } from '../../errors.js';
 import { anonymousRequest } from '../../request-context.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { linkToken, type TokenQuery } from './link-token.js';
 

@@ -3,7 +3,7 @@ import { isTesseraError } from '../../errors.js';
 import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 

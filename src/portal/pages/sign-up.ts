@@ -3,7 +3,7 @@ import { isTesseraError } from '../../errors.js';
 import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../plugin.js';
+import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { newPasswordFields } from './set-password.js';
 

@@ -1,0 +1,43 @@
+import type { FastifyRequest } from 'fastify';
+import type { AppService } from '../apps/service.js';
+import type { Clock } from '../clock.js';
+import type { DeveloperAccounts } from '../developers/accounts.js';
+import type { AppMembers } from '../developers/members.js';
+import type { OwnedApps } from '../developers/owned-apps.js';
+import type { DeveloperSessions } from '../developers/sessions.js';
+import type { EventLog } from '../events/log.js';
+import type { TokenRevoker } from '../tokens/revocation.js';
+import type { PortalCookies } from './cookies.js';
+
+/** What the portal's pages use. */
+export interface PortalOptions {
+  developers: DeveloperAccounts;
+  sessions: DeveloperSessions;
+  members: AppMembers;
+  ownedApps: OwnedApps;
+  apps: AppService;
+  revoker: TokenRevoker;
+  events: EventLog;
+  clock: Clock;
+  /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
+  secureCookies: boolean;
+  /** PUBLIC_URL, for the commands the new-app page shows; else the address the browser used. */
+  publicUrl: string | undefined;
+  /** PORTAL_SIGNUP: `open` serves the sign-up page; `invite` (the default) leaves accounts to the operator. */
+  signup?: 'open' | 'invite';
+}
+
+/** What every page file is given. */
+export interface PortalContext extends PortalOptions {
+  cookies: PortalCookies;
+}
+
+/** A route that pages call by themselves, not a person (polling): it uses the session without keeping it alive. */
+export interface BackgroundRouteConfig {
+  background?: boolean;
+}
+
+/** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */
+export function formField(request: FastifyRequest, name: string): string | undefined {
+  return request.body instanceof URLSearchParams ? (request.body.get(name) ?? undefined) : undefined;
+}
