@@ -1,11 +1,11 @@
 import type { AppCache } from './apps/cache.js';
+import { AppMembers } from './apps/members.js';
+import { OwnedApps } from './apps/owned-apps.js';
 import { AppService } from './apps/service.js';
 import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
 import { DeveloperAccounts } from './developers/accounts.js';
 import { DEFAULT_DEVELOPER_LIMITS, DeveloperLimits, type DeveloperLimitSettings } from './developers/developer-limits.js';
-import { AppMembers } from './developers/members.js';
-import { OwnedApps } from './developers/owned-apps.js';
 import { DeveloperSessions } from './developers/sessions.js';
 import { createSignInLimits, DEFAULT_SIGN_IN_LIMITS, type SignInLimitSettings } from './developers/sign-in-limits.js';
 import { EventLog } from './events/log.js';

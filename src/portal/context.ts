@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
+import type { AppMembers } from '../apps/members.js';
+import type { OwnedApps } from '../apps/owned-apps.js';
 import type { AppService } from '../apps/service.js';
 import type { Clock } from '../clock.js';
 import type { DeveloperAccounts } from '../developers/accounts.js';
-import type { AppMembers } from '../developers/members.js';
-import type { OwnedApps } from '../developers/owned-apps.js';
 import type { DeveloperSessions } from '../developers/sessions.js';
 import type { EventLog } from '../events/log.js';
 import type { TokenRevoker } from '../tokens/revocation.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
-import type { OwnedApp } from '../../developers/owned-apps.js';
+import type { OwnedApp } from '../../apps/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
 import { tryItCommands } from '../../apps/try-it.js';
 import { html } from '../html.js';

@@ -1,16 +1,16 @@
-import type { AppStore } from '../apps/store.js';
 import type { Clock } from '../clock.js';
+import type { DeveloperLimits } from '../developers/developer-limits.js';
+import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from '../developers/developer.js';
+import { checkedEmail, normaliseEmail } from '../developers/email.js';
+import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from '../developers/one-time-link.js';
+import { mayAct, type AppAction, type AppRole } from '../developers/roles.js';
+import { generateSecretToken, parseSecretToken, secretMatches } from '../developers/secret-token.js';
+import type { AppMembership, DeveloperStore } from '../developers/store.js';
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
-import type { DeveloperLimits } from './developer-limits.js';
-import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from './developer.js';
-import { checkedEmail, normaliseEmail } from './email.js';
-import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from './one-time-link.js';
-import { mayAct, type AppAction, type AppRole } from './roles.js';
-import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
-import type { AppMembership, DeveloperStore } from './store.js';
+import type { AppStore } from './store.js';
 
 export interface OwnerChange {
   appId: string;
@@ -45,7 +45,7 @@ export interface AppMembersOptions {
 }
 
 /**
- * Who owns an app and who collaborates on it (`roles.ts`). The operator sets owners (`tessera apps
+ * Who owns an app and who collaborates on it (`developers/roles.ts`). The operator sets owners (`tessera apps
  * create --owner`, `apps transfer`); an owner invites collaborators with a link it passes on.
  * Every change is an audit event of the app, written with it.
  */

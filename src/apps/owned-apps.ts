@@ -1,8 +1,8 @@
-import { AppLimitReached, checkedAppName, type AppService, type CreatedApp } from '../apps/service.js';
+import type { DeveloperAccounts } from '../developers/accounts.js';
+import type { DeveloperLimits } from '../developers/developer-limits.js';
 import { TesseraError } from '../errors.js';
 import type { RequestContext } from '../request-context.js';
-import type { DeveloperAccounts } from './accounts.js';
-import type { DeveloperLimits } from './developer-limits.js';
+import { AppLimitReached, checkedAppName, type AppService, type CreatedApp } from './service.js';
 
 export type OwnedApp = CreatedApp & { owner: { id: string; email: string } };
 
