@@ -13,6 +13,9 @@ import { RevokedTokens } from './tokens/revoked-tokens.js';
 export interface TokenChecking {
   readonly apps: AppCache;
   readonly tokens: TokenChecker;
+  /** The checker's self-verifying anonymous tokens, for issuing them, and the ones revoked one by one. */
+  readonly anonymous: AnonymousTokens;
+  readonly revoked: RevokedTokens;
   readonly authenticator: Authenticator;
   /** Drops what the caches hold of one app, or of every app (after a change made by this process). */
   forget(appId?: string): void;
@@ -53,5 +56,5 @@ export function createTokenChecking(store: Store, options: TokenCheckingOptions)
       forget(change.appId);
     }
   });
-  return { apps, tokens, authenticator: new Authenticator(apps, tokens, options.events), forget };
+  return { apps, tokens, anonymous, revoked, authenticator: new Authenticator(apps, tokens, options.events), forget };
 }

@@ -1,11 +1,13 @@
 import { TesseraError } from '../errors.js';
 import { quoted } from '../text.js';
-import { NEVER_EXPIRES_IN } from '../tokens/expiry.js';
 import type { AppConfiguration } from './app.js';
 import { parseAllowedOrigins } from './origins.js';
 
-/** The longest maximum lifetime that can be set: what `expires_in` reports for "never". */
-export const MAX_LIFETIME_SECONDS = NEVER_EXPIRES_IN;
+/**
+ * The longest maximum lifetime that can be set: what the established service answers as
+ * `expires_in` for a token that never expires (`NEVER_EXPIRES_IN`).
+ */
+export const MAX_LIFETIME_SECONDS = 2147483646;
 
 type FieldParser = (value: unknown, name: string) => AppConfiguration[keyof AppConfiguration];
 

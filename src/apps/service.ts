@@ -8,7 +8,6 @@ import type { EventLog } from '../events/log.js';
 import { developerDetails, OPERATOR, type RequestContext } from '../request-context.js';
 import { onceClaim, OnceClaimedError } from '../once.js';
 import { hasControlCharacters } from '../text.js';
-import { appTokensRevoked } from '../tokens/revocation.js';
 import {
   DEFAULT_APP_CONFIGURATION,
   MAX_APP_NAME_LENGTH,
@@ -18,6 +17,7 @@ import {
   type AppRecord,
 } from './app.js';
 import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
+import { appTokensRevoked } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
 import { AppConflictError, type AppStore } from './store.js';
 

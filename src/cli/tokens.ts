@@ -1,6 +1,7 @@
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { describeAppRevocation, revocationKind } from '../tokens/revocation.js';
+import { revocationKind } from '../apps/revoke-all.js';
+import { describeAppRevocation } from '../tokens/revocation.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 

@@ -61,7 +61,7 @@ export class TokenChecker {
 
   constructor(
     private readonly tokens: TokenStore,
-    readonly anonymous: AnonymousTokens,
+    private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     cachedTokens = 100_000,
     private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,

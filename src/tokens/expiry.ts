@@ -1,7 +1,8 @@
+import { MAX_LIFETIME_SECONDS } from '../apps/configuration.js';
 import { TesseraError } from '../errors.js';
 
-/** What the established service answers as `expires_in` for a token that never expires. */
-export const NEVER_EXPIRES_IN = 2147483646;
+/** What the established service answers as `expires_in` for a token that never expires; no app's maximum lifetime is longer. */
+export const NEVER_EXPIRES_IN = MAX_LIFETIME_SECONDS;
 /** The largest instant a JavaScript Date can hold; anything later is not a date. */
 export const MAX_INSTANT = 8_640_000_000_000_000;
 

@@ -1,48 +1,18 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
-import type { EventDetails, EventStamp, NewAuditEvent } from '../events/event.js';
-import { actorOf, developerDetails, type RequestContext } from '../request-context.js';
+import { appTokensRevoked, type RevocationKind } from '../apps/revoke-all.js';
+import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
-import type { PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
+import type { AnonymousTokens } from './anonymous-tokens.js';
 import type { TokenChecker } from './checker.js';
-import type { RevokedTokenStore } from './revoked-tokens.js';
+import type { RevokedTokens, RevokedTokenStore } from './revoked-tokens.js';
 import type { TokenStore } from './store.js';
-
-/** Which of an app's tokens a revoke-all removes: one kind, or `all`, always spelled out. */
-export type RevocationKind = PrincipalKind | 'all';
-
-export const REVOCATION_KINDS: readonly RevocationKind[] = ['admin', 'anonymous', 'all'];
 
 /** Anonymous tokens of one app that callers other than its admin may revoke one by one and keep revoked (REVOKED_TOKENS_MAX_PER_APP). */
 export const DEFAULT_MAX_REVOKED_PER_APP = 100_000;
-
-/**
- * The kind of a revoke-all (`DELETE …/tokens?kind=`, `tessera tokens revoke-all --kind`), exactly as
- * spelled, or undefined for anything else: no default, no case folding. A typo or an unset variable
- * must never read as "all".
- */
-export function revocationKind(value: unknown): RevocationKind | undefined {
-  return REVOCATION_KINDS.find((kind) => kind === value);
-}
-
-/**
- * The `token.revoked` event of a revoke-all that removed `count` stored tokens; with anonymous
- * tokens, which are not stored (so not counted), also the cut-off that ends them all (UNIX ms).
- */
-export function appTokensRevoked(
-  stamp: EventStamp,
-  kind: RevocationKind,
-  count: number,
-  context: RequestContext,
-  anonymousCutoff: number | null = null,
-): NewAuditEvent {
-  const details: EventDetails = { kind, scope: 'app', count };
-  if (anonymousCutoff !== null) details.anonymousCutoff = anonymousCutoff;
-  return { ...stamp, type: 'token.revoked', details: { ...details, ...developerDetails(context) } };
-}
 
 /** What a revoke-all did. */
 export interface AppRevocation {
@@ -92,6 +62,9 @@ export class TokenRevoker {
     private readonly tokens: TokenStore,
     private readonly revokedTokens: RevokedTokenStore,
     private readonly checker: TokenChecker,
+    /** The checker's self-verifying anonymous tokens, and those of them revoked one by one, in memory. */
+    private readonly anonymous: AnonymousTokens,
+    private readonly revokedAnonymous: RevokedTokens,
     private readonly events: EventLog,
     options: TokenRevokerOptions,
   ) {
@@ -133,7 +106,7 @@ export class TokenRevoker {
     const anonymousCutoff = kind === 'admin' ? null : at;
     const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed, context, anonymousCutoff)]);
     this.checker.forgetAll();
-    if (kind !== 'admin') this.checker.anonymous.revoked.forgetApp(appId);
+    if (kind !== 'admin') this.revokedAnonymous.forgetApp(appId);
     this.#onChange(appId);
     // The stored tokens removed: with `all`, admin tokens (and anonymous ones from before they were
     // self-verifying); self-verifying tokens ended by the cut-off are not counted, their number is unknown.
@@ -146,17 +119,16 @@ export class TokenRevoker {
    * one that has ended already; callers other than an admin may keep at most `maxRevokedPerApp`.
    */
   async #revokeAnonymous(app: AppRecord, accessToken: string, context: RequestContext, byAdmin: boolean): Promise<void> {
-    const anonymous = this.checker.anonymous;
-    const facts = await anonymous.verify(app, accessToken);
-    if (facts === undefined || anonymous.ended(app, facts)) return;
-    if (!byAdmin && (await anonymous.revoked.countOf(app.appId)) >= this.#maxRevokedPerApp) {
+    const facts = await this.anonymous.verify(app, accessToken);
+    if (facts === undefined || this.anonymous.ended(app, facts)) return;
+    if (!byAdmin && (await this.revokedAnonymous.countOf(app.appId)) >= this.#maxRevokedPerApp) {
       throw new TesseraError('TOO_MANY_REQUESTS', 'Too many tokens of this app are revoked one by one; its admin can revoke them all.', {
         retryAfterSeconds: 60,
       });
     }
     const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
     const added = await this.revokedTokens.add(revocation);
-    anonymous.revoked.remember(revocation);
+    this.revokedAnonymous.remember(revocation);
     if (!added) return;
     this.#metrics.tokensRevoked('anonymous', 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });

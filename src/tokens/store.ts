@@ -1,6 +1,6 @@
+import type { RevocationKind } from '../apps/revoke-all.js';
 import type { AuditOf } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
-import type { RevocationKind } from './revocation.js';
 
 /** A stored token (admin tokens, and anonymous tokens issued before they were self-verifying): its selector and the hash of its verifier, never the token (see `token.ts`). */
 export interface TokenRecord {

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { revocationKind, type RevocationKind } from '../../apps/revoke-all.js';
 import { TesseraError } from '../../errors.js';
 import { quoted } from '../../text.js';
-import { describeAppRevocation, revocationKind, type RevocationKind, type TokenRevoker } from '../../tokens/revocation.js';
+import { describeAppRevocation, type TokenRevoker } from '../../tokens/revocation.js';
 import { acceptFormBodies, refuseBodies } from '../content-types.js';
 import { preventCaching } from '../headers.js';
 import { refuseOtherMethods } from '../methods.js';

@@ -4,7 +4,7 @@ import { MAX_LIFETIME_SECONDS, parseConfigurationChanges } from '../../apps/conf
 import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
 import { TesseraError } from '../../errors.js';
-import { revocationKind, type RevocationKind } from '../../tokens/revocation.js';
+import { revocationKind, type RevocationKind } from '../../apps/revoke-all.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { isServiceUnavailable } from '../../error-catalogue.js';
 import type { PrincipalKind } from '../../principal.js';
-import type { RevocationKind } from '../../tokens/revocation.js';
+import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import type { PostgresQueries } from './connection.js';

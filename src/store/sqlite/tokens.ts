@@ -1,6 +1,6 @@
 import type { AuditOf } from '../../events/event.js';
 import type { PrincipalKind } from '../../principal.js';
-import type { RevocationKind } from '../../tokens/revocation.js';
+import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { immediateTransaction, type SqliteDatabase } from './connection.js';
