@@ -17,7 +17,7 @@ import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
 import { KeyService } from './keys/service.js';
 import { AdminAuthentication } from './tokens/client-authentication.js';
-import { EndpointCallers } from './tokens/endpoint-callers.js';
+import { EndpointCallers } from './auth/endpoint-callers.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 

@@ -2,12 +2,12 @@ import type { AppCache } from '../apps/cache.js';
 import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
-import { singleRawHeader } from '../http/headers.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import { anonymousRequest } from '../request-context.js';
+import { parseAuthorization } from '../tokens/authorization-header.js';
 import type { TokenChecker } from '../tokens/checker.js';
-import { parseAuthorization } from './authorization.js';
+import { singleRawHeader } from './raw-headers.js';
 
 export interface AuthenticationRequest {
   appId: string;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { TesseraError } from '../errors.js';
+import { singleRawHeader } from '../auth/raw-headers.js';
 
 /**
  * A header's value, undefined when it is absent or empty; `400 invalid_request` when it is sent more
@@ -10,18 +10,6 @@ import { TesseraError } from '../errors.js';
  */
 export function singleHeader(request: IncomingMessage, name: string): string | undefined {
   return singleRawHeader(request.rawHeaders, name);
-}
-
-/** `singleHeader` over Node's `rawHeaders` (name, value, name, value, …). */
-export function singleRawHeader(raw: readonly string[], name: string): string | undefined {
-  let value: string | undefined;
-  for (let index = 0; index < raw.length; index += 2) {
-    const header = raw[index]!;
-    if (header.length !== name.length || header.toLowerCase() !== name) continue;
-    if (value !== undefined) throw new TesseraError('invalid_request', `The ${header} header is sent more than once.`);
-    value = raw[index + 1]!;
-  }
-  return value === '' ? undefined : value;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { AppRecord } from '../apps/app.js';
-import { decodeFormComponent, type AuthorizationCredentials } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
+import { decodeFormComponent, type AuthorizationCredentials } from './authorization-header.js';
 
 /** Who asks for a token: the ClientID and ClientSecret (admin), or the AppID and AppKey (anonymous). */
 export interface ClientCredentials {

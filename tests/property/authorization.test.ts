@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { hasMeSegment } from '../../src/auth/authenticate.js';
-import { MAX_AUTHORIZATION_LENGTH, parseAuthorization } from '../../src/auth/authorization.js';
+import { MAX_AUTHORIZATION_LENGTH, parseAuthorization } from '../../src/tokens/authorization-header.js';
 import { TesseraError } from '../../src/errors.js';
 import { MAX_CREDENTIAL_LENGTH, parseTokenRequest, type TokenRequest } from '../../src/tokens/request.js';
 

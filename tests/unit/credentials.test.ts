@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseAuthorization } from '../../src/auth/authorization.js';
+import { parseAuthorization } from '../../src/tokens/authorization-header.js';
 import { TesseraError } from '../../src/errors.js';
 import { clientCredentials, type BodyCredentials } from '../../src/tokens/credentials.js';
 import { makeApp } from '../helpers/fixtures.js';

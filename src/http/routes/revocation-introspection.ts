@@ -6,7 +6,7 @@ import type { Metrics } from '../../metrics/port.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import type { Principal } from '../../principal.js';
 import type { TokenChecker } from '../../tokens/checker.js';
-import type { EndpointCallers } from '../../tokens/endpoint-callers.js';
+import type { EndpointCallers } from '../../auth/endpoint-callers.js';
 import { parseBodyCredentials, parseTokenParameter } from '../../tokens/request.js';
 import type { TokenRevoker } from '../../tokens/revocation.js';
 import { acceptFormBodies } from '../content-types.js';

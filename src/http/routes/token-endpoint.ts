@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppCache } from '../../apps/cache.js';
 import { SDK_APP_ID } from '../../auth/authenticate.js';
-import { parseAuthorization } from '../../auth/authorization.js';
+import { parseAuthorization } from '../../tokens/authorization-header.js';
 import { TesseraError } from '../../errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { anonymousRequest } from '../../request-context.js';

@@ -1,13 +1,13 @@
 import type { AppRecord } from '../apps/app.js';
-import type { RequestAuthenticator } from '../auth/authenticate.js';
-import { parseAuthorization } from '../auth/authorization.js';
 import { TesseraError } from '../errors.js';
+import type { EventLog } from '../events/log.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
 import { anonymousRequest } from '../request-context.js';
-import type { EventLog } from '../events/log.js';
-import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
-import type { AdminAuthentication } from './client-authentication.js';
-import { clientCredentials, type BodyCredentials } from './credentials.js';
+import { parseAuthorization } from '../tokens/authorization-header.js';
+import { refuseBrowserAdminAttempt } from '../tokens/browser-admin-attempts.js';
+import type { AdminAuthentication } from '../tokens/client-authentication.js';
+import { clientCredentials, type BodyCredentials } from '../tokens/credentials.js';
+import type { RequestAuthenticator } from './authenticate.js';
 
 /** What a revocation or introspection request says of who sends it. */
 export interface EndpointCallerRequest {
