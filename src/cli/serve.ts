@@ -4,7 +4,7 @@ import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
 import { loadPrometheusMetrics } from '../metrics/load.js';
-import { listenForMetrics, type MetricsListener } from '../metrics/listener.js';
+import { listenForMetrics, type MetricsListener } from '../http/metrics-listener.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';

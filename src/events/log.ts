@@ -1,6 +1,5 @@
 import type { Clock } from '../clock.js';
 import { isServiceUnavailable } from '../error-catalogue.js';
-import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
 import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
@@ -13,6 +12,24 @@ export interface EventPage {
   /** Pass as `cursor` for the next (older) page; null when there is none. */
   nextCursor: string | null;
 }
+
+/**
+ * What the log tells the metrics. The `Metrics` port (metrics/port.ts) extends it: the port names
+ * the event types, so the log declares what it needs of the port rather than import it.
+ */
+export interface EventLogMetrics {
+  /**
+   * The counts of one flush: tokens issued and refused come from there, so that a request pays
+   * nothing more than the count it already makes.
+   */
+  eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void;
+  /** A group commit: `size` events (or counts) written in one transaction, in `seconds`. */
+  batchWritten(writer: 'events', size: number, seconds: number): void;
+  /** A batch of audit events (or of their counts) that could not be written. */
+  eventWriteFailed(): void;
+}
+
+const NO_EVENT_LOG_METRICS: EventLogMetrics = { eventsCounted() {}, batchWritten() {}, eventWriteFailed() {} };
 
 /** Events, or counts, written in one transaction at most. */
 const MAX_BATCH = 1000;
@@ -59,7 +76,7 @@ export class EventLog {
     private readonly clock: Clock,
     /** Told of events and counts not written: `message` says how many, and whether they are tried again. */
     private readonly onError: (message: string, error: unknown) => void = () => {},
-    private readonly metrics: Metrics = NO_METRICS,
+    private readonly metrics: EventLogMetrics = NO_EVENT_LOG_METRICS,
   ) {}
 
   /** Events recorded and not written yet (the `tessera_event_buffer_events` gauge, read when scraped). */

@@ -1,20 +1,14 @@
-import type { EventType } from '../events/event.js';
+import type { EventLogMetrics } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
-import type { Actor } from '../request-context.js';
 
 /**
  * What the services tell the metrics (METRICS_PORT), as calls with closed sets of arguments: no
  * label value ever comes from a client. The services know nothing of Prometheus; `NO_METRICS`, the
  * default (the CLI, tests, a server without METRICS_PORT), does nothing. The implementation
  * (`prometheus.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
- * an increment, never a label lookup.
+ * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
  */
-export interface Metrics {
-  /**
-   * The counts of one flush of the event log (`EventLog`): tokens issued and refused come from
-   * there, so that a request pays nothing more than the count it already makes.
-   */
-  eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void;
+export interface Metrics extends EventLogMetrics {
   /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
   tokensRevoked(kind: PrincipalKind, count: number): void;
   /** An RFC 7662 answer. */
@@ -26,8 +20,6 @@ export interface Metrics {
   cacheLookups(cache: CacheName): CacheLookups;
   /** A group commit: `size` items written in one transaction, in `seconds`. */
   batchWritten(writer: BatchWriter, size: number, seconds: number): void;
-  /** A batch of audit events (or of their counts) that could not be written. */
-  eventWriteFailed(): void;
   /**
    * The HTTP request durations: present only with metrics on, so that without them the server
    * installs no hook at all.

@@ -8,7 +8,7 @@ import type { HousekeepingSettings } from '../../src/housekeeping.js';
 import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
-import { listenForMetrics, type MetricsListener } from '../../src/metrics/listener.js';
+import { listenForMetrics, type MetricsListener } from '../../src/http/metrics-listener.js';
 import { loadPrometheusMetrics } from '../../src/metrics/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
