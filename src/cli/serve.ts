@@ -3,7 +3,7 @@ import { DEFAULT_DEVELOPER_LIMITS } from '../developers/developer-limits.js';
 import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
 import { createLogger } from '../logger.js';
-import { loadPrometheusMetrics } from '../metrics/load.js';
+import { loadPrometheusMetrics } from '../prometheus/load.js';
 import { listenForMetrics, type MetricsListener } from '../http/metrics-listener.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';

@@ -5,7 +5,7 @@ import type { PrincipalKind } from '../principal.js';
  * What the services tell the metrics (METRICS_PORT), as calls with closed sets of arguments: no
  * label value ever comes from a client. The services know nothing of Prometheus; `NO_METRICS`, the
  * default (the CLI, tests, a server without METRICS_PORT), does nothing. The implementation
- * (`prometheus.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
+ * (`src/prometheus/metrics.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
  * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
  */
 export interface Metrics extends EventLogMetrics {

@@ -9,7 +9,7 @@ import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { listenForMetrics, type MetricsListener } from '../../src/http/metrics-listener.js';
-import { loadPrometheusMetrics } from '../../src/metrics/load.js';
+import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';

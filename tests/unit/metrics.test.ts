@@ -3,13 +3,13 @@ import { describe, it } from 'node:test';
 import { systemClock } from '../../src/clock.js';
 import { EventLog } from '../../src/events/log.js';
 import type { EventStore } from '../../src/events/store.js';
-import { instrumentStore } from '../../src/metrics/instrumented-store.js';
+import { instrumentStore } from '../../src/prometheus/instrumented-store.js';
 import { NO_METRICS, type Metrics } from '../../src/metrics/port.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { HistogramSeries, RouteSeries, statusClassIndex } from '../../src/metrics/series.js';
+import { HistogramSeries, RouteSeries, statusClassIndex } from '../../src/prometheus/series.js';
 import type { Store } from '../../src/store/store.js';
 
-// The metrics' plain-number series (src/metrics/series.ts) and the timed store, without prom-client.
+// The metrics' plain-number series (src/prometheus/series.ts) and the timed store, without prom-client.
 
 describe('HistogramSeries', () => {
   it('counts each value in the first bucket whose bound it does not exceed, and gives cumulative counts', () => {

@@ -1,16 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
-import type { PrometheusMetrics } from './prometheus.js';
+import type { PrometheusMetrics } from './metrics.js';
 
 /**
  * The Prometheus metrics, with prom-client imported only now: a server without METRICS_PORT, the
  * CLI and a service using the middleware never load it, and need not install it.
  */
 export async function loadPrometheusMetrics(): Promise<PrometheusMetrics> {
-  let module: typeof import('./prometheus.js');
+  let module: typeof import('./metrics.js');
   try {
-    module = await import('./prometheus.js');
+    module = await import('./metrics.js');
   } catch (error) {
     const { code, message } = error as { code?: string; message?: string };
     if (code === 'ERR_MODULE_NOT_FOUND' && message?.includes("'prom-client'") === true) {

@@ -1,7 +1,7 @@
 /**
  * The figures behind the metrics, kept as plain numbers: a request adds to them without building a
  * label or looking one up (prom-client's own `observe` costs about 0.5 µs, a whole budget of
- * `whoami`); `prometheus.ts` reads them when Prometheus scrapes. No prom-client here.
+ * `whoami`); `metrics.ts` reads them when Prometheus scrapes. No prom-client here.
  */
 
 export type Labels = Readonly<Record<string, string>>;

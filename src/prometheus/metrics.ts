@@ -4,7 +4,7 @@ import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
 import type { Store } from '../store/store.js';
 import { instrumentStore, type StoreOperation } from './instrumented-store.js';
-import type { BatchWriter, CacheLookups, CacheName, ForwardAuthDecision, Metrics, RateLimitName, RequestDurations, RouteDurations } from './port.js';
+import type { BatchWriter, CacheLookups, CacheName, ForwardAuthDecision, Metrics, RateLimitName, RequestDurations, RouteDurations } from '../metrics/port.js';
 import { BATCH_SIZE_BUCKETS, CountSeries, DURATION_BUCKETS, HistogramSeries, RouteSeries } from './series.js';
 
 /** How long `tessera_store_up`'s ping may take at a scrape before the store counts as down. */
