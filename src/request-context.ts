@@ -41,8 +41,14 @@ export function actorOf(context: RequestContext): Actor | null {
   return by === null || by === 'operator' ? by : by.kind;
 }
 
+/** The developer who asks, if a developer does (the portal). */
+export function actingDeveloperId(context: RequestContext): string | undefined {
+  const { by } = context;
+  return by !== null && by !== 'operator' && by.kind === 'developer' ? by.developerId : undefined;
+}
+
 /** Which developer acted, for an audit event's details: the event's principal says only "developer". */
 export function developerDetails(context: RequestContext): { byDeveloperId?: string } {
-  const { by } = context;
-  return by !== null && by !== 'operator' && by.kind === 'developer' ? { byDeveloperId: by.developerId } : {};
+  const developerId = actingDeveloperId(context);
+  return developerId === undefined ? {} : { byDeveloperId: developerId };
 }

@@ -1,3 +1,4 @@
+import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
 import { AppMembers } from './apps/members.js';
 import { OwnedApps } from './apps/owned-apps.js';
@@ -91,10 +92,12 @@ export function createTessera(options: TesseraOptions): Tessera {
   const admins = new AdminAuthentication(limits, events, clock);
   const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS, metrics);
   const links = { publicUrl: options.publicUrl };
-  const apps = new AppService(store.apps, clock, events, checking.forget);
+  // Every service that acts on an app asks this first, whichever page, route or command calls it.
+  const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
+  const apps = new AppService(store.apps, clock, events, access, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
   const developerLimits = new DeveloperLimits(limits, options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS, store.developers.accounts, clock, warn, metrics);
-  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, links);
+  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, links);
   return {
     store,
     clock,
@@ -106,6 +109,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, checking.anonymous, checking.revoked, events, {
       clock,
+      access,
       onChange: checking.forget,
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
       metrics,

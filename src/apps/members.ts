@@ -1,15 +1,16 @@
+import type { AppAccess } from '../app-access.js';
 import type { Clock } from '../clock.js';
 import type { DeveloperLimits } from '../developers/developer-limits.js';
 import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from '../developers/developer.js';
 import { checkedEmail, normaliseEmail } from '../developers/email.js';
 import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from '../developers/one-time-link.js';
-import { mayAct, type AppAction, type AppRole } from '../developers/roles.js';
+import type { AppAction, AppRole } from '../developers/roles.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from '../developers/secret-token.js';
 import type { AppMembership, DeveloperStore } from '../developers/store.js';
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
-import { developerDetails, type RequestContext } from '../request-context.js';
+import { actingDeveloperId, developerDetails, type RequestContext } from '../request-context.js';
 import type { AppStore } from './store.js';
 
 export interface OwnerChange {
@@ -56,20 +57,17 @@ export class AppMembers {
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly limits: DeveloperLimits,
+    private readonly access: AppAccess,
     private readonly options: AppMembersOptions = {},
   ) {}
 
   /**
-   * What a developer may do on an app, checked before the portal shows or does anything of it: the
-   * developer's role, if it allows `action`. An app the developer is no member of is
-   * `APP_NOT_FOUND`, exactly as an app that does not exist; a member whose role does not allow the
-   * action gets `FORBIDDEN`.
+   * What a developer may do on an app, checked before the portal shows anything of it: the
+   * developer's role, if it allows `action` (`AppAccess.authorizeDeveloper`: `APP_NOT_FOUND` for an
+   * app the developer is no member of, `FORBIDDEN` for a role that does not allow the action).
    */
   async authorize(appId: string, developerId: string, action: AppAction): Promise<AppRole> {
-    const role = await this.store.members.roleOf(appId, developerId);
-    if (role === undefined) throw appNotFound();
-    if (!mayAct(role, action)) throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may do this.');
-    return role;
+    return this.access.authorizeDeveloper(appId, developerId, action);
   }
 
   /**
@@ -78,11 +76,7 @@ export class AppMembers {
    */
   async setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
     // Who asks is checked first: a developer who may not manage the app learns nothing of the email.
-    if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
-    return this.#setOwner(appId, email, context);
-  }
-
-  async #setOwner(appId: string, email: string, context: RequestContext): Promise<OwnerChange> {
+    await this.access.authorize(appId, 'manage_collaborators', context);
     const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
     const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({
@@ -108,8 +102,8 @@ export class AppMembers {
    * within its limit of invitations (`DeveloperLimits`), taken before the link is made.
    */
   async invite(appId: string, email: string, context: RequestContext): Promise<IssuedLink> {
-    const invitedBy = context.by === 'operator' ? null : actingDeveloper(context);
-    if (invitedBy !== null) await this.authorize(appId, invitedBy, 'manage_collaborators');
+    await this.access.authorize(appId, 'manage_collaborators', context);
+    const invitedBy = actingDeveloperId(context) ?? null;
     const invitee = checkedEmail(email);
     if (invitedBy !== null) await this.limits.takeInvitation(invitedBy, appId, context);
     const stamp = await this.events.stamp(appId, context);
@@ -143,7 +137,7 @@ export class AppMembers {
    * `APP_NOT_FOUND` if the app has no such invitation (accepted, expired or withdrawn already).
    */
   async withdrawInvitation(appId: string, invitationId: string, context: RequestContext): Promise<void> {
-    if (context.by !== 'operator') await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    await this.access.authorize(appId, 'manage_collaborators', context);
     const link = await this.store.links.findById(invitationId);
     if (link === undefined || link.purpose !== 'invitation' || link.appId !== appId || link.expiresAt <= this.clock.now()) throw appNotFound();
     const stamp = await this.events.stamp(appId, context);
@@ -188,7 +182,8 @@ export class AppMembers {
    * owner is not removed this way: the operator transfers the app instead.
    */
   async removeCollaborator(appId: string, developerId: string, context: RequestContext): Promise<void> {
-    if (context.by !== 'operator' && actingDeveloper(context) !== developerId) await this.authorize(appId, actingDeveloper(context), 'manage_collaborators');
+    const leaving = actingDeveloperId(context) === developerId;
+    await this.access.authorize(appId, leaving ? 'view_app' : 'manage_collaborators', context);
     const role = await this.store.members.roleOf(appId, developerId);
     if (role === undefined) throw appNotFound();
     if (role === 'owner') throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
@@ -216,11 +211,4 @@ export class AppMembers {
     if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
     return developer;
   }
-}
-
-/** The developer a request from the portal is made by. */
-function actingDeveloper(context: RequestContext): string {
-  const by = context.by;
-  if (by === null || by === 'operator' || by.kind !== 'developer') throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
-  return by.developerId;
 }

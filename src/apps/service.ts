@@ -1,3 +1,4 @@
+import type { AppAccess } from '../app-access.js';
 import { clientSecretDigest } from '../crypto.js';
 import { appNotFound, developerNotFound, formSentAlready } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
@@ -5,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import { developerDetails, OPERATOR, type RequestContext } from '../request-context.js';
+import { developerDetails, type RequestContext } from '../request-context.js';
 import { onceClaim, OnceClaimedError } from '../once.js';
 import { hasControlCharacters } from '../text.js';
 import {
@@ -73,13 +74,15 @@ export interface RotationOptions {
 
 /**
  * Apps' provisioning (the operator's "developer portal": the CLI and the first-run demo) and their
- * configuration (also an admin feature of the API).
+ * configuration (also an admin feature of the API). Each change of an app asks `access` first
+ * whether whoever the context names may make it.
  */
 export class AppService {
   constructor(
     private readonly store: AppStore,
     private readonly clock: Clock,
     private readonly events: EventLog,
+    private readonly access: AppAccess,
     /** Called after a change, so that this process's caches drop the app at once. */
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
@@ -143,10 +146,11 @@ export class AppService {
   /**
    * Returns the new ClientSecret. The old one stops working at once, or with `graceSeconds` at the
    * end of that period; a previous secret kept by an earlier rotation stops at once either way.
-   * Only the operator or the app's owner in the portal (`context`, which the caller has authorized)
-   * may do this, never an admin token: a leaked one must not lock the owner out.
+   * Only the operator or the app's owner may do this, never an admin token: a leaked one must not
+   * lock the owner out.
    */
-  async rotateSecret(appId: string, options: RotationOptions = {}, context: RequestContext = OPERATOR): Promise<RotatedSecret> {
+  async rotateSecret(appId: string, options: RotationOptions, context: RequestContext): Promise<RotatedSecret> {
+    await this.access.authorize(appId, 'rotate_secret', context);
     const revokeAdminTokens = options.revokeAdminTokens === true;
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
     if (revokeAdminTokens && graceSeconds !== null) {
@@ -182,6 +186,7 @@ export class AppService {
 
   /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
   async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
+    await this.access.authorize(appId, 'change_configuration', context);
     const stamp = await this.events.stamp(appId, context);
     const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: { ...changes, ...developerDetails(context) } };
     const updated = await this.store.updateConfiguration(appId, changes, () => [changed]);
@@ -193,10 +198,10 @@ export class AppService {
   /**
    * Deletes the app with all of its tokens, events and members. Each member (the owner, the
    * collaborators) keeps a `developer.app_deleted` event in its account log, which outlives the app,
-   * written with the deletion. Only the operator or the app's owner in the portal (`context`, which
-   * the caller has authorized).
+   * written with the deletion. Only the operator or the app's owner.
    */
   async delete(appId: string, context: RequestContext): Promise<void> {
+    await this.access.authorize(appId, 'delete_app', context);
     const at = this.clock.now();
     const deleted = await this.store.delete(appId, ({ app, members }) =>
       members.map(({ developerId, role }) => ({

@@ -68,7 +68,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     case 'rotate-secret': {
       const id = needsAppId();
       const graceSeconds = grace === undefined ? undefined : usage(() => parseGraceSeconds(grace));
-      const rotated = await tessera.apps.rotateSecret(id, { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) });
+      const rotated = await tessera.apps.rotateSecret(id, { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) }, OPERATOR);
       return out.result(rotated, () => describeRotated(rotated, revokeAdminTokens));
     }
     case 'delete': {

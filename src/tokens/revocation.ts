@@ -1,3 +1,4 @@
+import type { AppAccess } from '../app-access.js';
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
@@ -42,6 +43,8 @@ export function describeAppRevocation(appId: string, kind: RevocationKind, { rev
 
 export interface TokenRevokerOptions {
   clock: Clock;
+  /** Who may revoke every token of an app. */
+  access: AppAccess;
   /** Called after a revoke-all, so that this process's caches drop the app at once. */
   onChange?: (appId: string) => void;
   maxRevokedPerApp?: number;
@@ -54,6 +57,7 @@ export interface TokenRevokerOptions {
  */
 export class TokenRevoker {
   readonly #clock: Clock;
+  readonly #access: AppAccess;
   readonly #onChange: (appId: string) => void;
   readonly #maxRevokedPerApp: number;
   readonly #metrics: Metrics;
@@ -69,6 +73,7 @@ export class TokenRevoker {
     options: TokenRevokerOptions,
   ) {
     this.#clock = options.clock;
+    this.#access = options.access;
     this.#onChange = options.onChange ?? (() => {});
     this.#maxRevokedPerApp = options.maxRevokedPerApp ?? DEFAULT_MAX_REVOKED_PER_APP;
     this.#metrics = options.metrics ?? NO_METRICS;
@@ -98,9 +103,11 @@ export class TokenRevoker {
 
   /**
    * Revokes every token of an app, or every one of a kind, with its `token.revoked` event in the same
-   * transaction. Anonymous tokens are ended by the app's cut-off, set to now.
+   * transaction. Anonymous tokens are ended by the app's cut-off, set to now. The operator, the app's
+   * admin token or a member of the app.
    */
   async revokeAll(appId: string, kind: RevocationKind, context: RequestContext): Promise<AppRevocation> {
+    await this.#access.authorize(appId, 'revoke_tokens', context);
     const stamp = await this.events.stamp(appId, context);
     const at = this.#clock.now();
     const anonymousCutoff = kind === 'admin' ? null : at;

@@ -577,7 +577,7 @@ describe('a change committed while an instance is still reading the same app', (
     const { first, changedAt } = await changeDuringRead(
       () => adminTokenRequest(instance.baseUrl, app),
       async () => {
-        newSecret = (await operator.apps.rotateSecret(app.appId)).clientSecret;
+        newSecret = (await operator.apps.rotateSecret(app.appId, {}, OPERATOR)).clientSecret;
       },
     );
     assert.ok(first.status === 200 || first.status === 401, `the request in flight: ${show(first)}`);

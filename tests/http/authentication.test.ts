@@ -329,7 +329,7 @@ describe('authentication on every other request', () => {
       const before = await adminTokenOf(rotating);
       const url = rotating.appUrl;
 
-      const { clientSecret: newSecret } = await server.tessera.apps.rotateSecret(rotating.appId);
+      const { clientSecret: newSecret } = await server.tessera.apps.rotateSecret(rotating.appId, {}, OPERATOR);
       assert.notEqual(newSecret, rotating.clientSecret);
 
       const old = await requestToken(rotating, adminFields(rotating));

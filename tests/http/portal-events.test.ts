@@ -55,7 +55,7 @@ function listedIds(text: string): number[] {
 describe('the events page', () => {
   it('names the owner an event gives by its email, and says that a rotation kept the admin tokens', async () => {
     const other = await server.tessera.ownedApps.create('Rotated', 'owner@example.com', OPERATOR);
-    await server.tessera.apps.rotateSecret(other.appId, { graceSeconds: 60 });
+    await server.tessera.apps.rotateSecret(other.appId, { graceSeconds: 60 }, OPERATOR);
     const page = await owner.get(`/portal/apps/${other.appId}/events`);
     assert.match(page.text, /owner: owner@example\.com/);
     assert.doesNotMatch(page.text, /owner id:/);
@@ -200,7 +200,7 @@ describe('the events page', () => {
     assert.match(page.text, /ClientSecret sent from a browser/);
     assert.match((await collaborator.get(eventsPath())).text, /Ask the app's owner to rotate the ClientSecret/);
 
-    await server.tessera.apps.rotateSecret(app.appId);
+    await server.tessera.apps.rotateSecret(app.appId, {}, OPERATOR);
     assert.doesNotMatch((await owner.get(eventsPath())).text, /data-warning="secret-exposed"/);
   });
 });

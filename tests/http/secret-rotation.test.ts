@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_SECRET_GRACE_SECONDS } from '../../src/apps/secret-rotation.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { adminFields, appOn, bearer, request, requestAs, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
@@ -49,7 +50,7 @@ describe('a ClientSecret rotated with a grace period', () => {
     const app = await newApp('Rotated with grace');
     const oldSecret = app.clientSecret;
     const rotatedAt = clock.now();
-    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 });
+    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
     const validUntil = rotatedAt + 3_600_000;
     assert.equal(rotated.previousSecretValidUntil, new Date(validUntil).toISOString());
     assert.equal(rotated.endedEarlierSecretValidUntil, null);
@@ -78,20 +79,20 @@ describe('a ClientSecret rotated with a grace period', () => {
     assert.equal(before.status, 200, before.text);
     assert.equal(before.body.previousSecretValidUntil, null);
 
-    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 90 });
+    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 90 }, OPERATOR);
     const described = await requestAs(app.appUrl, bearer(token));
     assert.equal(described.body.previousSecretValidUntil, new Date(clock.now() + 90_000).toISOString());
     assert.equal(described.body.previousSecretValidUntil, rotated.previousSecretValidUntil);
     for (const secret of [app.clientSecret, rotated.clientSecret]) assert.ok(!described.text.includes(secret));
 
-    await server.tessera.apps.rotateSecret(app.appId);
+    await server.tessera.apps.rotateSecret(app.appId, {}, OPERATOR);
     const after = await requestAs(app.appUrl, bearer(token));
     assert.equal(after.body.previousSecretValidUntil, null);
   });
 
   it('token.issued of each admin token says which secret it was issued with; app.secret_rotated records the end', async () => {
     const app = await newApp('Which secret');
-    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 600 });
+    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 600 }, OPERATOR);
     const viaPrevious = await tokenWith(app, app.clientSecret);
     const viaCurrent = await tokenWith(app, rotated.clientSecret);
     const viaPreviousExpiring = await requestToken(withSecret(app, app.clientSecret), adminFields(app, { expiresAt: clock.now() + 60_000 }));
@@ -118,9 +119,9 @@ describe('a ClientSecret rotated with a grace period', () => {
 
   it('a second rotation replaces the previous secret: the one before it stops at once', async () => {
     const app = await newApp('Rotated twice');
-    const first = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 });
+    const first = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
     clock.advance(1000);
-    const second = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60 });
+    const second = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60 }, OPERATOR);
     assert.equal(second.endedEarlierSecretValidUntil, first.previousSecretValidUntil);
     assert.equal(second.previousSecretValidUntil, new Date(clock.now() + 60_000).toISOString());
     assertError(await tokenWith(app, app.clientSecret), 401, 'invalid_client');
@@ -128,7 +129,7 @@ describe('a ClientSecret rotated with a grace period', () => {
     assert.equal((await tokenWith(app, second.clientSecret)).status, 200);
 
     // A rotation without a grace period ends the previous secret at once, as before this feature.
-    const third = await server.tessera.apps.rotateSecret(app.appId);
+    const third = await server.tessera.apps.rotateSecret(app.appId, {}, OPERATOR);
     assert.equal(third.previousSecretValidUntil, null);
     assert.equal(third.endedEarlierSecretValidUntil, second.previousSecretValidUntil);
     for (const secret of [app.clientSecret, first.clientSecret, second.clientSecret]) assertError(await tokenWith(app, secret), 401, 'invalid_client');
@@ -138,20 +139,20 @@ describe('a ClientSecret rotated with a grace period', () => {
   it('refuses a grace period out of bounds, or with --revoke-admin-tokens, and rotates nothing', async () => {
     const app = await newApp('Bounds');
     for (const graceSeconds of [0, -1, 1.5, MAX_SECRET_GRACE_SECONDS + 1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds }), { code: 'invalid_request' }, String(graceSeconds));
+      await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds }, OPERATOR), { code: 'invalid_request' }, String(graceSeconds));
     }
-    await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60, revokeAdminTokens: true }), { code: 'invalid_request' });
+    await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60, revokeAdminTokens: true }, OPERATOR), { code: 'invalid_request' });
     assert.equal((await tokenWith(app, app.clientSecret)).status, 200);
-    const longest = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: MAX_SECRET_GRACE_SECONDS });
+    const longest = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: MAX_SECRET_GRACE_SECONDS }, OPERATOR);
     assert.equal(longest.previousSecretValidUntil, new Date(clock.now() + MAX_SECRET_GRACE_SECONDS * 1000).toISOString());
   });
 
   it('--revoke-admin-tokens (no grace) revokes the admin tokens issued with either secret, and ends the previous one', async () => {
     const app = await newApp('Leaked during grace');
-    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 });
+    const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
     const tokens = [(await tokenWith(app, app.clientSecret)).body.access_token, (await tokenWith(app, rotated.clientSecret)).body.access_token];
     for (const token of tokens) assert.equal((await whoami(app.appUrl, bearer(token))).status, 200);
-    const leaked = await server.tessera.apps.rotateSecret(app.appId, { revokeAdminTokens: true });
+    const leaked = await server.tessera.apps.rotateSecret(app.appId, { revokeAdminTokens: true }, OPERATOR);
     assert.equal(leaked.adminTokensRevoked, 2);
     for (const token of tokens) assertError(await whoami(app.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
     for (const secret of [app.clientSecret, rotated.clientSecret]) assertError(await tokenWith(app, secret), 401, 'invalid_client');

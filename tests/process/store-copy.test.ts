@@ -106,7 +106,7 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
       const revokedAdminToken = await issued(adminTokenRequest(running.baseUrl, app));
       assert.equal((await revokeToken(appUrlOf(running.baseUrl, app.appId), revokedAdminToken)).status, 200);
       for (let i = 0; i < 20; i++) await issued(anonymousTokenRequest(running.baseUrl, ownedApp));
-      const rotated = await operator.apps.rotateSecret(app.appId, { graceSeconds: 3600 });
+      const rotated = await operator.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
       await sleep(700);
       const adminToken = await issued(tokenRequest(running.baseUrl, app.appId, app.clientId, rotated.clientSecret));
       assert.equal((await whoami(running.baseUrl, app.appId, retiredKeyToken)).status, 401, 'the retired key signs nothing valid');

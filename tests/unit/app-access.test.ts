@@ -1,0 +1,231 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
+import type { DeveloperRecord } from '../../src/developers/developer.js';
+import { isTesseraError } from '../../src/errors.js';
+import { ANONYMOUS_ID, type Principal } from '../../src/principal.js';
+import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
+import { createTessera, type Tessera } from '../../src/tessera.js';
+import { FakeClock } from '../helpers/clock.js';
+import { createTestStore, type TestStore } from '../helpers/store.js';
+
+// Who may act on an app, asked of the services themselves rather than of the portal's pages: every
+// operation on an app called directly, over a real store, by each kind of caller. A refused caller
+// changes nothing, and a developer who is no member cannot tell the app from one that does not exist.
+
+const PASSWORD = 'correct horse battery staple';
+const ADDRESS = '192.0.2.1';
+const LIMITS_OFF = { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 };
+
+type Outcome = 'resolved' | string;
+
+async function outcomeOf(promise: Promise<unknown>): Promise<Outcome> {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (error) {
+    if (isTesseraError(error)) return error.code;
+    throw error;
+  }
+}
+
+async function messageOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isTesseraError(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+  throw new Error('resolved');
+}
+
+/** An app as each test starts it: an owner, two collaborators, an invitation still open and an admin token. */
+interface SharedApp {
+  appId: string;
+  invitationId: string;
+  adminToken: string;
+}
+
+const CALLERS = ['operator', 'admin', 'otherAppAdmin', 'anonymous', 'nobody', 'owner', 'collaborator', 'fellow', 'stranger'] as const;
+type Caller = (typeof CALLERS)[number];
+
+interface Operation {
+  name: string;
+  run(tessera: Tessera, app: SharedApp, context: RequestContext): Promise<unknown>;
+  /** What each caller gets: `resolved`, or the code of the error that refuses it. */
+  expected: Record<Caller, Outcome>;
+}
+
+/** The configuration and revoke-all, which an app's admin token may do as well as its members. */
+const BY_ADMIN_TOKEN_OR_MEMBER = {
+  operator: 'resolved',
+  admin: 'resolved',
+  otherAppAdmin: 'ADMIN_REQUIRED',
+  anonymous: 'ADMIN_REQUIRED',
+  nobody: 'ADMIN_REQUIRED',
+  owner: 'resolved',
+  collaborator: 'resolved',
+  fellow: 'resolved',
+  stranger: 'APP_NOT_FOUND',
+} as const;
+
+/** What only the operator and the app's owner may do: never an admin token, never a collaborator. */
+const BY_OWNER = {
+  operator: 'resolved',
+  admin: 'FORBIDDEN',
+  otherAppAdmin: 'FORBIDDEN',
+  anonymous: 'FORBIDDEN',
+  nobody: 'FORBIDDEN',
+  owner: 'resolved',
+  collaborator: 'FORBIDDEN',
+  fellow: 'FORBIDDEN',
+  stranger: 'APP_NOT_FOUND',
+} as const;
+
+const OPERATIONS: Operation[] = [
+  {
+    name: 'configure',
+    run: (tessera, { appId }, context) => tessera.apps.configure(appId, { requireAppKey: true }, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'revoke all admin tokens',
+    run: (tessera, { appId }, context) => tessera.revoker.revokeAll(appId, 'admin', context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'revoke all tokens',
+    run: (tessera, { appId }, context) => tessera.revoker.revokeAll(appId, 'all', context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'rotate the ClientSecret',
+    run: (tessera, { appId }, context) => tessera.apps.rotateSecret(appId, { revokeAdminTokens: true }, context),
+    expected: BY_OWNER,
+  },
+  {
+    name: 'delete',
+    run: (tessera, { appId }, context) => tessera.apps.delete(appId, context),
+    expected: BY_OWNER,
+  },
+  {
+    name: 'invite a collaborator',
+    run: (tessera, { appId }, context) => tessera.members.invite(appId, 'newcomer@example.com', context),
+    expected: BY_OWNER,
+  },
+  {
+    name: 'withdraw an invitation',
+    run: (tessera, { appId, invitationId }, context) => tessera.members.withdrawInvitation(appId, invitationId, context),
+    expected: BY_OWNER,
+  },
+  {
+    name: 'transfer the app',
+    run: (tessera, { appId }, context) => tessera.members.setOwner(appId, 'stranger@example.com', context),
+    expected: BY_OWNER,
+  },
+  {
+    // The collaborator removed is the one who asks, when it is "collaborator": it leaves.
+    name: 'remove the collaborator',
+    run: async (tessera, { appId }, context) => tessera.members.removeCollaborator(appId, (await tessera.developers.find('collaborator@example.com')).id, context),
+    expected: { ...BY_OWNER, collaborator: 'resolved' },
+  },
+];
+
+describe('the services authorize whoever acts on an app, whichever page or route calls them', () => {
+  let testStore: TestStore;
+  let tessera: Tessera;
+  const developers = new Map<string, DeveloperRecord>();
+  let otherAppId: string;
+
+  before(async () => {
+    testStore = await createTestStore();
+    tessera = createTessera({ store: testStore.store, clock: new FakeClock(Date.now()), rateLimits: LIMITS_OFF });
+    for (const name of ['owner', 'collaborator', 'fellow', 'stranger']) {
+      await tessera.developers.create(`${name}@example.com`, PASSWORD, OPERATOR);
+      developers.set(name, await tessera.developers.find(`${name}@example.com`));
+    }
+    otherAppId = (await tessera.ownedApps.create('The stranger\u2019s', 'stranger@example.com', OPERATOR)).appId;
+  });
+  after(async () => {
+    await tessera.close();
+    await testStore.dispose();
+  });
+
+  const developer = (name: string): DeveloperRecord => developers.get(name)!;
+  const tokenOf = (link: { path: string }) => decodeURIComponent(link.path.slice(link.path.indexOf('token=') + 'token='.length));
+  const adminOf = (appId: string): Principal => ({ appId, kind: 'admin', id: `admin-of-${appId}`, auth: 'bearer', expiresAt: null });
+
+  async function sharedApp(): Promise<SharedApp> {
+    const created = await tessera.ownedApps.create('Shared', 'owner@example.com', OPERATOR);
+    for (const name of ['collaborator', 'fellow']) {
+      const invitation = await tessera.members.invite(created.appId, `${name}@example.com`, OPERATOR);
+      await tessera.members.acceptInvitation(tokenOf(invitation), developer(name), OPERATOR);
+    }
+    await tessera.members.invite(created.appId, 'pending@example.com', OPERATOR);
+    const [pending] = await tessera.members.pendingInvitations(created.appId);
+    const record = await tessera.appCache.require(created.appId);
+    const issued = await tessera.issuer.issue(record, { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null }, anonymousRequest(ADDRESS));
+    return { appId: created.appId, invitationId: pending!.id, adminToken: issued.accessToken };
+  }
+
+  function contextOf(caller: Caller, { appId }: SharedApp): RequestContext {
+    switch (caller) {
+      case 'operator':
+        return OPERATOR;
+      case 'admin':
+        return { clientAddress: ADDRESS, by: adminOf(appId) };
+      case 'otherAppAdmin':
+        return { clientAddress: ADDRESS, by: adminOf(otherAppId) };
+      case 'anonymous':
+        return { clientAddress: ADDRESS, by: { appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null } };
+      case 'nobody':
+        return anonymousRequest(ADDRESS);
+      default:
+        return { clientAddress: ADDRESS, by: { kind: 'developer', developerId: developer(caller).id } };
+    }
+  }
+
+  /** Everything an operation on the app could change: the app's record, its people, its log, whether its admin token works. */
+  async function stateOf({ appId, adminToken }: SharedApp) {
+    await tessera.events.flush();
+    const authenticated = await outcomeOf(
+      (async () => tessera.authenticator.authenticate({ appId, authorization: `Bearer ${adminToken}`, path: `/api/apps/${appId}/whoami` }))(),
+    );
+    return {
+      app: await tessera.store.apps.findById(appId),
+      members: await tessera.members.membersOf(appId),
+      invitations: await tessera.members.pendingInvitations(appId),
+      events: await tessera.store.events.list({ appId, limit: 1000 }),
+      adminToken: authenticated,
+      otherApp: await tessera.store.apps.findById(otherAppId),
+    };
+  }
+
+  for (const operation of OPERATIONS) {
+    it(`${operation.name}: lets only those allowed, and a refusal changes nothing`, async () => {
+      const outcomes: Partial<Record<Caller, Outcome>> = {};
+      const wrongChanges: string[] = [];
+      for (const caller of CALLERS) {
+        const app = await sharedApp();
+        const before = await stateOf(app);
+        const outcome = await outcomeOf(operation.run(tessera, app, contextOf(caller, app)));
+        outcomes[caller] = outcome;
+        const changed = !isDeepStrictEqual(await stateOf(app), before);
+        if (changed !== (outcome === 'resolved')) wrongChanges.push(`${caller}: ${outcome}, ${changed ? 'changed' : 'unchanged'}`);
+      }
+      assert.deepEqual(outcomes, operation.expected);
+      assert.deepEqual(wrongChanges, [], 'a refusal changed something, or a success nothing');
+    });
+  }
+
+  it('answers a developer who is no member exactly as for an app that does not exist', async () => {
+    const app = await sharedApp();
+    const missing: SharedApp = { ...app, appId: 'no-such-app' };
+    const asStranger = contextOf('stranger', app);
+    for (const operation of OPERATIONS) {
+      const refusal = await messageOf(operation.run(tessera, app, asStranger));
+      assert.equal(refusal, await messageOf(operation.run(tessera, missing, asStranger)), operation.name);
+      assert.match(refusal, /^APP_NOT_FOUND: /, operation.name);
+    }
+  });
+});
