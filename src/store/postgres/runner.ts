@@ -1,7 +1,17 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { isServiceUnavailable } from '../../error-catalogue.js';
 import { statementText, type SqlParams, type SqlRunner, type Statement } from '../sql/runner.js';
 import { unavailableOr } from './errors.js';
+
+const INT8 = 20;
+/**
+ * `bigint` columns (instants in ms, ids, counts) read as numbers, as SQLite's integers are: every
+ * value the service stores is below 2^53.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
 
 /** A statement's text with `$n` for its `:name` parameters, and the names in that order. */
 interface Translated {
@@ -44,7 +54,7 @@ export function postgresRunner(pool: pg.Pool): SqlRunner {
       return params[name] ?? null;
     });
     try {
-      return await on.query<Row>({ ...config, values });
+      return await on.query<Row>({ ...config, values, types });
     } catch (error) {
       throw unavailableOr(error);
     }

@@ -4,9 +4,10 @@ import { ChangeListener } from './change-listener.js';
 import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
 import { postgresDeveloperStore } from './developers.js';
 import { postgresEventStore } from './events.js';
-import { createFirstKey, postgresKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
-import { postgresOnceClaimStore } from './once-claims.js';
+import { postgresRunner } from './runner.js';
+import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
+import { sqlOnceClaimStore } from '../sql/once-claims.js';
 import { postgresRevokedTokenStore } from './revoked-tokens.js';
 import { postgresTokens } from './tokens.js';
 
@@ -31,8 +32,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
 
   const db = poolQueries(pool);
+  const sql = postgresRunner(pool);
   try {
-    await createFirstKey(db, Date.now());
+    await createFirstKey(sql, Date.now());
   } catch (error) {
     await pool.end();
     throw error;
@@ -48,10 +50,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     apps: postgresAppStore(db),
     tokens: tokens.store,
     revokedTokens: postgresRevokedTokenStore(db),
-    keys: postgresKeyStore(db),
+    keys: sqlKeyStore(sql),
     events: postgresEventStore(db),
     developers: postgresDeveloperStore(db),
-    onceClaims: postgresOnceClaimStore(db),
+    onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);
     },

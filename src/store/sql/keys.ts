@@ -1,3 +1,4 @@
+import { andThen, type MaybePromise } from '../../maybe-promise.js';
 import { generateKeySecret, type StoredKey } from '../../keys/key.js';
 import type { KeyStore } from '../../keys/store.js';
 import type { SqlRunner } from './runner.js';
@@ -41,14 +42,14 @@ export function sqlKeyStore(db: SqlRunner): KeyStore {
 /**
  * The first key, made with the store. Read first, so that a role that may only read (another
  * service's `TesseraVerifier` on PostgreSQL) opens a store that has its key; processes opening a new
- * store together make one key between them.
+ * store together make one key between them. Synchronous on SQLite, which opens its store so.
  */
-export async function createFirstKey(db: SqlRunner, now: number): Promise<void> {
-  if ((await db.get('SELECT 1 AS found FROM keys LIMIT 1')) !== undefined) return;
-  await db.run('INSERT INTO keys (id, secret, created_at) VALUES (1, :secret, :now) ON CONFLICT (id) DO NOTHING', {
-    secret: generateKeySecret(),
-    now,
-  });
+export function createFirstKey(db: SqlRunner, now: number): MaybePromise<unknown> {
+  return andThen(db.get('SELECT 1 AS found FROM keys LIMIT 1'), (found) =>
+    found === undefined
+      ? db.run('INSERT INTO keys (id, secret, created_at) VALUES (1, :secret, :now) ON CONFLICT (id) DO NOTHING', { secret: generateKeySecret(), now })
+      : undefined,
+  );
 }
 
 function toKey(row: KeyRow): StoredKey {

@@ -4,9 +4,11 @@ import { ChangePoller } from './change-poller.js';
 import { prepareDeveloperEventWrites, sqliteDeveloperStore } from './developers.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
-import { createFirstKey, sqliteKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
 import { sqliteOnceClaims } from './once-claims.js';
+import { sqliteRunner } from './runner.js';
+import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
+import { sqlOnceClaimStore } from '../sql/once-claims.js';
 import { sqliteRevokedTokenStore } from './revoked-tokens.js';
 import { prepareTokenWrites, sqliteTokens } from './tokens.js';
 
@@ -23,13 +25,14 @@ export interface SqliteStoreOptions {
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
   retryWhileBusy(() => migrate(db));
+  const sql = sqliteRunner(db);
 
   const tokenWrites = prepareTokenWrites(db);
   const eventWrites = prepareEventWrites(db);
   const developerEventWrites = prepareDeveloperEventWrites(db);
   const tokens = sqliteTokens(db, tokenWrites, eventWrites);
   const onceClaims = sqliteOnceClaims(db);
-  retryWhileBusy(() => createFirstKey(db, Date.now()));
+  retryWhileBusy(() => void createFirstKey(sql, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
   return {
@@ -37,10 +40,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     apps: sqliteAppStore(db, tokenWrites, eventWrites, developerEventWrites, onceClaims.claim),
     tokens: tokens.store,
     revokedTokens: sqliteRevokedTokenStore(db),
-    keys: sqliteKeyStore(db),
+    keys: sqlKeyStore(sql),
     events: sqliteEventStore(db, eventWrites),
     developers: sqliteDeveloperStore(db, eventWrites, developerEventWrites),
-    onceClaims: onceClaims.store,
+    onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);
     },
