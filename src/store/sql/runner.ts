@@ -35,3 +35,12 @@ export interface SqlRunner {
 export function statementText(statement: Statement, dialect: SqlDialect): string {
   return typeof statement === 'string' ? statement : statement[dialect];
 }
+
+/**
+ * `select` with PostgreSQL's row lock (`FOR UPDATE`, `FOR NO KEY UPDATE`) that makes concurrent
+ * transactions on the row take turns. SQLite has none and needs none: its transactions take the
+ * write lock first and always take turns.
+ */
+export function withRowLock(select: string, lock: 'UPDATE' | 'NO KEY UPDATE'): Statement {
+  return { sqlite: select, postgres: `${select} FOR ${lock}` };
+}
