@@ -1,14 +1,15 @@
 import type { Store } from '../store.js';
-import { postgresAppStore } from './apps.js';
 import { ChangeListener } from './change-listener.js';
 import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
 import { postgresDeveloperStore } from './developers.js';
-import { postgresEventStore } from './events.js';
-import { createFirstKey, postgresKeyStore } from './keys.js';
 import { migrate } from './migrations.js';
-import { postgresOnceClaimStore } from './once-claims.js';
-import { postgresRevokedTokenStore } from './revoked-tokens.js';
-import { postgresTokens } from './tokens.js';
+import { postgresRunner } from './runner.js';
+import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
+import { sqlOnceClaimStore } from '../sql/once-claims.js';
+import { sqlAppStore } from '../sql/apps.js';
+import { sqlEventStore } from '../sql/events.js';
+import { sqlRevokedTokenStore } from '../sql/revoked-tokens.js';
+import { sqlTokens } from '../sql/tokens.js';
 
 export type { PostgresStoreOptions } from './connection.js';
 
@@ -31,27 +32,28 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
 
   const db = poolQueries(pool);
+  const sql = postgresRunner(pool);
   try {
-    await createFirstKey(db, Date.now());
+    await createFirstKey(sql, Date.now());
   } catch (error) {
     await pool.end();
     throw error;
   }
   // Batches of tokens written at the same time: half the pool, the other half for everything else.
-  const tokens = postgresTokens(db, Math.max(1, Math.floor((options.poolSize ?? 10) / 2)));
+  const tokens = sqlTokens(sql, Math.max(1, Math.floor((options.poolSize ?? 10) / 2)));
   const changes = new ChangeListener(clientConfig, warn);
   await changes.start();
 
   let closed = false;
   return {
     backend: 'postgres',
-    apps: postgresAppStore(db),
+    apps: sqlAppStore(sql),
     tokens: tokens.store,
-    revokedTokens: postgresRevokedTokenStore(db),
-    keys: postgresKeyStore(db),
-    events: postgresEventStore(db),
+    revokedTokens: sqlRevokedTokenStore(sql),
+    keys: sqlKeyStore(sql),
+    events: sqlEventStore(sql),
     developers: postgresDeveloperStore(db),
-    onceClaims: postgresOnceClaimStore(db),
+    onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);
     },
@@ -60,7 +62,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       tokens.onBatch(listener);
     },
     async ping() {
-      await db.query({ text: 'SELECT 1' });
+      await sql.get('SELECT 1');
     },
     async close() {
       if (closed) return;
