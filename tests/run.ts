@@ -13,6 +13,9 @@ import { fileURLToPath } from 'node:url';
  * machine to themselves: they spawn servers and kill them (-9), restart PostgreSQL for everyone
  * (tests/cluster/outage), or time answers to within a fraction of a second, which files working
  * beside them would make late.
+ *
+ * Folders below tests/ given as arguments narrow the run to their files, in the same passes:
+ * `npm run test:fast` is `node dist/tests/run.js unit/ http/`, what CI runs on the other Node lines.
  */
 
 /** Folders and files (below tests/) run one at a time, after the others. */
@@ -87,9 +90,13 @@ async function runPass(pass: Pass): Promise<Outcome> {
 }
 
 async function main(): Promise<void> {
-  const all = testFiles(TESTS);
-  const unmatched = SERIAL.filter((entry) => !all.some((file) => names(entry, file)));
+  const every = testFiles(TESTS);
+  const unmatched = SERIAL.filter((entry) => !every.some((file) => names(entry, file)));
   if (unmatched.length > 0) throw new Error(`tests/run.ts names what is not there (renamed?): ${unmatched.join(', ')}`);
+  const folders = process.argv.slice(2).map((folder) => (folder.endsWith('/') ? folder : `${folder}/`));
+  const absent = folders.filter((folder) => !every.some((file) => names(folder, file)));
+  if (absent.length > 0) throw new Error(`No test files below tests/${absent.join(', tests/')}`);
+  const all = folders.length === 0 ? every : every.filter((file) => folders.some((folder) => names(folder, file)));
   const parallel = all.filter((file) => !isSerial(file));
   const serial = all.filter(isSerial);
   const onEachStore = (files: string[]) => files.filter((file) => under(file).startsWith(ON_EACH_STORE));
@@ -108,7 +115,8 @@ async function main(): Promise<void> {
     if (failed > 0) failures.push(`${pass.name}: ${failed}`);
   }
   // The summary that closes the log, over every pass (each above ends with its own).
-  console.log(failures.length === 0 ? '# npm test: every pass passed' : `# npm test: FAILED tests (${failures.join('; ')})`);
+  const command = folders.length === 0 ? 'npm test' : `tests below ${folders.join(' ')}`;
+  console.log(failures.length === 0 ? `# ${command}: every pass passed` : `# ${command}: FAILED tests (${failures.join('; ')})`);
   console.log(`tests: ${total.passed} passed, ${total.failed} failed`);
   process.exitCode = failures.length === 0 ? 0 : 1;
 }
