@@ -2,10 +2,10 @@ import type { Store } from '../store.js';
 import { postgresAppStore } from './apps.js';
 import { ChangeListener } from './change-listener.js';
 import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
-import { postgresDeveloperStore } from './developers.js';
 import { postgresEventStore } from './events.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
+import { sqlDeveloperStore } from '../sql/developers.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
 import { postgresRevokedTokenStore } from './revoked-tokens.js';
@@ -52,7 +52,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     revokedTokens: postgresRevokedTokenStore(db),
     keys: sqlKeyStore(sql),
     events: postgresEventStore(db),
-    developers: postgresDeveloperStore(db),
+    developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);

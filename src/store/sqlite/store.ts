@@ -1,12 +1,13 @@
 import type { Store } from '../store.js';
 import { sqliteAppStore } from './apps.js';
 import { ChangePoller } from './change-poller.js';
-import { prepareDeveloperEventWrites, sqliteDeveloperStore } from './developers.js';
+import { prepareDeveloperEventWrites } from './developers.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { prepareEventWrites, sqliteEventStore } from './events.js';
 import { migrate } from './migrations.js';
 import { sqliteOnceClaims } from './once-claims.js';
 import { sqliteRunner } from './runner.js';
+import { sqlDeveloperStore } from '../sql/developers.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
 import { sqliteRevokedTokenStore } from './revoked-tokens.js';
@@ -42,7 +43,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     revokedTokens: sqliteRevokedTokenStore(db),
     keys: sqlKeyStore(sql),
     events: sqliteEventStore(db, eventWrites),
-    developers: sqliteDeveloperStore(db, eventWrites, developerEventWrites),
+    developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);
