@@ -11,7 +11,8 @@ interface MemberRow {
   added_at: number;
 }
 
-const MEMBERS = 'SELECT m.app_id, m.developer_id, d.email, m.role, m.added_at FROM app_members m JOIN developers d ON d.id = m.developer_id';
+const MEMBERS =
+  'SELECT m.app_id, m.developer_id, d.email, m.role, m.added_at FROM app_members m JOIN developers d ON d.id = m.developer_id';
 
 /**
  * The app's row, locked on PostgreSQL so that owner changes of one app take turns (SQLite's
@@ -37,11 +38,17 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
         const app = await tx.get(LOCK_APP, { appId });
         const developer = await tx.get(SHARE_DEVELOPER, { developerId });
         if (app === undefined || developer === undefined) return undefined;
-        const previous = await tx.get<{ developer_id: string }>("SELECT developer_id FROM app_members WHERE app_id = :appId AND role = 'owner'", { appId });
+        const previous = await tx.get<{ developer_id: string }>(
+          "SELECT developer_id FROM app_members WHERE app_id = :appId AND role = 'owner'",
+          { appId },
+        );
         const result = { previousOwnerId: previous?.developer_id ?? null };
         if (result.previousOwnerId === developerId) return result;
         if (result.previousOwnerId !== null) {
-          await tx.run('DELETE FROM app_members WHERE app_id = :appId AND developer_id = :developerId', { appId, developerId: result.previousOwnerId });
+          await tx.run('DELETE FROM app_members WHERE app_id = :appId AND developer_id = :developerId', {
+            appId,
+            developerId: result.previousOwnerId,
+          });
         }
         await tx.run(
           `INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)
@@ -75,10 +82,13 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
     },
     async remove(appId, developerId, audit) {
       return db.transaction(async (tx) => {
-        const removed = await tx.get<{ role: AppRole }>('DELETE FROM app_members WHERE app_id = :appId AND developer_id = :developerId RETURNING role', {
-          appId,
-          developerId,
-        });
+        const removed = await tx.get<{ role: AppRole }>(
+          'DELETE FROM app_members WHERE app_id = :appId AND developer_id = :developerId RETURNING role',
+          {
+            appId,
+            developerId,
+          },
+        );
         if (removed === undefined) return undefined;
         await writeAccountAudit(tx, audit(removed.role));
         return removed.role;
@@ -88,7 +98,10 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
       return (await db.get<{ role: AppRole }>(ROLE_OF, { appId, developerId }))?.role;
     },
     async ofApp(appId) {
-      const rows = await db.all<MemberRow>(`${MEMBERS} WHERE m.app_id = :appId ORDER BY m.role = 'owner' DESC, m.added_at, m.developer_id`, { appId });
+      const rows = await db.all<MemberRow>(
+        `${MEMBERS} WHERE m.app_id = :appId ORDER BY m.role = 'owner' DESC, m.added_at, m.developer_id`,
+        { appId },
+      );
       return rows.map(toMembership);
     },
     async ofDeveloper(developerId) {

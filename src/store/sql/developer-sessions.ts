@@ -33,7 +33,7 @@ export function sqlDeveloperSessionStore(db: SqlRunner): DeveloperSessionStore {
       if (row === undefined) return undefined;
       return {
         id: row.id,
-        secretHash: row.secret_hash,
+        secretHash: Buffer.from(row.secret_hash),
         developerId: row.developer_id,
         createdAt: row.created_at,
         lastSeenAt: row.last_seen_at,
@@ -41,7 +41,11 @@ export function sqlDeveloperSessionStore(db: SqlRunner): DeveloperSessionStore {
       };
     },
     async touch(id, lastSeenAt, expiresAt) {
-      await db.run('UPDATE developer_sessions SET last_seen_at = :lastSeenAt, expires_at = :expiresAt WHERE id = :id', { id, lastSeenAt, expiresAt });
+      await db.run('UPDATE developer_sessions SET last_seen_at = :lastSeenAt, expires_at = :expiresAt WHERE id = :id', {
+        id,
+        lastSeenAt,
+        expiresAt,
+      });
     },
     async delete(id, audit) {
       return db.transaction(async (tx) => {
@@ -51,17 +55,23 @@ export function sqlDeveloperSessionStore(db: SqlRunner): DeveloperSessionStore {
       });
     },
     async countOf(developerId, now) {
-      const row = await db.get<{ n: number }>('SELECT count(*) AS n FROM developer_sessions WHERE developer_id = :developerId AND expires_at > :now', {
-        developerId,
-        now,
-      });
+      const row = await db.get<{ n: number }>(
+        'SELECT count(*) AS n FROM developer_sessions WHERE developer_id = :developerId AND expires_at > :now',
+        {
+          developerId,
+          now,
+        },
+      );
       return row!.n;
     },
     async deleteExpired(now, batch) {
-      return db.run('DELETE FROM developer_sessions WHERE id IN (SELECT id FROM developer_sessions WHERE expires_at <= :now LIMIT :batch)', {
-        now,
-        batch,
-      });
+      return db.run(
+        'DELETE FROM developer_sessions WHERE id IN (SELECT id FROM developer_sessions WHERE expires_at <= :now LIMIT :batch)',
+        {
+          now,
+          batch,
+        },
+      );
     },
   };
 }

@@ -59,7 +59,9 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
     async insert(developer, link, audit) {
       try {
         await db.transaction(async (tx) => {
-          await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, { ...developer });
+          await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, {
+            ...developer,
+          });
           if (link !== null) await insertLink(tx, link);
           await writeAccountAudit(tx, audit());
         });
@@ -81,16 +83,22 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
       try {
         return await db.transaction(async (tx) => {
           if (linkId !== null) {
-            const used = await tx.run("DELETE FROM one_time_links WHERE id = :linkId AND developer_id = :developerId AND purpose <> 'invitation'", {
-              linkId,
-              developerId,
-            });
+            const used = await tx.run(
+              "DELETE FROM one_time_links WHERE id = :linkId AND developer_id = :developerId AND purpose <> 'invitation'",
+              {
+                linkId,
+                developerId,
+              },
+            );
             if (used === 0) return undefined;
           }
-          const updated = await tx.run('UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND disabled_at IS NULL', {
-            developerId,
-            passwordHash,
-          });
+          const updated = await tx.run(
+            'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND disabled_at IS NULL',
+            {
+              developerId,
+              passwordHash,
+            },
+          );
           if (updated === 0) throw new RolledBack();
           const result = await signOut(tx, developerId);
           await writeAccountAudit(tx, audit(result));
@@ -102,16 +110,22 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
       }
     },
     async rehashPassword(developerId, previousHash, passwordHash) {
-      const updated = await db.run('UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND password_hash = :previousHash', {
-        developerId,
-        previousHash,
-        passwordHash,
-      });
+      const updated = await db.run(
+        'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND password_hash = :previousHash',
+        {
+          developerId,
+          previousHash,
+          passwordHash,
+        },
+      );
       return updated > 0;
     },
     async disable(developerId, at, audit) {
       return db.transaction(async (tx) => {
-        if ((await tx.run('UPDATE developers SET disabled_at = :at WHERE id = :developerId AND disabled_at IS NULL', { developerId, at })) === 0) {
+        if (
+          (await tx.run('UPDATE developers SET disabled_at = :at WHERE id = :developerId AND disabled_at IS NULL', { developerId, at })) ===
+          0
+        ) {
           return undefined;
         }
         const result = await signOut(tx, developerId);
@@ -134,10 +148,13 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
     },
     async deleteEventsOlderThan(cutoff, batch) {
       // Ids grow with time, so the oldest events are the first ids.
-      return db.run('DELETE FROM developer_events WHERE id IN (SELECT id FROM developer_events WHERE at < :cutoff ORDER BY id LIMIT :batch)', {
-        cutoff,
-        batch,
-      });
+      return db.run(
+        'DELETE FROM developer_events WHERE id IN (SELECT id FROM developer_events WHERE at < :cutoff ORDER BY id LIMIT :batch)',
+        {
+          cutoff,
+          batch,
+        },
+      );
     },
   };
 }

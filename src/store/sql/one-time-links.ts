@@ -23,7 +23,10 @@ const COLUMNS = 'id, secret_hash, purpose, developer_id, app_id, email, invited_
  */
 export async function insertLink(tx: SqlRunner, link: OneTimeLinkRecord): Promise<boolean> {
   if (link.purpose === 'invitation') {
-    await tx.run("DELETE FROM one_time_links WHERE app_id = :appId AND email = :email AND purpose = 'invitation'", { appId: link.appId, email: link.email });
+    await tx.run("DELETE FROM one_time_links WHERE app_id = :appId AND email = :email AND purpose = 'invitation'", {
+      appId: link.appId,
+      email: link.email,
+    });
   } else {
     await deletePasswordLinksOf(tx, link.developerId!);
   }
@@ -70,7 +73,10 @@ export function sqlOneTimeLinkStore(db: SqlRunner): OneTimeLinkStore {
       });
     },
     async deleteExpired(now, batch) {
-      return db.run('DELETE FROM one_time_links WHERE id IN (SELECT id FROM one_time_links WHERE expires_at <= :now LIMIT :batch)', { now, batch });
+      return db.run('DELETE FROM one_time_links WHERE id IN (SELECT id FROM one_time_links WHERE expires_at <= :now LIMIT :batch)', {
+        now,
+        batch,
+      });
     },
   };
 }
@@ -78,7 +84,7 @@ export function sqlOneTimeLinkStore(db: SqlRunner): OneTimeLinkStore {
 function toLink(row: LinkRow): OneTimeLinkRecord {
   return {
     id: row.id,
-    secretHash: row.secret_hash,
+    secretHash: Buffer.from(row.secret_hash),
     purpose: row.purpose,
     developerId: row.developer_id,
     appId: row.app_id,
