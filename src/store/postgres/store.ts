@@ -1,15 +1,15 @@
 import type { Store } from '../store.js';
-import { postgresAppStore } from './apps.js';
 import { ChangeListener } from './change-listener.js';
-import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
-import { postgresEventStore } from './events.js';
+import { openPool, type PostgresStoreOptions } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 import { sqlDeveloperStore } from '../sql/developers.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
-import { postgresRevokedTokenStore } from './revoked-tokens.js';
-import { postgresTokens } from './tokens.js';
+import { sqlAppStore } from '../sql/apps.js';
+import { sqlEventStore } from '../sql/events.js';
+import { sqlRevokedTokenStore } from '../sql/revoked-tokens.js';
+import { sqlTokens } from '../sql/tokens.js';
 
 export type { PostgresStoreOptions } from './connection.js';
 
@@ -31,7 +31,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw error;
   }
 
-  const db = poolQueries(pool);
   const sql = postgresRunner(pool);
   try {
     await createFirstKey(sql, Date.now());
@@ -40,18 +39,18 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw error;
   }
   // Batches of tokens written at the same time: half the pool, the other half for everything else.
-  const tokens = postgresTokens(db, Math.max(1, Math.floor((options.poolSize ?? 10) / 2)));
+  const tokens = sqlTokens(sql, Math.max(1, Math.floor((options.poolSize ?? 10) / 2)));
   const changes = new ChangeListener(clientConfig, warn);
   await changes.start();
 
   let closed = false;
   return {
     backend: 'postgres',
-    apps: postgresAppStore(db),
+    apps: sqlAppStore(sql),
     tokens: tokens.store,
-    revokedTokens: postgresRevokedTokenStore(db),
+    revokedTokens: sqlRevokedTokenStore(sql),
     keys: sqlKeyStore(sql),
-    events: postgresEventStore(db),
+    events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
@@ -62,7 +61,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       tokens.onBatch(listener);
     },
     async ping() {
-      await db.query({ text: 'SELECT 1' });
+      await sql.get('SELECT 1');
     },
     async close() {
       if (closed) return;

@@ -1,7 +1,7 @@
 import type { AppRole } from '../../developers/roles.js';
 import type { AppMemberStore, AppMembership } from '../../developers/store.js';
 import { writeAccountAudit } from './account-audit.js';
-import type { SqlRunner, Statement } from './runner.js';
+import { withRowLock, type SqlRunner } from './runner.js';
 
 interface MemberRow {
   app_id: string;
@@ -14,20 +14,11 @@ interface MemberRow {
 const MEMBERS =
   'SELECT m.app_id, m.developer_id, d.email, m.role, m.added_at FROM app_members m JOIN developers d ON d.id = m.developer_id';
 
-/**
- * The app's row, locked on PostgreSQL so that owner changes of one app take turns (SQLite's
- * transactions always do).
- */
-const LOCK_APP: Statement = {
-  sqlite: 'SELECT 1 AS found FROM apps WHERE app_id = :appId',
-  postgres: 'SELECT 1 AS found FROM apps WHERE app_id = :appId FOR UPDATE',
-};
+/** The app's row, locked so that owner changes of one app take turns. */
+const LOCK_APP = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'UPDATE');
 
 /** The enabled developer's row, which no one disables before the transaction ends. */
-const SHARE_DEVELOPER: Statement = {
-  sqlite: 'SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL',
-  postgres: 'SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL FOR SHARE',
-};
+const SHARE_DEVELOPER = withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'SHARE');
 
 const ROLE_OF = 'SELECT role FROM app_members WHERE app_id = :appId AND developer_id = :developerId';
 

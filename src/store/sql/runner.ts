@@ -35,3 +35,13 @@ export interface SqlRunner {
 export function statementText(statement: Statement, dialect: SqlDialect): string {
   return typeof statement === 'string' ? statement : statement[dialect];
 }
+
+/**
+ * `select` with PostgreSQL's row lock: `FOR UPDATE`, `FOR NO KEY UPDATE` make concurrent
+ * transactions on the row take turns; `FOR SHARE` keeps the row from changing until the transaction
+ * ends. SQLite has none and needs none: its transactions take the write lock first and always take
+ * turns.
+ */
+export function withRowLock(select: string, lock: 'UPDATE' | 'NO KEY UPDATE' | 'SHARE'): Statement {
+  return { sqlite: select, postgres: `${select} FOR ${lock}` };
+}

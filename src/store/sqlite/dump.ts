@@ -14,7 +14,7 @@ import { sqliteRunner } from './runner.js';
 export async function openSqliteDump(path: string, role: 'source' | 'target'): Promise<StoreDump> {
   if (role === 'source' && (path === ':memory:' || !existsSync(path))) throw new Error(`there is no SQLite store at ${path}`);
   const db = openDatabase(path);
-  const sql = sqliteRunner(db);
+  const sql = sqliteRunner(db, path);
   try {
     if (role === 'source' && !(await hasTable(sql, 'schema_migrations')))
       throw new Error(`${path} is not a Tessera store (it has no schema_migrations table)`);

@@ -1,13 +1,24 @@
+import { resolve } from 'node:path';
 import type Database from 'libsql';
 import { statementText, type SqlParams, type SqlRunner, type Statement } from '../sql/runner.js';
 import type { SqliteDatabase } from './connection.js';
 
+/** Where a process's connections to one file learn of each other's open transaction. */
+interface Gate {
+  /** The end of the open transaction, if there is one. */
+  open: Promise<void> | undefined;
+}
+const gates = new Map<string, Gate>();
+
 /**
- * The runner over one SQLite connection. Statements are prepared once and answered synchronously.
- * A transaction's work may await between its statements; while it is open, every other statement of
- * the process waits for it to end, so that none joins it by accident, and transactions take turns.
+ * The runner over one SQLite connection to `path`. Statements are prepared once and answered
+ * synchronously. A transaction's work may await between its statements; while it is open, every
+ * other statement of the process on the same file waits for it to end, on this connection or another
+ * (a second store, a verifier), so that none joins it by accident or waits on the file's lock with
+ * the event loop blocked. Other processes wait on the lock (`busy_timeout`).
  */
-export function sqliteRunner(db: SqliteDatabase): SqlRunner {
+export function sqliteRunner(db: SqliteDatabase, path: string): SqlRunner {
+  const gate = gateOf(path);
   const prepared = new Map<string, Database.Statement>();
   const prepare = (statement: Statement) => {
     const text = statementText(statement, 'sqlite');
@@ -24,24 +35,22 @@ export function sqliteRunner(db: SqliteDatabase): SqlRunner {
   const runNow = (statement: Statement, params?: SqlParams) => prepare(statement).run(bind(params)).changes;
   const inside: SqlRunner = { dialect: 'sqlite', all: allNow, get: getNow, run: runNow, transaction: (work) => work(inside) };
 
-  /** The end of the open transaction, if there is one. */
-  let open: Promise<void> | undefined;
   const afterOpen = async <T>(step: () => T): Promise<T> => {
-    while (open !== undefined) await open;
+    while (gate.open !== undefined) await gate.open;
     return step();
   };
 
   return {
     dialect: 'sqlite',
     all: <Row>(statement: Statement, params?: SqlParams) =>
-      open === undefined ? allNow<Row>(statement, params) : afterOpen(() => allNow<Row>(statement, params)),
+      gate.open === undefined ? allNow<Row>(statement, params) : afterOpen(() => allNow<Row>(statement, params)),
     get: <Row>(statement: Statement, params?: SqlParams) =>
-      open === undefined ? getNow<Row>(statement, params) : afterOpen(() => getNow<Row>(statement, params)),
-    run: (statement, params) => (open === undefined ? runNow(statement, params) : afterOpen(() => runNow(statement, params))),
+      gate.open === undefined ? getNow<Row>(statement, params) : afterOpen(() => getNow<Row>(statement, params)),
+    run: (statement, params) => (gate.open === undefined ? runNow(statement, params) : afterOpen(() => runNow(statement, params))),
     async transaction(work) {
-      while (open !== undefined) await open;
+      while (gate.open !== undefined) await gate.open;
       let end!: () => void;
-      open = new Promise((resolve) => (end = resolve));
+      gate.open = new Promise((resolve) => (end = resolve));
       try {
         db.exec('BEGIN IMMEDIATE');
         const result = await work(inside);
@@ -51,11 +60,22 @@ export function sqliteRunner(db: SqliteDatabase): SqlRunner {
         if (db.inTransaction) db.exec('ROLLBACK');
         throw error;
       } finally {
-        open = undefined;
+        gate.open = undefined;
         end();
       }
     },
   };
+}
+
+function gateOf(path: string): Gate {
+  if (path === ':memory:') return { open: undefined };
+  const key = resolve(path);
+  let gate = gates.get(key);
+  if (gate === undefined) {
+    gate = { open: undefined };
+    gates.set(key, gate);
+  }
+  return gate;
 }
 
 /** libsql binds neither `undefined` nor booleans. */

@@ -1,17 +1,15 @@
-import type { Store } from '../store.js';
-import { sqliteAppStore } from './apps.js';
-import { ChangePoller } from './change-poller.js';
-import { prepareDeveloperEventWrites } from './developers.js';
-import { openDatabase, retryWhileBusy } from './connection.js';
-import { prepareEventWrites, sqliteEventStore } from './events.js';
-import { migrate } from './migrations.js';
-import { sqliteOnceClaims } from './once-claims.js';
-import { sqliteRunner } from './runner.js';
+import { sqlAppStore } from '../sql/apps.js';
 import { sqlDeveloperStore } from '../sql/developers.js';
+import { sqlEventStore } from '../sql/events.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
-import { sqliteRevokedTokenStore } from './revoked-tokens.js';
-import { prepareTokenWrites, sqliteTokens } from './tokens.js';
+import { sqlRevokedTokenStore } from '../sql/revoked-tokens.js';
+import { sqlTokens } from '../sql/tokens.js';
+import type { Store } from '../store.js';
+import { ChangePoller } from './change-poller.js';
+import { openDatabase, retryWhileBusy } from './connection.js';
+import { migrate } from './migrations.js';
+import { sqliteRunner } from './runner.js';
 
 export interface SqliteStoreOptions {
   /** How often to look for changes made by other processes (the CLI, other instances). */
@@ -19,30 +17,26 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), one file per
- * table (`apps.ts`, `tokens.ts`, `revoked-tokens.ts`, `keys.ts`, `events.ts`, the developers' in
- * `developers.ts`) and the change signal (`change-poller.ts`).
+ * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), the tables
+ * written once for both dialects (`../sql/`) over the SQLite runner (`runner.ts`), and the change
+ * signal (`change-poller.ts`).
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
   retryWhileBusy(() => migrate(db));
-  const sql = sqliteRunner(db);
-
-  const tokenWrites = prepareTokenWrites(db);
-  const eventWrites = prepareEventWrites(db);
-  const developerEventWrites = prepareDeveloperEventWrites(db);
-  const tokens = sqliteTokens(db, tokenWrites, eventWrites);
-  const onceClaims = sqliteOnceClaims(db);
+  const sql = sqliteRunner(db, path);
   retryWhileBusy(() => void createFirstKey(sql, Date.now()));
+
+  const tokens = sqlTokens(sql);
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
   return {
     backend: 'sqlite',
-    apps: sqliteAppStore(db, tokenWrites, eventWrites, developerEventWrites, onceClaims.claim),
+    apps: sqlAppStore(sql),
     tokens: tokens.store,
-    revokedTokens: sqliteRevokedTokenStore(db),
+    revokedTokens: sqlRevokedTokenStore(sql),
     keys: sqlKeyStore(sql),
-    events: sqliteEventStore(db, eventWrites),
+    events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
@@ -53,7 +47,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       tokens.onBatch(listener);
     },
     async ping() {
-      db.prepare('SELECT 1').get();
+      await sql.get('SELECT 1');
     },
     async close() {
       if (!db.open) return;

@@ -1,0 +1,168 @@
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { AppConflictError, type AppStore } from '../../apps/store.js';
+import type { AppRole } from '../../developers/roles.js';
+import { insertDeveloperEvents } from './developer-events.js';
+import { isUniqueViolation } from './errors.js';
+import { deleteEventsOfApp, insertEvents } from './events.js';
+import { claimOnce } from './once-claims.js';
+import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
+import { withRowLock, type SqlRunner } from './runner.js';
+import { jsonColumn } from './rows.js';
+import { deleteTokensOfApp } from './tokens.js';
+
+interface AppRow {
+  app_id: string;
+  name: string;
+  app_key: string;
+  client_id: string;
+  client_secret_hash: Buffer;
+  admin_id: string;
+  created_at: number;
+  configuration: unknown;
+  anonymous_cutoff: number | null;
+  previous_secret_hash: Buffer | null;
+  previous_secret_valid_until: number | null;
+}
+
+const APP_COLUMNS = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
+                     previous_secret_hash, previous_secret_valid_until`;
+
+export function sqlAppStore(db: SqlRunner): AppStore {
+  return {
+    async insert(app) {
+      await conflictOr(() => insertApp(db, app));
+    },
+    async insertOwned(app, { developerId, maxOwnedApps, once }, audit) {
+      return conflictOr(() =>
+        db.transaction(async (tx) => {
+          // Insertions for one developer take turns, so that each counts what the one before it
+          // inserted: PostgreSQL locks the developer's row (NO KEY UPDATE: rows that merely reference
+          // the developer, its sessions and events, do not wait), SQLite's transactions take turns.
+          const developer = await tx.get(withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'), {
+            developerId,
+          });
+          if (developer === undefined) return undefined;
+          const owned = await tx.get<{ n: number }>("SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'", {
+            developerId,
+          });
+          const ownedApps = owned?.n ?? 0;
+          if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+          await claimOnce(tx, once);
+          await insertApp(tx, app);
+          await tx.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
+            appId: app.appId,
+            developerId,
+            at: app.createdAt,
+          });
+          await insertEvents(tx, audit());
+          return { inserted: true, ownedApps };
+        }),
+      );
+    },
+    async findById(appId) {
+      const row = await db.get<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, { appId });
+      return row === undefined ? undefined : toApp(row);
+    },
+    async list() {
+      return (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps ORDER BY created_at, app_id`)).map(toApp);
+    },
+    async count() {
+      return (await db.get<{ n: number }>('SELECT count(*) AS n FROM apps'))?.n ?? 0;
+    },
+    async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil, once }, audit) {
+      return db.transaction(async (tx) => {
+        // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
+        const updated = await tx.run(
+          `UPDATE apps SET previous_secret_hash = CASE WHEN CAST(:validUntil AS BIGINT) IS NULL THEN NULL ELSE client_secret_hash END,
+                           previous_secret_valid_until = :validUntil,
+                           client_secret_hash = :hash
+           WHERE app_id = :appId`,
+          { appId, hash, validUntil: previousSecretValidUntil },
+        );
+        if (updated === 0) return undefined;
+        await claimOnce(tx, once);
+        const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(tx, appId, 'admin') : 0 };
+        await insertEvents(tx, audit(rotation));
+        return rotation;
+      });
+    },
+    async updateConfiguration(appId, changes, audit) {
+      return db.transaction(async (tx) => {
+        const row = await tx.get<AppRow>(
+          {
+            sqlite: `UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING ${APP_COLUMNS}`,
+            postgres: `UPDATE apps SET configuration = configuration || :changes::jsonb WHERE app_id = :appId RETURNING ${APP_COLUMNS}`,
+          },
+          { appId, changes: JSON.stringify(changes) },
+        );
+        if (row === undefined) return undefined;
+        const updated = toApp(row);
+        await insertEvents(tx, audit(updated));
+        return updated;
+      });
+    },
+    async delete(appId, audit) {
+      return db.transaction(async (tx) => {
+        // Locked first on PostgreSQL, so that no one becomes a member or the owner between reading
+        // the members and the deletion, which takes the memberships with it: an owner change locks
+        // the app's row too, and adding a collaborator checks its reference to the row, which waits.
+        const row = await tx.get<AppRow>(withRowLock(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, 'UPDATE'), { appId });
+        if (row === undefined) return false;
+        const members = await tx.all<{ developer_id: string; role: AppRole }>(
+          "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
+          { appId },
+        );
+        await deleteTokensOfApp(tx, appId, 'all');
+        await deleteRevokedTokensOfApp(tx, appId);
+        await deleteEventsOfApp(tx, appId);
+        await tx.run('DELETE FROM apps WHERE app_id = :appId', { appId });
+        const deleted = { app: toApp(row), members: members.map((member) => ({ developerId: member.developer_id, role: member.role })) };
+        await insertDeveloperEvents(tx, audit(deleted));
+        return true;
+      });
+    },
+  };
+}
+
+async function insertApp(db: SqlRunner, app: AppRecord): Promise<void> {
+  await db.run(
+    `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration,
+                       previous_secret_hash, previous_secret_valid_until)
+     VALUES (:appId, :name, :appKey, :clientId, :clientSecretHash, :adminId, :createdAt, :configuration,
+             :previousSecretHash, :previousSecretValidUntil)`,
+    {
+      ...app,
+      configuration: JSON.stringify(app.configuration),
+      previousSecretHash: app.previousSecret?.hash ?? null,
+      previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
+    },
+  );
+}
+
+/** `AppConflictError` when the AppID or ClientID is taken. */
+async function conflictOr<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new AppConflictError();
+    throw error;
+  }
+}
+
+function toApp(row: AppRow): AppRecord {
+  return {
+    appId: row.app_id,
+    name: row.name,
+    appKey: row.app_key,
+    clientId: row.client_id,
+    clientSecretHash: Buffer.from(row.client_secret_hash),
+    adminId: row.admin_id,
+    createdAt: row.created_at,
+    configuration: { ...DEFAULT_APP_CONFIGURATION, ...jsonColumn<Partial<AppConfiguration>>(row.configuration) },
+    anonymousCutoff: row.anonymous_cutoff,
+    previousSecret:
+      row.previous_secret_hash === null || row.previous_secret_valid_until === null
+        ? null
+        : { hash: Buffer.from(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
+  };
+}

@@ -1,0 +1,114 @@
+import { isServiceUnavailable } from '../../error-catalogue.js';
+import type { AuditOf } from '../../events/event.js';
+import type { PrincipalKind } from '../../principal.js';
+import type { RevocationKind } from '../../tokens/revocation.js';
+import type { TokenRecord, TokenStore } from '../../tokens/store.js';
+import { GroupCommit, type BatchListener } from '../group-commit.js';
+import { batchInsert } from './batch.js';
+import { insertEvents } from './events.js';
+import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
+import type { SqlRunner } from './runner.js';
+
+interface TokenRow {
+  verifier_hash: Buffer;
+  app_id: string;
+  kind: PrincipalKind;
+  issued_at: number;
+  expires_at: number | null;
+}
+
+const insertTokenBatch = batchInsert('tokens', [
+  ['selector', 'bytes'],
+  ['verifier_hash', 'bytes'],
+  ['app_id', 'text'],
+  ['kind', 'text'],
+  ['issued_at', 'bigint'],
+  ['expires_at', 'bigint'],
+]);
+
+/** Removes the app's tokens, or those of one kind, in the caller's transaction; returns how many. */
+export async function deleteTokensOfApp(tx: SqlRunner, appId: string, kind: RevocationKind): Promise<number> {
+  return kind === 'all'
+    ? tx.run('DELETE FROM tokens WHERE app_id = :appId', { appId })
+    : tx.run('DELETE FROM tokens WHERE app_id = :appId AND kind = :kind', { appId, kind });
+}
+
+/** The token store, and the wait for the tokens it has yet to commit (closing waits for them). */
+export interface SqlTokens {
+  store: TokenStore;
+  drain(): Promise<void>;
+  onBatch(listener: BatchListener): void;
+}
+
+/** `maxInFlight`: how many batches of tokens may be written at the same time (a share of PostgreSQL's pool; SQLite writes one). */
+export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
+  // One statement and one commit for every batch of tokens (group commit): a token is durable when
+  // its request is answered.
+  const tokenWriter = new GroupCommit<TokenRecord>({
+    writeBatch: async (batch) => {
+      const rows = batch.map((token) => [token.selector, token.verifierHash, token.appId, token.kind, token.issuedAt, token.expiresAt]);
+      await db.run(insertTokenBatch.statement, insertTokenBatch.params(db.dialect, rows));
+    },
+    writeOne: async (token) => {
+      await db.run(
+        `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
+         VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt)`,
+        { ...token },
+      );
+    },
+    failsEverything: isServiceUnavailable,
+    maxInFlight,
+  });
+
+  const store: TokenStore = {
+    insert(token) {
+      return tokenWriter.add(token);
+    },
+    async findBySelector(selector) {
+      const row = await db.get<TokenRow>('SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector', {
+        selector,
+      });
+      if (row === undefined) return undefined;
+      return {
+        selector,
+        verifierHash: Buffer.from(row.verifier_hash),
+        appId: row.app_id,
+        kind: row.kind,
+        issuedAt: row.issued_at,
+        expiresAt: row.expires_at,
+      };
+    },
+    async delete(selector) {
+      return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0;
+    },
+    async revokeAll(appId, kind, at, audit) {
+      return db.transaction(async (tx) => {
+        const count = await deleteTokensOfApp(tx, appId, kind);
+        if (kind !== 'admin') {
+          await tx.run('UPDATE apps SET anonymous_cutoff = :at WHERE app_id = :appId', { appId, at });
+          // The cut-off covers them.
+          await deleteRevokedTokensOfApp(tx, appId);
+        }
+        await insertEvents(tx, audit(count));
+        return count;
+      });
+    },
+    async deleteExpired(now, batch) {
+      return db.transaction(async (tx) => {
+        // Other instances are not told (PostgreSQL's trigger keeps quiet): an expired token is refused without its record.
+        if (tx.dialect === 'postgres') await tx.run("SET LOCAL tessera.quiet = 'on'");
+        return tx.run(
+          {
+            sqlite: `DELETE FROM tokens WHERE selector IN
+                       (SELECT selector FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= :now LIMIT :batch)`,
+            // SKIP LOCKED: instances running housekeeping at once take different rows.
+            postgres: `DELETE FROM tokens WHERE selector IN
+                         (SELECT selector FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= :now LIMIT :batch FOR UPDATE SKIP LOCKED)`,
+          },
+          { now, batch },
+        );
+      });
+    },
+  };
+  return { store, drain: () => tokenWriter.drain(), onBatch: (listener) => tokenWriter.onBatch(listener) };
+}
