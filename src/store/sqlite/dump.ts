@@ -16,8 +16,9 @@ export async function openSqliteDump(path: string, role: 'source' | 'target'): P
   const db = openDatabase(path);
   const sql = sqliteRunner(db, path);
   try {
-    if (role === 'source' && !(await hasTable(sql, 'schema_migrations')))
+    if (role === 'source' && !(await hasTable(sql, 'schema_migrations'))) {
       throw new Error(`${path} is not a Tessera store (it has no schema_migrations table)`);
+    }
     retryWhileBusy(() => migrate(db));
     if (role === 'source') {
       // A read transaction, which lets a server go on writing: the snapshot starts at its first read.
