@@ -1,6 +1,7 @@
 /**
  * Every table of a store, read and written as neutral rows, so that `copy.ts` moves a store from one
- * backend to the other (`sqlite/dump.ts`, `postgres/dump.ts`). A row is its values in the order of
+ * backend to the other (`sql/dump.ts` over either dialect, with `sqlite/dump.ts` and
+ * `postgres/dump.ts` for what differs). A row is its values in the order of
  * `TableSpec.columns`: strings, numbers (every integer fits a JavaScript number: instants in ms,
  * ids, counts), Buffers and nulls; a JSON column is its JSON text.
  */
@@ -149,9 +150,8 @@ export function keyOf(table: TableSpec, row: Row): Value[] {
   return table.key.map((name) => row[table.columns.findIndex((column) => column.name === name)]!);
 }
 
-/** A number from a driver's integer (PostgreSQL's bigint arrives as a string). */
+/** An integer as the runner reads it, if this copy can carry it exactly. */
 export function integerOf(value: unknown, where: string): number {
-  const number = typeof value === 'string' ? Number(value) : (value as number);
-  if (!Number.isSafeInteger(number)) throw new Error(`${where}: ${String(value)} is not an integer this copy can carry`);
-  return number;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new Error(`${where}: ${String(value)} is not an integer this copy can carry`);
+  return value;
 }

@@ -1,7 +1,10 @@
 import pg from 'pg';
-import { integerOf, type ColumnKind, type Row, type StoreDump, type TableSpec, type Value } from '../dump.js';
+import type { ColumnKind, StoreDump, TableSpec } from '../dump.js';
+import { sqlStoreDump } from '../sql/dump.js';
+import type { SqlRunner } from '../sql/runner.js';
 import { heedConnectionErrors } from './connection.js';
 import { migrate } from './migrations.js';
+import { postgresRunner } from './runner.js';
 
 const ARRAY_TYPES: Record<ColumnKind, string> = { text: 'text[]', integer: 'bigint[]', blob: 'bytea[]', json: 'jsonb[]' };
 
@@ -13,108 +16,97 @@ const ARRAY_TYPES: Record<ColumnKind, string> = { text: 'text[]', integer: 'bigi
  */
 export async function openPostgresDump(url: string, role: 'source' | 'target'): Promise<StoreDump> {
   const description = withoutPassword(url);
-  const client = new pg.Client({ connectionString: url, application_name: 'tessera store copy', connectionTimeoutMillis: 5_000 });
-  client.on('error', () => {}); // a lost connection fails the next query, which says why
+  const pool = new pg.Pool({ connectionString: url, application_name: 'tessera store copy', connectionTimeoutMillis: 5_000, max: 1 });
+  heedConnectionErrors(pool, () => {}); // a lost connection fails the next statement, which says why
+  let snapshot: Snapshot | undefined;
   try {
-    await client.connect();
+    // Opening speaks to the pool itself, so that an error says what the driver says.
     if (role === 'source') {
-      const found = await client.query<{ table: string | null }>("SELECT to_regclass('schema_migrations')::text AS table");
+      const found = await pool.query<{ table: string | null }>("SELECT to_regclass('schema_migrations')::text AS table");
       if (found.rows[0]?.table == null) throw new Error('it is not a Tessera store (it has no schema_migrations table)');
     }
-    const pool = new pg.Pool({ connectionString: url, max: 1 });
-    heedConnectionErrors(pool, () => {}); // a lost connection fails the migration, which says why
-    try {
-      await migrate(pool);
-    } finally {
-      await pool.end();
-    }
-    if (role === 'source') await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await migrate(pool);
+    if (role === 'source') snapshot = await openSnapshot(postgresRunner(pool));
   } catch (error) {
-    await client.end().catch(() => {});
+    await pool.end().catch(() => {});
     throw new Error(`the ${role}, ${description}: ${(error as Error).message}${hintFor(error)}`, { cause: error });
   }
 
-  const columnList = (table: TableSpec) => table.columns.map((column) => column.name).join(', ');
-  const kindOf = (table: TableSpec, name: string) => table.columns.find((column) => column.name === name)!.kind;
-  const toRow = (table: TableSpec, values: unknown[]): Row =>
-    values.map((value, index) => {
-      if (value === null) return null;
-      const { kind, name } = table.columns[index]!;
-      if (kind === 'integer') return integerOf(value, `${table.name}.${name}`);
-      if (kind === 'json') return JSON.stringify(value);
-      return value as string | Buffer;
-    });
-  const query = async (text: string, values: unknown[] = []) => (await client.query({ text, values, rowMode: 'array' })).rows as unknown[][];
+  const sql = snapshot?.tx ?? postgresRunner(pool);
   const sequenceOf = async (table: TableSpec) =>
-    (await query('SELECT pg_get_serial_sequence($1, $2)', [table.name, table.counter]))[0]![0] as string | null;
+    (await sql.get<{ sequence: string | null }>('SELECT pg_get_serial_sequence(:table, :column) AS sequence', {
+      table: table.name,
+      column: table.counter,
+    }))!.sequence;
 
-  return {
+  return sqlStoreDump({
     backend: 'postgres',
     description,
-    async schemaVersion() {
-      return Number((await query('SELECT max(version) FROM schema_migrations'))[0]![0]);
-    },
-    async count(table) {
-      return Number((await query(`SELECT count(*) FROM ${table.name}`))[0]![0]);
-    },
-    async read(table, after, limit) {
-      const key = table.key.join(', ');
-      const where = after === undefined ? '' : `WHERE (${key}) > (${after.map((_, index) => `$${index + 2}`).join(', ')})`;
-      const rows = await query(`SELECT ${columnList(table)} FROM ${table.name} ${where} ORDER BY ${key} LIMIT $1`, [limit, ...(after ?? [])]);
-      return rows.map((values) => toRow(table, values));
-    },
-    async readKeys(table, keys) {
-      const key = table.key[0]!;
-      const rows = await query(`SELECT ${columnList(table)} FROM ${table.name} WHERE ${key} = ANY($1::${ARRAY_TYPES[kindOf(table, key)]})`, [keys]);
-      return rows.map((values) => toRow(table, values));
-    },
-    async sampleKeys(table, limit, where) {
-      const key = table.key[0]!;
-      const rows = await query(`SELECT ${key} FROM ${table.name} ${where === undefined ? '' : `WHERE ${where}`} ORDER BY random() LIMIT $1`, [limit]);
-      return rows.map((values) => toRow({ ...table, columns: table.columns.filter((column) => column.name === key) }, values)[0]!);
-    },
-    async write(table, rows) {
-      if (rows.length === 0) return;
-      const arrays = table.columns.map((_, index) => rows.map((row) => row[index] ?? null));
-      const types = table.columns.map((column, index) => `$${index + 1}::${ARRAY_TYPES[column.kind]}`).join(', ');
+    db: sql,
+    async insertRows(tx, table, rows) {
+      const arrays = Object.fromEntries(table.columns.map((_, index) => [`c${index}`, rows.map((row) => row[index] ?? null)]));
+      const types = table.columns.map((column, index) => `:c${index}::${ARRAY_TYPES[column.kind]}`).join(', ');
       // An identity column takes the source's ids only when told to.
       const overriding = table.counter !== undefined ? 'OVERRIDING SYSTEM VALUE' : '';
-      await client.query({
-        text: `INSERT INTO ${table.name} (${columnList(table)}) ${overriding} SELECT * FROM unnest(${types})`,
-        values: arrays as Value[][],
-      });
+      await tx.run(
+        `INSERT INTO ${table.name} (${table.columns.map((column) => column.name).join(', ')}) ${overriding} SELECT * FROM unnest(${types})`,
+        arrays,
+      );
     },
-    async clear(table) {
-      await client.query(`DELETE FROM ${table.name}`);
-    },
-    async counterPosition(table) {
-      const largest = integerOf((await query(`SELECT coalesce(max(${table.counter}), 0) FROM ${table.name}`))[0]![0], table.name);
+    async counterGiven(table) {
       const sequence = await sequenceOf(table);
-      if (sequence === null) return largest;
-      const [lastValue, isCalled] = (await query(`SELECT last_value, is_called FROM ${sequence}`))[0]!;
-      return Math.max(largest, isCalled === true ? integerOf(lastValue, sequence) : 0);
+      if (sequence === null) return 0;
+      const given = await sql.get<{ last_value: number; is_called: boolean }>(`SELECT last_value, is_called FROM ${sequence}`);
+      return given!.is_called ? given!.last_value : 0;
     },
     async setCounterPosition(table, position) {
       // keys has no sequence: a new key's id is the largest plus one (keys.ts).
       const sequence = await sequenceOf(table);
       if (sequence === null) return;
-      await client.query(
-        `SELECT CASE WHEN p > 0 THEN setval($1, p, true) ELSE setval($1, 1, false) END
-           FROM (SELECT GREATEST($2::bigint, (SELECT coalesce(max(${table.counter}), 0) FROM ${table.name})) AS p) AS position`,
-        [sequence, position],
+      await sql.run(
+        `SELECT CASE WHEN p > 0 THEN setval(:sequence, p, true) ELSE setval(:sequence, 1, false) END
+           FROM (SELECT GREATEST(:position::bigint, (SELECT coalesce(max(${table.counter}), 0) FROM ${table.name})) AS p) AS position`,
+        { sequence, position },
       );
     },
     async close() {
-      if (role === 'source') await client.query('COMMIT').catch(() => {});
-      await client.end();
+      await snapshot?.end();
+      await pool.end();
     },
-  };
+  });
+}
+
+/** A transaction held open until `end`, whose statements all read one snapshot. */
+interface Snapshot {
+  tx: SqlRunner;
+  end(): Promise<void>;
+}
+
+async function openSnapshot(sql: SqlRunner): Promise<Snapshot> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return new Promise((resolve, reject) => {
+    const held = sql.transaction(async (tx) => {
+      await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+      resolve({
+        tx,
+        async end() {
+          release();
+          // It wrote nothing: a snapshot that failed has nothing to undo.
+          await held.catch(() => {});
+        },
+      });
+      await released;
+    });
+    held.catch(reject);
+  });
 }
 
 /** What to do about an error opening the database, when it is a common one. */
 function hintFor(error: unknown): string {
   // insufficient_privilege: since PostgreSQL 15 only a database's owner may create tables in its schema public.
-  if ((error as { code?: string }).code === '42501') return ' (the user must own the database: createdb -O USER NAME, or ALTER DATABASE NAME OWNER TO USER)';
+  if ((error as { code?: string }).code === '42501')
+    return ' (the user must own the database: createdb -O USER NAME, or ALTER DATABASE NAME OWNER TO USER)';
   return '';
 }
 

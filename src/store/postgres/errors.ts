@@ -15,9 +15,3 @@ export function unavailableOr(error: unknown): unknown {
   }
   return error;
 }
-
-
-/** A second app with a taken AppID or ClientID (`unique_violation`). */
-export function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
-}

@@ -1,9 +1,9 @@
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
-import { openPool, poolQueries, type PostgresStoreOptions } from './connection.js';
-import { postgresDeveloperStore } from './developers.js';
+import { openPool, type PostgresStoreOptions } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
+import { sqlDeveloperStore } from '../sql/developers.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
 import { sqlAppStore } from '../sql/apps.js';
@@ -31,7 +31,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw error;
   }
 
-  const db = poolQueries(pool);
   const sql = postgresRunner(pool);
   try {
     await createFirstKey(sql, Date.now());
@@ -52,7 +51,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     revokedTokens: sqlRevokedTokenStore(sql),
     keys: sqlKeyStore(sql),
     events: sqlEventStore(sql),
-    developers: postgresDeveloperStore(db),
+    developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);

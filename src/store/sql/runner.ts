@@ -37,10 +37,11 @@ export function statementText(statement: Statement, dialect: SqlDialect): string
 }
 
 /**
- * `select` with PostgreSQL's row lock (`FOR UPDATE`, `FOR NO KEY UPDATE`) that makes concurrent
- * transactions on the row take turns. SQLite has none and needs none: its transactions take the
- * write lock first and always take turns.
+ * `select` with PostgreSQL's row lock: `FOR UPDATE`, `FOR NO KEY UPDATE` make concurrent
+ * transactions on the row take turns; `FOR SHARE` keeps the row from changing until the transaction
+ * ends. SQLite has none and needs none: its transactions take the write lock first and always take
+ * turns.
  */
-export function withRowLock(select: string, lock: 'UPDATE' | 'NO KEY UPDATE'): Statement {
+export function withRowLock(select: string, lock: 'UPDATE' | 'NO KEY UPDATE' | 'SHARE'): Statement {
   return { sqlite: select, postgres: `${select} FOR ${lock}` };
 }

@@ -46,16 +46,3 @@ export function retryWhileBusy(step: () => void, timeoutMs = 10_000): void {
     }
   }
 }
-
-/**
- * `work` as one IMMEDIATE transaction: an operator's or admin's change and its audit events are
- * written together (libsql's wrapper rolls back when a statement throws). IMMEDIATE takes the
- * write lock before the first statement.
- */
-export function immediateTransaction<Args extends unknown[], Result>(
-  db: SqliteDatabase,
-  work: (...args: Args) => Result,
-): (...args: Args) => Result {
-  const transaction = db.transaction(work);
-  return (...args) => transaction.immediate(...args);
-}

@@ -1,8 +1,3 @@
-/** A second app with a taken AppID or ClientID. */
-export function isUniqueViolation(error: unknown): boolean {
-  return error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY/i.test(error.message);
-}
-
 /** `SQLITE_BUSY` and its extended codes: another connection holds the lock. */
 export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;

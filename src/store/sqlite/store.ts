@@ -1,4 +1,5 @@
 import { sqlAppStore } from '../sql/apps.js';
+import { sqlDeveloperStore } from '../sql/developers.js';
 import { sqlEventStore } from '../sql/events.js';
 import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
 import { sqlOnceClaimStore } from '../sql/once-claims.js';
@@ -7,8 +8,6 @@ import { sqlTokens } from '../sql/tokens.js';
 import type { Store } from '../store.js';
 import { ChangePoller } from './change-poller.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
-import { sqliteDeveloperStore, prepareDeveloperEventWrites } from './developers.js';
-import { prepareEventWrites } from './events.js';
 import { migrate } from './migrations.js';
 import { sqliteRunner } from './runner.js';
 
@@ -38,7 +37,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     revokedTokens: sqlRevokedTokenStore(sql),
     keys: sqlKeyStore(sql),
     events: sqlEventStore(sql),
-    developers: sqliteDeveloperStore(db, prepareEventWrites(db), prepareDeveloperEventWrites(db)),
+    developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange(listener) {
       changes.listeners.push(listener);

@@ -1,0 +1,177 @@
+import type { DeveloperRecord } from '../../developers/developer.js';
+import type { DeveloperEvent } from '../../developers/events.js';
+import { DeveloperConflictError, type DeveloperAccountStore, type DeveloperStore } from '../../developers/store.js';
+import { writeAccountAudit } from './account-audit.js';
+import { sqlAppMemberStore } from './app-members.js';
+import { insertDeveloperEvents } from './developer-events.js';
+import { sqlDeveloperSessionStore } from './developer-sessions.js';
+import { isUniqueViolation } from './errors.js';
+import { deletePasswordLinksOf, insertLink, sqlOneTimeLinkStore } from './one-time-links.js';
+import { jsonColumn } from './rows.js';
+import type { SqlRunner } from './runner.js';
+
+interface DeveloperRow {
+  id: string;
+  email: string;
+  password_hash: string | null;
+  created_at: number;
+  disabled_at: number | null;
+}
+
+interface DeveloperEventRow {
+  id: number;
+  developer_id: string;
+  type: DeveloperEvent['type'];
+  at: number;
+  actor: DeveloperEvent['actor'];
+  client_address: string | null;
+  details: unknown;
+}
+
+const COLUMNS = 'id, email, password_hash, created_at, disabled_at';
+const EVENT_COLUMNS = 'id, developer_id, type, at, actor, client_address, details';
+
+/**
+ * Developer accounts, their sessions and links, and app memberships: one file per table
+ * (`developers.ts` for accounts, `developer-events.ts` for their events, `developer-sessions.ts`,
+ * `one-time-links.ts`, `app-members.ts`), put together here.
+ */
+export function sqlDeveloperStore(db: SqlRunner): DeveloperStore {
+  return {
+    accounts: sqlDeveloperAccountStore(db),
+    sessions: sqlDeveloperSessionStore(db),
+    links: sqlOneTimeLinkStore(db),
+    members: sqlAppMemberStore(db),
+  };
+}
+
+/** Thrown inside a transaction to undo what it wrote so far; caught outside it. */
+class RolledBack extends Error {}
+
+function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
+  /** Ends every session of the developer and removes its password links; how many sessions ended. */
+  const signOut = async (tx: SqlRunner, developerId: string) => {
+    const sessionsEnded = await tx.run('DELETE FROM developer_sessions WHERE developer_id = :developerId', { developerId });
+    await deletePasswordLinksOf(tx, developerId);
+    return { sessionsEnded };
+  };
+  return {
+    async insert(developer, link, audit) {
+      try {
+        await db.transaction(async (tx) => {
+          await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, {
+            ...developer,
+          });
+          if (link !== null) await insertLink(tx, link);
+          await writeAccountAudit(tx, audit());
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DeveloperConflictError();
+        throw error;
+      }
+    },
+    async findById(id) {
+      return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));
+    },
+    async findByEmail(email) {
+      return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE email = :email`, { email }));
+    },
+    async list() {
+      return (await db.all<DeveloperRow>(`SELECT ${COLUMNS} FROM developers ORDER BY created_at, id`)).map((row) => toDeveloper(row)!);
+    },
+    async setPassword(developerId, passwordHash, { linkId }, audit) {
+      try {
+        return await db.transaction(async (tx) => {
+          if (linkId !== null) {
+            const used = await tx.run(
+              "DELETE FROM one_time_links WHERE id = :linkId AND developer_id = :developerId AND purpose <> 'invitation'",
+              {
+                linkId,
+                developerId,
+              },
+            );
+            if (used === 0) return undefined;
+          }
+          const updated = await tx.run(
+            'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND disabled_at IS NULL',
+            {
+              developerId,
+              passwordHash,
+            },
+          );
+          if (updated === 0) throw new RolledBack();
+          const result = await signOut(tx, developerId);
+          await writeAccountAudit(tx, audit(result));
+          return result;
+        });
+      } catch (error) {
+        if (error instanceof RolledBack) return undefined;
+        throw error;
+      }
+    },
+    async rehashPassword(developerId, previousHash, passwordHash) {
+      const updated = await db.run(
+        'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND password_hash = :previousHash',
+        {
+          developerId,
+          previousHash,
+          passwordHash,
+        },
+      );
+      return updated > 0;
+    },
+    async disable(developerId, at, audit) {
+      return db.transaction(async (tx) => {
+        if (
+          (await tx.run('UPDATE developers SET disabled_at = :at WHERE id = :developerId AND disabled_at IS NULL', { developerId, at })) ===
+          0
+        ) {
+          return undefined;
+        }
+        const result = await signOut(tx, developerId);
+        await writeAccountAudit(tx, audit(result));
+        return result;
+      });
+    },
+    async delete(developerId) {
+      return (await db.run('DELETE FROM developers WHERE id = :developerId', { developerId })) > 0;
+    },
+    async appendEvents(batch) {
+      await db.transaction((tx) => insertDeveloperEvents(tx, batch));
+    },
+    async listEvents(developerId, limit) {
+      const rows = await db.all<DeveloperEventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM developer_events WHERE developer_id = :developerId ORDER BY id DESC LIMIT :limit`,
+        { developerId, limit },
+      );
+      return rows.map(toDeveloperEvent);
+    },
+    async deleteEventsOlderThan(cutoff, batch) {
+      // Ids grow with time, so the oldest events are the first ids.
+      return db.run(
+        'DELETE FROM developer_events WHERE id IN (SELECT id FROM developer_events WHERE at < :cutoff ORDER BY id LIMIT :batch)',
+        {
+          cutoff,
+          batch,
+        },
+      );
+    },
+  };
+}
+
+function toDeveloper(row: DeveloperRow | undefined): DeveloperRecord | undefined {
+  if (row === undefined) return undefined;
+  return { id: row.id, email: row.email, passwordHash: row.password_hash, createdAt: row.created_at, disabledAt: row.disabled_at };
+}
+
+function toDeveloperEvent(row: DeveloperEventRow): DeveloperEvent {
+  return {
+    id: row.id,
+    developerId: row.developer_id,
+    type: row.type,
+    at: row.at,
+    actor: row.actor,
+    clientAddress: row.client_address,
+    details: jsonColumn<DeveloperEvent['details']>(row.details),
+  };
+}
