@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { openPool, poolQueries } from '../../src/store/postgres/connection.js';
+import { openPool } from '../../src/store/postgres/connection.js';
+import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { makeApp } from '../helpers/fixtures.js';
@@ -140,23 +141,24 @@ describe('PostgreSQL store specifics', () => {
     const warnings: unknown[] = [];
     // One connection only: the work after the failure can have no other than a new one.
     const { pool } = openPool(database.databaseUrl, { poolSize: 1 }, (message, error) => warnings.push({ message, error }));
-    const db = poolQueries(pool);
+    const db = postgresRunner(pool);
     const removed: pg.Client[] = [];
     pool.on('remove', (client) => removed.push(client));
+    // The connection the last transaction was given.
+    let used: pg.PoolClient | undefined;
+    pool.on('acquire', (client) => (used = client));
     const admin = new pg.Client({ connectionString: database.databaseUrl });
     await admin.connect();
     const unavailable = (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503;
     const terminate = (pid: number) => admin.query('SELECT pg_terminate_backend($1)', [pid]);
     try {
       // Between two statements: the connection's 'error' comes while it is checked out and idle.
-      let used: pg.PoolClient | undefined;
       await assert.rejects(
-        db.transaction(async (client) => {
-          used = client;
-          const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        db.transaction(async (tx) => {
+          const pid = (await tx.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!.pid;
           await terminate(pid);
           await new Promise((resolve) => setTimeout(resolve, 200));
-          await client.query('SELECT 1');
+          await tx.get('SELECT 1');
         }),
         unavailable,
       );
@@ -170,9 +172,8 @@ describe('PostgreSQL store specifics', () => {
       try {
         await locker.query('BEGIN');
         await locker.query('LOCK TABLE held IN ACCESS EXCLUSIVE MODE');
-        const waiting = db.transaction(async (client) => {
-          used = client;
-          await client.query('INSERT INTO held VALUES (1)');
+        const waiting = db.transaction(async (tx) => {
+          await tx.run('INSERT INTO held VALUES (1)');
         });
         let pid: number | undefined;
         for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
@@ -191,8 +192,8 @@ describe('PostgreSQL store specifics', () => {
       assert.equal(removed[1], used);
 
       // The pool works on: a transaction and a statement, on a connection of its own.
-      assert.equal(await db.transaction(async (client) => (await client.query('INSERT INTO held VALUES (2)')).rowCount), 1);
-      assert.equal((await db.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM held' })).rows[0]!.n, '1');
+      assert.equal(await db.transaction(async (tx) => tx.run('INSERT INTO held VALUES (2)')), 1);
+      assert.equal((await db.get<{ n: string }>('SELECT count(*)::text AS n FROM held'))!.n, '1');
       assert.equal(pool.totalCount, 1);
     } finally {
       await pool.end();

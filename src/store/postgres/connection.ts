@@ -1,6 +1,4 @@
 import pg from 'pg';
-import { isServiceUnavailable } from '../../error-catalogue.js';
-import { unavailableOr } from './errors.js';
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (PG_POOL_SIZE). */
@@ -59,49 +57,4 @@ export function heedConnectionErrors(pool: pg.Pool, warn: Warn): void {
 /** What to log of a connection's error: never the client pg attaches to it (its settings, its socket). */
 export function describeError(error: Error & { code?: string }): { code: string | undefined; message: string } {
   return { code: error.code, message: error.message };
-}
-
-/**
- * What each table's persister is given: one statement on any connection of the pool, or several on
- * one connection in a transaction. Both fail with `503 SERVICE_UNAVAILABLE` when the database
- * cannot be reached (see `errors.ts`).
- */
-export interface PostgresQueries {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T>;
-}
-
-export function poolQueries(pool: pg.Pool): PostgresQueries {
-  return {
-    async query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
-      try {
-        return await pool.query<R>(config);
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    },
-    async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-      // A connection that failed (terminated, timed out) is destroyed, never given to the next caller.
-      let broken: Error | undefined;
-      try {
-        await client.query('BEGIN');
-        const result = await work(client);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-        const thrown = unavailableOr(error);
-        if (isServiceUnavailable(thrown)) broken ??= error as Error;
-        throw thrown;
-      } finally {
-        client.release(broken);
-      }
-    },
-  };
 }

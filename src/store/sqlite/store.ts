@@ -1,10 +1,5 @@
-import { sqlAppStore } from '../sql/apps.js';
-import { sqlDeveloperStore } from '../sql/developers.js';
-import { sqlEventStore } from '../sql/events.js';
-import { createFirstKey, sqlKeyStore } from '../sql/keys.js';
-import { sqlOnceClaimStore } from '../sql/once-claims.js';
-import { sqlRevokedTokenStore } from '../sql/revoked-tokens.js';
-import { sqlTokens } from '../sql/tokens.js';
+import { createFirstKey } from '../sql/keys.js';
+import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangePoller } from './change-poller.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
@@ -26,38 +21,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   retryWhileBusy(() => migrate(db));
   const sql = sqliteRunner(db, path);
   retryWhileBusy(() => void createFirstKey(sql, Date.now()));
-
-  const tokens = sqlTokens(sql);
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
-  return {
+  return sqlStore({
     backend: 'sqlite',
-    apps: sqlAppStore(sql),
-    tokens: tokens.store,
-    revokedTokens: sqlRevokedTokenStore(sql),
-    keys: sqlKeyStore(sql),
-    events: sqlEventStore(sql),
-    developers: sqlDeveloperStore(sql),
-    onceClaims: sqlOnceClaimStore(sql),
-    onChange(listener) {
-      changes.listeners.push(listener);
-    },
+    sql,
+    tokenBatchesInFlight: 1,
+    onChange: (listener) => changes.listeners.push(listener),
     changeSignalUp: () => true,
-    onTokenBatch(listener) {
-      tokens.onBatch(listener);
-    },
-    async ping() {
-      await sql.get('SELECT 1');
-    },
     async close() {
-      if (!db.open) return;
       changes.stop();
-      await tokens.drain();
       if (!db.open) return;
       // The driver lets go of the file only once its statements are garbage-collected: move the
       // write-ahead log into the database now, so that the file is complete whenever that happens.
       db.pragma('wal_checkpoint(TRUNCATE)');
       db.close();
     },
-  };
+  });
 }

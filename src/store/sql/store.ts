@@ -1,0 +1,50 @@
+import type { Store, StoreChange } from '../store.js';
+import { sqlAppStore } from './apps.js';
+import { sqlDeveloperStore } from './developers.js';
+import { sqlEventStore } from './events.js';
+import { sqlKeyStore } from './keys.js';
+import { sqlOnceClaimStore } from './once-claims.js';
+import { sqlRevokedTokenStore } from './revoked-tokens.js';
+import type { SqlRunner } from './runner.js';
+import { sqlTokens } from './tokens.js';
+
+/** What a dialect gives the one store: its runner, its change signal, and how it lets go of the database. */
+export interface StoreDriver {
+  readonly backend: Store['backend'];
+  readonly sql: SqlRunner;
+  /** Batches of tokens written at the same time. */
+  readonly tokenBatchesInFlight: number;
+  onChange(listener: (change: StoreChange) => void): void;
+  changeSignalUp(): boolean;
+  /** Stops the change signal and closes the connections; called once, after the pending tokens are written. */
+  close(): Promise<void>;
+}
+
+/** Every table, written once over the dialect's runner. */
+export function sqlStore(driver: StoreDriver): Store {
+  const { sql } = driver;
+  const tokens = sqlTokens(sql, driver.tokenBatchesInFlight);
+  let closed = false;
+  return {
+    backend: driver.backend,
+    apps: sqlAppStore(sql),
+    tokens: tokens.store,
+    revokedTokens: sqlRevokedTokenStore(sql),
+    keys: sqlKeyStore(sql),
+    events: sqlEventStore(sql),
+    developers: sqlDeveloperStore(sql),
+    onceClaims: sqlOnceClaimStore(sql),
+    onChange: (listener) => driver.onChange(listener),
+    changeSignalUp: () => driver.changeSignalUp(),
+    onTokenBatch: (listener) => tokens.onBatch(listener),
+    async ping() {
+      await sql.get('SELECT 1');
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await tokens.drain();
+      await driver.close();
+    },
+  };
+}
