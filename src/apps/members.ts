@@ -135,8 +135,12 @@ export class AppMembers {
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
   }
 
-  /** The app's invitations not yet accepted and not expired, newest first: the owner's to see and withdraw. */
-  async pendingInvitations(appId: string): Promise<PendingInvitation[]> {
+  /**
+   * The app's invitations not yet accepted and not expired, newest first: the owner's (and the
+   * operator's) to see and withdraw.
+   */
+  async pendingInvitations(appId: string, context: RequestContext): Promise<PendingInvitation[]> {
+    await this.access.authorize(appId, 'manage_collaborators', context);
     const links = await this.store.links.invitationsOf(appId, this.clock.now());
     return links.map((link) => ({ id: link.id, email: link.email!, invitedBy: link.invitedBy, createdAt: link.createdAt, expiresAt: link.expiresAt }));
   }
@@ -215,8 +219,9 @@ export class AppMembers {
     if (removed === undefined) throw appNotFound();
   }
 
-  /** The app's members, the owner first. */
-  async membersOf(appId: string): Promise<AppMembership[]> {
+  /** The app's members, the owner first: for whoever may see the app. */
+  async membersOf(appId: string, context: RequestContext): Promise<AppMembership[]> {
+    await this.access.authorize(appId, 'view_app', context);
     return this.store.members.ofApp(appId);
   }
 

@@ -162,7 +162,7 @@ describe('the services authorize whoever acts on an app, whichever page or route
       await tessera.members.acceptInvitation(tokenOf(invitation), developer(name), OPERATOR);
     }
     await tessera.members.invite(created.appId, 'pending@example.com', OPERATOR);
-    const [pending] = await tessera.members.pendingInvitations(created.appId);
+    const [pending] = await tessera.members.pendingInvitations(created.appId, OPERATOR);
     const record = await tessera.appCache.require(created.appId);
     const issued = await tessera.issuer.issue(record, { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null }, anonymousRequest(ADDRESS));
     return { appId: created.appId, invitationId: pending!.id, adminToken: issued.accessToken };
@@ -193,8 +193,8 @@ describe('the services authorize whoever acts on an app, whichever page or route
     );
     return {
       app: await tessera.store.apps.findById(appId),
-      members: await tessera.members.membersOf(appId),
-      invitations: await tessera.members.pendingInvitations(appId),
+      members: await tessera.members.membersOf(appId, OPERATOR),
+      invitations: await tessera.members.pendingInvitations(appId, OPERATOR),
       events: await tessera.store.events.list({ appId, limit: 1000 }),
       adminToken: authenticated,
       otherApp: await tessera.store.apps.findById(otherAppId),

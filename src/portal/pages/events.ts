@@ -4,12 +4,12 @@ import { TesseraError } from '../../errors.js';
 import { actorOfEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
 import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
 import type { PrincipalKind } from '../../principal.js';
-import type { Actor } from '../../request-context.js';
+import type { Actor, RequestContext } from '../../request-context.js';
 import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { BackgroundRouteConfig, PortalContext } from '../context.js';
-import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
 import { secretExposureWarning } from './secret-exposure-warning.js';
@@ -34,7 +34,8 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
   app.addHook('preHandler', requireSession);
 
   /** Member emails by developer id, so that events name the developers who are still members. */
-  const emailsOf = async (appId: string) => new Map((await members.membersOf(appId)).map((member) => [member.developerId, member.email]));
+  const emailsOf = async (appId: string, context: RequestContext) =>
+    new Map((await members.membersOf(appId, context)).map((member) => [member.developerId, member.email]));
 
   const charts = async (appId: string): Promise<Html> => {
     const queries = chartQueries(clock);
@@ -47,11 +48,12 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { appId } = request.params;
     const role = await members.authorize(appId, developer.id, 'view_events');
     const query = parseEventPageQuery({ type: single(request.query.type, 'type'), cursor: single(request.query.cursor, 'cursor') }, PAGE_SIZE);
+    const context = asDeveloper(request);
     const [described, listed, exposure, emails, chartsHtml] = await Promise.all([
-      apps.show(appId),
+      apps.show(appId, context),
       events.list(appId, query),
       lastSecretExposure(events, appId),
-      emailsOf(appId),
+      emailsOf(appId, context),
       charts(appId),
     ]);
     const live = query.beforeId === undefined;
@@ -80,7 +82,12 @@ ${pager(appId, query, listed.nextCursor)}
     await members.authorize(appId, developer.id, 'view_events');
     const { type } = parseEventPageQuery({ type: single(request.query.type, 'type') });
     const after = eventIdOf(single(request.query.after, 'after'));
-    const [added, emails, chartsHtml] = await Promise.all([events.listAfter(appId, after, type, LIVE_BATCH), emailsOf(appId), charts(appId)]);
+    const context = asDeveloper(request);
+    const [added, emails, chartsHtml] = await Promise.all([
+      events.listAfter(appId, after, type, LIVE_BATCH),
+      emailsOf(appId, context),
+      charts(appId),
+    ]);
     const newestFirst = added.reverse();
     return reply.type('application/json; charset=utf-8').send({
       count: newestFirst.length,
