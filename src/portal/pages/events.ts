@@ -1,5 +1,4 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { TesseraError } from '../../errors.js';
 import { actorOfEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
 import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
@@ -37,9 +36,9 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
   const emailsOf = async (appId: string, context: RequestContext) =>
     new Map((await members.membersOf(appId, context)).map((member) => [member.developerId, member.email]));
 
-  const charts = async (appId: string): Promise<Html> => {
+  const charts = async (appId: string, context: RequestContext): Promise<Html> => {
     const queries = chartQueries(clock);
-    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour), events.counts(appId, queries.day)]);
+    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour, context), events.counts(appId, queries.day, context)]);
     return html`${tokenChart(tokenSeries(hourly), 'chart-hourly', 'Last 24 hours')}${tokenChart(tokenSeries(daily), 'chart-daily', 'Last 30 days')}`;
   };
 
@@ -51,13 +50,13 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const context = asDeveloper(request);
     const [described, listed, exposure, emails, chartsHtml] = await Promise.all([
       apps.show(appId, context),
-      events.list(appId, query),
-      lastSecretExposure(events, appId),
+      events.list(appId, query, context),
+      events.lastSecretExposure(appId, context),
       emailsOf(appId, context),
-      charts(appId),
+      charts(appId, context),
     ]);
     const live = query.beforeId === undefined;
-    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type) : 0);
+    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type, context) : 0);
     const body = html`${appHeader(appId, described.name, 'Events')}
 ${secretExposureWarning(appId, exposure, role)}
 <h2>Tokens</h2>
@@ -84,9 +83,9 @@ ${pager(appId, query, listed.nextCursor)}
     const after = eventIdOf(single(request.query.after, 'after'));
     const context = asDeveloper(request);
     const [added, emails, chartsHtml] = await Promise.all([
-      events.listAfter(appId, after, type, LIVE_BATCH),
+      events.listAfter(appId, { afterId: after, type, limit: LIVE_BATCH }, context),
       emailsOf(appId, context),
-      charts(appId),
+      charts(appId, context),
     ]);
     const newestFirst = added.reverse();
     return reply.type('application/json; charset=utf-8').send({
@@ -98,8 +97,8 @@ ${pager(appId, query, listed.nextCursor)}
   });
 
   /** The id of the newest event of the app (of `type`), 0 when there is none: where live updates start. */
-  async function newestId(appId: string, type: EventType | undefined): Promise<number> {
-    return (await events.list(appId, { type, limit: 1 })).events[0]?.id ?? 0;
+  async function newestId(appId: string, type: EventType | undefined, context: RequestContext): Promise<number> {
+    return (await events.list(appId, { type, limit: 1 }, context)).events[0]?.id ?? 0;
   }
 };
 
