@@ -14,9 +14,10 @@ export type RoleLookup = (appId: string, developerId: string) => Promise<AppRole
 const ADMIN_TOKEN_ACTIONS: ReadonlySet<AppAction> = new Set(['view_app', 'view_events', 'change_configuration', 'revoke_tokens']);
 
 /**
- * Who may do what on an app, asked by every service operation that changes an app before it reads
- * or writes anything of it, whichever page, route or command calls it: the operator (the CLI)
- * anything; the app's admin token its admin features; a developer what its role allows (`mayAct`).
+ * Who may do what on an app, asked by every service operation that reads or changes one app before
+ * it reads or writes anything of it, whichever page, route or command calls it: the operator (the
+ * CLI) anything; the app's admin token its admin features; a developer what its role allows
+ * (`mayAct`).
  */
 export class AppAccess {
   constructor(private readonly roleOf: RoleLookup) {}

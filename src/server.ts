@@ -156,7 +156,7 @@ export function buildServer({
     await authenticated.register(tesseraAuth, { authenticator });
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
     await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
-    await authenticated.register(eventRoutes, { events: tessera.events, clock: tessera.clock });
+    await authenticated.register(eventRoutes, { events: tessera.appEvents, clock: tessera.clock });
     await authenticated.register(authRoutes);
   });
 
@@ -169,7 +169,7 @@ export function buildServer({
       ownedApps: tessera.ownedApps,
       apps: tessera.apps,
       revoker: tessera.revoker,
-      events: tessera.events,
+      events: tessera.appEvents,
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,

@@ -1,5 +1,6 @@
 import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
+import { AppEvents } from './apps/events.js';
 import { AppMembers } from './apps/members.js';
 import { OwnedApps } from './apps/owned-apps.js';
 import { AppService } from './apps/service.js';
@@ -42,7 +43,10 @@ export interface Tessera {
   readonly keys: KeyService;
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
+  /** The audit log: recorded by the services, read unchecked by the operator's CLI. */
   readonly events: EventLog;
+  /** An app's events and counts, read for whoever may see them (the portal, the API). */
+  readonly appEvents: AppEvents;
   /** Developer accounts: created by the operator, their passwords and one-time links. */
   readonly developers: DeveloperAccounts;
   /** The portal's sessions: sign-in, the check of a session, sign-out. */
@@ -118,6 +122,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: checking.authenticator,
     limits,
     events,
+    appEvents: new AppEvents(events, access),
     developers,
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,

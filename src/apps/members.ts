@@ -33,6 +33,15 @@ export interface PendingInvitation {
   expiresAt: number;
 }
 
+/** An invitation as the developer who opens its link sees it, before accepting. */
+export interface Invitation {
+  appName: string;
+  /** Whom it is for: only the developer with this email may accept it. */
+  email: string;
+  /** UNIX ms. */
+  expiresAt: number;
+}
+
 export interface AcceptedInvitation {
   appId: string;
   role: AppRole;
@@ -126,8 +135,12 @@ export class AppMembers {
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
   }
 
-  /** The app's invitations not yet accepted and not expired, newest first: the owner's to see and withdraw. */
-  async pendingInvitations(appId: string): Promise<PendingInvitation[]> {
+  /**
+   * The app's invitations not yet accepted and not expired, newest first: the owner's (and the
+   * operator's) to see and withdraw.
+   */
+  async pendingInvitations(appId: string, context: RequestContext): Promise<PendingInvitation[]> {
+    await this.access.authorize(appId, 'manage_collaborators', context);
     const links = await this.store.links.invitationsOf(appId, this.clock.now());
     return links.map((link) => ({ id: link.id, email: link.email!, invitedBy: link.invitedBy, createdAt: link.createdAt, expiresAt: link.expiresAt }));
   }
@@ -147,8 +160,20 @@ export class AppMembers {
     if (!withdrawn) throw appNotFound();
   }
 
-  /** The invitation of a token, if it works now (for the portal's page); `INVALID_LINK` otherwise. Does not use it up. */
-  async invitation(token: string): Promise<OneTimeLinkRecord> {
+  /**
+   * The invitation of a token, if it works now, as the portal's page shows it to whoever opens the
+   * link: the app's name, which a developer who is no member yet learns only this way, and not
+   * another thing of the app. `INVALID_LINK` otherwise. Does not use it up.
+   */
+  async invitation(token: string): Promise<Invitation> {
+    const link = await this.#workingInvitation(token);
+    const app = await this.apps.findById(link.appId!);
+    // Deleting an app deletes its invitations: one found just before is no longer one.
+    if (app === undefined) throw invalidLink();
+    return { appName: app.name, email: link.email!, expiresAt: link.expiresAt };
+  }
+
+  async #workingInvitation(token: string): Promise<OneTimeLinkRecord> {
     const presented = parseSecretToken(token);
     if (presented === undefined) throw invalidLink();
     const link = await this.store.links.findById(presented.id);
@@ -163,7 +188,7 @@ export class AppMembers {
    * invitation names by email: a forwarded or leaked link is of no use to another account.
    */
   async acceptInvitation(token: string, developer: DeveloperRecord, context: RequestContext): Promise<AcceptedInvitation> {
-    const link = await this.invitation(token);
+    const link = await this.#workingInvitation(token);
     if (link.email !== developer.email) {
       throw new TesseraError('FORBIDDEN', 'This invitation is for another email address: sign in with that address to accept it.');
     }
@@ -194,8 +219,9 @@ export class AppMembers {
     if (removed === undefined) throw appNotFound();
   }
 
-  /** The app's members, the owner first. */
-  async membersOf(appId: string): Promise<AppMembership[]> {
+  /** The app's members, the owner first: for whoever may see the app. */
+  async membersOf(appId: string, context: RequestContext): Promise<AppMembership[]> {
+    await this.access.authorize(appId, 'view_app', context);
     return this.store.members.ofApp(appId);
   }
 

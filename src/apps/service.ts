@@ -74,8 +74,8 @@ export interface RotationOptions {
 
 /**
  * Apps' provisioning (the operator's "developer portal": the CLI and the first-run demo) and their
- * configuration (also an admin feature of the API). Each change of an app asks `access` first
- * whether whoever the context names may make it.
+ * configuration (also an admin feature of the API). Each read and each change of one app asks
+ * `access` first whether whoever the context names may make it.
  */
 export class AppService {
   constructor(
@@ -137,7 +137,12 @@ export class AppService {
     return (await this.store.list()).map(describeApp);
   }
 
-  async show(appId: string): Promise<AppDescription> {
+  /**
+   * The app as whoever asks may see it: its keys (never the ClientSecret) and configuration. A
+   * developer of no app, and an app that does not exist, are both `APP_NOT_FOUND`.
+   */
+  async show(appId: string, context: RequestContext): Promise<AppDescription> {
+    await this.access.authorize(appId, 'view_app', context);
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     return describeApp(app);

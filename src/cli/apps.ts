@@ -56,8 +56,8 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       return out.result(apps, () => (apps.length === 0 ? 'No apps yet. Create one: tessera apps create --name NAME' : apps.map(oneLine)));
     }
     case 'show': {
-      const app = await tessera.apps.show(needsAppId());
-      const [browserExposure, memberships] = await Promise.all([lastSecretExposure(tessera.events, app.appId), tessera.members.membersOf(app.appId)]);
+      const app = await tessera.apps.show(needsAppId(), OPERATOR);
+      const [browserExposure, memberships] = await Promise.all([lastSecretExposure(tessera.events, app.appId), tessera.members.membersOf(app.appId, OPERATOR)]);
       const members = memberships.map(({ email, role }) => ({ email, role }));
       return out.result({ ...app, members, browserExposure }, () => [
         ...describe(app, tessera.clock.now()),

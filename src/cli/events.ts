@@ -3,6 +3,7 @@ import { isTesseraError } from '../errors.js';
 import { eventCountQuery, isCountPeriod, kindLabel, whoLabel, type CountOfKind, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import { actorOfEvent, describeEvent, type AuditEvent } from '../events/event.js';
 import { parseEventPageQuery } from '../events/query.js';
+import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
@@ -31,7 +32,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
 
   const query = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type'), limit: stringFlag(command, 'limit') }, 20));
   const { type } = query;
-  await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
+  await tessera.apps.show(appId, OPERATOR); // APP_NOT_FOUND for an unknown app
 
   if (!out.json) {
     const now = tessera.clock.now();
@@ -62,7 +63,7 @@ async function printCounts(tessera: Tessera, appId: string, command: ParsedComma
   const type = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type') })).type;
   const now = tessera.clock.now();
   const query: EventCountQuery = usage(() => eventCountQuery({ per, since: since === undefined ? undefined : now - durationMs(since), until: now }, now));
-  await tessera.apps.show(appId);
+  await tessera.apps.show(appId, OPERATOR);
   const counts = await tessera.events.counts(appId, query, type);
   out.result(counts, () => countTable(counts));
 }

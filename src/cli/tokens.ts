@@ -18,7 +18,7 @@ export async function runTokensCommand(tessera: Tessera, command: ParsedCommand,
   if (verb !== 'revoke-all' || appId === undefined || extra.length > 0) throw new UsageError(USAGE);
   const kind = revocationKind(stringFlag(command, 'kind'));
   if (kind === undefined) throw new UsageError(USAGE);
-  await tessera.apps.show(appId); // APP_NOT_FOUND for an unknown app
+  await tessera.apps.show(appId, OPERATOR); // APP_NOT_FOUND for an unknown app
   const revocation = await tessera.revoker.revokeAll(appId, kind, OPERATOR);
   const answer = describeAppRevocation(appId, kind, revocation);
   // Anonymous tokens are not stored, so a revoke-all of them counts none; the stored ones it removed

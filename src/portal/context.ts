@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
+import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
 import type { OwnedApps } from '../apps/owned-apps.js';
 import type { AppService } from '../apps/service.js';
 import type { Clock } from '../clock.js';
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperSessions } from '../developers/sessions.js';
-import type { EventLog } from '../events/log.js';
 import type { TokenRevoker } from '../tokens/revocation.js';
 import type { PortalCookies } from './cookies.js';
 
@@ -17,7 +17,7 @@ export interface PortalOptions {
   ownedApps: OwnedApps;
   apps: AppService;
   revoker: TokenRevoker;
-  events: EventLog;
+  events: AppEvents;
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

@@ -41,7 +41,7 @@ async function newApp(name = 'Shop'): Promise<CreatedApp & AppEndpoint> {
 
 /** What the app is now, and whether it still exists. */
 async function stateOf(appId: string): Promise<AppDescription | 'deleted'> {
-  return server.tessera.apps.show(appId).catch(() => 'deleted' as const);
+  return server.tessera.apps.show(appId, OPERATOR).catch(() => 'deleted' as const);
 }
 
 /** A form of each kind, filled in as its owner would (the right ClientID, the right name). */
@@ -140,7 +140,7 @@ describe("an app's forms in the portal", () => {
 
     const saved = await collaborator.post(`${base}/settings`, { ...everyForm(app)[1]![1], _csrf: settings.csrf });
     assert.equal(saved.status, 303);
-    const after = await server.tessera.apps.show(app.appId);
+    const after = await server.tessera.apps.show(app.appId, OPERATOR);
     assert.deepEqual(after.configuration.allowedOrigins, ['https://evil.example']);
     await server.tessera.events.flush();
     const { events } = await server.tessera.events.list(app.appId, { type: 'app.configuration_changed', limit: 10 });
@@ -279,7 +279,7 @@ describe('rotating the ClientSecret in the portal', () => {
     assert.match(response.text, /The previous ClientSecret keeps working until <time/);
     assert.ok(await secretWorks(app, app.clientSecret));
     assert.ok(await secretWorks(app, newSecret));
-    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId);
+    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId, OPERATOR);
     assert.ok(previousSecretValidUntil !== null);
     const overview = await owner.page(`/portal/apps/${app.appId}`);
     assert.match(overview.text, new RegExp(`data-previous-secret-valid-until="${previousSecretValidUntil}"`));
@@ -290,7 +290,7 @@ describe('rotating the ClientSecret in the portal', () => {
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
     const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'custom', graceSeconds: '90', clientId: app.clientId });
     assert.equal(response.status, 200, response.text);
-    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId);
+    const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId, OPERATOR);
     const until = `<time datetime="${previousSecretValidUntil}">${previousSecretValidUntil!.slice(0, 10)} ${previousSecretValidUntil!.slice(11, 19)} UTC</time>`;
     assert.ok(response.text.includes(`The previous ClientSecret keeps working until ${until}.`), /keeps working until [^.]*/.exec(response.text)?.[0]);
     const overview = await owner.page(`/portal/apps/${app.appId}`);
@@ -313,7 +313,7 @@ describe("an app's settings in the portal", () => {
     });
     assert.equal(response.status, 303);
     assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=saved`);
-    const { configuration } = await server.tessera.apps.show(app.appId);
+    const { configuration } = await server.tessera.apps.show(app.appId, OPERATOR);
     assert.deepEqual(configuration, {
       adminTokenMaxLifetimeSeconds: 7200,
       anonymousTokenMaxLifetimeSeconds: 604800,
@@ -332,11 +332,11 @@ describe("an app's settings in the portal", () => {
     const longest = Array.from({ length: 100 }, (_, index) => `https://${`${'a'.repeat(60)}.`.repeat(4)}${'b'.repeat(30)}${String(index).padStart(3, '0')}.example`);
     const full = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: longest.join('\r\n') });
     assert.equal(full.status, 303, full.text.slice(0, 500));
-    assert.equal((await server.tessera.apps.show(app.appId)).configuration.allowedOrigins.length, 100);
+    assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.allowedOrigins.length, 100);
 
     const cleared = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' });
     assert.equal(cleared.status, 303);
-    assert.deepEqual((await server.tessera.apps.show(app.appId)).configuration, {
+    assert.deepEqual((await server.tessera.apps.show(app.appId, OPERATOR)).configuration, {
       adminTokenMaxLifetimeSeconds: null,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: false,
@@ -362,8 +362,8 @@ describe("an app's settings in the portal", () => {
       assert.match(response.text, message);
       if ('allowedOrigins' in fields && fields.allowedOrigins.length < 100) assert.ok(response.text.includes('https://app.example.com/path'), 'what was typed is kept');
     }
-    assert.deepEqual((await server.tessera.apps.show(app.appId)).configuration.allowedOrigins, []);
-    assert.equal((await server.tessera.apps.show(app.appId)).configuration.adminTokenMaxLifetimeSeconds, null);
+    assert.deepEqual((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.allowedOrigins, []);
+    assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.adminTokenMaxLifetimeSeconds, null);
   });
 
   it('revoke all tokens of a kind once confirmed', async () => {

@@ -173,7 +173,7 @@ describe('the invitations a developer may send an hour', () => {
     const owner = await developerOn(rates, 'inviter@example.com');
     const app = await rates.tessera.ownedApps.create('Team', owner.email, OPERATOR);
     const path = `/portal/apps/${app.appId}/people`;
-    const pending = async () => (await rates.tessera.members.pendingInvitations(app.appId)).length;
+    const pending = async () => (await rates.tessera.members.pendingInvitations(app.appId, OPERATOR)).length;
     for (const email of ['a@example.com', 'b@example.com', 'c@example.com']) {
       const { csrf } = await owner.client.page(path);
       assert.equal((await owner.client.post(`${path}/invitations`, { _csrf: csrf, email })).status, 200);

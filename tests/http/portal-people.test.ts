@@ -34,7 +34,7 @@ async function appWithPeople(name: string) {
 }
 
 async function roles(appId: string): Promise<Record<string, string>> {
-  return Object.fromEntries((await server.tessera.members.membersOf(appId)).map((member) => [member.email, member.role]));
+  return Object.fromEntries((await server.tessera.members.membersOf(appId, OPERATOR)).map((member) => [member.email, member.role]));
 }
 
 async function invitations(appId: string): Promise<number> {
@@ -110,7 +110,7 @@ describe('the people page over HTTP', () => {
       assert.equal((await owner.client.post(`/portal/apps/${app.appId}/people/invitations`, { email, _csrf: csrf })).status, 200);
     }
     const second = await createDeveloper(server, 'second@example.com');
-    const [latest, earliest] = await server.tessera.members.pendingInvitations(app.appId);
+    const [latest, earliest] = await server.tessera.members.pendingInvitations(app.appId, OPERATOR);
     assert.deepEqual([latest!.email, earliest!.email].sort(), ['first@example.com', 'second@example.com']);
 
     const listed = await owner.client.page(`/portal/apps/${app.appId}/people`);
@@ -120,7 +120,7 @@ describe('the people page over HTTP', () => {
     assert.ok(!seenByCollaborator.text.includes('first@example.com'), 'a collaborator sees no invitation');
 
     const withdraw = (id: string) => `/portal/apps/${app.appId}/people/invitations/${id}/withdraw`;
-    const firstId = (await server.tessera.members.pendingInvitations(app.appId)).find((one) => one.email === 'first@example.com')!.id;
+    const firstId = (await server.tessera.members.pendingInvitations(app.appId, OPERATOR)).find((one) => one.email === 'first@example.com')!.id;
     assert.equal((await owner.client.post(withdraw(firstId), {})).status, 403, 'no form token');
     assert.equal((await collaborator.client.post(withdraw(firstId), { _csrf: seenByCollaborator.csrf })).status, 403);
     const stranger = await signInOverHttp(server, (await createDeveloper(server, 'pending-stranger@example.com')).email);

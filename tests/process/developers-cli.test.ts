@@ -160,7 +160,7 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const created = json(await cli(['apps', 'create', '--name', 'Owned', '--owner', 'Cy@example.com', '--json']), 'apps create --owner');
     assert.equal(created.owner.email, 'cy@example.com');
     assert.equal(typeof created.clientSecret, 'string');
-    assert.deepEqual((await portal.members.membersOf(created.appId)).map((member) => [member.email, member.role]), [['cy@example.com', 'owner']]);
+    assert.deepEqual((await portal.members.membersOf(created.appId, OPERATOR)).map((member) => [member.email, member.role]), [['cy@example.com', 'owner']]);
     const text = await cli(['apps', 'create', '--name', 'Owned too', '--owner', 'cy@example.com']);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^ {2}Owner +cy@example\.com$/m);
@@ -178,7 +178,7 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const ada = await portal.developers.find('ada@example.com');
     const moved = json(await cli(['apps', 'transfer', appId, '--owner', 'ada@example.com', '--json']), 'apps transfer');
     assert.deepEqual(moved, { appId, owner: { id: ada.id, email: 'ada@example.com' }, previousOwner: { id: cy.id, email: 'cy@example.com' }, changed: true });
-    assert.deepEqual((await portal.members.membersOf(appId)).map((member) => member.email), ['ada@example.com']);
+    assert.deepEqual((await portal.members.membersOf(appId, OPERATOR)).map((member) => member.email), ['ada@example.com']);
     // The operator sees who owns it before and after.
     assert.deepEqual(json(await cli(['apps', 'show', appId, '--json']), 'apps show').members, [{ email: 'ada@example.com', role: 'owner' }]);
     assert.match((await cli(['apps', 'show', appId])).stdout, /Owner +ada@example\.com\n +Collaborators +none/);

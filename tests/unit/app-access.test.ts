@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import { isTesseraError } from '../../src/errors.js';
+import { eventCountQuery } from '../../src/events/counts.js';
 import { ANONYMOUS_ID, type Principal } from '../../src/principal.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
@@ -10,8 +11,9 @@ import { FakeClock } from '../helpers/clock.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 // Who may act on an app, asked of the services themselves rather than of the portal's pages: every
-// operation on an app called directly, over a real store, by each kind of caller. A refused caller
-// changes nothing, and a developer who is no member cannot tell the app from one that does not exist.
+// operation on an app, and every read of one the portal makes, called directly, over a real store,
+// by each kind of caller. A refused caller changes nothing and reads nothing, and a developer who is
+// no member cannot tell the app from one that does not exist.
 
 const PASSWORD = 'correct horse battery staple';
 const ADDRESS = '192.0.2.1';
@@ -43,6 +45,8 @@ async function messageOf(promise: Promise<unknown>): Promise<string> {
 interface SharedApp {
   appId: string;
   invitationId: string;
+  /** The open invitation's link token. */
+  invitationToken: string;
   adminToken: string;
 }
 
@@ -131,6 +135,48 @@ const OPERATIONS: Operation[] = [
   },
 ];
 
+/**
+ * The reads of one app that the portal's pages make (and the API's, for an admin token): each caller
+ * let in gets what the operator gets.
+ */
+const READS: Operation[] = [
+  {
+    name: 'the app and its keys',
+    run: (tessera, { appId }, context) => tessera.apps.show(appId, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'its members',
+    run: (tessera, { appId }, context) => tessera.members.membersOf(appId, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'its open invitations',
+    run: (tessera, { appId }, context) => tessera.members.pendingInvitations(appId, context),
+    expected: BY_OWNER,
+  },
+  {
+    name: 'its events',
+    run: (tessera, { appId }, context) => tessera.appEvents.list(appId, { limit: 100 }, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'its events after one',
+    run: (tessera, { appId }, context) => tessera.appEvents.listAfter(appId, { afterId: 0, limit: 100 }, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'its event counts',
+    run: (tessera, { appId }, context) => tessera.appEvents.counts(appId, eventCountQuery({ per: 'hour' }, tessera.clock.now()), context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
+    name: 'its last secret exposure',
+    run: (tessera, { appId }, context) => tessera.appEvents.lastSecretExposure(appId, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+];
+
 describe('the services authorize whoever acts on an app, whichever page or route calls them', () => {
   let testStore: TestStore;
   let tessera: Tessera;
@@ -161,11 +207,11 @@ describe('the services authorize whoever acts on an app, whichever page or route
       const invitation = await tessera.members.invite(created.appId, `${name}@example.com`, OPERATOR);
       await tessera.members.acceptInvitation(tokenOf(invitation), developer(name), OPERATOR);
     }
-    await tessera.members.invite(created.appId, 'pending@example.com', OPERATOR);
-    const [pending] = await tessera.members.pendingInvitations(created.appId);
+    const invitation = await tessera.members.invite(created.appId, 'pending@example.com', OPERATOR);
+    const [pending] = await tessera.members.pendingInvitations(created.appId, OPERATOR);
     const record = await tessera.appCache.require(created.appId);
     const issued = await tessera.issuer.issue(record, { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null }, anonymousRequest(ADDRESS));
-    return { appId: created.appId, invitationId: pending!.id, adminToken: issued.accessToken };
+    return { appId: created.appId, invitationId: pending!.id, invitationToken: tokenOf(invitation), adminToken: issued.accessToken };
   }
 
   function contextOf(caller: Caller, { appId }: SharedApp): RequestContext {
@@ -193,8 +239,8 @@ describe('the services authorize whoever acts on an app, whichever page or route
     );
     return {
       app: await tessera.store.apps.findById(appId),
-      members: await tessera.members.membersOf(appId),
-      invitations: await tessera.members.pendingInvitations(appId),
+      members: await tessera.members.membersOf(appId, OPERATOR),
+      invitations: await tessera.members.pendingInvitations(appId, OPERATOR),
       events: await tessera.store.events.list({ appId, limit: 1000 }),
       adminToken: authenticated,
       otherApp: await tessera.store.apps.findById(otherAppId),
@@ -218,11 +264,43 @@ describe('the services authorize whoever acts on an app, whichever page or route
     });
   }
 
+  it('lets only those allowed read the app, each of them what the operator reads, and a read changes nothing', async () => {
+    const app = await sharedApp();
+    // The app's page and its events page warn of a ClientSecret sent from a browser: one was.
+    tessera.events.record('app.secret_exposed', app.appId, anonymousRequest(ADDRESS, 'https://shop.example'), 'admin', { secret: 'current', origin: 'https://shop.example' });
+    const before = await stateOf(app);
+    const wrongAnswers: string[] = [];
+    for (const read of READS) {
+      const operatorReads = await read.run(tessera, app, OPERATOR);
+      const outcomes: Partial<Record<Caller, Outcome>> = {};
+      for (const caller of CALLERS) {
+        const answer = read.run(tessera, app, contextOf(caller, app));
+        outcomes[caller] = await outcomeOf(answer);
+        if (outcomes[caller] === 'resolved' && !isDeepStrictEqual(await answer, operatorReads)) wrongAnswers.push(`${read.name}: ${caller}`);
+      }
+      assert.deepEqual(outcomes, read.expected, read.name);
+    }
+    assert.deepEqual(wrongAnswers, [], 'a caller let in read something else than the operator');
+    assert.equal((await tessera.appEvents.lastSecretExposure(app.appId, OPERATOR))?.origin, 'https://shop.example', 'an exposure to read');
+    assert.deepEqual(await stateOf(app), before);
+  });
+
+  it('tells whoever opens a working invitation link the app\u2019s name, and nothing else of the app', async () => {
+    const app = await sharedApp();
+    const invitation = await tessera.members.invitation(app.invitationToken);
+    assert.deepEqual(Object.keys(invitation).sort(), ['appName', 'email', 'expiresAt']);
+    assert.equal(invitation.appName, 'Shared');
+    assert.equal(invitation.email, 'pending@example.com');
+    assert.equal(await outcomeOf(tessera.members.invitation(`${app.invitationToken}x`)), 'INVALID_LINK');
+    await tessera.members.withdrawInvitation(app.appId, app.invitationId, OPERATOR);
+    assert.equal(await outcomeOf(tessera.members.invitation(app.invitationToken)), 'INVALID_LINK');
+  });
+
   it('answers a developer who is no member exactly as for an app that does not exist', async () => {
     const app = await sharedApp();
     const missing: SharedApp = { ...app, appId: 'no-such-app' };
     const asStranger = contextOf('stranger', app);
-    for (const operation of OPERATIONS) {
+    for (const operation of [...OPERATIONS, ...READS]) {
       const refusal = await messageOf(operation.run(tessera, app, asStranger));
       assert.equal(refusal, await messageOf(operation.run(tessera, missing, asStranger)), operation.name);
       assert.match(refusal, /^APP_NOT_FOUND: /, operation.name);

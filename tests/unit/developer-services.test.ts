@@ -356,7 +356,7 @@ describe('app memberships', () => {
     assert.deepEqual(await tessera.members.acceptInvitation(token, collaborator, asDeveloper(collaborator)), { appId, role: 'collaborator', added: true });
     assert.equal(await codeOf(tessera.members.acceptInvitation(token, collaborator, asDeveloper(collaborator))), 'INVALID_LINK');
     assert.equal(await codeOf(tessera.developers.setPasswordWithLink(token, PASSWORD, from('192.0.2.1'))), 'INVALID_LINK', 'not a password link');
-    assert.deepEqual((await tessera.members.membersOf(appId)).map((member) => [member.email, member.role]), [
+    assert.deepEqual((await tessera.members.membersOf(appId, OPERATOR)).map((member) => [member.email, member.role]), [
       ['owner@example.com', 'owner'],
       ['collaborator@example.com', 'collaborator'],
     ]);

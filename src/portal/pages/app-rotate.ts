@@ -41,14 +41,15 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
   app.get<AppParams>('/apps/:appId/rotate-secret', async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
-    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), await apps.show(appId), clock.now(), EMPTY_FORM));
+    const described = await apps.show(appId, asDeveloper(request));
+    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, clock.now(), EMPTY_FORM));
   });
 
   app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
     const sent = useOnce(request, reply, once);
-    const described = await apps.show(appId);
+    const described = await apps.show(appId, asDeveloper(request));
     const form: RotationForm = {
       grace: formField(request, 'grace') ?? 'none',
       graceSeconds: (formField(request, 'graceSeconds') ?? '').trim().slice(0, 20),

@@ -56,7 +56,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
   app.get<AppParams & { Querystring: { done?: string } }>('/apps/:appId/settings', async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'change_configuration');
-    return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { done: doneMessage(request.query.done) }));
+    return sendPage(reply, settingsPage(request, reply, await apps.show(appId, asDeveloper(request)), role, { done: doneMessage(request.query.done) }));
   });
 
   const settingsRoute = { onRequest: requireSession, bodyLimit: SETTINGS_BODY_LIMIT_BYTES, preValidation: app.csrfProtection };
@@ -68,7 +68,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
       await apps.configure(appId, configurationOf(form), asDeveloper(request));
     } catch (error) {
       const mistake = { section: 'settings' as const, message: mistakeIn(error) };
-      return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { form, mistake }), 400);
+      return sendPage(reply, settingsPage(request, reply, await apps.show(appId, asDeveloper(request)), role, { form, mistake }), 400);
     }
     return seeOther(reply, `/portal/apps/${appId}/settings?done=saved`);
   });
@@ -82,7 +82,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
     else if (formField(request, 'confirm') !== 'yes') message = `Tick "Yes, revoke them now" to confirm: ${KIND_LABELS[kind].toLowerCase()} of the app stop working at once.`;
     if (kind === undefined || message !== undefined) {
       const mistake = { section: 'revoke' as const, message: message! };
-      return sendPage(reply, settingsPage(request, reply, await apps.show(appId), role, { mistake }), 400);
+      return sendPage(reply, settingsPage(request, reply, await apps.show(appId, asDeveloper(request)), role, { mistake }), 400);
     }
     await revoker.revokeAll(appId, kind, asDeveloper(request));
     return seeOther(reply, `/portal/apps/${appId}/settings?done=revoked-${kind}`);
@@ -91,7 +91,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
   app.post<AppParams>('/apps/:appId/delete', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'delete_app');
-    const described = await apps.show(appId);
+    const described = await apps.show(appId, asDeveloper(request));
     const typed = (formField(request, 'name') ?? '').slice(0, 200);
     if (typed.trim() !== described.name) {
       const mistake = { section: 'delete' as const, message: 'That is not the name of this app: type it exactly as shown, to confirm that you mean this app.' };

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
-import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { PortalContext } from '../context.js';
-import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcDay, utcTime } from '../time.js';
 import { lifetime, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
@@ -20,7 +19,8 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     const { developer } = sessionOf(request);
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
-    const [described, exposure] = await Promise.all([apps.show(request.params.appId), lastSecretExposure(events, request.params.appId)]);
+    const context = asDeveloper(request);
+    const [described, exposure] = await Promise.all([apps.show(request.params.appId, context), events.lastSecretExposure(request.params.appId, context)]);
     const body = appBody(described, role, clock.now(), secretExposureWarning(described.appId, exposure, role));
     return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body }));
   });

@@ -19,7 +19,8 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
     const { developer } = sessionOf(request);
     const deleted = request.query.done === 'deleted';
     const memberships = await members.appsOf(developer.id);
-    const described = await Promise.all(memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId) })));
+    const context = asDeveloper(request);
+    const described = await Promise.all(memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId, context) })));
     const csrfToken = reply.generateCsrf();
     return sendPage(
       reply,

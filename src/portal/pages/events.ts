@@ -1,15 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { lastSecretExposure } from '../../apps/secret-exposure.js';
 import { TesseraError } from '../../errors.js';
 import { actorOfEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
 import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
 import type { PrincipalKind } from '../../principal.js';
-import type { Actor } from '../../request-context.js';
+import type { Actor, RequestContext } from '../../request-context.js';
 import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { BackgroundRouteConfig, PortalContext } from '../context.js';
-import { requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
 import { secretExposureWarning } from './secret-exposure-warning.js';
@@ -34,11 +33,12 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
   app.addHook('preHandler', requireSession);
 
   /** Member emails by developer id, so that events name the developers who are still members. */
-  const emailsOf = async (appId: string) => new Map((await members.membersOf(appId)).map((member) => [member.developerId, member.email]));
+  const emailsOf = async (appId: string, context: RequestContext) =>
+    new Map((await members.membersOf(appId, context)).map((member) => [member.developerId, member.email]));
 
-  const charts = async (appId: string): Promise<Html> => {
+  const charts = async (appId: string, context: RequestContext): Promise<Html> => {
     const queries = chartQueries(clock);
-    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour), events.counts(appId, queries.day)]);
+    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour, context), events.counts(appId, queries.day, context)]);
     return html`${tokenChart(tokenSeries(hourly), 'chart-hourly', 'Last 24 hours')}${tokenChart(tokenSeries(daily), 'chart-daily', 'Last 30 days')}`;
   };
 
@@ -47,15 +47,16 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { appId } = request.params;
     const role = await members.authorize(appId, developer.id, 'view_events');
     const query = parseEventPageQuery({ type: single(request.query.type, 'type'), cursor: single(request.query.cursor, 'cursor') }, PAGE_SIZE);
+    const context = asDeveloper(request);
     const [described, listed, exposure, emails, chartsHtml] = await Promise.all([
-      apps.show(appId),
-      events.list(appId, query),
-      lastSecretExposure(events, appId),
-      emailsOf(appId),
-      charts(appId),
+      apps.show(appId, context),
+      events.list(appId, query, context),
+      events.lastSecretExposure(appId, context),
+      emailsOf(appId, context),
+      charts(appId, context),
     ]);
     const live = query.beforeId === undefined;
-    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type) : 0);
+    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type, context) : 0);
     const body = html`${appHeader(appId, described.name, 'Events')}
 ${secretExposureWarning(appId, exposure, role)}
 <h2>Tokens</h2>
@@ -80,7 +81,12 @@ ${pager(appId, query, listed.nextCursor)}
     await members.authorize(appId, developer.id, 'view_events');
     const { type } = parseEventPageQuery({ type: single(request.query.type, 'type') });
     const after = eventIdOf(single(request.query.after, 'after'));
-    const [added, emails, chartsHtml] = await Promise.all([events.listAfter(appId, after, type, LIVE_BATCH), emailsOf(appId), charts(appId)]);
+    const context = asDeveloper(request);
+    const [added, emails, chartsHtml] = await Promise.all([
+      events.listAfter(appId, { afterId: after, type, limit: LIVE_BATCH }, context),
+      emailsOf(appId, context),
+      charts(appId, context),
+    ]);
     const newestFirst = added.reverse();
     return reply.type('application/json; charset=utf-8').send({
       count: newestFirst.length,
@@ -91,8 +97,8 @@ ${pager(appId, query, listed.nextCursor)}
   });
 
   /** The id of the newest event of the app (of `type`), 0 when there is none: where live updates start. */
-  async function newestId(appId: string, type: EventType | undefined): Promise<number> {
-    return (await events.list(appId, { type, limit: 1 })).events[0]?.id ?? 0;
+  async function newestId(appId: string, type: EventType | undefined, context: RequestContext): Promise<number> {
+    return (await events.list(appId, { type, limit: 1 }, context)).events[0]?.id ?? 0;
   }
 };
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { Invitation } from '../../apps/members.js';
 import type { DeveloperRecord } from '../../developers/developer.js';
-import type { OneTimeLinkRecord } from '../../developers/one-time-link.js';
 import { isTesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
 import { csrfField, page } from '../layout.js';
@@ -15,21 +15,21 @@ import { linkToken, type TokenQuery } from './link-token.js';
  * and who it is for, and "Accept invitation" posts the token back. The token is in the query only
  * on the GET (the portal sends no Referer; request logs hold no query) and in the form's body.
  */
-export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps }) => {
+export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { members }) => {
   app.addHook('preHandler', requireSession);
 
   app.get<TokenQuery>('/accept-invitation', async (request, reply) => {
     const { developer } = sessionOf(request);
     const token = linkToken(request.query.token);
-    let invitation: OneTimeLinkRecord;
+    let invitation: Invitation;
     try {
       invitation = await members.invitation(token);
     } catch (error) {
       if (!isTesseraError(error) || error.code !== 'INVALID_LINK') throw error;
       return sendPage(reply, notUsable(reply, developer), 404);
     }
-    const appName = (await apps.show(invitation.appId!)).name;
-    if (invitation.email !== developer.email) return sendPage(reply, otherAddress(reply, developer, invitation.email!, appName), 403);
+    const { appName } = invitation;
+    if (invitation.email !== developer.email) return sendPage(reply, otherAddress(reply, developer, invitation.email, appName), 403);
     const csrfToken = reply.generateCsrf();
     return sendPage(
       reply,
@@ -63,7 +63,7 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
       if (error.code === 'FORBIDDEN') {
         const invitation = await members.invitation(token).catch(() => undefined);
         if (invitation === undefined) return sendPage(reply, notUsable(reply, developer), 404);
-        return sendPage(reply, otherAddress(reply, developer, invitation.email!, (await apps.show(invitation.appId!)).name), 403);
+        return sendPage(reply, otherAddress(reply, developer, invitation.email, invitation.appName), 403);
       }
       throw error;
     }

@@ -31,14 +31,15 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { developer } = sessionOf(request);
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
     const withdrawn = (request.query as { done?: unknown }).done === 'withdrawn';
-    return sendPage(reply, await peoplePage(request, reply, { role, described: await apps.show(request.params.appId), withdrawn }));
+    const described = await apps.show(request.params.appId, asDeveloper(request));
+    return sendPage(reply, await peoplePage(request, reply, { role, described, withdrawn }));
   });
 
   app.post<AppParams>('/apps/:appId/people/invitations', { preValidation: app.csrfProtection }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const { appId } = request.params;
     const role = await members.authorize(appId, developer.id, 'manage_collaborators');
-    const described = await apps.show(appId);
+    const described = await apps.show(appId, asDeveloper(request));
     const email = formField(request, 'email') ?? '';
     let invitation: IssuedLink;
     try {
@@ -64,8 +65,8 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { developer } = sessionOf(request);
     const { appId, developerId } = request.params;
     await members.authorize(appId, developer.id, developerId === developer.id ? 'view_app' : 'manage_collaborators');
-    const member = await collaborator(appId, developerId);
-    const described = await apps.show(appId);
+    const member = await collaborator(request, appId, developerId);
+    const described = await apps.show(appId, asDeveloper(request));
     const leaving = developerId === developer.id;
     const csrfToken = reply.generateCsrf();
     return sendPage(
@@ -95,14 +96,14 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { appId, developerId } = request.params;
     const leaving = developerId === developer.id;
     await members.authorize(appId, developer.id, leaving ? 'view_app' : 'manage_collaborators');
-    await collaborator(appId, developerId);
+    await collaborator(request, appId, developerId);
     await members.removeCollaborator(appId, developerId, asDeveloper(request));
     return seeOther(reply, leaving ? '/portal/' : `/portal/apps/${appId}/people`);
   });
 
   /** The collaborator `developerId` of the app; 404 for anyone else (the owner is not removed this way). */
-  async function collaborator(appId: string, developerId: string): Promise<AppMembership> {
-    const member = UUID.test(developerId) ? (await members.membersOf(appId)).find((one) => one.developerId === developerId) : undefined;
+  async function collaborator(request: FastifyRequest, appId: string, developerId: string): Promise<AppMembership> {
+    const member = UUID.test(developerId) ? (await members.membersOf(appId, asDeveloper(request))).find((one) => one.developerId === developerId) : undefined;
     if (member === undefined || member.role !== 'collaborator') throw appNotFound();
     return member;
   }
@@ -121,10 +122,11 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
 
   async function peoplePage(request: FastifyRequest, reply: FastifyReply, { role, described, email, message, invited, withdrawn }: PeopleInput) {
     const { developer } = sessionOf(request);
-    const people = await members.membersOf(described.appId);
+    const context = asDeveloper(request);
+    const people = await members.membersOf(described.appId, context);
     const csrfToken = reply.generateCsrf();
     const owner = role === 'owner';
-    const pending = owner ? await members.pendingInvitations(described.appId) : [];
+    const pending = owner ? await members.pendingInvitations(described.appId, context) : [];
     return page({
       title: `People · ${described.name}`,
       developer,

@@ -1,0 +1,50 @@
+import type { AppAccess } from '../app-access.js';
+import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
+import type { AuditEvent, EventType } from '../events/event.js';
+import type { EventLog, EventPage } from '../events/log.js';
+import type { EventPageQuery } from '../events/query.js';
+import type { RequestContext } from '../request-context.js';
+import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
+
+/** The events after the newest one a reader has, oldest first: what a page following the log adds. */
+export interface EventsAfterQuery {
+  afterId: number;
+  type?: EventType;
+  limit: number;
+}
+
+/**
+ * An app's audit log and its counts, read for whoever asks: the portal's pages, the API's events
+ * routes. Each read asks `access` first whether whoever the context names may see the app's events,
+ * so a developer of no app gets `APP_NOT_FOUND`, as for an app that does not exist. The `EventLog`
+ * underneath records; its own reads are the operator's (the CLI).
+ */
+export class AppEvents {
+  constructor(
+    private readonly log: EventLog,
+    private readonly access: AppAccess,
+  ) {}
+
+  /** Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`). */
+  async list(appId: string, query: EventPageQuery, context: RequestContext): Promise<EventPage> {
+    await this.access.authorize(appId, 'view_events', context);
+    return this.log.list(appId, query);
+  }
+
+  async listAfter(appId: string, { afterId, type, limit }: EventsAfterQuery, context: RequestContext): Promise<AuditEvent[]> {
+    await this.access.authorize(appId, 'view_events', context);
+    return this.log.listAfter(appId, afterId, type, limit);
+  }
+
+  /** The app's counts per minute, hour or day. */
+  async counts(appId: string, query: EventCountQuery, context: RequestContext): Promise<EventCountsDescription> {
+    await this.access.authorize(appId, 'view_events', context);
+    return this.log.counts(appId, query);
+  }
+
+  /** The last time the app's ClientSecret was sent from a browser, while its log still has it (`lastSecretExposure`). */
+  async lastSecretExposure(appId: string, context: RequestContext): Promise<SecretExposure | null> {
+    await this.access.authorize(appId, 'view_events', context);
+    return lastSecretExposure(this.log, appId);
+  }
+}
