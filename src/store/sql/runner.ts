@@ -12,7 +12,9 @@ export type Statement = string | { readonly sqlite: string; readonly postgres: s
  * What every table's statements run on: one statement, or several in one transaction, on either
  * dialect. SQLite answers synchronously (a value) outside a transaction, PostgreSQL with a promise;
  * `await` takes both. Rows come back alike from both drivers: integers as numbers (PostgreSQL's
- * `bigint` included), bytes as Buffers; JSON columns and booleans differ (see `rows.ts`).
+ * `bigint` included); bytes as bytes, which `Buffer.from` makes a Buffer of (libsql's `all` gives
+ * ArrayBuffers); JSON columns differ (`rows.ts`). SQLite binds a missing parameter as NULL,
+ * PostgreSQL's runner throws: the store suite, which runs on both, finds a misspelt name.
  */
 export interface SqlRunner {
   readonly dialect: SqlDialect;
