@@ -213,7 +213,7 @@ export function writeReport(run: BenchRun, options: { root: string; writeDocs: b
   const scale = summaries.filter((s) => s.phase === run.phases.scale);
   const verdicts = checks.map((c) => `| ${c.met ? '✅' : '❌'} | ${c.description} | ${c.value} |`).join('\n');
   const text = [
-    `Run of ${run.startedAt} (${run.mode}); ${run.machine.cpu}, ${run.machine.cores} cores, Node ${run.machine.node}, ${run.machine.wrk}.`,
+    `Run of ${run.startedAt} (${run.mode}); ${String(run.machine.cpu)}, ${String(run.machine.cores)} cores, Node ${String(run.machine.node)}, ${String(run.machine.wrk)}.`,
     `Repetitions: ${reps.join('; ')}.`,
     '',
     `### ${run.phases.base}`,

@@ -98,7 +98,7 @@ interface TesseraTarget {
   databaseUrl: string;
   tokensDir: string;
   /** Drops what the target created (a PostgreSQL database). */
-  cleanup(): Promise<void>;
+  cleanup: () => Promise<void>;
 }
 
 /** Starts Tessera on a fresh store (`databaseUrl`) holding `baseTokens` tokens, with one app. */

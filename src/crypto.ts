@@ -14,7 +14,7 @@ export function clientSecretDigest(clientSecret: string): Buffer {
 
 /** One-shot SHA-256 (for the random verifier part of access tokens: 128 random bits need no key). */
 export function sha256(data: Buffer): Buffer {
-  return hash('sha256', data, 'buffer') as unknown as Buffer;
+  return hash('sha256', data, 'buffer');
 }
 
 /** Constant-time equality of two digests (different lengths are simply unequal). */

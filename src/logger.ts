@@ -55,7 +55,7 @@ function destination(format: LogFormat): DestinationStream {
       ignore: 'pid,hostname',
       singleLine: true,
     },
-  }) as DestinationStream;
+  });
 }
 
 /** pino-pretty is an optional package of the server: without it, a terminal gets JSON too. */

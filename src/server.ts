@@ -78,7 +78,9 @@ export function buildServer({
     // next request to another instance.
     return503OnClosing: false,
     clientErrorHandler: answerClientError,
-    frameworkErrors: (error, _request, reply) => sendError(reply, toTesseraError(error)),
+    frameworkErrors: (error, _request, reply) => {
+      sendError(reply, toTesseraError(error));
+    },
     // Node would answer a request without Host itself, with an empty body; the hook below does it.
     http: {
       requireHostHeader: false,

@@ -18,7 +18,7 @@ export interface TokenChecking {
   readonly revoked: RevokedTokens;
   readonly authenticator: Authenticator;
   /** Drops what the caches hold of one app, or of every app (after a change made by this process). */
-  forget(appId?: string): void;
+  readonly forget: (appId?: string) => void;
 }
 
 export interface TokenCheckingOptions {

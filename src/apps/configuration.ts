@@ -48,7 +48,7 @@ export function parseConfigurationChanges(body: unknown): Partial<AppConfigurati
     }
     changes[name] = FIELDS[name as keyof AppConfiguration](value, name);
   }
-  return changes as Partial<AppConfiguration>;
+  return changes;
 }
 
 function invalid(message: string): TesseraError {

@@ -126,7 +126,7 @@ const INSTANT_DETAIL = /(At|Until|Cutoff)$/;
 
 function oneLine(event: AuditEvent): string {
   const details = Object.entries(event.details)
-    .map(([key, value]) => `${key}=${typeof value === 'number' && INSTANT_DETAIL.test(key) ? new Date(value).toISOString() : value}`)
+    .map(([key, value]) => `${key}=${typeof value === 'number' && INSTANT_DETAIL.test(key) ? new Date(value).toISOString() : String(value)}`)
     .join(' ');
   const who = whoLabel(actorOfEvent(event.type, event.principal));
   return [new Date(event.at).toISOString(), event.type.padEnd(25), who.padEnd(9), event.clientAddress ?? '-', details]

@@ -56,7 +56,7 @@ export async function serve(config: Config): Promise<void> {
     await server.listen({ host: config.host, port: config.port });
   } catch (error) {
     await tessera.close();
-    throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`, { cause: error });
   }
   metrics?.watchEvents(tessera.events);
   let metricsListener: MetricsListener | undefined;
@@ -66,7 +66,7 @@ export async function serve(config: Config): Promise<void> {
     } catch (error) {
       await server.close();
       await tessera.close();
-      throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`);
+      throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`, { cause: error });
     }
   }
   const address = server.server.address();

@@ -67,7 +67,7 @@ function storeFlag(command: ParsedCommand, flag: 'from' | 'to'): string {
  * Progress on stderr: a bar redrawn in place on a terminal; otherwise a line per table, and one
  * every ten seconds on a long one (a log keeps them).
  */
-function progressPrinter(stream: NodeJS.WriteStream): { update(progress: CopyProgress): void; end(): void } {
+function progressPrinter(stream: NodeJS.WriteStream): { update: (progress: CopyProgress) => void; end: () => void } {
   const terminal = stream.isTTY === true;
   let lastLineAt = Date.now();
   let drawn = false;

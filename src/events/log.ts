@@ -119,8 +119,9 @@ export class EventLog {
     while (this.#buffer.length > 0) {
       const batch = this.#buffer.splice(0, MAX_BATCH);
       this.#beingWritten += batch.length;
-      // One write at a time, so events are stored in the order they were recorded.
-      this.#write('audit events', batch.length, () => this.store.append(batch), () => this.#buffer.unshift(...batch)).finally(
+      // One write at a time, so events are stored in the order they were recorded. `#write` handles
+      // its own failures and chains the write onto `#writing`, which this method returns.
+      void this.#write('audit events', batch.length, () => this.store.append(batch), () => this.#buffer.unshift(...batch)).finally(
         () => (this.#beingWritten -= batch.length),
       );
     }
@@ -135,7 +136,7 @@ export class EventLog {
         const keep = () => {
           for (const { appId, bucket, type, principal, reason, count } of batch) this.#count(appId, bucket, type, principal, reason, count);
         };
-        this.#write('event counts', batch.length, () => this.store.addCounts(batch), keep);
+        void this.#write('event counts', batch.length, () => this.store.addCounts(batch), keep);
       }
     }
     return this.#writing;

@@ -121,6 +121,7 @@ function allowed(origin: string, preflight: boolean, forwarded: boolean): Fastif
  * nothing.
  */
 async function registerForRequestsWithOrigin(app: FastifyInstance, options: FastifyCorsOptions): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- unbound on purpose: it runs with the `this` of the instance that calls it, and is put back as it was.
   const addHook = app.addHook;
   const add = addHook as unknown as (this: FastifyInstance, name: string, hook: Hook) => FastifyInstance;
   app.addHook = function (this: FastifyInstance, name: string, hook: Hook) {

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 import type { CurrentSession, StartedSession } from '../developers/sessions.js';
 import type { PortalCookies } from './cookies.js';
 import type { RequestContext } from '../request-context.js';
@@ -28,6 +28,14 @@ export async function requireSession(request: FastifyRequest, reply: FastifyRepl
   if (request.portalSession !== null) return;
   const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
   await seeOther(reply, `/portal/sign-in${next}`);
+}
+
+/**
+ * The `preValidation` hook of the portal's forms: `@fastify/csrf-protection`'s check of the `_csrf`
+ * field, which the plugin adds to the instance as a method, bound to it.
+ */
+export function csrfCheck(app: FastifyInstance): preValidationHookHandler {
+  return app.csrfProtection.bind(app);
 }
 
 /** The session of a page behind `requireSession`. */

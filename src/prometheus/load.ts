@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
+import type * as MetricsModule from './metrics.js';
 import type { PrometheusMetrics } from './metrics.js';
 
 /**
@@ -8,7 +9,7 @@ import type { PrometheusMetrics } from './metrics.js';
  * CLI and a service using the middleware never load it, and need not install it.
  */
 export async function loadPrometheusMetrics(): Promise<PrometheusMetrics> {
-  let module: typeof import('./metrics.js');
+  let module: typeof MetricsModule;
   try {
     module = await import('./metrics.js');
   } catch (error) {

@@ -101,7 +101,7 @@ export function statusClassIndex(statusCode: number): number {
  * by the routes, ten methods and five classes, whatever clients send.
  */
 export class RouteSeries {
-  readonly #series: (HistogramSeries | undefined)[] = new Array((OTHER_METHOD + 1) * STATUS_CLASSES);
+  readonly #series: (HistogramSeries | undefined)[] = new Array<HistogramSeries | undefined>((OTHER_METHOD + 1) * STATUS_CLASSES);
 
   constructor(
     readonly route: string,

@@ -20,6 +20,7 @@ type Next = (error?: unknown) => void;
 
 declare global {
   // Express's own request type gains `principal`, without this module depending on Express.
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's types merge requests' fields through this global namespace.
   namespace Express {
     interface Request {
       /** Set by `tesseraExpress` for every request it lets through. */

@@ -40,7 +40,9 @@ const authenticateScope: FastifyPluginCallback<TesseraAuthOptions> = (app, optio
         request.principal = principal;
         next();
       },
-      refuse: sendError,
+      refuse: (reply, error) => {
+        sendError(reply, error);
+      },
       fail: (next, error) => next(error as Error),
     }),
   );

@@ -3,7 +3,7 @@ import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, seeOther, sendPage, sessionOf, setSessionCookies } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf, setSessionCookies } from '../respond.js';
 import { utcDay } from '../time.js';
 import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 
@@ -19,7 +19,7 @@ export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { dev
 
   app.get<AccountQuery>('/account', async (request, reply) => sendPage(reply, accountPage(request, reply, { changed: request.query.changed === 'password' })));
 
-  app.post('/account/password', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/account/password', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const current = formField(request, 'current') ?? '';
     const password = formField(request, 'password') ?? '';

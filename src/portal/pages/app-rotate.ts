@@ -7,7 +7,7 @@ import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
@@ -45,7 +45,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
     return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, clock.now(), EMPTY_FORM));
   });
 
-  app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
     const sent = useOnce(request, reply, once);

@@ -8,7 +8,7 @@ import { revocationKind, type RevocationKind } from '../../apps/revoke-all.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { inLargestUnit, LIFETIME_UNITS, mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 
@@ -59,7 +59,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
     return sendPage(reply, settingsPage(request, reply, await apps.show(appId, asDeveloper(request)), role, { done: doneMessage(request.query.done) }));
   });
 
-  const settingsRoute = { onRequest: requireSession, bodyLimit: SETTINGS_BODY_LIMIT_BYTES, preValidation: app.csrfProtection };
+  const settingsRoute = { onRequest: requireSession, bodyLimit: SETTINGS_BODY_LIMIT_BYTES, preValidation: csrfCheck(app) };
   app.post<AppParams>('/apps/:appId/settings', settingsRoute, async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'change_configuration');
@@ -73,7 +73,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
     return seeOther(reply, `/portal/apps/${appId}/settings?done=saved`);
   });
 
-  app.post<AppParams>('/apps/:appId/revoke-tokens', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<AppParams>('/apps/:appId/revoke-tokens', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'revoke_tokens');
     const kind = revocationKind(formField(request, 'kind'));
@@ -88,7 +88,7 @@ export const appSettingsPages: FastifyPluginAsync<PortalContext> = async (app, {
     return seeOther(reply, `/portal/apps/${appId}/settings?done=revoked-${kind}`);
   });
 
-  app.post<AppParams>('/apps/:appId/delete', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<AppParams>('/apps/:appId/delete', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId } = request.params;
     const role = await members.authorize(appId, sessionOf(request).developer.id, 'delete_app');
     const described = await apps.show(appId, asDeveloper(request));

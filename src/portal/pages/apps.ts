@@ -7,7 +7,7 @@ import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../respond.js';
 import { keyRow } from './keys.js';
 
 /** The developer's apps, and a new one. */
@@ -47,7 +47,7 @@ ${described.length === 0
 
   app.get('/apps/new', async (request, reply) => sendPage(reply, newAppForm(request, reply, issueOnce(reply, once))));
 
-  app.post('/apps', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/apps', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const sent = useOnce(request, reply, once);
     const name = formField(request, 'name') ?? '';

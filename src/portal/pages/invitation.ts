@@ -5,7 +5,7 @@ import { isTesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
 import { csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
 import { linkToken, type TokenQuery } from './link-token.js';
 
@@ -51,7 +51,7 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
     );
   });
 
-  app.post('/accept-invitation', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/accept-invitation', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const token = linkToken(formField(request, 'token'));
     try {

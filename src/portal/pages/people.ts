@@ -9,7 +9,7 @@ import { isTesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
 import type { AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
@@ -35,7 +35,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     return sendPage(reply, await peoplePage(request, reply, { role, described, withdrawn }));
   });
 
-  app.post<AppParams>('/apps/:appId/people/invitations', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<AppParams>('/apps/:appId/people/invitations', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const { appId } = request.params;
     const role = await members.authorize(appId, developer.id, 'manage_collaborators');
@@ -54,7 +54,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
   });
 
   // Withdrawing needs no confirmation page: inviting again undoes it.
-  app.post<InvitationParams>('/apps/:appId/people/invitations/:invitationId/withdraw', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<InvitationParams>('/apps/:appId/people/invitations/:invitationId/withdraw', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId, invitationId } = request.params;
     await members.withdrawInvitation(appId, invitationId, asDeveloper(request));
     return seeOther(reply, `/portal/apps/${appId}/people?done=withdrawn`);
@@ -91,7 +91,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     );
   });
 
-  app.post<MemberParams>('/apps/:appId/people/:developerId/remove', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post<MemberParams>('/apps/:appId/people/:developerId/remove', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const { appId, developerId } = request.params;
     const leaving = developerId === developer.id;

@@ -6,7 +6,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, seeOther, sendPage, setSessionCookies } from '../respond.js';
+import { asDeveloper, csrfCheck, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { linkToken, type TokenQuery } from './link-token.js';
 
 /**
@@ -50,7 +50,7 @@ export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, {
     return sendPage(reply, setPasswordForm(reply, token, developer.email));
   });
 
-  app.post('/set-password', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/set-password', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const token = linkToken(formField(request, 'token'));
     const password = formField(request, 'password') ?? '';
     let developer = await ownerOf(token);

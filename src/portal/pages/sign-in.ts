@@ -4,7 +4,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
+import { csrfCheck, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
 
 /** Signing in and out. */
@@ -14,7 +14,7 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     return sendPage(reply, signInForm(reply, { next: request.query.next, signup, signedOut: request.query.done === 'signed-out' }));
   });
 
-  app.post('/sign-in', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/sign-in', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const email = formField(request, 'email') ?? '';
     const next = formField(request, 'next');
     try {
@@ -29,7 +29,7 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     }
   });
 
-  app.post('/sign-out', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/sign-out', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const token = request.cookies[cookies.session.name];
     if (token !== undefined) await sessions.signOut(token, { clientAddress: request.ip, by: developerOf(request) });
     reply.clearCookie(cookies.session.name, cookies.session.options);

@@ -4,7 +4,7 @@ import { anonymousRequest } from '../../request-context.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
+import { asDeveloper, csrfCheck, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
 import { newPasswordFields } from './set-password.js';
 
 type NextQuery = { Querystring: { next?: string } };
@@ -22,7 +22,7 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
     return sendPage(reply, signUpForm(reply, { next: request.query.next }));
   });
 
-  app.post('/sign-up', { preValidation: app.csrfProtection }, async (request, reply) => {
+  app.post('/sign-up', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const email = formField(request, 'email') ?? '';
     const password = formField(request, 'password') ?? '';
     const next = formField(request, 'next');

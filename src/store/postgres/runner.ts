@@ -9,9 +9,12 @@ const INT8 = 20;
  * value the service stores is below 2^53.
  */
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8 && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  getTypeParser: (oid: number, format?: 'text' | 'binary'): ParseValue =>
+    oid === INT8 && format !== 'binary' ? Number : (pg.types.getTypeParser(oid, format) as ParseValue),
 };
+
+/** A column's parser (pg types it `any`): of the text PostgreSQL sends, or of bytes in format `binary`. */
+type ParseValue = (value: string | Buffer) => unknown;
 
 /** A statement's text with `$n` for its `:name` parameters, and the names in that order. */
 interface Translated {

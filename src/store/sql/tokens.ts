@@ -1,5 +1,4 @@
 import { isServiceUnavailable } from '../../error-catalogue.js';
-import type { AuditOf } from '../../events/event.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
