@@ -115,11 +115,29 @@ export function anonymousTokenOf(target: AppTarget, extra: Record<string, unknow
   return issueToken(target, anonymousFields(target, extra));
 }
 
-/** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
-export function revokeToken(appUrl: string, token: string, authorization = bearer(token)): Promise<JsonResponse> {
-  return request(`${appUrl}/oauth2/revoke`, {
+/** How a request body is sent: JSON, or url-encoded as an HTML form (and OAuth2's RFCs) sends it. */
+export type BodyEncoding = 'json' | 'form';
+
+/** The fields url-encoded, each value as its string. */
+export function formBody(fields: Record<string, unknown>): string {
+  return new URLSearchParams(Object.entries(fields).map(([name, value]): [string, string] => [name, String(value)])).toString();
+}
+
+/** POST `body` to `url` with this Authorization header, as JSON or as a form (`body` then holds the fields). */
+export function postAs(url: string, authorization: string, body: unknown, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return request(url, {
     method: 'POST',
-    headers: { authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
+    headers: { authorization, 'content-type': encoding === 'json' ? 'application/json' : 'application/x-www-form-urlencoded' },
+    body: encoding === 'json' ? JSON.stringify(body) : formBody(body as Record<string, unknown>),
   });
+}
+
+/** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
+export function revokeToken(appUrl: string, token: string, authorization = bearer(token), encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return postAs(`${appUrl}/oauth2/revoke`, authorization, { token }, encoding);
+}
+
+/** POST the app's introspection endpoint `{"token": token}`; `authorization` is the caller's (an admin, to be answered). */
+export function introspectToken(appUrl: string, token: string, authorization: string, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return postAs(`${appUrl}/oauth2/introspect`, authorization, { token }, encoding);
 }

@@ -5,7 +5,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from '../../src/tokens/anonymous-token.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminTokenOf, anonymousTokenOf, bearer, request, requestAs, revokeToken, whoami } from '../helpers/http.js';
+import { adminTokenOf, anonymousTokenOf, bearer, introspectToken, requestAs, revokeToken, whoami } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { createSecretKey } from 'node:crypto';
 
@@ -22,14 +22,6 @@ after(async () => {
 });
 
 const works = async (appUrl: string, token: string) => (await whoami(appUrl, bearer(token))).status === 200;
-
-function introspect(appUrl: string, admin: string, token: string) {
-  return request(`${appUrl}/oauth2/introspect`, {
-    method: 'POST',
-    headers: { authorization: bearer(admin), 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
-}
 
 /** The key the store signs with, as an attacker who read the database would have it. */
 async function leakedSigningKey() {
@@ -81,7 +73,7 @@ describe('anonymous tokens', () => {
     const expiresAt = Date.now() + 3_600_000;
     const before = Date.now();
     const token = await anonymousTokenOf(server, { expiresAt });
-    const answer = await introspect(server.appUrl, admin, token);
+    const answer = await introspectToken(server.appUrl, token, bearer(admin));
     assert.equal(answer.status, 200, answer.text);
     const { iat, ...rest } = answer.body as { iat: number };
     assert.deepEqual(rest, {
@@ -95,7 +87,7 @@ describe('anonymous tokens', () => {
       exp: Math.floor(expiresAt / 1000),
     });
     assert.ok(iat >= Math.floor(before / 1000) && iat <= Math.ceil(Date.now() / 1000));
-    assert.deepEqual((await introspect(server.appUrl, admin, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'))).body, { active: false });
+    assert.deepEqual((await introspectToken(server.appUrl, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'), bearer(admin))).body, { active: false });
   });
 
   it('can never be an admin token, even when made with a leaked key', async () => {
@@ -162,7 +154,7 @@ describe('revocation of anonymous tokens', () => {
     assertError(await revokeToken(fresh.appUrl, admin, bearer(bystander)), 403, 'ADMIN_REQUIRED');
     assert.ok(await works(fresh.appUrl, admin));
     assert.equal((await revokeToken(fresh.appUrl, own, bearer(admin))).status, 200, 'revoking again is not an error');
-    assert.deepEqual((await introspect(fresh.appUrl, admin, own)).body, { active: false });
+    assert.deepEqual((await introspectToken(fresh.appUrl, own, bearer(admin))).body, { active: false });
   });
 
   it('keeps at most the configured number of revocations per app for callers without a secret; an admin can always revoke', async () => {

@@ -10,6 +10,7 @@ import {
   anonymousTokenOf,
   basic,
   bearer,
+  introspectToken,
   request,
   requestToken,
   revokeToken,
@@ -54,14 +55,6 @@ async function scrapeUntil(ready: (scraped: Scrape) => boolean): Promise<Scrape>
     if (ready(scraped) || Date.now() > deadline) return scraped;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-}
-
-function introspect(authorization: string, token: string) {
-  return request(`${server.appUrl}/oauth2/introspect`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
 }
 
 function forwardAuth(uri: string, authorization?: string) {
@@ -109,9 +102,9 @@ describe('metrics of tokens', () => {
     const admin = await adminTokenOf(server);
     const anonymous = await anonymousTokenOf(server);
     const before = await scrape(metricsUrl);
-    assert.equal((await introspect(bearer(admin), anonymous)).body.active, true);
-    assert.equal((await introspect(bearer(admin), admin)).body.active, true);
-    assert.equal((await introspect(bearer(admin), 'garbage')).body.active, false);
+    assert.equal((await introspectToken(server.appUrl, anonymous, bearer(admin))).body.active, true);
+    assert.equal((await introspectToken(server.appUrl, admin, bearer(admin))).body.active, true);
+    assert.equal((await introspectToken(server.appUrl, 'garbage', bearer(admin))).body.active, false);
     const after = await scrape(metricsUrl);
     assert.equal(delta(before, after, 'tessera_introspections_total', { active: 'true' }), 2);
     assert.equal(delta(before, after, 'tessera_introspections_total', { active: 'false' }), 1);
