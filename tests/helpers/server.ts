@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { after, before } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
@@ -112,4 +113,22 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       if (options.testStore === undefined) await testStore.dispose();
     },
   };
+}
+
+/**
+ * A server for the tests of the suite this is called in (a file, or a describe block): started in
+ * its before() hook, which then runs `setUp` with it; closed in its after() hook. Its fields are
+ * there once before() has run. At a file's top level, set-up that needs the server belongs in
+ * `setUp`: there Node 20 does not wait for one before() hook to end before it starts the next.
+ */
+export function serverForSuite(options: TestServerOptions = {}, setUp?: (server: TestServer) => Promise<void>): TestServer {
+  const server = {} as TestServer;
+  let started: TestServer | undefined;
+  before(async () => {
+    started = await startServer(options);
+    Object.assign(server, started);
+    await setUp?.(server);
+  });
+  after(() => started?.close());
+  return server;
 }

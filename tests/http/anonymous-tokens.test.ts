@@ -1,25 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR } from '../../src/request-context.js';
 import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from '../../src/tokens/anonymous-token.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import { adminTokenOf, anonymousTokenOf, bearer, introspectToken, requestAs, revokeToken, whoami } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 import { createSecretKey } from 'node:crypto';
 
 /** Self-verifying anonymous tokens through the real server: issue #13. */
 
 const MAX_REVOKED = 5;
-let server: TestServer;
 
-before(async () => {
-  server = await startServer({ revokedTokensMaxPerApp: MAX_REVOKED });
-});
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite({ revokedTokensMaxPerApp: MAX_REVOKED });
 
 const works = async (appUrl: string, token: string) => (await whoami(appUrl, bearer(token))).status === 200;
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
@@ -16,7 +16,7 @@ import {
   type AppEndpoint,
   type JsonResponse,
 } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 /**
  * Client authentication as standard OAuth2 clients send it (RFC 6749 §2.3.1), on the token endpoint
@@ -29,11 +29,7 @@ import { startServer, type TestServer } from '../helpers/server.js';
 const FORM = 'application/x-www-form-urlencoded';
 const BASIC_CHALLENGE = 'Basic realm="tessera"';
 
-let server: TestServer;
-before(async () => {
-  server = await startServer();
-});
-after(async () => server.close());
+const server = serverForSuite();
 
 function post(url: string, headers: Record<string, string>, body: string): Promise<JsonResponse> {
   return request(url, { method: 'POST', headers, body });

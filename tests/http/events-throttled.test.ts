@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, appOn, bearer, requestAs, requestToken, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * Admin attempts refused (429) by the limits on failed admin attempts are counted as
@@ -15,17 +15,11 @@ const ADDRESS_LIMIT = 3;
 const APP_CEILING = 5;
 const WRONG_SECRET = 'f'.repeat(64);
 
-let server: TestServer;
 let admin: string;
 
-before(async () => {
-  server = await startServer({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADDRESS_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
-    trustedProxies: ['loopback'],
-  });
-});
-after(async () => {
-  await server.close();
+const server = serverForSuite({
+  rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADDRESS_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+  trustedProxies: ['loopback'],
 });
 
 type CreatedApp = Awaited<ReturnType<TestServer['tessera']['apps']['create']>>;

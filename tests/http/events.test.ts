@@ -1,27 +1,23 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
-let server: TestServer;
 let admin: string;
 
 /** Small caps, so that a flood of a few thousand requests runs past them. */
 const AUDIT_CAP = 10;
 const REFUSALS_CAP = 50;
 
-before(async () => {
-  server = await startServer({
-    housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP },
-  });
-  admin = (await requestToken(server, adminFields(server))).body.access_token;
-});
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite(
+  { housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP } },
+  async () => {
+    admin = (await requestToken(server, adminFields(server))).body.access_token;
+  },
+);
 
 const events = (query = '', appUrl = server.appUrl, token = admin) =>
   requestAs(`${appUrl}/events${query}`, bearer(token));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import {
@@ -17,18 +17,17 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { scrape, type Scrape } from '../helpers/prometheus.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // The Prometheus metrics (METRICS_PORT) of a real server: exact counts after known requests, route
 // labels that are templates, series that clients cannot multiply, and the listener of their own.
 
 const ADMIN_FAILURES_PER_ADDRESS = 6;
 
-let server: TestServer;
 let metricsUrl: string;
 
-before(async () => {
-  server = await startServer({
+const server = serverForSuite(
+  {
     metrics: true,
     rateLimits: {
       enabled: true,
@@ -37,10 +36,11 @@ before(async () => {
       adminFailuresPerAppPerMinute: 100_000,
     },
     forwardAuthAdminPaths: parseAdminPathRules(['/configuration']),
-  });
-  metricsUrl = server.metricsUrl!;
-});
-after(() => server.close());
+  },
+  async () => {
+    metricsUrl = server.metricsUrl!;
+  },
+);
 
 /** The difference of each named sample between two scrapes. */
 function delta(before: Scrape, after: Scrape, name: string, labels: Record<string, string> = {}): number {

@@ -1,35 +1,30 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { AppDescription } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { adminFields, appOn, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
 import { addCollaborator, createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // An app's forms in the portal over plain HTTP, on both stores: rotating the ClientSecret, the
 // settings, revoking tokens, deleting the app. Who may post each one (the owner; a collaborator all
 // but rotating and deleting; another developer none: 404), and that a form without its own
 // session's form token changes nothing.
 
-let server: TestServer;
 let owner: PortalClient;
 let ownerElsewhere: PortalClient;
 let collaborator: PortalClient;
 let other: PortalClient;
 const developerIds: Record<string, string> = {};
 
-before(async () => {
-  server = await startServer();
+const server = serverForSuite({}, async () => {
   for (const name of ['owner', 'collaborator', 'other']) developerIds[name] = (await createDeveloper(server, `${name}@example.com`)).id;
   owner = await signInOverHttp(server, 'owner@example.com');
   ownerElsewhere = await signInOverHttp(server, 'owner@example.com');
   collaborator = await signInOverHttp(server, 'collaborator@example.com');
   other = await signInOverHttp(server, 'other@example.com');
-});
-after(async () => {
-  await server?.close();
 });
 
 /** A new app of owner@example.com, with collaborator@example.com invited and accepted. */

@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DEFAULT_SIGN_IN_LIMITS } from '../../src/developers/sign-in-limits.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { addCollaborator, createDeveloper, linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { portalClient, signInOverHttp } from '../helpers/portal-http.js';
-import { NO_LIMITS, startServer, type TestServer } from '../helpers/server.js';
+import { NO_LIMITS, serverForSuite, startServer } from '../helpers/server.js';
 
 // The portal's people and account forms over plain HTTP, on both stores: who may post what, the
 // form token on every form, the one-time links, and sign-up as the operator configured it.
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server?.close();
-});
+const server = serverForSuite();
 
 const NEW_PASSWORD = 'a brand new password, long';
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { MAX_SECRET_GRACE_SECONDS } from '../../src/apps/secret-rotation.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { adminFields, appOn, bearer, request, requestAs, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // Rotating a ClientSecret with a grace period (`tessera apps rotate-secret --grace SECONDS`), over
 // HTTP with the server's clock in the test's hands: the previous secret works until the end of the
@@ -13,14 +13,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 // and GET /api/apps/{appId} says until when the previous one works.
 
 const clock = new FakeClock();
-let server: TestServer;
 
-before(async () => {
-  server = await startServer({ clock });
-});
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite({ clock });
 
 async function newApp(name: string): Promise<AppEndpoint> {
   return appOn(server, await server.tessera.apps.create(name));

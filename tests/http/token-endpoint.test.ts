@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_BODY_BYTES } from '../../src/server.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import { adminFields, anonymousFields, basic, bearer, formBody, request, requestToken, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // The contract's "The token endpoint" and "Errors" sections (429 is covered elsewhere), through a
 // real listening server.
@@ -60,11 +60,7 @@ function assertBasicChallenge(response: JsonResponse): void {
 }
 
 describe('token endpoint: success', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('issues an admin token with exactly id, access_token, expires_in, token_type', async () => {
     const response = await requestToken(server, adminFields(server));
@@ -230,14 +226,10 @@ describe('token endpoint: success', () => {
 describe('token endpoint: expiry (fake clock)', () => {
   const clock = new FakeClock();
   const start = clock.time;
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ clock });
-  });
+  const server = serverForSuite({ clock });
   beforeEach(() => {
     clock.time = start;
   });
-  after(async () => server.close());
 
   it('expires_in is the whole seconds from now to expiresAt, rounded down', async () => {
     const cases: [number, number][] = [
@@ -328,13 +320,11 @@ describe('token endpoint: expiry (fake clock)', () => {
 });
 
 describe('token endpoint: errors', () => {
-  let server: TestServer;
   let secrets: string[];
+  const server = serverForSuite();
   before(async () => {
-    server = await startServer();
     secrets = [server.app.clientSecret];
   });
-  after(async () => server.close());
 
   const json = { 'content-type': 'application/json' };
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import {
@@ -18,16 +18,9 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite();
 
 describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
   it('lets a token revoke itself (JSON or form); it is refused at once with 401 INVALID_TOKEN', async () => {
