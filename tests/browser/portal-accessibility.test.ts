@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
 import { addCollaborator, createDeveloper, follow, PASSWORD, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 // Every page of the portal, in the states a developer sees it in, checked by axe-core (WCAG 2.1 A
 // and AA, and axe's best practices) at a desktop's width and at a phone's; and the way from signing
@@ -19,17 +19,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core'), 'utf8');
 const WIDTHS = [1280, 375];
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const browser = browserForSuite();
+const server = serverForSuite();
 
 interface Violation {
   id: string;

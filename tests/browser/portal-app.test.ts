@@ -1,30 +1,22 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
 import { adminFields, anonymousFields, appOn, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
 import { addCollaborator, createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // What a developer does to an app in the portal, in Chromium: its settings (an allowed origin that
 // a web page then gets tokens from), rotating its ClientSecret with and without a grace period,
 // revoking its tokens, deleting it; and what a collaborator may not do.
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
+const browser = browserForSuite();
+const server = serverForSuite({}, async () => {
   await createDeveloper(server, 'owner@example.com');
   await createDeveloper(server, 'collaborator@example.com');
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
 });
 
 /** A new app of owner@example.com, and collaborator@example.com invited to it and accepted. */

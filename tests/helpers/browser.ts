@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { forSuite } from './suite.js';
 
 // A real browser for the tests: Debian's Chromium (`.ci/run` installs it), driven by playwright-core,
 // with pages served from origins of their own, so that every request a page makes to Tessera is a
@@ -93,6 +94,11 @@ export async function startBrowser(): Promise<TestBrowser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** Chromium for the tests of the suite this is called in: see `forSuite`. */
+export function browserForSuite(setUp?: (browser: TestBrowser) => Promise<unknown>): TestBrowser {
+  return forSuite(startBrowser, setUp);
 }
 
 function listen(server: Server): Promise<Server> {

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { after, before } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
 import type { Clock } from '../../src/clock.js';
@@ -14,6 +13,7 @@ import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
+import { forSuite } from './suite.js';
 
 export const NO_LIMITS: RateLimitSettings = {
   enabled: false,
@@ -115,20 +115,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   };
 }
 
-/**
- * A server for the tests of the suite this is called in (a file, or a describe block): started in
- * its before() hook, which then runs `setUp` with it; closed in its after() hook. Its fields are
- * there once before() has run. At a file's top level, set-up that needs the server belongs in
- * `setUp`: there Node 20 does not wait for one before() hook to end before it starts the next.
- */
-export function serverForSuite(options: TestServerOptions = {}, setUp?: (server: TestServer) => Promise<void>): TestServer {
-  const server = {} as TestServer;
-  let started: TestServer | undefined;
-  before(async () => {
-    started = await startServer(options);
-    Object.assign(server, started);
-    await setUp?.(server);
-  });
-  after(() => started?.close());
-  return server;
+/** A server for the tests of the suite this is called in: see `forSuite`. */
+export function serverForSuite(options: TestServerOptions = {}, setUp?: (server: TestServer) => Promise<unknown>): TestServer {
+  return forSuite(() => startServer(options), setUp);
 }
