@@ -9,7 +9,7 @@ import { anonymousRequest, OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { Children, runCli, type CliResult } from '../helpers/fleet.js';
-import { linkTokenOf } from '../helpers/portal.js';
+import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { childEnvironment, REPO_ROOT, TESSERA_BIN } from '../helpers/process.js';
 
 // `tessera developers …`, `apps create --owner` and `apps transfer` as an operator runs them: real
@@ -17,7 +17,6 @@ import { childEnvironment, REPO_ROOT, TESSERA_BIN } from '../helpers/process.js'
 // same domain services over the same file): a printed link sets a password, the account signs in.
 
 const BIN = TESSERA_BIN;
-const PASSWORD = 'correct horse battery staple';
 const TOKEN = /token=([A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})/;
 
 const children = new Children();
