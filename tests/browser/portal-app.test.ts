@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { CreatedApp } from '../../src/apps/service.js';
-import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
-import { adminFields, anonymousFields, appOn, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
+import { adminFields, anonymousFields, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper, createSharedApp, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
 import { serverForSuite } from '../helpers/server.js';
 
 // What a developer does to an app in the portal, in Chromium: its settings (an allowed origin that
@@ -20,11 +19,7 @@ const server = serverForSuite({}, async () => {
 });
 
 /** A new app of owner@example.com, and collaborator@example.com invited to it and accepted. */
-async function newApp(name: string): Promise<CreatedApp & AppEndpoint> {
-  const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  await addCollaborator(server, created.appId, 'collaborator@example.com');
-  return appOn(server, created);
-}
+const newApp = (name: string) => createSharedApp(server, name, 'owner@example.com', 'collaborator@example.com');
 
 async function signedIn(email: string): Promise<Page> {
   const page = await browser.newPage();

@@ -1,8 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import type { CreatedApp } from '../../src/apps/service.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { OPERATOR } from '../../src/request-context.js';
+import { appOn, type AppEndpoint } from './http.js';
 import type { TestServer } from './server.js';
 
 /** A password the portal's rules accept. */
@@ -26,6 +28,13 @@ export async function addCollaborator(server: TestServer, appId: string, email: 
   const invitation = await server.tessera.members.invite(appId, email, OPERATOR);
   const developer = await server.tessera.developers.find(email);
   await server.tessera.members.acceptInvitation(linkTokenOf(invitation.path), developer, { clientAddress: null, by: { kind: 'developer', developerId: developer.id } });
+}
+
+/** A new app owned by `owner`, with `collaborator` invited and accepted. */
+export async function createSharedApp(server: TestServer, name: string, owner: string, collaborator: string): Promise<CreatedApp & AppEndpoint> {
+  const created = await server.tessera.ownedApps.create(name, owner, OPERATOR);
+  await addCollaborator(server, created.appId, collaborator);
+  return appOn(server, created);
 }
 
 /** Signs in through the sign-in form, as a person does. */

@@ -3,8 +3,8 @@ import { beforeEach, describe, it } from 'node:test';
 import type { AppDescription } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { adminFields, appOn, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper } from '../helpers/portal.js';
+import { adminFields, adminTokenOf, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { serverForSuite } from '../helpers/server.js';
 
@@ -28,11 +28,7 @@ const server = serverForSuite({}, async () => {
 });
 
 /** A new app of owner@example.com, with collaborator@example.com invited and accepted. */
-async function newApp(name = 'Shop'): Promise<CreatedApp & AppEndpoint> {
-  const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  await addCollaborator(server, created.appId, 'collaborator@example.com');
-  return appOn(server, created);
-}
+const newApp = (name = 'Shop') => createSharedApp(server, name, 'owner@example.com', 'collaborator@example.com');
 
 /** What the app is now, and whether it still exists. */
 async function stateOf(appId: string): Promise<AppDescription | 'deleted'> {
@@ -59,12 +55,6 @@ async function secretWorks(app: AppEndpoint, clientSecret: string): Promise<bool
   return (await requestToken(target, adminFields(target))).status === 200;
 }
 
-async function issuedAdminToken(app: AppEndpoint): Promise<string> {
-  const response = await requestToken(app, adminFields(app));
-  assert.equal(response.status, 200, response.text);
-  return response.body.access_token;
-}
-
 describe("an app's forms in the portal", () => {
   let app: CreatedApp & AppEndpoint;
   beforeEach(async () => {
@@ -72,7 +62,7 @@ describe("an app's forms in the portal", () => {
   });
 
   it('change nothing when posted without a form token, or with the token of another session (403)', async () => {
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const before = await stateOf(app.appId);
     const theirs = (await ownerElsewhere.page('/portal/')).csrf;
     const anotherDevelopers = (await other.page('/portal/')).csrf;
@@ -94,7 +84,7 @@ describe("an app's forms in the portal", () => {
   });
 
   it("answer another developer 404 for every page and form of the app, and change nothing", async () => {
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const before = await stateOf(app.appId);
     const base = `/portal/apps/${app.appId}`;
     for (const path of [base, `${base}/settings`, `${base}/rotate-secret`]) {
@@ -225,7 +215,7 @@ describe('rotating the ClientSecret in the portal', () => {
 
   it('shows the new secret once (200, no-store), ends the old one, and records the developer who did it', async () => {
     const app = await newApp();
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
     const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
     assert.equal(response.status, 200);
@@ -363,7 +353,7 @@ describe("an app's settings in the portal", () => {
 
   it('revoke all tokens of a kind once confirmed', async () => {
     const app = await newApp();
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     for (const fields of [{ kind: 'admin' }, { confirm: 'yes' }, { kind: 'everything', confirm: 'yes' }] as Record<string, string>[]) {
       const refused = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, ...fields });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeClock } from '../helpers/clock.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper } from '../helpers/portal.js';
+import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
 import { OPERATOR } from '../../src/request-context.js';
@@ -19,8 +19,7 @@ const server = serverForSuite({}, async () => {
   const ownerAccount = await createDeveloper(server, 'owner@example.com');
   await createDeveloper(server, 'helper@example.com');
   await createDeveloper(server, 'other@example.com');
-  app = appOn(server, await server.tessera.ownedApps.create('Shop', ownerAccount.email, OPERATOR));
-  await addCollaborator(server, app.appId, 'helper@example.com');
+  app = await createSharedApp(server, 'Shop', ownerAccount.email, 'helper@example.com');
   [owner, collaborator, other] = await Promise.all([
     signInOverHttp(server, 'owner@example.com'),
     signInOverHttp(server, 'helper@example.com'),
