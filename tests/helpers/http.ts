@@ -141,3 +141,17 @@ export function revokeToken(appUrl: string, token: string, authorization = beare
 export function introspectToken(appUrl: string, token: string, authorization: string, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
   return postAs(`${appUrl}/oauth2/introspect`, authorization, { token }, encoding);
 }
+
+/**
+ * `{"token.issued anonymous": 3, "token.refused attempted:admin invalid_client": 1, "token.refused - invalid_token": 1, …}`
+ * of an answer of `/events/counts`: a refused attempt names what it asked to be, never an actor.
+ */
+export function countTotalsOf(response: JsonResponse): Record<string, number> {
+  assert.equal(response.status, 200, response.text);
+  const totals: Record<string, number> = {};
+  for (const total of response.body.totals) {
+    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
+    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
+  }
+  return totals;
+}
