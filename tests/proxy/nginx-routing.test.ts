@@ -8,6 +8,7 @@ import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { assertError } from '../helpers/assert.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
 import { basic, bearer, request } from '../helpers/http.js';
+import { closeServer } from '../helpers/listen.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -92,7 +93,7 @@ describe('forward authentication through nginx to an Express upstream that route
 
   after(async () => {
     await nginx?.stop();
-    await new Promise<void>((resolve) => (upstream === undefined ? resolve() : upstream.close(() => resolve())));
+    await closeServer(upstream);
     await tessera?.close();
   });
 
