@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { OPERATOR } from '../../src/request-context.js';
+import type { TestBrowser } from './browser.js';
 import { appOn, type AppEndpoint } from './http.js';
 import type { TestServer } from './server.js';
 
@@ -43,6 +44,13 @@ export async function signIn(page: Page, server: TestServer, email: string, pass
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await follow(page, () => page.getByRole('button', { name: 'Sign in' }).click());
+}
+
+/** A new tab of the browser, signed in as `email`. */
+export async function signedInPage(browser: TestBrowser, server: TestServer, email: string): Promise<Page> {
+  const page = await browser.newPage();
+  await signIn(page, server, email);
+  return page;
 }
 
 /** Clicks a link or submits a form, and waits for the page it leads to. */
