@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
-import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
+import { childrenOfFile, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
 import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
 import { portalClient } from '../helpers/portal-http.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess, TESSERA_BIN } from '../helpers/process.js';
@@ -14,9 +14,7 @@ import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess, TE
 const BIN = TESSERA_BIN;
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 interface Store {
   dir: string;
