@@ -52,6 +52,16 @@ export function whoami(appUrl: string, authorization?: string): Promise<JsonResp
   return requestAs(`${appUrl}/whoami`, authorization);
 }
 
+/** Whether the app's whoami accepts the token (200). */
+export async function tokenWorks(appUrl: string, token: string): Promise<boolean> {
+  return (await whoami(appUrl, bearer(token))).status === 200;
+}
+
+/** The id of the key an anonymous token is signed with: its bytes 1 and 2. */
+export function signingKeyIdOf(anonymousToken: string): number {
+  return Buffer.from(anonymousToken, 'base64url').readUInt16BE(1);
+}
+
 /** The keys of an app that its token requests need. */
 export type AppCredentials = Pick<AppKeys, 'appId' | 'appKey' | 'clientId' | 'clientSecret'>;
 
@@ -93,9 +103,14 @@ export function tokenRequestInit(appId: string, fields: Record<string, unknown>,
   };
 }
 
+/** The app's token endpoint. */
+export function tokenUrl(target: { appUrl: string }): string {
+  return `${target.appUrl}/oauth2/token`;
+}
+
 /** POST a JSON token request to the app's token endpoint, with the Basic header of the app. */
 export function requestToken(target: AppTarget, fields: Record<string, unknown>, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  return request(`${target.appUrl}/oauth2/token`, tokenRequestInit(credentialsOf(target).appId, fields, headers));
+  return request(tokenUrl(target), tokenRequestInit(credentialsOf(target).appId, fields, headers));
 }
 
 /** The access token of a token request that must succeed. */

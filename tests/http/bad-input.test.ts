@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { errorProblems } from '../helpers/assert.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, type JsonResponse } from '../helpers/http.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, tokenUrl, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
@@ -39,7 +39,6 @@ const server = serverForSuite();
 let adminToken: string;
 let anonymousToken: string;
 
-const tokenUrl = (s: TestServer) => `${s.appUrl}/oauth2/token`;
 const tokenPath = (s: TestServer) => `/api/apps/${s.app.appId}/oauth2/token`;
 const whoamiPath = (s: TestServer) => `/api/apps/${s.app.appId}/whoami`;
 

@@ -12,6 +12,7 @@ import {
   bearer,
   formBody,
   request,
+  tokenUrl,
   whoami,
   type AppEndpoint,
   type JsonResponse,
@@ -34,7 +35,6 @@ const server = serverForSuite();
 function post(url: string, headers: Record<string, string>, body: string): Promise<JsonResponse> {
   return request(url, { method: 'POST', headers, body });
 }
-const tokenUrl = (target: { appUrl: string }) => `${target.appUrl}/oauth2/token`;
 
 function assertToken(response: JsonResponse, id: string): string {
   assert.equal(response.status, 200, response.text);

@@ -3,7 +3,7 @@ import { beforeEach, describe, it } from 'node:test';
 import type { AppDescription } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { adminFields, adminTokenOf, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { adminFields, adminTokenOf, requestToken, tokenWorks, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { serverForSuite } from '../helpers/server.js';
@@ -46,10 +46,6 @@ function everyForm(app: CreatedApp): [string, Record<string, string>][] {
   ];
 }
 
-async function adminTokenWorks(app: AppEndpoint, token: string): Promise<boolean> {
-  return (await whoami(app.appUrl, bearer(token))).status === 200;
-}
-
 async function secretWorks(app: AppEndpoint, clientSecret: string): Promise<boolean> {
   const target = { ...app, clientSecret };
   return (await requestToken(target, adminFields(target))).status === 200;
@@ -80,7 +76,7 @@ describe("an app's forms in the portal", () => {
     }
     assert.deepEqual(await stateOf(app.appId), before);
     assert.ok(await secretWorks(app, app.clientSecret), 'the ClientSecret is the same');
-    assert.ok(await adminTokenWorks(app, adminToken), 'no token was revoked');
+    assert.ok(await tokenWorks(app.appUrl, adminToken), 'no token was revoked');
   });
 
   it("answer another developer 404 for every page and form of the app, and change nothing", async () => {
@@ -100,7 +96,7 @@ describe("an app's forms in the portal", () => {
     }
     assert.deepEqual(await stateOf(app.appId), before);
     assert.ok(await secretWorks(app, app.clientSecret));
-    assert.ok(await adminTokenWorks(app, adminToken));
+    assert.ok(await tokenWorks(app.appUrl, adminToken));
     // An app that does not exist answers the same.
     const missing = await other.post('/portal/apps/0000000000000000/settings', { ...everyForm(app)[1]![1], _csrf: csrf });
     assert.equal(missing.status, 404);
@@ -225,7 +221,7 @@ describe('rotating the ClientSecret in the portal', () => {
     assert.match(response.text, /Admin tokens revoked: 1\./);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
     assert.ok(await secretWorks(app, newSecret));
-    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    assert.ok(!(await tokenWorks(app.appUrl, adminToken)));
     const overview = await owner.page(`/portal/apps/${app.appId}`);
     assert.ok(!overview.text.includes(newSecret), 'never shown again');
 
@@ -360,11 +356,11 @@ describe("an app's settings in the portal", () => {
       assert.equal(refused.status, 400, JSON.stringify(fields));
       assert.match(refused.text, /role="alert"/);
     }
-    assert.ok(await adminTokenWorks(app, adminToken));
+    assert.ok(await tokenWorks(app.appUrl, adminToken));
     const response = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, kind: 'admin', confirm: 'yes' });
     assert.equal(response.status, 303);
     assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=revoked-admin`);
-    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    assert.ok(!(await tokenWorks(app.appUrl, adminToken)));
     await server.tessera.events.flush();
     const { events } = await server.tessera.events.list(app.appId, { type: 'token.revoked', limit: 10 });
     assert.equal(events[0]?.principal, 'developer');

@@ -5,7 +5,7 @@ import { MAX_BODY_BYTES } from '../../src/server.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, formBody, request, requestToken, whoami, type JsonResponse } from '../helpers/http.js';
+import { adminFields, anonymousFields, basic, bearer, formBody, request, requestToken, tokenUrl, whoami, type JsonResponse } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // The contract's "The token endpoint" and "Errors" sections (429 is covered elsewhere), through a
@@ -14,10 +14,6 @@ import { serverForSuite, type TestServer } from '../helpers/server.js';
 const NEVER_EXPIRES_IN = 2147483646;
 const TOKEN_KEYS = ['id', 'access_token', 'expires_in', 'token_type'];
 const URL_SAFE = /^[A-Za-z0-9._~-]+$/;
-
-function tokenUrl(server: TestServer): string {
-  return `${server.appUrl}/oauth2/token`;
-}
 
 /** POST a raw body to the app's token endpoint; the Basic header of the app unless headers say otherwise. */
 function postToken(server: TestServer, body: string, headers: Record<string, string>): Promise<JsonResponse> {

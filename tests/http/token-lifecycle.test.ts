@@ -15,6 +15,7 @@ import {
   requestAs,
   requestToken,
   revokeToken,
+  tokenWorks,
   whoami,
 } from '../helpers/http.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -193,12 +194,10 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     const tokenOf = async (fields: Record<string, unknown>) => (await requestToken(fresh, fields)).body.access_token as string;
     const adminOf = () => tokenOf(adminFields(fresh));
     const anonymousOf = () => tokenOf(anonymousFields(fresh));
-    const works = async (token: string) =>
-      (await whoami(fresh.appUrl, bearer(token))).status === 200;
 
     const anonymous = [await anonymousOf(), await anonymousOf()];
     const admins = [await adminOf(), await adminOf()];
-    for (const token of [...anonymous, ...admins]) assert.ok(await works(token));
+    for (const token of [...anonymous, ...admins]) assert.ok(await tokenWorks(fresh.appUrl, token));
 
     const refused = await requestAs(`${fresh.appUrl}/tokens?kind=anonymous`, bearer(anonymous[0]!), 'DELETE');
     assertError(refused, 403, 'ADMIN_REQUIRED');
@@ -207,13 +206,13 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     assert.equal(byKind.status, 200, byKind.text);
     // Anonymous tokens are self-verifying: none is stored, all are ended by the app's cut-off.
     assertAppRevocation(byKind.body, { appId: fresh.appId, kind: 'anonymous', revoked: 0 });
-    for (const token of anonymous) assert.equal(await works(token), false);
-    for (const token of admins) assert.equal(await works(token), true);
+    for (const token of anonymous) assert.equal(await tokenWorks(fresh.appUrl, token), false);
+    for (const token of admins) assert.equal(await tokenWorks(fresh.appUrl, token), true);
 
     const all = await requestAs(`${fresh.appUrl}/tokens?kind=all`, bearer(admins[0]!), 'DELETE');
     assertAppRevocation(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
-    for (const token of admins) assert.equal(await works(token), false);
-    assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
+    for (const token of admins) assert.equal(await tokenWorks(fresh.appUrl, token), false);
+    assert.ok(await tokenWorks(fresh.appUrl, await anonymousOf()), 'new tokens work after a revocation');
   });
 
   it('says what a revoke-all did in words: every anonymous token issued up to the cut-off is refused, however many (none is stored)', async () => {
