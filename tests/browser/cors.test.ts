@@ -1,39 +1,30 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
 import { basic, bearer } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // Chromium, on a page of another origin than Tessera's, calling Tessera with fetch: what the browser
 // lets the page read, for an origin the app lists and for one it does not.
 
-let browser: TestBrowser;
-let server: TestServer;
-/** A server whose token endpoint allows 2 requests a minute from an address. */
-let limited: TestServer;
 let page: Page;
 let otherPage: Page;
 
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-  limited = await startServer({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
-  });
-  for (const tessera of [server, limited]) {
-    await tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
-  }
+const browser = browserForSuite(async () => {
   page = await browser.openPage(FETCH_PAGE);
   otherPage = await browser.openPage(FETCH_PAGE, { origin: browser.otherOrigin });
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await limited?.close();
-});
+/** Lets a page of the browser's origin call the server's app. */
+const allowBrowserOrigin = (tessera: TestServer) => tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
+const server = serverForSuite({}, allowBrowserOrigin);
+/** A server whose token endpoint allows 2 requests a minute from an address. */
+const limited = serverForSuite(
+  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 } },
+  allowBrowserOrigin,
+);
 
 /** A token request as a web app sends it: JSON, with Basic AppID (a preflight goes first). */
 function tokenRequest(target: TestServer, clientId: string, clientSecret: string) {

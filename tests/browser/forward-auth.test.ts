@@ -8,6 +8,7 @@ import { startBrowser, type TestBrowser } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
 import { anonymousFields, basic, bearer, requestToken } from '../helpers/http.js';
+import { closeServer, listenOnLoopback } from '../helpers/listen.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
@@ -40,7 +41,7 @@ function startUpstream(seen: Seen[]): Promise<Server> {
       res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*', 'retry-after': '7' }).end(JSON.stringify(record));
     });
   });
-  return new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(server)));
+  return listenOnLoopback(server);
 }
 
 let browser: TestBrowser;
@@ -70,7 +71,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await nginx?.stop();
-  await new Promise<void>((resolve) => (upstream === undefined ? resolve() : upstream.close(() => resolve())));
+  await closeServer(upstream);
   await tessera?.close();
 });
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { browserForSuite } from '../helpers/browser.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // The kii-cloud-sdk browser bundle in a page of another origin: `Kii.authenticateAsAppAdmin` asks
 // the SDK token path (`/api/oauth2/token`, the app in X-Kii-AppID), whose preflight cannot name the
@@ -12,19 +12,10 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 const require = createRequire(import.meta.url);
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
+const browser = browserForSuite(async () => {
   browser.serveFile('/KiiSDK.js', require.resolve('kii-cloud-sdk/KiiSDK.js'), 'text/javascript');
-  server = await startServer();
-  await server.tessera.apps.configure(server.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const server = serverForSuite({}, () => server.tessera.apps.configure(server.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR));
 
 const SDK_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with the Kii SDK</title>\n<script src="/KiiSDK.js"></script>\n';
 

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper, follow, PASSWORD, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { addCollaborator, createDeveloper, follow, PASSWORD, signedInPage, signIn } from '../helpers/portal.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 // Every page of the portal, in the states a developer sees it in, checked by axe-core (WCAG 2.1 A
 // and AA, and axe's best practices) at a desktop's width and at a phone's; and the way from signing
@@ -19,17 +19,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core'), 'utf8');
 const WIDTHS = [1280, 375];
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const browser = browserForSuite();
+const server = serverForSuite();
 
 interface Violation {
   id: string;
@@ -55,12 +46,6 @@ async function assertAccessible(page: Page, what: string): Promise<void> {
   }
   await page.setViewportSize(size);
   assert.deepEqual(found, [], `${what} (${page.url()}):\n${found.join('\n')}`);
-}
-
-async function signedIn(email: string): Promise<Page> {
-  const page = await browser.newPage();
-  await signIn(page, server, email);
-  return page;
 }
 
 async function submit(page: Page, button: string): Promise<void> {
@@ -126,7 +111,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
 
   it('the apps list, empty and with apps; the new app form, with its error; the created app', async () => {
     await createDeveloper(server, 'new@example.com');
-    const page = await signedIn('new@example.com');
+    const page = await signedInPage(browser, server, 'new@example.com');
     await assertAccessible(page, 'the apps list, empty');
     await page.goto(`${server.baseUrl}/portal/apps/new`);
     await assertAccessible(page, 'the new app form');
@@ -145,18 +130,18 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   });
 
   it("an app's overview, owner and collaborator", async () => {
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     await assertAccessible(page, 'the overview, owner');
     await page.close();
-    const collaborator = await signedIn('collaborator@example.com');
+    const collaborator = await signedInPage(browser, server, 'collaborator@example.com');
     await collaborator.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     await assertAccessible(collaborator, 'the overview, collaborator');
     await collaborator.close();
   });
 
   it('settings, with an error, and saved', async () => {
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/settings`);
     await assertAccessible(page, 'settings');
     await page.getByLabel('Web pages allowed to call the service').fill('https://app.example.com/path');
@@ -171,7 +156,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   });
 
   it('events, with charts of data', async () => {
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/events`);
     assert.ok((await page.locator('li.event').count()) > 0);
     assert.ok(Number(await page.locator('#chart-hourly').getAttribute('data-issued')) > 0);
@@ -181,7 +166,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
 
   it('people, with an invitation link shown; removing a collaborator; accepting an invitation', async () => {
     await createDeveloper(server, 'ben@example.com');
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/people`);
     await assertAccessible(page, 'people');
     await page.getByLabel('Email').fill('ben@example.com');
@@ -192,7 +177,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await assertAccessible(page, 'removing a collaborator');
     await page.close();
 
-    const invitee = await signedIn('ben@example.com');
+    const invitee = await signedInPage(browser, server, 'ben@example.com');
     await invitee.goto(link);
     assert.equal(await invitee.getByRole('button', { name: 'Accept invitation' }).count(), 1);
     await assertAccessible(invitee, 'accept-invitation');
@@ -200,7 +185,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   });
 
   it('account, with its error', async () => {
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/account`);
     await assertAccessible(page, 'account');
     await page.getByLabel('Current password').fill('not the password at all');
@@ -213,7 +198,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   });
 
   it('the 404 and 403 pages', async () => {
-    const page = await signedIn('collaborator@example.com');
+    const page = await signedInPage(browser, server, 'collaborator@example.com');
     assert.equal((await page.goto(`${server.baseUrl}/portal/apps/0000000000000000`))?.status(), 404);
     await assertAccessible(page, 'the 404 page');
     assert.equal((await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/rotate-secret`))?.status(), 403);
@@ -225,7 +210,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   it('the overview with the leaked-secret warning; rotate-secret, with its error; the rotated secret', async () => {
     const exposed = await requestToken(app, adminFields(app), { origin: 'https://shop.example' });
     assert.equal(exposed.status, 400, exposed.text);
-    const page = await signedIn(owner.email);
+    const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     assert.equal(await page.locator('[data-warning=secret-exposed]').count(), 1);
     await assertAccessible(page, 'the overview with the leaked-secret warning');

@@ -1,44 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { CreatedApp } from '../../src/apps/service.js';
-import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { FETCH_PAGE, pageFetch, type PageRead } from '../helpers/fetch-page.js';
-import { adminFields, anonymousFields, appOn, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, basic, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper, createSharedApp, follow, screenshot, screenshots, signedInPage } from '../helpers/portal.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // What a developer does to an app in the portal, in Chromium: its settings (an allowed origin that
 // a web page then gets tokens from), rotating its ClientSecret with and without a grace period,
 // revoking its tokens, deleting it; and what a collaborator may not do.
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
+const browser = browserForSuite();
+const server = serverForSuite({}, async () => {
   await createDeveloper(server, 'owner@example.com');
   await createDeveloper(server, 'collaborator@example.com');
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
 
 /** A new app of owner@example.com, and collaborator@example.com invited to it and accepted. */
-async function newApp(name: string): Promise<CreatedApp & AppEndpoint> {
-  const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  await addCollaborator(server, created.appId, 'collaborator@example.com');
-  return appOn(server, created);
-}
-
-async function signedIn(email: string): Promise<Page> {
-  const page = await browser.newPage();
-  await signIn(page, server, email);
-  return page;
-}
+const newApp = (name: string) => createSharedApp(server, name, 'owner@example.com', 'collaborator@example.com');
 
 /** From the app's overview, through the confirmation form, to the new secret: its value. */
 async function rotateThroughTheForm(page: Page, app: CreatedApp, grace: (page: Page) => Promise<void>, shots = false): Promise<string> {
@@ -63,7 +44,7 @@ async function adminTokenWith(app: AppEndpoint, clientSecret: string) {
 describe("an app's owner in the portal", () => {
   it('allows a web origin in the settings, and a page on that origin gets an anonymous token', async () => {
     const app = await newApp('Shop');
-    const page = await signedIn('owner@example.com');
+    const page = await signedInPage(browser, server, 'owner@example.com');
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     await screenshots(page, 'app-overview');
     // On the narrowest phone, the app's four tabs stay on one row.
@@ -104,7 +85,7 @@ describe("an app's owner in the portal", () => {
 
   it('rotates the ClientSecret without a grace period: the old one is refused at once, the new one works', async () => {
     const app = await newApp('Rotated at once');
-    const page = await signedIn('owner@example.com');
+    const page = await signedInPage(browser, server, 'owner@example.com');
 
     // A wrong ClientID rotates nothing.
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/rotate-secret`);
@@ -125,7 +106,7 @@ describe("an app's owner in the portal", () => {
 
   it('rotates once when the button is pressed again while the answer is pending: the new secret is shown, and the grace period chosen holds', async () => {
     const app = await newApp('Pressed twice');
-    const page = await signedIn('owner@example.com');
+    const page = await signedInPage(browser, server, 'owner@example.com');
     const posts: string[] = [];
     // The server's answer to the form reaches the browser a second late, as on a slow network.
     await page.route('**/rotate-secret', async (route) => {
@@ -160,7 +141,7 @@ describe("an app's owner in the portal", () => {
 
   it('rotates the ClientSecret with a grace period: both work, then only the new one', async () => {
     const app = await newApp('Rotated with grace');
-    const page = await signedIn('owner@example.com');
+    const page = await signedInPage(browser, server, 'owner@example.com');
     const newSecret = await rotateThroughTheForm(page, app, async (form) => {
       await form.getByLabel('For another period:').check();
       await form.getByLabel('Seconds, from 1 to').fill('5');
@@ -200,7 +181,7 @@ describe("an app's owner in the portal", () => {
     const app = await newApp('Short-lived');
     const admin = (await adminTokenWith(app, app.clientSecret)).body.access_token as string;
     const anonymous = (await requestToken(app, anonymousFields(app))).body.access_token as string;
-    const page = await signedIn('owner@example.com');
+    const page = await signedInPage(browser, server, 'owner@example.com');
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/settings`);
     await page.getByLabel('All tokens, of both kinds').check();
     await page.getByLabel('Yes, revoke them now').check();
@@ -225,7 +206,7 @@ describe("an app's owner in the portal", () => {
 describe('a collaborator in the portal', () => {
   it('sees no "Rotate ClientSecret" button nor "Delete app", and is refused both (403)', async () => {
     const app = await newApp('Shared');
-    const page = await signedIn('collaborator@example.com');
+    const page = await signedInPage(browser, server, 'collaborator@example.com');
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Shared');
     assert.equal(await page.getByRole('button', { name: 'Rotate ClientSecret' }).count(), 0);

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // The events page in Chromium, as a developer watches their app: its events, the filter and the
 // pages of older ones, new events and the chart moving while the page is open, and the warning
@@ -13,15 +13,12 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 const HOUR = 3_600_000;
 
-let browser: TestBrowser;
-let server: TestServer;
 let app: AppEndpoint;
 /** The server's clock runs this far from the real one: to record some history in earlier hours and days. */
 let offset = 0;
 
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer({ clock: { now: () => Date.now() + offset } });
+const browser = browserForSuite();
+const server = serverForSuite({ clock: { now: () => Date.now() + offset } }, async () => {
   const owner = await createDeveloper(server, 'ada@example.com');
   app = appOn(server, await server.tessera.ownedApps.create('Shop', owner.email, OPERATOR));
   // A day and a month of use: anonymous tokens through the day, an admin token now and then, and
@@ -39,10 +36,6 @@ before(async () => {
   }
   offset = 0;
   await server.tessera.events.flush();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
 });
 
 const eventsUrl = () => `${server.baseUrl}/portal/apps/${app.appId}/events`;

@@ -1,25 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { addCollaborator, createDeveloper, follow, PASSWORD, screenshots, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 // People and accounts in Chromium: an owner invites a collaborator who signs in and accepts; a
 // password set through the operator's link; a password changed; sign-up, open or not.
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const browser = browserForSuite();
+const server = serverForSuite();
 
 const NEW_PASSWORD = 'a brand new password, long';
 

@@ -1,26 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 // The developer portal in Chromium, as a developer uses it: sign in, create an app, copy its keys,
 // get tokens with them; and what one developer cannot do to another's apps.
 
-let browser: TestBrowser;
-let server: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const browser = browserForSuite();
+const server = serverForSuite();
 
 /** The value of each key the page shows, by its `data-key`. */
 async function keysOn(page: Page): Promise<Record<string, string>> {

@@ -1,35 +1,24 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
-import { startBrowser, type TestBrowser } from '../helpers/browser.js';
+import { browserForSuite } from '../helpers/browser.js';
 import { revokeToken } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // tessera/client in Chromium, as a web app uses it: a page of another origin imports the module the
 // server serves (`/tessera-client.js`, no bundler) and calls Tessera through it.
 
-let browser: TestBrowser;
-let server: TestServer;
+const browser = browserForSuite();
+/** Lets a page of the browser's origin call the server's app. */
+const allowBrowserOrigin = (tessera: TestServer) => tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
+const server = serverForSuite({}, allowBrowserOrigin);
 /** A server whose token endpoint allows 1 request a minute from an address. */
-let limited: TestServer;
-
-before(async () => {
-  browser = await startBrowser();
-  server = await startServer();
-  limited = await startServer({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
-  });
-  for (const tessera of [server, limited]) {
-    await tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
-  }
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  await limited?.close();
-});
+const limited = serverForSuite(
+  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 } },
+  allowBrowserOrigin,
+);
 
 const EMPTY_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with tessera/client</title>\n';
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isTesseraError } from '../../src/errors.js';
 import type { JsonResponse } from './http.js';
 
 // The contract's checks on an answer, shared by every test that talks HTTP to Tessera or to a
@@ -33,6 +34,17 @@ export function errorProblems(response: Answer, status: number, code: string): s
   if (response.text.includes('%')) problems.push('body contains a % character');
   if (!(response.headers?.get('content-type') ?? '').startsWith('application/json')) problems.push('content-type is not JSON');
   return problems;
+}
+
+/** The code of the Tessera error `promise` rejects with, or `resolved`; any other error is thrown on. */
+export async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (error) {
+    if (isTesseraError(error)) return error.code;
+    throw error;
+  }
 }
 
 /** Asserts the contract's error: status, code in both fields, a message, JSON, no '%'. */

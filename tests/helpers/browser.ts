@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { closeServer, listenOnLoopback } from './listen.js';
+import { forSuite } from './suite.js';
 
 // A real browser for the tests: Debian's Chromium (`.ci/run` installs it), driven by playwright-core,
 // with pages served from origins of their own, so that every request a page makes to Tessera is a
@@ -44,7 +46,7 @@ export interface TestBrowser {
 /** Chromium with a fresh profile, and a server for its pages. */
 export async function startBrowser(): Promise<TestBrowser> {
   const files = new Map<string, { body: Buffer; contentType: string }>();
-  const pageServer = await listen(
+  const pageServer = await listenOnLoopback(
     createServer((request, response) => {
       const file = files.get(new URL(request.url ?? '/', 'http://page').pathname);
       if (file === undefined) {
@@ -95,11 +97,12 @@ export async function startBrowser(): Promise<TestBrowser> {
   };
 }
 
-function listen(server: Server): Promise<Server> {
-  return new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(server)));
+/** Chromium for the tests of the suite this is called in: see `forSuite`. */
+export function browserForSuite(setUp?: (browser: TestBrowser) => Promise<unknown>): TestBrowser {
+  return forSuite(startBrowser, setUp);
 }
 
 function close(server: Server): Promise<void> {
   server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
+  return closeServer(server);
 }

@@ -65,6 +65,14 @@ export class Children {
   }
 }
 
+/** The children of a test file: killed by its after() hook, and when it exits, whatever happened. */
+export function childrenOfFile(): Children {
+  const children = new Children();
+  after(() => children.killAll());
+  process.once('exit', () => children.killAllNow());
+  return children;
+}
+
 /** `tessera serve` (entry = a compiled src/cli/main.js) over `databaseUrl`, registered in `children`. */
 export async function startTessera(
   children: Children,

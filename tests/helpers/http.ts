@@ -52,6 +52,16 @@ export function whoami(appUrl: string, authorization?: string): Promise<JsonResp
   return requestAs(`${appUrl}/whoami`, authorization);
 }
 
+/** Whether the app's whoami accepts the token (200). */
+export async function tokenWorks(appUrl: string, token: string): Promise<boolean> {
+  return (await whoami(appUrl, bearer(token))).status === 200;
+}
+
+/** The id of the key an anonymous token is signed with: its bytes 1 and 2. */
+export function signingKeyIdOf(anonymousToken: string): number {
+  return Buffer.from(anonymousToken, 'base64url').readUInt16BE(1);
+}
+
 /** The keys of an app that its token requests need. */
 export type AppCredentials = Pick<AppKeys, 'appId' | 'appKey' | 'clientId' | 'clientSecret'>;
 
@@ -93,9 +103,14 @@ export function tokenRequestInit(appId: string, fields: Record<string, unknown>,
   };
 }
 
+/** The app's token endpoint. */
+export function tokenUrl(target: { appUrl: string }): string {
+  return `${target.appUrl}/oauth2/token`;
+}
+
 /** POST a JSON token request to the app's token endpoint, with the Basic header of the app. */
 export function requestToken(target: AppTarget, fields: Record<string, unknown>, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  return request(`${target.appUrl}/oauth2/token`, tokenRequestInit(credentialsOf(target).appId, fields, headers));
+  return request(tokenUrl(target), tokenRequestInit(credentialsOf(target).appId, fields, headers));
 }
 
 /** The access token of a token request that must succeed. */
@@ -115,11 +130,43 @@ export function anonymousTokenOf(target: AppTarget, extra: Record<string, unknow
   return issueToken(target, anonymousFields(target, extra));
 }
 
-/** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
-export function revokeToken(appUrl: string, token: string, authorization = bearer(token)): Promise<JsonResponse> {
-  return request(`${appUrl}/oauth2/revoke`, {
+/** How a request body is sent: JSON, or url-encoded as an HTML form (and OAuth2's RFCs) sends it. */
+export type BodyEncoding = 'json' | 'form';
+
+/** The fields url-encoded, each value as its string. */
+export function formBody(fields: Record<string, unknown>): string {
+  return new URLSearchParams(Object.entries(fields).map(([name, value]): [string, string] => [name, String(value)])).toString();
+}
+
+/** POST `body` to `url` with this Authorization header, as JSON or as a form (`body` then holds the fields). */
+export function postAs(url: string, authorization: string, body: unknown, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return request(url, {
     method: 'POST',
-    headers: { authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
+    headers: { authorization, 'content-type': encoding === 'json' ? 'application/json' : 'application/x-www-form-urlencoded' },
+    body: encoding === 'json' ? JSON.stringify(body) : formBody(body as Record<string, unknown>),
   });
+}
+
+/** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
+export function revokeToken(appUrl: string, token: string, authorization = bearer(token), encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return postAs(`${appUrl}/oauth2/revoke`, authorization, { token }, encoding);
+}
+
+/** POST the app's introspection endpoint `{"token": token}`; `authorization` is the caller's (an admin, to be answered). */
+export function introspectToken(appUrl: string, token: string, authorization: string, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+  return postAs(`${appUrl}/oauth2/introspect`, authorization, { token }, encoding);
+}
+
+/**
+ * `{"token.issued anonymous": 3, "token.refused attempted:admin invalid_client": 1, "token.refused - invalid_token": 1, …}`
+ * of an answer of `/events/counts`: a refused attempt names what it asked to be, never an actor.
+ */
+export function countTotalsOf(response: JsonResponse): Record<string, number> {
+  assert.equal(response.status, 200, response.text);
+  const totals: Record<string, number> = {};
+  for (const total of response.body.totals) {
+    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
+    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
+  }
+  return totals;
 }

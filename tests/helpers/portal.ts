@@ -1,8 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import type { CreatedApp } from '../../src/apps/service.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { OPERATOR } from '../../src/request-context.js';
+import type { TestBrowser } from './browser.js';
+import { appOn, type AppEndpoint } from './http.js';
 import type { TestServer } from './server.js';
 
 /** A password the portal's rules accept. */
@@ -28,12 +31,26 @@ export async function addCollaborator(server: TestServer, appId: string, email: 
   await server.tessera.members.acceptInvitation(linkTokenOf(invitation.path), developer, { clientAddress: null, by: { kind: 'developer', developerId: developer.id } });
 }
 
+/** A new app owned by `owner`, with `collaborator` invited and accepted. */
+export async function createSharedApp(server: TestServer, name: string, owner: string, collaborator: string): Promise<CreatedApp & AppEndpoint> {
+  const created = await server.tessera.ownedApps.create(name, owner, OPERATOR);
+  await addCollaborator(server, created.appId, collaborator);
+  return appOn(server, created);
+}
+
 /** Signs in through the sign-in form, as a person does. */
 export async function signIn(page: Page, server: TestServer, email: string, password = PASSWORD): Promise<void> {
   await page.goto(`${server.baseUrl}/portal/sign-in`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await follow(page, () => page.getByRole('button', { name: 'Sign in' }).click());
+}
+
+/** A new tab of the browser, signed in as `email`. */
+export async function signedInPage(browser: TestBrowser, server: TestServer, email: string): Promise<Page> {
+  const page = await browser.newPage();
+  await signIn(page, server, email);
+  return page;
 }
 
 /** Clicks a link or submits a form, and waits for the page it leads to. */

@@ -1,5 +1,6 @@
 import { createServer, request as forward, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeServer, listenOnLoopback } from './listen.js';
 
 /** A request as a client sent it. */
 export interface RecordedRequest {
@@ -37,7 +38,7 @@ export class RecordingProxy {
         upstream.end(body);
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await listenOnLoopback(server);
     this.#server = server;
     this.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
@@ -53,6 +54,6 @@ export class RecordingProxy {
     const server = this.#server;
     if (server === undefined) return;
     server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeServer(server);
   }
 }

@@ -13,6 +13,7 @@ import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
+import { forSuite } from './suite.js';
 
 export const NO_LIMITS: RateLimitSettings = {
   enabled: false,
@@ -112,4 +113,9 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       if (options.testStore === undefined) await testStore.dispose();
     },
   };
+}
+
+/** A server for the tests of the suite this is called in: see `forSuite`. */
+export function serverForSuite(options: TestServerOptions = {}, setUp?: (server: TestServer) => Promise<unknown>): TestServer {
+  return forSuite(() => startServer(options), setUp);
 }

@@ -1,35 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR } from '../../src/request-context.js';
 import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from '../../src/tokens/anonymous-token.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminTokenOf, anonymousTokenOf, bearer, request, requestAs, revokeToken, whoami } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { adminTokenOf, anonymousTokenOf, bearer, introspectToken, requestAs, revokeToken, signingKeyIdOf, tokenWorks, whoami } from '../helpers/http.js';
+import { serverForSuite } from '../helpers/server.js';
 import { createSecretKey } from 'node:crypto';
 
 /** Self-verifying anonymous tokens through the real server: issue #13. */
 
 const MAX_REVOKED = 5;
-let server: TestServer;
 
-before(async () => {
-  server = await startServer({ revokedTokensMaxPerApp: MAX_REVOKED });
-});
-after(async () => {
-  await server.close();
-});
-
-const works = async (appUrl: string, token: string) => (await whoami(appUrl, bearer(token))).status === 200;
-
-function introspect(appUrl: string, admin: string, token: string) {
-  return request(`${appUrl}/oauth2/introspect`, {
-    method: 'POST',
-    headers: { authorization: bearer(admin), 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
-}
+const server = serverForSuite({ revokedTokensMaxPerApp: MAX_REVOKED });
 
 /** The key the store signs with, as an attacker who read the database would have it. */
 async function leakedSigningKey() {
@@ -58,7 +42,7 @@ describe('anonymous tokens', () => {
   it('work until their expiry and not one millisecond after', async () => {
     const expiresAt = Date.now() + 700;
     const token = await anonymousTokenOf(server, { expiresAt });
-    assert.ok(await works(server.appUrl, token));
+    assert.ok(await tokenWorks(server.appUrl, token));
     await sleep(Math.max(0, expiresAt - Date.now()) + 5);
     assertInvalidToken(await whoami(server.appUrl, bearer(token)));
   });
@@ -73,7 +57,7 @@ describe('anonymous tokens', () => {
       const tampered = token.slice(0, i) + replacement + token.slice(i + 1);
       assertInvalidToken(await whoami(server.appUrl, bearer(tampered)), tampered);
     }
-    assert.ok(await works(server.appUrl, token));
+    assert.ok(await tokenWorks(server.appUrl, token));
   });
 
   it('are answered by introspection from the token itself', async () => {
@@ -81,7 +65,7 @@ describe('anonymous tokens', () => {
     const expiresAt = Date.now() + 3_600_000;
     const before = Date.now();
     const token = await anonymousTokenOf(server, { expiresAt });
-    const answer = await introspect(server.appUrl, admin, token);
+    const answer = await introspectToken(server.appUrl, token, bearer(admin));
     assert.equal(answer.status, 200, answer.text);
     const { iat, ...rest } = answer.body as { iat: number };
     assert.deepEqual(rest, {
@@ -95,7 +79,7 @@ describe('anonymous tokens', () => {
       exp: Math.floor(expiresAt / 1000),
     });
     assert.ok(iat >= Math.floor(before / 1000) && iat <= Math.ceil(Date.now() / 1000));
-    assert.deepEqual((await introspect(server.appUrl, admin, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'))).body, { active: false });
+    assert.deepEqual((await introspectToken(server.appUrl, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'), bearer(admin))).body, { active: false });
   });
 
   it('can never be an admin token, even when made with a leaked key', async () => {
@@ -121,22 +105,21 @@ describe('keys', () => {
   it('rotate: older tokens keep working, new ones carry the new key; retire: every token of the old key is refused', async () => {
     const fresh = await createConfiguredApp(server, {}, 'Keys');
     const before = await anonymousTokenOf(fresh);
-    const keyOf = (token: string) => Buffer.from(token, 'base64url').readUInt16BE(1);
-    const oldKey = keyOf(before);
+    const oldKey = signingKeyIdOf(before);
     const rotated = await server.tessera.keys.rotate();
     const signing = rotated.find((key) => key.state === 'signing')!;
     assert.ok(signing.id > oldKey);
     assert.equal(rotated.find((key) => key.id === oldKey)?.state, 'verifying');
     const after = await anonymousTokenOf(fresh);
-    assert.equal(keyOf(after), signing.id);
-    assert.ok(await works(fresh.appUrl, before), 'a token of the older key works after a rotation');
-    assert.ok(await works(fresh.appUrl, after));
+    assert.equal(signingKeyIdOf(after), signing.id);
+    assert.ok(await tokenWorks(fresh.appUrl, before), 'a token of the older key works after a rotation');
+    assert.ok(await tokenWorks(fresh.appUrl, after));
 
     await assert.rejects(server.tessera.keys.retire(signing.id), /rotate first/);
     const retired = await server.tessera.keys.retire(oldKey);
     assert.equal(retired.find((key) => key.id === oldKey)?.state, 'retired');
     assertInvalidToken(await whoami(fresh.appUrl, bearer(before)));
-    assert.ok(await works(fresh.appUrl, after));
+    assert.ok(await tokenWorks(fresh.appUrl, after));
     const stored = (await server.tessera.store.keys.list()).find((key) => key.id === oldKey);
     assert.equal(stored?.secret, null, 'a retired key is erased');
     await assert.rejects(server.tessera.keys.retire(oldKey), /no active key/);
@@ -154,15 +137,15 @@ describe('revocation of anonymous tokens', () => {
     assertInvalidToken(await whoami(fresh.appUrl, bearer(own)));
     assert.equal((await revokeToken(fresh.appUrl, byAdmin, bearer(admin))).status, 200);
     assertInvalidToken(await whoami(fresh.appUrl, bearer(byAdmin)));
-    assert.ok(await works(fresh.appUrl, bystander));
+    assert.ok(await tokenWorks(fresh.appUrl, bystander));
     const held = await anonymousTokenOf(fresh);
     assert.equal((await revokeToken(fresh.appUrl, held, bearer(await anonymousTokenOf(fresh)))).status, 200);
     assertInvalidToken(await whoami(fresh.appUrl, bearer(held)));
-    assert.ok(await works(fresh.appUrl, bystander));
+    assert.ok(await tokenWorks(fresh.appUrl, bystander));
     assertError(await revokeToken(fresh.appUrl, admin, bearer(bystander)), 403, 'ADMIN_REQUIRED');
-    assert.ok(await works(fresh.appUrl, admin));
+    assert.ok(await tokenWorks(fresh.appUrl, admin));
     assert.equal((await revokeToken(fresh.appUrl, own, bearer(admin))).status, 200, 'revoking again is not an error');
-    assert.deepEqual((await introspect(fresh.appUrl, admin, own)).body, { active: false });
+    assert.deepEqual((await introspectToken(fresh.appUrl, own, bearer(admin))).body, { active: false });
   });
 
   it('keeps at most the configured number of revocations per app for callers without a secret; an admin can always revoke', async () => {
@@ -175,7 +158,7 @@ describe('revocation of anonymous tokens', () => {
     const refused = await revokeToken(fresh.appUrl, one);
     assertError(refused, 429, 'TOO_MANY_REQUESTS');
     assert.ok(refused.headers.get('retry-after'));
-    assert.ok(await works(fresh.appUrl, one));
+    assert.ok(await tokenWorks(fresh.appUrl, one));
     assert.equal((await revokeToken(fresh.appUrl, one, bearer(await adminTokenOf(fresh)))).status, 200);
     assertInvalidToken(await whoami(fresh.appUrl, bearer(one)));
     // An expired token needs nothing kept.
@@ -193,8 +176,8 @@ describe('revocation of anonymous tokens', () => {
     // Issued in the same millisecond as the revocation, or right after: it works.
     const after = await anonymousTokenOf(fresh);
     for (const token of before) assertInvalidToken(await whoami(fresh.appUrl, bearer(token)));
-    assert.ok(await works(fresh.appUrl, after));
-    assert.ok(await works(fresh.appUrl, admin), 'admin tokens are not touched by kind=anonymous');
+    assert.ok(await tokenWorks(fresh.appUrl, after));
+    assert.ok(await tokenWorks(fresh.appUrl, admin), 'admin tokens are not touched by kind=anonymous');
     // Through the operator's path too.
     await server.tessera.revoker.revokeAll(fresh.appId, 'all', OPERATOR);
     assertInvalidToken(await whoami(fresh.appUrl, bearer(after)));

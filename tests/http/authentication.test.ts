@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from '../helpers/assert.js';
@@ -19,22 +19,20 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { rawWithHeaderLines, type HeaderLine } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // The contract's "Authentication on every other request", through a real listening server.
 
 describe('authentication on every other request', () => {
-  let server: TestServer;
+  const server = serverForSuite();
   let adminToken: string;
   let anonymousToken: string;
   let other: CreatedApp;
   before(async () => {
-    server = await startServer();
     adminToken = await adminTokenOf(server);
     anonymousToken = await anonymousTokenOf(server);
     other = await server.tessera.apps.create('Another app');
   });
-  after(async () => server.close());
 
   describe('whoami in the three modes', () => {
     it('Basic anonymous', async () => {
@@ -367,11 +365,7 @@ describe('authentication on every other request', () => {
 
 describe('authentication: expired tokens (fake clock)', () => {
   const clock = new FakeClock();
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ clock });
-  });
-  after(async () => server.close());
+  const server = serverForSuite({ clock });
 
   it('an expired token: 401 INVALID_TOKEN, on whoami and on the admin feature', async () => {
     const expiresAt = clock.now() + 10_000;

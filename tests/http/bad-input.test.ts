@@ -1,10 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { errorProblems } from '../helpers/assert.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, type JsonResponse } from '../helpers/http.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, tokenUrl, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, rawRequest, type RawResponse } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * An attacker's and a confused newcomer's inputs, each through the real listening server. Every one must
@@ -34,12 +34,11 @@ interface Case {
   message?: RegExp;
 }
 
-let server: TestServer;
+const server = serverForSuite();
 /** Issued before the attack; must still work after it. */
 let adminToken: string;
 let anonymousToken: string;
 
-const tokenUrl = (s: TestServer) => `${s.appUrl}/oauth2/token`;
 const tokenPath = (s: TestServer) => `/api/apps/${s.app.appId}/oauth2/token`;
 const whoamiPath = (s: TestServer) => `/api/apps/${s.app.appId}/whoami`;
 
@@ -409,7 +408,6 @@ function check(testCase: Case, response: JsonResponse | RawResponse | null): voi
 
 describe('bad input: every one gets the contract\'s 4xx JSON error', () => {
   before(async () => {
-    server = await startServer();
     const admin = await request(tokenUrl(server), {
       method: 'POST',
       headers: { authorization: basic(server.app.appId), 'content-type': 'application/json' },
@@ -421,7 +419,6 @@ describe('bad input: every one gets the contract\'s 4xx JSON error', () => {
     adminToken = admin.body.access_token;
     anonymousToken = anonymous.body.access_token;
   });
-  after(async () => server.close());
 
   for (const testCase of cases) {
     const expected = testCase.anyContractError === true ? (testCase.status === 200 ? '200 or a contract 4xx' : 'a contract 4xx') : testCase.status === 200 ? '200' : `${testCase.status} ${testCase.code}`;

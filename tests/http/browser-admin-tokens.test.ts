@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, type AppEndpoint, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 /**
  * The seed's rule 2, "The ClientID and ClientSecret must not be embedded in a client application":
@@ -16,21 +16,14 @@ import { startServer, type TestServer } from '../helpers/server.js';
 const PAGE = 'https://app.example.com';
 const FAILURES_PER_ADDRESS = 3;
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer({
-    rateLimits: {
-      enabled: true,
-      tokenRequestsPerAddressPerMinute: 10_000,
-      adminFailuresPerAddressPerMinute: FAILURES_PER_ADDRESS,
-      adminFailuresPerAppPerMinute: 1_000,
-    },
-    trustedProxies: ['loopback'],
-  });
-});
-after(async () => {
-  await server?.close();
+const server = serverForSuite({
+  rateLimits: {
+    enabled: true,
+    tokenRequestsPerAddressPerMinute: 10_000,
+    adminFailuresPerAddressPerMinute: FAILURES_PER_ADDRESS,
+    adminFailuresPerAppPerMinute: 1_000,
+  },
+  trustedProxies: ['loopback'],
 });
 
 /** The four ways to ask for an admin token: JSON with Basic AppID, client_secret_basic, the SDK path in JSON and in its own type. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
@@ -10,12 +10,14 @@ import {
   anonymousTokenOf,
   basic,
   bearer,
+  formBody,
   request,
+  tokenUrl,
   whoami,
   type AppEndpoint,
   type JsonResponse,
 } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer } from '../helpers/server.js';
 
 /**
  * Client authentication as standard OAuth2 clients send it (RFC 6749 §2.3.1), on the token endpoint
@@ -28,17 +30,11 @@ import { startServer, type TestServer } from '../helpers/server.js';
 const FORM = 'application/x-www-form-urlencoded';
 const BASIC_CHALLENGE = 'Basic realm="tessera"';
 
-let server: TestServer;
-before(async () => {
-  server = await startServer();
-});
-after(async () => server.close());
+const server = serverForSuite();
 
 function post(url: string, headers: Record<string, string>, body: string): Promise<JsonResponse> {
   return request(url, { method: 'POST', headers, body });
 }
-const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-const tokenUrl = (target: { appUrl: string }) => `${target.appUrl}/oauth2/token`;
 
 function assertToken(response: JsonResponse, id: string): string {
   assert.equal(response.status, 200, response.text);
@@ -61,14 +57,14 @@ function assertInvalidClient(response: JsonResponse): void {
 describe('the token endpoint: client_secret_post, with no Authorization header', () => {
   it('issues both kinds of token from the body alone, as a form, as JSON and under the SDK media type', async () => {
     for (const type of [FORM, 'application/json', 'application/vnd.kii.OauthTokenRequest+json']) {
-      const encode = (fields: Record<string, unknown>) => (type === FORM ? form(fields as Record<string, string>) : JSON.stringify(fields));
+      const encode = (fields: Record<string, unknown>) => (type === FORM ? formBody(fields) : JSON.stringify(fields));
       await assertPrincipal(assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(adminFields(server))), server.app.adminId), 'admin');
       await assertPrincipal(assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(anonymousFields(server))), 'ANONYMOUS'), 'anonymous');
     }
   });
 
   it('a wrong ClientSecret: 401 invalid_client with WWW-Authenticate: Basic, the same answer as with the seed\'s header', async () => {
-    const wrong = form(adminFields(server, { client_secret: 'not-the-secret' }) as Record<string, string>);
+    const wrong = formBody(adminFields(server, { client_secret: 'not-the-secret' }));
     const without = await post(tokenUrl(server), { 'content-type': FORM }, wrong);
     const withSeedHeader = await post(tokenUrl(server), { 'content-type': FORM, authorization: basic(server.app.appId) }, wrong);
     assertInvalidClient(without);
@@ -76,7 +72,7 @@ describe('the token endpoint: client_secret_post, with no Authorization header',
   });
 
   it('a body with client_id but no client_secret: 400 invalid_request', async () => {
-    const response = await post(tokenUrl(server), { 'content-type': FORM }, form({ grant_type: 'client_credentials', client_id: server.app.clientId }));
+    const response = await post(tokenUrl(server), { 'content-type': FORM }, formBody({ grant_type: 'client_credentials', client_id: server.app.clientId }));
     assertError(response, 400, 'invalid_request');
     assert.match(response.body.message, /client_secret is required/);
   });
@@ -92,7 +88,7 @@ describe('the token endpoint: client_secret_basic of the anonymous client, Basic
       await assertPrincipal(assertToken(await post(tokenUrl(server), { ...headers, 'content-type': type }, body), 'ANONYMOUS'), 'anonymous');
     }
     const expiresAt = Date.now() + 3_600_000;
-    const expiring = await post(tokenUrl(server), { ...headers, 'content-type': FORM }, form({ grant_type: 'client_credentials', expiresAt: String(expiresAt) }));
+    const expiring = await post(tokenUrl(server), { ...headers, 'content-type': FORM }, formBody({ grant_type: 'client_credentials', expiresAt: String(expiresAt) }));
     assertToken(expiring, 'ANONYMOUS');
     assert.equal((await whoami(server.appUrl, bearer(expiring.body.access_token))).body.expiresAt, expiresAt);
   });
@@ -122,7 +118,7 @@ describe('the token endpoint: credentials in the header and in the body', () => 
     const response = await post(
       tokenUrl(server),
       { authorization: basic(server.app.clientId, server.app.clientSecret), 'content-type': FORM },
-      form(adminFields(server) as Record<string, string>),
+      formBody(adminFields(server)),
     );
     assertToken(response, server.app.adminId);
   });
@@ -134,13 +130,13 @@ describe('the token endpoint: credentials in the header and in the body', () => 
         const response = await post(
           tokenUrl(limited),
           { authorization: basic(limited.app.clientId, limited.app.clientSecret), 'content-type': FORM },
-          form(anonymousFields(limited) as Record<string, string>),
+          formBody(anonymousFields(limited)),
         );
         assertError(response, 400, 'invalid_request');
         assert.match(response.body.message, /differ/);
         assert.equal(response.headers.get('www-authenticate'), null);
       }
-      assertToken(await post(tokenUrl(limited), { 'content-type': FORM }, form(adminFields(limited) as Record<string, string>)), limited.app.adminId);
+      assertToken(await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited))), limited.app.adminId);
     } finally {
       await limited.close();
     }
@@ -178,11 +174,11 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
   const revokeUrl = () => `${server.appUrl}/oauth2/revoke`;
   const introspectUrl = () => `${server.appUrl}/oauth2/introspect`;
   const basicAdmin = () => ({ authorization: basic(server.app.clientId, server.app.clientSecret), 'content-type': FORM });
-  const postAdmin = (token: string) => form({ token, client_id: server.app.clientId, client_secret: server.app.clientSecret });
+  const postAdmin = (token: string) => formBody({ token, client_id: server.app.clientId, client_secret: server.app.clientSecret });
 
   it('ClientID and ClientSecret, Basic or in the body, are the admin: introspect and revoke any token of the app', async () => {
     for (const send of [
-      (url: string, token: string) => post(url, basicAdmin(), form({ token })),
+      (url: string, token: string) => post(url, basicAdmin(), formBody({ token })),
       (url: string, token: string) => post(url, { 'content-type': FORM }, postAdmin(token)),
       (url: string, token: string) => post(url, { 'content-type': 'application/json' }, JSON.stringify({ token, client_id: server.app.clientId, client_secret: server.app.clientSecret })),
     ]) {
@@ -207,8 +203,8 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
   it('AppID and AppKey, Basic or in the body, are the anonymous client: it revokes anonymous tokens of the app, never an admin token, and may not introspect', async () => {
     const admin = await adminTokenOf(server);
     for (const send of [
-      (url: string, token: string) => post(url, { authorization: basic(server.app.appId, server.app.appKey), 'content-type': FORM }, form({ token })),
-      (url: string, token: string) => post(url, { 'content-type': FORM }, form({ token, client_id: server.app.appId, client_secret: server.app.appKey })),
+      (url: string, token: string) => post(url, { authorization: basic(server.app.appId, server.app.appKey), 'content-type': FORM }, formBody({ token })),
+      (url: string, token: string) => post(url, { 'content-type': FORM }, formBody({ token, client_id: server.app.appId, client_secret: server.app.appKey })),
     ]) {
       const anonymous = await anonymousTokenOf(server);
       const revoked = await send(revokeUrl(), anonymous);
@@ -224,9 +220,9 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const fresh = await createConfiguredApp(server, {}, 'Refusals');
     const token = await anonymousTokenOf(fresh);
     for (const url of [`${fresh.appUrl}/oauth2/revoke`, `${fresh.appUrl}/oauth2/introspect`]) {
-      assertInvalidClient(await post(url, { authorization: basic(fresh.clientId, 'not-the-secret'), 'content-type': FORM }, form({ token })));
-      assertInvalidClient(await post(url, { 'content-type': FORM }, form({ token, client_id: fresh.clientId, client_secret: 'not-the-secret' })));
-      assertInvalidClient(await post(url, { 'content-type': FORM }, form({ token, client_id: 'no-such-client', client_secret: 'x' })));
+      assertInvalidClient(await post(url, { authorization: basic(fresh.clientId, 'not-the-secret'), 'content-type': FORM }, formBody({ token })));
+      assertInvalidClient(await post(url, { 'content-type': FORM }, formBody({ token, client_id: fresh.clientId, client_secret: 'not-the-secret' })));
+      assertInvalidClient(await post(url, { 'content-type': FORM }, formBody({ token, client_id: 'no-such-client', client_secret: 'x' })));
     }
     const { events } = await server.tessera.events.list(fresh.appId, { type: 'token.refused', limit: 50 });
     assert.equal(events.length, 6);
@@ -238,22 +234,22 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const limited = await startServer({ rateLimits: limits(3) });
     try {
       const app = limited.app;
-      const wrong = (path: string) => post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, 'not-the-secret'), 'content-type': FORM }, form({ token: 'x' }));
+      const wrong = (path: string) => post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, 'not-the-secret'), 'content-type': FORM }, formBody({ token: 'x' }));
       assertInvalidClient(await wrong('/oauth2/introspect'));
       assertInvalidClient(await wrong('/oauth2/revoke'));
-      assertInvalidClient(await post(tokenUrl(limited), { 'content-type': FORM }, form(adminFields(limited, { client_secret: 'not-the-secret' }) as Record<string, string>)));
+      assertInvalidClient(await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited, { client_secret: 'not-the-secret' }))));
       for (const path of ['/oauth2/introspect', '/oauth2/revoke']) {
         const refused = await wrong(path);
         assertError(refused, 429, 'TOO_MANY_REQUESTS');
         assert.match(refused.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
-        const right = await post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, app.clientSecret), 'content-type': FORM }, form({ token: 'x' }));
+        const right = await post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, app.clientSecret), 'content-type': FORM }, formBody({ token: 'x' }));
         assertError(right, 429, 'TOO_MANY_REQUESTS');
       }
-      assertError(await post(tokenUrl(limited), { 'content-type': FORM }, form(adminFields(limited) as Record<string, string>)), 429, 'TOO_MANY_REQUESTS');
+      assertError(await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited))), 429, 'TOO_MANY_REQUESTS');
       // Tokens and the anonymous client are not affected.
       const anonymous = await post(tokenUrl(limited), { authorization: basic(app.appId, app.appKey), 'content-type': FORM }, 'grant_type=client_credentials');
       assertToken(anonymous, 'ANONYMOUS');
-      const revoked = await post(`${limited.appUrl}/oauth2/revoke`, { authorization: basic(app.appId, app.appKey), 'content-type': FORM }, form({ token: anonymous.body.access_token }));
+      const revoked = await post(`${limited.appUrl}/oauth2/revoke`, { authorization: basic(app.appId, app.appKey), 'content-type': FORM }, formBody({ token: anonymous.body.access_token }));
       assert.equal(revoked.status, 200, revoked.text);
     } finally {
       await limited.close();
@@ -264,7 +260,7 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const token = await anonymousTokenOf(server);
     const admin = await adminTokenOf(server);
     for (const url of [revokeUrl(), introspectUrl()]) {
-      const disagreeing = await post(url, basicAdmin(), form({ token, client_id: server.app.appId, client_secret: server.app.appKey }));
+      const disagreeing = await post(url, basicAdmin(), formBody({ token, client_id: server.app.appId, client_secret: server.app.appKey }));
       assertError(disagreeing, 400, 'invalid_request');
       const both = await post(url, { authorization: bearer(admin), 'content-type': FORM }, postAdmin(token));
       assertError(both, 400, 'invalid_request');
@@ -275,20 +271,20 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
   it('the modes of every other path still work: a bearer token, Basic anonymous; none at all is 401 UNAUTHORIZED', async () => {
     const admin = await adminTokenOf(server);
     const token = await anonymousTokenOf(server);
-    const introspection = await post(introspectUrl(), { authorization: bearer(admin), 'content-type': FORM }, form({ token }));
+    const introspection = await post(introspectUrl(), { authorization: bearer(admin), 'content-type': FORM }, formBody({ token }));
     assert.equal(introspection.body.active, true);
-    assertError(await post(introspectUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, form({ token })), 403, 'ADMIN_REQUIRED');
-    assertUnauthorized(await post(revokeUrl(), { 'content-type': FORM }, form({ token })));
-    assertUnauthorized(await post(introspectUrl(), { 'content-type': FORM }, form({ token })));
+    assertError(await post(introspectUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token })), 403, 'ADMIN_REQUIRED');
+    assertUnauthorized(await post(revokeUrl(), { 'content-type': FORM }, formBody({ token })));
+    assertUnauthorized(await post(introspectUrl(), { 'content-type': FORM }, formBody({ token })));
     assertUnauthorized(await post(revokeUrl(), { authorization: 'Basic !!!', 'content-type': FORM }, postAdmin(token)));
-    assertInvalidToken(await post(revokeUrl(), { authorization: bearer('A'.repeat(43)), 'content-type': FORM }, form({ token })));
-    assert.equal((await post(revokeUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, form({ token }))).status, 200);
+    assertInvalidToken(await post(revokeUrl(), { authorization: bearer('A'.repeat(43)), 'content-type': FORM }, formBody({ token })));
+    assert.equal((await post(revokeUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token }))).status, 200);
     assertInvalidToken(await whoami(server.appUrl, bearer(token)));
   });
 
   it('of another app, the credentials are no good here: 401 invalid_client', async () => {
     const other: AppEndpoint = await createConfiguredApp(server, {}, 'Other');
     const token = await anonymousTokenOf(server);
-    assertInvalidClient(await post(introspectUrl(), { authorization: basic(other.clientId, other.clientSecret), 'content-type': FORM }, form({ token })));
+    assertInvalidClient(await post(introspectUrl(), { authorization: basic(other.clientId, other.clientSecret), 'content-type': FORM }, formBody({ token })));
   });
 });

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { TesseraClient, TesseraClientError, type AdminOptions, type TesseraClientOptions } from '../../src/client/client.js';
 import { CLIENT_SCRIPT_PATH } from '../../src/http/paths.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { appOn, bearer, request, requestAs, revokeToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // tessera/client against the real server: token requests over real HTTP, the server's answers read
 // by the client. A fetch that counts token requests is the only thing put between them. Where time
@@ -45,13 +45,11 @@ const admin = (app: AppEndpoint, extra: Partial<Omit<AdminOptions, 'baseUrl' | '
 });
 
 describe('tessera/client on the real clock', () => {
-  let server: TestServer;
   let app: AppEndpoint;
+  const server = serverForSuite();
   before(async () => {
-    server = await startServer();
     app = appOn(server, server.app);
   });
-  after(async () => server.close());
 
   it('anonymous: one token, obtained once and kept, for any number of concurrent calls', async () => {
     const { client, counted } = clientOf(server, app, anonymous(app));
@@ -189,13 +187,11 @@ describe('tessera/client on the real clock', () => {
 
 describe('tessera/client renewal, on a clock shared with the server', () => {
   const clock = new FakeClock();
-  let server: TestServer;
   let app: AppEndpoint;
+  const server = serverForSuite({ clock });
   before(async () => {
-    server = await startServer({ clock });
     app = appOn(server, server.app);
   });
-  after(async () => server.close());
 
   it('renews an admin token once its renewal margin begins, in the background, once for 100 concurrent calls', async () => {
     const { client, counted } = clientOf(server, app, admin(app, { clock, adminTokenLifetimeSeconds: 600, renewBeforeSeconds: 60 }));
@@ -246,18 +242,16 @@ describe('tessera/client renewal, on a clock shared with the server', () => {
 });
 
 describe('tessera/client and Retry-After, against the real rate limits', () => {
-  let server: TestServer;
   let app: AppEndpoint;
+  const server = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
+  });
   before(async () => {
-    server = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
-    });
     app = appOn(server, server.app);
     // The address's one token request of the minute.
     const { client } = clientOf(server, app, anonymous(app));
     await client.token();
   });
-  after(async () => server.close());
 
   it('waits what Retry-After says, at most maxAttempts tries, then throws TOO_MANY_REQUESTS with retryAfter', async () => {
     const waits: number[] = [];
@@ -282,11 +276,7 @@ describe('tessera/client and Retry-After, against the real rate limits', () => {
 });
 
 describe(`the client as the server serves it (GET ${CLIENT_SCRIPT_PATH})`, () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   const built = () => readFileSync(new URL('../../src/client/client.js', import.meta.url), 'utf8');
 

@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
-let server: TestServer;
 let admin: string;
 
-before(async () => {
-  server = await startServer();
+const server = serverForSuite({}, async () => {
   admin = (await requestToken(server, adminFields(server))).body.access_token;
-});
-after(async () => {
-  await server.close();
 });
 
 const patch = (body: string | object, headers: Record<string, string> = {}) =>

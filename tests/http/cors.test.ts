@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
@@ -15,7 +15,7 @@ import {
 } from '../helpers/http.js';
 import { createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 /**
  * CORS per app (`allowedOrigins`), on the wire: what a browser reads of each answer. The browser
@@ -33,23 +33,17 @@ const CORS_HEADERS = [
   'access-control-max-age',
 ];
 
-let server: TestServer;
-let limited: TestServer;
 let admin: string;
-
-before(async () => {
-  server = await startServer();
+const server = serverForSuite({}, async () => {
   await server.tessera.apps.configure(server.app.appId, { allowedOrigins: [PAGE, 'https://*.example.org'] }, OPERATOR);
   admin = (await requestToken(server, adminFields(server))).body.access_token;
-  limited = await startServer({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 100, adminFailuresPerAppPerMinute: 100 },
-  });
-  await limited.tessera.apps.configure(limited.app.appId, { allowedOrigins: [PAGE] }, OPERATOR);
 });
-after(async () => {
-  await server?.close();
-  await limited?.close();
-});
+const limited = serverForSuite(
+  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 100, adminFailuresPerAppPerMinute: 100 } },
+  async () => {
+    await limited.tessera.apps.configure(limited.app.appId, { allowedOrigins: [PAGE] }, OPERATOR);
+  },
+);
 
 function preflight(url: string, origin: string, method = 'GET', headers = 'authorization'): Promise<JsonResponse> {
   return request(url, {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
-import { adminFields, appOn, bearer, requestAs, requestToken, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, appOn, bearer, countTotalsOf, requestAs, requestToken, type JsonResponse } from '../helpers/http.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * Admin attempts refused (429) by the limits on failed admin attempts are counted as
@@ -15,17 +15,11 @@ const ADDRESS_LIMIT = 3;
 const APP_CEILING = 5;
 const WRONG_SECRET = 'f'.repeat(64);
 
-let server: TestServer;
 let admin: string;
 
-before(async () => {
-  server = await startServer({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADDRESS_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
-    trustedProxies: ['loopback'],
-  });
-});
-after(async () => {
-  await server.close();
+const server = serverForSuite({
+  rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADDRESS_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+  trustedProxies: ['loopback'],
 });
 
 type CreatedApp = Awaited<ReturnType<TestServer['tessera']['apps']['create']>>;
@@ -35,20 +29,10 @@ function attempt(app: CreatedApp, address: string, clientSecret = WRONG_SECRET):
   return requestToken(target, adminFields(target, { client_secret: clientSecret }), { 'x-forwarded-for': address });
 }
 
-/**
- * `{"token.refused attempted:admin invalid_client": 3, "token.throttled attempted:admin address": 37, …}`
- * of the app's counts: a refused attempt names what it asked to be, never an actor.
- */
+/** `countTotalsOf` the app's counts, once the events so far are written. */
 async function totalsOf(app: CreatedApp, token: string): Promise<Record<string, number>> {
   await server.tessera.events.flush();
-  const response = await requestAs(`${appOn(server, app).appUrl}/events/counts?per=minute`, bearer(token));
-  assert.equal(response.status, 200, response.text);
-  const totals: Record<string, number> = {};
-  for (const total of response.body.totals) {
-    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
-    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
-  }
-  return totals;
+  return countTotalsOf(await requestAs(`${appOn(server, app).appUrl}/events/counts?per=minute`, bearer(token)));
 }
 
 /** Every row of the app's log (both classes), through the store. */

@@ -1,44 +1,29 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, basic, bearer, countTotalsOf, request, requestAs, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
+import { serverForSuite } from '../helpers/server.js';
 
-let server: TestServer;
 let admin: string;
 
 /** Small caps, so that a flood of a few thousand requests runs past them. */
 const AUDIT_CAP = 10;
 const REFUSALS_CAP = 50;
 
-before(async () => {
-  server = await startServer({
-    housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP },
-  });
-  admin = (await requestToken(server, adminFields(server))).body.access_token;
-});
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite(
+  { housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP } },
+  async () => {
+    admin = (await requestToken(server, adminFields(server))).body.access_token;
+  },
+);
 
 const events = (query = '', appUrl = server.appUrl, token = admin) =>
   requestAs(`${appUrl}/events${query}`, bearer(token));
 
 const counts = (query = '', appUrl = server.appUrl, token = admin) =>
   requestAs(`${appUrl}/events/counts${query}`, bearer(token));
-
-/** `{"token.issued anonymous": 3, "token.refused attempted:admin invalid_client": 1, "token.refused - invalid_token": 1, …}` from a counts answer. */
-function totalsOf(response: JsonResponse): Record<string, number> {
-  assert.equal(response.status, 200, response.text);
-  const totals: Record<string, number> = {};
-  for (const total of response.body.totals) {
-    const who = total.principal ?? (total.attempted === null ? '-' : `attempted:${total.attempted}`);
-    totals[[total.type, who, total.reason ?? ''].join(' ').trim()] = total.count;
-  }
-  return totals;
-}
 
 /** Runs `send` `total` times, `concurrency` at a time; returns how many answered each status. */
 async function flood(total: number, send: () => Promise<JsonResponse>, concurrency = 16): Promise<Record<number, number>> {
@@ -104,7 +89,7 @@ describe('GET /api/apps/{appId}/events', () => {
     }
 
     // Every event of a request is counted, rows or not; a change written with its event is not.
-    assert.deepEqual(totalsOf(await counts()), {
+    assert.deepEqual(countTotalsOf(await counts()), {
       'token.issued admin': 1,
       'token.issued anonymous': 2,
       'token.refused attempted:admin invalid_client': 1,
@@ -168,7 +153,7 @@ describe('GET /api/apps/{appId}/events', () => {
       assertError(await requestToken(fresh, adminFields(fresh, { client_secret: 'wrong' })), 401, 'invalid_client');
       const refused = (await events('?type=token.refused&limit=500', fresh.appUrl, freshAdmin)).body.events;
       assert.equal(refused.length, issued, 'the event of the refusal just answered is not there yet');
-      const totals = totalsOf(await counts('?per=minute', fresh.appUrl, freshAdmin));
+      const totals = countTotalsOf(await counts('?per=minute', fresh.appUrl, freshAdmin));
       assert.equal(totals['token.issued anonymous'], issued, 'the count of the token just answered is not there yet');
     }
   });
@@ -216,7 +201,7 @@ describe('GET /api/apps/{appId}/events', () => {
       [null, 'invalid_token', '127.0.0.1'],
     ]);
 
-    assert.deepEqual(totalsOf(await counts('?per=day', flooded.appUrl, floodedAdmin)), {
+    assert.deepEqual(countTotalsOf(await counts('?per=day', flooded.appUrl, floodedAdmin)), {
       'token.issued admin': 1,
       'token.issued anonymous': 1 + 1_500 + 200,
       'token.revoked admin': 1,
@@ -311,6 +296,6 @@ describe('GET /api/apps/{appId}/events', () => {
     await sleep(100);
     const otherEvents = (await events('', other.appUrl, otherAdmin)).body.events;
     assert.ok(otherEvents.every((event: any) => event.appId === other.appId));
-    assert.deepEqual(totalsOf(await counts('', other.appUrl, otherAdmin)), { 'token.issued admin': 1 });
+    assert.deepEqual(countTotalsOf(await counts('', other.appUrl, otherAdmin)), { 'token.issued admin': 1 });
   });
 });

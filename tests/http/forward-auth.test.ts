@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { assertError, assertInvalidToken, assertUnauthorized, UNAUTHORIZED_CHALLENGE } from '../helpers/assert.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, type JsonResponse } from '../helpers/http.js';
 import { rawRequest, rawWithHeaderLines } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // Forward authentication (/api/forward-auth) as each kind of reverse proxy asks it, through a real server.
 
@@ -71,7 +71,7 @@ function assertUnauthorizedWithoutIdentity(response: JsonResponse): void {
 }
 
 describe('forward authentication', () => {
-  let server: TestServer;
+  const server = serverForSuite({ forwardAuthAdminPaths: parseAdminPathRules(ADMIN_PATHS) });
   let appPath: string;
   let adminToken: string;
   let adminId: string;
@@ -80,7 +80,6 @@ describe('forward authentication', () => {
   let adminIdentity: Record<string, string>;
 
   before(async () => {
-    server = await startServer({ forwardAuthAdminPaths: parseAdminPathRules(ADMIN_PATHS) });
     appPath = `/api/apps/${server.app.appId}`;
     const admin = await requestToken(server, adminFields(server));
     assert.equal(admin.status, 200, admin.text);
@@ -102,7 +101,6 @@ describe('forward authentication', () => {
       'x-tessera-auth': 'bearer',
     };
   });
-  after(async () => server.close());
 
   for (const style of STYLES) {
     describe(`asked as ${style} asks`, () => {

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { request } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 describe('/healthz and /readyz, for load balancers', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('/healthz: 200 while the process runs, without credentials', async () => {
     const response = await request(`${server.baseUrl}/healthz`);

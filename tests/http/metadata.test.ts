@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { buildServer } from '../../src/server.js';
 import { createTessera } from '../../src/tessera.js';
 import { assertError } from '../helpers/assert.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { NO_LIMITS, startServer, type TestServer } from '../helpers/server.js';
+import { NO_LIMITS, serverForSuite } from '../helpers/server.js';
 import { createTestStore } from '../helpers/store.js';
 import { request } from '../helpers/http.js';
 
@@ -32,11 +32,7 @@ function expectedMetadata(issuer: string) {
 }
 
 describe('without PUBLIC_URL, on a loopback address (npm start on a laptop)', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('serves the metadata with the URL the server listens on, whatever Host says', async () => {
     const response = await rawRequest(server.baseUrl, {
@@ -70,11 +66,7 @@ describe('without PUBLIC_URL, on a loopback address (npm start on a laptop)', ()
 });
 
 describe('with PUBLIC_URL', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ publicUrl: 'https://tokens.example.com/tessera' });
-  });
-  after(async () => server.close());
+  const server = serverForSuite({ publicUrl: 'https://tokens.example.com/tessera' });
 
   it('names the public URL, with its path, at the RFC 8414 location and at the plain one', async () => {
     const issuer = `https://tokens.example.com/tessera/api/apps/${server.app.appId}`;

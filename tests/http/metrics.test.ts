@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import {
@@ -10,24 +10,24 @@ import {
   anonymousTokenOf,
   basic,
   bearer,
+  introspectToken,
   request,
   requestToken,
   revokeToken,
   whoami,
 } from '../helpers/http.js';
 import { scrape, type Scrape } from '../helpers/prometheus.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // The Prometheus metrics (METRICS_PORT) of a real server: exact counts after known requests, route
 // labels that are templates, series that clients cannot multiply, and the listener of their own.
 
 const ADMIN_FAILURES_PER_ADDRESS = 6;
 
-let server: TestServer;
 let metricsUrl: string;
 
-before(async () => {
-  server = await startServer({
+const server = serverForSuite(
+  {
     metrics: true,
     rateLimits: {
       enabled: true,
@@ -36,10 +36,11 @@ before(async () => {
       adminFailuresPerAppPerMinute: 100_000,
     },
     forwardAuthAdminPaths: parseAdminPathRules(['/configuration']),
-  });
-  metricsUrl = server.metricsUrl!;
-});
-after(() => server.close());
+  },
+  async () => {
+    metricsUrl = server.metricsUrl!;
+  },
+);
 
 /** The difference of each named sample between two scrapes. */
 function delta(before: Scrape, after: Scrape, name: string, labels: Record<string, string> = {}): number {
@@ -54,14 +55,6 @@ async function scrapeUntil(ready: (scraped: Scrape) => boolean): Promise<Scrape>
     if (ready(scraped) || Date.now() > deadline) return scraped;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-}
-
-function introspect(authorization: string, token: string) {
-  return request(`${server.appUrl}/oauth2/introspect`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
 }
 
 function forwardAuth(uri: string, authorization?: string) {
@@ -109,9 +102,9 @@ describe('metrics of tokens', () => {
     const admin = await adminTokenOf(server);
     const anonymous = await anonymousTokenOf(server);
     const before = await scrape(metricsUrl);
-    assert.equal((await introspect(bearer(admin), anonymous)).body.active, true);
-    assert.equal((await introspect(bearer(admin), admin)).body.active, true);
-    assert.equal((await introspect(bearer(admin), 'garbage')).body.active, false);
+    assert.equal((await introspectToken(server.appUrl, anonymous, bearer(admin))).body.active, true);
+    assert.equal((await introspectToken(server.appUrl, admin, bearer(admin))).body.active, true);
+    assert.equal((await introspectToken(server.appUrl, 'garbage', bearer(admin))).body.active, false);
     const after = await scrape(metricsUrl);
     assert.equal(delta(before, after, 'tessera_introspections_total', { active: 'true' }), 2);
     assert.equal(delta(before, after, 'tessera_introspections_total', { active: 'false' }), 1);

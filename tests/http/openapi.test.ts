@@ -7,7 +7,7 @@ import { buildServer } from '../../src/server.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { createTessera } from '../../src/tessera.js';
 import { request } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const documentPath = join(PACKAGE_ROOT, 'docs', 'openapi.json');
@@ -67,11 +67,7 @@ describe('the OpenAPI document', () => {
   });
 
   describe('served at /openapi.json', () => {
-    let server: TestServer;
-    before(async () => {
-      server = await startServer();
-    });
-    after(async () => server.close());
+    const server = serverForSuite();
 
     it('is the file in the repository, as JSON', async () => {
       const response = await request(`${server.baseUrl}/openapi.json`);

@@ -1,43 +1,34 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { AppDescription } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { adminFields, appOn, bearer, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper } from '../helpers/portal.js';
+import { adminFields, adminTokenOf, requestToken, tokenWorks, type AppEndpoint } from '../helpers/http.js';
+import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // An app's forms in the portal over plain HTTP, on both stores: rotating the ClientSecret, the
 // settings, revoking tokens, deleting the app. Who may post each one (the owner; a collaborator all
 // but rotating and deleting; another developer none: 404), and that a form without its own
 // session's form token changes nothing.
 
-let server: TestServer;
 let owner: PortalClient;
 let ownerElsewhere: PortalClient;
 let collaborator: PortalClient;
 let other: PortalClient;
 const developerIds: Record<string, string> = {};
 
-before(async () => {
-  server = await startServer();
+const server = serverForSuite({}, async () => {
   for (const name of ['owner', 'collaborator', 'other']) developerIds[name] = (await createDeveloper(server, `${name}@example.com`)).id;
   owner = await signInOverHttp(server, 'owner@example.com');
   ownerElsewhere = await signInOverHttp(server, 'owner@example.com');
   collaborator = await signInOverHttp(server, 'collaborator@example.com');
   other = await signInOverHttp(server, 'other@example.com');
 });
-after(async () => {
-  await server?.close();
-});
 
 /** A new app of owner@example.com, with collaborator@example.com invited and accepted. */
-async function newApp(name = 'Shop'): Promise<CreatedApp & AppEndpoint> {
-  const created = await server.tessera.ownedApps.create(name, 'owner@example.com', OPERATOR);
-  await addCollaborator(server, created.appId, 'collaborator@example.com');
-  return appOn(server, created);
-}
+const newApp = (name = 'Shop') => createSharedApp(server, name, 'owner@example.com', 'collaborator@example.com');
 
 /** What the app is now, and whether it still exists. */
 async function stateOf(appId: string): Promise<AppDescription | 'deleted'> {
@@ -55,19 +46,9 @@ function everyForm(app: CreatedApp): [string, Record<string, string>][] {
   ];
 }
 
-async function adminTokenWorks(app: AppEndpoint, token: string): Promise<boolean> {
-  return (await whoami(app.appUrl, bearer(token))).status === 200;
-}
-
 async function secretWorks(app: AppEndpoint, clientSecret: string): Promise<boolean> {
   const target = { ...app, clientSecret };
   return (await requestToken(target, adminFields(target))).status === 200;
-}
-
-async function issuedAdminToken(app: AppEndpoint): Promise<string> {
-  const response = await requestToken(app, adminFields(app));
-  assert.equal(response.status, 200, response.text);
-  return response.body.access_token;
 }
 
 describe("an app's forms in the portal", () => {
@@ -77,7 +58,7 @@ describe("an app's forms in the portal", () => {
   });
 
   it('change nothing when posted without a form token, or with the token of another session (403)', async () => {
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const before = await stateOf(app.appId);
     const theirs = (await ownerElsewhere.page('/portal/')).csrf;
     const anotherDevelopers = (await other.page('/portal/')).csrf;
@@ -95,11 +76,11 @@ describe("an app's forms in the portal", () => {
     }
     assert.deepEqual(await stateOf(app.appId), before);
     assert.ok(await secretWorks(app, app.clientSecret), 'the ClientSecret is the same');
-    assert.ok(await adminTokenWorks(app, adminToken), 'no token was revoked');
+    assert.ok(await tokenWorks(app.appUrl, adminToken), 'no token was revoked');
   });
 
   it("answer another developer 404 for every page and form of the app, and change nothing", async () => {
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const before = await stateOf(app.appId);
     const base = `/portal/apps/${app.appId}`;
     for (const path of [base, `${base}/settings`, `${base}/rotate-secret`]) {
@@ -115,7 +96,7 @@ describe("an app's forms in the portal", () => {
     }
     assert.deepEqual(await stateOf(app.appId), before);
     assert.ok(await secretWorks(app, app.clientSecret));
-    assert.ok(await adminTokenWorks(app, adminToken));
+    assert.ok(await tokenWorks(app.appUrl, adminToken));
     // An app that does not exist answers the same.
     const missing = await other.post('/portal/apps/0000000000000000/settings', { ...everyForm(app)[1]![1], _csrf: csrf });
     assert.equal(missing.status, 404);
@@ -230,7 +211,7 @@ describe('rotating the ClientSecret in the portal', () => {
 
   it('shows the new secret once (200, no-store), ends the old one, and records the developer who did it', async () => {
     const app = await newApp();
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
     const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
     assert.equal(response.status, 200);
@@ -240,7 +221,7 @@ describe('rotating the ClientSecret in the portal', () => {
     assert.match(response.text, /Admin tokens revoked: 1\./);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
     assert.ok(await secretWorks(app, newSecret));
-    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    assert.ok(!(await tokenWorks(app.appUrl, adminToken)));
     const overview = await owner.page(`/portal/apps/${app.appId}`);
     assert.ok(!overview.text.includes(newSecret), 'never shown again');
 
@@ -368,18 +349,18 @@ describe("an app's settings in the portal", () => {
 
   it('revoke all tokens of a kind once confirmed', async () => {
     const app = await newApp();
-    const adminToken = await issuedAdminToken(app);
+    const adminToken = await adminTokenOf(app);
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     for (const fields of [{ kind: 'admin' }, { confirm: 'yes' }, { kind: 'everything', confirm: 'yes' }] as Record<string, string>[]) {
       const refused = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, ...fields });
       assert.equal(refused.status, 400, JSON.stringify(fields));
       assert.match(refused.text, /role="alert"/);
     }
-    assert.ok(await adminTokenWorks(app, adminToken));
+    assert.ok(await tokenWorks(app.appUrl, adminToken));
     const response = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, kind: 'admin', confirm: 'yes' });
     assert.equal(response.status, 303);
     assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=revoked-admin`);
-    assert.ok(!(await adminTokenWorks(app, adminToken)));
+    assert.ok(!(await tokenWorks(app.appUrl, adminToken)));
     await server.tessera.events.flush();
     const { events } = await server.tessera.events.list(app.appId, { type: 'token.revoked', limit: 10 });
     assert.equal(events[0]?.principal, 'developer');

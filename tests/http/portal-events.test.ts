@@ -2,35 +2,29 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeClock } from '../helpers/clock.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper } from '../helpers/portal.js';
+import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
 import { OPERATOR } from '../../src/request-context.js';
 
 // The events page of the portal over plain HTTP (on each store): who may see it, what it lists,
 // its live updates, and its answers to bad query values.
 
-let server: TestServer;
 let app: AppEndpoint;
 let owner: PortalClient;
 let collaborator: PortalClient;
 let other: PortalClient;
 
-before(async () => {
-  server = await startServer();
+const server = serverForSuite({}, async () => {
   const ownerAccount = await createDeveloper(server, 'owner@example.com');
   await createDeveloper(server, 'helper@example.com');
   await createDeveloper(server, 'other@example.com');
-  app = appOn(server, await server.tessera.ownedApps.create('Shop', ownerAccount.email, OPERATOR));
-  await addCollaborator(server, app.appId, 'helper@example.com');
+  app = await createSharedApp(server, 'Shop', ownerAccount.email, 'helper@example.com');
   [owner, collaborator, other] = await Promise.all([
     signInOverHttp(server, 'owner@example.com'),
     signInOverHttp(server, 'helper@example.com'),
     signInOverHttp(server, 'other@example.com'),
   ]);
-});
-after(async () => {
-  await server?.close();
 });
 
 const eventsPath = (query = '') => `/portal/apps/${app.appId}/events${query}`;
@@ -252,20 +246,16 @@ describe('what the events page refuses', () => {
 
 describe('the events page of an app whose ClientSecret is guessed past the failed-admin limits', () => {
   const LIMIT = 3;
-  let limited: TestServer;
   let guessed: AppEndpoint;
   let guessedOwner: PortalClient;
 
+  const limited = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 100 },
+  });
   before(async () => {
-    limited = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 100 },
-    });
     const account = await createDeveloper(limited, 'guessed@example.com');
     guessed = appOn(limited, await limited.tessera.ownedApps.create('Guessed', account.email, OPERATOR));
     guessedOwner = await signInOverHttp(limited, 'guessed@example.com');
-  });
-  after(async () => {
-    await limited?.close();
   });
 
   it('counts the throttled attempts in the chart as refused, says how many were throttled, and lists only the 401s', async () => {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { DeveloperLimitSettings } from '../../src/developers/developer-limits.js';
 import type { DeveloperEvent } from '../../src/developers/events.js';
 import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient, type PortalResponse } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // What one developer may add in the portal, over plain HTTP on both stores: the apps it may own
 // (a burst at the limit included), the apps it may create and the invitations it may send an hour.
@@ -15,26 +15,16 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 const HOUR = 3600;
 
-/** Apps a developer may own, here: 3, with no rate (rate limits off). */
-let owning: TestServer;
-/** Rates of 3 an hour, with the limits on; owning up to 100. */
-let rates: TestServer;
-/** Both: owning up to 2, creating 3 an hour. */
-let both: TestServer;
+const ownedApps: DeveloperLimitSettings = { ownedApps: 3, appCreations: { points: 20, duration: HOUR }, invitations: { points: 50, duration: HOUR } };
+const perHour: DeveloperLimitSettings = { ownedApps: 100, appCreations: { points: 3, duration: HOUR }, invitations: { points: 3, duration: HOUR } };
+const twoOwned: DeveloperLimitSettings = { ...perHour, ownedApps: 2 };
 
-before(async () => {
-  const ownedApps: DeveloperLimitSettings = { ownedApps: 3, appCreations: { points: 20, duration: HOUR }, invitations: { points: 50, duration: HOUR } };
-  const perHour: DeveloperLimitSettings = { ownedApps: 100, appCreations: { points: 3, duration: HOUR }, invitations: { points: 3, duration: HOUR } };
-  const twoOwned: DeveloperLimitSettings = { ...perHour, ownedApps: 2 };
-  [owning, rates, both] = await Promise.all([
-    startServer({ developerLimits: ownedApps }),
-    startServer({ developerLimits: perHour, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } }),
-    startServer({ developerLimits: twoOwned, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } }),
-  ]);
-});
-after(async () => {
-  await Promise.all([owning?.close(), rates?.close(), both?.close()]);
-});
+/** Apps a developer may own, here: 3, with no rate (rate limits off). */
+const owning = serverForSuite({ developerLimits: ownedApps });
+/** Rates of 3 an hour, with the limits on; owning up to 100. */
+const rates = serverForSuite({ developerLimits: perHour, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } });
+/** Both: owning up to 2, creating 3 an hour. */
+const both = serverForSuite({ developerLimits: twoOwned, rateLimits: { ...DEFAULT_RATE_LIMITS, enabled: true } });
 
 /** A developer made by the operator, signed in over HTTP. */
 async function developerOn(server: TestServer, email: string): Promise<{ id: string; email: string; client: PortalClient }> {

@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, anonymousFields, request, requestToken, type JsonResponse } from '../helpers/http.js';
 import { portalClient } from '../helpers/portal-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // The portal is a plugin of its own at `/portal/` (and `/`, which sends people there); turned off,
 // those paths are the API's 404; turned on, its cookies and its CSP stay on its own pages.
 
-let withPortal: TestServer;
-let withoutPortal: TestServer;
-
-before(async () => {
-  [withPortal, withoutPortal] = await Promise.all([startServer(), startServer({ portal: false })]);
-});
-after(async () => {
-  await Promise.all([withPortal?.close(), withoutPortal?.close()]);
-});
+const withPortal = serverForSuite();
+const withoutPortal = serverForSuite({ portal: false });
 
 /** Headers whose values differ from one answer to the next whatever the server. */
 const VARYING = new Set(['date', 'content-length', 'keep-alive', 'connection']);

@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DEFAULT_SIGN_IN_LIMITS } from '../../src/developers/sign-in-limits.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { addCollaborator, createDeveloper, linkTokenOf, PASSWORD } from '../helpers/portal.js';
+import { addCollaborator, createDeveloper, createSharedApp, linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { portalClient, signInOverHttp } from '../helpers/portal-http.js';
-import { NO_LIMITS, startServer, type TestServer } from '../helpers/server.js';
+import { NO_LIMITS, serverForSuite, startServer } from '../helpers/server.js';
 
 // The portal's people and account forms over plain HTTP, on both stores: who may post what, the
 // form token on every form, the one-time links, and sign-up as the operator configured it.
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server?.close();
-});
+const server = serverForSuite();
 
 const NEW_PASSWORD = 'a brand new password, long';
 
@@ -24,8 +17,7 @@ const NEW_PASSWORD = 'a brand new password, long';
 async function appWithPeople(name: string) {
   const owner = await createDeveloper(server, `${name}-owner@example.com`);
   const collaborator = await createDeveloper(server, `${name}-collaborator@example.com`);
-  const app = await server.tessera.ownedApps.create(name, owner.email, OPERATOR);
-  await addCollaborator(server, app.appId, collaborator.email);
+  const app = await createSharedApp(server, name, owner.email, collaborator.email);
   return {
     app,
     owner: { ...owner, client: await signInOverHttp(server, owner.email) },

@@ -1,24 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createDeveloper, PASSWORD } from '../helpers/portal.js';
 import { portalClient, signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
-import { NO_LIMITS, startServer, type TestServer } from '../helpers/server.js';
+import { NO_LIMITS, serverForSuite } from '../helpers/server.js';
 
 // The sign-in limits under a burst: guesses sent at the same time are counted before their
 // password is hashed, so at most a limit's worth of them are checked (401) and the rest are refused
 // at once (429). The server runs with the default sign-in limits (docs/portal.md, "Throttling");
 // client addresses come from X-Forwarded-For, the server trusting the loopback proxy.
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer({
-    trustedProxies: ['loopback'],
-    rateLimits: { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 100_000 },
-  });
-});
-after(async () => {
-  await server?.close();
+const server = serverForSuite({
+  trustedProxies: ['loopback'],
+  rateLimits: { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 100_000 },
 });
 
 /** `count` sign-ins of `email` with a wrong password, all sent at once from `address`; their statuses. */

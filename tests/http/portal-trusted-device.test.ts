@@ -1,25 +1,18 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DEFAULT_SIGN_IN_LIMITS } from '../../src/developers/sign-in-limits.js';
 import { createDeveloper, PASSWORD } from '../helpers/portal.js';
 import { portalClient, type PortalClient } from '../helpers/portal-http.js';
-import { NO_LIMITS, startServer, type TestServer } from '../helpers/server.js';
+import { NO_LIMITS, serverForSuite } from '../helpers/server.js';
 
 // A browser that signed in to an account keeps a device cookie, which lets it sign in while
 // guesses from many addresses hold the account back for every other client (docs/portal.md,
 // "Throttling"). Addresses come from X-Forwarded-For, the server trusting the loopback proxy.
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer({
-    trustedProxies: ['loopback'],
-    rateLimits: { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 1000 },
-    signInLimits: { ...DEFAULT_SIGN_IN_LIMITS, failuresPerAccount: { points: 3, duration: 3600 } },
-  });
-});
-after(async () => {
-  await server?.close();
+const server = serverForSuite({
+  trustedProxies: ['loopback'],
+  rateLimits: { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 1000 },
+  signInLimits: { ...DEFAULT_SIGN_IN_LIMITS, failuresPerAccount: { points: 3, duration: 3600 } },
 });
 
 async function signIn(client: PortalClient, address: string, email: string, password: string) {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
 import { adminBurst } from '../helpers/admin-burst.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import { adminFields, anonymousFields, appOn, basic, request, requestToken, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * The contract's limits: 429 TOO_MANY_REQUESTS with Retry-After, per client address for token requests;
@@ -61,13 +61,9 @@ function assertAdminToken(response: JsonResponse, app: CreatedApp): void {
 }
 
 describe('per-address limit on token requests', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: TOKEN_LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 },
-    });
+  const server = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: TOKEN_LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 },
   });
-  after(async () => server.close());
 
   it(`lets ${TOKEN_LIMIT} token requests from 127.0.0.1 through, then answers 429 with Retry-After`, async () => {
     const passed: JsonResponse[] = [];
@@ -98,16 +94,14 @@ describe('per-address limit on token requests', () => {
 });
 
 describe('per-address limit on failed admin attempts on an app', () => {
-  let server: TestServer;
   let otherApp: CreatedApp;
+  const server = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
+    trustedProxies: ['loopback'],
+  });
   before(async () => {
-    server = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
-      trustedProxies: ['loopback'],
-    });
     otherApp = await server.tessera.apps.create('Other app');
   });
-  after(async () => server.close());
 
   const otherToken = (fields: Record<string, unknown>) => requestToken(appOn(server, otherApp), { grant_type: 'client_credentials', ...fields });
 
@@ -182,14 +176,10 @@ describe('per-address limit on failed admin attempts on an app', () => {
 });
 
 describe('per-app ceiling on failed admin attempts', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
-      trustedProxies: ['loopback'],
-    });
+  const server = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+    trustedProxies: ['loopback'],
   });
-  after(async () => server.close());
 
   it(`stops a guess spread over many addresses after ${APP_CEILING} failures, the right secret from a fresh address included`, async () => {
     const app = await server.tessera.apps.create('Distributed guess');
@@ -224,13 +214,9 @@ describe('per-app ceiling on failed admin attempts', () => {
 });
 
 describe('limits hold under concurrent requests', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 40, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
-    });
+  const server = serverForSuite({
+    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 40, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
   });
-  after(async () => server.close());
 
   it(`lets no more than ${ADMIN_FAILURE_LIMIT} of 30 simultaneous wrong guesses be checked (no check-then-record race)`, async () => {
     const responses = await Promise.all(
@@ -261,11 +247,7 @@ describe('limits hold under concurrent requests', () => {
 });
 
 describe('default limits never get in the way of normal use', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ rateLimits: DEFAULT_RATE_LIMITS, trustedProxies: ['loopback'] });
-  });
-  after(async () => server.close());
+  const server = serverForSuite({ rateLimits: DEFAULT_RATE_LIMITS, trustedProxies: ['loopback'] });
 
   it('lets 300 token requests in a row from one address through', async () => {
     const responses: JsonResponse[] = [];

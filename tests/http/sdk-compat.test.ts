@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import kiiSdk from 'kii-cloud-sdk';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { bearer, request, requestAs, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 import Fastify from 'fastify';
 import { tesseraAuth } from '../../src/http/middleware/fastify.js';
 import { basic as basicAuth } from '../helpers/http.js';
@@ -65,11 +65,7 @@ function assertTokenShape(response: JsonResponse, id: string, expiresIn: number)
 }
 
 describe('the deployed JavaScript SDK (kii-cloud-sdk) against Tessera', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('Kii.authenticateAsAppAdmin resolves with a working admin token and the admin id', async () => {
     const Kii = sdkFor(server);
@@ -131,11 +127,7 @@ describe('the deployed JavaScript SDK (kii-cloud-sdk) against Tessera', () => {
 });
 
 describe('POST /api/oauth2/token, the SDK twin of the token endpoint, over raw HTTP', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('answers the exact SDK request with an admin token that never expires', async () => {
     const response = await sdkTokenRequest(server, { client_id: server.app.clientId, client_secret: server.app.clientSecret });
@@ -214,11 +206,7 @@ describe('POST /api/oauth2/token, the SDK twin of the token endpoint, over raw H
 
 describe('POST /api/oauth2/token honours expiresAt', () => {
   const clock = new FakeClock();
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ clock });
-  });
-  after(async () => server.close());
+  const server = serverForSuite({ clock });
 
   it('gives expires_in in whole seconds from now and ends the token at expiresAt', async () => {
     const expiresAt = clock.time + 3_600_500;
@@ -249,11 +237,7 @@ describe('POST /api/oauth2/token honours expiresAt', () => {
 });
 
 describe("the deployed SDK's anonymous calls, and its user and thing logins", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   const sdkHeaders = () => ({ 'x-kii-appid': server.app.appId, 'x-kii-appkey': server.app.appKey });
 

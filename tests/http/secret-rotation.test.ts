@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { MAX_SECRET_GRACE_SECONDS } from '../../src/apps/secret-rotation.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
-import { adminFields, appOn, bearer, request, requestAs, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { createConfiguredApp } from '../helpers/configured-app.js';
+import { adminFields, bearer, request, requestAs, requestToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { serverForSuite } from '../helpers/server.js';
 
 // Rotating a ClientSecret with a grace period (`tessera apps rotate-secret --grace SECONDS`), over
 // HTTP with the server's clock in the test's hands: the previous secret works until the end of the
@@ -13,18 +14,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 // and GET /api/apps/{appId} says until when the previous one works.
 
 const clock = new FakeClock();
-let server: TestServer;
 
-before(async () => {
-  server = await startServer({ clock });
-});
-after(async () => {
-  await server.close();
-});
-
-async function newApp(name: string): Promise<AppEndpoint> {
-  return appOn(server, await server.tessera.apps.create(name));
-}
+const server = serverForSuite({ clock });
 
 const withSecret = (app: AppEndpoint, clientSecret: string): AppEndpoint => ({ ...app, clientSecret });
 
@@ -47,7 +38,7 @@ async function eventsOf(app: AppEndpoint, adminToken: string) {
 
 describe('a ClientSecret rotated with a grace period', () => {
   it('the previous secret works until the end of the period, and not one millisecond longer; the new one at once', async () => {
-    const app = await newApp('Rotated with grace');
+    const app = await createConfiguredApp(server, {}, 'Rotated with grace');
     const oldSecret = app.clientSecret;
     const rotatedAt = clock.now();
     const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
@@ -73,7 +64,7 @@ describe('a ClientSecret rotated with a grace period', () => {
   });
 
   it('GET /api/apps/{appId} says until when the previous secret works, and never shows a secret', async () => {
-    const app = await newApp('Described');
+    const app = await createConfiguredApp(server, {}, 'Described');
     const token = (await tokenWith(app, app.clientSecret)).body.access_token as string;
     const before = await requestAs(app.appUrl, bearer(token));
     assert.equal(before.status, 200, before.text);
@@ -91,7 +82,7 @@ describe('a ClientSecret rotated with a grace period', () => {
   });
 
   it('token.issued of each admin token says which secret it was issued with; app.secret_rotated records the end', async () => {
-    const app = await newApp('Which secret');
+    const app = await createConfiguredApp(server, {}, 'Which secret');
     const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 600 }, OPERATOR);
     const viaPrevious = await tokenWith(app, app.clientSecret);
     const viaCurrent = await tokenWith(app, rotated.clientSecret);
@@ -118,7 +109,7 @@ describe('a ClientSecret rotated with a grace period', () => {
   });
 
   it('a second rotation replaces the previous secret: the one before it stops at once', async () => {
-    const app = await newApp('Rotated twice');
+    const app = await createConfiguredApp(server, {}, 'Rotated twice');
     const first = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
     clock.advance(1000);
     const second = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60 }, OPERATOR);
@@ -137,7 +128,7 @@ describe('a ClientSecret rotated with a grace period', () => {
   });
 
   it('refuses a grace period out of bounds, or with --revoke-admin-tokens, and rotates nothing', async () => {
-    const app = await newApp('Bounds');
+    const app = await createConfiguredApp(server, {}, 'Bounds');
     for (const graceSeconds of [0, -1, 1.5, MAX_SECRET_GRACE_SECONDS + 1, Number.NaN, Number.POSITIVE_INFINITY]) {
       await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds }, OPERATOR), { code: 'invalid_request' }, String(graceSeconds));
     }
@@ -148,7 +139,7 @@ describe('a ClientSecret rotated with a grace period', () => {
   });
 
   it('--revoke-admin-tokens (no grace) revokes the admin tokens issued with either secret, and ends the previous one', async () => {
-    const app = await newApp('Leaked during grace');
+    const app = await createConfiguredApp(server, {}, 'Leaked during grace');
     const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
     const tokens = [(await tokenWith(app, app.clientSecret)).body.access_token, (await tokenWith(app, rotated.clientSecret)).body.access_token];
     for (const token of tokens) assert.equal((await whoami(app.appUrl, bearer(token))).status, 200);

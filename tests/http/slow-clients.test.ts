@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { anonymousFields, requestToken } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
 /**
  * Slow clients (slow-loris) over real sockets: a client that sends its headers or its body slowly,
@@ -15,15 +15,10 @@ const TIMEOUTS = { headersTimeoutMs: 600, requestTimeoutMs: 1_200, keepAliveTime
 /** Node looks for late requests once a second at most (connectionsCheckingInterval), plus slack. */
 const SLACK_MS = 1_500;
 
-let server: TestServer;
 let port: number;
 
-before(async () => {
-  server = await startServer({ timeouts: TIMEOUTS });
+const server = serverForSuite({ timeouts: TIMEOUTS }, async () => {
   port = Number(new URL(server.baseUrl).port);
-});
-after(async () => {
-  await server.close();
 });
 
 interface Watched {

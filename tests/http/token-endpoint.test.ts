@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_BODY_BYTES } from '../../src/server.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestToken, whoami, type JsonResponse } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { adminFields, anonymousFields, basic, bearer, formBody, request, requestToken, tokenUrl, whoami, type JsonResponse } from '../helpers/http.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // The contract's "The token endpoint" and "Errors" sections (429 is covered elsewhere), through a
 // real listening server.
@@ -15,10 +15,6 @@ const NEVER_EXPIRES_IN = 2147483646;
 const TOKEN_KEYS = ['id', 'access_token', 'expires_in', 'token_type'];
 const URL_SAFE = /^[A-Za-z0-9._~-]+$/;
 
-function tokenUrl(server: TestServer): string {
-  return `${server.appUrl}/oauth2/token`;
-}
-
 /** POST a raw body to the app's token endpoint; the Basic header of the app unless headers say otherwise. */
 function postToken(server: TestServer, body: string, headers: Record<string, string>): Promise<JsonResponse> {
   return request(tokenUrl(server), {
@@ -26,10 +22,6 @@ function postToken(server: TestServer, body: string, headers: Record<string, str
     headers: { authorization: basic(server.app.appId), ...headers },
     body,
   });
-}
-
-function form(fields: Record<string, unknown>): string {
-  return new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
 }
 
 /** A successful token response, checked completely against the contract. */
@@ -64,11 +56,7 @@ function assertBasicChallenge(response: JsonResponse): void {
 }
 
 describe('token endpoint: success', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer();
-  });
-  after(async () => server.close());
+  const server = serverForSuite();
 
   it('issues an admin token with exactly id, access_token, expires_in, token_type', async () => {
     const response = await requestToken(server, adminFields(server));
@@ -101,7 +89,7 @@ describe('token endpoint: success', () => {
 
   it('accepts a form-urlencoded body, expiresAt as a decimal string', async () => {
     const expiresAt = Date.now() + 3_600_000;
-    const admin = await postToken(server, form(adminFields(server, { expiresAt })), {
+    const admin = await postToken(server, formBody(adminFields(server, { expiresAt })), {
       'content-type': 'application/x-www-form-urlencoded',
     });
     const { accessToken, expiresIn } = assertTokenResponse(admin, server.app.adminId);
@@ -109,7 +97,7 @@ describe('token endpoint: success', () => {
     const me = await whoami(server.appUrl, bearer(accessToken));
     assert.equal(me.body.expiresAt, expiresAt);
 
-    const anonymous = await postToken(server, form(anonymousFields(server)), {
+    const anonymous = await postToken(server, formBody(anonymousFields(server)), {
       'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
     });
     assert.equal(assertTokenResponse(anonymous, 'ANONYMOUS').expiresIn, NEVER_EXPIRES_IN);
@@ -206,7 +194,7 @@ describe('token endpoint: success', () => {
     const extra = { scope: 'everything', foo: 'bar', nested: { a: 1 }, list: [1, 2] };
     assertTokenResponse(await requestToken(server, adminFields(server, extra)), server.app.adminId);
     assertTokenResponse(await requestToken(server, anonymousFields(server, extra)), 'ANONYMOUS');
-    const formResponse = await postToken(server, form(adminFields(server, { scope: 'x', foo: 'bar' })), {
+    const formResponse = await postToken(server, formBody(adminFields(server, { scope: 'x', foo: 'bar' })), {
       'content-type': 'application/x-www-form-urlencoded',
     });
     assertTokenResponse(formResponse, server.app.adminId);
@@ -223,13 +211,7 @@ describe('token endpoint: success', () => {
   it('anonymous with requireAppKey on: a wrong AppKey is 401 invalid_client, the right one works', async () => {
     // No API updates an app's configuration yet: the app is written into the store with it.
     const strict = await createConfiguredApp(server, { requireAppKey: true });
-    const url = `${strict.appUrl}/oauth2/token`;
-    const post = (fields: Record<string, unknown>) =>
-      request(url, {
-        method: 'POST',
-        headers: { authorization: basic(strict.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: strict.appId, ...fields }),
-      });
+    const post = (fields: Record<string, unknown>) => requestToken(strict, { grant_type: 'client_credentials', client_id: strict.appId, ...fields });
     const wrong = await post({ client_secret: 'not-the-app-key' });
     assertRefused(wrong, 401, 'invalid_client', ['not-the-app-key', strict.appKey]);
     assertBasicChallenge(wrong);
@@ -240,14 +222,10 @@ describe('token endpoint: success', () => {
 describe('token endpoint: expiry (fake clock)', () => {
   const clock = new FakeClock();
   const start = clock.time;
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ clock });
-  });
+  const server = serverForSuite({ clock });
   beforeEach(() => {
     clock.time = start;
   });
-  after(async () => server.close());
 
   it('expires_in is the whole seconds from now to expiresAt, rounded down', async () => {
     const cases: [number, number][] = [
@@ -266,7 +244,7 @@ describe('token endpoint: expiry (fake clock)', () => {
   });
 
   it('expires_in of a form body is computed the same way', async () => {
-    const response = await postToken(server, form(adminFields(server, { expiresAt: clock.now() + 86_400_000 })), {
+    const response = await postToken(server, formBody(adminFields(server, { expiresAt: clock.now() + 86_400_000 })), {
       'content-type': 'application/x-www-form-urlencoded',
     });
     assert.equal(assertTokenResponse(response, server.app.adminId).expiresIn, 86400);
@@ -313,12 +291,7 @@ describe('token endpoint: expiry (fake clock)', () => {
       adminTokenMaxLifetimeSeconds: 3600,
       anonymousTokenMaxLifetimeSeconds: 60,
     });
-    const post = (fields: Record<string, unknown>) =>
-      request(`${limited.appUrl}/oauth2/token`, {
-        method: 'POST',
-        headers: { authorization: basic(limited.appId), 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', ...fields }),
-      });
+    const post = (fields: Record<string, unknown>) => requestToken(limited, { grant_type: 'client_credentials', ...fields });
     const admin = { client_id: limited.clientId, client_secret: limited.clientSecret };
     const anonymous = { client_id: limited.appId, client_secret: limited.appKey };
 
@@ -343,13 +316,11 @@ describe('token endpoint: expiry (fake clock)', () => {
 });
 
 describe('token endpoint: errors', () => {
-  let server: TestServer;
   let secrets: string[];
+  const server = serverForSuite();
   before(async () => {
-    server = await startServer();
     secrets = [server.app.clientSecret];
   });
-  after(async () => server.close());
 
   const json = { 'content-type': 'application/json' };
 
@@ -380,7 +351,7 @@ describe('token endpoint: errors', () => {
       for (const name of ['grant_type', 'client_id', 'client_secret']) {
         const { [name]: _removed, ...rest } = fields;
         assertRefused(await requestToken(server, rest), 400, 'invalid_request', secrets);
-        const formResponse = await postToken(server, form(rest), { 'content-type': 'application/x-www-form-urlencoded' });
+        const formResponse = await postToken(server, formBody(rest), { 'content-type': 'application/x-www-form-urlencoded' });
         assertRefused(formResponse, 400, 'invalid_request', secrets);
       }
     }
@@ -412,7 +383,7 @@ describe('token endpoint: errors', () => {
       const response = await requestToken(server, adminFields(server, { grant_type: grantType }));
       assertRefused(response, 400, 'unsupported_grant_type', secrets);
     }
-    const formResponse = await postToken(server, form(anonymousFields(server, { grant_type: 'password' })), {
+    const formResponse = await postToken(server, formBody(anonymousFields(server, { grant_type: 'password' })), {
       'content-type': 'application/x-www-form-urlencoded',
     });
     assertRefused(formResponse, 400, 'unsupported_grant_type');
@@ -426,7 +397,7 @@ describe('token endpoint: errors', () => {
       assertRefused(await requestToken(server, anonymousFields(server, { expiresAt })), 400, 'invalid_request');
     }
     for (const expiresAt of ['1.5', '-1', 'tomorrow', `${now + 60_000}ms`, `${now - 1000}`]) {
-      const response = await postToken(server, form(adminFields(server, { expiresAt })), {
+      const response = await postToken(server, formBody(adminFields(server, { expiresAt })), {
         'content-type': 'application/x-www-form-urlencoded',
       });
       assertRefused(response, 400, 'invalid_request', secrets);
@@ -569,7 +540,7 @@ describe('token endpoint: errors', () => {
     assertTokenResponse(await postToken(server, padded(MAX_BODY_BYTES), json), server.app.adminId);
     assertRefused(await postToken(server, padded(MAX_BODY_BYTES + 1), json), 413, 'REQUEST_TOO_LARGE', secrets);
     assertRefused(await postToken(server, padded(64 * 1024), json), 413, 'REQUEST_TOO_LARGE', secrets);
-    const bigForm = `${form(adminFields(server))}&padding=${'p'.repeat(MAX_BODY_BYTES)}`;
+    const bigForm = `${formBody(adminFields(server))}&padding=${'p'.repeat(MAX_BODY_BYTES)}`;
     const formResponse = await postToken(server, bigForm, { 'content-type': 'application/x-www-form-urlencoded' });
     assertRefused(formResponse, 413, 'REQUEST_TOO_LARGE', secrets);
   });

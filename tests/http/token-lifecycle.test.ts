@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import {
@@ -9,41 +9,26 @@ import {
   anonymousTokenOf,
   basic,
   bearer,
+  introspectToken,
+  postAs,
   request,
   requestAs,
   requestToken,
+  revokeToken,
+  tokenWorks,
   whoami,
 } from '../helpers/http.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite } from '../helpers/server.js';
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-after(async () => {
-  await server.close();
-});
-
-function post(path: string, authorization: string, body: unknown, type: 'json' | 'form' = 'json') {
-  return request(`${server.appUrl}${path}`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': type === 'json' ? 'application/json' : 'application/x-www-form-urlencoded' },
-    body: type === 'json' ? JSON.stringify(body) : new URLSearchParams(body as Record<string, string>).toString(),
-  });
-}
-const revoke = (authorization: string, token: unknown, type: 'json' | 'form' = 'json') =>
-  post('/oauth2/revoke', authorization, { token }, type);
-const introspect = (authorization: string, token: unknown, type: 'json' | 'form' = 'json') =>
-  post('/oauth2/introspect', authorization, { token }, type);
+const server = serverForSuite();
 
 describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
   it('lets a token revoke itself (JSON or form); it is refused at once with 401 INVALID_TOKEN', async () => {
     for (const type of ['json', 'form'] as const) {
       for (const token of [await anonymousTokenOf(server), await adminTokenOf(server)]) {
         assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
-        const response = await revoke(bearer(token), token, type);
+        const response = await revokeToken(server.appUrl, token, bearer(token), type);
         assert.equal(response.status, 200, response.text);
         assert.equal(response.headers.get('cache-control'), 'no-store');
         // A JSON answer, an empty object: client libraries parse it (simple-oauth2 fails on an untyped empty body).
@@ -58,7 +43,7 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     const admin = await adminTokenOf(server);
     for (const token of [await anonymousTokenOf(server), await adminTokenOf(server)]) {
       assert.equal((await whoami(server.appUrl, bearer(token))).status, 200); // cached now: the revocation must still win
-      assert.equal((await revoke(bearer(admin), token)).status, 200);
+      assert.equal((await revokeToken(server.appUrl, token, bearer(admin))).status, 200);
       assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
     }
     assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
@@ -70,9 +55,9 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     const otherResponse = await requestToken(other, anonymousFields(other));
     const otherToken = otherResponse.body.access_token as string;
     const revoked = await anonymousTokenOf(server);
-    await revoke(bearer(admin), revoked);
+    await revokeToken(server.appUrl, revoked, bearer(admin));
     for (const token of ['x', 'A'.repeat(43), revoked, otherToken, 'not a token at all!']) {
-      const response = await revoke(bearer(admin), token);
+      const response = await revokeToken(server.appUrl, token, bearer(admin));
       assert.equal(response.status, 200, `${token}: ${response.text}`);
     }
     const otherWhoami = await whoami(other.appUrl, bearer(otherToken));
@@ -84,11 +69,11 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     const admin = await adminTokenOf(server);
     for (const authorization of [bearer(caller), basic(server.app.appId)]) {
       const held = await anonymousTokenOf(server);
-      const response = await revoke(authorization, held);
+      const response = await revokeToken(server.appUrl, held, authorization);
       assert.equal(response.status, 200, response.text);
       assertError(await whoami(server.appUrl, bearer(held)), 401, 'INVALID_TOKEN');
-      assertError(await revoke(authorization, admin), 403, 'ADMIN_REQUIRED');
-      assert.equal((await revoke(authorization, 'unknown')).status, 200, 'an unknown token is not an error (RFC 7009 §2.2)');
+      assertError(await revokeToken(server.appUrl, admin, authorization), 403, 'ADMIN_REQUIRED');
+      assert.equal((await revokeToken(server.appUrl, 'unknown', authorization)).status, 200, 'an unknown token is not an error (RFC 7009 §2.2)');
     }
     assert.equal((await whoami(server.appUrl, bearer(caller))).status, 200);
     assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
@@ -96,13 +81,13 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
 
   it('needs the token parameter, and authentication', async () => {
     const admin = await adminTokenOf(server);
-    assertError(await post('/oauth2/revoke', bearer(admin), {}), 400, 'invalid_request');
-    assertError(await post('/oauth2/revoke', bearer(admin), { token: 5 }), 400, 'invalid_request');
-    assertError(await post('/oauth2/revoke', bearer(admin), { token: '' }), 400, 'invalid_request');
-    assertError(await post('/oauth2/revoke', bearer(admin), 'token=a&token=b' as unknown, 'json'), 400, 'invalid_request');
+    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), {}), 400, 'invalid_request');
+    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), { token: 5 }), 400, 'invalid_request');
+    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), { token: '' }), 400, 'invalid_request');
+    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), 'token=a&token=b' as unknown, 'json'), 400, 'invalid_request');
     const noAuth = await request(`${server.appUrl}/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' });
     assertError(noAuth, 401, 'UNAUTHORIZED');
-    assertError(await revoke(bearer('bogus'), 'x'), 401, 'INVALID_TOKEN');
+    assertError(await revokeToken(server.appUrl, 'x', bearer('bogus')), 401, 'INVALID_TOKEN');
     const get = await requestAs(`${server.appUrl}/oauth2/revoke`, bearer(admin));
     assertError(get, 405, 'METHOD_NOT_ALLOWED');
     assert.equal(get.headers.get('allow'), 'POST');
@@ -115,7 +100,7 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
     const before = Math.floor(Date.now() / 1000);
     const expiresAt = Date.now() + 3_600_000;
     const anonymous = await anonymousTokenOf(server, { expiresAt });
-    const response = await introspect(bearer(admin), anonymous, 'form');
+    const response = await introspectToken(server.appUrl, anonymous, bearer(admin), 'form');
     assert.equal(response.status, 200, response.text);
     assert.equal(response.headers.get('cache-control'), 'no-store');
     const { iat, ...rest } = response.body;
@@ -131,7 +116,7 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
     });
     assert.ok(iat >= before && iat <= Math.ceil(Date.now() / 1000), `iat ${iat}`);
 
-    const self = await introspect(bearer(admin), admin);
+    const self = await introspectToken(server.appUrl, admin, bearer(admin));
     assert.equal(self.body.active, true);
     assert.equal(self.body.principal, 'admin');
     assert.equal(self.body.id, server.app.adminId);
@@ -142,12 +127,12 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   it('answers exactly {"active": false} for anything not valid', async () => {
     const admin = await adminTokenOf(server);
     const revoked = await anonymousTokenOf(server);
-    await revoke(bearer(revoked), revoked);
+    await revokeToken(server.appUrl, revoked, bearer(revoked));
     const other = await createConfiguredApp(server, {});
     const otherToken = (await requestToken(other, anonymousFields(other, { client_secret: 'x' }))).body.access_token as string;
     const tampered = admin.slice(0, -2) + (admin.at(-2) === 'A' ? 'B' : 'A') + admin.at(-1);
     for (const token of [revoked, otherToken, tampered, 'garbage', 'A'.repeat(43)]) {
-      const response = await introspect(bearer(admin), token);
+      const response = await introspectToken(server.appUrl, token, bearer(admin));
       assert.equal(response.status, 200);
       assert.deepEqual(response.body, { active: false }, token);
     }
@@ -156,16 +141,16 @@ describe('POST /api/apps/{appId}/oauth2/introspect (RFC 7662)', () => {
   it('answers an expired token as inactive', async () => {
     const admin = await adminTokenOf(server);
     const token = await anonymousTokenOf(server, { expiresAt: Date.now() + 300 });
-    assert.equal((await introspect(bearer(admin), token)).body.active, true);
+    assert.equal((await introspectToken(server.appUrl, token, bearer(admin))).body.active, true);
     await new Promise((resolve) => setTimeout(resolve, 400));
-    assert.deepEqual((await introspect(bearer(admin), token)).body, { active: false });
+    assert.deepEqual((await introspectToken(server.appUrl, token, bearer(admin))).body, { active: false });
   });
 
   it('is an admin feature: 403 ADMIN_REQUIRED for anonymous callers, and it needs the token parameter', async () => {
     const anonymous = await anonymousTokenOf(server);
-    assertError(await introspect(bearer(anonymous), anonymous), 403, 'ADMIN_REQUIRED');
-    assertError(await introspect(basic(server.app.appId), anonymous), 403, 'ADMIN_REQUIRED');
-    assertError(await post('/oauth2/introspect', bearer(await adminTokenOf(server)), {}), 400, 'invalid_request');
+    assertError(await introspectToken(server.appUrl, anonymous, bearer(anonymous)), 403, 'ADMIN_REQUIRED');
+    assertError(await introspectToken(server.appUrl, anonymous, basic(server.app.appId)), 403, 'ADMIN_REQUIRED');
+    assertError(await postAs(`${server.appUrl}/oauth2/introspect`, bearer(await adminTokenOf(server)), {}), 400, 'invalid_request');
   });
 });
 
@@ -174,12 +159,12 @@ describe('revocation and introspection answers are never cached', () => {
     const anonymous = await anonymousTokenOf(server);
     for (const path of ['/oauth2/revoke', '/oauth2/introspect']) {
       const answers = [
-        await post(path, bearer('bogus'), { token: 'x' }),
+        await postAs(`${server.appUrl}${path}`, bearer('bogus'), { token: 'x' }),
         await request(`${server.appUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' }),
-        await post(path, bearer(await adminTokenOf(server)), {}),
+        await postAs(`${server.appUrl}${path}`, bearer(await adminTokenOf(server)), {}),
         await requestAs(`${server.appUrl}${path}`, bearer(anonymous)),
       ];
-      if (path === '/oauth2/introspect') answers.push(await post(path, bearer(anonymous), { token: anonymous }));
+      if (path === '/oauth2/introspect') answers.push(await postAs(`${server.appUrl}${path}`, bearer(anonymous), { token: anonymous }));
       assert.deepEqual(
         answers.map((answer) => `${answer.status} ${answer.headers.get('cache-control')} ${answer.headers.get('pragma')}`),
         ['401 no-store no-cache', '401 no-store no-cache', '400 no-store no-cache', '405 no-store no-cache', ...(path === '/oauth2/introspect' ? ['403 no-store no-cache'] : [])],
@@ -209,12 +194,10 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     const tokenOf = async (fields: Record<string, unknown>) => (await requestToken(fresh, fields)).body.access_token as string;
     const adminOf = () => tokenOf(adminFields(fresh));
     const anonymousOf = () => tokenOf(anonymousFields(fresh));
-    const works = async (token: string) =>
-      (await whoami(fresh.appUrl, bearer(token))).status === 200;
 
     const anonymous = [await anonymousOf(), await anonymousOf()];
     const admins = [await adminOf(), await adminOf()];
-    for (const token of [...anonymous, ...admins]) assert.ok(await works(token));
+    for (const token of [...anonymous, ...admins]) assert.ok(await tokenWorks(fresh.appUrl, token));
 
     const refused = await requestAs(`${fresh.appUrl}/tokens?kind=anonymous`, bearer(anonymous[0]!), 'DELETE');
     assertError(refused, 403, 'ADMIN_REQUIRED');
@@ -223,13 +206,13 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
     assert.equal(byKind.status, 200, byKind.text);
     // Anonymous tokens are self-verifying: none is stored, all are ended by the app's cut-off.
     assertAppRevocation(byKind.body, { appId: fresh.appId, kind: 'anonymous', revoked: 0 });
-    for (const token of anonymous) assert.equal(await works(token), false);
-    for (const token of admins) assert.equal(await works(token), true);
+    for (const token of anonymous) assert.equal(await tokenWorks(fresh.appUrl, token), false);
+    for (const token of admins) assert.equal(await tokenWorks(fresh.appUrl, token), true);
 
     const all = await requestAs(`${fresh.appUrl}/tokens?kind=all`, bearer(admins[0]!), 'DELETE');
     assertAppRevocation(all.body, { appId: fresh.appId, kind: 'all', revoked: 2 });
-    for (const token of admins) assert.equal(await works(token), false);
-    assert.ok(await works(await anonymousOf()), 'new tokens work after a revocation');
+    for (const token of admins) assert.equal(await tokenWorks(fresh.appUrl, token), false);
+    assert.ok(await tokenWorks(fresh.appUrl, await anonymousOf()), 'new tokens work after a revocation');
   });
 
   it('says what a revoke-all did in words: every anonymous token issued up to the cut-off is refused, however many (none is stored)', async () => {

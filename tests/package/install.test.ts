@@ -9,7 +9,7 @@ import {
   adminTokenRequest,
   anonymousTokenRequest,
   call,
-  Children,
+  childrenOfFile,
   createAppWithCli,
   startTessera,
   terminate,
@@ -25,9 +25,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // installed from the same tarball (with the server's packages, as the README says). A package that
 // npm cannot install fails the test: nothing is skipped.
 
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 const LOCK = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 

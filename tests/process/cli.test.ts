@@ -6,17 +6,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { assertError } from '../helpers/assert.js';
-import { Children, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
-import { appUrlOf, basic, bearer, request, requestAs, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
+import { childrenOfFile, runCli, sleep, terminate, type CliResult } from '../helpers/fleet.js';
+import { appUrlOf, basic, bearer, request, requestAs, signingKeyIdOf, tokenRequestInit, type JsonResponse } from '../helpers/http.js';
 import { portalClient } from '../helpers/portal-http.js';
 import { childEnvironment, REPO_ROOT, startServerProcess, type ServerProcess, TESSERA_BIN } from '../helpers/process.js';
 
 const BIN = TESSERA_BIN;
 
 /** Every child process started here, so that after() hooks can end them whatever happened. */
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 interface Store {
   dir: string;
@@ -663,9 +661,8 @@ describe('token lifecycle from the CLI, with a server running', () => {
   it('keys rotate: new anonymous tokens carry the new key within 1 s, older ones keep working; keys retire ends them within 1 s', async () => {
     const app = await createApp(store, 'Keys from the CLI');
     const anonymousToken = async () => (await tokenRequest(server.baseUrl, app.appId, app.appId, app.appKey)).body.access_token as string;
-    const keyOf = (token: string) => Buffer.from(token, 'base64url').readUInt16BE(1);
     const before = await anonymousToken();
-    const oldKey = keyOf(before);
+    const oldKey = signingKeyIdOf(before);
 
     const rotated = await cli(store, ['keys', 'rotate', '--json']);
     assert.equal(rotated.code, 0, rotated.stderr);
@@ -675,11 +672,11 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.ok(!rotated.stdout.includes('secret'), 'a key is never printed');
     const started = Date.now();
     let after = await anonymousToken();
-    while (keyOf(after) !== signing.id && Date.now() - started < 1_000) {
+    while (signingKeyIdOf(after) !== signing.id && Date.now() - started < 1_000) {
       await sleep(50);
       after = await anonymousToken();
     }
-    assert.equal(keyOf(after), signing.id, 'the server signs with the new key within 1 s');
+    assert.equal(signingKeyIdOf(after), signing.id, 'the server signs with the new key within 1 s');
     assert.equal((await whoami(app.appId, before)).status, 200, 'a token of the older key still works');
 
     const signingRetired = await cli(store, ['keys', 'retire', String(signing.id)]);

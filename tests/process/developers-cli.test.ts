@@ -8,8 +8,8 @@ import Database from 'libsql';
 import { anonymousRequest, OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
-import { Children, runCli, type CliResult } from '../helpers/fleet.js';
-import { linkTokenOf } from '../helpers/portal.js';
+import { childrenOfFile, runCli, type CliResult } from '../helpers/fleet.js';
+import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
 import { childEnvironment, REPO_ROOT, TESSERA_BIN } from '../helpers/process.js';
 
 // `tessera developers …`, `apps create --owner` and `apps transfer` as an operator runs them: real
@@ -17,12 +17,9 @@ import { childEnvironment, REPO_ROOT, TESSERA_BIN } from '../helpers/process.js'
 // same domain services over the same file): a printed link sets a password, the account signs in.
 
 const BIN = TESSERA_BIN;
-const PASSWORD = 'correct horse battery staple';
 const TOKEN = /token=([A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})/;
 
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 describe('tessera developers and app owners: the operator CLI, as real processes', () => {
   let dir: string;

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { clientSecretDigest } from '../../src/crypto.js';
 import { assertError } from '../helpers/assert.js';
-import { Children, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
+import { childrenOfFile, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
@@ -23,9 +23,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 
 // This file compiles to <outDir>/tests/process/; the CLI it runs is the one compiled beside it.
 
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 // ---------------------------------------------------------------------------------------------
 // The scanner

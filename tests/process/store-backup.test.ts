@@ -9,7 +9,7 @@ import Database from 'libsql';
 import {
   adminTokenRequest,
   anonymousTokenRequest,
-  Children,
+  childrenOfFile,
   createAppWithCli,
   Load,
   now,
@@ -31,9 +31,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 const BIN = TESSERA_BIN;
 const run = promisify(execFile);
 
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 interface Answered {
   appId: string;

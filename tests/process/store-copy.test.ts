@@ -10,7 +10,7 @@ import { TABLES } from '../../src/store/dump.js';
 import { openStore, parseDatabaseUrl } from '../../src/store/open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { createTessera } from '../../src/tessera.js';
-import { adminTokenRequest, anonymousTokenRequest, Children, runCli, sleep, startTessera, terminate, tokenRequest, whoami, type CliResult } from '../helpers/fleet.js';
+import { adminTokenRequest, anonymousTokenRequest, childrenOfFile, runCli, sleep, startTessera, terminate, tokenRequest, whoami, type CliResult } from '../helpers/fleet.js';
 import { makeApp } from '../helpers/fixtures.js';
 import { appUrlOf, bearer, revokeToken } from '../helpers/http.js';
 import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
@@ -28,9 +28,7 @@ const SCHEMA_VERSION = SQLITE_MIGRATIONS.at(-1)!.version;
 
 const BIN = TESSERA_BIN;
 
-const children = new Children();
-after(() => children.killAll());
-process.once('exit', () => children.killAllNow());
+const children = childrenOfFile();
 
 interface App {
   appId: string;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { connect, Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { assertError, errorProblems } from '../helpers/assert.js';
 import { basic, bearer, parseJson, request } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * HTTP fuzzing over raw TCP against a real server running in this process: random bytes and mutated
@@ -50,15 +50,7 @@ const DOCUMENTED_STATUS_EXCEPTIONS: Record<number, string[]> = {
   431: ['REQUEST_TOO_LARGE'],
 };
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite();
 
 // ---- cases ----------------------------------------------------------------------------------------
 

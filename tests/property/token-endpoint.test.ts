@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { errorProblems } from '../helpers/assert.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, type RawResponse } from '../helpers/raw-http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 /**
  * Property-based tests of the token endpoints through a real listening server: thousands of generated
@@ -37,15 +37,7 @@ const CHALLENGES: Record<string, RegExp> = {
   UNAUTHORIZED: /Basic.*Bearer|Bearer.*Basic/,
 };
 
-let server: TestServer;
-
-before(async () => {
-  server = await startServer();
-});
-
-after(async () => {
-  await server.close();
-});
+const server = serverForSuite();
 
 /** A request as generated: sent by fetch when fetch can send it, byte for byte over a socket otherwise. */
 interface GeneratedRequest {

@@ -7,7 +7,8 @@ import type { CreatedApp } from '../../src/apps/service.js';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { assertError } from '../helpers/assert.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
-import { basic, bearer, request } from '../helpers/http.js';
+import { adminTokenOf, anonymousTokenOf, appOn, basic, bearer } from '../helpers/http.js';
+import { closeServer } from '../helpers/listen.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -73,26 +74,16 @@ describe('forward authentication through nginx to an Express upstream that route
     credentials = [];
     for (const [label, app] of [['A', appA], ['B', appB]] as const) {
       credentials.push(
-        { name: `admin token of ${label}`, authorization: bearer(await tokenOf(app, app.clientId, app.clientSecret)) },
-        { name: `anonymous token of ${label}`, authorization: bearer(await tokenOf(app, app.appId, app.appKey)) },
+        { name: `admin token of ${label}`, authorization: bearer(await adminTokenOf(appOn(tessera, app))) },
+        { name: `anonymous token of ${label}`, authorization: bearer(await anonymousTokenOf(appOn(tessera, app))) },
         { name: `Basic ${label}`, authorization: basic(app.appId) },
       );
     }
   });
 
-  async function tokenOf(app: CreatedApp, clientId: string, clientSecret: string): Promise<string> {
-    const response = await request(`${tessera.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
-      method: 'POST',
-      headers: { authorization: basic(app.appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-    });
-    assert.equal(response.status, 200, response.text);
-    return response.body.access_token as string;
-  }
-
   after(async () => {
     await nginx?.stop();
-    await new Promise<void>((resolve) => (upstream === undefined ? resolve() : upstream.close(() => resolve())));
+    await closeServer(upstream);
     await tessera?.close();
   });
 

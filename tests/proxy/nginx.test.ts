@@ -16,6 +16,7 @@ import {
   revokeToken,
   type JsonResponse,
 } from '../helpers/http.js';
+import { closeServer, listenOnLoopback } from '../helpers/listen.js';
 import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { freePort } from '../helpers/process.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -48,7 +49,7 @@ function startUpstream(seen: Seen[]): Promise<Server> {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
     });
   });
-  return new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(server)));
+  return listenOnLoopback(server);
 }
 
 describe('forward authentication through nginx auth_request', () => {
@@ -91,7 +92,7 @@ describe('forward authentication through nginx auth_request', () => {
 
   after(async () => {
     await nginx?.stop();
-    await new Promise<void>((resolve) => (upstream === undefined ? resolve() : upstream.close(() => resolve())));
+    await closeServer(upstream);
     await tessera?.close();
   });
 

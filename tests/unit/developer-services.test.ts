@@ -5,31 +5,21 @@ import { randomUUID } from 'node:crypto';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from '../../src/developers/session.js';
 import type { SignInLimitSettings } from '../../src/developers/sign-in-limits.js';
-import { isTesseraError } from '../../src/errors.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
+import { codeOf } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
+import { PASSWORD } from '../helpers/portal.js';
+import { NO_LIMITS } from '../helpers/server.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/store.js';
 
 // The developer services (accounts, sessions, memberships), called directly over a real SQLite store
 // with a fake clock, and the sign-in limits counting in memory as a server's do.
 
-const PASSWORD = 'correct horse battery staple';
-const LIMITS_OFF = { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 };
-const LIMITS_ON = { ...LIMITS_OFF, enabled: true, tokenRequestsPerAddressPerMinute: 1e6, adminFailuresPerAddressPerMinute: 1e6, adminFailuresPerAppPerMinute: 1e6 };
+const LIMITS_ON = { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 1e6, adminFailuresPerAddressPerMinute: 1e6, adminFailuresPerAppPerMinute: 1e6 };
 
 const from = (address: string): RequestContext => anonymousRequest(address);
 const asDeveloper = (developer: DeveloperRecord, address = '192.0.2.1'): RequestContext => ({ clientAddress: address, by: { kind: 'developer', developerId: developer.id } });
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'resolved';
-  } catch (error) {
-    if (isTesseraError(error)) return error.code;
-    throw error;
-  }
-}
 
 /** The token of a link as printed: what follows `token=`. */
 const tokenOf = (link: { path: string }) => decodeURIComponent(link.path.slice(link.path.indexOf('token=') + 'token='.length));
@@ -46,7 +36,7 @@ async function open(options: { signInLimits?: SignInLimitSettings; limits?: type
   const tessera = createTessera({
     store: testStore.store,
     clock,
-    rateLimits: options.limits ?? LIMITS_OFF,
+    rateLimits: options.limits ?? NO_LIMITS,
     ...(options.signInLimits === undefined ? {} : { signInLimits: options.signInLimits }),
     publicUrl: 'https://portal.example.com',
   });

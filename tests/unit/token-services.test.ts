@@ -2,29 +2,20 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { AppRecord } from '../../src/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
-import { isTesseraError } from '../../src/errors.js';
 import { actorOfEvent } from '../../src/events/event.js';
 import { TOKEN_SELECTOR, type Principal } from '../../src/principal.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { NEVER_EXPIRES_IN } from '../../src/tokens/expiry.js';
+import { codeOf } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
+import { NO_LIMITS } from '../helpers/server.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/store.js';
 
 // The issuing and checking services and the Authenticator, called directly over a real SQLite store
 // with a fake clock: what the HTTP tests cover through a server, here one step at a time.
 
 const FROM = anonymousRequest('192.0.2.1');
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'resolved';
-  } catch (error) {
-    if (isTesseraError(error)) return error.code;
-    throw error;
-  }
-}
 
 describe('the token services, over a real store with a fake clock', () => {
   let testStore: TestStore;
@@ -36,7 +27,7 @@ describe('the token services, over a real store with a fake clock', () => {
   before(async () => {
     testStore = await createSqliteTestStore();
     clock = new FakeClock();
-    tessera = createTessera({ store: testStore.store, clock, rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 } });
+    tessera = createTessera({ store: testStore.store, clock, rateLimits: NO_LIMITS });
     created = await tessera.apps.create('Services');
     app = await tessera.appCache.require(created.appId);
   });

@@ -9,7 +9,7 @@ import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { Children, runCli, sleep, terminate } from '../helpers/fleet.js';
-import { appUrlOf, basic, bearer, request, requestToken, revokeToken, whoami, type AppEndpoint } from '../helpers/http.js';
+import { appUrlOf, basic, bearer, introspectToken, request, requestToken, revokeToken, whoami, type AppEndpoint } from '../helpers/http.js';
 import { REPO_ROOT, startServerProcess, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
@@ -113,13 +113,6 @@ const STORES = {
   postgres: { open: postgresFromFixture, migrations: POSTGRES_MIGRATIONS },
 } as const;
 
-const introspect = (appUrl: string, token: string, adminToken: string) =>
-  request(`${appUrl}/oauth2/introspect`, {
-    method: 'POST',
-    headers: { authorization: bearer(adminToken), 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
-
 /** The legacy tokens of an app that must still work, and of those, one kind. */
 const live = (app: LegacyApp, kind?: LegacyToken['kind']) => app.tokens.filter((token) => token.expect === 'valid' && (kind === undefined || token.kind === kind));
 /** The never-expiring legacy admin token: the admin credential of the checks. */
@@ -195,7 +188,7 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
       for (const app of apps) {
         const admin = legacyAdminToken(app);
         for (const token of live(app)) {
-          const response = await introspect(appUrl(app), token.token, admin);
+          const response = await introspectToken(appUrl(app), token.token, bearer(admin));
           assert.equal(response.status, 200, response.text);
           const { active, token_type, principal, app_id, iat, exp, id } = response.body;
           assert.deepEqual({ active, token_type, principal, app_id }, { active: true, token_type: 'bearer', principal: token.kind, app_id: app.appId });
@@ -204,7 +197,7 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
           if (token.kind === 'admin') assert.equal(id, app.adminId);
         }
         for (const token of app.tokens.filter((token) => token.expect !== 'valid')) {
-          const response = await introspect(appUrl(app), token.token, admin);
+          const response = await introspectToken(appUrl(app), token.token, bearer(admin));
           assert.equal(response.status, 200, response.text);
           assert.deepEqual(response.body, { active: false });
         }
@@ -263,7 +256,7 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
         assert.equal(revokedByAdmin.status, 200, revokedByAdmin.text);
         await assertRefused(appUrl(app), byAdmin);
         revokedHere.add(byAdmin);
-        const introspected = await introspect(appUrl(app), byItself.token, legacyAdminToken(app));
+        const introspected = await introspectToken(appUrl(app), byItself.token, bearer(legacyAdminToken(app)));
         assert.deepEqual(introspected.body, { active: false });
         // The others are untouched.
         for (const token of live(app).filter((token) => !revokedHere.has(token))) await assertWorks(appUrl(app), app, token);
