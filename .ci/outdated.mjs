@@ -17,7 +17,8 @@ if (report.error !== undefined) {
 const behind = [];
 for (const [name, entries] of Object.entries(report)) {
   for (const entry of [entries].flat()) {
-    if (entry.current !== undefined && entry.current !== entry.wanted) behind.push(`  ${name} ${entry.current}, ${entry.wanted} allowed (${entry.location})`);
+    if (entry.current !== undefined && entry.current !== entry.wanted)
+      behind.push(`  ${name} ${entry.current}, ${entry.wanted} allowed (${entry.location})`);
   }
 }
 console.log(

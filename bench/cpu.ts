@@ -72,7 +72,9 @@ try {
         runsUs: perRequest.map(round),
         requestsPerSecond: Math.round(rate),
       };
-      process.stderr.write(`${label.padEnd(26)} min ${results[label].minUs} µs  median ${results[label].medianUs} µs  (${results[label].runsUs.join(', ')})\n`);
+      process.stderr.write(
+        `${label.padEnd(26)} min ${results[label].minUs} µs  median ${results[label].medianUs} µs  (${results[label].runsUs.join(', ')})\n`,
+      );
     }
   }
 } finally {

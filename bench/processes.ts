@@ -144,7 +144,10 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
     BENCH_COLLECT_TOKENS: spec.tokensFile === undefined ? '0' : '1',
     BENCH_TOKENS_FILE: spec.tokensFile ?? '',
   };
-  const result = JSON.parse(await runWrk(WRK_SCRIPT, spec.url, connections, seconds, env, 'BENCH_RESULT ')) as Omit<LoadResult, 'requestsPerSecond'>;
+  const result = JSON.parse(await runWrk(WRK_SCRIPT, spec.url, connections, seconds, env, 'BENCH_RESULT ')) as Omit<
+    LoadResult,
+    'requestsPerSecond'
+  >;
   return { ...result, requestsPerSecond: result.requests / (result.durationUs / 1e6) };
 }
 
@@ -152,7 +155,14 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
  * wrk with a Lua `script` from the load core: one generator thread, `connections` connections,
  * `seconds` long. Returns what the script printed after `marker` on a line of its own.
  */
-export function runWrk(script: string, url: string, connections: number, seconds: number, env: NodeJS.ProcessEnv, marker: string): Promise<string> {
+export function runWrk(
+  script: string,
+  url: string,
+  connections: number,
+  seconds: number,
+  env: NodeJS.ProcessEnv,
+  marker: string,
+): Promise<string> {
   const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url];
   return new Promise((resolve, reject) => {
     const child = spawn('taskset', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -61,7 +61,7 @@ console.log('self time  frame');
 for (const [frame, hits] of [...selfHits].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
   console.log(`${((hits / total) * 100).toFixed(1).padStart(8)} %  ${frame}`);
 }
-console.log('\ninclusive time of this service\'s code and its libraries (top 30)');
+console.log("\ninclusive time of this service's code and its libraries (top 30)");
 for (const [frame, hits] of [...inclusiveHits]
   .filter(([frame]) => frame.includes('dist/src') || /fastify|pino|libsql|find-my-way|avvio|light-my-request/.test(frame))
   .sort((a, b) => b[1] - a[1])

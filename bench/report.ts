@@ -69,7 +69,7 @@ export function summarize(run: BenchRun): CaseSummary[] {
     const inPhase = run.measurements.filter((m) => m.phase === phase);
     const reliable = new Set(inPhase.filter((m) => m.cpuShare >= RELIABLE_CPU_SHARE).map((m) => m.repetition));
     // Medians over the reliable repetitions, unless fewer than two are: then over all of them.
-    const used = (m: Measurement) => reliable.size >= 2 ? reliable.has(m.repetition) : true;
+    const used = (m: Measurement) => (reliable.size >= 2 ? reliable.has(m.repetition) : true);
     for (const name of [...new Set(inPhase.map((m) => m.case))]) {
       const runs = inPhase.filter((m) => m.case === name && used(m));
       const first = runs[0]!;
@@ -89,7 +89,11 @@ export function summarize(run: BenchRun): CaseSummary[] {
         p99Us: median(runs.map((m) => m.fifty.latencyUs.p99)),
         failures: inPhase
           .filter((m) => m.case === name)
-          .reduce((sum, m) => sum + Object.values(m.one.errors).reduce((a, b) => a + b, 0) + Object.values(m.fifty.errors).reduce((a, b) => a + b, 0), 0),
+          .reduce(
+            (sum, m) =>
+              sum + Object.values(m.one.errors).reduce((a, b) => a + b, 0) + Object.values(m.fifty.errors).reduce((a, b) => a + b, 0),
+            0,
+          ),
         repetitionsUsed: runs.length,
       });
     }
@@ -108,15 +112,27 @@ export function checkTargets(run: BenchRun, summaries: CaseSummary[]): TargetChe
     if (s.kind === 'issue') {
       // An anonymous token writes nothing (it is self-verifying): its target is close to the ceiling.
       const floor = s.case.endsWith('anonymous token') ? 0.9 : 0.6;
-      checks.push({ description: `${s.case}: throughput ≥ ${floor} × ceiling (50 conn)`, value: ratio(s.throughputRatio), met: s.throughputRatio >= floor });
+      checks.push({
+        description: `${s.case}: throughput ≥ ${floor} × ceiling (50 conn)`,
+        value: ratio(s.throughputRatio),
+        met: s.throughputRatio >= floor,
+      });
       if (peer !== undefined) {
         const overPeer = s.requestsPerSecond / peer.requestsPerSecond;
         checks.push({ description: `${s.case}: throughput ≥ 8 × oidc-provider's (50 conn)`, value: ratio(overPeer), met: overPeer >= 8 });
       }
       checks.push({ description: `${s.case}: round trip ≤ 2 × ceiling (1 conn, median)`, value: ratio(s.rttRatio), met: s.rttRatio <= 2 });
     } else {
-      checks.push({ description: `${s.case}: throughput ≥ 0.8 × ceiling's Map lookup (50 conn)`, value: ratio(s.throughputRatio), met: s.throughputRatio >= 0.8 });
-      checks.push({ description: `${s.case}: round trip ≤ 1.3 × ceiling's (1 conn, median)`, value: ratio(s.rttRatio), met: s.rttRatio <= 1.3 });
+      checks.push({
+        description: `${s.case}: throughput ≥ 0.8 × ceiling's Map lookup (50 conn)`,
+        value: ratio(s.throughputRatio),
+        met: s.throughputRatio >= 0.8,
+      });
+      checks.push({
+        description: `${s.case}: round trip ≤ 1.3 × ceiling's (1 conn, median)`,
+        value: ratio(s.rttRatio),
+        met: s.rttRatio <= 1.3,
+      });
     }
     const scaled = scale.find((other) => other.case === s.case);
     if (scaled !== undefined) {
@@ -130,7 +146,11 @@ export function checkTargets(run: BenchRun, summaries: CaseSummary[]): TargetChe
       });
     }
   }
-  checks.push({ description: `Tessera's RSS after the scale phase ≤ 200 MB`, value: `${run.tesseraMemory.rssMb.toFixed(0)} MB (peak ${run.tesseraMemory.peakRssMb.toFixed(0)} MB)`, met: run.tesseraMemory.peakRssMb <= 200 });
+  checks.push({
+    description: `Tessera's RSS after the scale phase ≤ 200 MB`,
+    value: `${run.tesseraMemory.rssMb.toFixed(0)} MB (peak ${run.tesseraMemory.peakRssMb.toFixed(0)} MB)`,
+    met: run.tesseraMemory.peakRssMb <= 200,
+  });
   const failures = summaries.reduce((sum, s) => sum + s.failures, 0);
   checks.push({ description: 'no request failed', value: String(failures), met: failures === 0 });
   const v = run.verification;
@@ -186,15 +206,23 @@ export function chart(run: BenchRun, summaries: CaseSummary[]): string {
     parts.push(`<rect x="${left}" y="${y + 4}" width="${barWidth(s.throughputRatio)}" height="14" fill="#2b6cb0"/>`);
     parts.push(`<text x="${x(s.throughputRatio) + 4}" y="${y + 15}">${s.throughputRatio.toFixed(2)}</text>`);
     parts.push(`<rect x="${left}" y="${y + 20}" width="${barWidth(s.rttRatio)}" height="14" fill="#dd8452"/>`);
-    parts.push(`<text x="${x(s.rttRatio) + 4}" y="${y + 31}">${s.rttRatio > scaleMax ? `${s.rttRatio.toFixed(1)} (off scale)` : s.rttRatio.toFixed(2)}</text>`);
+    parts.push(
+      `<text x="${x(s.rttRatio) + 4}" y="${y + 31}">${s.rttRatio > scaleMax ? `${s.rttRatio.toFixed(1)} (off scale)` : s.rttRatio.toFixed(2)}</text>`,
+    );
     if (s.target === 'tessera/sqlite') {
       const throughputTarget = s.kind === 'issue' ? 0.6 : 0.8;
       const rttTarget = s.kind === 'issue' ? 2 : 1.3;
-      parts.push(`<line x1="${x(throughputTarget)}" y1="${y + 2}" x2="${x(throughputTarget)}" y2="${y + 19}" stroke="black" stroke-width="2" stroke-dasharray="3,2"/>`);
-      parts.push(`<line x1="${x(rttTarget)}" y1="${y + 19}" x2="${x(rttTarget)}" y2="${y + 36}" stroke="black" stroke-width="2" stroke-dasharray="3,2"/>`);
+      parts.push(
+        `<line x1="${x(throughputTarget)}" y1="${y + 2}" x2="${x(throughputTarget)}" y2="${y + 19}" stroke="black" stroke-width="2" stroke-dasharray="3,2"/>`,
+      );
+      parts.push(
+        `<line x1="${x(rttTarget)}" y1="${y + 19}" x2="${x(rttTarget)}" y2="${y + 36}" stroke="black" stroke-width="2" stroke-dasharray="3,2"/>`,
+      );
     }
   });
-  parts.push(`<text x="10" y="${height - 2}" font-size="11" fill="#555">Dashed marks: Tessera's targets. Medians of per-repetition ratios; ${escape(String(run.machine.cpu))}, ${escape(String(run.machine.node))}.</text>`);
+  parts.push(
+    `<text x="10" y="${height - 2}" font-size="11" fill="#555">Dashed marks: Tessera's targets. Medians of per-repetition ratios; ${escape(String(run.machine.cpu))}, ${escape(String(run.machine.node))}.</text>`,
+  );
   parts.push('</svg>');
   return parts.join('\n');
 }
@@ -244,7 +272,8 @@ export function writeReport(run: BenchRun, options: { root: string; writeDocs: b
   const current = existsSync(docPath) ? readFileSync(docPath, 'utf8') : `# Benchmarks\n\n${BEGIN}\n${END}\n`;
   const start = current.indexOf(BEGIN);
   const end = current.indexOf(END);
-  const updated = start >= 0 && end > start ? current.slice(0, start) + generated + current.slice(end + END.length) : `${current}\n${generated}\n`;
+  const updated =
+    start >= 0 && end > start ? current.slice(0, start) + generated + current.slice(end + END.length) : `${current}\n${generated}\n`;
   writeFileSync(docPath, updated);
   process.stderr.write(`updated docs/benchmarks.md and docs/benchmarks.svg\n`);
 }

@@ -48,7 +48,10 @@ function parseOptions(argv: string[]): Options {
 }
 
 function requireTools(): void {
-  for (const [tool, args] of [['wrk', ['--version']], ['taskset', ['--version']]] as const) {
+  for (const [tool, args] of [
+    ['wrk', ['--version']],
+    ['taskset', ['--version']],
+  ] as const) {
     const result = spawnSync(tool, args, { stdio: 'ignore' });
     if (result.error !== undefined) {
       throw new Error(`the benchmark needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
@@ -59,7 +62,7 @@ function requireTools(): void {
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function seedTokens(store: Store, appId: string, count: number): Promise<void> {
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
     const chunk = Math.min(20_000, count - done);
     await Promise.all(
       Array.from({ length: chunk }, () => {
@@ -102,7 +105,13 @@ interface TesseraTarget {
 }
 
 /** Starts Tessera on a fresh store (`databaseUrl`) holding `baseTokens` tokens, with one app. */
-async function startTessera(target: string, databaseUrl: string, workDir: string, baseTokens: number, cleanup: () => Promise<void>): Promise<TesseraTarget> {
+async function startTessera(
+  target: string,
+  databaseUrl: string,
+  workDir: string,
+  baseTokens: number,
+  cleanup: () => Promise<void>,
+): Promise<TesseraTarget> {
   const store = await openStore(databaseUrl);
   const app = await createTessera({ store }).apps.create('Benchmark app');
   await seedTokens(store, app.appId, baseTokens);
@@ -157,7 +166,12 @@ async function startTesseraOnPostgres(workDir: string, baseTokens: number): Prom
 }
 
 /** Warm-up (discarded), then `repetitions` rounds of every case at 1 and at 50 connections. */
-async function measure(phase: Phase, cases: BenchCase[], options: Options, tokensDirOf: (target: string) => string): Promise<Measurement[]> {
+async function measure(
+  phase: Phase,
+  cases: BenchCase[],
+  options: Options,
+  tokensDirOf: (target: string) => string,
+): Promise<Measurement[]> {
   const measurements: Measurement[] = [];
   log(`\n[${phase}] warm-up (${options.warmupSeconds} s a case, discarded)`);
   for (const benchCase of cases) await runLoad(benchCase.load, 50, options.warmupSeconds);
@@ -168,7 +182,10 @@ async function measure(phase: Phase, cases: BenchCase[], options: Options, token
       const results: Record<'1' | '50', LoadResult> = {} as Record<'1' | '50', LoadResult>;
       for (const connections of [1, 50] as const) {
         const tokensFile = benchCase.collectTokens
-          ? join(tokensDirOf(benchCase.target), `${phase.replace(/\W+/g, '_')}-${repetition}-${connections}-${benchCase.name.replace(/\W+/g, '_')}.txt`)
+          ? join(
+              tokensDirOf(benchCase.target),
+              `${phase.replace(/\W+/g, '_')}-${repetition}-${connections}-${benchCase.name.replace(/\W+/g, '_')}.txt`,
+            )
           : undefined;
         results[connections] = await runLoad({ ...benchCase.load, ...(tokensFile ? { tokensFile } : {}) }, connections, options.seconds);
       }
@@ -177,7 +194,16 @@ async function measure(phase: Phase, cases: BenchCase[], options: Options, token
         `  ${benchCase.name.padEnd(44)} 1 conn: p50 ${results[1].latencyUs.p50} us   50 conn: ${Math.round(results[50].requestsPerSecond)} req/s` +
           (failures > 0 ? `   FAILED REQUESTS: ${failures}` : ''),
       );
-      measurements.push({ phase, repetition, cpuShare, case: benchCase.name, target: benchCase.target, kind: benchCase.kind, one: results[1], fifty: results[50] });
+      measurements.push({
+        phase,
+        repetition,
+        cpuShare,
+        case: benchCase.name,
+        target: benchCase.target,
+        kind: benchCase.kind,
+        one: results[1],
+        fifty: results[50],
+      });
     }
   }
   return measurements;
@@ -186,7 +212,9 @@ async function measure(phase: Phase, cases: BenchCase[], options: Options, token
 /** Every token answered during the run must still work: checked against the store, and a sample over HTTP. */
 async function verifyTokens(target: TesseraTarget) {
   const { readdirSync } = await import('node:fs');
-  const tokens = readdirSync(target.tokensDir).flatMap((file) => readFileSync(join(target.tokensDir, file), 'utf8').split('\n').filter(Boolean));
+  const tokens = readdirSync(target.tokensDir).flatMap((file) =>
+    readFileSync(join(target.tokensDir, file), 'utf8').split('\n').filter(Boolean),
+  );
   const store = await openStore(target.databaseUrl, { connectTimeoutMs: 30_000, queryTimeoutMs: 30_000 });
   const tessera = createTessera({ store });
   const app = await tessera.appCache.require(target.fixture.appId);
@@ -198,7 +226,9 @@ async function verifyTokens(target: TesseraTarget) {
   let invalidOverHttp = 0;
   const sample = tokens.filter((_, index) => index % Math.max(1, Math.floor(tokens.length / 500)) === 0);
   for (const token of sample) {
-    const response = await fetch(`${target.fixture.url}/api/apps/${target.fixture.appId}/whoami`, { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(`${target.fixture.url}/api/apps/${target.fixture.appId}/whoami`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     await response.arrayBuffer();
     if (response.status !== 200) invalidOverHttp++;
   }
@@ -212,7 +242,9 @@ async function main(): Promise<number> {
   const servers: RunningServer[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    log(`Tessera benchmark (${options.smoke ? 'smoke' : 'full'}): ${options.repetitions} repetition(s), ${options.seconds} s a run; servers on core 0, wrk on core 1`);
+    log(
+      `Tessera benchmark (${options.smoke ? 'smoke' : 'full'}): ${options.repetitions} repetition(s), ${options.seconds} s a run; servers on core 0, wrk on core 1`,
+    );
     const ceiling = await startPinnedServer('ceiling', join(DIST, 'bench', 'servers', 'ceiling.js'), [], {});
     servers.push(ceiling);
     const peer = await startPinnedServer('oidc-provider', join(DIST, 'bench', 'servers', 'oidc.js'), [], { NODE_ENV: 'production' });
@@ -245,7 +277,9 @@ async function main(): Promise<number> {
       sampledOverHttp: sum.sampledOverHttp + v.sampledOverHttp,
       invalidOverHttp: sum.invalidOverHttp + v.invalidOverHttp,
     }));
-    log(`\nverified ${verification.checked} issued tokens against their stores (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`);
+    log(
+      `\nverified ${verification.checked} issued tokens against their stores (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`,
+    );
 
     // Scale (SQLite): the same cases with many tokens stored, seeded through the store, not over HTTP.
     const seeding = openSqliteStore(sqlitePath);
@@ -253,7 +287,12 @@ async function main(): Promise<number> {
     await seedTokens(seeding, tessera.fixture.appId, options.scaleTokens - options.baseTokens);
     await seeding.close();
     log(`\nseeded ${options.scaleTokens - options.baseTokens} more tokens in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
-    const scaleMeasurements = await measure(`${options.scaleTokens} tokens stored`, [...referenceCases, ...tesseraCases(tessera.fixture)], options, tokensDirOf);
+    const scaleMeasurements = await measure(
+      `${options.scaleTokens} tokens stored`,
+      [...referenceCases, ...tesseraCases(tessera.fixture)],
+      options,
+      tokensDirOf,
+    );
     const memory = memoryOf(tessera.server.child.pid!);
 
     const run: BenchRun = {

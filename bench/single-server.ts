@@ -25,7 +25,10 @@ export interface SingleServer {
  * One `tessera serve` on a fresh SQLite store with one app, pinned to the server core, rate limits
  * off, with a token of each kind for the check cases.
  */
-export async function startSingleServer(nodeArgs: (work: string) => string[] = () => [], env: Record<string, string> = {}): Promise<SingleServer> {
+export async function startSingleServer(
+  nodeArgs: (work: string) => string[] = () => [],
+  env: Record<string, string> = {},
+): Promise<SingleServer> {
   const work = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const path = join(work, 'tessera.db');
   const store = openSqliteStore(path);

@@ -43,7 +43,13 @@ if (file !== undefined && file !== '') {
       at: Date.now(),
       intervalMs,
       eventLoopDelayMs: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), mean: ms(delay.mean) },
-      memoryMb: { rss: mb(memory.rss), heapUsed: mb(memory.heapUsed), heapTotal: mb(memory.heapTotal), external: mb(memory.external), arrayBuffers: mb(memory.arrayBuffers) },
+      memoryMb: {
+        rss: mb(memory.rss),
+        heapUsed: mb(memory.heapUsed),
+        heapTotal: mb(memory.heapTotal),
+        external: mb(memory.external),
+        arrayBuffers: mb(memory.arrayBuffers),
+      },
       responses,
       statuses,
     };

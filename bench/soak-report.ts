@@ -234,8 +234,12 @@ export function soakChart(run: SoakRun, verdict: Verdict): string {
     let legendX = left + 260;
     for (const s of series) {
       const path = s.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(' ');
-      parts.push(`<path d="${path}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash === undefined ? '' : ` stroke-dasharray="${s.dash}"`}/>`);
-      parts.push(`<line x1="${legendX}" y1="${top - 14}" x2="${legendX + 24}" y2="${top - 14}" stroke="${s.color}" stroke-width="2"${s.dash === undefined ? '' : ` stroke-dasharray="${s.dash}"`}/>`);
+      parts.push(
+        `<path d="${path}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash === undefined ? '' : ` stroke-dasharray="${s.dash}"`}/>`,
+      );
+      parts.push(
+        `<line x1="${legendX}" y1="${top - 14}" x2="${legendX + 24}" y2="${top - 14}" stroke="${s.color}" stroke-width="2"${s.dash === undefined ? '' : ` stroke-dasharray="${s.dash}"`}/>`,
+      );
       parts.push(`<text x="${legendX + 30}" y="${top - 10}">${escape(s.label)}</text>`);
       legendX += 40 + s.label.length * 7;
     }
@@ -260,7 +264,10 @@ export function soakChart(run: SoakRun, verdict: Verdict): string {
   ]);
   const step = minutes <= 2 ? 0.5 : minutes <= 20 ? 1 : 5;
   for (let minute = 0; minute <= minutes + 1e-9; minute += step) {
-    for (const top of tops) parts.push(`<line x1="${x(minute * 60)}" y1="${top + panelHeight}" x2="${x(minute * 60)}" y2="${top + panelHeight + 4}" stroke="#333"/>`);
+    for (const top of tops)
+      parts.push(
+        `<line x1="${x(minute * 60)}" y1="${top + panelHeight}" x2="${x(minute * 60)}" y2="${top + panelHeight + 4}" stroke="#333"/>`,
+      );
     parts.push(`<text x="${x(minute * 60)}" y="${tops[1]! + panelHeight + 18}" text-anchor="middle">${minute}</text>`);
   }
   parts.push(`<text x="${(left + right) / 2}" y="${tops[1]! + panelHeight + 34}" text-anchor="middle">minutes of load</text>`);

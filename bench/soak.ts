@@ -57,7 +57,10 @@ function parseOptions(argv: string[]): Options {
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function requireTools(): void {
-  for (const [tool, args] of [['wrk', ['--version']], ['taskset', ['--version']]] as const) {
+  for (const [tool, args] of [
+    ['wrk', ['--version']],
+    ['taskset', ['--version']],
+  ] as const) {
     if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined) {
       throw new Error(`the soak needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
     }
@@ -218,7 +221,9 @@ async function main(): Promise<void> {
       ['--import', pathToFileURL(PROBE).href],
     );
     const pid = server.child.pid!;
-    log(`soak: tessera (pid ${pid}) on ${options.postgres ? 'PostgreSQL' : 'SQLite'} at ${server.url}; ${options.minutes} min, ${options.connections} connections`);
+    log(
+      `soak: tessera (pid ${pid}) on ${options.postgres ? 'PostgreSQL' : 'SQLite'} at ${server.url}; ${options.minutes} min, ${options.connections} connections`,
+    );
 
     const samples: SoakSample[] = [];
     const loadStartedAt = performance.now();
@@ -226,13 +231,23 @@ async function main(): Promise<void> {
     const sample = async () => {
       const t = (performance.now() - loadStartedAt) / 1000;
       const memory = memoryOf(pid);
-      const entry: SoakSample = { t: Number(t.toFixed(1)), rssMb: Number(memory.rssMb.toFixed(1)), peakRssMb: Number(memory.peakRssMb.toFixed(1)), store: await store.stats() };
+      const entry: SoakSample = {
+        t: Number(t.toFixed(1)),
+        rssMb: Number(memory.rssMb.toFixed(1)),
+        peakRssMb: Number(memory.peakRssMb.toFixed(1)),
+        store: await store.stats(),
+      };
       samples.push(entry);
-      log(`  ${(t / 60).toFixed(1).padStart(5)} min  RSS ${entry.rssMb.toFixed(1)} MB  tokens ${entry.store.tokens}  events ${entry.store.events}  store ${(entry.store.bytes / 1048576).toFixed(1)} MB`);
+      log(
+        `  ${(t / 60).toFixed(1).padStart(5)} min  RSS ${entry.rssMb.toFixed(1)} MB  tokens ${entry.store.tokens}  events ${entry.store.events}  store ${(entry.store.bytes / 1048576).toFixed(1)} MB`,
+      );
     };
     const load = runLoad(server.url, app, options);
     await sample();
-    const sampler = setInterval(() => void sample().catch((error) => log(`sample failed: ${(error as Error).message}`)), options.sampleSeconds * 1000);
+    const sampler = setInterval(
+      () => void sample().catch((error) => log(`sample failed: ${(error as Error).message}`)),
+      options.sampleSeconds * 1000,
+    );
     let totals: LoadTotals;
     try {
       totals = await load;
@@ -254,7 +269,12 @@ async function main(): Promise<void> {
     const run: SoakRun = {
       startedAt: new Date(loadStartedAtUnix).toISOString(),
       backend: options.postgres ? 'postgres' : 'sqlite',
-      options: { minutes: options.minutes, connections: options.connections, sampleSeconds: options.sampleSeconds, tokenSeconds: options.tokenSeconds },
+      options: {
+        minutes: options.minutes,
+        connections: options.connections,
+        sampleSeconds: options.sampleSeconds,
+        tokenSeconds: options.tokenSeconds,
+      },
       machine: {
         node: process.version,
         cpu: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? 'unknown',

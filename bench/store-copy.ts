@@ -55,7 +55,15 @@ async function fillSqlite(count: number): Promise<number> {
   db.prepare(
     `INSERT INTO apps (app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration)
      VALUES (:appId, 'Bench', :appKey, :clientId, :hash, :adminId, :at, :configuration)`,
-  ).run({ appId, appKey: randomBytes(16).toString('hex'), clientId: randomBytes(16).toString('hex'), hash: randomBytes(32), adminId: randomUUID(), at, configuration: '{}' });
+  ).run({
+    appId,
+    appKey: randomBytes(16).toString('hex'),
+    clientId: randomBytes(16).toString('hex'),
+    hash: randomBytes(32),
+    adminId: randomUUID(),
+    at,
+    configuration: '{}',
+  });
   const insert = db.prepare(
     `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at) VALUES (:selector, :verifierHash, :appId, 'admin', :at, :expiresAt)`,
   );
@@ -66,7 +74,13 @@ async function fillSqlite(count: number): Promise<number> {
     db.transaction(() => {
       for (let row = 0; row < rows; row++) {
         const offset = row * 48;
-        insert.run({ selector: random.subarray(offset, offset + 16), verifierHash: random.subarray(offset + 16, offset + 48), appId, at: at + row, expiresAt: at + 86_400_000 });
+        insert.run({
+          selector: random.subarray(offset, offset + 16),
+          verifierHash: random.subarray(offset + 16, offset + 48),
+          appId,
+          at: at + row,
+          expiresAt: at + 86_400_000,
+        });
       }
     })();
   }
@@ -114,7 +128,14 @@ try {
   const cpus = execFileSync('nproc').toString().trim();
   console.log(
     JSON.stringify(
-      { tokens, batchSize: Number(batchSize), cpus: Number(cpus), sqliteMB: Math.round(statSync(source).size / 1_048_576), sqliteToPostgres: toPostgres, postgresToSqlite: toSqlite },
+      {
+        tokens,
+        batchSize: Number(batchSize),
+        cpus: Number(cpus),
+        sqliteMB: Math.round(statSync(source).size / 1_048_576),
+        sqliteToPostgres: toPostgres,
+        postgresToSqlite: toSqlite,
+      },
       null,
       2,
     ),

@@ -132,7 +132,10 @@ export function buildServer({
   });
   if (logger !== undefined && logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
-      logger.info({ req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) }, 'request completed');
+      logger.info(
+        { req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) },
+        'request completed',
+      );
       done();
     });
   }

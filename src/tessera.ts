@@ -100,7 +100,14 @@ export function createTessera(options: TesseraOptions): Tessera {
   const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
   const apps = new AppService(store.apps, clock, events, access, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
-  const developerLimits = new DeveloperLimits(limits, options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS, store.developers.accounts, clock, warn, metrics);
+  const developerLimits = new DeveloperLimits(
+    limits,
+    options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS,
+    store.developers.accounts,
+    clock,
+    warn,
+    metrics,
+  );
   const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, links);
   return {
     store,

@@ -40,7 +40,13 @@ export function createTokenChecking(store: Store, options: TokenCheckingOptions)
   const metrics = options.metrics ?? NO_METRICS;
   const apps = new AppCache(store.apps, options.cachedApps, metrics.cacheLookups('apps'));
   const revoked = new RevokedTokens(store.revokedTokens, options.clock, metrics.cacheLookups('revoked_tokens'));
-  const anonymous = new AnonymousTokens(new Keyring(store.keys), revoked, options.clock, options.cachedTokens, metrics.cacheLookups('anonymous_tokens'));
+  const anonymous = new AnonymousTokens(
+    new Keyring(store.keys),
+    revoked,
+    options.clock,
+    options.cachedTokens,
+    metrics.cacheLookups('anonymous_tokens'),
+  );
   const tokens = new TokenChecker(store.tokens, anonymous, options.clock, options.cachedTokens, metrics.cacheLookups('admin_tokens'));
   const forget = (appId?: string) => {
     apps.invalidate(appId);

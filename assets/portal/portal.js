@@ -43,7 +43,8 @@ if (eventList) {
     const response = await fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
     if (!response.ok || !(response.headers.get('content-type') ?? '').startsWith('application/json')) {
       // Polling does not keep the session alive: once it has ended (sent to the sign-in page), say so and stop.
-      if (status && new URL(response.url).pathname === '/portal/sign-in') status.textContent = 'Live updates stopped: your session has ended. Reload the page to sign in again.';
+      if (status && new URL(response.url).pathname === '/portal/sign-in')
+        status.textContent = 'Live updates stopped: your session has ended. Reload the page to sign in again.';
       return false;
     }
     const update = await response.json();
@@ -62,7 +63,9 @@ if (eventList) {
     for (const item of eventList.querySelectorAll('li.event')) item.dataset.seen = '';
     if (charts && update.charts !== lastCharts) {
       // Keep the tables that were opened open.
-      const open = [...charts.querySelectorAll('figure')].filter((figure) => figure.querySelector('details')?.open).map((figure) => figure.id);
+      const open = [...charts.querySelectorAll('figure')]
+        .filter((figure) => figure.querySelector('details')?.open)
+        .map((figure) => figure.id);
       charts.innerHTML = update.charts;
       for (const id of open) document.getElementById(id)?.querySelector('details')?.setAttribute('open', '');
       lastCharts = update.charts;

@@ -7,7 +7,6 @@ import { createServer } from 'node:http';
 import Provider from 'oidc-provider';
 import { OIDC_CLIENT } from './oidc-client.js';
 
-
 const provider = new Provider('http://127.0.0.1', {
   clients: [
     {

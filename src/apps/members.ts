@@ -129,7 +129,13 @@ export class AppMembers {
       expiresAt: stamp.at + LINK_LIFETIME_MS.invitation,
     };
     const inserted = await this.store.links.insert(link, () => ({
-      app: [{ ...stamp, type: 'app.collaborator_invited', details: { ...developerDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt } }],
+      app: [
+        {
+          ...stamp,
+          type: 'app.collaborator_invited',
+          details: { ...developerDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt },
+        },
+      ],
     }));
     if (inserted === undefined) throw appNotFound();
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
@@ -142,7 +148,13 @@ export class AppMembers {
   async pendingInvitations(appId: string, context: RequestContext): Promise<PendingInvitation[]> {
     await this.access.authorize(appId, 'manage_collaborators', context);
     const links = await this.store.links.invitationsOf(appId, this.clock.now());
-    return links.map((link) => ({ id: link.id, email: link.email!, invitedBy: link.invitedBy, createdAt: link.createdAt, expiresAt: link.expiresAt }));
+    return links.map((link) => ({
+      id: link.id,
+      email: link.email!,
+      invitedBy: link.invitedBy,
+      createdAt: link.createdAt,
+      expiresAt: link.expiresAt,
+    }));
   }
 
   /**
@@ -152,10 +164,13 @@ export class AppMembers {
   async withdrawInvitation(appId: string, invitationId: string, context: RequestContext): Promise<void> {
     await this.access.authorize(appId, 'manage_collaborators', context);
     const link = await this.store.links.findById(invitationId);
-    if (link === undefined || link.purpose !== 'invitation' || link.appId !== appId || link.expiresAt <= this.clock.now()) throw appNotFound();
+    if (link === undefined || link.purpose !== 'invitation' || link.appId !== appId || link.expiresAt <= this.clock.now())
+      throw appNotFound();
     const stamp = await this.events.stamp(appId, context);
     const withdrawn = await this.store.links.delete(link.id, () => ({
-      app: [{ ...stamp, type: 'app.invitation_withdrawn', details: { ...developerDetails(context), invitationId: link.id, email: link.email } }],
+      app: [
+        { ...stamp, type: 'app.invitation_withdrawn', details: { ...developerDetails(context), invitationId: link.id, email: link.email } },
+      ],
     }));
     if (!withdrawn) throw appNotFound();
   }
@@ -177,7 +192,12 @@ export class AppMembers {
     const presented = parseSecretToken(token);
     if (presented === undefined) throw invalidLink();
     const link = await this.store.links.findById(presented.id);
-    if (link === undefined || !secretMatches(presented, link.secretHash) || link.purpose !== 'invitation' || link.expiresAt <= this.clock.now()) {
+    if (
+      link === undefined ||
+      !secretMatches(presented, link.secretHash) ||
+      link.purpose !== 'invitation' ||
+      link.expiresAt <= this.clock.now()
+    ) {
       throw invalidLink();
     }
     return link;
@@ -195,7 +215,13 @@ export class AppMembers {
     const stamp = await this.events.stamp(link.appId!, context);
     const accepted = await this.store.members.acceptInvitation(link.id, developer.id, stamp.at, ({ role, added }) => ({
       app: added
-        ? [{ ...stamp, type: 'app.collaborator_added', details: { ...developerDetails(context), developerId: developer.id, invitationId: link.id, role } }]
+        ? [
+            {
+              ...stamp,
+              type: 'app.collaborator_added',
+              details: { ...developerDetails(context), developerId: developer.id, invitationId: link.id, role },
+            },
+          ]
         : [],
     }));
     if (accepted === undefined) throw invalidLink();
@@ -211,7 +237,8 @@ export class AppMembers {
     await this.access.authorize(appId, leaving ? 'view_app' : 'manage_collaborators', context);
     const role = await this.store.members.roleOf(appId, developerId);
     if (role === undefined) throw appNotFound();
-    if (role === 'owner') throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
+    if (role === 'owner')
+      throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
     const stamp = await this.events.stamp(appId, context);
     const removed = await this.store.members.remove(appId, developerId, (was) => ({
       app: [{ ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: was } }],

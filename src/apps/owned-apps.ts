@@ -29,7 +29,12 @@ export class OwnedApps {
       await this.limits.takeAppCreation(developer.id, context);
     }
     try {
-      const created = await this.apps.create(name, { developerId: developer.id, maxOwnedApps: limited ? this.limits.ownedApps : null, context, once });
+      const created = await this.apps.create(name, {
+        developerId: developer.id,
+        maxOwnedApps: limited ? this.limits.ownedApps : null,
+        context,
+        once,
+      });
       return { ...created, owner: { id: developer.id, email: developer.email } };
     } catch (error) {
       if (error instanceof AppLimitReached) {

@@ -128,7 +128,9 @@ export class AppService {
       details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null },
     };
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
-    const insertion = await this.store.insertOwned(record, { developerId, maxOwnedApps, once: claim }, () => [ownerChanged]).catch(sentAlready);
+    const insertion = await this.store
+      .insertOwned(record, { developerId, maxOwnedApps, once: claim }, () => [ownerChanged])
+      .catch(sentAlready);
     if (insertion === undefined) throw developerNotFound();
     if (!insertion.inserted) throw new AppLimitReached(insertion.ownedApps);
   }
@@ -160,7 +162,10 @@ export class AppService {
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
     if (revokeAdminTokens && graceSeconds !== null) {
       // Revoking admin tokens answers a leaked secret, which must not keep working.
-      throw new TesseraError('invalid_request', 'A grace period and revoking the admin tokens do not go together: a leaked secret must stop at once.');
+      throw new TesseraError(
+        'invalid_request',
+        'A grace period and revoking the admin tokens do not go together: a leaked secret must stop at once.',
+      );
     }
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
@@ -171,10 +176,15 @@ export class AppService {
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
     const once = options.once === undefined ? undefined : onceClaim(options.once, stamp.at);
     const rotation = await this.store
-      .rotateClientSecret(appId, clientSecretDigest(clientSecret), { revokeAdminTokens, previousSecretValidUntil, once }, ({ adminTokensRevoked }) => [
-        ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
-        { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
-      ])
+      .rotateClientSecret(
+        appId,
+        clientSecretDigest(clientSecret),
+        { revokeAdminTokens, previousSecretValidUntil, once },
+        ({ adminTokensRevoked }) => [
+          ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
+          { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
+        ],
+      )
       .catch(sentAlready);
     if (rotation === undefined) throw appNotFound();
     this.onChange(appId);

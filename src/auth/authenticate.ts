@@ -59,10 +59,7 @@ export class Authenticator implements RequestAuthenticator {
       if (credentials.scheme === 'basic' ? credentials.user === app.appId : namesAppInSdkHeaders(request, app.appId)) {
         return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
       }
-      throw new TesseraError(
-        'UNAUTHORIZED',
-        'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).',
-      );
+      throw new TesseraError('UNAUTHORIZED', 'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).');
     });
   }
 

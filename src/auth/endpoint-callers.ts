@@ -54,7 +54,8 @@ export class EndpointCallers {
     if (credentials.clientId === app.appId) return anonymousCaller(app);
     const context = anonymousRequest(request.clientAddress);
     const { origin } = request;
-    if (origin !== undefined) return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin }, 'client authentication');
+    if (origin !== undefined)
+      return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin }, 'client authentication');
     await this.admins.authenticate(app, credentials, context);
     return { appId: app.appId, kind: 'admin', id: app.adminId, auth: 'basic', expiresAt: null };
   }

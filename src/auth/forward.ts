@@ -104,7 +104,8 @@ function ambiguityOf(byte: number, segment: string, index: number): string | und
   if (char === '/' || char === '\\') return 'it has an encoded slash or backslash';
   if (char === ';') return 'it has an encoded ";"';
   if (byte < 0x20 || byte === 0x7f) return 'it has an encoded control character';
-  if (char === '%' && /^[0-9A-Fa-f]{2}$/.test(segment.slice(index + 3, index + 5))) return 'it encodes a percent sign before two hex digits, which a second decoding would read';
+  if (char === '%' && /^[0-9A-Fa-f]{2}$/.test(segment.slice(index + 3, index + 5)))
+    return 'it encodes a percent sign before two hex digits, which a second decoding would read';
   return undefined;
 }
 

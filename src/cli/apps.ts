@@ -23,14 +23,16 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     throw new UsageError('--grace and --revoke-admin-tokens do not go together: after a leak, the old secret must stop at once');
   }
   const owner = stringFlag(command, 'owner');
-  if (owner !== undefined && verb !== 'create' && verb !== 'transfer') throw new UsageError('--owner is for tessera apps create and apps transfer');
+  if (owner !== undefined && verb !== 'create' && verb !== 'transfer')
+    throw new UsageError('--owner is for tessera apps create and apps transfer');
   const needsAppId = () => {
     if (appId === undefined || extra.length > 0) throw new UsageError(`usage: tessera apps ${verb} APP_ID [--json]`);
     return appId;
   };
   switch (verb) {
     case 'create': {
-      if (name === undefined || appId !== undefined) throw new UsageError('usage: tessera apps create --name NAME [--owner EMAIL] [--json]');
+      if (name === undefined || appId !== undefined)
+        throw new UsageError('usage: tessera apps create --name NAME [--owner EMAIL] [--json]');
       if (owner === undefined) {
         const created = await tessera.apps.create(name);
         return out.result(created, () => describeCreated(created));
@@ -39,11 +41,18 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       return out.result(created, () => [...describeCreated(created), `  Owner         ${created.owner.email}`]);
     }
     case 'transfer': {
-      if (owner === undefined || appId === undefined || extra.length > 0) throw new UsageError('usage: tessera apps transfer APP_ID --owner EMAIL [--json]');
+      if (owner === undefined || appId === undefined || extra.length > 0)
+        throw new UsageError('usage: tessera apps transfer APP_ID --owner EMAIL [--json]');
       const transfer = await tessera.members.setOwner(appId, owner, OPERATOR);
-      const before = transfer.previousOwner === null ? 'the operator' : (transfer.previousOwner.email ?? `developer ${transfer.previousOwner.id}`);
+      const before =
+        transfer.previousOwner === null ? 'the operator' : (transfer.previousOwner.email ?? `developer ${transfer.previousOwner.id}`);
       return out.result(
-        { appId, owner: { id: transfer.owner.id, email: transfer.owner.email }, previousOwner: transfer.previousOwner, changed: transfer.changed },
+        {
+          appId,
+          owner: { id: transfer.owner.id, email: transfer.owner.email },
+          previousOwner: transfer.previousOwner,
+          changed: transfer.changed,
+        },
         () =>
           transfer.changed
             ? `App ${appId} now belongs to ${transfer.owner.email} (before: ${before}, who is no longer a member).`
@@ -57,7 +66,10 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId(), OPERATOR);
-      const [browserExposure, memberships] = await Promise.all([lastSecretExposure(tessera.events, app.appId), tessera.members.membersOf(app.appId, OPERATOR)]);
+      const [browserExposure, memberships] = await Promise.all([
+        lastSecretExposure(tessera.events, app.appId),
+        tessera.members.membersOf(app.appId, OPERATOR),
+      ]);
       const members = memberships.map(({ email, role }) => ({ email, role }));
       return out.result({ ...app, members, browserExposure }, () => [
         ...describe(app, tessera.clock.now()),
@@ -68,7 +80,11 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     case 'rotate-secret': {
       const id = needsAppId();
       const graceSeconds = grace === undefined ? undefined : usage(() => parseGraceSeconds(grace));
-      const rotated = await tessera.apps.rotateSecret(id, { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) }, OPERATOR);
+      const rotated = await tessera.apps.rotateSecret(
+        id,
+        { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) },
+        OPERATOR,
+      );
       return out.result(rotated, () => describeRotated(rotated, revokeAdminTokens));
     }
     case 'delete': {
@@ -100,10 +116,14 @@ function describeRotated(rotated: RotatedSecret, revokeAdminTokens: boolean): st
     `  ClientSecret  ${rotated.clientSecret}`,
     ...(previous === null
       ? []
-      : [`Deploy it before then; \`tessera events ${rotated.appId} --type token.issued\` shows which secret each admin token was issued with.`]),
+      : [
+          `Deploy it before then; \`tessera events ${rotated.appId} --type token.issued\` shows which secret each admin token was issued with.`,
+        ]),
     ...(rotated.endedEarlierSecretValidUntil === null
       ? []
-      : [`The secret an earlier rotation kept (until ${rotated.endedEarlierSecretValidUntil}) no longer works: only one previous secret is kept.`]),
+      : [
+          `The secret an earlier rotation kept (until ${rotated.endedEarlierSecretValidUntil}) no longer works: only one previous secret is kept.`,
+        ]),
     ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
   ];
 }
@@ -126,8 +146,7 @@ function describe(app: AppDescription, now: number): string[] {
   const config = app.configuration;
   const lifetime = (seconds: number | null) => (seconds === null ? 'no maximum' : `${seconds} s`);
   const previous = app.previousSecretValidUntil;
-  const previousSecret =
-    previous === null ? 'none' : Date.parse(previous) > now ? `works until ${previous}` : `stopped at ${previous}`;
+  const previousSecret = previous === null ? 'none' : Date.parse(previous) > now ? `works until ${previous}` : `stopped at ${previous}`;
   return [
     `App "${app.name}"`,
     `  AppID         ${app.appId}`,

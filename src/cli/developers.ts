@@ -15,19 +15,23 @@ export async function runDevelopersCommand(tessera: Tessera, command: ParsedComm
   const [verb, email, ...extra] = command.positionals;
   const emailFlag = stringFlag(command, 'email');
   const passwordStdin = command.flags['password-stdin'] === true;
-  if ((emailFlag !== undefined || passwordStdin) && verb !== 'create') throw new UsageError('--email and --password-stdin are for tessera developers create');
+  if ((emailFlag !== undefined || passwordStdin) && verb !== 'create')
+    throw new UsageError('--email and --password-stdin are for tessera developers create');
   const needsEmail = () => {
     if (email === undefined || extra.length > 0) throw new UsageError(`usage: tessera developers ${verb} EMAIL [--json]`);
     return email;
   };
   switch (verb) {
     case 'create': {
-      if (emailFlag === undefined || email !== undefined) throw new UsageError('usage: tessera developers create --email EMAIL [--password-stdin] [--json]');
+      if (emailFlag === undefined || email !== undefined)
+        throw new UsageError('usage: tessera developers create --email EMAIL [--password-stdin] [--json]');
       const password = passwordStdin ? await readStdin() : null;
       const created = await tessera.developers.create(emailFlag, password, OPERATOR);
       return out.result({ ...created.developer, link: created.link }, () => [
         `Created developer ${created.developer.email} (id ${created.developer.id}).`,
-        ...(created.link === null ? ['It can sign in to the portal with the password given.'] : describeLink(created.link, 'It has no password yet.')),
+        ...(created.link === null
+          ? ['It can sign in to the portal with the password given.']
+          : describeLink(created.link, 'It has no password yet.')),
       ]);
     }
     case 'list': {
@@ -62,7 +66,10 @@ export function describeLink(link: IssuedLink, intro: string): Lines {
 }
 
 function oneLine(developer: DeveloperDescription): string {
-  const state = [developer.disabledAt === null ? '' : `disabled ${developer.disabledAt}`, developer.hasPassword ? '' : 'no password yet'].filter(Boolean);
+  const state = [
+    developer.disabledAt === null ? '' : `disabled ${developer.disabledAt}`,
+    developer.hasPassword ? '' : 'no password yet',
+  ].filter(Boolean);
   return `${developer.id}  ${developer.createdAt}  ${developer.email}${state.length > 0 ? `  (${state.join(', ')})` : ''}`;
 }
 
@@ -71,7 +78,8 @@ async function readStdin(): Promise<string> {
   let text = '';
   for await (const chunk of process.stdin.setEncoding('utf8')) {
     text += chunk as string;
-    if (text.length > MAX_STDIN_LENGTH) throw new UsageError(`--password-stdin: more than ${MAX_STDIN_LENGTH} characters on standard input`);
+    if (text.length > MAX_STDIN_LENGTH)
+      throw new UsageError(`--password-stdin: more than ${MAX_STDIN_LENGTH} characters on standard input`);
   }
   return text.replace(/\r?\n$/, '');
 }

@@ -1,6 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTesseraError } from '../errors.js';
-import { eventCountQuery, isCountPeriod, kindLabel, whoLabel, type CountOfKind, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
+import {
+  eventCountQuery,
+  isCountPeriod,
+  kindLabel,
+  whoLabel,
+  type CountOfKind,
+  type EventCountQuery,
+  type EventCountsDescription,
+} from '../events/counts.js';
 import { actorOfEvent, describeEvent, type AuditEvent } from '../events/event.js';
 import { parseEventPageQuery } from '../events/query.js';
 import { OPERATOR } from '../request-context.js';
@@ -28,7 +36,8 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   const [appId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
   if (command.flags.counts === true) return printCounts(tessera, appId, command, out);
-  if (command.flags.per !== undefined || command.flags.since !== undefined) throw new UsageError(`--per and --since go with --counts\n${USAGE}`);
+  if (command.flags.per !== undefined || command.flags.since !== undefined)
+    throw new UsageError(`--per and --since go with --counts\n${USAGE}`);
 
   const query = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type'), limit: stringFlag(command, 'limit') }, 20));
   const { type } = query;
@@ -56,13 +65,16 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
 
 /** `--counts [--per P] [--since DURATION] [--type TYPE]`: up to now. */
 async function printCounts(tessera: Tessera, appId: string, command: ParsedCommand, out: Output): Promise<void> {
-  if (command.flags.follow !== undefined || command.flags.limit !== undefined) throw new UsageError(`--follow and --limit do not go with --counts\n${USAGE}`);
+  if (command.flags.follow !== undefined || command.flags.limit !== undefined)
+    throw new UsageError(`--follow and --limit do not go with --counts\n${USAGE}`);
   const per = stringFlag(command, 'per');
   if (per !== undefined && !isCountPeriod(per)) throw new UsageError('--per must be minute, hour or day');
   const since = stringFlag(command, 'since');
   const type = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type') })).type;
   const now = tessera.clock.now();
-  const query: EventCountQuery = usage(() => eventCountQuery({ per, since: since === undefined ? undefined : now - durationMs(since), until: now }, now));
+  const query: EventCountQuery = usage(() =>
+    eventCountQuery({ per, since: since === undefined ? undefined : now - durationMs(since), until: now }, now),
+  );
   await tessera.apps.show(appId, OPERATOR);
   const counts = await tessera.events.counts(appId, query, type);
   out.result(counts, () => countTable(counts));
@@ -93,7 +105,9 @@ function countSummary(totals: readonly CountOfKind[]): string[] {
 /** What `token.throttled` is, under counts that have it: it is never listed, so it is said here. */
 function throttledNote(totals: readonly CountOfKind[]): string[] {
   if (!totals.some((kind) => kind.type === 'token.throttled')) return [];
-  return ['token.throttled: admin attempts refused (429) past the failed-admin limits (address: per client address, app: the app\'s ceiling); counted, not listed.'];
+  return [
+    "token.throttled: admin attempts refused (429) past the failed-admin limits (address: per client address, app: the app's ceiling); counted, not listed.",
+  ];
 }
 
 /** `label  count`, the counts aligned on the right. */
@@ -126,10 +140,10 @@ const INSTANT_DETAIL = /(At|Until|Cutoff)$/;
 
 function oneLine(event: AuditEvent): string {
   const details = Object.entries(event.details)
-    .map(([key, value]) => `${key}=${typeof value === 'number' && INSTANT_DETAIL.test(key) ? new Date(value).toISOString() : String(value)}`)
+    .map(
+      ([key, value]) => `${key}=${typeof value === 'number' && INSTANT_DETAIL.test(key) ? new Date(value).toISOString() : String(value)}`,
+    )
     .join(' ');
   const who = whoLabel(actorOfEvent(event.type, event.principal));
-  return [new Date(event.at).toISOString(), event.type.padEnd(25), who.padEnd(9), event.clientAddress ?? '-', details]
-    .join('  ')
-    .trimEnd();
+  return [new Date(event.at).toISOString(), event.type.padEnd(25), who.padEnd(9), event.clientAddress ?? '-', details].join('  ').trimEnd();
 }

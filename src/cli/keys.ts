@@ -41,6 +41,8 @@ export async function runKeysCommand(tessera: Tessera, command: ParsedCommand, o
 
 function table(keys: KeyDescription[]): string[] {
   return keys.map((key) =>
-    [String(key.id).padStart(5), key.state.padEnd(9), `created ${key.createdAt}`, key.retiredAt === null ? '' : `retired ${key.retiredAt}`].join('  ').trimEnd(),
+    [String(key.id).padStart(5), key.state.padEnd(9), `created ${key.createdAt}`, key.retiredAt === null ? '' : `retired ${key.retiredAt}`]
+      .join('  ')
+      .trimEnd(),
   );
 }

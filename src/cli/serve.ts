@@ -35,9 +35,7 @@ export async function serve(config: Config): Promise<void> {
 
   // Only the embedded store gets a demo app: a shared PostgreSQL is provisioned on purpose.
   const demo =
-    config.demoApp && store.backend === 'sqlite' && (await store.apps.count()) === 0
-      ? await tessera.apps.create('Demo app')
-      : undefined;
+    config.demoApp && store.backend === 'sqlite' && (await store.apps.count()) === 0 ? await tessera.apps.create('Demo app') : undefined;
   // With the portal on, a developer account owns the demo app, so that a newcomer sees it there.
   const demoLink = demo !== undefined && config.portal ? await createDemoDeveloper(tessera, demo.appId) : undefined;
 
@@ -66,7 +64,9 @@ export async function serve(config: Config): Promise<void> {
     } catch (error) {
       await server.close();
       await tessera.close();
-      throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`, { cause: error });
+      throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
   const address = server.server.address();

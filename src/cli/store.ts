@@ -15,7 +15,12 @@ const PLAIN_PROGRESS_INTERVAL_MS = 10_000;
  * `tessera store copy|backup`: moving and keeping the data. These open stores by their own
  * arguments (copy) or DATABASE_URL (backup), not through the domain services.
  */
-export async function runStoreCommand(command: ParsedCommand, out: Output, databaseUrl: () => string | undefined, stopped: AbortSignal): Promise<void> {
+export async function runStoreCommand(
+  command: ParsedCommand,
+  out: Output,
+  databaseUrl: () => string | undefined,
+  stopped: AbortSignal,
+): Promise<void> {
   const [verb, ...operands] = command.positionals;
   switch (verb) {
     case 'copy': {
@@ -23,7 +28,8 @@ export async function runStoreCommand(command: ParsedCommand, out: Output, datab
       const to = storeFlag(command, 'to');
       if (operands.length > 0) throw new UsageError(USAGE);
       const batchText = stringFlag(command, 'batch-size');
-      if (batchText !== undefined && !/^[1-9][0-9]{0,5}$/.test(batchText)) throw new UsageError('--batch-size must be a whole number from 1 to 999999');
+      if (batchText !== undefined && !/^[1-9][0-9]{0,5}$/.test(batchText))
+        throw new UsageError('--batch-size must be a whole number from 1 to 999999');
       const progress = out.json ? undefined : progressPrinter(process.stderr);
       const result = await copyStore(from, to, {
         batchSize: batchText === undefined ? DEFAULT_BATCH_SIZE : Number(batchText),
@@ -40,11 +46,16 @@ export async function runStoreCommand(command: ParsedCommand, out: Output, datab
       ]);
     }
     case 'backup': {
-      if (command.flags.from !== undefined || command.flags.to !== undefined || command.flags['batch-size'] !== undefined) throw new UsageError(USAGE);
+      if (command.flags.from !== undefined || command.flags.to !== undefined || command.flags['batch-size'] !== undefined)
+        throw new UsageError(USAGE);
       const [path, ...extra] = operands;
       if (path === undefined || path === '' || extra.length > 0) throw new UsageError(USAGE);
       const result = await backupStore(databaseUrl(), path);
-      return out.result(result, () => `Backed up ${result.from} to ${result.to} (${grouped(result.bytes)} bytes, readable by its owner only) in ${seconds(result.elapsedMs)}.`);
+      return out.result(
+        result,
+        () =>
+          `Backed up ${result.from} to ${result.to} (${grouped(result.bytes)} bytes, readable by its owner only) in ${seconds(result.elapsedMs)}.`,
+      );
     }
     default:
       throw new UsageError(USAGE);

@@ -44,8 +44,14 @@ export class TesseraClientError extends Error {
   /** The error a non-2xx answer carries. Reads the body. */
   static async fromResponse(response: Response, now: number = Date.now()): Promise<TesseraClientError> {
     const retryAfter = retryAfterSeconds(response, now);
-    const body = (await response.json().catch(() => null)) as { errorCode?: unknown; error?: unknown; message?: unknown; error_description?: unknown } | null;
-    const code = typeof body?.errorCode === 'string' ? body.errorCode : typeof body?.error === 'string' ? body.error : `HTTP_${response.status}`;
+    const body = (await response.json().catch(() => null)) as {
+      errorCode?: unknown;
+      error?: unknown;
+      message?: unknown;
+      error_description?: unknown;
+    } | null;
+    const code =
+      typeof body?.errorCode === 'string' ? body.errorCode : typeof body?.error === 'string' ? body.error : `HTTP_${response.status}`;
     const message =
       typeof body?.message === 'string'
         ? body.message
@@ -214,7 +220,9 @@ export class TesseraClient {
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const request = input instanceof Request ? new Request(input, init) : new Request(new URL(input, this.#options.baseUrl), init);
     if (!this.#origins.has(new URL(request.url).origin)) {
-      throw new TypeError(`Not sent: ${new URL(request.url).origin} is not Tessera's origin nor one of backendOrigins, and would receive the app's credentials.`);
+      throw new TypeError(
+        `Not sent: ${new URL(request.url).origin} is not Tessera's origin nor one of backendOrigins, and would receive the app's credentials.`,
+      );
     }
     let renewed = false;
     for (let attempt = 1; ; attempt++) {
@@ -404,7 +412,10 @@ function retryAfterSeconds(response: Response, now: number): number | null {
 async function isInvalidToken(response: Response): Promise<boolean> {
   if (response.status !== 401) return false;
   if (/error="?invalid_token/i.test(response.headers.get('www-authenticate') ?? '')) return true;
-  const body = (await response.clone().json().catch(() => null)) as { errorCode?: unknown } | null;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => null)) as { errorCode?: unknown } | null;
   return body?.errorCode === 'INVALID_TOKEN';
 }
 
@@ -419,6 +430,7 @@ function requireText(value: unknown, name: string): void {
 }
 
 function requireNumber(value: unknown, name: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) throw new TypeError(`${name} must be a number of at least ${min}.`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
+    throw new TypeError(`${name} must be a number of at least ${min}.`);
   return value;
 }

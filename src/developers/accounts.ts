@@ -106,7 +106,8 @@ export class DeveloperAccounts {
   /** A one-time link that sets a new password; it replaces the developer's earlier password links. */
   async issueResetLink(email: string, context: RequestContext): Promise<IssuedLink & { email: string }> {
     const developer = await this.find(email);
-    if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: a reset link would not work.');
+    if (developer.disabledAt !== null)
+      throw new TesseraError('invalid_request', 'This developer is disabled: a reset link would not work.');
     const now = this.clock.now();
     const link = this.#newPasswordLink('reset_password', developer.id, now);
     const stamp = developerStamp(developer.id, now, context);
@@ -161,7 +162,12 @@ export class DeveloperAccounts {
     const developer = await this.store.accounts.findById(developerId);
     if (developer === undefined || developer.disabledAt !== null) throw invalidCredentials();
     const normalised = checkedNewPassword(newPassword);
-    await checkCredentials(this.store.accounts, this.limits, { email: developer.email, password: currentPassword, clientAddress: context.clientAddress, deviceToken });
+    await checkCredentials(this.store.accounts, this.limits, {
+      email: developer.email,
+      password: currentPassword,
+      clientAddress: context.clientAddress,
+      deviceToken,
+    });
     const passwordHash = await hashPassword(normalised);
     const stamp = developerStamp(developerId, this.clock.now(), context);
     const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: null }, ({ sessionsEnded }) => ({
@@ -190,7 +196,11 @@ export class DeveloperAccounts {
     return link;
   }
 
-  #newPasswordLink(purpose: 'set_password' | 'reset_password', developerId: string, now: number): { record: OneTimeLinkRecord; token: string } {
+  #newPasswordLink(
+    purpose: 'set_password' | 'reset_password',
+    developerId: string,
+    now: number,
+  ): { record: OneTimeLinkRecord; token: string } {
     const secret = generateSecretToken();
     return {
       token: secret.token,

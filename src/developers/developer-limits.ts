@@ -77,8 +77,13 @@ export class DeveloperLimits {
    */
   async takeAppCreation(developerId: string, context: RequestContext): Promise<void> {
     const { points, duration } = this.settings.appCreations;
-    await this.#take(this.#appCreations, 'app_creations', developerId, context, {}, (wait) =>
-      `Too many new apps: a developer may create ${points} ${per(duration)}. Try again in ${wait}.`,
+    await this.#take(
+      this.#appCreations,
+      'app_creations',
+      developerId,
+      context,
+      {},
+      (wait) => `Too many new apps: a developer may create ${points} ${per(duration)}. Try again in ${wait}.`,
     );
   }
 
@@ -93,8 +98,14 @@ export class DeveloperLimits {
   /** Takes one of the developer's invitations, before the link is made: `TOO_MANY_REQUESTS` past the limit. */
   async takeInvitation(developerId: string, appId: string, context: RequestContext): Promise<void> {
     const { points, duration } = this.settings.invitations;
-    await this.#take(this.#invitations, 'invitations', developerId, context, { appId }, (wait) =>
-      `Too many invitations: a developer may send ${points} ${per(duration)}. Try again in ${wait}; the links handed out already still work.`,
+    await this.#take(
+      this.#invitations,
+      'invitations',
+      developerId,
+      context,
+      { appId },
+      (wait) =>
+        `Too many invitations: a developer may send ${points} ${per(duration)}. Try again in ${wait}; the links handed out already still work.`,
     );
   }
 
@@ -110,7 +121,7 @@ export class DeveloperLimits {
       allowed === 0
         ? 'Apps are not created in the portal here: ask the operator of this service for one.'
         : `You own ${ownedApps} ${ownedApps === 1 ? 'app' : 'apps'}, and a developer may own ${allowed} at most here. ` +
-          'Delete an app you no longer need (on its Settings page), or ask the operator of this service to raise the limit.',
+            'Delete an app you no longer need (on its Settings page), or ask the operator of this service to raise the limit.',
     );
   }
 
@@ -144,8 +155,14 @@ export class DeveloperLimits {
       this.onWarning('a refusal by a developer limit could not be counted', rejection);
       return;
     }
-    const event = { ...developerStamp(developerId, this.clock.now(), context), type: 'developer.limit_reached' as const, details: { limit, ...details } };
-    await this.accounts.appendEvents([event]).catch((error: unknown) => this.onWarning('a refusal by a developer limit could not be recorded', error));
+    const event = {
+      ...developerStamp(developerId, this.clock.now(), context),
+      type: 'developer.limit_reached' as const,
+      details: { limit, ...details },
+    };
+    await this.accounts
+      .appendEvents([event])
+      .catch((error: unknown) => this.onWarning('a refusal by a developer limit could not be recorded', error));
   }
 }
 

@@ -32,7 +32,10 @@ export function normaliseEmail(raw: string): string | undefined {
 export function checkedEmail(raw: string): string {
   const email = normaliseEmail(raw);
   if (email === undefined) {
-    throw new TesseraError('invalid_request', `The email address is not valid: it must be name@domain, at most ${MAX_EMAIL_LENGTH} characters.`);
+    throw new TesseraError(
+      'invalid_request',
+      `The email address is not valid: it must be name@domain, at most ${MAX_EMAIL_LENGTH} characters.`,
+    );
   }
   return email;
 }

@@ -60,7 +60,13 @@ export interface IssuedLink {
   expiresAt: string;
 }
 
-export function issuedLink(purpose: LinkPurpose, linkId: string, token: string, expiresAt: number, publicUrl: string | undefined): IssuedLink {
+export function issuedLink(
+  purpose: LinkPurpose,
+  linkId: string,
+  token: string,
+  expiresAt: number,
+  publicUrl: string | undefined,
+): IssuedLink {
   const path = `${LINK_PATHS[purpose]}?token=${encodeURIComponent(token)}`;
   return {
     purpose,

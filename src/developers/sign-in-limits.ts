@@ -88,8 +88,13 @@ export function createSignInLimits(
     const address = attempt.clientAddress === null ? '-' : addressKey(attempt.clientAddress);
     const own = [{ limiter: perAddress, key: address, points: settings.failuresPerAddress.points }];
     if (attempt.email === undefined) return { own, account: undefined };
-    own.push({ limiter: perClient, key: clientKey(attempt.email, address, attempt.trustedDevice), points: settings.failuresPerAccountAndClient.points });
-    const account = attempt.trustedDevice === null ? { limiter: perAccount, key: attempt.email, points: settings.failuresPerAccount.points } : undefined;
+    own.push({
+      limiter: perClient,
+      key: clientKey(attempt.email, address, attempt.trustedDevice),
+      points: settings.failuresPerAccountAndClient.points,
+    });
+    const account =
+      attempt.trustedDevice === null ? { limiter: perAccount, key: attempt.email, points: settings.failuresPerAccount.points } : undefined;
     return { own, account };
   };
   const giveBack = (taken: Counted[]) => Promise.all(taken.map(({ limiter, key }) => limiter.reward(key, 1)));

@@ -24,7 +24,11 @@ export interface SignInCredentials {
  * Over a limit, `TOO_MANY_REQUESTS` comes before any hashing; the attempt is counted before its
  * hash too, so that a burst of attempts cannot all pass the limits before any of them is counted.
  */
-export async function checkCredentials(accounts: DeveloperAccountStore, limits: SignInLimits, credentials: SignInCredentials): Promise<DeveloperRecord> {
+export async function checkCredentials(
+  accounts: DeveloperAccountStore,
+  limits: SignInLimits,
+  credentials: SignInCredentials,
+): Promise<DeveloperRecord> {
   const email = normaliseEmail(credentials.email);
   const findDeveloper = () => (email === undefined ? undefined : accounts.findByEmail(email));
   // A device token is checked against its account before the limits, since it decides which apply.

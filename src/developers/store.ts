@@ -45,7 +45,11 @@ export interface DeveloperAccountStore {
    * Disables the developer at `at`, ends every session and removes every password link of it.
    * Undefined (nothing written) if there is no such developer or it is disabled already.
    */
-  disable(developerId: string, at: number, audit: AccountAuditOf<{ sessionsEnded: number }>): Promise<{ sessionsEnded: number } | undefined>;
+  disable(
+    developerId: string,
+    at: number,
+    audit: AccountAuditOf<{ sessionsEnded: number }>,
+  ): Promise<{ sessionsEnded: number } | undefined>;
   /** Deletes the developer with its sessions, links, memberships and account events. False if there is none. */
   delete(developerId: string): Promise<boolean>;
   /**

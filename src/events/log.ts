@@ -1,7 +1,15 @@
 import type { Clock } from '../clock.js';
 import { isServiceUnavailable } from '../error-catalogue.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
-import { COUNT_PERIODS, countBucketOf, countReasonOf, describeCounts, type EventCount, type EventCountQuery, type EventCountsDescription } from './counts.js';
+import {
+  COUNT_PERIODS,
+  countBucketOf,
+  countReasonOf,
+  describeCounts,
+  type EventCount,
+  type EventCountQuery,
+  type EventCountsDescription,
+} from './counts.js';
 import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
 import { MAX_EVENT_PAGE, type EventPageQuery } from './query.js';
 import { retentionOf } from './retention.js';
@@ -121,9 +129,12 @@ export class EventLog {
       this.#beingWritten += batch.length;
       // One write at a time, so events are stored in the order they were recorded. `#write` handles
       // its own failures and chains the write onto `#writing`, which this method returns.
-      void this.#write('audit events', batch.length, () => this.store.append(batch), () => this.#buffer.unshift(...batch)).finally(
-        () => (this.#beingWritten -= batch.length),
-      );
+      void this.#write(
+        'audit events',
+        batch.length,
+        () => this.store.append(batch),
+        () => this.#buffer.unshift(...batch),
+      ).finally(() => (this.#beingWritten -= batch.length));
     }
     if (this.#counts.size > 0) {
       // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock
@@ -163,7 +174,10 @@ export class EventLog {
         keep();
         if (this.#retryTimer !== undefined) return;
         // The error is always the same 503: the message says it all.
-        this.onError(`${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`, undefined);
+        this.onError(
+          `${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`,
+          undefined,
+        );
         this.#retryTimer = setTimeout(() => {
           this.#retryTimer = undefined;
           void this.flush();

@@ -31,7 +31,8 @@ export function parseEventPageQuery(
   }
   if (present(raw.limit)) {
     const limit = /^[0-9]{1,4}$/.test(raw.limit) ? Number(raw.limit) : 0;
-    if (limit < 1 || limit > MAX_EVENT_PAGE) throw new TesseraError('invalid_request', `limit must be a whole number from 1 to ${MAX_EVENT_PAGE}.`);
+    if (limit < 1 || limit > MAX_EVENT_PAGE)
+      throw new TesseraError('invalid_request', `limit must be a whole number from 1 to ${MAX_EVENT_PAGE}.`);
     query.limit = limit;
   }
   if (present(raw.cursor)) {

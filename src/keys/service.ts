@@ -38,7 +38,8 @@ export class KeyService {
   async retire(id: number): Promise<KeyDescription[]> {
     const keys = await this.store.list();
     const key = keys.find((candidate) => candidate.id === id);
-    if (key === undefined || key.retiredAt !== null) throw new TesseraError('NOT_FOUND', `There is no active key ${id}; tessera keys list shows them.`);
+    if (key === undefined || key.retiredAt !== null)
+      throw new TesseraError('NOT_FOUND', `There is no active key ${id}; tessera keys list shows them.`);
     if (signingKeyOf(keys) === key) {
       throw new TesseraError('invalid_request', `Key ${id} signs new tokens; rotate first (tessera keys rotate), then retire it.`);
     }

@@ -102,7 +102,13 @@ export function createRateLimits(
   const counter = (name: string, options: CounterOptions): RateLimiterAbstract => {
     const memory = new RateLimiterMemory(options);
     if (redis === undefined) return memory;
-    return new RateLimiterRedis({ ...options, storeClient: redis, keyPrefix: `${prefix}:${name}`, rejectIfRedisNotReady: true, insuranceLimiter: memory });
+    return new RateLimiterRedis({
+      ...options,
+      storeClient: redis,
+      keyPrefix: `${prefix}:${name}`,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: memory,
+    });
   };
   const adminRefusal = (rejection: RateLimiterRes, limit: AdminLimit): TesseraError => {
     metrics.rateLimited(limit === 'address' ? 'admin_failures_per_address' : 'admin_failures_per_app');
@@ -128,7 +134,8 @@ export function createRateLimits(
         adminFailuresByAddress.get(adminAddressKey(appId, address)),
         adminFailures.get(appId),
       ]);
-      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute) throw adminRefusal(fromAddress, 'address');
+      if (fromAddress !== null && fromAddress.consumedPoints >= settings.adminFailuresPerAddressPerMinute)
+        throw adminRefusal(fromAddress, 'address');
       if (onApp !== null && onApp.consumedPoints >= settings.adminFailuresPerAppPerMinute) throw adminRefusal(onApp, 'app');
     },
     async recordAdminFailure(appId, address) {

@@ -30,12 +30,7 @@ export interface Metrics extends EventLogMetrics {
 export type ForwardAuthDecision = 'allowed' | 'unauthenticated' | 'forbidden' | 'error';
 
 export type RateLimitName =
-  | 'token_requests_per_address'
-  | 'admin_failures_per_address'
-  | 'admin_failures_per_app'
-  | 'sign_in'
-  | 'app_creations'
-  | 'invitations';
+  'token_requests_per_address' | 'admin_failures_per_address' | 'admin_failures_per_app' | 'sign_in' | 'app_creations' | 'invitations';
 
 /**
  * `apps`: the app cache; `admin_tokens`: stored tokens checked before (admin tokens, and anonymous

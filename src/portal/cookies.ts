@@ -26,6 +26,9 @@ export function portalCookies(secure: boolean): PortalCookies {
     session: { name: `${prefix}tessera-session`, options: { httpOnly: true, secure, sameSite: 'lax', path } },
     csrf: { name: `${prefix}tessera-csrf`, options: { httpOnly: true, secure, sameSite: 'strict', path } },
     // Read only by the sign-in form's POST, and kept after sign-out: that is its use.
-    device: { name: `${prefix}tessera-device`, options: { httpOnly: true, secure, sameSite: 'strict', path, maxAge: DEVICE_MAX_AGE_SECONDS } },
+    device: {
+      name: `${prefix}tessera-device`,
+      options: { httpOnly: true, secure, sameSite: 'strict', path, maxAge: DEVICE_MAX_AGE_SECONDS },
+    },
   };
 }

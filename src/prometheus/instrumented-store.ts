@@ -48,7 +48,11 @@ export function instrumentStore(store: Store): { store: Store; operations: Store
 /** The functions of an object, own or inherited from its class. */
 function methodNames(target: Record<string, unknown>): string[] {
   const names = new Set<string>();
-  for (let object: object | null = target; object !== null && object !== Object.prototype; object = Object.getPrototypeOf(object) as object | null) {
+  for (
+    let object: object | null = target;
+    object !== null && object !== Object.prototype;
+    object = Object.getPrototypeOf(object) as object | null
+  ) {
     for (const name of Object.getOwnPropertyNames(object)) {
       if (name !== 'constructor' && typeof target[name] === 'function') names.add(name);
     }

@@ -4,7 +4,16 @@ import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
 import type { Store } from '../store/store.js';
 import { instrumentStore, type StoreOperation } from './instrumented-store.js';
-import type { BatchWriter, CacheLookups, CacheName, ForwardAuthDecision, Metrics, RateLimitName, RequestDurations, RouteDurations } from '../metrics/port.js';
+import type {
+  BatchWriter,
+  CacheLookups,
+  CacheName,
+  ForwardAuthDecision,
+  Metrics,
+  RateLimitName,
+  RequestDurations,
+  RouteDurations,
+} from '../metrics/port.js';
 import { BATCH_SIZE_BUCKETS, CountSeries, DURATION_BUCKETS, HistogramSeries, RouteSeries } from './series.js';
 
 /** How long `tessera_store_up`'s ping may take at a scrape before the store counts as down. */
@@ -87,11 +96,19 @@ export class PrometheusMetrics implements Metrics {
       ['reason', 'kind'],
       () => this.#refusals.values(),
     );
-    collectedCounter(registry, 'tessera_tokens_revoked_total', 'Tokens revoked, one by one or all of an app at once, by kind.', ['kind'], () =>
-      this.#revoked.values(),
+    collectedCounter(
+      registry,
+      'tessera_tokens_revoked_total',
+      'Tokens revoked, one by one or all of an app at once, by kind.',
+      ['kind'],
+      () => this.#revoked.values(),
     );
-    collectedCounter(registry, 'tessera_introspections_total', 'RFC 7662 introspection answers, by whether the token was active.', ['active'], () =>
-      this.#introspections.values(),
+    collectedCounter(
+      registry,
+      'tessera_introspections_total',
+      'RFC 7662 introspection answers, by whether the token was active.',
+      ['active'],
+      () => this.#introspections.values(),
     );
     collectedCounter(
       registry,
@@ -100,8 +117,16 @@ export class PrometheusMetrics implements Metrics {
       ['decision'],
       () => this.#decisions.values(),
     );
-    collectedCounter(registry, 'tessera_rate_limited_total', 'Requests refused with 429, by limit.', ['limit'], () => this.#rateLimited.values());
-    collectedCounter(registry, 'tessera_cache_lookups_total', 'In-process cache lookups, by cache and result.', ['cache', 'result'], () => this.#caches);
+    collectedCounter(registry, 'tessera_rate_limited_total', 'Requests refused with 429, by limit.', ['limit'], () =>
+      this.#rateLimited.values(),
+    );
+    collectedCounter(
+      registry,
+      'tessera_cache_lookups_total',
+      'In-process cache lookups, by cache and result.',
+      ['cache', 'result'],
+      () => this.#caches,
+    );
     collectedHistogram(
       registry,
       'tessera_group_commit_batch_size',
@@ -123,9 +148,13 @@ export class PrometheusMetrics implements Metrics {
     );
     // An operation's errors are shown once it has been called.
     collectedCounter(registry, 'tessera_store_errors_total', 'Store calls that failed, by operation.', ['operation'], () =>
-      this.#storeOperations.filter((operation) => operation.durations.count > 0 || operation.errors.value > 0).map((operation) => operation.errors),
+      this.#storeOperations
+        .filter((operation) => operation.durations.count > 0 || operation.errors.value > 0)
+        .map((operation) => operation.errors),
     );
-    collectedCounter(registry, 'tessera_event_write_failures_total', 'Audit-event batches whose write failed.', [], () => [this.#eventWriteFailures]);
+    collectedCounter(registry, 'tessera_event_write_failures_total', 'Audit-event batches whose write failed.', [], () => [
+      this.#eventWriteFailures,
+    ]);
     const unwritten = () => this.#unwrittenEvents();
     new Gauge({
       name: 'tessera_event_buffer_events',
@@ -135,7 +164,10 @@ export class PrometheusMetrics implements Metrics {
         this.set(unwritten());
       },
     });
-    new Gauge({ name: 'tessera_build_info', help: 'The running release.', labelNames: ['version'], registers: [registry] }).set({ version }, 1);
+    new Gauge({ name: 'tessera_build_info', help: 'The running release.', labelNames: ['version'], registers: [registry] }).set(
+      { version },
+      1,
+    );
   }
 
   /**
@@ -233,7 +265,10 @@ export class PrometheusMetrics implements Metrics {
   }
 }
 
-function seriesOf<Value extends string>(values: readonly Value[], labels: (value: Value) => Record<string, string>): Map<Value, CountSeries> {
+function seriesOf<Value extends string>(
+  values: readonly Value[],
+  labels: (value: Value) => Record<string, string>,
+): Map<Value, CountSeries> {
   return new Map(values.map((value) => [value, new CountSeries(labels(value))]));
 }
 
@@ -306,7 +341,13 @@ async function answers(store: Store): Promise<boolean> {
     timer = setTimeout(() => resolve(false), STORE_PING_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([store.ping().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      store.ping().then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -92,9 +92,12 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
       }
     } catch (error) {
       const reason = options.signal?.aborted === true ? 'interrupted' : (error as Error).message;
-      throw new Error(`store copy failed (${reason}); the target holds part of the copy and will be refused as not empty. ${startOver(toLocation)}`, {
-        cause: error,
-      });
+      throw new Error(
+        `store copy failed (${reason}); the target holds part of the copy and will be refused as not empty. ${startOver(toLocation)}`,
+        {
+          cause: error,
+        },
+      );
     }
 
     const compared = await verify(source, target, totals, toLocation);
@@ -223,7 +226,14 @@ function startOver(location: StoreLocation): string {
     : 'To start over, drop the target database and create it again empty (DROP DATABASE …; CREATE DATABASE … OWNER …), then copy again.';
 }
 
-async function copyTable(source: StoreDump, target: StoreDump, table: TableSpec, total: number, batchSize: number, options: CopyOptions): Promise<void> {
+async function copyTable(
+  source: StoreDump,
+  target: StoreDump,
+  table: TableSpec,
+  total: number,
+  batchSize: number,
+  options: CopyOptions,
+): Promise<void> {
   const started = Date.now();
   const report = (done: number) => options.onProgress?.({ table: table.name, done, total, elapsedMs: Date.now() - started });
   report(0);
@@ -244,7 +254,12 @@ async function copyTable(source: StoreDump, target: StoreDump, table: TableSpec,
 }
 
 /** Counts per table, then the samples compared field by field; throws naming the first difference. */
-async function verify(source: StoreDump, target: StoreDump, totals: Map<string, number>, location: StoreLocation): Promise<Record<string, number>> {
+async function verify(
+  source: StoreDump,
+  target: StoreDump,
+  totals: Map<string, number>,
+  location: StoreLocation,
+): Promise<Record<string, number>> {
   const differences: string[] = [];
   for (const table of TABLES) {
     const [expected, copied] = [totals.get(table.name)!, await target.count(table)];
@@ -255,7 +270,8 @@ async function verify(source: StoreDump, target: StoreDump, totals: Map<string, 
     const table = TABLES.find((spec) => spec.name === sample.table)!;
     const keys = await source.sampleKeys(table, sample.limit, sample.where);
     if (keys.length === 0) continue;
-    const byKey = async (dump: StoreDump) => new Map((await dump.readKeys(table, keys)).map((row) => [canonicalRow(keyOf(table, row)), canonicalRow(row, table)]));
+    const byKey = async (dump: StoreDump) =>
+      new Map((await dump.readKeys(table, keys)).map((row) => [canonicalRow(keyOf(table, row)), canonicalRow(row, table)]));
     const [expected, copied] = [await byKey(source), await byKey(target)];
     for (const [key, row] of expected) {
       if (copied.get(key) !== row) differences.push(`${table.name}: a row differs in the target (key ${key.slice(0, 40)})`);

@@ -47,7 +47,14 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: 'tokens',
-    columns: columns({ selector: 'blob', verifier_hash: 'blob', app_id: 'text', kind: 'text', issued_at: 'integer', expires_at: 'integer' }),
+    columns: columns({
+      selector: 'blob',
+      verifier_hash: 'blob',
+      app_id: 'text',
+      kind: 'text',
+      issued_at: 'integer',
+      expires_at: 'integer',
+    }),
     key: ['selector'],
   },
   {
@@ -64,7 +71,15 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: 'events',
-    columns: columns({ id: 'integer', app_id: 'text', type: 'text', at: 'integer', principal: 'text', client_address: 'text', details: 'json' }),
+    columns: columns({
+      id: 'integer',
+      app_id: 'text',
+      type: 'text',
+      at: 'integer',
+      principal: 'text',
+      client_address: 'text',
+      details: 'json',
+    }),
     key: ['id'],
     counter: 'id',
   },
@@ -80,7 +95,14 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: 'developer_sessions',
-    columns: columns({ id: 'text', secret_hash: 'blob', developer_id: 'text', created_at: 'integer', last_seen_at: 'integer', expires_at: 'integer' }),
+    columns: columns({
+      id: 'text',
+      secret_hash: 'blob',
+      developer_id: 'text',
+      created_at: 'integer',
+      last_seen_at: 'integer',
+      expires_at: 'integer',
+    }),
     key: ['id'],
   },
   {
@@ -105,7 +127,15 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: 'developer_events',
-    columns: columns({ id: 'integer', developer_id: 'text', type: 'text', at: 'integer', actor: 'text', client_address: 'text', details: 'json' }),
+    columns: columns({
+      id: 'integer',
+      developer_id: 'text',
+      type: 'text',
+      at: 'integer',
+      actor: 'text',
+      client_address: 'text',
+      details: 'json',
+    }),
     key: ['id'],
     counter: 'id',
   },
@@ -152,6 +182,7 @@ export function keyOf(table: TableSpec, row: Row): Value[] {
 
 /** An integer as the runner reads it, if this copy can carry it exactly. */
 export function integerOf(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new Error(`${where}: ${String(value)} is not an integer this copy can carry`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw new Error(`${where}: ${String(value)} is not an integer this copy can carry`);
   return value;
 }

@@ -91,14 +91,28 @@ export class TokenChecker {
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
       const facts = await this.anonymous.check(app, accessToken);
       if (facts === undefined) return undefined;
-      return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, clientId: app.appId, issuedAt: facts.issuedAt, expiresAt: facts.expiresAt };
+      return {
+        appId: app.appId,
+        kind: 'anonymous',
+        id: ANONYMOUS_ID,
+        clientId: app.appId,
+        issuedAt: facts.issuedAt,
+        expiresAt: facts.expiresAt,
+      };
     }
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const facts = await this.#find(presented, presented.selector.toString('latin1'));
     if (facts === undefined || facts.appId !== app.appId || isExpired(this.clock.now(), facts.expiresAt)) return undefined;
     const { kind, issuedAt, expiresAt } = facts;
-    return { appId: app.appId, kind, id: principalId(app, kind), clientId: kind === 'admin' ? app.clientId : app.appId, issuedAt, expiresAt };
+    return {
+      appId: app.appId,
+      kind,
+      id: principalId(app, kind),
+      clientId: kind === 'admin' ? app.clientId : app.appId,
+      issuedAt,
+      expiresAt,
+    };
   }
 
   /** The stored token of this app that `accessToken` is (expired or not), read from the store; undefined otherwise (a self-verifying one too). */
@@ -106,7 +120,8 @@ export class TokenChecker {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const stored = await this.tokens.findBySelector(presented.selector);
-    if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
+    if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash))
+      return undefined;
     return { key: presented.selector.toString('latin1'), selector: presented.selector, facts: stored };
   }
 
@@ -152,7 +167,14 @@ export class TokenChecker {
 
   #principalOf(app: AppRecord, key: string, token: TokenFacts): Principal | undefined {
     if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) return undefined;
-    return { appId: app.appId, kind: token.kind, id: principalId(app, token.kind), auth: 'bearer', expiresAt: token.expiresAt, [TOKEN_SELECTOR]: key };
+    return {
+      appId: app.appId,
+      kind: token.kind,
+      id: principalId(app, token.kind),
+      auth: 'bearer',
+      expiresAt: token.expiresAt,
+      [TOKEN_SELECTOR]: key,
+    };
   }
 }
 
@@ -162,7 +184,14 @@ export function anonymousTokenKey(facts: AnonymousTokenFacts): string {
 }
 
 function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Principal {
-  return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'bearer', expiresAt: facts.expiresAt, [TOKEN_SELECTOR]: anonymousTokenKey(facts) };
+  return {
+    appId: app.appId,
+    kind: 'anonymous',
+    id: ANONYMOUS_ID,
+    auth: 'bearer',
+    expiresAt: facts.expiresAt,
+    [TOKEN_SELECTOR]: anonymousTokenKey(facts),
+  };
 }
 
 export function principalId(app: AppRecord, kind: PrincipalKind): string {

@@ -25,7 +25,11 @@ export interface BodyCredentials {
  *   credentials that disagree with it are `400 invalid_request` (RFC 6749 §2.3: one method only).
  * - No Basic header: the body's (`client_secret_post`); the path, or `X-Kii-AppID`, names the app.
  */
-export function clientCredentials(app: AppRecord, authorization: AuthorizationCredentials, body: BodyCredentials): ClientCredentials | undefined {
+export function clientCredentials(
+  app: AppRecord,
+  authorization: AuthorizationCredentials,
+  body: BodyCredentials,
+): ClientCredentials | undefined {
   const inBody = body.clientId !== undefined || body.clientSecret !== undefined;
   if (authorization.scheme !== 'basic') return inBody ? bodyCredentials(body) : undefined;
   // The seed's header names the AppID as it is: the common case decodes nothing.
@@ -34,7 +38,10 @@ export function clientCredentials(app: AppRecord, authorization: AuthorizationCr
   const password = decodeFormComponent(authorization.password);
   if (user === app.appId) {
     if (password === '') {
-      throw new TesseraError('invalid_request', 'client_secret is required: send the AppKey as the Basic password, or client_id and client_secret in the body.');
+      throw new TesseraError(
+        'invalid_request',
+        'client_secret is required: send the AppKey as the Basic password, or client_id and client_secret in the body.',
+      );
     }
     return { clientId: user, clientSecret: password };
   }

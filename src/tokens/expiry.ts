@@ -21,10 +21,7 @@ export function resolveExpiry(now: number, requestedExpiresAt: number | null, ma
     throw new TesseraError('invalid_request', 'expiresAt is beyond the largest date the service accepts.');
   }
   if (latest !== null && requestedExpiresAt > latest) {
-    throw new TesseraError(
-      'invalid_request',
-      `expiresAt is beyond this app's maximum token lifetime of ${maxLifetimeSeconds} seconds.`,
-    );
+    throw new TesseraError('invalid_request', `expiresAt is beyond this app's maximum token lifetime of ${maxLifetimeSeconds} seconds.`);
   }
   return requestedExpiresAt;
 }

@@ -49,7 +49,8 @@ export class TokenIssuer {
     const maxLifetime =
       kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
     const expiresAt = resolveExpiry(now, requested, maxLifetime);
-    const accessToken = kind === 'admin' ? await this.#storedToken(app, now, expiresAt) : (await this.anonymous.issue(app, now, expiresAt)).token;
+    const accessToken =
+      kind === 'admin' ? await this.#storedToken(app, now, expiresAt) : (await this.anonymous.issue(app, now, expiresAt)).token;
     // Which secret an admin token was issued with, so that the operator sees when, after a rotation
     // with a grace period, the previous one is no longer used.
     this.events.record('token.issued', app.appId, context, kind, secret === null ? { expiresAt } : { expiresAt, secret });

@@ -111,7 +111,9 @@ export class TokenRevoker {
     const stamp = await this.events.stamp(appId, context);
     const at = this.#clock.now();
     const anonymousCutoff = kind === 'admin' ? null : at;
-    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [appTokensRevoked(stamp, kind, removed, context, anonymousCutoff)]);
+    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [
+      appTokensRevoked(stamp, kind, removed, context, anonymousCutoff),
+    ]);
     this.checker.forgetAll();
     if (kind !== 'admin') this.revokedAnonymous.forgetApp(appId);
     this.#onChange(appId);

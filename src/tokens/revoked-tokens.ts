@@ -125,6 +125,7 @@ export class RevokedTokens {
     const now = this.clock.now();
     if (now - this.#prunedAt < PRUNE_INTERVAL_MS) return;
     this.#prunedAt = now;
-    for (const [id, revocation] of this.#byId) if (revocation.expiresAt !== null && revocation.expiresAt <= now) this.#remove(id, revocation);
+    for (const [id, revocation] of this.#byId)
+      if (revocation.expiresAt !== null && revocation.expiresAt <= now) this.#remove(id, revocation);
   }
 }

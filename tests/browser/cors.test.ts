@@ -18,11 +18,19 @@ const browser = browserForSuite(async () => {
   otherPage = await browser.openPage(FETCH_PAGE, { origin: browser.otherOrigin });
 });
 /** Lets a page of the browser's origin call the server's app. */
-const allowBrowserOrigin = (tessera: TestServer) => tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
+const allowBrowserOrigin = (tessera: TestServer) =>
+  tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
 const server = serverForSuite({}, allowBrowserOrigin);
 /** A server whose token endpoint allows 2 requests a minute from an address. */
 const limited = serverForSuite(
-  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 } },
+  {
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 2,
+      adminFailuresPerAddressPerMinute: 10,
+      adminFailuresPerAppPerMinute: 100,
+    },
+  },
   allowBrowserOrigin,
 );
 
@@ -74,7 +82,11 @@ describe('a web page on an origin the app lists', () => {
   });
 
   it('is refused an admin token, 400 unauthorized_client, which it can read; the operator learns that the secret leaked', async () => {
-    const refused = await pageFetch(page, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.clientId, server.app.clientSecret));
+    const refused = await pageFetch(
+      page,
+      `${server.appUrl}/oauth2/token`,
+      tokenRequest(server, server.app.clientId, server.app.clientSecret),
+    );
     assert.equal(refused.status, 400);
     assert.equal(refused.body.errorCode, 'unauthorized_client');
     assert.match(refused.body.message, /server-side code/);
@@ -91,7 +103,9 @@ describe('a web page on an origin the app does not list', () => {
   it('cannot read any answer: fetch rejects, for a simple request and for one with a preflight', async () => {
     assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/whoami`));
     assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/whoami`, { headers: { authorization: basic(server.app.appId) } }));
-    assertRefusedByBrowser(await pageFetch(otherPage, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.appId, server.app.appKey)));
+    assertRefusedByBrowser(
+      await pageFetch(otherPage, `${server.appUrl}/oauth2/token`, tokenRequest(server, server.app.appId, server.app.appKey)),
+    );
   });
 
   it('never sends a request that needs a preflight: the ClientSecret it holds does not even reach the server', async () => {

@@ -38,7 +38,9 @@ function startUpstream(seen: Seen[]): Promise<Server> {
         requestId: req.headers['x-request-id'] as string | undefined,
       };
       seen.push(record);
-      res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*', 'retry-after': '7' }).end(JSON.stringify(record));
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*', 'retry-after': '7' })
+        .end(JSON.stringify(record));
     });
   });
   return listenOnLoopback(server);
@@ -95,7 +97,7 @@ describe('a web page calling the backend behind nginx and forward authentication
     const expected = { method: 'PUT', url: `/api/apps/${tessera.app.appId}/objects/1`, principal: 'anonymous', requestId: 'r-1' };
     assert.deepEqual(read.body, expected);
     assert.deepEqual(reached, [expected], 'the preflight must not reach the upstream; the request must, once');
-    assert.equal(read.retryAfter, '7', 'the upstream\'s Retry-After is readable: Tessera exposes it');
+    assert.equal(read.retryAfter, '7', "the upstream's Retry-After is readable: Tessera exposes it");
   });
 
   it('on an origin the app lists: a refusal is readable, 401 with its WWW-Authenticate, and reaches nothing', async () => {

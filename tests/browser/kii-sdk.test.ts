@@ -24,7 +24,10 @@ function authenticateAsAppAdmin(page: Page, clientId: string, clientSecret: stri
   const args = [server.app.appId, server.app.appKey, `${server.baseUrl}/api`, clientId, clientSecret] as const;
   return page.evaluate(async ([appId, appKey, site, id, secret]) => {
     const { Kii } = globalThis as unknown as {
-      Kii: { initializeWithSite(appId: string, appKey: string, site: string): void; authenticateAsAppAdmin(id: string, secret: string): Promise<unknown> };
+      Kii: {
+        initializeWithSite(appId: string, appKey: string, site: string): void;
+        authenticateAsAppAdmin(id: string, secret: string): Promise<unknown>;
+      };
     };
     Kii.initializeWithSite(appId, appKey, site);
     return Kii.authenticateAsAppAdmin(id, secret).then(
@@ -38,7 +41,10 @@ describe('the kii-cloud-sdk browser bundle', () => {
   it('is refused an admin token with a clear error, on an origin the app lists, and the exposure is recorded', async () => {
     const page = await browser.openPage(SDK_PAGE);
     const outcome = await authenticateAsAppAdmin(page, server.app.clientId, server.app.clientSecret);
-    assert.match(outcome, /^rejected: unauthorized_client: Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code/);
+    assert.match(
+      outcome,
+      /^rejected: unauthorized_client: Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code/,
+    );
     await server.tessera.events.flush();
     const exposed = await server.tessera.events.list(server.app.appId, { type: 'app.secret_exposed', limit: 10 });
     assert.equal(exposed.events.length, 1);
@@ -56,7 +62,10 @@ describe('the kii-cloud-sdk browser bundle', () => {
       page.evaluate(
         async ([appId, key, site]) => {
           const { Kii, KiiQuery } = globalThis as unknown as {
-            Kii: { initializeWithSite(appId: string, appKey: string, site: string): void; bucketWithName(name: string): { executeQuery(query: unknown): Promise<unknown> } };
+            Kii: {
+              initializeWithSite(appId: string, appKey: string, site: string): void;
+              bucketWithName(name: string): { executeQuery(query: unknown): Promise<unknown> };
+            };
             KiiQuery: { queryWithClause(clause: null): unknown };
           };
           Kii.initializeWithSite(appId, key, site);

@@ -64,7 +64,8 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     // Use to draw in the charts: tokens of both kinds, and wrong secrets.
     for (let index = 0; index < 4; index++) assert.equal((await requestToken(app, anonymousFields(app))).status, 200);
     assert.equal((await requestToken(app, adminFields(app))).status, 200);
-    for (let index = 0; index < 3; index++) assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess' }))).status, 401);
+    for (let index = 0; index < 3; index++)
+      assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess' }))).status, 401);
     await server.tessera.events.flush();
   });
 

@@ -49,7 +49,9 @@ describe("an app's owner in the portal", () => {
     await screenshots(page, 'app-overview');
     // On the narrowest phone, the app's four tabs stay on one row.
     await page.setViewportSize({ width: 320, height: 700 });
-    const tabRows = await page.locator('nav.tabs a').evaluateAll((tabs) => new Set(tabs.map((tab) => Math.round(tab.getBoundingClientRect().top))).size);
+    const tabRows = await page
+      .locator('nav.tabs a')
+      .evaluateAll((tabs) => new Set(tabs.map((tab) => Math.round(tab.getBoundingClientRect().top))).size);
     assert.equal(tabRows, 1, 'the tabs wrap at 320 px');
     await page.setViewportSize({ width: 1280, height: 800 });
     await follow(page, () => page.getByRole('link', { name: 'Settings', exact: true }).click());
@@ -73,7 +75,11 @@ describe("an app's owner in the portal", () => {
     assert.equal(token.body.id, 'ANONYMOUS');
     assert.ok(token.body.expires_in > 86_000 && token.body.expires_in <= 86_400, 'the longest anonymous token is one day');
     const elsewhere = await browser.openPage(FETCH_PAGE, { origin: browser.otherOrigin });
-    assert.match((await pageFetch(elsewhere, `${app.appUrl}/oauth2/token`, request)).refused ?? '', /Failed to fetch/, 'an origin not listed is refused');
+    assert.match(
+      (await pageFetch(elsewhere, `${app.appUrl}/oauth2/token`, request)).refused ?? '',
+      /Failed to fetch/,
+      'an origin not listed is refused',
+    );
 
     // A mistake is shown in the form, with what was typed.
     await page.getByLabel('Web pages allowed to call the service').fill('https://app.example.com/path');
@@ -221,7 +227,10 @@ describe('a collaborator in the portal', () => {
       ['rotate-secret', { grace: 'none', clientId: app.clientId }],
       ['delete', { name: 'Shared' }],
     ] as const) {
-      const response = await page.request.post(`${server.baseUrl}/portal/apps/${app.appId}/${path}`, { form: { _csrf: csrf, ...fields }, maxRedirects: 0 });
+      const response = await page.request.post(`${server.baseUrl}/portal/apps/${app.appId}/${path}`, {
+        form: { _csrf: csrf, ...fields },
+        maxRedirects: 0,
+      });
       assert.equal(response.status(), 403, path);
       assert.doesNotMatch(await response.text(), /data-key="clientSecret"/);
     }

@@ -25,14 +25,25 @@ const server = serverForSuite({ clock: { now: () => Date.now() + offset } }, asy
   // a burst of wrong secrets six hours ago and nine days ago (someone guessing).
   const history: [number, number, number, number][] = [
     // [hours ago, anonymous, admin, refused]
-    [20, 3, 1, 0], [16, 6, 0, 0], [12, 9, 1, 1], [9, 5, 0, 0], [6, 4, 0, 24], [3, 7, 1, 0], [1, 4, 0, 0],
-    [3 * 24, 8, 1, 0], [9 * 24, 6, 0, 40], [15 * 24, 12, 2, 0], [22 * 24, 5, 0, 2],
+    [20, 3, 1, 0],
+    [16, 6, 0, 0],
+    [12, 9, 1, 1],
+    [9, 5, 0, 0],
+    [6, 4, 0, 24],
+    [3, 7, 1, 0],
+    [1, 4, 0, 0],
+    [3 * 24, 8, 1, 0],
+    [9 * 24, 6, 0, 40],
+    [15 * 24, 12, 2, 0],
+    [22 * 24, 5, 0, 2],
   ];
   for (const [hoursAgo, anonymous, admin, refused] of history) {
     offset = -hoursAgo * HOUR;
     for (let index = 0; index < anonymous; index++) assert.equal((await requestToken(app, anonymousFields(app))).status, 200);
-    for (let index = 0; index < admin; index++) assert.equal((await requestToken(app, adminFields(app, { expiresAt: Date.now() + offset + HOUR }))).status, 200);
-    for (let index = 0; index < refused; index++) assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess' }))).status, 401);
+    for (let index = 0; index < admin; index++)
+      assert.equal((await requestToken(app, adminFields(app, { expiresAt: Date.now() + offset + HOUR }))).status, 200);
+    for (let index = 0; index < refused; index++)
+      assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess' }))).status, 401);
   }
   offset = 0;
   await server.tessera.events.flush();
@@ -42,7 +53,7 @@ const eventsUrl = () => `${server.baseUrl}/portal/apps/${app.appId}/events`;
 
 /** The ids of the events the page lists, top to bottom. */
 async function listedIds(page: Page): Promise<number[]> {
-  return (await page.locator('li.event').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-event-id')))));
+  return await page.locator('li.event').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-event-id'))));
 }
 
 /** The text of an element as a person reads it, one space between its parts. */
@@ -68,7 +79,10 @@ describe("an app's events in the portal", () => {
     assert.equal(await page.getByRole('link', { name: 'Events', exact: true }).getAttribute('aria-current'), 'page');
     const ids = await listedIds(page);
     assert.equal(ids.length, 25);
-    assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => b - a),
+    );
     const first = page.locator('li.event').first();
     assert.match((await first.textContent()) ?? '', /Admin token issued|Admin token request refused/);
     assert.match((await first.locator('time').getAttribute('datetime')) ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -84,7 +98,13 @@ describe("an app's events in the portal", () => {
     await screenshot(page, 'events-phone');
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
     await page.getByText('The numbers per hour').click();
-    assert.equal(await page.getByRole('table', { name: /Last 24 hours, per hour/ }).getByRole('row').count(), 25);
+    assert.equal(
+      await page
+        .getByRole('table', { name: /Last 24 hours, per hour/ })
+        .getByRole('row')
+        .count(),
+      25,
+    );
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'the table scrolls on its own');
     await page.close();
   });
@@ -123,21 +143,31 @@ describe("an app's events in the portal", () => {
     const before = await listedIds(page);
     const chartBefore = await chartTotals(page, 'chart-hourly');
 
-    for (let index = 0; index < 5; index++) assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess again' }))).status, 401);
+    for (let index = 0; index < 5; index++)
+      assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess again' }))).status, 401);
     assert.equal((await requestToken(app, adminFields(app))).status, 200);
     for (let index = 0; index < 3; index++) assert.equal((await requestToken(app, anonymousFields(app))).status, 200);
 
     await page.locator(`li.event >> nth=${before.length + 5}`).waitFor({ timeout: 15_000 });
     // In one update, or (rarely) two when it asked between the requests.
-    await page.getByRole('status').filter({ hasText: /^\d new events?$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^\d new events?$/ })
+      .waitFor();
     const after = await listedIds(page);
     assert.equal(after.length, before.length + 6);
     assert.deepEqual(after.slice(6), before, 'the new ones on top, the others as they were');
     assert.equal(await page.locator('li.event').first().locator('.event-title').textContent(), 'Admin token issued');
     assert.equal(await page.locator('li.event.new').count(), 6);
-    await page.locator('#chart-hourly[data-refused]').and(page.locator(`[data-refused="${chartBefore.refused + 5}"]`)).waitFor({ timeout: 15_000 });
+    await page
+      .locator('#chart-hourly[data-refused]')
+      .and(page.locator(`[data-refused="${chartBefore.refused + 5}"]`))
+      .waitFor({ timeout: 15_000 });
     const chartAfter = await chartTotals(page, 'chart-hourly');
-    assert.deepEqual({ issued: chartAfter.issued, refused: chartAfter.refused }, { issued: chartBefore.issued + 4, refused: chartBefore.refused + 5 });
+    assert.deepEqual(
+      { issued: chartAfter.issued, refused: chartAfter.refused },
+      { issued: chartBefore.issued + 4, refused: chartBefore.refused + 5 },
+    );
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/events`, 'no reload');
     assert.deepEqual(errors, [], 'no script error, nothing the Content-Security-Policy blocked');
     await page.close();
@@ -164,7 +194,10 @@ describe("an app's events in the portal", () => {
     const revoked = page.locator('li.event[data-type="token.revoked"]').first();
     assert.equal(await revoked.locator('.event-title').textContent(), 'Anonymous tokens revoked');
     assert.equal(await textOf(revoked.locator('.event-who')), 'By ada@example.com from 127.0.0.1');
-    assert.match(await textOf(revoked.locator('.event-details')), /^every anonymous token issued up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC is refused$/);
+    assert.match(
+      await textOf(revoked.locator('.event-details')),
+      /^every anonymous token issued up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC is refused$/,
+    );
     await page.setViewportSize({ width: 375, height: 800 });
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
     await page.close();

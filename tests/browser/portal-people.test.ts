@@ -91,7 +91,7 @@ describe('people in the portal', () => {
 });
 
 describe('passwords in the portal', () => {
-  it("sets a password through the link of `developers create` without one, and arrives signed in", async () => {
+  it('sets a password through the link of `developers create` without one, and arrives signed in', async () => {
     const created = await server.tessera.developers.create('nora@example.com', null, OPERATOR);
     const page = await browser.newPage();
     await page.goto(`${server.baseUrl}${created.link!.path}`);

@@ -40,17 +40,23 @@ describe('a developer in the portal', () => {
     assert.deepEqual(Object.keys(keys).sort(), ['appId', 'appKey', 'clientId', 'clientSecret']);
     // The copy buttons put each key on the clipboard, as it is shown.
     await browser.allowClipboard(server.baseUrl);
-    for (const [label, key] of [['ClientSecret', 'clientSecret'], ['AppKey', 'appKey']] as const) {
+    for (const [label, key] of [
+      ['ClientSecret', 'clientSecret'],
+      ['AppKey', 'appKey'],
+    ] as const) {
       await page.getByRole('button', { name: `Copy ${label}` }).click();
       assert.equal(await page.evaluate('navigator.clipboard.readText()'), keys[key]);
     }
     await screenshot(page, 'new-app');
-    const target = { app: { appId: keys.appId!, appKey: keys.appKey!, clientId: keys.clientId!, clientSecret: keys.clientSecret! }, appUrl: `${server.appUrl.replace(server.app.appId, keys.appId!)}` };
+    const target = {
+      app: { appId: keys.appId!, appKey: keys.appKey!, clientId: keys.clientId!, clientSecret: keys.clientSecret! },
+      appUrl: `${server.appUrl.replace(server.app.appId, keys.appId!)}`,
+    };
     const admin = await requestToken(target, adminFields(target));
     assert.equal(admin.status, 200, admin.text);
     const anonymous = await requestToken(target, anonymousFields(target));
     assert.equal(anonymous.status, 200, anonymous.text);
-    assert.match(await page.locator('pre.commands').textContent() ?? '', new RegExp(`BASE=${server.baseUrl}`));
+    assert.match((await page.locator('pre.commands').textContent()) ?? '', new RegExp(`BASE=${server.baseUrl}`));
 
     await follow(page, () => page.getByRole('link', { name: "Go to the app's page" }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${keys.appId}`);
@@ -104,7 +110,10 @@ describe('a developer in the portal', () => {
       await follow(page, () => page.getByRole('button', { name: 'Sign in' }).click());
       assert.equal(new URL(page.url()).pathname, '/portal/', next);
       assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Your apps', next);
-      assert.equal((await page.context().cookies(server.baseUrl)).some((cookie) => cookie.name === 'x'), false);
+      assert.equal(
+        (await page.context().cookies(server.baseUrl)).some((cookie) => cookie.name === 'x'),
+        false,
+      );
       await follow(page, () => page.getByRole('button', { name: 'Sign out' }).click());
     }
     await page.close();
@@ -135,7 +144,10 @@ describe('a developer in the portal', () => {
       await signIn(page, limited, developer.email);
       await follow(page, () => page.getByRole('link', { name: 'New app' }).click());
       await page.getByLabel('Name').fill('Maps');
-      const [answer] = await Promise.all([page.waitForResponse((response) => response.request().method() === 'POST'), follow(page, () => page.getByRole('button', { name: 'Create app' }).click())]);
+      const [answer] = await Promise.all([
+        page.waitForResponse((response) => response.request().method() === 'POST'),
+        follow(page, () => page.getByRole('button', { name: 'Create app' }).click()),
+      ]);
       assert.equal(answer.status(), 403);
       assert.equal(
         await page.getByRole('alert').textContent(),

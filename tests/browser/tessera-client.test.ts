@@ -12,25 +12,41 @@ import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 const browser = browserForSuite();
 /** Lets a page of the browser's origin call the server's app. */
-const allowBrowserOrigin = (tessera: TestServer) => tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
+const allowBrowserOrigin = (tessera: TestServer) =>
+  tessera.tessera.apps.configure(tessera.app.appId, { allowedOrigins: [browser.origin] }, OPERATOR);
 const server = serverForSuite({}, allowBrowserOrigin);
 /** A server whose token endpoint allows 1 request a minute from an address. */
 const limited = serverForSuite(
-  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 } },
+  {
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 1,
+      adminFailuresPerAddressPerMinute: 10,
+      adminFailuresPerAppPerMinute: 100,
+    },
+  },
   allowBrowserOrigin,
 );
 
 const EMPTY_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with tessera/client</title>\n';
 
 /** What a call through the client in the page gave: its value, or the error it threw. */
-type Outcome = { value: any } | { error: { name: string; message: string; status?: number; errorCode?: string; retryAfter?: number | null } };
+type Outcome =
+  { value: any } | { error: { name: string; message: string; status?: number; errorCode?: string; retryAfter?: number | null } };
 
 /**
  * Runs `body` in the page with a `TesseraClient` of `target`'s app (imported from the server, kept in
  * `window.tessera` across calls), in `mode`, and returns what it gave.
  */
 function inPage(page: Page, target: TestServer, mode: 'anonymous' | 'basic' | 'admin', body: string): Promise<Outcome> {
-  const setup = { baseUrl: target.baseUrl, appId: target.app.appId, appKey: target.app.appKey, clientId: target.app.clientId, clientSecret: target.app.clientSecret, mode };
+  const setup = {
+    baseUrl: target.baseUrl,
+    appId: target.app.appId,
+    appKey: target.app.appKey,
+    clientId: target.app.clientId,
+    clientSecret: target.app.clientSecret,
+    mode,
+  };
   return page.evaluate(
     async ([options, source]) => {
       const { TesseraClient } = await import(`${options.baseUrl}/tessera-client.js`);
@@ -66,7 +82,11 @@ describe('tessera/client in a web page of an origin the app lists', () => {
     assert.match(token, /^[A-Za-z0-9_-]+$/);
 
     await page.reload();
-    assert.equal(valueOf(await inPage(page, server, 'anonymous', 'return tessera.token();')), token, 'a new page load asked for another token');
+    assert.equal(
+      valueOf(await inPage(page, server, 'anonymous', 'return tessera.token();')),
+      token,
+      'a new page load asked for another token',
+    );
     await page.close();
   });
 
@@ -77,7 +97,12 @@ describe('tessera/client in a web page of an origin the app lists', () => {
     assert.equal(revoked.status, 200, revoked.text);
 
     const answer = valueOf(
-      await inPage(page, server, 'anonymous', 'const r = await tessera.fetch(tessera.appUrl + "/whoami"); return { status: r.status, token: await tessera.token() };'),
+      await inPage(
+        page,
+        server,
+        'anonymous',
+        'const r = await tessera.fetch(tessera.appUrl + "/whoami"); return { status: r.status, token: await tessera.token() };',
+      ),
     );
     assert.equal(answer.status, 200);
     assert.notEqual(answer.token, token);
@@ -88,9 +113,7 @@ describe('tessera/client in a web page of an origin the app lists', () => {
     const page = await browser.openPage(EMPTY_PAGE);
     const me = valueOf(await inPage(page, server, 'basic', 'return tessera.whoami();'));
     assert.equal(me.auth, 'basic');
-    const unauthorized = errorOf(
-      await inPage(page, server, 'basic', 'return tessera.json(tessera.appUrl + "/configuration");'),
-    );
+    const unauthorized = errorOf(await inPage(page, server, 'basic', 'return tessera.json(tessera.appUrl + "/configuration");'));
     assert.deepEqual([unauthorized.name, unauthorized.status, unauthorized.errorCode], ['TesseraClientError', 403, 'ADMIN_REQUIRED']);
     await page.close();
   });
@@ -121,7 +144,10 @@ describe('tessera/client in a web page of an origin the app lists', () => {
     const html = /## A web page[\s\S]*?```html\n([\s\S]*?)```/.exec(docs)?.[1];
     assert.ok(html !== undefined, 'docs/client.md has no web page example');
     const page = await browser.openPage(
-      html.replaceAll('https://tessera.example.com', server.baseUrl).replaceAll('APP_ID', server.app.appId).replaceAll('APP_KEY', server.app.appKey),
+      html
+        .replaceAll('https://tessera.example.com', server.baseUrl)
+        .replaceAll('APP_ID', server.app.appId)
+        .replaceAll('APP_KEY', server.app.appKey),
     );
     await page.waitForFunction("document.querySelector('#who')?.textContent !== '…'");
     assert.equal(await page.textContent('#who'), 'anonymous (bearer)');

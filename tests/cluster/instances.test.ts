@@ -52,12 +52,24 @@ async function runAll(steps: (() => Promise<unknown>)[]): Promise<void> {
 
 function isAdminWhoami(outcome: Outcome, app: CreatedApp): boolean {
   const body = outcome.body;
-  return outcome.status === 200 && body?.appId === app.appId && body?.principal === 'admin' && body?.id === app.adminId && body?.auth === 'bearer';
+  return (
+    outcome.status === 200 &&
+    body?.appId === app.appId &&
+    body?.principal === 'admin' &&
+    body?.id === app.adminId &&
+    body?.auth === 'bearer'
+  );
 }
 
 function isAnonymousWhoami(outcome: Outcome, app: CreatedApp, auth: 'basic' | 'bearer'): boolean {
   const body = outcome.body;
-  return outcome.status === 200 && body?.appId === app.appId && body?.principal === 'anonymous' && body?.id === 'ANONYMOUS' && body?.auth === auth;
+  return (
+    outcome.status === 200 &&
+    body?.appId === app.appId &&
+    body?.principal === 'anonymous' &&
+    body?.id === 'ANONYMOUS' &&
+    body?.auth === auth
+  );
 }
 
 function isToken(outcome: Outcome, id: string): boolean {
@@ -146,7 +158,12 @@ describe('many instances on one PostgreSQL', () => {
   });
 
   after(async () => {
-    await runAll([() => Promise.all([...loads].map((each) => each.stop())), () => watcher.stop(), () => children.killAll(), async () => database?.drop()]);
+    await runAll([
+      () => Promise.all([...loads].map((each) => each.stop())),
+      () => watcher.stop(),
+      () => children.killAll(),
+      async () => database?.drop(),
+    ]);
   });
 
   it('an app created through the CLI gets admin and anonymous tokens at once on every instance', async () => {
@@ -239,15 +256,21 @@ describe('many instances on one PostgreSQL', () => {
     for (const [index, list] of polls.entries()) {
       const last = list.at(-1)!;
       const before = list.slice(0, -1);
-      for (const outcome of before) assert.ok(isToken(outcome, app.adminId), `instance ${index}, old secret before the refusal: ${show(outcome)}`);
+      for (const outcome of before)
+        assert.ok(isToken(outcome, app.adminId), `instance ${index}, old secret before the refusal: ${show(outcome)}`);
       assert.deepEqual(errorProblems(last, 401, 'invalid_client'), [], `instance ${index}, old secret: ${show(last)}`);
       const upper = Math.round(last.receivedAt - notifiedAt);
       const lastAccepted = before.at(-1);
       const lower = lastAccepted === undefined ? undefined : Math.round(lastAccepted.sentAt - notifiedAt);
-      figures.push(`instance ${index}: refused ≤ ${upper} ms after the NOTIFY reached the test (last accepted request sent at ${lower ?? '-'} ms)`);
+      figures.push(
+        `instance ${index}: refused ≤ ${upper} ms after the NOTIFY reached the test (last accepted request sent at ${lower ?? '-'} ms)`,
+      );
       assert.ok(upper < 1_000, `instance ${index} accepted the old secret until ${upper} ms after the change`);
     }
-    latencies.push(`rotation (CLI returned ${Math.round(rotated.exitedAt - notifiedAt)} ms after the NOTIFY):`, ...figures.map((line) => `  ${line}`));
+    latencies.push(
+      `rotation (CLI returned ${Math.round(rotated.exitedAt - notifiedAt)} ms after the NOTIFY):`,
+      ...figures.map((line) => `  ${line}`),
+    );
     console.log(`[instances] ${latencies.slice(-1 - figures.length).join('\n')}`);
 
     // Refused everywhere, again and again (no stale copy of the app comes back); the new secret works
@@ -255,7 +278,11 @@ describe('many instances on one PostgreSQL', () => {
     for (let round = 0; round < 5; round++) {
       const outcomes = await Promise.all(instances.map((instance) => adminTokenRequest(instance.baseUrl, app)));
       for (const [index, outcome] of outcomes.entries()) {
-        assert.deepEqual(errorProblems(outcome, 401, 'invalid_client'), [], `round ${round}, instance ${index}, old secret: ${show(outcome)}`);
+        assert.deepEqual(
+          errorProblems(outcome, 401, 'invalid_client'),
+          [],
+          `round ${round}, instance ${index}, old secret: ${show(outcome)}`,
+        );
       }
       await sleep(50);
     }
@@ -352,9 +379,17 @@ describe('many instances on one PostgreSQL', () => {
       for (const { bearer, basic } of list) {
         if (errorProblems(bearer, 404, 'APP_NOT_FOUND').length === 0) bearerState = 'gone';
         else if (bearerState !== 'gone' && errorProblems(bearer, 401, 'INVALID_TOKEN').length === 0) bearerState = 'invalid';
-        else assert.ok(bearerState === 'ok' && bearer.status === 200, `instance ${index}, cached token, after "${bearerState}": ${show(bearer)}`);
+        else
+          assert.ok(
+            bearerState === 'ok' && bearer.status === 200,
+            `instance ${index}, cached token, after "${bearerState}": ${show(bearer)}`,
+          );
         if (errorProblems(basic, 404, 'APP_NOT_FOUND').length === 0) basicState = 'gone';
-        else assert.ok(basicState === 'ok' && isAnonymousWhoami(basic, app, 'basic'), `instance ${index}, Basic, after "${basicState}": ${show(basic)}`);
+        else
+          assert.ok(
+            basicState === 'ok' && isAnonymousWhoami(basic, app, 'basic'),
+            `instance ${index}, Basic, after "${basicState}": ${show(basic)}`,
+          );
       }
       const last = list.at(-1)!;
       assert.equal(bearerState, 'gone', `instance ${index}, cached token: ${show(last.bearer)}`);
@@ -363,7 +398,10 @@ describe('many instances on one PostgreSQL', () => {
       figures.push(`instance ${index}: 404 for the cached token and Basic ≤ ${upper} ms after the NOTIFY reached the test`);
       assert.ok(upper < 1_000, `instance ${index} still knew the deleted app ${upper} ms after the change`);
     }
-    latencies.push(`deletion (CLI returned ${Math.round(deleted.exitedAt - notifiedAt)} ms after the NOTIFY):`, ...figures.map((line) => `  ${line}`));
+    latencies.push(
+      `deletion (CLI returned ${Math.round(deleted.exitedAt - notifiedAt)} ms after the NOTIFY):`,
+      ...figures.map((line) => `  ${line}`),
+    );
     console.log(`[instances] ${latencies.slice(-1 - figures.length).join('\n')}`);
 
     // From 1 s after the change on, nothing answers 200: every token, Basic and token requests are 404.
@@ -418,7 +456,11 @@ describe('many instances on one PostgreSQL', () => {
     let since = now();
     const revoked = await post(`${instances[2]!.baseUrl}/api/apps/${app.appId}/oauth2/revoke`, `Bearer ${admin}`, { token: victim });
     assert.equal(revoked.status, 200);
-    let results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, victim), (outcome) => outcome.status === 401, since);
+    let results = await everyInstanceWithin(
+      (baseUrl) => whoami(baseUrl, app.appId, victim),
+      (outcome) => outcome.status === 401,
+      since,
+    );
     for (const { index, elapsed, outcome } of results) {
       assert.deepEqual(errorProblems(outcome, 401, 'INVALID_TOKEN'), [], `instance ${index}: ${show(outcome)}`);
       assert.ok(elapsed < 1_000, `instance ${index} accepted the revoked token until ${Math.round(elapsed)} ms after the revocation`);
@@ -429,13 +471,18 @@ describe('many instances on one PostgreSQL', () => {
     const all = await post(`${instances[0]!.baseUrl}/api/apps/${app.appId}/tokens?kind=anonymous`, `Bearer ${admin}`, undefined, 'DELETE');
     assert.equal(all.status, 200);
     for (const other of others) {
-      results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, other.body.access_token), (outcome) => outcome.status === 401, since);
+      results = await everyInstanceWithin(
+        (baseUrl) => whoami(baseUrl, app.appId, other.body.access_token),
+        (outcome) => outcome.status === 401,
+        since,
+      );
       for (const { index, elapsed } of results) assert.ok(elapsed < 1_000, `instance ${index}: ${Math.round(elapsed)} ms`);
     }
-    for (const instance of instances) assert.ok(isAdminWhoami(await whoami(instance.baseUrl, app.appId, admin), app), 'admin tokens are kept');
+    for (const instance of instances)
+      assert.ok(isAdminWhoami(await whoami(instance.baseUrl, app.appId, admin), app), 'admin tokens are kept');
   });
 
-  it('a key rotated through the CLI signs on every instance within 1 s; a retired key\'s tokens are refused by every instance within 1 s', async () => {
+  it("a key rotated through the CLI signs on every instance within 1 s; a retired key's tokens are refused by every instance within 1 s", async () => {
     const app = await createApp('Keys everywhere');
     const anonymousOf = async (baseUrl: string) => (await anonymousTokenRequest(baseUrl, app)).body.access_token as string;
     const rotate = async () => {
@@ -453,7 +500,8 @@ describe('many instances on one PostgreSQL', () => {
       (outcome) => outcome.status === 200 && signingKeyIdOf(outcome.body.access_token as string) === second,
       since,
     );
-    for (const { index, elapsed } of signed) assert.ok(elapsed < 1_000, `instance ${index} signed with the old key ${Math.round(elapsed)} ms after the rotation`);
+    for (const { index, elapsed } of signed)
+      assert.ok(elapsed < 1_000, `instance ${index} signed with the old key ${Math.round(elapsed)} ms after the rotation`);
     latencies.push(`key rotation: new key used after ${signed.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
     const ofSecond = await Promise.all(instances.map((instance) => anonymousOf(instance.baseUrl)));
     for (const token of ofSecond) assert.equal(signingKeyIdOf(token), second);
@@ -466,13 +514,18 @@ describe('many instances on one PostgreSQL', () => {
     assert.equal(retired.code, 0, retired.stderr);
     since = now();
     for (const token of ofSecond) {
-      const results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, token), (outcome) => outcome.status === 401, since);
+      const results = await everyInstanceWithin(
+        (baseUrl) => whoami(baseUrl, app.appId, token),
+        (outcome) => outcome.status === 401,
+        since,
+      );
       for (const { index, elapsed, outcome } of results) {
         assert.deepEqual(errorProblems(outcome, 401, 'INVALID_TOKEN'), [], `instance ${index}: ${show(outcome)}`);
         assert.ok(elapsed < 1_000, `instance ${index} accepted a token of the retired key ${Math.round(elapsed)} ms after`);
       }
     }
-    for (const instance of instances) assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, await anonymousOf(instance.baseUrl)), app, 'bearer'));
+    for (const instance of instances)
+      assert.ok(isAnonymousWhoami(await whoami(instance.baseUrl, app.appId, await anonymousOf(instance.baseUrl)), app, 'bearer'));
   });
 
   it('an anonymous token revoked by itself through one instance is refused by every instance within 1 s', async () => {
@@ -482,18 +535,30 @@ describe('many instances on one PostgreSQL', () => {
     const since = now();
     const revoked = await post(`${instances[1]!.baseUrl}/api/apps/${app.appId}/oauth2/revoke`, `Bearer ${token}`, { token });
     assert.equal(revoked.status, 200);
-    const results = await everyInstanceWithin((baseUrl) => whoami(baseUrl, app.appId, token), (outcome) => outcome.status === 401, since);
+    const results = await everyInstanceWithin(
+      (baseUrl) => whoami(baseUrl, app.appId, token),
+      (outcome) => outcome.status === 401,
+      since,
+    );
     for (const { index, elapsed } of results) assert.ok(elapsed < 1_000, `instance ${index}: ${Math.round(elapsed)} ms`);
-    latencies.push(`self-revocation of an anonymous token: refused after ${results.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
+    latencies.push(
+      `self-revocation of an anonymous token: refused after ${results.map((result) => Math.round(result.elapsed)).join(', ')} ms`,
+    );
   });
 
   it('a configuration changed through one instance is applied by every instance within 1 s', async () => {
     const app = await createApp('Configured everywhere');
     const admin = (await adminTokenRequest(instances[0]!.baseUrl, app)).body.access_token as string;
-    for (const instance of instances) assert.ok(isToken(await anonymousTokenRequest(instance.baseUrl, { ...app, appKey: 'not the key' }), 'ANONYMOUS'));
+    for (const instance of instances)
+      assert.ok(isToken(await anonymousTokenRequest(instance.baseUrl, { ...app, appKey: 'not the key' }), 'ANONYMOUS'));
 
     const since = now();
-    const changed = await post(`${instances[1]!.baseUrl}/api/apps/${app.appId}/configuration`, `Bearer ${admin}`, { requireAppKey: true }, 'PATCH');
+    const changed = await post(
+      `${instances[1]!.baseUrl}/api/apps/${app.appId}/configuration`,
+      `Bearer ${admin}`,
+      { requireAppKey: true },
+      'PATCH',
+    );
     assert.equal(changed.status, 200);
     const results = await everyInstanceWithin(
       (baseUrl) => anonymousTokenRequest(baseUrl, { ...app, appKey: 'not the key' }),
@@ -551,11 +616,20 @@ describe('a change committed while an instance is still reading the same app', (
   });
 
   after(async () => {
-    await runAll([() => watcher.stop(), () => children.killAll(), async () => store?.close(), async () => proxy?.cut(), async () => database?.drop()]);
+    await runAll([
+      () => watcher.stop(),
+      () => children.killAll(),
+      async () => store?.close(),
+      async () => proxy?.cut(),
+      async () => database?.drop(),
+    ]);
   });
 
   /** Sends `request` (which makes the instance read the app), then `change`s the app while that read's result is held. */
-  async function changeDuringRead(request: () => Promise<Outcome>, change: () => Promise<void>): Promise<{ first: Outcome; changedAt: number }> {
+  async function changeDuringRead(
+    request: () => Promise<Outcome>,
+    change: () => Promise<void>,
+  ): Promise<{ first: Outcome; changedAt: number }> {
     // Open a few pool connections first (unknown apps are looked up too), so that the read below
     // is sent at once rather than after a held connection handshake.
     await Promise.all(['warm0', 'warm1', 'warm2', 'warm3'].map((appId) => whoami(instance.baseUrl, appId, undefined)));
@@ -585,7 +659,11 @@ describe('a change committed while an instance is still reading the same app', (
     assert.ok(notifiedAt !== undefined, 'the rotation sent no notification');
     await sleep(Math.max(0, notifiedAt + 1_000 - now()));
     const old = await adminTokenRequest(instance.baseUrl, app);
-    assert.deepEqual(errorProblems(old, 401, 'invalid_client'), [], `old secret 1 s after the rotation (a stale app was cached): ${show(old)}`);
+    assert.deepEqual(
+      errorProblems(old, 401, 'invalid_client'),
+      [],
+      `old secret 1 s after the rotation (a stale app was cached): ${show(old)}`,
+    );
     const fresh = await adminTokenRequest(instance.baseUrl, { ...app, clientSecret: newSecret });
     assert.ok(isToken(fresh, app.adminId), `new secret 1 s after the rotation: ${show(fresh)}`);
   });
@@ -601,7 +679,11 @@ describe('a change committed while an instance is still reading the same app', (
     assert.ok(notifiedAt !== undefined, 'the deletion sent no notification');
     await sleep(Math.max(0, notifiedAt + 1_000 - now()));
     const basicWhoami = await whoami(instance.baseUrl, app.appId, undefined);
-    assert.deepEqual(errorProblems(basicWhoami, 404, 'APP_NOT_FOUND'), [], `Basic 1 s after the deletion (a stale app was cached): ${show(basicWhoami)}`);
+    assert.deepEqual(
+      errorProblems(basicWhoami, 404, 'APP_NOT_FOUND'),
+      [],
+      `Basic 1 s after the deletion (a stale app was cached): ${show(basicWhoami)}`,
+    );
     const token = await anonymousTokenRequest(instance.baseUrl, app);
     assert.deepEqual(errorProblems(token, 404, 'APP_NOT_FOUND'), [], `anonymous token 1 s after the deletion: ${show(token)}`);
   });

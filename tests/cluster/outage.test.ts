@@ -106,7 +106,10 @@ async function underLoad(
         const outcome = admin ? await adminTokenRequest(server.baseUrl, app) : await anonymousTokenRequest(server.baseUrl, app);
         samples.push({ kind: admin ? 'admin token' : 'anonymous token', outcome });
       } else {
-        samples.push({ kind: 'whoami', outcome: await whoami(server.baseUrl, app.appId, tokens[(loop + n) % tokens.length], REQUEST_TIMEOUT_MS) });
+        samples.push({
+          kind: 'whoami',
+          outcome: await whoami(server.baseUrl, app.appId, tokens[(loop + n) % tokens.length], REQUEST_TIMEOUT_MS),
+        });
       }
     },
     5,
@@ -163,8 +166,14 @@ function checkAnswers(samples: Sample[], window: Window, app: CreatedApp): void 
   }
   // The outage was seen at all (otherwise everything above proves nothing).
   const refused = samples.filter((sample) => sample.outcome.status === 503);
-  assert.ok(refused.some((sample) => loadKinds.includes(sample.kind)), 'no request of the load was answered 503 during the outage');
-  assert.ok(refused.some((sample) => sample.kind === 'readyz'), '/readyz never answered 503 during the outage');
+  assert.ok(
+    refused.some((sample) => loadKinds.includes(sample.kind)),
+    'no request of the load was answered 503 during the outage',
+  );
+  assert.ok(
+    refused.some((sample) => sample.kind === 'readyz'),
+    '/readyz never answered 503 during the outage',
+  );
 }
 
 /** Figures for the report: answers by kind and status, slowest answer, when token requests worked again. */
@@ -255,46 +264,58 @@ function onPath(command: string): string | undefined {
 const SERVER_ENV = { PG_CONNECT_TIMEOUT_MS: '500', PG_QUERY_TIMEOUT_MS: '1000' };
 
 describe('the database goes away under load', () => {
-  it('cut for 3 s (a proxy in front of PostgreSQL): only normal answers or 503 with Retry-After, no hang, recovery by itself', { timeout: 60_000 }, async () => {
-    const database = await createPostgresDatabase();
-    cleanup(() => database.drop());
-    const target = new URL(database.databaseUrl);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-    await proxy.start();
-    cleanup(() => proxy.cut());
-    const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: proxy.urlFor(database.databaseUrl), env: SERVER_ENV });
-    cleanup(() => children.killAll());
-    const { app, tokens } = await prepare(server, database.databaseUrl);
+  it(
+    'cut for 3 s (a proxy in front of PostgreSQL): only normal answers or 503 with Retry-After, no hang, recovery by itself',
+    { timeout: 60_000 },
+    async () => {
+      const database = await createPostgresDatabase();
+      cleanup(() => database.drop());
+      const target = new URL(database.databaseUrl);
+      const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+      await proxy.start();
+      cleanup(() => proxy.cut());
+      const server = await startTessera(children, {
+        entry: TESSERA_MAIN,
+        cwd: REPO_ROOT,
+        databaseUrl: proxy.urlFor(database.databaseUrl),
+        env: SERVER_ENV,
+      });
+      cleanup(() => children.killAll());
+      const { app, tokens } = await prepare(server, database.databaseUrl);
 
-    const { samples, window } = await underLoad(
-      server,
-      app,
-      tokens,
-      async () => {
-        const downAt = now();
-        await proxy.cut();
-        await sleep(3_000);
-        await proxy.restore();
-        return { downAt, upAt: now() };
-      },
-      100,
-    );
-    summarize('proxy cut', samples, window);
-    checkAnswers(samples, window, app);
+      const { samples, window } = await underLoad(
+        server,
+        app,
+        tokens,
+        async () => {
+          const downAt = now();
+          await proxy.cut();
+          await sleep(3_000);
+          await proxy.restore();
+          return { downAt, upAt: now() };
+        },
+        100,
+      );
+      summarize('proxy cut', samples, window);
+      checkAnswers(samples, window, app);
 
-    // While the proxy was cut (with 100 ms for the cut to be noticed), no token can have been issued
-    // (it could not be stored) and /readyz cannot have said ready.
-    const duringCut = samples.filter((sample) => sample.outcome.sentAt > window.downAt + 100 && sample.outcome.receivedAt < window.upAt);
-    for (const sample of duringCut) {
-      if (sample.kind === 'admin token' || sample.kind === 'anonymous token' || sample.kind === 'readyz') {
-        assert.deepEqual(unavailableProblems(sample.outcome), [], `during the cut: ${show(sample)}`);
+      // While the proxy was cut (with 100 ms for the cut to be noticed), no token can have been issued
+      // (it could not be stored) and /readyz cannot have said ready.
+      const duringCut = samples.filter((sample) => sample.outcome.sentAt > window.downAt + 100 && sample.outcome.receivedAt < window.upAt);
+      for (const sample of duringCut) {
+        if (sample.kind === 'admin token' || sample.kind === 'anonymous token' || sample.kind === 'readyz') {
+          assert.deepEqual(unavailableProblems(sample.outcome), [], `during the cut: ${show(sample)}`);
+        }
       }
-    }
-    assert.ok(duringCut.filter((sample) => sample.kind === 'readyz').length >= 10, 'too few /readyz probes during the cut');
-    assert.ok(server.stdout().includes('lost the database notification connection'), 'the instance never noticed that it lost its notification connection');
+      assert.ok(duringCut.filter((sample) => sample.kind === 'readyz').length >= 10, 'too few /readyz probes during the cut');
+      assert.ok(
+        server.stdout().includes('lost the database notification connection'),
+        'the instance never noticed that it lost its notification connection',
+      );
 
-    await checkAfterwards(server, app, tokens, database.databaseUrl);
-  });
+      await checkAfterwards(server, app, tokens, database.databaseUrl);
+    },
+  );
 
   it('a real PostgreSQL restart (pg_ctlcluster): the same guarantees', { timeout: 90_000 }, async (t) => {
     const command = onPath('pg_ctlcluster');
@@ -335,7 +356,12 @@ describe('the database goes away under load', () => {
         await waitForPostgres(POSTGRES_ADMIN_URL, 30_000);
       }
     });
-    const server = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl, env: SERVER_ENV });
+    const server = await startTessera(children, {
+      entry: TESSERA_MAIN,
+      cwd: REPO_ROOT,
+      databaseUrl: database.databaseUrl,
+      env: SERVER_ENV,
+    });
     cleanup(() => children.killAll());
     const { app, tokens } = await prepare(server, database.databaseUrl);
 

@@ -15,7 +15,15 @@ import {
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
-import { revokeAllRequest, revokeRequest, sqliteIntegrity, TokenLedger, verifyTokens, type IssuedToken, type TokenKind } from '../helpers/crash.js';
+import {
+  revokeAllRequest,
+  revokeRequest,
+  sqliteIntegrity,
+  TokenLedger,
+  verifyTokens,
+  type IssuedToken,
+  type TokenKind,
+} from '../helpers/crash.js';
 import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
@@ -48,7 +56,11 @@ const BACKENDS: Backend[] = [
     async create() {
       const dir = mkdtempSync(join(tmpdir(), 'tessera-crash-'));
       const path = join(dir, 'tessera.db');
-      return { databaseUrl: `sqlite:${path}`, integrity: () => sqliteIntegrity(path), dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        databaseUrl: `sqlite:${path}`,
+        integrity: () => sqliteIntegrity(path),
+        dispose: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
   {
@@ -116,13 +128,10 @@ class BackgroundLoad {
     this.#loads.push(issuers, revokers);
     if (options.revokeAllEveryMs !== undefined) {
       const revokeAlls = new Load();
-      revokeAlls.start(
-        1,
-        async () => {
-          await sleep(options.revokeAllEveryMs! * (0.5 + Math.random()));
-          if (revokeAlls.running) ledger.recordRevokeAll(round, await revokeAllRequest(baseUrl, app.appId, operator, 'anonymous'));
-        },
-      );
+      revokeAlls.start(1, async () => {
+        await sleep(options.revokeAllEveryMs! * (0.5 + Math.random()));
+        if (revokeAlls.running) ledger.recordRevokeAll(round, await revokeAllRequest(baseUrl, app.appId, operator, 'anonymous'));
+      });
       this.#loads.push(revokeAlls);
     }
     return this;
@@ -162,12 +171,12 @@ const KILL_POINTS: KillPoint[] = [
       await sleep(300);
       const requests = Array.from({ length: 160 }, (_, index) => {
         const kind: TokenKind = index % 2 === 0 ? 'admin' : 'anonymous';
-        return (kind === 'admin' ? adminTokenRequest(context.baseUrl, context.app) : anonymousTokenRequest(context.baseUrl, context.app)).then(
-          (outcome) => {
-            context.ledger.recordIssue(kind, context.round, outcome);
-            return outcome;
-          },
-        );
+        return (
+          kind === 'admin' ? adminTokenRequest(context.baseUrl, context.app) : anonymousTokenRequest(context.baseUrl, context.app)
+        ).then((outcome) => {
+          context.ledger.recordIssue(kind, context.round, outcome);
+          return outcome;
+        });
       });
       await whenAnswered200(requests, 80);
       context.kill();
@@ -188,7 +197,8 @@ const KILL_POINTS: KillPoint[] = [
         await Promise.all(
           Array.from({ length: 40 }, async (_, index) => {
             const kind: TokenKind = index % 2 === 0 ? 'admin' : 'anonymous';
-            const request = kind === 'admin' ? adminTokenRequest(context.baseUrl, context.app) : anonymousTokenRequest(context.baseUrl, context.app);
+            const request =
+              kind === 'admin' ? adminTokenRequest(context.baseUrl, context.app) : anonymousTokenRequest(context.baseUrl, context.app);
             context.ledger.recordIssue(kind, context.round, await request);
           }),
         );
@@ -199,10 +209,12 @@ const KILL_POINTS: KillPoint[] = [
       for (const target of targets) context.ledger.claim(target);
       assert.ok(targets.length >= 40, `only ${targets.length} tokens to revoke`);
       const requests = targets.map((target, index) =>
-        revokeRequest(context.baseUrl, context.app.appId, target.token, index % 4 === 0 ? context.operator : target.token).then((outcome) => {
-          context.ledger.recordRevocation(context.round, target, outcome);
-          return outcome;
-        }),
+        revokeRequest(context.baseUrl, context.app.appId, target.token, index % 4 === 0 ? context.operator : target.token).then(
+          (outcome) => {
+            context.ledger.recordRevocation(context.round, target, outcome);
+            return outcome;
+          },
+        ),
       );
       const half = Math.floor(targets.length / 2);
       await whenAnswered200(requests, half);
@@ -332,7 +344,11 @@ for (const backend of BACKENDS) {
             `restart ${restartMs} ms; checked ${ledger.issued.length} tokens in ${verification.ms} ms: expected ${JSON.stringify(verification.counts)}, ` +
             `found ${JSON.stringify(verification.found)}${verification.unansweredRevokeAlls.map((line) => `; ${line}`).join('')}`,
         );
-        assert.deepEqual(verification.problems.slice(0, 20), [], `${verification.problems.length} tokens not as answered before the kill at ${Math.round(killedAt)} ms`);
+        assert.deepEqual(
+          verification.problems.slice(0, 20),
+          [],
+          `${verification.problems.length} tokens not as answered before the kill at ${Math.round(killedAt)} ms`,
+        );
         assert.ok(issuedThisRound >= 20, `only ${issuedThisRound} tokens were answered 200 before the kill`);
         if (store!.integrity !== undefined) assert.deepEqual(store!.integrity(), ['ok'], 'integrity_check after the restart');
         assert.equal(server.stderr(), '', 'the restarted server wrote to stderr');

@@ -125,7 +125,8 @@ interface RunContext {
   outcome?: 'unchanged' | 'changed';
 }
 
-const stored = async (tessera: Tessera, token: string) => (await tessera.store.tokens.findBySelector(parseAccessToken(token)!.selector)) !== undefined;
+const stored = async (tessera: Tessera, token: string) =>
+  (await tessera.store.tokens.findBySelector(parseAccessToken(token)!.selector)) !== undefined;
 /** Whether a self-verifying anonymous token is still after its app's cut-off, as the store has it now. */
 const anonymousKept = async (tessera: Tessera, appId: string, token: string) => {
   const cutoff = (await tessera.store.apps.findById(appId))?.anonymousCutoff ?? null;
@@ -196,7 +197,8 @@ const REVOKE_ALL: OperatorCommand = {
     const printed = /"revoked": (\d+)/.exec(result.stdout)?.[1];
     if (result.code === 0 && printed === undefined) problems.push(`exit 0 without a count: ${result.stdout}`);
     // One stored token (the admin one); the anonymous one is ended by the app's cut-off.
-    if (printed !== undefined && (printed !== '1' || !revoked)) problems.push(`printed ${printed} revoked, yet kept ${JSON.stringify(kept)}`);
+    if (printed !== undefined && (printed !== '1' || !revoked))
+      problems.push(`printed ${printed} revoked, yet kept ${JSON.stringify(kept)}`);
     return problems;
   },
 };
@@ -238,7 +240,14 @@ for (const backend of BACKENDS) {
       assert.equal(admin.status, 200, admin.text);
       assert.equal(anonymous.status, 200, anonymous.text);
       const hashBefore = (await tessera!.store.apps.findById(app.appId))!.clientSecretHash;
-      return { tessera: tessera!, baseUrl: server.baseUrl, app, admin: admin.body.access_token, anonymous: anonymous.body.access_token, hashBefore };
+      return {
+        tessera: tessera!,
+        baseUrl: server.baseUrl,
+        app,
+        admin: admin.body.access_token,
+        anonymous: anonymous.body.access_token,
+        hashBefore,
+      };
     }
 
     it('a change whose audit event cannot be written is not made: the CLI exits 1 and prints no secret; DELETE …/tokens and PATCH …/configuration answer 500', async () => {
@@ -252,7 +261,10 @@ for (const backend of BACKENDS) {
           assert.equal(result.code, 1, `${command.name}: exit ${result.code}; stdout ${result.stdout}; stderr ${result.stderr}`);
           assert.equal(result.stdout, '', `${command.name} printed something`);
         }
-        const revokeAll = await call(`${server.baseUrl}/api/apps/${app.appId}/tokens?kind=all`, { method: 'DELETE', headers: { authorization: bearer(context.admin) } });
+        const revokeAll = await call(`${server.baseUrl}/api/apps/${app.appId}/tokens?kind=all`, {
+          method: 'DELETE',
+          headers: { authorization: bearer(context.admin) },
+        });
         assert.deepEqual(errorProblems(revokeAll, 500, 'INTERNAL_ERROR'), [], revokeAll.text);
         const configure = await call(configurationUrl, {
           method: 'PATCH',
@@ -313,9 +325,13 @@ for (const backend of BACKENDS) {
           if (result.signal === null) tally.exited++;
           const found = await command.check(context, result);
           tally[context.outcome!]++;
-          problems.push(...found.map((problem) => `killed after ${delayMs.toFixed(0)} ms (${result.signal ?? `exit ${result.code}`}): ${problem}`));
+          problems.push(
+            ...found.map((problem) => `killed after ${delayMs.toFixed(0)} ms (${result.signal ?? `exit ${result.code}`}): ${problem}`),
+          );
         }
-        console.log(`[operator-audit] ${backend.name}, ${command.name}: run ${runMs.toFixed(0)} ms; after ${KILLS_PER_COMMAND} kills ${JSON.stringify(tally)}`);
+        console.log(
+          `[operator-audit] ${backend.name}, ${command.name}: run ${runMs.toFixed(0)} ms; after ${KILLS_PER_COMMAND} kills ${JSON.stringify(tally)}`,
+        );
         assert.deepEqual(problems, []);
       });
     }

@@ -26,7 +26,8 @@ export function errorProblems(response: Answer, status: number, code: string): s
   const problems: string[] = [];
   if (response.status !== status) problems.push(`status ${response.status}, expected ${status}`);
   const body = response.body as Record<string, unknown> | undefined;
-  if (body === undefined || typeof body !== 'object' || body === null) return [...problems, `body is not JSON: ${JSON.stringify(response.text)}`];
+  if (body === undefined || typeof body !== 'object' || body === null)
+    return [...problems, `body is not JSON: ${JSON.stringify(response.text)}`];
   if (body.errorCode !== code) problems.push(`errorCode ${String(body.errorCode)}, expected ${code}`);
   if (body.error !== code) problems.push(`error ${String(body.error)}, expected ${code}`);
   if (typeof body.message !== 'string' || body.message === '') problems.push('message missing');

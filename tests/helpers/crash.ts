@@ -129,7 +129,8 @@ export class TokenLedger {
       for (const { round, outcome } of this.revokeAlls) {
         if (outcome.sentAt < since) continue;
         if (outcome.status === 200) {
-          if (issued.receivedAt < outcome.sentAt) refused.push(`a revoke-all of anonymous tokens sent after its 200 was answered 200 (${round})`);
+          if (issued.receivedAt < outcome.sentAt)
+            refused.push(`a revoke-all of anonymous tokens sent after its 200 was answered 200 (${round})`);
           else if (issued.sentAt < outcome.receivedAt) uncertain.push(`issued while a revoke-all ran (${round})`);
         } else if (inDoubt(outcome) && issued.sentAt < outcome.receivedAt) {
           uncertain.push(`a revoke-all got no answer or a 503 (${round})`);
@@ -158,7 +159,13 @@ export interface Verification {
  * the comparison with what the ledger expects of each; then what was found is settled in the
  * ledger (see `settle`), to hold after the next crash. Call it with no load running.
  */
-export async function verifyTokens(baseUrl: string, app: CreatedApp, ledger: TokenLedger, round: string, concurrency = 24): Promise<Verification> {
+export async function verifyTokens(
+  baseUrl: string,
+  app: CreatedApp,
+  ledger: TokenLedger,
+  round: string,
+  concurrency = 24,
+): Promise<Verification> {
   const startedAt = now();
   const counts = { valid: 0, refused: 0, either: 0 };
   const found = { valid: 0, refused: 0 };
@@ -201,7 +208,8 @@ export async function verifyTokens(baseUrl: string, app: CreatedApp, ledger: Tok
     const refused = concerned.filter((issued) => outcomes.get(issued) === 'refused').length;
     const summary = `${round}: revoke-all answered ${describeOutcome(outcome)}: ${refused} of ${concerned.length} earlier anonymous tokens refused`;
     unansweredRevokeAlls.push(summary);
-    if (refused !== 0 && refused !== concerned.length) problems.push(`${summary}: neither all nor none (a partial revoke-all, or lost tokens)`);
+    if (refused !== 0 && refused !== concerned.length)
+      problems.push(`${summary}: neither all nor none (a partial revoke-all, or lost tokens)`);
   }
   for (const [issued, state] of outcomes) ledger.settle(issued, state, startedAt, round);
   return { counts, found, problems, unansweredRevokeAlls, ms: Math.round(now() - startedAt) };

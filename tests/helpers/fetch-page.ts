@@ -35,9 +35,13 @@ export const FETCH_PAGE = `<!doctype html>
 `;
 
 /** `fetch(url, init)` run by the page, in its origin. */
-export function pageFetch(page: Page, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<PageRead> {
-  return page.evaluate(
-    ([url, init]) => (globalThis as unknown as { call(url: string, init: object): Promise<PageRead> }).call(url, init),
-    [url, init] as const,
-  );
+export function pageFetch(
+  page: Page,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<PageRead> {
+  return page.evaluate(([url, init]) => (globalThis as unknown as { call(url: string, init: object): Promise<PageRead> }).call(url, init), [
+    url,
+    init,
+  ] as const);
 }

@@ -34,12 +34,28 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
 
 /** A `token.issued` event of the app at T0. */
 export function makeEvent(appId: string, overrides: Partial<NewAuditEvent> = {}): NewAuditEvent {
-  return { type: 'token.issued', appId, at: T0, principal: 'admin', clientAddress: '203.0.113.7', details: { expiresAt: null }, ...overrides };
+  return {
+    type: 'token.issued',
+    appId,
+    at: T0,
+    principal: 'admin',
+    clientAddress: '203.0.113.7',
+    details: { expiresAt: null },
+    ...overrides,
+  };
 }
 
 /** An anonymous token of the app issued at T0 that never expires, with a random selector and verifier hash. */
 export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
-  return { selector: randomBytes(16), verifierHash: randomBytes(32), appId, kind: 'anonymous', issuedAt: T0, expiresAt: null, ...overrides };
+  return {
+    selector: randomBytes(16),
+    verifierHash: randomBytes(32),
+    appId,
+    kind: 'anonymous',
+    issuedAt: T0,
+    expiresAt: null,
+    ...overrides,
+  };
 }
 
 /** A new enabled developer with a unique email and a placeholder password hash (stores do not read it). */
@@ -57,7 +73,15 @@ export function makeDeveloper(overrides: Partial<DeveloperRecord> = {}): Develop
 
 /** A session of the developer started at T0, with the lifetimes of `session.ts`. */
 export function makeSession(developerId: string, overrides: Partial<SessionRecord> = {}): SessionRecord {
-  return { id: randomBytes(16).toString('base64url'), secretHash: randomBytes(32), developerId, createdAt: T0, lastSeenAt: T0, expiresAt: T0 + 30 * 60_000, ...overrides };
+  return {
+    id: randomBytes(16).toString('base64url'),
+    secretHash: randomBytes(32),
+    developerId,
+    createdAt: T0,
+    lastSeenAt: T0,
+    expiresAt: T0 + 30 * 60_000,
+    ...overrides,
+  };
 }
 
 /** A reset link of the developer made at T0 that expires a day later. */

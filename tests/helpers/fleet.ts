@@ -149,7 +149,9 @@ export async function runCli(
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       child.kill('SIGKILL');
-      void ended.then(({ stderr }) => reject(new Error(`tessera ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`)));
+      void ended.then(({ stderr }) =>
+        reject(new Error(`tessera ${args.join(' ')} did not finish within ${timeoutMs} ms; stderr: ${stderr}`)),
+      );
     }, timeoutMs);
   });
   try {
@@ -317,7 +319,10 @@ export class Load {
 }
 
 /** The exit of `server` and when it was seen (now()); rejects if it is still running after `ms`. */
-export async function exitWithin(server: ServerProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
+export async function exitWithin(
+  server: ServerProcess,
+  ms: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`tessera serve still running ${ms} ms after SIGTERM; stderr: ${server.stderr()}`)), ms);

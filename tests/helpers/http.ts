@@ -109,7 +109,11 @@ export function tokenUrl(target: { appUrl: string }): string {
 }
 
 /** POST a JSON token request to the app's token endpoint, with the Basic header of the app. */
-export function requestToken(target: AppTarget, fields: Record<string, unknown>, headers: Record<string, string> = {}): Promise<JsonResponse> {
+export function requestToken(
+  target: AppTarget,
+  fields: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
   return request(tokenUrl(target), tokenRequestInit(credentialsOf(target).appId, fields, headers));
 }
 
@@ -148,12 +152,22 @@ export function postAs(url: string, authorization: string, body: unknown, encodi
 }
 
 /** POST the app's revocation endpoint `{"token": token}`, authenticated with the token itself unless told otherwise. */
-export function revokeToken(appUrl: string, token: string, authorization = bearer(token), encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+export function revokeToken(
+  appUrl: string,
+  token: string,
+  authorization = bearer(token),
+  encoding: BodyEncoding = 'json',
+): Promise<JsonResponse> {
   return postAs(`${appUrl}/oauth2/revoke`, authorization, { token }, encoding);
 }
 
 /** POST the app's introspection endpoint `{"token": token}`; `authorization` is the caller's (an admin, to be answered). */
-export function introspectToken(appUrl: string, token: string, authorization: string, encoding: BodyEncoding = 'json'): Promise<JsonResponse> {
+export function introspectToken(
+  appUrl: string,
+  token: string,
+  authorization: string,
+  encoding: BodyEncoding = 'json',
+): Promise<JsonResponse> {
   return postAs(`${appUrl}/oauth2/introspect`, authorization, { token }, encoding);
 }
 

@@ -144,17 +144,24 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const responses = await probe();
           const answered = performance.now();
           if (responses.every(refused)) {
-            assert.ok(answered - started < PROPAGATION_LIMIT_MS, `refused only ${Math.round(answered - started)} ms after the change began`);
+            assert.ok(
+              answered - started < PROPAGATION_LIMIT_MS,
+              `refused only ${Math.round(answered - started)} ms after the change began`,
+            );
             for (let again = 0; again < 5; again++) {
               await sleep(POLL_INTERVAL_MS * 3);
-              for (const later of await probe()) assert.ok(refused(later), `accepted again after it was refused: ${later.status} ${later.text}`);
+              for (const later of await probe())
+                assert.ok(refused(later), `accepted again after it was refused: ${later.status} ${later.text}`);
             }
             return { fromChangeStart: Math.round(answered - started), fromChangeDone: Math.round(answered - changed) };
           }
           for (const response of responses) {
             assert.ok(refused(response) || meanwhile(response), `unexpected answer: ${response.status} ${response.text}`);
           }
-          assert.ok(answered - started < PROPAGATION_LIMIT_MS, `still accepted ${Math.round(answered - started)} ms after the change began`);
+          assert.ok(
+            answered - started < PROPAGATION_LIMIT_MS,
+            `still accepted ${Math.round(answered - started)} ms after the change began`,
+          );
           await sleep(POLL_INTERVAL_MS);
         }
       }
@@ -232,8 +239,8 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         });
       });
 
-      describe('refusals, with the contract\'s errors', () => {
-        it('a malformed, unknown, forged or other app\'s token: 401 INVALID_TOKEN, the same as Tessera answers', async () => {
+      describe("refusals, with the contract's errors", () => {
+        it("a malformed, unknown, forged or other app's token: 401 INVALID_TOKEN, the same as Tessera answers", async () => {
           const { appId } = tessera.app;
           const real = await anonymousTokenOf(tessera);
           const bytes = Buffer.from(real, 'base64url');
@@ -271,7 +278,14 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
             [basic(appId), bearer(admin)],
             [bearer(admin), basic(appId)],
           ] as const) {
-            const response = await rawWithHeaderLines(service.baseUrl, { method: 'GET', path, lines: [['Authorization', first], ['Authorization', second]] });
+            const response = await rawWithHeaderLines(service.baseUrl, {
+              method: 'GET',
+              path,
+              lines: [
+                ['Authorization', first],
+                ['Authorization', second],
+              ],
+            });
             assertError(response, 400, 'invalid_request');
           }
         });
@@ -304,7 +318,10 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const admin = await adminTokenOf(tessera);
           const response = await requestAs(serviceUrl(appId, '/admin/report'), bearer(admin));
           assert.equal(response.status, 200, response.text);
-          assert.deepEqual(response.body, { report: 'ok', principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null } });
+          assert.deepEqual(response.body, {
+            report: 'ok',
+            principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null },
+          });
           // Authentication still comes first on an admin-only route.
           assertError(await requestAs(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
         });
@@ -336,7 +353,9 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
             assertInvalidToken(response, token);
             assert.ok(answered >= expiresAt, `refused ${expiresAt - answered} ms before the expiry`);
             assert.ok(answered - expiresAt < 250, `refused only ${answered - expiresAt} ms after the expiry`);
-            timings.push(`${subject.framework} over ${backend.name}: expiry: first refusal answered ${answered - expiresAt} ms after expiresAt`);
+            timings.push(
+              `${subject.framework} over ${backend.name}: expiry: first refusal answered ${answered - expiresAt} ms after expiresAt`,
+            );
             break;
           }
           assert.ok(sent < expiresAt + 1_000, 'still accepted a second after the expiry');
@@ -347,7 +366,10 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
       describe('a change made through Tessera reaches a cached grant within a second', () => {
         it('a token revoked with POST /oauth2/revoke (the token revokes itself)', async () => {
           const { appId } = tessera.app;
-          for (const [kind, tokenOf] of [['anonymous', anonymousTokenOf], ['admin', adminTokenOf]] as const) {
+          for (const [kind, tokenOf] of [
+            ['anonymous', anonymousTokenOf],
+            ['admin', adminTokenOf],
+          ] as const) {
             const token = await tokenOf(tessera);
             const url = serviceUrl(appId, '/principal');
             assert.equal((await cachedPrincipal(url, bearer(token))).kind, kind);
@@ -388,7 +410,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           record('every token revoked with DELETE /tokens', measured);
         });
 
-        it('an app deleted through Tessera\'s service: 404 APP_NOT_FOUND, for Basic and for its cached tokens', async () => {
+        it("an app deleted through Tessera's service: 404 APP_NOT_FOUND, for Basic and for its cached tokens", async () => {
           const doomed = await tessera.tessera.apps.create('Doomed app');
           const url = serviceUrl(doomed.appId, '/principal');
           const token = await adminTokenOf(appOn(tessera, doomed));

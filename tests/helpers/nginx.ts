@@ -61,8 +61,8 @@ export async function startNginx(binary: string, httpConfig: (port: number) => s
   let output = '';
   const globals = `daemon off; pid ${join(dir, 'nginx.pid')}; error_log ${errorLog} info;`;
   const child = spawn(binary, ['-p', `${dir}/`, '-c', configPath, '-g', globals], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const log = () => {
     let errors = '';

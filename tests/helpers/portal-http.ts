@@ -78,7 +78,11 @@ export function portalClient(server: PortalServer): PortalClient {
     async page(path) {
       const response = await send(path);
       assert.equal(response.status, 200, `GET ${path}: ${response.status} ${response.text.slice(0, 300)}`);
-      return { ...response, csrf: csrfFieldOf(response.text), once: /<input type="hidden" name="once" value="([^"]+)">/.exec(response.text)?.[1] };
+      return {
+        ...response,
+        csrf: csrfFieldOf(response.text),
+        once: /<input type="hidden" name="once" value="([^"]+)">/.exec(response.text)?.[1],
+      };
     },
     post(path, fields) {
       return send(path, {

@@ -28,11 +28,19 @@ export function linkTokenOf(link: string): string {
 export async function addCollaborator(server: TestServer, appId: string, email: string): Promise<void> {
   const invitation = await server.tessera.members.invite(appId, email, OPERATOR);
   const developer = await server.tessera.developers.find(email);
-  await server.tessera.members.acceptInvitation(linkTokenOf(invitation.path), developer, { clientAddress: null, by: { kind: 'developer', developerId: developer.id } });
+  await server.tessera.members.acceptInvitation(linkTokenOf(invitation.path), developer, {
+    clientAddress: null,
+    by: { kind: 'developer', developerId: developer.id },
+  });
 }
 
 /** A new app owned by `owner`, with `collaborator` invited and accepted. */
-export async function createSharedApp(server: TestServer, name: string, owner: string, collaborator: string): Promise<CreatedApp & AppEndpoint> {
+export async function createSharedApp(
+  server: TestServer,
+  name: string,
+  owner: string,
+  collaborator: string,
+): Promise<CreatedApp & AppEndpoint> {
   const created = await server.tessera.ownedApps.create(name, owner, OPERATOR);
   await addCollaborator(server, created.appId, collaborator);
   return appOn(server, created);

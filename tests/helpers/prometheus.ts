@@ -44,7 +44,9 @@ export class Scrape {
 
   /** The value of the one sample with this name and these labels (among others); 0 when there is none. */
   value(name: string, labels: Record<string, string> = {}): number {
-    const found = this.samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value));
+    const found = this.samples.filter(
+      (sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
+    );
     assert.ok(found.length <= 1, `${name} ${JSON.stringify(labels)} names ${found.length} samples`);
     return found[0]?.value ?? 0;
   }
@@ -52,7 +54,9 @@ export class Scrape {
   /** Every sample's name and labels, as one string each: what a series count compares. */
   seriesKeys(prefix = ''): Set<string> {
     return new Set(
-      this.samples.filter((sample) => sample.name.startsWith(prefix)).map((sample) => `${sample.name}${JSON.stringify(Object.entries(sample.labels).sort())}`),
+      this.samples
+        .filter((sample) => sample.name.startsWith(prefix))
+        .map((sample) => `${sample.name}${JSON.stringify(Object.entries(sample.labels).sort())}`),
     );
   }
 }

@@ -79,7 +79,11 @@ export function rawHttpUntilClosed(baseUrl: string, data: string | Buffer, timeo
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`the server kept the connection open for ${timeoutMs} ms; got: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`));
+      reject(
+        new Error(
+          `the server kept the connection open for ${timeoutMs} ms; got: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`,
+        ),
+      );
     }, timeoutMs);
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', () => {});
@@ -128,7 +132,10 @@ export async function rawWithHeaderLines(
   const lines = [...request.lines];
   if (request.body !== undefined) lines.push(['Content-Length', String(Buffer.byteLength(request.body))]);
   const head = lines.map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  const response = await rawHttp(baseUrl, `${request.method} ${request.path} HTTP/1.1\r\nHost: x\r\n${head}Connection: close\r\n\r\n${request.body ?? ''}`);
+  const response = await rawHttp(
+    baseUrl,
+    `${request.method} ${request.path} HTTP/1.1\r\nHost: x\r\n${head}Connection: close\r\n\r\n${request.body ?? ''}`,
+  );
   assert.ok(response !== null, 'the server closed the connection without answering');
   return response;
 }

@@ -29,11 +29,20 @@ export class RecordingProxy {
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
       incoming.on('end', () => {
         const body = Buffer.concat(chunks);
-        this.requests.push({ method: incoming.method ?? '', url: incoming.url ?? '', headers: incoming.headers, body: body.toString('utf8') });
-        const upstream = forward(new URL(incoming.url ?? '/', this.target), { method: incoming.method, headers: incoming.headers }, (answer) => {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
+        this.requests.push({
+          method: incoming.method ?? '',
+          url: incoming.url ?? '',
+          headers: incoming.headers,
+          body: body.toString('utf8'),
         });
+        const upstream = forward(
+          new URL(incoming.url ?? '/', this.target),
+          { method: incoming.method, headers: incoming.headers },
+          (answer) => {
+            outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(outgoing);
+          },
+        );
         upstream.on('error', () => outgoing.destroy());
         upstream.end(body);
       });

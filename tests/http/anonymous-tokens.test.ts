@@ -5,7 +5,17 @@ import { OPERATOR } from '../../src/request-context.js';
 import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from '../../src/tokens/anonymous-token.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminTokenOf, anonymousTokenOf, bearer, introspectToken, requestAs, revokeToken, signingKeyIdOf, tokenWorks, whoami } from '../helpers/http.js';
+import {
+  adminTokenOf,
+  anonymousTokenOf,
+  bearer,
+  introspectToken,
+  requestAs,
+  revokeToken,
+  signingKeyIdOf,
+  tokenWorks,
+  whoami,
+} from '../helpers/http.js';
 import { serverForSuite } from '../helpers/server.js';
 import { createSecretKey } from 'node:crypto';
 
@@ -79,7 +89,9 @@ describe('anonymous tokens', () => {
       exp: Math.floor(expiresAt / 1000),
     });
     assert.ok(iat >= Math.floor(before / 1000) && iat <= Math.ceil(Date.now() / 1000));
-    assert.deepEqual((await introspectToken(server.appUrl, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'), bearer(admin))).body, { active: false });
+    assert.deepEqual((await introspectToken(server.appUrl, token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'), bearer(admin))).body, {
+      active: false,
+    });
   });
 
   it('can never be an admin token, even when made with a leaked key', async () => {

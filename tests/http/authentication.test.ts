@@ -49,13 +49,25 @@ describe('authentication on every other request', () => {
     it('anonymous Bearer', async () => {
       const response = await whoami(server.appUrl, bearer(anonymousToken));
       assert.equal(response.status, 200, response.text);
-      assert.deepEqual(response.body, { appId: server.app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+      assert.deepEqual(response.body, {
+        appId: server.app.appId,
+        principal: 'anonymous',
+        id: 'ANONYMOUS',
+        auth: 'bearer',
+        expiresAt: null,
+      });
     });
 
     it('admin Bearer', async () => {
       const response = await whoami(server.appUrl, bearer(adminToken));
       assert.equal(response.status, 200, response.text);
-      assert.deepEqual(response.body, { appId: server.app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt: null });
+      assert.deepEqual(response.body, {
+        appId: server.app.appId,
+        principal: 'admin',
+        id: server.app.adminId,
+        auth: 'bearer',
+        expiresAt: null,
+      });
     });
 
     it('expiresAt is the requested expiresAt', async () => {
@@ -206,7 +218,8 @@ describe('authentication on every other request', () => {
       assert.notEqual(body.configuration, null);
       // The one field that names the secret is an instant (until when a rotated secret works).
       assert.equal(body.previousSecretValidUntil, null);
-      for (const key of Object.keys(body).filter((key) => key !== 'previousSecretValidUntil')) assert.doesNotMatch(key, /secret|hash|token/i);
+      for (const key of Object.keys(body).filter((key) => key !== 'previousSecretValidUntil'))
+        assert.doesNotMatch(key, /secret|hash|token/i);
       for (const forbidden of [server.app.clientSecret, adminToken, anonymousToken]) {
         assert.ok(!response.text.includes(forbidden), 'the description leaks a secret or a token');
       }
@@ -228,7 +241,20 @@ describe('authentication on every other request', () => {
   });
 
   describe('the /me rule', () => {
-    const mePaths = ['/users/me', '/me/x', '/me', '/users/%6De', '/users/%6d%65', '/%6D%65/x', '/users/me/', '/users/me?x=1', '/a/b/me/c', '/users/ME', '/Me/x', '/users/%4De'];
+    const mePaths = [
+      '/users/me',
+      '/me/x',
+      '/me',
+      '/users/%6De',
+      '/users/%6d%65',
+      '/%6D%65/x',
+      '/users/me/',
+      '/users/me?x=1',
+      '/a/b/me/c',
+      '/users/ME',
+      '/Me/x',
+      '/users/%4De',
+    ];
 
     it('an admin token on a path with a "me" segment, in any case: 400 ME_NOT_ALLOWED_FOR_ADMIN', async () => {
       for (const path of mePaths) {
@@ -256,7 +282,14 @@ describe('authentication on every other request', () => {
     // Node keeps the first of two Authorization headers and drops the other; a proxy may keep the
     // last. Whichever is meant, the request is refused rather than read one way here.
     const twice = (path: string, first: string, second: string) =>
-      rawWithHeaderLines(server.baseUrl, { method: 'GET', path, lines: [['Authorization', first], ['authorization', second]] });
+      rawWithHeaderLines(server.baseUrl, {
+        method: 'GET',
+        path,
+        lines: [
+          ['Authorization', first],
+          ['authorization', second],
+        ],
+      });
 
     it('on whoami and on an admin feature, whatever the two say', async () => {
       const appPath = `/api/apps/${server.app.appId}`;
@@ -276,7 +309,12 @@ describe('authentication on every other request', () => {
         rawWithHeaderLines(server.baseUrl, {
           method: 'POST',
           path,
-          lines: [['Authorization', basic(server.app.appId)], ['Authorization', basic(server.app.appId)], ...more, ['Content-Type', 'application/json']],
+          lines: [
+            ['Authorization', basic(server.app.appId)],
+            ['Authorization', basic(server.app.appId)],
+            ...more,
+            ['Content-Type', 'application/json'],
+          ],
           body,
         });
       assertError(await withBody(`/api/apps/${server.app.appId}/oauth2/token`), 400, 'invalid_request');
@@ -288,7 +326,11 @@ describe('authentication on every other request', () => {
       const response = await rawWithHeaderLines(server.baseUrl, {
         method: 'POST',
         path: '/api/oauth2/token',
-        lines: [['X-Kii-AppID', server.app.appId], ['X-Kii-AppID', other.appId], ['Content-Type', 'application/json']],
+        lines: [
+          ['X-Kii-AppID', server.app.appId],
+          ['X-Kii-AppID', other.appId],
+          ['Content-Type', 'application/json'],
+        ],
         body,
       });
       assertError(response, 400, 'invalid_request');

@@ -3,7 +3,17 @@ import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, type AppEndpoint, type JsonResponse } from '../helpers/http.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  request,
+  requestAs,
+  requestToken,
+  type AppEndpoint,
+  type JsonResponse,
+} from '../helpers/http.js';
 import { serverForSuite } from '../helpers/server.js';
 
 /**
@@ -61,7 +71,9 @@ describe('admin-token requests that carry Origin', () => {
     const app = await createConfiguredApp(server, { allowedOrigins: [PAGE] });
     const right = await Promise.all(adminRequests(app, app.clientSecret, { origin: PAGE, 'x-forwarded-for': '198.51.100.1' }));
     // Each wrong one from an address of its own, below the failed-admin limit.
-    const wrong = await Promise.all(adminRequests(app, 'f'.repeat(64), (index) => ({ origin: PAGE, 'x-forwarded-for': `198.51.100.2${index}` })));
+    const wrong = await Promise.all(
+      adminRequests(app, 'f'.repeat(64), (index) => ({ origin: PAGE, 'x-forwarded-for': `198.51.100.2${index}` })),
+    );
     for (const response of [...right, ...wrong]) {
       assertError(response, 400, 'unauthorized_client');
       assert.match(response.body.message, /server-side code/);
@@ -110,7 +122,11 @@ describe('admin-token requests that carry Origin', () => {
     const app = await createConfiguredApp(server, {});
     const address = { 'x-forwarded-for': '198.51.100.7' };
     for (let i = 0; i < FAILURES_PER_ADDRESS; i++) {
-      assertError(await requestToken(app, adminFields(app, { client_secret: `wrong-${i}` }), { origin: PAGE, ...address }), 400, 'unauthorized_client');
+      assertError(
+        await requestToken(app, adminFields(app, { client_secret: `wrong-${i}` }), { origin: PAGE, ...address }),
+        400,
+        'unauthorized_client',
+      );
     }
     const refused = await eventsOf(app, 'token.refused');
     assert.equal(refused.length, FAILURES_PER_ADDRESS);
@@ -123,7 +139,11 @@ describe('admin-token requests that carry Origin', () => {
         assertError(response, 429, 'TOO_MANY_REQUESTS');
       }
     }
-    assert.equal((await requestToken(app, adminFields(app), { 'x-forwarded-for': '198.51.100.8' })).status, 200, 'other addresses are not affected');
+    assert.equal(
+      (await requestToken(app, adminFields(app), { 'x-forwarded-for': '198.51.100.8' })).status,
+      200,
+      'other addresses are not affected',
+    );
   });
 
   it('do not stop anonymous tokens: a browser gets one, with Origin, on both paths', async () => {
@@ -158,12 +178,21 @@ describe('admin-token requests that carry Origin', () => {
       ['revoke', 'introspect'].flatMap((endpoint, index) => [
         request(`${app.appUrl}/oauth2/${endpoint}`, {
           method: 'POST',
-          headers: { authorization: basic(app.clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded', origin: PAGE, 'x-forwarded-for': `${addressPrefix}${2 * index + 1}` },
+          headers: {
+            authorization: basic(app.clientId, clientSecret),
+            'content-type': 'application/x-www-form-urlencoded',
+            origin: PAGE,
+            'x-forwarded-for': `${addressPrefix}${2 * index + 1}`,
+          },
           body: `token=${anonymous}`,
         }),
         request(`${app.appUrl}/oauth2/${endpoint}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', origin: PAGE, 'x-forwarded-for': `${addressPrefix}${2 * index + 2}` },
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            origin: PAGE,
+            'x-forwarded-for': `${addressPrefix}${2 * index + 2}`,
+          },
           body: `token=${anonymous}&client_id=${app.clientId}&client_secret=${clientSecret}`,
         }),
       ]);

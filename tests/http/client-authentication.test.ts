@@ -58,12 +58,18 @@ describe('the token endpoint: client_secret_post, with no Authorization header',
   it('issues both kinds of token from the body alone, as a form, as JSON and under the SDK media type', async () => {
     for (const type of [FORM, 'application/json', 'application/vnd.kii.OauthTokenRequest+json']) {
       const encode = (fields: Record<string, unknown>) => (type === FORM ? formBody(fields) : JSON.stringify(fields));
-      await assertPrincipal(assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(adminFields(server))), server.app.adminId), 'admin');
-      await assertPrincipal(assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(anonymousFields(server))), 'ANONYMOUS'), 'anonymous');
+      await assertPrincipal(
+        assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(adminFields(server))), server.app.adminId),
+        'admin',
+      );
+      await assertPrincipal(
+        assertToken(await post(tokenUrl(server), { 'content-type': type }, encode(anonymousFields(server))), 'ANONYMOUS'),
+        'anonymous',
+      );
     }
   });
 
-  it('a wrong ClientSecret: 401 invalid_client with WWW-Authenticate: Basic, the same answer as with the seed\'s header', async () => {
+  it("a wrong ClientSecret: 401 invalid_client with WWW-Authenticate: Basic, the same answer as with the seed's header", async () => {
     const wrong = formBody(adminFields(server, { client_secret: 'not-the-secret' }));
     const without = await post(tokenUrl(server), { 'content-type': FORM }, wrong);
     const withSeedHeader = await post(tokenUrl(server), { 'content-type': FORM, authorization: basic(server.app.appId) }, wrong);
@@ -72,7 +78,11 @@ describe('the token endpoint: client_secret_post, with no Authorization header',
   });
 
   it('a body with client_id but no client_secret: 400 invalid_request', async () => {
-    const response = await post(tokenUrl(server), { 'content-type': FORM }, formBody({ grant_type: 'client_credentials', client_id: server.app.clientId }));
+    const response = await post(
+      tokenUrl(server),
+      { 'content-type': FORM },
+      formBody({ grant_type: 'client_credentials', client_id: server.app.clientId }),
+    );
     assertError(response, 400, 'invalid_request');
     assert.match(response.body.message, /client_secret is required/);
   });
@@ -85,15 +95,22 @@ describe('the token endpoint: client_secret_basic of the anonymous client, Basic
       [FORM, 'grant_type=client_credentials'],
       ['application/json', '{"grant_type":"client_credentials"}'],
     ] as const) {
-      await assertPrincipal(assertToken(await post(tokenUrl(server), { ...headers, 'content-type': type }, body), 'ANONYMOUS'), 'anonymous');
+      await assertPrincipal(
+        assertToken(await post(tokenUrl(server), { ...headers, 'content-type': type }, body), 'ANONYMOUS'),
+        'anonymous',
+      );
     }
     const expiresAt = Date.now() + 3_600_000;
-    const expiring = await post(tokenUrl(server), { ...headers, 'content-type': FORM }, formBody({ grant_type: 'client_credentials', expiresAt: String(expiresAt) }));
+    const expiring = await post(
+      tokenUrl(server),
+      { ...headers, 'content-type': FORM },
+      formBody({ grant_type: 'client_credentials', expiresAt: String(expiresAt) }),
+    );
     assertToken(expiring, 'ANONYMOUS');
     assert.equal((await whoami(server.appUrl, bearer(expiring.body.access_token))).body.expiresAt, expiresAt);
   });
 
-  it('Basic AppID:anything with credentials in the body is still the seed\'s request: the body decides', async () => {
+  it("Basic AppID:anything with credentials in the body is still the seed's request: the body decides", async () => {
     const headers = { authorization: basic(server.app.appId, 'anything'), 'content-type': 'application/json' };
     assertToken(await post(tokenUrl(server), headers, JSON.stringify(adminFields(server))), server.app.adminId);
     assertToken(await post(tokenUrl(server), headers, JSON.stringify(anonymousFields(server))), 'ANONYMOUS');
@@ -101,13 +118,18 @@ describe('the token endpoint: client_secret_basic of the anonymous client, Basic
 
   it('checks the AppKey when the app requires it: a wrong one is 401 invalid_client', async () => {
     const strict = await createConfiguredApp(server, { requireAppKey: true });
-    const send = (key: string) => post(tokenUrl(strict), { authorization: basic(strict.appId, key), 'content-type': FORM }, 'grant_type=client_credentials');
+    const send = (key: string) =>
+      post(tokenUrl(strict), { authorization: basic(strict.appId, key), 'content-type': FORM }, 'grant_type=client_credentials');
     assertToken(await send(strict.appKey), 'ANONYMOUS');
     assertInvalidClient(await send('not-the-app-key'));
   });
 
   it('an empty password and nothing in the body: 400 invalid_request naming the AppKey', async () => {
-    const response = await post(tokenUrl(server), { authorization: basic(server.app.appId, ''), 'content-type': FORM }, 'grant_type=client_credentials');
+    const response = await post(
+      tokenUrl(server),
+      { authorization: basic(server.app.appId, ''), 'content-type': FORM },
+      'grant_type=client_credentials',
+    );
     assertError(response, 400, 'invalid_request');
     assert.match(response.body.message, /AppKey/);
   });
@@ -149,10 +171,26 @@ describe('the token paths refuse user and thing logins (username and password): 
     const cases: [string, Record<string, string>, string][] = [
       [tokenUrl(server), { 'content-type': FORM }, 'grant_type=password&username=alice&password=secret1'],
       [tokenUrl(server), { 'content-type': 'application/json' }, '{"username":"alice","password":"secret1"}'],
-      [tokenUrl(server), { ...sdkHeaders, 'content-type': 'application/vnd.kii.OauthTokenRequest+json' }, '{"username":"VENDOR_THING_ID:t1","password":"secret1"}'],
-      [`${server.baseUrl}/api/oauth2/token`, { ...sdkHeaders, 'content-type': 'application/json' }, '{"username":"alice","password":"secret1"}'],
-      [`${server.baseUrl}/api/oauth2/token`, { ...sdkHeaders, 'content-type': 'application/json' }, '{"grant_type":"password","username":"alice","password":"secret1"}'],
-      [`${server.baseUrl}/api/oauth2/token`, { ...sdkHeaders, 'content-type': 'application/vnd.kii.OauthTokenRequest+json' }, '{"username":"VENDOR_THING_ID:t1","password":"secret1"}'],
+      [
+        tokenUrl(server),
+        { ...sdkHeaders, 'content-type': 'application/vnd.kii.OauthTokenRequest+json' },
+        '{"username":"VENDOR_THING_ID:t1","password":"secret1"}',
+      ],
+      [
+        `${server.baseUrl}/api/oauth2/token`,
+        { ...sdkHeaders, 'content-type': 'application/json' },
+        '{"username":"alice","password":"secret1"}',
+      ],
+      [
+        `${server.baseUrl}/api/oauth2/token`,
+        { ...sdkHeaders, 'content-type': 'application/json' },
+        '{"grant_type":"password","username":"alice","password":"secret1"}',
+      ],
+      [
+        `${server.baseUrl}/api/oauth2/token`,
+        { ...sdkHeaders, 'content-type': 'application/vnd.kii.OauthTokenRequest+json' },
+        '{"username":"VENDOR_THING_ID:t1","password":"secret1"}',
+      ],
     ];
     for (const [url, headers, body] of cases) {
       const response = await post(url, headers, body);
@@ -167,7 +205,12 @@ describe('the token paths refuse user and thing logins (username and password): 
 
 /** Rate limits with `failures` failed admin attempts a minute per address (and per app). */
 function limits(failures: number): RateLimitSettings {
-  return { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: failures, adminFailuresPerAppPerMinute: 1000 };
+  return {
+    enabled: true,
+    tokenRequestsPerAddressPerMinute: 1000,
+    adminFailuresPerAddressPerMinute: failures,
+    adminFailuresPerAppPerMinute: 1000,
+  };
 }
 
 describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.1, RFC 7662 §2.1)', () => {
@@ -180,7 +223,12 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     for (const send of [
       (url: string, token: string) => post(url, basicAdmin(), formBody({ token })),
       (url: string, token: string) => post(url, { 'content-type': FORM }, postAdmin(token)),
-      (url: string, token: string) => post(url, { 'content-type': 'application/json' }, JSON.stringify({ token, client_id: server.app.clientId, client_secret: server.app.clientSecret })),
+      (url: string, token: string) =>
+        post(
+          url,
+          { 'content-type': 'application/json' },
+          JSON.stringify({ token, client_id: server.app.clientId, client_secret: server.app.clientSecret }),
+        ),
     ]) {
       for (const [token, principal] of [
         [await anonymousTokenOf(server), 'anonymous'],
@@ -203,8 +251,10 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
   it('AppID and AppKey, Basic or in the body, are the anonymous client: it revokes anonymous tokens of the app, never an admin token, and may not introspect', async () => {
     const admin = await adminTokenOf(server);
     for (const send of [
-      (url: string, token: string) => post(url, { authorization: basic(server.app.appId, server.app.appKey), 'content-type': FORM }, formBody({ token })),
-      (url: string, token: string) => post(url, { 'content-type': FORM }, formBody({ token, client_id: server.app.appId, client_secret: server.app.appKey })),
+      (url: string, token: string) =>
+        post(url, { authorization: basic(server.app.appId, server.app.appKey), 'content-type': FORM }, formBody({ token })),
+      (url: string, token: string) =>
+        post(url, { 'content-type': FORM }, formBody({ token, client_id: server.app.appId, client_secret: server.app.appKey })),
     ]) {
       const anonymous = await anonymousTokenOf(server);
       const revoked = await send(revokeUrl(), anonymous);
@@ -220,8 +270,12 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const fresh = await createConfiguredApp(server, {}, 'Refusals');
     const token = await anonymousTokenOf(fresh);
     for (const url of [`${fresh.appUrl}/oauth2/revoke`, `${fresh.appUrl}/oauth2/introspect`]) {
-      assertInvalidClient(await post(url, { authorization: basic(fresh.clientId, 'not-the-secret'), 'content-type': FORM }, formBody({ token })));
-      assertInvalidClient(await post(url, { 'content-type': FORM }, formBody({ token, client_id: fresh.clientId, client_secret: 'not-the-secret' })));
+      assertInvalidClient(
+        await post(url, { authorization: basic(fresh.clientId, 'not-the-secret'), 'content-type': FORM }, formBody({ token })),
+      );
+      assertInvalidClient(
+        await post(url, { 'content-type': FORM }, formBody({ token, client_id: fresh.clientId, client_secret: 'not-the-secret' })),
+      );
       assertInvalidClient(await post(url, { 'content-type': FORM }, formBody({ token, client_id: 'no-such-client', client_secret: 'x' })));
     }
     const { events } = await server.tessera.events.list(fresh.appId, { type: 'token.refused', limit: 50 });
@@ -234,22 +288,41 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const limited = await startServer({ rateLimits: limits(3) });
     try {
       const app = limited.app;
-      const wrong = (path: string) => post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, 'not-the-secret'), 'content-type': FORM }, formBody({ token: 'x' }));
+      const wrong = (path: string) =>
+        post(
+          `${limited.appUrl}${path}`,
+          { authorization: basic(app.clientId, 'not-the-secret'), 'content-type': FORM },
+          formBody({ token: 'x' }),
+        );
       assertInvalidClient(await wrong('/oauth2/introspect'));
       assertInvalidClient(await wrong('/oauth2/revoke'));
-      assertInvalidClient(await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited, { client_secret: 'not-the-secret' }))));
+      assertInvalidClient(
+        await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited, { client_secret: 'not-the-secret' }))),
+      );
       for (const path of ['/oauth2/introspect', '/oauth2/revoke']) {
         const refused = await wrong(path);
         assertError(refused, 429, 'TOO_MANY_REQUESTS');
         assert.match(refused.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
-        const right = await post(`${limited.appUrl}${path}`, { authorization: basic(app.clientId, app.clientSecret), 'content-type': FORM }, formBody({ token: 'x' }));
+        const right = await post(
+          `${limited.appUrl}${path}`,
+          { authorization: basic(app.clientId, app.clientSecret), 'content-type': FORM },
+          formBody({ token: 'x' }),
+        );
         assertError(right, 429, 'TOO_MANY_REQUESTS');
       }
       assertError(await post(tokenUrl(limited), { 'content-type': FORM }, formBody(adminFields(limited))), 429, 'TOO_MANY_REQUESTS');
       // Tokens and the anonymous client are not affected.
-      const anonymous = await post(tokenUrl(limited), { authorization: basic(app.appId, app.appKey), 'content-type': FORM }, 'grant_type=client_credentials');
+      const anonymous = await post(
+        tokenUrl(limited),
+        { authorization: basic(app.appId, app.appKey), 'content-type': FORM },
+        'grant_type=client_credentials',
+      );
       assertToken(anonymous, 'ANONYMOUS');
-      const revoked = await post(`${limited.appUrl}/oauth2/revoke`, { authorization: basic(app.appId, app.appKey), 'content-type': FORM }, formBody({ token: anonymous.body.access_token }));
+      const revoked = await post(
+        `${limited.appUrl}/oauth2/revoke`,
+        { authorization: basic(app.appId, app.appKey), 'content-type': FORM },
+        formBody({ token: anonymous.body.access_token }),
+      );
       assert.equal(revoked.status, 200, revoked.text);
     } finally {
       await limited.close();
@@ -273,18 +346,27 @@ describe('revocation and introspection authenticate OAuth clients (RFC 7009 §2.
     const token = await anonymousTokenOf(server);
     const introspection = await post(introspectUrl(), { authorization: bearer(admin), 'content-type': FORM }, formBody({ token }));
     assert.equal(introspection.body.active, true);
-    assertError(await post(introspectUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token })), 403, 'ADMIN_REQUIRED');
+    assertError(
+      await post(introspectUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token })),
+      403,
+      'ADMIN_REQUIRED',
+    );
     assertUnauthorized(await post(revokeUrl(), { 'content-type': FORM }, formBody({ token })));
     assertUnauthorized(await post(introspectUrl(), { 'content-type': FORM }, formBody({ token })));
     assertUnauthorized(await post(revokeUrl(), { authorization: 'Basic !!!', 'content-type': FORM }, postAdmin(token)));
     assertInvalidToken(await post(revokeUrl(), { authorization: bearer('A'.repeat(43)), 'content-type': FORM }, formBody({ token })));
-    assert.equal((await post(revokeUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token }))).status, 200);
+    assert.equal(
+      (await post(revokeUrl(), { authorization: basic(server.app.appId), 'content-type': FORM }, formBody({ token }))).status,
+      200,
+    );
     assertInvalidToken(await whoami(server.appUrl, bearer(token)));
   });
 
   it('of another app, the credentials are no good here: 401 invalid_client', async () => {
     const other: AppEndpoint = await createConfiguredApp(server, {}, 'Other');
     const token = await anonymousTokenOf(server);
-    assertInvalidClient(await post(introspectUrl(), { authorization: basic(other.clientId, other.clientSecret), 'content-type': FORM }, formBody({ token })));
+    assertInvalidClient(
+      await post(introspectUrl(), { authorization: basic(other.clientId, other.clientSecret), 'content-type': FORM }, formBody({ token })),
+    );
   });
 });

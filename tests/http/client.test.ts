@@ -28,11 +28,15 @@ function countingFetch() {
 }
 
 /** The options of one mode, without where the app is (`clientOf` adds it). */
-type ModeOptions = TesseraClientOptions extends infer Options ? (Options extends unknown ? Omit<Options, 'baseUrl' | 'appId'> : never) : never;
+type ModeOptions = TesseraClientOptions extends infer Options
+  ? Options extends unknown
+    ? Omit<Options, 'baseUrl' | 'appId'>
+    : never
+  : never;
 
 function clientOf(server: TestServer, app: AppEndpoint, options: ModeOptions) {
   const { counted, fetch } = countingFetch();
-  const client = new TesseraClient({ baseUrl: server.baseUrl, appId: app.appId, fetch, ...options } as TesseraClientOptions);
+  const client = new TesseraClient({ baseUrl: server.baseUrl, appId: app.appId, fetch, ...options });
   return { client, counted };
 }
 
@@ -55,7 +59,8 @@ describe('tessera/client on the real clock', () => {
     const { client, counted } = clientOf(server, app, anonymous(app));
     const answers = await Promise.all(Array.from({ length: 100 }, () => client.whoami()));
     assert.equal(counted.tokenRequests, 1);
-    for (const answer of answers) assert.deepEqual(answer, { appId: app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+    for (const answer of answers)
+      assert.deepEqual(answer, { appId: app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
     await client.whoami();
     assert.equal(counted.tokenRequests, 1);
     assert.equal((await whoami(app.appUrl, await client.authorization())).status, 200);
@@ -76,7 +81,8 @@ describe('tessera/client on the real clock', () => {
     assert.equal(counted.tokenRequests, 1);
     const { expiresAt } = answers[0]!;
     assert.ok(expiresAt !== null && expiresAt >= before + 3_600_000 && expiresAt <= Date.now() + 3_600_000, `expiresAt ${expiresAt}`);
-    for (const answer of answers) assert.deepEqual(answer, { appId: app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt });
+    for (const answer of answers)
+      assert.deepEqual(answer, { appId: app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt });
     // An admin feature, with the admin token.
     const described = await client.json<{ appId: string }>(client.appUrl);
     assert.equal(described.appId, app.appId);
@@ -165,12 +171,12 @@ describe('tessera/client on the real clock', () => {
     assert.equal(response.status, 200);
   });
 
-  it('refuses admin credentials in a web page up front (the seed\'s rule 2), and sends nothing', async () => {
+  it("refuses admin credentials in a web page up front (the seed's rule 2), and sends nothing", async () => {
     const global = globalThis as { document?: unknown };
     global.document = {};
     try {
       const { fetch, counted } = countingFetch();
-      assert.throws(() => new TesseraClient({ baseUrl: server.baseUrl, appId: app.appId, fetch, ...admin(app) } as TesseraClientOptions), {
+      assert.throws(() => new TesseraClient({ baseUrl: server.baseUrl, appId: app.appId, fetch, ...admin(app) }), {
         name: 'TesseraClientError',
         errorCode: 'unauthorized_client',
         status: 0,
@@ -205,7 +211,10 @@ describe('tessera/client renewal, on a clock shared with the server', () => {
 
     clock.time = start + 540_000;
     const during = await Promise.all(Array.from({ length: 100 }, () => client.token()));
-    assert.ok(during.every((token) => token === first), 'the held token is used while the new one is obtained');
+    assert.ok(
+      during.every((token) => token === first),
+      'the held token is used while the new one is obtained',
+    );
     assert.equal(counted.tokenRequests, 2);
     let renewed = first;
     for (let tries = 0; renewed === first && tries < 100; tries++) {
@@ -244,7 +253,12 @@ describe('tessera/client renewal, on a clock shared with the server', () => {
 describe('tessera/client and Retry-After, against the real rate limits', () => {
   let app: AppEndpoint;
   const server = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 100 },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 1,
+      adminFailuresPerAddressPerMinute: 10,
+      adminFailuresPerAppPerMinute: 100,
+    },
   });
   before(async () => {
     app = appOn(server, server.app);
@@ -255,7 +269,11 @@ describe('tessera/client and Retry-After, against the real rate limits', () => {
 
   it('waits what Retry-After says, at most maxAttempts tries, then throws TOO_MANY_REQUESTS with retryAfter', async () => {
     const waits: number[] = [];
-    const { client, counted } = clientOf(server, app, { ...anonymous(app), sleep: async (ms: number) => void waits.push(ms), retry: { maxAttempts: 3, maxWaitSeconds: 60 } });
+    const { client, counted } = clientOf(server, app, {
+      ...anonymous(app),
+      sleep: async (ms: number) => void waits.push(ms),
+      retry: { maxAttempts: 3, maxWaitSeconds: 60 },
+    });
     await assert.rejects(client.whoami(), (error: unknown) => {
       assert.ok(error instanceof TesseraClientError);
       assert.deepEqual([error.errorCode, error.status], ['TOO_MANY_REQUESTS', 429]);
@@ -269,7 +287,11 @@ describe('tessera/client and Retry-After, against the real rate limits', () => {
 
   it('does not wait longer than maxWaitSeconds: one try', async () => {
     const waits: number[] = [];
-    const { client, counted } = clientOf(server, app, { ...anonymous(app), sleep: async (ms: number) => void waits.push(ms), retry: { maxWaitSeconds: 0 } });
+    const { client, counted } = clientOf(server, app, {
+      ...anonymous(app),
+      sleep: async (ms: number) => void waits.push(ms),
+      retry: { maxWaitSeconds: 0 },
+    });
     await assert.rejects(client.token(), { errorCode: 'TOO_MANY_REQUESTS' });
     assert.deepEqual([counted.tokenRequests, waits.length], [1, 0]);
   });
@@ -315,9 +337,16 @@ describe(`the client as the server serves it (GET ${CLIENT_SCRIPT_PATH})`, () =>
 
   it('imports in Node as it is served, and works: an anonymous token and whoami', async () => {
     const served = (await request(`${server.baseUrl}${CLIENT_SCRIPT_PATH}`)).text;
-    const module = (await import(`data:text/javascript;base64,${Buffer.from(served).toString('base64')}`)) as typeof import('../../src/client/client.js');
+    const module = (await import(
+      `data:text/javascript;base64,${Buffer.from(served).toString('base64')}`
+    )) as typeof import('../../src/client/client.js');
     assert.deepEqual(Object.keys(module).sort(), ['TesseraClient', 'TesseraClientError']);
-    const client = new module.TesseraClient({ baseUrl: server.baseUrl, appId: server.app.appId, mode: 'anonymous', appKey: server.app.appKey });
+    const client = new module.TesseraClient({
+      baseUrl: server.baseUrl,
+      appId: server.app.appId,
+      mode: 'anonymous',
+      appKey: server.app.appKey,
+    });
     const who = await client.whoami();
     assert.deepEqual([who.principal, who.auth], ['anonymous', 'bearer']);
     assert.equal((await requestAs(`${server.appUrl}/whoami`, await client.authorization())).status, 200);

@@ -20,7 +20,7 @@ const configuration = async () => (await requestAs(`${server.appUrl}/configurati
 const reset = () => patch({ adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: false });
 
 describe('GET and PATCH /api/apps/{appId}/configuration', () => {
-  it('starts with the seed\'s behaviour: no maximum lifetimes, no AppKey check', async () => {
+  it("starts with the seed's behaviour: no maximum lifetimes, no AppKey check", async () => {
     assert.deepEqual(await configuration(), {
       adminTokenMaxLifetimeSeconds: null,
       anonymousTokenMaxLifetimeSeconds: null,
@@ -29,7 +29,7 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     });
   });
 
-  it('changes the given fields only, and answers the app\'s description', async () => {
+  it("changes the given fields only, and answers the app's description", async () => {
     const response = await patch({ adminTokenMaxLifetimeSeconds: 3600 }, { 'content-type': 'application/merge-patch+json' });
     assert.equal(response.status, 200, response.text);
     assert.equal(response.body.appId, server.app.appId);

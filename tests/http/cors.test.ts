@@ -3,16 +3,7 @@ import { describe, it } from 'node:test';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import {
-  adminFields,
-  anonymousFields,
-  basic,
-  bearer,
-  request,
-  requestAs,
-  requestToken,
-  type JsonResponse,
-} from '../helpers/http.js';
+import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, type JsonResponse } from '../helpers/http.js';
 import { createDeveloper } from '../helpers/portal.js';
 import { signInOverHttp } from '../helpers/portal-http.js';
 import { serverForSuite } from '../helpers/server.js';
@@ -39,7 +30,14 @@ const server = serverForSuite({}, async () => {
   admin = (await requestToken(server, adminFields(server))).body.access_token;
 });
 const limited = serverForSuite(
-  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 2, adminFailuresPerAddressPerMinute: 100, adminFailuresPerAppPerMinute: 100 } },
+  {
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 2,
+      adminFailuresPerAddressPerMinute: 100,
+      adminFailuresPerAppPerMinute: 100,
+    },
+  },
   async () => {
     await limited.tessera.apps.configure(limited.app.appId, { allowedOrigins: [PAGE] }, OPERATOR);
   },
@@ -132,8 +130,10 @@ describe('allowedOrigins in the app configuration', () => {
         body: JSON.stringify({ allowedOrigins }),
       });
     // `https://`, four labels of 63 characters, one of 32, `.com`: 300 characters, told apart by the first label.
-    const longest = Array.from({ length: 100 }, (_, index) =>
-      `https://${String(index).padStart(3, '0')}${'a'.repeat(60)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(32)}.com`,
+    const longest = Array.from(
+      { length: 100 },
+      (_, index) =>
+        `https://${String(index).padStart(3, '0')}${'a'.repeat(60)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(32)}.com`,
     );
     assert.equal(longest[0]!.length, 300);
     const accepted = await send(longest);
@@ -154,12 +154,20 @@ describe('preflights under /api/apps/{appId}/, answered before authentication', 
       ['/tokens', 'DELETE'],
       ['/no/such/path', 'GET'],
     ] as const) {
-      const response = await preflight(`${server.appUrl}${path}`, PAGE, method, 'authorization,content-type,x-kii-appid,x-kii-appkey,x-kii-sdk');
+      const response = await preflight(
+        `${server.appUrl}${path}`,
+        PAGE,
+        method,
+        'authorization,content-type,x-kii-appid,x-kii-appkey,x-kii-sdk',
+      );
       assert.equal(response.status, 204, `${path}: ${response.status} ${response.text}`);
       assert.equal(response.text, '');
       assertReadableBy(response, PAGE);
       assert.equal(response.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, PUT, PATCH, DELETE');
-      assert.equal(response.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK');
+      assert.equal(
+        response.headers.get('access-control-allow-headers'),
+        'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK',
+      );
       assert.equal(response.headers.get('access-control-max-age'), '7200');
     }
   });
@@ -194,7 +202,10 @@ describe('preflights under /api/apps/{appId}/, answered before authentication', 
     const noRequestMethod = await from(PAGE, `${server.appUrl}/whoami`, { method: 'OPTIONS' });
     assertError(noRequestMethod, 401, 'UNAUTHORIZED');
     assertReadableBy(noRequestMethod, PAGE);
-    const authenticated = await from(PAGE, `${server.appUrl}/whoami`, { method: 'OPTIONS', headers: { authorization: basic(server.app.appId) } });
+    const authenticated = await from(PAGE, `${server.appUrl}/whoami`, {
+      method: 'OPTIONS',
+      headers: { authorization: basic(server.app.appId) },
+    });
     assertError(authenticated, 405, 'METHOD_NOT_ALLOWED');
     assertReadableBy(authenticated, PAGE);
     const noOrigin = await request(`${server.appUrl}/whoami`, { method: 'OPTIONS', headers: { 'access-control-request-method': 'GET' } });
@@ -241,13 +252,20 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     const notFound = await from(PAGE, `${server.appUrl}/no/such/path`, { headers: { authorization: basic(server.app.appId) } });
     assertError(notFound, 404, 'NOT_FOUND');
     assertReadableBy(notFound, PAGE);
-    const wrongMethod = await from(PAGE, `${server.appUrl}/whoami`, { method: 'DELETE', headers: { authorization: basic(server.app.appId) } });
+    const wrongMethod = await from(PAGE, `${server.appUrl}/whoami`, {
+      method: 'DELETE',
+      headers: { authorization: basic(server.app.appId) },
+    });
     assertError(wrongMethod, 405, 'METHOD_NOT_ALLOWED');
     assertReadableBy(wrongMethod, PAGE);
     const badRequest = await requestToken(server, { grant_type: 'password' }, { origin: PAGE });
     assertError(badRequest, 400, 'unsupported_grant_type');
     assertReadableBy(badRequest, PAGE);
-    const unsupported = await from(PAGE, `${server.appUrl}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'text/xml' }, body: '<x/>' });
+    const unsupported = await from(PAGE, `${server.appUrl}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/xml' },
+      body: '<x/>',
+    });
     assertError(unsupported, 415, 'UNSUPPORTED_MEDIA_TYPE');
     assertReadableBy(unsupported, PAGE);
   });
@@ -290,7 +308,7 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     }
   });
 
-  it('paths that are not an app\'s get no CORS header, whatever the origin', async () => {
+  it("paths that are not an app's get no CORS header, whatever the origin", async () => {
     for (const path of ['/healthz', '/readyz', '/openapi.json']) {
       assertNoCors(await from(PAGE, `${server.baseUrl}${path}`));
     }
@@ -304,13 +322,15 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
 });
 
 describe('the portal is not an API for other origins: its pages get no CORS header', () => {
-  it('GET and OPTIONS of an app\'s portal pages and of the others, from an origin the app lists, signed in or not; the API paths still answer it', async () => {
+  it("GET and OPTIONS of an app's portal pages and of the others, from an origin the app lists, signed in or not; the API paths still answer it", async () => {
     await createDeveloper(server, 'cors-owner@example.com');
     const owned = await server.tessera.ownedApps.create('Shop', 'cors-owner@example.com', OPERATOR);
     await server.tessera.apps.configure(owned.appId, { allowedOrigins: ['https://shop.example.com'] }, OPERATOR);
     const shop = 'https://shop.example.com';
     const signedIn = await signInOverHttp(server, 'cors-owner@example.com');
-    const pages = ['', '/settings', '/events', '/events/live', '/people', '/rotate-secret', '/no/such/page'].map((path) => `/portal/apps/${owned.appId}${path}`);
+    const pages = ['', '/settings', '/events', '/events/live', '/people', '/rotate-secret', '/no/such/page'].map(
+      (path) => `/portal/apps/${owned.appId}${path}`,
+    );
     for (const path of [...pages, '/portal/', '/portal/sign-in', '/portal/apps/new', '/portal/account', '/portal/assets/portal.css']) {
       for (const response of [
         await from(shop, `${server.baseUrl}${path}`),
@@ -342,7 +362,12 @@ describe('the SDK token path (/api/oauth2/token): the app is in X-Kii-AppID', ()
 
   it('its preflight cannot name the app: it is answered for any origin', async () => {
     for (const origin of [PAGE, OTHER_PAGE]) {
-      const response = await preflight(`${server.baseUrl}/api/oauth2/token`, origin, 'POST', 'content-type,x-kii-appid,x-kii-appkey,x-kii-sdk');
+      const response = await preflight(
+        `${server.baseUrl}/api/oauth2/token`,
+        origin,
+        'POST',
+        'content-type,x-kii-appid,x-kii-appkey,x-kii-sdk',
+      );
       assert.equal(response.status, 204, response.text);
       assertReadableBy(response, origin);
     }
@@ -364,9 +389,12 @@ describe('the SDK token path (/api/oauth2/token): the app is in X-Kii-AppID', ()
 
 describe('forward authentication passes CORS on for the rest of the backend', () => {
   const forwardAuth = (origin: string, uri: string, method = 'GET', headers: Record<string, string> = {}) =>
-    from(origin, `${server.baseUrl}/api/forward-auth`, { method, headers: { 'x-original-uri': uri, 'x-original-method': method, ...headers } });
+    from(origin, `${server.baseUrl}/api/forward-auth`, {
+      method,
+      headers: { 'x-original-uri': uri, 'x-original-method': method, ...headers },
+    });
 
-  it('a preflight of an app\'s path, for an allowed origin: 204, allowing the headers it asks for', async () => {
+  it("a preflight of an app's path, for an allowed origin: 204, allowing the headers it asks for", async () => {
     const response = await forwardAuth(PAGE, `/api/apps/${server.app.appId}/objects/1`, 'OPTIONS', {
       'access-control-request-method': 'PUT',
       'access-control-request-headers': 'authorization,if-match,x-request-id',
@@ -392,9 +420,13 @@ describe('forward authentication passes CORS on for the rest of the backend', ()
     assertError(other, 403, 'ORIGIN_NOT_ALLOWED');
   });
 
-  it('a preflight from another origin: 403 ORIGIN_NOT_ALLOWED; of a URI that is not an app\'s: 400', async () => {
+  it("a preflight from another origin: 403 ORIGIN_NOT_ALLOWED; of a URI that is not an app's: 400", async () => {
     const preflightHeaders = { 'access-control-request-method': 'GET' };
-    assertError(await forwardAuth(OTHER_PAGE, `/api/apps/${server.app.appId}/objects`, 'OPTIONS', preflightHeaders), 403, 'ORIGIN_NOT_ALLOWED');
+    assertError(
+      await forwardAuth(OTHER_PAGE, `/api/apps/${server.app.appId}/objects`, 'OPTIONS', preflightHeaders),
+      403,
+      'ORIGIN_NOT_ALLOWED',
+    );
     assertError(await forwardAuth(PAGE, '/elsewhere', 'OPTIONS', preflightHeaders), 400, 'invalid_request');
     assertError(await forwardAuth(PAGE, `/api/apps/${server.app.appId}/a/../b`, 'OPTIONS', preflightHeaders), 400, 'invalid_request');
   });

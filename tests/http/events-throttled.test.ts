@@ -18,7 +18,12 @@ const WRONG_SECRET = 'f'.repeat(64);
 let admin: string;
 
 const server = serverForSuite({
-  rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADDRESS_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+  rateLimits: {
+    enabled: true,
+    tokenRequestsPerAddressPerMinute: 1000,
+    adminFailuresPerAddressPerMinute: ADDRESS_LIMIT,
+    adminFailuresPerAppPerMinute: APP_CEILING,
+  },
   trustedProxies: ['loopback'],
 });
 
@@ -63,7 +68,7 @@ describe('admin attempts throttled by the failed-admin limits', () => {
     const totals = await totalsOf(app, token);
     assert.equal(totals['token.refused attempted:admin invalid_client'], ADDRESS_LIMIT);
     assert.equal(totals['token.throttled attempted:admin address'], N - ADDRESS_LIMIT + 1);
-    assert.equal(totals['token.refused attempted:admin invalid_client']! + totals['token.throttled attempted:admin address']!, N + 1);
+    assert.equal(totals['token.refused attempted:admin invalid_client'] + totals['token.throttled attempted:admin address'], N + 1);
     assert.equal(totals['token.throttled attempted:admin app'], undefined);
 
     assert.equal(rowsAfterRefusals, 1 + ADDRESS_LIMIT, 'the admin token issued and the refusals are rows');
@@ -99,7 +104,11 @@ describe('admin attempts throttled by the failed-admin limits', () => {
     await server.tessera.apps.delete(ghost.appId, OPERATOR);
     for (let i = 0; i < ADDRESS_LIMIT + 2; i++) assert.notEqual((await attempt(ghost, '203.0.113.77')).status, 200);
     await server.tessera.events.flush();
-    const counts = await server.tessera.events.counts(ghost.appId, { per: 'minute', since: Date.now() - 3_600_000, until: Date.now() + 60_000 });
+    const counts = await server.tessera.events.counts(ghost.appId, {
+      per: 'minute',
+      since: Date.now() - 3_600_000,
+      until: Date.now() + 60_000,
+    });
     assert.deepEqual(counts.totals, []);
   });
 });

@@ -3,7 +3,19 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, countTotalsOf, request, requestAs, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  countTotalsOf,
+  request,
+  requestAs,
+  requestToken,
+  revokeToken,
+  whoami,
+  type JsonResponse,
+} from '../helpers/http.js';
 import { serverForSuite } from '../helpers/server.js';
 
 let admin: string;
@@ -13,17 +25,17 @@ const AUDIT_CAP = 10;
 const REFUSALS_CAP = 50;
 
 const server = serverForSuite(
-  { housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP } },
+  {
+    housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP },
+  },
   async () => {
     admin = (await requestToken(server, adminFields(server))).body.access_token;
   },
 );
 
-const events = (query = '', appUrl = server.appUrl, token = admin) =>
-  requestAs(`${appUrl}/events${query}`, bearer(token));
+const events = (query = '', appUrl = server.appUrl, token = admin) => requestAs(`${appUrl}/events${query}`, bearer(token));
 
-const counts = (query = '', appUrl = server.appUrl, token = admin) =>
-  requestAs(`${appUrl}/events/counts${query}`, bearer(token));
+const counts = (query = '', appUrl = server.appUrl, token = admin) => requestAs(`${appUrl}/events/counts${query}`, bearer(token));
 
 /** Runs `send` `total` times, `concurrency` at a time; returns how many answered each status. */
 async function flood(total: number, send: () => Promise<JsonResponse>, concurrency = 16): Promise<Record<number, number>> {
@@ -139,9 +151,15 @@ describe('GET /api/apps/{appId}/events', () => {
       pages.push(...response.body.events);
       cursor = response.body.nextCursor;
     }
-    assert.deepEqual(pages.map((event) => event.id), all.map((event) => event.id));
+    assert.deepEqual(
+      pages.map((event) => event.id),
+      all.map((event) => event.id),
+    );
     const issued = (await events('?type=token.issued&limit=500')).body;
-    assert.deepEqual(issued.events, all.filter((event) => event.type === 'token.issued'));
+    assert.deepEqual(
+      issued.events,
+      all.filter((event) => event.type === 'token.issued'),
+    );
     assert.equal(issued.nextCursor, null);
   });
 
@@ -172,12 +190,15 @@ describe('GET /api/apps/{appId}/events', () => {
     assert.equal(patched.status, 200, patched.text);
     await server.tessera.events.flush();
     const auditBefore = (await events('?limit=500', flooded.appUrl, floodedAdmin)).body.events;
-    assert.deepEqual(auditBefore.map((event: any) => [event.type, event.principal]), [
-      ['app.configuration_changed', 'admin'],
-      ['token.revoked', 'admin'],
-      ['token.issued', 'admin'],
-      ['app.configuration_changed', 'operator'],
-    ]);
+    assert.deepEqual(
+      auditBefore.map((event: any) => [event.type, event.principal]),
+      [
+        ['app.configuration_changed', 'admin'],
+        ['token.revoked', 'admin'],
+        ['token.issued', 'admin'],
+        ['app.configuration_changed', 'operator'],
+      ],
+    );
 
     // Nothing here needs a secret: the AppID and AppKey are public, the rest is wrong on purpose.
     const issued = await flood(1_500, anonymousToken);
@@ -185,7 +206,10 @@ describe('GET /api/apps/{appId}/events', () => {
     const wrongSecret = await flood(600, () => requestToken(flooded, adminFields(flooded, { client_secret: 'wrong-secret' })));
     const wrongAppKey = await flood(300, () => requestToken(flooded, anonymousFields(flooded, { client_secret: 'wrong-app-key' })));
     const badToken = await flood(600, () => whoami(flooded.appUrl, bearer('A'.repeat(43))));
-    assert.deepEqual([issued, selfRevoked, wrongSecret, wrongAppKey, badToken], [{ 200: 1_500 }, { 200: 200 }, { 401: 600 }, { 401: 300 }, { 401: 600 }]);
+    assert.deepEqual(
+      [issued, selfRevoked, wrongSecret, wrongAppKey, badToken],
+      [{ 200: 1_500 }, { 200: 200 }, { 401: 600 }, { 401: 300 }, { 401: 600 }],
+    );
 
     await server.tessera.events.flush();
     await server.tessera.housekeeping.run();
@@ -195,11 +219,14 @@ describe('GET /api/apps/{appId}/events', () => {
     assert.deepEqual(audit, auditBefore, 'an admin event was removed, or an anonymous one written');
     const refusals = all.filter((event) => event.type === 'token.refused');
     assert.equal(refusals.length, REFUSALS_CAP);
-    assert.deepEqual(refusals.slice(0, 3).map((event) => [event.principal, event.details.reason, event.clientAddress]), [
-      [null, 'invalid_token', '127.0.0.1'],
-      [null, 'invalid_token', '127.0.0.1'],
-      [null, 'invalid_token', '127.0.0.1'],
-    ]);
+    assert.deepEqual(
+      refusals.slice(0, 3).map((event) => [event.principal, event.details.reason, event.clientAddress]),
+      [
+        [null, 'invalid_token', '127.0.0.1'],
+        [null, 'invalid_token', '127.0.0.1'],
+        [null, 'invalid_token', '127.0.0.1'],
+      ],
+    );
 
     assert.deepEqual(countTotalsOf(await counts('?per=day', flooded.appUrl, floodedAdmin)), {
       'token.issued admin': 1,
@@ -220,7 +247,11 @@ describe('GET /api/apps/{appId}/events', () => {
     const appAdmin = (await requestToken(app, adminFields(app))).body.access_token as string;
     for (let i = 0; i < 3; i++) await requestToken(app, anonymousFields(app));
     const now = Date.now();
-    for (const [per, span] of [['minute', 3_600_000], ['hour', 86_400_000], ['day', 30 * 86_400_000]] as const) {
+    for (const [per, span] of [
+      ['minute', 3_600_000],
+      ['hour', 86_400_000],
+      ['day', 30 * 86_400_000],
+    ] as const) {
       const response = await counts(`?per=${per}`, app.appUrl, appAdmin);
       assert.equal(response.status, 200, response.text);
       const body = response.body;
@@ -277,12 +308,22 @@ describe('GET /api/apps/{appId}/events', () => {
   });
 
   it('refuses a bad type, limit or cursor with 400 invalid_request', async () => {
-    for (const query of ['?type=token.stolen', '?limit=0', '?limit=501', '?limit=abc', '?limit=-1', '?cursor=abc', '?cursor=0', '?cursor=99999999999999999999', '?type=token.issued&type=token.refused']) {
+    for (const query of [
+      '?type=token.stolen',
+      '?limit=0',
+      '?limit=501',
+      '?limit=abc',
+      '?limit=-1',
+      '?cursor=abc',
+      '?cursor=0',
+      '?cursor=99999999999999999999',
+      '?type=token.issued&type=token.refused',
+    ]) {
       assertError(await events(query), 400, 'invalid_request');
     }
   });
 
-  it('is an admin feature, and shows only the app\'s own events and counts', async () => {
+  it("is an admin feature, and shows only the app's own events and counts", async () => {
     const anonymous = (await requestToken(server, anonymousFields(server))).body.access_token;
     for (const path of ['/events', '/events/counts']) {
       assertError(await requestAs(`${server.appUrl}${path}`, bearer(anonymous)), 403, 'ADMIN_REQUIRED');

@@ -2,7 +2,17 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { assertError, assertInvalidToken, assertUnauthorized, UNAUTHORIZED_CHALLENGE } from '../helpers/assert.js';
-import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken, revokeToken, type JsonResponse } from '../helpers/http.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  request,
+  requestAs,
+  requestToken,
+  revokeToken,
+  type JsonResponse,
+} from '../helpers/http.js';
 import { rawRequest, rawWithHeaderLines } from '../helpers/raw-http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
@@ -186,7 +196,10 @@ describe('forward authentication', () => {
         // nginx and Envoy ask with the original method: an answer to HEAD has no body.
         if (style === 'traefik') assertError(response, 403, 'ADMIN_REQUIRED');
         else assert.equal(response.status, 403);
-        assertAdmitted(await ask(server, style, { uri: `${appPath}/reports/1`, method: 'POST', authorization: bearer(anonymousToken) }), anonymousIdentity);
+        assertAdmitted(
+          await ask(server, style, { uri: `${appPath}/reports/1`, method: 'POST', authorization: bearer(anonymousToken) }),
+          anonymousIdentity,
+        );
       });
 
       it('applies a method rule to that method only', async () => {
@@ -344,7 +357,7 @@ describe('forward authentication', () => {
       assertAdmitted(envoy, anonymousIdentity);
     });
 
-    it('do not include the method of a header-style request, which is the proxy\'s own', async () => {
+    it("do not include the method of a header-style request, which is the proxy's own", async () => {
       // Traefik asks with GET whatever the original method.
       const response = await headerStyle({ 'x-forwarded-uri': `${appPath}/objects/1`, 'x-forwarded-method': 'DELETE' }, 'GET');
       assertError(response, 403, 'ADMIN_REQUIRED');
@@ -355,7 +368,11 @@ describe('forward authentication', () => {
     // Node would join two X-Original-URI headers with ", " and keep the first of two Authorization
     // headers: either way the value checked may not be the one a proxy or upstream acts on.
     const twice = (name: string, first: string, second: string, others: Record<string, string>) =>
-      rawWithHeaderLines(server.baseUrl, { method: 'GET', path: '/api/forward-auth', lines: [...Object.entries(others), [name, first], [name, second]] });
+      rawWithHeaderLines(server.baseUrl, {
+        method: 'GET',
+        path: '/api/forward-auth',
+        lines: [...Object.entries(others), [name, first], [name, second]],
+      });
 
     it('is refused with 400 invalid_request', async () => {
       const uri = `${appPath}/whoami`;

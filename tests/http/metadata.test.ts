@@ -57,7 +57,7 @@ describe('without PUBLIC_URL, on a loopback address (npm start on a laptop)', ()
     assert.equal((await request(wellKnown(server.baseUrl, server.app.appId), { method: 'HEAD' })).status, 200);
   });
 
-  it('OpenID discovery\'s location answers 404 saying where the OAuth metadata is, without credentials', async () => {
+  it("OpenID discovery's location answers 404 saying where the OAuth metadata is, without credentials", async () => {
     const response = await request(`${server.appUrl}/.well-known/openid-configuration`);
     assertError(response, 404, 'NOT_FOUND');
     assert.match(response.body.message, /oauth-authorization-server/);

@@ -34,7 +34,12 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/events/counts': 'GET, HEAD',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
-const ANY_METHOD = ['/api/apps/{appId}/{path}', '/api/apps/{appId}/.well-known/openid-configuration', '/api/forward-auth', '/api/forward-auth/{path}'];
+const ANY_METHOD = [
+  '/api/apps/{appId}/{path}',
+  '/api/apps/{appId}/.well-known/openid-configuration',
+  '/api/forward-auth',
+  '/api/forward-auth/{path}',
+];
 // Not QUERY: without the Content-Type it must carry (RFC 10008) it is 400 before any route.
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'SEARCH', 'MKCOL'];
 
@@ -46,7 +51,9 @@ const connect = (target: string, headers: Record<string, string> = {}) =>
   rawHttpUntilClosed(
     server.baseUrl,
     `CONNECT ${target} HTTP/1.1\r\nHost: ${target.startsWith('/') ? new URL(server.baseUrl).host : target}\r\n` +
-      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+      Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       '\r\n',
   );
 
@@ -58,7 +65,9 @@ describe('a known path asked with another method: 405 with Allow', () => {
   after(async () => server.close());
 
   it('the table here names every path of docs/openapi.json', () => {
-    const documented = Object.keys((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8')) as { paths: object }).paths);
+    const documented = Object.keys(
+      (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'docs', 'openapi.json'), 'utf8')) as { paths: object }).paths,
+    );
     assert.deepEqual([...Object.keys(ALLOWED), ...ANY_METHOD].sort(), documented.sort());
   });
 
@@ -78,7 +87,11 @@ describe('a known path asked with another method: 405 with Allow', () => {
 
   it('HEAD goes with GET: /healthz, /openapi.json and whoami answer it as GET, without a body', async () => {
     for (const path of ['/healthz', '/openapi.json', '/api/apps/{appId}/whoami']) {
-      const response = await rawRequest(server.baseUrl, { method: 'HEAD', path: pathOf(path), headers: { authorization: basic(server.app.appId) } });
+      const response = await rawRequest(server.baseUrl, {
+        method: 'HEAD',
+        path: pathOf(path),
+        headers: { authorization: basic(server.app.appId) },
+      });
       assert.equal(response?.status, 200, `HEAD ${path}`);
       assert.equal(response?.text, '');
     }
@@ -88,7 +101,11 @@ describe('a known path asked with another method: 405 with Allow', () => {
     const whoami = `${server.appUrl}/whoami`;
     assertError(await request(whoami, { method: 'POST' }), 401, 'UNAUTHORIZED');
     assertError(await requestAs(whoami, bearer('A'.repeat(43)), 'POST'), 401, 'INVALID_TOKEN');
-    assertError(await requestAs(`${server.baseUrl}/api/apps/0000000000000000/whoami`, basic('0000000000000000'), 'POST'), 404, 'APP_NOT_FOUND');
+    assertError(
+      await requestAs(`${server.baseUrl}/api/apps/0000000000000000/whoami`, basic('0000000000000000'), 'POST'),
+      404,
+      'APP_NOT_FOUND',
+    );
     assertError(await requestAs(whoami, basic(server.app.appId), 'POST'), 405, 'METHOD_NOT_ALLOWED');
     // The token path and the paths outside an app need no credentials to say so.
     for (const path of ['/api/apps/{appId}/oauth2/token', '/healthz', '/readyz', '/openapi.json']) {
@@ -97,7 +114,7 @@ describe('a known path asked with another method: 405 with Allow', () => {
   });
 });
 
-describe('CONNECT: answered in the contract\'s shape, then the connection is closed', () => {
+describe("CONNECT: answered in the contract's shape, then the connection is closed", () => {
   before(async () => {
     server = await startServer();
   });

@@ -77,7 +77,10 @@ describe('metrics of tokens', () => {
     assert.equal((await revokeToken(server.appUrl, admins[0]!)).status, 200);
     assert.equal((await revokeToken(server.appUrl, anonymous)).status, 200);
     // Revoke-all of admin tokens counts the tokens it removed: the two left.
-    const revokeAll = await request(`${server.appUrl}/tokens?kind=admin`, { method: 'DELETE', headers: { authorization: bearer(admins[1]!) } });
+    const revokeAll = await request(`${server.appUrl}/tokens?kind=admin`, {
+      method: 'DELETE',
+      headers: { authorization: bearer(admins[1]!) },
+    });
     assert.equal(revokeAll.status, 200, revokeAll.text);
     assert.equal(revokeAll.body.revoked, 2);
 
@@ -138,12 +141,18 @@ describe('metrics of tokens', () => {
     const throttled = statuses.filter((status) => status === 429).length;
     assert.ok(throttled >= 1, statuses.join(' '));
     assert.equal(refused + throttled, statuses.length);
-    const after = await scrapeUntil((scraped) => delta(before, scraped, 'tessera_token_refusals_total', { reason: 'invalid_client', kind: 'admin' }) >= refused);
+    const after = await scrapeUntil(
+      (scraped) => delta(before, scraped, 'tessera_token_refusals_total', { reason: 'invalid_client', kind: 'admin' }) >= refused,
+    );
     assert.equal(delta(before, after, 'tessera_rate_limited_total', { limit: 'admin_failures_per_address' }), throttled);
     assert.equal(delta(before, after, 'tessera_rate_limited_total', { limit: 'token_requests_per_address' }), 0);
     assert.equal(delta(before, after, 'tessera_token_refusals_total', { reason: 'invalid_client', kind: 'admin' }), refused);
     assert.equal(
-      delta(before, after, 'tessera_http_request_duration_seconds_count', { route: '/api/apps/:appId/oauth2/token', method: 'POST', status_class: '4xx' }),
+      delta(before, after, 'tessera_http_request_duration_seconds_count', {
+        route: '/api/apps/:appId/oauth2/token',
+        method: 'POST',
+        status_class: '4xx',
+      }),
       statuses.length,
     );
   });
@@ -161,11 +170,21 @@ describe('metrics of requests', () => {
     assert.equal(count({ route: '/api/apps/:appId/events', method: 'GET', status_class: '2xx' }), 1);
     assert.equal(count({ route: '/api/apps/:appId/whoami', method: 'GET', status_class: '2xx' }), 1);
     assert.equal(count({ route: 'unmatched', method: 'GET', status_class: '4xx' }), 1);
-    const routes = new Set(after.samples.filter((sample) => sample.name === 'tessera_http_request_duration_seconds_count').map((sample) => sample.labels.route));
+    const routes = new Set(
+      after.samples.filter((sample) => sample.name === 'tessera_http_request_duration_seconds_count').map((sample) => sample.labels.route),
+    );
     for (const route of routes) assert.ok(route === 'unmatched' || (route!.startsWith('/') && !route!.includes(server.app.appId)), route);
     // Each series is a histogram: its +Inf bucket counts every request.
-    const inf = after.value('tessera_http_request_duration_seconds_bucket', { route: '/api/apps/:appId/whoami', method: 'GET', status_class: '2xx', le: '+Inf' });
-    assert.equal(inf, after.value('tessera_http_request_duration_seconds_count', { route: '/api/apps/:appId/whoami', method: 'GET', status_class: '2xx' }));
+    const inf = after.value('tessera_http_request_duration_seconds_bucket', {
+      route: '/api/apps/:appId/whoami',
+      method: 'GET',
+      status_class: '2xx',
+      le: '+Inf',
+    });
+    assert.equal(
+      inf,
+      after.value('tessera_http_request_duration_seconds_count', { route: '/api/apps/:appId/whoami', method: 'GET', status_class: '2xx' }),
+    );
   });
 
   it('add no series for 1000 requests with random AppIDs, paths and methods', async () => {
@@ -175,7 +194,11 @@ describe('metrics of requests', () => {
       () => request(`${server.baseUrl}/api/apps/${randomId()}/events`),
       () => request(`${server.baseUrl}/${randomId()}/${randomId()}`),
       () => request(`${server.baseUrl}/${randomId()}`, { method: 'PATCH' }),
-      () => requestToken({ app: { ...server.app, appId: randomId() }, appUrl: `${server.baseUrl}/api/apps/${randomId()}` }, anonymousFields(server)),
+      () =>
+        requestToken(
+          { app: { ...server.app, appId: randomId() }, appUrl: `${server.baseUrl}/api/apps/${randomId()}` },
+          anonymousFields(server),
+        ),
       () => forwardAuth(`/api/apps/${randomId()}/${randomId()}`, basic(randomId())),
     ];
     // Once each first: the series these kinds of request make.
@@ -185,7 +208,10 @@ describe('metrics of requests', () => {
       await Promise.all(Array.from({ length: 50 }, (_, index) => requests[(round * 50 + index) % requests.length]!()));
     }
     const after = await scrape(metricsUrl);
-    assert.deepEqual([...after.seriesKeys('tessera_')].filter((key) => !before.seriesKeys('tessera_').has(key)), []);
+    assert.deepEqual(
+      [...after.seriesKeys('tessera_')].filter((key) => !before.seriesKeys('tessera_').has(key)),
+      [],
+    );
     assert.equal(after.seriesKeys('tessera_').size, before.seriesKeys('tessera_').size);
   });
 });
@@ -217,7 +243,9 @@ describe('the metrics listener', () => {
   });
 
   it('answers Prometheus text (0.0.4) even to a scraper that prefers OpenMetrics', async () => {
-    const response = await fetch(metricsUrl, { headers: { accept: 'application/openmetrics-text; version=1.0.0, text/plain; version=0.0.4; q=0.5' } });
+    const response = await fetch(metricsUrl, {
+      headers: { accept: 'application/openmetrics-text; version=1.0.0, text/plain; version=0.0.4; q=0.5' },
+    });
     assert.equal(response.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
     const text = await response.text();
     assert.match(text, /^# TYPE tessera_tokens_issued_total counter$/m);

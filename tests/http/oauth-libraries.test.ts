@@ -89,12 +89,25 @@ describe('openid-client (v6)', () => {
     return configuration;
   };
   const manual = (kind: Kind, method?: Method) =>
-    configure(new oidc.Configuration(metadata(), kind.clientId, kind.clientSecret, method === 'client_secret_basic' ? oidc.ClientSecretBasic() : undefined));
+    configure(
+      new oidc.Configuration(
+        metadata(),
+        kind.clientId,
+        kind.clientSecret,
+        method === 'client_secret_basic' ? oidc.ClientSecretBasic() : undefined,
+      ),
+    );
   const discovered = (kind: Kind, method?: Method) =>
-    oidc.discovery(new URL(issuer()), kind.clientId, kind.clientSecret, method === 'client_secret_basic' ? oidc.ClientSecretBasic() : undefined, {
-      algorithm: 'oauth2',
-      execute: [oidc.allowInsecureRequests],
-    });
+    oidc.discovery(
+      new URL(issuer()),
+      kind.clientId,
+      kind.clientSecret,
+      method === 'client_secret_basic' ? oidc.ClientSecretBasic() : undefined,
+      {
+        algorithm: 'oauth2',
+        execute: [oidc.allowInsecureRequests],
+      },
+    );
 
   /** The client credentials grant, introspection by the resource server (admin credentials), revocation by the client itself. */
   async function lifecycle(kind: Kind, method: Method, client: oidc.Configuration, resourceServer: oidc.Configuration) {
@@ -145,7 +158,10 @@ describe('openid-client (v6)', () => {
   it('a wrong ClientSecret is refused with invalid_client, on the token endpoint and on introspection', async () => {
     const wrong = { ...admin, clientSecret: 'not-the-secret' };
     for (const method of ['client_secret_post', 'client_secret_basic'] as const) {
-      for (const call of [(c: oidc.Configuration) => oidc.clientCredentialsGrant(c), (c: oidc.Configuration) => oidc.tokenIntrospection(c, 'x')]) {
+      for (const call of [
+        (c: oidc.Configuration) => oidc.clientCredentialsGrant(c),
+        (c: oidc.Configuration) => oidc.tokenIntrospection(c, 'x'),
+      ]) {
         // A 401 with a WWW-Authenticate challenge: openid-client hands over the challenge and the answer.
         const error: unknown = await call(manual(wrong, method)).then(
           () => assert.fail('expected a rejection'),
@@ -231,7 +247,8 @@ describe('@badgateway/oauth2-client', () => {
   });
 
   it('client_secret_post: both kinds of token, introspection and revocation', async () => {
-    for (const kind of kinds) await lifecycle(kind, 'client_secret_post', manual(kind, 'client_secret_post'), manual(admin, 'client_secret_post'));
+    for (const kind of kinds)
+      await lifecycle(kind, 'client_secret_post', manual(kind, 'client_secret_post'), manual(admin, 'client_secret_post'));
   });
 
   it('with discovery (RFC 8414): both kinds of token, introspection and revocation', async () => {

@@ -45,7 +45,7 @@ describe('the OpenAPI document', () => {
     it('documents only operations the server has', () => {
       for (const [path, item] of Object.entries(document.paths)) {
         for (const method of Object.keys(item).filter((key) => HTTP_METHODS.includes(key))) {
-          assert.ok(app.hasRoute({ method: method.toUpperCase() as 'GET', url: toRouteUrl(path) }), `${method} ${path}`);
+          assert.ok(app.hasRoute({ method: method.toUpperCase(), url: toRouteUrl(path) }), `${method} ${path}`);
         }
       }
     });

@@ -40,7 +40,17 @@ function everyForm(app: CreatedApp): [string, Record<string, string>][] {
   const base = `/portal/apps/${app.appId}`;
   return [
     [`${base}/rotate-secret`, { grace: 'none', clientId: app.clientId, revokeAdminTokens: 'yes' }],
-    [`${base}/settings`, { adminMax: '1', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', requireAppKey: 'yes', allowedOrigins: 'https://evil.example' }],
+    [
+      `${base}/settings`,
+      {
+        adminMax: '1',
+        adminMaxUnit: 'hour',
+        anonymousMax: '',
+        anonymousMaxUnit: 'hour',
+        requireAppKey: 'yes',
+        allowedOrigins: 'https://evil.example',
+      },
+    ],
     [`${base}/revoke-tokens`, { kind: 'all', confirm: 'yes' }],
     [`${base}/delete`, { name: app.name }],
   ];
@@ -79,7 +89,7 @@ describe("an app's forms in the portal", () => {
     assert.ok(await tokenWorks(app.appUrl, adminToken), 'no token was revoked');
   });
 
-  it("answer another developer 404 for every page and form of the app, and change nothing", async () => {
+  it('answer another developer 404 for every page and form of the app, and change nothing', async () => {
     const adminToken = await adminTokenOf(app);
     const before = await stateOf(app.appId);
     const base = `/portal/apps/${app.appId}`;
@@ -149,7 +159,11 @@ describe('a new app in the portal', () => {
     const before = await appsOfOwner();
     const { csrf, once } = await owner.page('/portal/apps/new');
     const fields = { _csrf: csrf, once: once!, name: 'Sent together' };
-    const answers = await Promise.all([owner.post('/portal/apps', fields), owner.post('/portal/apps', fields), owner.post('/portal/apps', fields)]);
+    const answers = await Promise.all([
+      owner.post('/portal/apps', fields),
+      owner.post('/portal/apps', fields),
+      owner.post('/portal/apps', fields),
+    ]);
     assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 409, 409]);
     assert.equal(await appsOfOwner(), before + 1);
   });
@@ -176,13 +190,21 @@ describe('rotating the ClientSecret in the portal', () => {
     assert.equal(events.length, 1);
     // A new form (the back button, a new visit) says what another rotation would end.
     const again = await owner.page(path);
-    assert.match(again.text, /<p class="alert" data-previous-secret-valid-until="[^"]+">The ClientSecret before the current one still works, until <time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>, kept by the last rotation\. Rotating again makes it stop at once/);
+    assert.match(
+      again.text,
+      /<p class="alert" data-previous-secret-valid-until="[^"]+">The ClientSecret before the current one still works, until <time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>, kept by the last rotation\. Rotating again makes it stop at once/,
+    );
   });
 
   it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {
     const app = await newApp();
     const form = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: form.csrf, once: form.once!, grace: 'none', clientId: app.appId });
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, {
+      _csrf: form.csrf,
+      once: form.once!,
+      grace: 'none',
+      clientId: app.appId,
+    });
     assert.equal(response.status, 400);
     assert.match(response.text, /role="alert">That is not the ClientID of this app/);
     assert.doesNotMatch(response.text, /data-key="clientSecret"/);
@@ -213,7 +235,13 @@ describe('rotating the ClientSecret in the portal', () => {
     const app = await newApp();
     const adminToken = await adminTokenOf(app);
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'none', clientId: ` ${app.clientId} `, revokeAdminTokens: 'yes' });
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, {
+      _csrf: csrf,
+      once: once!,
+      grace: 'none',
+      clientId: ` ${app.clientId} `,
+      revokeAdminTokens: 'yes',
+    });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
     const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)?.[1];
@@ -254,7 +282,12 @@ describe('rotating the ClientSecret in the portal', () => {
   it('keeps the old secret working for the grace period chosen, which the overview shows', async () => {
     const app = await newApp();
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: '86400', clientId: app.clientId });
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, {
+      _csrf: csrf,
+      once: once!,
+      grace: '86400',
+      clientId: app.clientId,
+    });
     assert.equal(response.status, 200);
     const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)![1]!;
     assert.match(response.text, /The previous ClientSecret keeps working until <time/);
@@ -269,13 +302,25 @@ describe('rotating the ClientSecret in the portal', () => {
   it('gives the end of the grace period to the second, in the answer and on the overview', async () => {
     const app = await newApp();
     const { csrf, once } = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
-    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, { _csrf: csrf, once: once!, grace: 'custom', graceSeconds: '90', clientId: app.clientId });
+    const response = await owner.post(`/portal/apps/${app.appId}/rotate-secret`, {
+      _csrf: csrf,
+      once: once!,
+      grace: 'custom',
+      graceSeconds: '90',
+      clientId: app.clientId,
+    });
     assert.equal(response.status, 200, response.text);
     const { previousSecretValidUntil } = await server.tessera.apps.show(app.appId, OPERATOR);
     const until = `<time datetime="${previousSecretValidUntil}">${previousSecretValidUntil!.slice(0, 10)} ${previousSecretValidUntil!.slice(11, 19)} UTC</time>`;
-    assert.ok(response.text.includes(`The previous ClientSecret keeps working until ${until}.`), /keeps working until [^.]*/.exec(response.text)?.[0]);
+    assert.ok(
+      response.text.includes(`The previous ClientSecret keeps working until ${until}.`),
+      /keeps working until [^.]*/.exec(response.text)?.[0],
+    );
     const overview = await owner.page(`/portal/apps/${app.appId}`);
-    assert.ok(overview.text.includes(`The previous ClientSecret still works, until ${until}.`), /still works, until [^.]*/.exec(overview.text)?.[0]);
+    assert.ok(
+      overview.text.includes(`The previous ClientSecret still works, until ${until}.`),
+      /still works, until [^.]*/.exec(overview.text)?.[0],
+    );
   });
 });
 
@@ -310,12 +355,29 @@ describe("an app's settings in the portal", () => {
     }
 
     // The longest list there can be fits in the form.
-    const longest = Array.from({ length: 100 }, (_, index) => `https://${`${'a'.repeat(60)}.`.repeat(4)}${'b'.repeat(30)}${String(index).padStart(3, '0')}.example`);
-    const full = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: longest.join('\r\n') });
+    const longest = Array.from(
+      { length: 100 },
+      (_, index) => `https://${`${'a'.repeat(60)}.`.repeat(4)}${'b'.repeat(30)}${String(index).padStart(3, '0')}.example`,
+    );
+    const full = await owner.post(`/portal/apps/${app.appId}/settings`, {
+      _csrf: settings.csrf,
+      adminMax: '',
+      adminMaxUnit: 'hour',
+      anonymousMax: '',
+      anonymousMaxUnit: 'hour',
+      allowedOrigins: longest.join('\r\n'),
+    });
     assert.equal(full.status, 303, full.text.slice(0, 500));
     assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.allowedOrigins.length, 100);
 
-    const cleared = await owner.post(`/portal/apps/${app.appId}/settings`, { _csrf: settings.csrf, adminMax: '', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' });
+    const cleared = await owner.post(`/portal/apps/${app.appId}/settings`, {
+      _csrf: settings.csrf,
+      adminMax: '',
+      adminMaxUnit: 'hour',
+      anonymousMax: '',
+      anonymousMaxUnit: 'hour',
+      allowedOrigins: '',
+    });
     assert.equal(cleared.status, 303);
     assert.deepEqual((await server.tessera.apps.show(app.appId, OPERATOR)).configuration, {
       adminTokenMaxLifetimeSeconds: null,
@@ -330,7 +392,10 @@ describe("an app's settings in the portal", () => {
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     const valid = { _csrf: csrf, adminMax: '1', adminMaxUnit: 'hour', anonymousMax: '', anonymousMaxUnit: 'hour', allowedOrigins: '' };
     for (const [fields, message] of [
-      [{ allowedOrigins: 'https://ok.example\n\nhttps://app.example.com/path' }, /Line 3 \(&quot;https:\/\/app\.example\.com\/path&quot;\) is not an origin/],
+      [
+        { allowedOrigins: 'https://ok.example\n\nhttps://app.example.com/path' },
+        /Line 3 \(&quot;https:\/\/app\.example\.com\/path&quot;\) is not an origin/,
+      ],
       [{ allowedOrigins: 'x'.repeat(40_000) }, /too long/],
       [{ allowedOrigins: Array.from({ length: 101 }, (_, index) => `https://a${index}.example`).join('\n') }, /at most 100 origins/],
       [{ adminMax: '-1' }, /longest admin token must be a whole number/],
@@ -341,7 +406,8 @@ describe("an app's settings in the portal", () => {
       const response = await owner.post(`/portal/apps/${app.appId}/settings`, { ...valid, ...fields });
       assert.equal(response.status, 400, JSON.stringify(fields).slice(0, 100));
       assert.match(response.text, message);
-      if ('allowedOrigins' in fields && fields.allowedOrigins.length < 100) assert.ok(response.text.includes('https://app.example.com/path'), 'what was typed is kept');
+      if ('allowedOrigins' in fields && fields.allowedOrigins.length < 100)
+        assert.ok(response.text.includes('https://app.example.com/path'), 'what was typed is kept');
     }
     assert.deepEqual((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.allowedOrigins, []);
     assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.adminTokenMaxLifetimeSeconds, null);
@@ -370,14 +436,26 @@ describe("an app's settings in the portal", () => {
     const app = await newApp();
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     for (const [kind, said] of [
-      ['admin', 'Every admin token of the app is revoked: each one is refused from now on. Server code gets a new one with the ClientSecret.'],
-      ['anonymous', 'Every anonymous token of the app issued until now is refused from now on. Clients get a new one with the AppID (and the AppKey, if the app requires it).'],
-      ['all', 'Every admin token, and every anonymous token issued until now, is refused from now on. Clients get new tokens with the app&#39;s keys.'],
+      [
+        'admin',
+        'Every admin token of the app is revoked: each one is refused from now on. Server code gets a new one with the ClientSecret.',
+      ],
+      [
+        'anonymous',
+        'Every anonymous token of the app issued until now is refused from now on. Clients get a new one with the AppID (and the AppKey, if the app requires it).',
+      ],
+      [
+        'all',
+        'Every admin token, and every anonymous token issued until now, is refused from now on. Clients get new tokens with the app&#39;s keys.',
+      ],
     ] as const) {
       const response = await owner.post(`/portal/apps/${app.appId}/revoke-tokens`, { _csrf: csrf, kind, confirm: 'yes' });
       assert.equal(response.status, 303, kind);
       const done = await owner.page(response.location!);
-      assert.ok(done.text.includes(`<p class="notice success" role="status">${said}</p>`), `${kind}: ${/role="status">[^<]*/.exec(done.text)?.[0]}`);
+      assert.ok(
+        done.text.includes(`<p class="notice success" role="status">${said}</p>`),
+        `${kind}: ${/role="status">[^<]*/.exec(done.text)?.[0]}`,
+      );
     }
   });
 
@@ -393,7 +471,7 @@ describe("an app's settings in the portal", () => {
     assert.equal(response.location, '/portal/?done=deleted');
     assert.equal(await stateOf(app.appId), 'deleted');
     assert.equal((await owner.send(`/portal/apps/${app.appId}`)).status, 404);
-    const apps = await owner.page(response.location!);
+    const apps = await owner.page(response.location);
     assert.ok(!apps.text.includes(app.appId));
     assert.match(apps.text, /role="status">The app is deleted/);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
@@ -403,7 +481,9 @@ describe("an app's settings in the portal", () => {
     const app = await newApp('Closed shop');
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);
     const eventsOf = async (name: string) =>
-      (await server.tessera.store.developers.accounts.listEvents(developerIds[name]!, 100)).filter((event) => event.details.appId === app.appId);
+      (await server.tessera.store.developers.accounts.listEvents(developerIds[name]!, 100)).filter(
+        (event) => event.details.appId === app.appId,
+      );
     assert.equal((await owner.post(`/portal/apps/${app.appId}/delete`, { _csrf: csrf, name: 'Closed shop' })).status, 303);
 
     const [deleted] = await eventsOf('owner');
@@ -414,7 +494,13 @@ describe("an app's settings in the portal", () => {
     const told = await eventsOf('collaborator');
     assert.deepEqual(
       told.map((event) => [event.type, event.actor, event.details]),
-      [['developer.app_deleted', 'developer', { appId: app.appId, name: 'Closed shop', role: 'collaborator', byDeveloperId: developerIds.owner }]],
+      [
+        [
+          'developer.app_deleted',
+          'developer',
+          { appId: app.appId, name: 'Closed shop', role: 'collaborator', byDeveloperId: developerIds.owner },
+        ],
+      ],
     );
     assert.deepEqual(await eventsOf('other'), [], 'no member, no event');
   });

@@ -32,7 +32,10 @@ const livePath = (query = '') => `/portal/apps/${app.appId}/events/live${query}`
 
 /** Each event a page lists, as its HTML, in its order. */
 function eventItems(text: string): string[] {
-  return text.split('<li class="event ').slice(1).map((item) => item.slice(0, item.indexOf('\n</li>')));
+  return text
+    .split('<li class="event ')
+    .slice(1)
+    .map((item) => item.slice(0, item.indexOf('\n</li>')));
 }
 
 /** `2026-11-23 17:02:11 UTC`, as the portal says an instant to the second. */
@@ -68,17 +71,24 @@ describe('the events page', () => {
       assert.match(page.text, /aria-current="page">Events</);
       const ids = listedIds(page.text);
       assert.ok(ids.length >= 2);
-      assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first');
+      assert.deepEqual(
+        ids,
+        [...ids].sort((a, b) => b - a),
+        'newest first',
+      );
       assert.ok(page.text.indexOf('Admin token request refused') < page.text.indexOf('Admin token issued'));
       assert.match(page.text, /wrong ClientID or ClientSecret/);
-      assert.match(page.text, /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1" data-throttled="0">/);
+      assert.match(
+        page.text,
+        /<figure class="chart" id="chart-hourly" data-per="hour" data-issued="2" data-refused="1" data-throttled="0">/,
+      );
       assert.match(page.text, /<figure class="chart" id="chart-daily" data-per="day" data-issued="2" data-refused="1" data-throttled="0">/);
       assert.doesNotMatch(page.text, new RegExp(app.clientSecret));
       assert.doesNotMatch(page.text, /data-warning="secret-exposed"/);
     }
   });
 
-  it('lists a refused attempt as what it asked for and from where, never as the admin\'s or an anonymous user\'s doing', async () => {
+  it("lists a refused attempt as what it asked for and from where, never as the admin's or an anonymous user's doing", async () => {
     const guessed = appOn(server, await server.tessera.ownedApps.create('Guessed', 'owner@example.com', OPERATOR));
     await server.tessera.apps.configure(guessed.appId, { requireAppKey: true }, OPERATOR);
     assert.equal((await requestToken(guessed, adminFields(guessed, { client_secret: 'guess' }))).status, 401);
@@ -129,7 +139,10 @@ describe('the events page', () => {
   it('filters by type', async () => {
     const page = await owner.get(eventsPath('?type=token.refused'));
     assert.equal(page.status, 200);
-    assert.deepEqual([...page.text.matchAll(/<li class="event [^"]*" data-event-id="\d+" data-type="([^"]+)"/g)].map((match) => match[1]), ['token.refused']);
+    assert.deepEqual(
+      [...page.text.matchAll(/<li class="event [^"]*" data-event-id="\d+" data-type="([^"]+)"/g)].map((match) => match[1]),
+      ['token.refused'],
+    );
     assert.match(page.text, /<option value="token.refused" selected>/);
     const none = await owner.get(eventsPath('?type=app.secret_rotated'));
     assert.equal(none.status, 200);
@@ -201,7 +214,13 @@ describe('the events page', () => {
 
 describe('what the events page refuses', () => {
   it('is 404 for another developer, the page and the live updates alike, as for an app that does not exist', async () => {
-    for (const path of [eventsPath(), livePath(), livePath('?after=1'), '/portal/apps/0000000000000000/events', '/portal/apps/0000000000000000/events/live']) {
+    for (const path of [
+      eventsPath(),
+      livePath(),
+      livePath('?after=1'),
+      '/portal/apps/0000000000000000/events',
+      '/portal/apps/0000000000000000/events/live',
+    ]) {
       const answer = await other.get(path);
       assert.equal(answer.status, 404, path);
       assert.match(answer.text, /<h1>Not found<\/h1>/);
@@ -250,7 +269,12 @@ describe('the events page of an app whose ClientSecret is guessed past the faile
   let guessedOwner: PortalClient;
 
   const limited = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: LIMIT, adminFailuresPerAppPerMinute: 100 },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 1000,
+      adminFailuresPerAddressPerMinute: LIMIT,
+      adminFailuresPerAppPerMinute: 100,
+    },
   });
   before(async () => {
     const account = await createDeveloper(limited, 'guessed@example.com');
@@ -266,7 +290,12 @@ describe('the events page of an app whose ClientSecret is guessed past the faile
     await limited.tessera.events.flush();
     const page = await guessedOwner.get(`/portal/apps/${guessed.appId}/events`);
     assert.equal(page.status, 200, page.text);
-    assert.match(page.text, new RegExp(`<figure class="chart" id="chart-hourly" data-per="hour" data-issued="0" data-refused="${N}" data-throttled="${N - LIMIT}">`));
+    assert.match(
+      page.text,
+      new RegExp(
+        `<figure class="chart" id="chart-hourly" data-per="hour" data-issued="0" data-refused="${N}" data-throttled="${N - LIMIT}">`,
+      ),
+    );
     assert.match(page.text, new RegExp(`<strong class="refused-total">${N} refused</strong> \\(${N - LIMIT} throttled\\)`));
     assert.match(page.text, /Refused includes admin attempts throttled \(429\) after too many wrong secrets/);
     assert.equal([...page.text.matchAll(/data-type="token.refused"/g)].length, LIMIT);

@@ -15,8 +15,16 @@ import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 const HOUR = 3600;
 
-const ownedApps: DeveloperLimitSettings = { ownedApps: 3, appCreations: { points: 20, duration: HOUR }, invitations: { points: 50, duration: HOUR } };
-const perHour: DeveloperLimitSettings = { ownedApps: 100, appCreations: { points: 3, duration: HOUR }, invitations: { points: 3, duration: HOUR } };
+const ownedApps: DeveloperLimitSettings = {
+  ownedApps: 3,
+  appCreations: { points: 20, duration: HOUR },
+  invitations: { points: 50, duration: HOUR },
+};
+const perHour: DeveloperLimitSettings = {
+  ownedApps: 100,
+  appCreations: { points: 3, duration: HOUR },
+  invitations: { points: 3, duration: HOUR },
+};
 const twoOwned: DeveloperLimitSettings = { ...perHour, ownedApps: 2 };
 
 /** Apps a developer may own, here: 3, with no rate (rate limits off). */
@@ -43,7 +51,9 @@ async function ownedBy(server: TestServer, developerId: string): Promise<number>
 }
 
 async function limitEvents(server: TestServer, developerId: string): Promise<DeveloperEvent[]> {
-  return (await server.tessera.store.developers.accounts.listEvents(developerId, 100)).filter((event) => event.type === 'developer.limit_reached');
+  return (await server.tessera.store.developers.accounts.listEvents(developerId, 100)).filter(
+    (event) => event.type === 'developer.limit_reached',
+  );
 }
 
 /** The new-app form shown again with the reason: what was typed kept, a new once value, no key. */
@@ -150,10 +160,7 @@ describe('the apps a developer may create an hour', () => {
     const answers = await Promise.all(
       forms.map(({ csrf, once }, index) => developer.client.post('/portal/apps', { _csrf: csrf, once: once!, name: `Hasty ${index}` })),
     );
-    assert.deepEqual(
-      answers.map((answer) => answer.status).sort(),
-      [201, 201, 201, 429, 429, 429, 429, 429, 429, 429],
-    );
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 201, 201, 429, 429, 429, 429, 429, 429, 429]);
     assert.equal(await ownedBy(rates, developer.id), 3);
   });
 });
@@ -178,7 +185,11 @@ describe('the invitations a developer may send an hour', () => {
       refused.text,
       /<p class="alert" role="alert">Too many invitations: a developer may send 3 an hour\. Try again in \d+ minutes; the links handed out already still work\./,
     );
-    assert.match(refused.text, /value="d@example.com" aria-describedby="invite-hint" autofocus>/, 'the field, and its message above it, in view below a long list');
+    assert.match(
+      refused.text,
+      /value="d@example.com" aria-describedby="invite-hint" autofocus>/,
+      'the field, and its message above it, in view below a long list',
+    );
     assert.doesNotMatch(refused.text, /accept-invitation\?token=/);
     assert.equal((await owner.client.post(`${path}/invitations`, { _csrf: csrf, email: 'e@example.com' })).status, 429);
     assert.equal(await pending(), 3, 'no link stored');

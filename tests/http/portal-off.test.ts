@@ -36,7 +36,11 @@ describe('with portal: false', () => {
       assert.equal(response.headers.get('set-cookie'), null, path);
       assert.equal(response.headers.get('content-security-policy'), null, path);
     }
-    assertError(await request(`${withoutPortal.baseUrl}/portal/sign-in`, { method: 'POST', body: 'email=a%40example.com' }), 404, 'NOT_FOUND');
+    assertError(
+      await request(`${withoutPortal.baseUrl}/portal/sign-in`, { method: 'POST', body: 'email=a%40example.com' }),
+      404,
+      'NOT_FOUND',
+    );
   });
 });
 
@@ -57,7 +61,10 @@ describe('with the portal on', () => {
   it('leaves the token endpoint’s answers as they are without it: no cookie, no CSP', async () => {
     const on = await Promise.all(tokenAnswers(withPortal));
     const off = await Promise.all(tokenAnswers(withoutPortal));
-    assert.deepEqual(on.map((response) => response.status), [200, 200, 401]);
+    assert.deepEqual(
+      on.map((response) => response.status),
+      [200, 200, 401],
+    );
     for (const [index, response] of on.entries()) {
       assert.equal(response.headers.get('set-cookie'), null);
       assert.equal(response.headers.get('content-security-policy'), null);

@@ -81,12 +81,19 @@ describe('the people page over HTTP', () => {
     assert.ok(people.text.includes(owner.email) && people.text.includes(collaborator.email));
     assert.ok(!people.text.includes('/people/invitations'), 'no invite form');
     assert.ok(!people.text.includes('Remove'), 'no remove link');
-    assert.equal((await collaborator.client.post(`/portal/apps/${app.appId}/people/invitations`, { email: 'friend@example.com', _csrf: people.csrf })).status, 403);
+    assert.equal(
+      (await collaborator.client.post(`/portal/apps/${app.appId}/people/invitations`, { email: 'friend@example.com', _csrf: people.csrf }))
+        .status,
+      403,
+    );
     assert.equal(await invitations(app.appId), 0);
     const third = await createDeveloper(server, 'collaborate-third@example.com');
     await addCollaborator(server, app.appId, third.email);
     assert.equal((await collaborator.client.get(`/portal/apps/${app.appId}/people/${third.id}/remove`)).status, 403);
-    assert.equal((await collaborator.client.post(`/portal/apps/${app.appId}/people/${third.id}/remove`, { _csrf: people.csrf })).status, 403);
+    assert.equal(
+      (await collaborator.client.post(`/portal/apps/${app.appId}/people/${third.id}/remove`, { _csrf: people.csrf })).status,
+      403,
+    );
     assert.equal((await roles(app.appId))[third.email], 'collaborator');
 
     const left = await collaborator.client.post(`/portal/apps/${app.appId}/people/${collaborator.id}/remove`, { _csrf: people.csrf });
@@ -112,7 +119,9 @@ describe('the people page over HTTP', () => {
     assert.ok(!seenByCollaborator.text.includes('first@example.com'), 'a collaborator sees no invitation');
 
     const withdraw = (id: string) => `/portal/apps/${app.appId}/people/invitations/${id}/withdraw`;
-    const firstId = (await server.tessera.members.pendingInvitations(app.appId, OPERATOR)).find((one) => one.email === 'first@example.com')!.id;
+    const firstId = (await server.tessera.members.pendingInvitations(app.appId, OPERATOR)).find(
+      (one) => one.email === 'first@example.com',
+    )!.id;
     assert.equal((await owner.client.post(withdraw(firstId), {})).status, 403, 'no form token');
     assert.equal((await collaborator.client.post(withdraw(firstId), { _csrf: seenByCollaborator.csrf })).status, 403);
     const stranger = await signInOverHttp(server, (await createDeveloper(server, 'pending-stranger@example.com')).email);
@@ -122,7 +131,7 @@ describe('the people page over HTTP', () => {
     const withdrawn = await owner.client.post(withdraw(firstId), { _csrf: listed.csrf });
     assert.equal(withdrawn.status, 303);
     assert.equal(withdrawn.location, `/portal/apps/${app.appId}/people?done=withdrawn`);
-    const after = await owner.client.page(withdrawn.location!);
+    const after = await owner.client.page(withdrawn.location);
     assert.match(after.text, /The invitation is withdrawn/);
     assert.ok(!after.text.includes('first@example.com'));
     assert.equal((await owner.client.post(withdraw(firstId), { _csrf: listed.csrf })).status, 404, 'once');
@@ -138,7 +147,7 @@ describe('the people page over HTTP', () => {
     assert.ok(!(await owner.client.page(`/portal/apps/${app.appId}/people`)).text.includes('Invited, not yet accepted'));
   });
 
-  it("gives another developer 404 for every people page and form of an app not theirs, and changes nothing", async () => {
+  it('gives another developer 404 for every people page and form of an app not theirs, and changes nothing', async () => {
     const { app, collaborator } = await appWithPeople('private');
     const stranger = await createDeveloper(server, 'stranger@example.com');
     const client = await signInOverHttp(server, stranger.email);
@@ -202,7 +211,12 @@ describe('a password link over HTTP', () => {
     const token = linkTokenOf(path);
 
     assert.equal((await client.post('/portal/set-password', { token, password: NEW_PASSWORD, repeat: NEW_PASSWORD })).status, 403);
-    const differ = await client.post('/portal/set-password', { _csrf: form.csrf, token, password: NEW_PASSWORD, repeat: `${NEW_PASSWORD}!` });
+    const differ = await client.post('/portal/set-password', {
+      _csrf: form.csrf,
+      token,
+      password: NEW_PASSWORD,
+      repeat: `${NEW_PASSWORD}!`,
+    });
     assert.equal(differ.status, 400);
     assert.match(differ.text, /not the same/);
     const short = await client.post('/portal/set-password', { _csrf: form.csrf, token, password: 'short', repeat: 'short' });
@@ -230,11 +244,21 @@ describe('the account page over HTTP', () => {
 
     const owner = await signInOverHttp(server, 'reset-then-change@example.com');
     const account = await owner.page('/portal/account');
-    const changed = await owner.post('/portal/account/password', { _csrf: account.csrf, current: PASSWORD, password: NEW_PASSWORD, repeat: NEW_PASSWORD });
+    const changed = await owner.post('/portal/account/password', {
+      _csrf: account.csrf,
+      current: PASSWORD,
+      password: NEW_PASSWORD,
+      repeat: NEW_PASSWORD,
+    });
     assert.equal(changed.status, 303);
 
     assert.equal((await holder.get(reset.path)).status, 404, 'the link page says it does not work');
-    const used = await holder.post('/portal/set-password', { _csrf: form.csrf, token: linkTokenOf(reset.path), password: 'the holder\u2019s password', repeat: 'the holder\u2019s password' });
+    const used = await holder.post('/portal/set-password', {
+      _csrf: form.csrf,
+      token: linkTokenOf(reset.path),
+      password: 'the holder\u2019s password',
+      repeat: 'the holder\u2019s password',
+    });
     assert.equal(used.status, 404);
     assert.match(used.text, /does not work/);
     assert.equal(holder.cookies.has('tessera-session'), false, 'not signed in');
@@ -270,7 +294,10 @@ describe('sign-up', () => {
     const signIn = await visitor.page('/portal/sign-in');
     assert.ok(!signIn.text.includes('/portal/sign-up'));
     assert.equal((await visitor.get('/portal/sign-up')).status, 404);
-    assert.equal((await visitor.post('/portal/sign-up', { _csrf: signIn.csrf, email: 'x@example.com', password: PASSWORD, repeat: PASSWORD })).status, 404);
+    assert.equal(
+      (await visitor.post('/portal/sign-up', { _csrf: signIn.csrf, email: 'x@example.com', password: PASSWORD, repeat: PASSWORD })).status,
+      404,
+    );
   });
 
   it('with PORTAL_SIGNUP=open: makes an account and signs it in; a taken address is told; every attempt counts against the address', async () => {
@@ -283,22 +310,45 @@ describe('sign-up', () => {
       const visitor = portalClient(open);
       assert.match((await visitor.get('/portal/sign-in')).text, /href="\/portal\/sign-up"/);
       const { csrf } = await visitor.page('/portal/sign-up');
-      assert.equal((await visitor.post('/portal/sign-up', { email: 'fresh@example.com', password: PASSWORD, repeat: PASSWORD })).status, 403);
+      assert.equal(
+        (await visitor.post('/portal/sign-up', { email: 'fresh@example.com', password: PASSWORD, repeat: PASSWORD })).status,
+        403,
+      );
       const made = await visitor.post('/portal/sign-up', { _csrf: csrf, email: 'Fresh@example.com', password: PASSWORD, repeat: PASSWORD });
       assert.equal(made.status, 303);
       assert.match((await visitor.get('/portal/')).text, /fresh@example\.com/);
 
       const other = portalClient(open);
       const { csrf: othersCsrf } = await other.page('/portal/sign-up');
-      const taken = await other.post('/portal/sign-up', { _csrf: othersCsrf, email: 'fresh@example.com', password: 'another long password', repeat: 'another long password' });
+      const taken = await other.post('/portal/sign-up', {
+        _csrf: othersCsrf,
+        email: 'fresh@example.com',
+        password: 'another long password',
+        repeat: 'another long password',
+      });
       assert.equal(taken.status, 409);
       assert.match(taken.text, /account with this email address already/);
       assert.match(taken.text, /value="fresh@example.com"/);
-      const limited = await other.post('/portal/sign-up', { _csrf: othersCsrf, email: 'third@example.com', password: PASSWORD, repeat: PASSWORD });
+      const limited = await other.post('/portal/sign-up', {
+        _csrf: othersCsrf,
+        email: 'third@example.com',
+        password: PASSWORD,
+        repeat: PASSWORD,
+      });
       assert.equal(limited.status, 303, 'the third attempt from this address');
-      const fourth = await other.post('/portal/sign-up', { _csrf: othersCsrf, email: 'fourth@example.com', password: PASSWORD, repeat: PASSWORD });
+      const fourth = await other.post('/portal/sign-up', {
+        _csrf: othersCsrf,
+        email: 'fourth@example.com',
+        password: PASSWORD,
+        repeat: PASSWORD,
+      });
       assert.equal(fourth.status, 303, 'the fourth');
-      const over = await other.post('/portal/sign-up', { _csrf: othersCsrf, email: 'fifth@example.com', password: PASSWORD, repeat: PASSWORD });
+      const over = await other.post('/portal/sign-up', {
+        _csrf: othersCsrf,
+        email: 'fifth@example.com',
+        password: PASSWORD,
+        repeat: PASSWORD,
+      });
       assert.equal(over.status, 429);
       assert.ok(over.headers.get('retry-after'));
       assert.equal((await open.tessera.developers.list()).length, 3, 'fresh, third and fourth');

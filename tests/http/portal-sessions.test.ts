@@ -52,9 +52,25 @@ describe('portal sessions across instances', () => {
 describe('where signing in leads (next)', () => {
   // Each becomes the Location header: CR/LF, a character above U+00FF, and any other one outside
   // printable ASCII cannot be sent there (a browser's own next is always percent-encoded).
-  const UNSENDABLE = ['/portal/apps\r\nX-Injected: yes', '/portal/apps\u2028', '/portal/caf\u00e9', '/portal/\u{1f600}', '/portal/a b', '/portal/\u0000'];
+  const UNSENDABLE = [
+    '/portal/apps\r\nX-Injected: yes',
+    '/portal/apps\u2028',
+    '/portal/caf\u00e9',
+    '/portal/\u{1f600}',
+    '/portal/a b',
+    '/portal/\u0000',
+  ];
   // Same-origin, but not a portal page once the browser resolves them; or another site.
-  const ELSEWHERE = ['/portal/../api/apps/x/whoami', '/portal/%2e%2E/healthz', '/portal/.%2e/', '/portal//evil.example', '/portal/\\evil.example', '//evil.example/portal/', 'https://evil.example/portal/', '/healthz'];
+  const ELSEWHERE = [
+    '/portal/../api/apps/x/whoami',
+    '/portal/%2e%2E/healthz',
+    '/portal/.%2e/',
+    '/portal//evil.example',
+    '/portal/\\evil.example',
+    '//evil.example/portal/',
+    'https://evil.example/portal/',
+    '/healthz',
+  ];
 
   const assertSignedIn = async (client: PortalClient, what: string) => {
     assert.ok(client.cookies.has('tessera-session'), `${what}: the session cookie is set`);
@@ -94,7 +110,13 @@ describe('where signing in leads (next)', () => {
       for (const [index, next] of UNSENDABLE.entries()) {
         const client = portalClient(open);
         const form = await client.page(`/portal/sign-up?next=${encodeURIComponent(next)}`);
-        const made = await client.post('/portal/sign-up', { _csrf: form.csrf, email: `signed-up-${index}@example.com`, password: PASSWORD, repeat: PASSWORD, next });
+        const made = await client.post('/portal/sign-up', {
+          _csrf: form.csrf,
+          email: `signed-up-${index}@example.com`,
+          password: PASSWORD,
+          repeat: PASSWORD,
+          next,
+        });
         assert.equal(made.status, 303, `${JSON.stringify(next)}: ${made.status} ${made.text.slice(0, 200)}`);
         assert.equal(made.location, '/portal/');
         await assertSignedIn(client, JSON.stringify(next));

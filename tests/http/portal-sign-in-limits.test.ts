@@ -64,9 +64,16 @@ describe('sign-in limits under a burst', () => {
     const developer = await createDeveloper(server, 'burst-change@example.com');
     const browser = await signInOverHttp(server, developer.email);
     const { csrf } = await browser.page('/portal/account');
-    const body = new URLSearchParams({ _csrf: csrf, current: 'not the password at all', password: 'a new password, long', repeat: 'a new password, long' }).toString();
+    const body = new URLSearchParams({
+      _csrf: csrf,
+      current: 'not the password at all',
+      password: 'a new password, long',
+      repeat: 'a new password, long',
+    }).toString();
     const headers = { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' };
-    const answers = await Promise.all(Array.from({ length: 40 }, () => browser.send('/portal/account/password', { method: 'POST', headers, body })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => browser.send('/portal/account/password', { method: 'POST', headers, body })),
+    );
     const refused = answers.filter((answer) => answer.status === 429).length;
     const checked = answers.length - refused;
     assert.deepEqual(

@@ -67,12 +67,21 @@ describe('the device cookie of a browser that signed in', () => {
     const changed = await browser.send('/portal/account/password', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.4' },
-      body: new URLSearchParams({ _csrf: account.csrf, current: PASSWORD, password: 'a new password, long', repeat: 'a new password, long' }).toString(),
+      body: new URLSearchParams({
+        _csrf: account.csrf,
+        current: PASSWORD,
+        password: 'a new password, long',
+        repeat: 'a new password, long',
+      }).toString(),
     });
     assert.ok([200, 303].includes(changed.status), `${changed.status} ${changed.text.slice(0, 300)}`);
     const outdated = portalClient(server);
     outdated.cookies.set('tessera-device', renewed);
-    assert.equal((await signIn(outdated, '198.51.100.6', developer.email, 'a new password, long')).status, 429, 'a device token of the old password');
+    assert.equal(
+      (await signIn(outdated, '198.51.100.6', developer.email, 'a new password, long')).status,
+      429,
+      'a device token of the old password',
+    );
     assert.notEqual(browser.cookies.get('tessera-device'), renewed);
     const { csrf: again } = await browser.page('/portal/');
     await browser.post('/portal/sign-out', { _csrf: again });

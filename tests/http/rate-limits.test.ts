@@ -62,12 +62,18 @@ function assertAdminToken(response: JsonResponse, app: CreatedApp): void {
 
 describe('per-address limit on token requests', () => {
   const server = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: TOKEN_LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: TOKEN_LIMIT,
+      adminFailuresPerAddressPerMinute: 1000,
+      adminFailuresPerAppPerMinute: 1000,
+    },
   });
 
   it(`lets ${TOKEN_LIMIT} token requests from 127.0.0.1 through, then answers 429 with Retry-After`, async () => {
     const passed: JsonResponse[] = [];
-    for (let i = 0; i < TOKEN_LIMIT; i++) passed.push(await requestToken(server, i % 2 === 0 ? anonymousFields(server) : adminFields(server)));
+    for (let i = 0; i < TOKEN_LIMIT; i++)
+      passed.push(await requestToken(server, i % 2 === 0 ? anonymousFields(server) : adminFields(server)));
     assert.deepEqual(statuses(passed), Array(TOKEN_LIMIT).fill(200), passed.map((r) => r.text).join('\n'));
 
     const refused = await requestToken(server, anonymousFields(server));
@@ -96,14 +102,20 @@ describe('per-address limit on token requests', () => {
 describe('per-address limit on failed admin attempts on an app', () => {
   let otherApp: CreatedApp;
   const server = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 1000,
+      adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT,
+      adminFailuresPerAppPerMinute: 1000,
+    },
     trustedProxies: ['loopback'],
   });
   before(async () => {
     otherApp = await server.tessera.apps.create('Other app');
   });
 
-  const otherToken = (fields: Record<string, unknown>) => requestToken(appOn(server, otherApp), { grant_type: 'client_credentials', ...fields });
+  const otherToken = (fields: Record<string, unknown>) =>
+    requestToken(appOn(server, otherApp), { grant_type: 'client_credentials', ...fields });
 
   it(`answers the first ${ADMIN_FAILURE_LIMIT} failed admin attempts with 401 invalid_client`, async () => {
     // A wrong secret, an unknown ClientID, and a wrong secret sent as client_secret_basic all count.
@@ -152,7 +164,8 @@ describe('per-address limit on failed admin attempts on an app', () => {
 
   it('counts each address on its own', async () => {
     const address = '198.51.100.4';
-    for (let i = 0; i < ADMIN_FAILURE_LIMIT; i++) assertError(await adminTokenFrom(server, server.app, address, WRONG_SECRET), 401, 'invalid_client');
+    for (let i = 0; i < ADMIN_FAILURE_LIMIT; i++)
+      assertError(await adminTokenFrom(server, server.app, address, WRONG_SECRET), 401, 'invalid_client');
     assertTooManyRequests(await adminTokenFrom(server, server.app, address, WRONG_SECRET));
     assertTooManyRequests(await adminTokenFrom(server, server.app, address));
     assertAdminToken(await adminTokenFrom(server, server.app, '198.51.100.5'), server.app);
@@ -177,7 +190,12 @@ describe('per-address limit on failed admin attempts on an app', () => {
 
 describe('per-app ceiling on failed admin attempts', () => {
   const server = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 1000, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: APP_CEILING },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 1000,
+      adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT,
+      adminFailuresPerAppPerMinute: APP_CEILING,
+    },
     trustedProxies: ['loopback'],
   });
 
@@ -194,7 +212,9 @@ describe('per-app ceiling on failed admin attempts', () => {
 
   it("does not let one address past its own limit use up the app's ceiling", async () => {
     const app = await server.tessera.apps.create('One loud address');
-    const loud = await Promise.all(Array.from({ length: 3 * APP_CEILING }, () => adminTokenFrom(server, app, '203.0.113.66', WRONG_SECRET)));
+    const loud = await Promise.all(
+      Array.from({ length: 3 * APP_CEILING }, () => adminTokenFrom(server, app, '203.0.113.66', WRONG_SECRET)),
+    );
     assert.equal(loud.filter((response) => response.status === 401).length, ADMIN_FAILURE_LIMIT, statuses(loud).join(' '));
     // 3 of the app's 7 are used: 3 more failures elsewhere still leave room for the right secret.
     for (const address of ['203.0.113.67', '203.0.113.68', '2001:db8:68::1']) {
@@ -215,7 +235,12 @@ describe('per-app ceiling on failed admin attempts', () => {
 
 describe('limits hold under concurrent requests', () => {
   const server = serverForSuite({
-    rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 40, adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT, adminFailuresPerAppPerMinute: 1000 },
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 40,
+      adminFailuresPerAddressPerMinute: ADMIN_FAILURE_LIMIT,
+      adminFailuresPerAppPerMinute: 1000,
+    },
   });
 
   it(`lets no more than ${ADMIN_FAILURE_LIMIT} of 30 simultaneous wrong guesses be checked (no check-then-record race)`, async () => {
@@ -253,11 +278,15 @@ describe('default limits never get in the way of normal use', () => {
     const responses: JsonResponse[] = [];
     for (let i = 0; i < 300; i++) responses.push(await requestToken(server, anonymousFields(server)));
     const refused = responses.filter((response) => response.status !== 200);
-    assert.deepEqual(refused.map((r) => `${r.status} ${r.text}`), []);
+    assert.deepEqual(
+      refused.map((r) => `${r.status} ${r.text}`),
+      [],
+    );
   });
 
   it('lets 5 failed admin attempts through as 401, then issues the admin token to the right secret', async () => {
-    for (let i = 0; i < 5; i++) assertError(await requestToken(server, adminFields(server, { client_secret: `${WRONG_SECRET}${i}` })), 401, 'invalid_client');
+    for (let i = 0; i < 5; i++)
+      assertError(await requestToken(server, adminFields(server, { client_secret: `${WRONG_SECRET}${i}` })), 401, 'invalid_client');
     const admin = await requestToken(server, adminFields(server));
     assert.equal(admin.status, 200, admin.text);
     assert.equal(admin.body.id, server.app.adminId);

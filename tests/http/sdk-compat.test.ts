@@ -263,7 +263,11 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
   });
 
   it('an Authorization header wins over them: a bad token is still 401 INVALID_TOKEN, a good one its principal', async () => {
-    assertError(await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: bearer('A'.repeat(43)) } }), 401, 'INVALID_TOKEN');
+    assertError(
+      await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: bearer('A'.repeat(43)) } }),
+      401,
+      'INVALID_TOKEN',
+    );
     assertError(await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: 'Digest x' } }), 401, 'UNAUTHORIZED');
     const admin = await Kii().authenticateAsAppAdmin(server.app.clientId, server.app.clientSecret);
     const me = await request(`${server.appUrl}/whoami`, { headers: { ...sdkHeaders(), authorization: bearer(admin.getAccessToken()) } });
@@ -274,7 +278,11 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
     const response = await rawWithHeaderLines(server.baseUrl, {
       method: 'GET',
       path: `/api/apps/${server.app.appId}/whoami`,
-      lines: [['X-Kii-AppID', server.app.appId], ['X-Kii-AppID', server.app.appId], ['X-Kii-AppKey', server.app.appKey]],
+      lines: [
+        ['X-Kii-AppID', server.app.appId],
+        ['X-Kii-AppID', server.app.appId],
+        ['X-Kii-AppKey', server.app.appKey],
+      ],
     });
     assertError(response, 400, 'invalid_request');
   });
@@ -296,8 +304,20 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
         assertError(await request(things, { method: 'POST', headers: { ...headers, 'content-type': type }, body }), 404, 'NOT_FOUND');
       }
     }
-    assertError(await request(things, { method: 'POST', headers: { 'content-type': 'application/vnd.kii.ThingRegistrationAndAuthorizationRequest+json' }, body }), 401, 'UNAUTHORIZED');
-    const tooLarge = await request(things, { method: 'POST', headers: { ...sdkHeaders(), 'content-type': 'application/octet-stream' }, body: 'x'.repeat(5000) });
+    assertError(
+      await request(things, {
+        method: 'POST',
+        headers: { 'content-type': 'application/vnd.kii.ThingRegistrationAndAuthorizationRequest+json' },
+        body,
+      }),
+      401,
+      'UNAUTHORIZED',
+    );
+    const tooLarge = await request(things, {
+      method: 'POST',
+      headers: { ...sdkHeaders(), 'content-type': 'application/octet-stream' },
+      body: 'x'.repeat(5000),
+    });
     assertError(tooLarge, 413, 'REQUEST_TOO_LARGE');
   });
 
@@ -305,7 +325,10 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
 
   it('the real SDK: its anonymous calls are authenticated (a path this service does not serve is NOT_FOUND, not UNAUTHORIZED)', async () => {
     const { Kii: sdk, KiiThing, KiiQuery } = sdkAt(`${server.baseUrl}/api`, server.app.appId, server.app.appKey);
-    assert.match(await rejectionOf(KiiThing.register({ _vendorThingID: 'v1', _password: 'secret1' })), /statusCode: 404 error code: NOT_FOUND/);
+    assert.match(
+      await rejectionOf(KiiThing.register({ _vendorThingID: 'v1', _password: 'secret1' })),
+      /statusCode: 404 error code: NOT_FOUND/,
+    );
     assert.match(await rejectionOf(sdk.bucketWithName('notes').executeQuery(KiiQuery.queryWithClause(null))), /^NOT_FOUND: /);
   });
 
@@ -322,7 +345,10 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
     try {
       const { Kii: sdk, KiiQuery } = sdkAt(`${base}/api`, server.app.appId, server.app.appKey);
       const [, results] = await sdk.bucketWithName('notes').executeQuery(KiiQuery.queryWithClause(null));
-      assert.deepEqual(results.map((object) => [object.get('principal'), object.get('auth')]), [['anonymous', 'basic']]);
+      assert.deepEqual(
+        results.map((object) => [object.get('principal'), object.get('auth')]),
+        [['anonymous', 'basic']],
+      );
       const { Kii: unknownApp, KiiQuery: query } = sdkAt(`${base}/api`, 'madeUpAppId0123', 'madeUpAppKey');
       assert.match(await rejectionOf(unknownApp.bucketWithName('notes').executeQuery(query.queryWithClause(null))), /^APP_NOT_FOUND: /);
     } finally {
@@ -332,7 +358,10 @@ describe("the deployed SDK's anonymous calls, and its user and thing logins", ()
 
   it('the real SDK: user and thing logins are refused with unsupported_grant_type, saying only client_credentials is served', async () => {
     const { KiiUser, Kii: sdk } = sdkAt(`${server.baseUrl}/api`, server.app.appId, server.app.appKey);
-    for (const message of [await rejectionOf(KiiUser.authenticate('alice', 'secret1')), await rejectionOf(sdk.authenticateAsThing('thing-1', 'secret1'))]) {
+    for (const message of [
+      await rejectionOf(KiiUser.authenticate('alice', 'secret1')),
+      await rejectionOf(sdk.authenticateAsThing('thing-1', 'secret1')),
+    ]) {
       assert.match(message, /unsupported_grant_type/);
       assert.match(message, /"client_credentials"/);
       assert.doesNotMatch(message, /client_id is required/);

@@ -86,7 +86,10 @@ describe('a ClientSecret rotated with a grace period', () => {
     const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 600 }, OPERATOR);
     const viaPrevious = await tokenWith(app, app.clientSecret);
     const viaCurrent = await tokenWith(app, rotated.clientSecret);
-    const viaPreviousExpiring = await requestToken(withSecret(app, app.clientSecret), adminFields(app, { expiresAt: clock.now() + 60_000 }));
+    const viaPreviousExpiring = await requestToken(
+      withSecret(app, app.clientSecret),
+      adminFields(app, { expiresAt: clock.now() + 60_000 }),
+    );
     // The deployed SDKs' path goes through the same check.
     const viaSdkPath = await request(`${server.baseUrl}/api/oauth2/token`, {
       method: 'POST',
@@ -123,16 +126,23 @@ describe('a ClientSecret rotated with a grace period', () => {
     const third = await server.tessera.apps.rotateSecret(app.appId, {}, OPERATOR);
     assert.equal(third.previousSecretValidUntil, null);
     assert.equal(third.endedEarlierSecretValidUntil, second.previousSecretValidUntil);
-    for (const secret of [app.clientSecret, first.clientSecret, second.clientSecret]) assertError(await tokenWith(app, secret), 401, 'invalid_client');
+    for (const secret of [app.clientSecret, first.clientSecret, second.clientSecret])
+      assertError(await tokenWith(app, secret), 401, 'invalid_client');
     assert.equal((await tokenWith(app, third.clientSecret)).status, 200);
   });
 
   it('refuses a grace period out of bounds, or with --revoke-admin-tokens, and rotates nothing', async () => {
     const app = await createConfiguredApp(server, {}, 'Bounds');
     for (const graceSeconds of [0, -1, 1.5, MAX_SECRET_GRACE_SECONDS + 1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds }, OPERATOR), { code: 'invalid_request' }, String(graceSeconds));
+      await assert.rejects(
+        server.tessera.apps.rotateSecret(app.appId, { graceSeconds }, OPERATOR),
+        { code: 'invalid_request' },
+        String(graceSeconds),
+      );
     }
-    await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60, revokeAdminTokens: true }, OPERATOR), { code: 'invalid_request' });
+    await assert.rejects(server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 60, revokeAdminTokens: true }, OPERATOR), {
+      code: 'invalid_request',
+    });
     assert.equal((await tokenWith(app, app.clientSecret)).status, 200);
     const longest = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: MAX_SECRET_GRACE_SECONDS }, OPERATOR);
     assert.equal(longest.previousSecretValidUntil, new Date(clock.now() + MAX_SECRET_GRACE_SECONDS * 1000).toISOString());
@@ -141,7 +151,10 @@ describe('a ClientSecret rotated with a grace period', () => {
   it('--revoke-admin-tokens (no grace) revokes the admin tokens issued with either secret, and ends the previous one', async () => {
     const app = await createConfiguredApp(server, {}, 'Leaked during grace');
     const rotated = await server.tessera.apps.rotateSecret(app.appId, { graceSeconds: 3600 }, OPERATOR);
-    const tokens = [(await tokenWith(app, app.clientSecret)).body.access_token, (await tokenWith(app, rotated.clientSecret)).body.access_token];
+    const tokens = [
+      (await tokenWith(app, app.clientSecret)).body.access_token,
+      (await tokenWith(app, rotated.clientSecret)).body.access_token,
+    ];
     for (const token of tokens) assert.equal((await whoami(app.appUrl, bearer(token))).status, 200);
     const leaked = await server.tessera.apps.rotateSecret(app.appId, { revokeAdminTokens: true }, OPERATOR);
     assert.equal(leaked.adminTokensRevoked, 2);

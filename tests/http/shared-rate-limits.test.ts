@@ -44,7 +44,10 @@ async function startInstance(server: TestServer, rateLimits: RateLimitSettings):
 }
 
 function tokenRequest(server: TestServer, baseUrl: string, fields: Record<string, unknown>, forwardedFor?: string): Promise<JsonResponse> {
-  const headers = { authorization: basic(server.app.appId, 'x'), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) };
+  const headers = {
+    authorization: basic(server.app.appId, 'x'),
+    ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }),
+  };
   return request(`${appUrlOf(baseUrl, server.app.appId)}/oauth2/token`, tokenRequestInit(server.app.appId, fields, headers));
 }
 
@@ -85,7 +88,8 @@ describe('rate limits shared through Redis', () => {
     const [a, b] = [await startInstance(server, limits(REDIS_URL, shared)), await startInstance(server, limits(REDIS_URL, shared))];
     instances.push(a, b);
     const statuses: number[] = [];
-    for (let i = 0; i < TOKEN_LIMIT; i++) statuses.push((await tokenRequest(server, (i % 2 === 0 ? a : b).baseUrl, anonymousFields(server))).status);
+    for (let i = 0; i < TOKEN_LIMIT; i++)
+      statuses.push((await tokenRequest(server, (i % 2 === 0 ? a : b).baseUrl, anonymousFields(server))).status);
     assert.deepEqual(statuses, Array(TOKEN_LIMIT).fill(200));
     for (const instance of [a, b]) {
       const refused = await tokenRequest(server, instance.baseUrl, anonymousFields(server));
@@ -97,7 +101,10 @@ describe('rate limits shared through Redis', () => {
 
   it('failed admin attempts on one instance lock admin attempts of the app on the other', async () => {
     const shared = `${prefix}-admin`;
-    const [a, b] = [await startInstance(server, { ...limits(REDIS_URL, shared), tokenRequestsPerAddressPerMinute: 1000 }), await startInstance(server, { ...limits(REDIS_URL, shared), tokenRequestsPerAddressPerMinute: 1000 })];
+    const [a, b] = [
+      await startInstance(server, { ...limits(REDIS_URL, shared), tokenRequestsPerAddressPerMinute: 1000 }),
+      await startInstance(server, { ...limits(REDIS_URL, shared), tokenRequestsPerAddressPerMinute: 1000 }),
+    ];
     instances.push(a, b);
     for (let i = 0; i < ADMIN_FAILURE_LIMIT; i++) {
       assertError(await tokenRequest(server, a.baseUrl, adminFields(server, { client_secret: 'wrong' })), 401, 'invalid_client');
@@ -105,7 +112,8 @@ describe('rate limits shared through Redis', () => {
     assertError(await tokenRequest(server, b.baseUrl, adminFields(server)), 429, 'TOO_MANY_REQUESTS');
     assert.equal((await tokenRequest(server, b.baseUrl, anonymousFields(server))).status, 200, 'anonymous tokens are not affected');
     // Only for that address: the right secret from another one gets its token on either instance.
-    for (const instance of [a, b]) assert.equal((await tokenRequest(server, instance.baseUrl, adminFields(server), '203.0.113.8')).status, 200);
+    for (const instance of [a, b])
+      assert.equal((await tokenRequest(server, instance.baseUrl, adminFields(server), '203.0.113.8')).status, 200);
   });
 
   it('an IPv6 client is counted by its /64 on every instance, for both per-address limits', async () => {
@@ -113,7 +121,12 @@ describe('rate limits shared through Redis', () => {
     const [a, b] = [await startInstance(server, limits(REDIS_URL, shared)), await startInstance(server, limits(REDIS_URL, shared))];
     instances.push(a, b);
     for (let i = 0; i < ADMIN_FAILURE_LIMIT; i++) {
-      const response = await tokenRequest(server, (i % 2 === 0 ? a : b).baseUrl, adminFields(server, { client_secret: WRONG }), `2001:db8:7:7::${i + 1}`);
+      const response = await tokenRequest(
+        server,
+        (i % 2 === 0 ? a : b).baseUrl,
+        adminFields(server, { client_secret: WRONG }),
+        `2001:db8:7:7::${i + 1}`,
+      );
       assertError(response, 401, 'invalid_client');
     }
     assertError(await tokenRequest(server, a.baseUrl, adminFields(server), '2001:db8:7:7:abcd::1'), 429, 'TOO_MANY_REQUESTS');
@@ -134,12 +147,23 @@ describe('rate limits shared through Redis', () => {
     instances.push(a, b);
     // One address past its own limit uses up only its own allowance of the ceiling.
     const loud = [];
-    for (let i = 0; i < 3 * ADMIN_FAILURE_LIMIT; i++) loud.push((await tokenRequest(server, (i % 2 === 0 ? a : b).baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.1')).status);
+    for (let i = 0; i < 3 * ADMIN_FAILURE_LIMIT; i++)
+      loud.push(
+        (await tokenRequest(server, (i % 2 === 0 ? a : b).baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.1')).status,
+      );
     assert.deepEqual(loud, [...Array(ADMIN_FAILURE_LIMIT).fill(401), ...Array(2 * ADMIN_FAILURE_LIMIT).fill(429)]);
     assert.equal((await tokenRequest(server, a.baseUrl, adminFields(server), '198.51.100.2')).status, 200);
-    assertError(await tokenRequest(server, b.baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.3'), 401, 'invalid_client');
+    assertError(
+      await tokenRequest(server, b.baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.3'),
+      401,
+      'invalid_client',
+    );
     // 5 of 5 used: every admin attempt on the app is refused now, on both instances.
-    assertError(await tokenRequest(server, a.baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.4'), 429, 'TOO_MANY_REQUESTS');
+    assertError(
+      await tokenRequest(server, a.baseUrl, adminFields(server, { client_secret: WRONG }), '198.51.100.4'),
+      429,
+      'TOO_MANY_REQUESTS',
+    );
     assertError(await tokenRequest(server, b.baseUrl, adminFields(server), '198.51.100.5'), 429, 'TOO_MANY_REQUESTS');
   });
 
@@ -147,8 +171,16 @@ describe('rate limits shared through Redis', () => {
     const shared = `${prefix}-names`;
     const instance = await startInstance(server, limits(REDIS_URL, shared));
     instances.push(instance);
-    assertError(await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), 'evil"<script>'), 401, 'invalid_client');
-    assertError(await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), '203.0.113.4, not-an-address'), 401, 'invalid_client');
+    assertError(
+      await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), 'evil"<script>'),
+      401,
+      'invalid_client',
+    );
+    assertError(
+      await tokenRequest(server, instance.baseUrl, adminFields(server, { client_secret: WRONG }), '203.0.113.4, not-an-address'),
+      401,
+      'invalid_client',
+    );
     assert.deepEqual((await redis.keys(`${shared}*`)).sort(), [
       `${shared}:admin-failures-by-address:${server.app.appId}:127.0.0.1`,
       `${shared}:admin-failures:${server.app.appId}`,
@@ -192,7 +224,8 @@ describe('rate limits shared through Redis', () => {
     const [a, b] = [await startInstance(server, limits(undefined, prefix)), await startInstance(server, limits(undefined, prefix))];
     instances.push(a, b);
     for (const instance of [a, b]) {
-      for (let i = 0; i < TOKEN_LIMIT; i++) assert.equal((await tokenRequest(server, instance.baseUrl, anonymousFields(server))).status, 200);
+      for (let i = 0; i < TOKEN_LIMIT; i++)
+        assert.equal((await tokenRequest(server, instance.baseUrl, anonymousFields(server))).status, 200);
       assertError(await tokenRequest(server, instance.baseUrl, anonymousFields(server)), 429, 'TOO_MANY_REQUESTS');
     }
   });

@@ -57,7 +57,7 @@ function open(): Promise<Watched> {
 const HEADERS = `POST /api/apps/x/oauth2/token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Padding: ${'a'.repeat(500)}\r\n\r\n`;
 
 describe('slow clients', () => {
-  it('headers sent a byte at a time: cut off after the headers timeout, with 408 in the contract\'s shape', async () => {
+  it("headers sent a byte at a time: cut off after the headers timeout, with 408 in the contract's shape", async () => {
     const started = Date.now();
     const client = await open();
     client.drip(HEADERS, 50);
@@ -94,7 +94,10 @@ describe('slow clients', () => {
     const { at, received } = await client.closed;
     assert.match(received, /^HTTP\/1\.1 200 /);
     const idle = at - answeredAt;
-    assert.ok(idle >= TIMEOUTS.keepAliveTimeoutMs - 50 && idle <= TIMEOUTS.keepAliveTimeoutMs + SLACK_MS, `closed ${idle} ms after the answer`);
+    assert.ok(
+      idle >= TIMEOUTS.keepAliveTimeoutMs - 50 && idle <= TIMEOUTS.keepAliveTimeoutMs + SLACK_MS,
+      `closed ${idle} ms after the answer`,
+    );
   });
 
   it('keeps answering other clients quickly while 300 slow clients hold connections', async () => {
@@ -112,7 +115,10 @@ describe('slow clients', () => {
     assert.ok(durations[durations.length - 1]! < 500, `slowest answer ${durations.at(-1)} ms during the attack`);
     const closedAt = await Promise.all(slow.map((client) => client.closed));
     const last = Math.max(...closedAt.map((closed) => closed.at));
-    assert.ok(slow.every((client) => client.socket.destroyed), 'every slow client was cut off');
+    assert.ok(
+      slow.every((client) => client.socket.destroyed),
+      'every slow client was cut off',
+    );
     assert.ok(last > 0);
   });
 });

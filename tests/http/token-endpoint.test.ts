@@ -5,7 +5,18 @@ import { MAX_BODY_BYTES } from '../../src/server.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
-import { adminFields, anonymousFields, basic, bearer, formBody, request, requestToken, tokenUrl, whoami, type JsonResponse } from '../helpers/http.js';
+import {
+  adminFields,
+  anonymousFields,
+  basic,
+  bearer,
+  formBody,
+  request,
+  requestToken,
+  tokenUrl,
+  whoami,
+  type JsonResponse,
+} from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
 // The contract's "The token endpoint" and "Errors" sections (429 is covered elsewhere), through a
@@ -166,12 +177,10 @@ describe('token endpoint: success', () => {
 
   it('answers 200 concurrent token requests with 200 distinct working tokens', async () => {
     const responses = await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        requestToken(server, i % 2 === 0 ? adminFields(server) : anonymousFields(server)),
-      ),
+      Array.from({ length: 200 }, (_, i) => requestToken(server, i % 2 === 0 ? adminFields(server) : anonymousFields(server))),
     );
-    const tokens = responses.map((response, i) =>
-      assertTokenResponse(response, i % 2 === 0 ? server.app.adminId : 'ANONYMOUS').accessToken,
+    const tokens = responses.map(
+      (response, i) => assertTokenResponse(response, i % 2 === 0 ? server.app.adminId : 'ANONYMOUS').accessToken,
     );
     assert.equal(new Set(tokens).size, 200);
     const checks = await Promise.all(tokens.map((token) => whoami(server.appUrl, bearer(token))));
@@ -211,7 +220,8 @@ describe('token endpoint: success', () => {
   it('anonymous with requireAppKey on: a wrong AppKey is 401 invalid_client, the right one works', async () => {
     // No API updates an app's configuration yet: the app is written into the store with it.
     const strict = await createConfiguredApp(server, { requireAppKey: true });
-    const post = (fields: Record<string, unknown>) => requestToken(strict, { grant_type: 'client_credentials', client_id: strict.appId, ...fields });
+    const post = (fields: Record<string, unknown>) =>
+      requestToken(strict, { grant_type: 'client_credentials', client_id: strict.appId, ...fields });
     const wrong = await post({ client_secret: 'not-the-app-key' });
     assertRefused(wrong, 401, 'invalid_client', ['not-the-app-key', strict.appKey]);
     assertBasicChallenge(wrong);
@@ -275,9 +285,7 @@ describe('token endpoint: expiry (fake clock)', () => {
 
   it('refuses expiresAt in the past or equal to now: 400 invalid_request', async () => {
     for (const expiresAt of [clock.now(), clock.now() - 1, clock.now() - 86_400_000, 0]) {
-      assertRefused(await requestToken(server, adminFields(server, { expiresAt })), 400, 'invalid_request', [
-        server.app.clientSecret,
-      ]);
+      assertRefused(await requestToken(server, adminFields(server, { expiresAt })), 400, 'invalid_request', [server.app.clientSecret]);
       assertRefused(await requestToken(server, anonymousFields(server, { expiresAt })), 400, 'invalid_request');
     }
     // now+1 is the first instant accepted.

@@ -49,7 +49,7 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
   });
 
-  it('answers 200 for an unknown, malformed, already revoked or other app\'s token, and changes nothing', async () => {
+  it("answers 200 for an unknown, malformed, already revoked or other app's token, and changes nothing", async () => {
     const admin = await adminTokenOf(server);
     const other = await createConfiguredApp(server, {});
     const otherResponse = await requestToken(other, anonymousFields(other));
@@ -73,7 +73,11 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
       assert.equal(response.status, 200, response.text);
       assertError(await whoami(server.appUrl, bearer(held)), 401, 'INVALID_TOKEN');
       assertError(await revokeToken(server.appUrl, admin, authorization), 403, 'ADMIN_REQUIRED');
-      assert.equal((await revokeToken(server.appUrl, 'unknown', authorization)).status, 200, 'an unknown token is not an error (RFC 7009 §2.2)');
+      assert.equal(
+        (await revokeToken(server.appUrl, 'unknown', authorization)).status,
+        200,
+        'an unknown token is not an error (RFC 7009 §2.2)',
+      );
     }
     assert.equal((await whoami(server.appUrl, bearer(caller))).status, 200);
     assert.equal((await whoami(server.appUrl, bearer(admin))).status, 200);
@@ -84,8 +88,12 @@ describe('POST /api/apps/{appId}/oauth2/revoke (RFC 7009)', () => {
     assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), {}), 400, 'invalid_request');
     assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), { token: 5 }), 400, 'invalid_request');
     assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), { token: '' }), 400, 'invalid_request');
-    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), 'token=a&token=b' as unknown, 'json'), 400, 'invalid_request');
-    const noAuth = await request(`${server.appUrl}/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' });
+    assertError(await postAs(`${server.appUrl}/oauth2/revoke`, bearer(admin), 'token=a&token=b', 'json'), 400, 'invalid_request');
+    const noAuth = await request(`${server.appUrl}/oauth2/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"token":"x"}',
+    });
     assertError(noAuth, 401, 'UNAUTHORIZED');
     assertError(await revokeToken(server.appUrl, 'x', bearer('bogus')), 401, 'INVALID_TOKEN');
     const get = await requestAs(`${server.appUrl}/oauth2/revoke`, bearer(admin));
@@ -160,14 +168,24 @@ describe('revocation and introspection answers are never cached', () => {
     for (const path of ['/oauth2/revoke', '/oauth2/introspect']) {
       const answers = [
         await postAs(`${server.appUrl}${path}`, bearer('bogus'), { token: 'x' }),
-        await request(`${server.appUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":"x"}' }),
+        await request(`${server.appUrl}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"token":"x"}',
+        }),
         await postAs(`${server.appUrl}${path}`, bearer(await adminTokenOf(server)), {}),
         await requestAs(`${server.appUrl}${path}`, bearer(anonymous)),
       ];
       if (path === '/oauth2/introspect') answers.push(await postAs(`${server.appUrl}${path}`, bearer(anonymous), { token: anonymous }));
       assert.deepEqual(
         answers.map((answer) => `${answer.status} ${answer.headers.get('cache-control')} ${answer.headers.get('pragma')}`),
-        ['401 no-store no-cache', '401 no-store no-cache', '400 no-store no-cache', '405 no-store no-cache', ...(path === '/oauth2/introspect' ? ['403 no-store no-cache'] : [])],
+        [
+          '401 no-store no-cache',
+          '401 no-store no-cache',
+          '400 no-store no-cache',
+          '405 no-store no-cache',
+          ...(path === '/oauth2/introspect' ? ['403 no-store no-cache'] : []),
+        ],
         path,
       );
     }
@@ -301,7 +319,12 @@ describe('DELETE /api/apps/{appId}/tokens', () => {
       what: 'a body without Content-Type',
       send: async () => {
         const path = `${new URL(fresh.appUrl).pathname}/tokens?kind=anonymous`;
-        const response = await rawRequest(server.baseUrl, { method: 'DELETE', path, headers: { authorization: bearer(admin) }, body: 'kind=admin' });
+        const response = await rawRequest(server.baseUrl, {
+          method: 'DELETE',
+          path,
+          headers: { authorization: bearer(admin) },
+          body: 'kind=admin',
+        });
         assert.ok(response !== null, 'no answer');
         return response;
       },

@@ -8,7 +8,12 @@ import { startServer, type TestServer } from '../helpers/server.js';
 /** X-Forwarded-For gives the client address only when the connection comes from a trusted proxy. */
 
 const LIMIT = 3;
-const limits = { enabled: true, tokenRequestsPerAddressPerMinute: LIMIT, adminFailuresPerAddressPerMinute: 1000, adminFailuresPerAppPerMinute: 1000 };
+const limits = {
+  enabled: true,
+  tokenRequestsPerAddressPerMinute: LIMIT,
+  adminFailuresPerAddressPerMinute: 1000,
+  adminFailuresPerAppPerMinute: 1000,
+};
 const servers: TestServer[] = [];
 after(async () => {
   for (const server of servers) await server.close();
@@ -67,7 +72,8 @@ describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
     assertError(await fromClient(server, '2001:db8:a:b::4'), 429, 'TOO_MANY_REQUESTS');
     assert.equal((await fromClient(server, '2001:db8:a:c::1')).status, 200, 'another /64');
 
-    for (const address of ['203.0.113.20', '::ffff:203.0.113.20', '::ffff:cb00:7114']) assert.equal((await fromClient(server, address)).status, 200, address);
+    for (const address of ['203.0.113.20', '::ffff:203.0.113.20', '::ffff:cb00:7114'])
+      assert.equal((await fromClient(server, address)).status, 200, address);
     assertError(await fromClient(server, '203.0.113.20'), 429, 'TOO_MANY_REQUESTS');
   });
 
@@ -88,9 +94,17 @@ describe('X-Forwarded-For and TRUSTED_PROXIES', () => {
     ];
     // Refusals are kept as events with their address (an anonymous token is only counted).
     for (const header of forwarded) {
-      assertError(await requestToken(server, adminFields(server, { client_secret: 'wrong' }), { 'x-forwarded-for': header }), 401, 'invalid_client');
+      assertError(
+        await requestToken(server, adminFields(server, { client_secret: 'wrong' }), { 'x-forwarded-for': header }),
+        401,
+        'invalid_client',
+      );
     }
-    assertError(await requestToken(server, adminFields(server, { client_secret: 'wrong' }), { 'x-forwarded-for': '<b>x</b>' }), 401, 'invalid_client');
+    assertError(
+      await requestToken(server, adminFields(server, { client_secret: 'wrong' }), { 'x-forwarded-for': '<b>x</b>' }),
+      401,
+      'invalid_client',
+    );
 
     assert.deepEqual(await clientAddresses(server, admin.body.access_token, 'token.issued', 1), ['127.0.0.1']); // evil"<script>
     assert.deepEqual(await clientAddresses(server, admin.body.access_token, 'token.refused', forwarded.length + 1), [

@@ -13,7 +13,10 @@ async function startFastifyService(authenticator: Authenticator) {
     await scope.register(tesseraAuth, { authenticator });
     scope.get('/api/apps/:appId/principal', async (request) => request.principal);
     scope.get('/api/apps/:appId/users/:userId', async (request) => request.principal);
-    scope.get('/api/apps/:appId/admin/report', { onRequest: requireAdmin }, async (request) => ({ report: 'ok', principal: request.principal }));
+    scope.get('/api/apps/:appId/admin/report', { onRequest: requireAdmin }, async (request) => ({
+      report: 'ok',
+      principal: request.principal,
+    }));
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -37,7 +37,18 @@ function locked(name: string): string {
 }
 
 /** Packages a service mounting the middleware must not have: Tessera's server's own. */
-const SERVER_ONLY = ['ioredis', 'rate-limiter-flexible', 'pino-pretty', 'prom-client', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', '@node-rs/argon2'];
+const SERVER_ONLY = [
+  'ioredis',
+  'rate-limiter-flexible',
+  'pino-pretty',
+  'prom-client',
+  '@fastify/cors',
+  '@fastify/cookie',
+  '@fastify/csrf-protection',
+  '@fastify/helmet',
+  '@fastify/static',
+  '@node-rs/argon2',
+];
 
 interface Consumer {
   framework: 'Fastify' | 'Express';
@@ -54,7 +65,22 @@ const CONSUMERS: Consumer[] = [
 ];
 
 /** Tessera's server from the tarball: the package and the server's packages (both drivers, for both stores). */
-const SERVER_PACKAGES = ['fastify', '@fastify/cors', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/helmet', '@fastify/static', 'pino', 'pino-pretty', 'ioredis', 'rate-limiter-flexible', 'prom-client', '@node-rs/argon2', 'libsql', 'pg'];
+const SERVER_PACKAGES = [
+  'fastify',
+  '@fastify/cors',
+  '@fastify/cookie',
+  '@fastify/csrf-protection',
+  '@fastify/helmet',
+  '@fastify/static',
+  'pino',
+  'pino-pretty',
+  'ioredis',
+  'rate-limiter-flexible',
+  'prom-client',
+  '@node-rs/argon2',
+  'libsql',
+  'pg',
+];
 
 const INSTALL_TIMEOUT_MS = 120_000;
 
@@ -133,7 +159,8 @@ async function startService(dir: string, databaseUrl: string): Promise<ServerPro
   for (;;) {
     const url = /http:\/\/127\.0\.0\.1:[0-9]+/.exec(output)?.[0];
     if (url !== undefined) return { child, baseUrl: url, stdout: () => output, stderr: () => output, exited };
-    if (child.exitCode !== null || child.signalCode !== null) assert.fail(`server.mjs exited early (${child.exitCode ?? child.signalCode}): ${output}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      assert.fail(`server.mjs exited early (${child.exitCode ?? child.signalCode}): ${output}`);
     if (Date.now() > deadline) assert.fail(`server.mjs did not start in time: ${output}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -210,21 +237,29 @@ for (const consumer of CONSUMERS) {
     });
 
     it('loads every entry point, and opening a store of the other kind names the missing driver', async () => {
-      const other = consumer.store === 'SQLite' ? { url: 'postgres://127.0.0.1:1/none', driver: 'pg' } : { url: 'sqlite::memory:', driver: 'libsql' };
+      const other =
+        consumer.store === 'SQLite' ? { url: 'postgres://127.0.0.1:1/none', driver: 'pg' } : { url: 'sqlite::memory:', driver: 'libsql' };
       const script = [
         "await import('tessera/middleware/fastify');",
         "await import('tessera/middleware/express');",
         "const { TesseraVerifier } = await import('tessera/verifier');",
         `await TesseraVerifier.open({ databaseUrl: '${other.url}' }).then(() => console.log('opened'), (error) => console.log(error.message));`,
       ].join('\n');
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: childEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: dir,
+        env: childEnvironment(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.add(child);
       let output = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
       assert.equal(code, 0, output);
-      assert.equal(output.trim(), `This DATABASE_URL needs the package ${other.driver}, which is not installed (npm install ${other.driver}).`);
+      assert.equal(
+        output.trim(),
+        `This DATABASE_URL needs the package ${other.driver}, which is not installed (npm install ${other.driver}).`,
+      );
     });
 
     it("accepts Tessera's tokens and Basic, and answers the principal", async () => {
@@ -280,7 +315,11 @@ describe('tessera/client in server code, installed from the packed package, as d
   });
 
   async function runClient(env: Record<string, string>): Promise<Run> {
-    const child = spawn(process.execPath, ['client.mjs'], { cwd: clientDir, env: childEnvironment(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['client.mjs'], {
+      cwd: clientDir,
+      env: childEnvironment(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     let stdout = '';
     let stderr = '';

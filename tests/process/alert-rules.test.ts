@@ -76,7 +76,9 @@ async function promClientDefaults(): Promise<string[] | undefined> {
   client.collectDefaultMetrics({ register: registry });
   const metrics = await registry.getMetricsAsJSON();
   registry.clear();
-  return metrics.flatMap(({ name, type }) => (type === 'histogram' ? ['_bucket', '_sum', '_count'].map((suffix) => name + suffix) : [name]));
+  return metrics.flatMap(({ name, type }) =>
+    type === 'histogram' ? ['_bucket', '_sum', '_count'].map((suffix) => name + suffix) : [name],
+  );
 }
 
 function promtool(args: string[]): { status: number | null; output: string } {
@@ -102,7 +104,21 @@ function documentedMetrics(): Set<string> {
   return names;
 }
 
-const PROMQL_WORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'inf', 'nan']);
+const PROMQL_WORDS = new Set([
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'inf',
+  'nan',
+]);
 
 /** The metric names a PromQL expression selects: what is left once strings, matchers, ranges, groupings and calls are set aside. */
 function metricNames(expr: string): string[] {
@@ -201,7 +217,9 @@ describe('alerting rules (docs/alerts.yml)', () => {
   it('are each unit-tested, firing and not firing', () => {
     const tests = readFileSync(ALERT_TESTS, 'utf8');
     for (const { alert } of alertRules()) {
-      const evaluations = [...tests.matchAll(new RegExp(`alertname: ${alert}\\n\\s*exp_alerts:(.*)`, 'g'))].map((match) => match[1]!.trim());
+      const evaluations = [...tests.matchAll(new RegExp(`alertname: ${alert}\\n\\s*exp_alerts:(.*)`, 'g'))].map((match) =>
+        match[1]!.trim(),
+      );
       assert.ok(evaluations.includes('[]'), `${alert}: no evaluation where it must not fire`);
       assert.ok(evaluations.includes(''), `${alert}: no evaluation where it fires`);
     }
@@ -225,7 +243,11 @@ describe('alerting rules (docs/alerts.yml)', () => {
   it('query only metrics docs/deployment.md documents or prom-client serves by default', () => {
     assert.ok(documentedMetrics().size >= 15, 'docs/deployment.md has no table of metrics (`tessera_…` in the first column)');
     const exprs = alertRules().map((rule) => rule.expr);
-    assert.deepEqual(exprs.flatMap(metricNames).filter((name) => name.startsWith('tessera_')).length > 0, true, 'no tessera_ metric found in the rules');
+    assert.deepEqual(
+      exprs.flatMap(metricNames).filter((name) => name.startsWith('tessera_')).length > 0,
+      true,
+      'no tessera_ metric found in the rules',
+    );
     assert.deepEqual(unknownMetrics(exprs), []);
   });
 });
@@ -346,7 +368,13 @@ describe('Grafana dashboard (docs/grafana-dashboard.json)', () => {
     // Each query i becomes an alert that fires while it returns nothing (absent), evaluated by
     // promtool over synthetic series; one alert on a metric that does not exist must fire, to show
     // that the check can fail.
-    const rules = ['groups:', '  - name: dashboard', '    rules:', '      - alert: NoSuchMetric', '        expr: absent(tessera_no_such_metric)'];
+    const rules = [
+      'groups:',
+      '  - name: dashboard',
+      '    rules:',
+      '      - alert: NoSuchMetric',
+      '        expr: absent(tessera_no_such_metric)',
+    ];
     filled.forEach((expr, i) => rules.push(`      - alert: Query${i}`, `        expr: ${JSON.stringify(`absent(${expr})`)}`));
     writeFileSync(join(dir, 'dashboard-absent.yml'), `${rules.join('\n')}\n`);
     const tests = [
@@ -355,7 +383,10 @@ describe('Grafana dashboard (docs/grafana-dashboard.json)', () => {
       'tests:',
       '  - interval: 1m',
       '    input_series:',
-      ...SYNTHETIC_SERIES.flatMap(([series, values]) => [`      - series: ${JSON.stringify(series)}`, `        values: ${JSON.stringify(values)}`]),
+      ...SYNTHETIC_SERIES.flatMap(([series, values]) => [
+        `      - series: ${JSON.stringify(series)}`,
+        `        values: ${JSON.stringify(values)}`,
+      ]),
       '    alert_rule_test:',
       '      - eval_time: 20m',
       '        alertname: NoSuchMetric',
@@ -380,7 +411,10 @@ describe('Grafana dashboard (docs/grafana-dashboard.json)', () => {
 
 /** A series of each metric the dashboard shows, labelled as the metrics' contract says; counters grow, gauges stay. */
 const SYNTHETIC_SERIES: [string, string][] = (() => {
-  const series = (name: string, labels: string, values: string): [string, string] => [`${name}{job="tessera", instance="a:9464"${labels === '' ? '' : `, ${labels}`}}`, values];
+  const series = (name: string, labels: string, values: string): [string, string] => [
+    `${name}{job="tessera", instance="a:9464"${labels === '' ? '' : `, ${labels}`}}`,
+    values,
+  ];
   const counter = (name: string, labels = '') => series(name, labels, '0+10x30');
   const gauge = (name: string, labels: string, value: string) => series(name, labels, `${value}x30`);
   const histogram = (name: string, labels: string): [string, string][] => [

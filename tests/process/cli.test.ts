@@ -168,7 +168,10 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     assert.equal(app.clientId, created.clientId);
     // The one field that names the secret is an instant (until when a rotated secret works).
     assert.equal(app.previousSecretValidUntil, null);
-    assert.ok(!Object.keys(app).some((key) => /secret/i.test(key) && key !== 'previousSecretValidUntil'), `fields: ${Object.keys(app).join(', ')}`);
+    assert.ok(
+      !Object.keys(app).some((key) => /secret/i.test(key) && key !== 'previousSecretValidUntil'),
+      `fields: ${Object.keys(app).join(', ')}`,
+    );
     assert.equal(text.code, 0, text.stderr);
     assert.ok(text.stdout.includes(created.appId) && text.stdout.includes(created.clientId), text.stdout);
     for (const output of [json.stdout, json.stderr, text.stdout, text.stderr]) {
@@ -195,7 +198,7 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     assert.notEqual(secrets[0], created.clientSecret);
 
     const shown = await cli(store, ['apps', 'show', created.appId, '--json']);
-    assert.ok(!shown.stdout.includes(secrets[0]!) && !shown.stdout.includes(rotated.clientSecret));
+    assert.ok(!shown.stdout.includes(secrets[0]) && !shown.stdout.includes(rotated.clientSecret));
   });
 
   it('apps delete removes the app; deleting or showing it again fails with exit 1', async () => {
@@ -294,14 +297,18 @@ describe('tessera apps: the operator CLI, as a real process', () => {
       const runs = ['mysql://operator:hunter2@db.internal/tessera', 'sqlite:', 'https://db.internal/'].flatMap((databaseUrl) =>
         [['apps', 'list', '--json'], ['serve'], ['apps', 'list']].map(async (args) => {
           const result = await runCli(children, { entry: BIN, cwd: dir, databaseUrl, env: { PORT: '0' } }, args);
-          return { args, result, what: `DATABASE_URL=${databaseUrl} tessera ${args.join(' ')}: stdout ${result.stdout}, stderr ${result.stderr}` };
+          return {
+            args,
+            result,
+            what: `DATABASE_URL=${databaseUrl} tessera ${args.join(' ')}: stdout ${result.stdout}, stderr ${result.stderr}`,
+          };
         }),
       );
       for (const { args, result, what } of await Promise.all(runs)) {
         assert.equal(result.code, 2, what);
         assert.equal(result.stdout, '', what);
         assert.match(result.stderr, /DATABASE_URL/, what);
-        assert.doesNotMatch(result.stderr, /hunter2|    at /, what);
+        assert.doesNotMatch(result.stderr, /hunter2| {4}at /, what);
         if (args.includes('--json')) assert.equal(parseJson(result.stderr, 'stderr').errorCode, 'CONFIGURATION');
       }
       assert.deepEqual(readdirSync(dir), [], 'a store was created');
@@ -314,7 +321,18 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     for (const args of [['--help'], ['apps', '--help']]) {
       const result = await cli(store, args);
       assert.equal(result.code, 0, result.stderr);
-      for (const verb of ['serve', 'apps create', 'apps list', 'apps show', 'apps rotate-secret', 'apps delete', 'keys list', 'keys rotate', 'keys retire', 'events APP_ID --counts']) {
+      for (const verb of [
+        'serve',
+        'apps create',
+        'apps list',
+        'apps show',
+        'apps rotate-secret',
+        'apps delete',
+        'keys list',
+        'keys rotate',
+        'keys retire',
+        'events APP_ID --counts',
+      ]) {
         assert.ok(result.stdout.includes(verb), `--help does not mention ${verb}: ${result.stdout}`);
       }
     }
@@ -330,7 +348,17 @@ describe('app names and the terminal: control characters are refused, and never 
   const HOSTILE_NAME = 'Evil\nfffffffffffffff0  2020-01-01T00:00:00.000Z  Fake app\u001b[2J\u001b]0;owned\u0007\u009b31m\u202egnp.exe';
 
   it('apps create refuses a name with a control character, a separator or a bidi override: exit 1, nothing stored', async () => {
-    const names = ['two\nlines', 'red \u001b[31malert', 'tab\there', 'bell\u0007', 'del\u007f', 'C1 \u009b2J', 'bidi \u202egnp.exe', 'isolate \u2066x\u2069', 'line\u2028separator'];
+    const names = [
+      'two\nlines',
+      'red \u001b[31malert',
+      'tab\there',
+      'bell\u0007',
+      'del\u007f',
+      'C1 \u009b2J',
+      'bidi \u202egnp.exe',
+      'isolate \u2066x\u2069',
+      'line\u2028separator',
+    ];
     const results = await Promise.all(names.map((name) => cli(store, ['apps', 'create', '--name', name, '--json'])));
     for (const [index, result] of results.entries()) {
       assert.equal(result.code, 1, `${JSON.stringify(names[index])}: ${result.stdout} ${result.stderr}`);
@@ -375,7 +403,10 @@ describe('app names and the terminal: control characters are refused, and never 
     assert.equal(lines.length, 2, `one line per app: ${list.stdout}`);
     assert.ok(!lines.some((line) => line.startsWith('fffffffffffffff0')), 'the name forged a line of its own');
     assert.match(show.stdout, /^App "Evil\\u000a/);
-    assert.equal(parseJson(listJson.stdout, 'apps list --json').find((app: { appId: string }) => app.appId === created.appId).name, HOSTILE_NAME);
+    assert.equal(
+      parseJson(listJson.stdout, 'apps list --json').find((app: { appId: string }) => app.appId === created.appId).name,
+      HOSTILE_NAME,
+    );
     assert.equal(parseJson(showJson.stdout, 'apps show --json').name, HOSTILE_NAME);
   });
 
@@ -482,7 +513,10 @@ describe('the CLI and a running server share the store', () => {
 
     await sleep(200); // the server writes events within 20 ms
     const events = await cli(store, ['events', created.appId, '--limit', '500', '--json']);
-    const lines = events.stdout.trim().split('\n').map((line) => parseJson(line, 'an events --json line'));
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((line) => parseJson(line, 'an events --json line'));
     const issued = lines.filter((event) => event.type === 'token.issued').map((event) => event.details.secret);
     assert.equal(issued[0], 'current');
     assert.ok(issued.includes('previous') && issued.at(-1) === 'current', JSON.stringify(issued));
@@ -518,7 +552,10 @@ describe('the CLI and a running server share the store', () => {
     assert.equal(parseJson(bounds.stderr, 'stderr').errorCode, 'USAGE');
     assert.match(bounds.stderr, /whole number of seconds from 1 to 2592000/);
     assert.equal((await cli(store, ['apps', 'show', created.appId, '--grace', '60'])).code, 2);
-    assert.equal(parseJson((await cli(store, ['apps', 'show', created.appId, '--json'])).stdout, 'apps show').previousSecretValidUntil, null);
+    assert.equal(
+      parseJson((await cli(store, ['apps', 'show', created.appId, '--json'])).stdout, 'apps show').previousSecretValidUntil,
+      null,
+    );
     assert.equal((await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret)).status, 200);
 
     const longest = await cli(store, ['apps', 'rotate-secret', created.appId, '--grace', '2592000']);
@@ -533,24 +570,37 @@ describe('the CLI and a running server share the store', () => {
     assert.ok(!(await cli(store, ['apps', 'show', created.appId])).stdout.includes('browser'));
 
     const fromPage = await request(`${appUrlOf(server.baseUrl, created.appId)}/oauth2/token`, {
-      ...tokenRequestInit(created.appId, { grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
+      ...tokenRequestInit(created.appId, {
+        grant_type: 'client_credentials',
+        client_id: created.clientId,
+        client_secret: created.clientSecret,
+      }),
       headers: { authorization: basic(created.appId), 'content-type': 'application/json', origin: 'https://shop.example.com' },
     });
     assertError(fromPage, 400, 'unauthorized_client');
     await sleep(200); // the server writes its events within 20 ms
 
-    const [json, text] = await Promise.all([cli(store, ['apps', 'show', created.appId, '--json']), cli(store, ['apps', 'show', created.appId])]);
+    const [json, text] = await Promise.all([
+      cli(store, ['apps', 'show', created.appId, '--json']),
+      cli(store, ['apps', 'show', created.appId]),
+    ]);
     assert.equal(json.code, 0, json.stderr);
     const exposure = parseJson(json.stdout, 'apps show --json').browserExposure;
-    assert.deepEqual({ ...exposure, lastExposedAt: typeof exposure.lastExposedAt }, {
-      lastExposedAt: 'string',
-      origin: 'https://shop.example.com',
-      clientAddress: '127.0.0.1',
-      secret: 'current',
-      rotatedAt: null,
-    });
+    assert.deepEqual(
+      { ...exposure, lastExposedAt: typeof exposure.lastExposedAt },
+      {
+        lastExposedAt: 'string',
+        origin: 'https://shop.example.com',
+        clientAddress: '127.0.0.1',
+        secret: 'current',
+        rotatedAt: null,
+      },
+    );
     assert.ok(Math.abs(Date.parse(exposure.lastExposedAt) - Date.now()) < 60_000);
-    assert.match(text.stdout, new RegExp(`ClientSecret sent from a browser +${exposure.lastExposedAt}, from a page of https://shop\\.example\\.com`));
+    assert.match(
+      text.stdout,
+      new RegExp(`ClientSecret sent from a browser +${exposure.lastExposedAt}, from a page of https://shop\\.example\\.com`),
+    );
     assert.ok(text.stdout.includes(`tessera apps rotate-secret ${created.appId} --revoke-admin-tokens`), text.stdout);
     for (const output of [json.stdout, text.stdout]) assert.ok(!output.includes(created.clientSecret));
 
@@ -563,7 +613,7 @@ describe('the CLI and a running server share the store', () => {
     assert.ok(!rotated.stdout.includes('tessera apps rotate-secret'), rotated.stdout);
   });
 
-  it('after apps delete the app\'s tokens and Basic get 404 APP_NOT_FOUND within 1 s', async () => {
+  it("after apps delete the app's tokens and Basic get 404 APP_NOT_FOUND within 1 s", async () => {
     const created = await createApp(store, 'Deleted while running');
     const admin = await tokenRequest(server.baseUrl, created.appId, created.clientId, created.clientSecret);
     assert.equal(admin.status, 200, admin.text);
@@ -623,10 +673,12 @@ describe('token lifecycle from the CLI, with a server running', () => {
     store.dispose();
   });
 
-  const whoami = (appId: string, token: string) =>
-    requestAs(`${server.baseUrl}/api/apps/${appId}/whoami`, bearer(token));
+  const whoami = (appId: string, token: string) => requestAs(`${server.baseUrl}/api/apps/${appId}/whoami`, bearer(token));
   async function refusedWithin(appId: string, token: string): Promise<void> {
-    const { response, elapsed } = await pollUntil(() => whoami(appId, token), (r) => r.status !== 200);
+    const { response, elapsed } = await pollUntil(
+      () => whoami(appId, token),
+      (r) => r.status !== 200,
+    );
     assertError(response, 401, 'INVALID_TOKEN');
     assert.ok(elapsed <= 1_000, `the token still worked ${elapsed} ms after the revocation`);
   }
@@ -651,7 +703,12 @@ describe('token lifecycle from the CLI, with a server running', () => {
 
     const all = await cli(store, ['tokens', 'revoke-all', app.appId, '--kind', 'all']);
     assert.equal(all.code, 0, all.stderr);
-    assert.match(all.stdout, new RegExp(`^Every admin token of app ${app.appId}, and every anonymous token issued up to \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z, is refused from now on\\.\n$`));
+    assert.match(
+      all.stdout,
+      new RegExp(
+        `^Every admin token of app ${app.appId}, and every anonymous token issued up to \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z, is refused from now on\\.\n$`,
+      ),
+    );
     assert.doesNotMatch(all.stdout, /Revoked 0/, 'the admin tokens went first; anonymous tokens are not stored, and not counted');
     await refusedWithin(app.appId, anonymous);
     const events = await cli(store, ['events', app.appId, '--type', 'token.revoked']);
@@ -666,7 +723,12 @@ describe('token lifecycle from the CLI, with a server running', () => {
 
     const rotated = await cli(store, ['keys', 'rotate', '--json']);
     assert.equal(rotated.code, 0, rotated.stderr);
-    const keys = parseJson(rotated.stdout, 'keys rotate --json') as { id: number; state: string; createdAt: string; retiredAt: string | null }[];
+    const keys = parseJson(rotated.stdout, 'keys rotate --json') as {
+      id: number;
+      state: string;
+      createdAt: string;
+      retiredAt: string | null;
+    }[];
     const signing = keys.find((key) => key.state === 'signing');
     assert.ok(signing !== undefined && signing.id > oldKey, rotated.stdout);
     assert.ok(!rotated.stdout.includes('secret'), 'a key is never printed');
@@ -683,7 +745,13 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(signingRetired.code, 1, 'the signing key cannot be retired');
     assert.match(signingRetired.stderr, /rotate first/);
     assert.equal((await cli(store, ['keys', 'retire', '65000'])).code, 1);
-    for (const args of [['keys', 'retire'], ['keys', 'retire', 'one'], ['keys', 'retire', '0'], ['keys', 'spin'], ['keys', 'list', '1']]) {
+    for (const args of [
+      ['keys', 'retire'],
+      ['keys', 'retire', 'one'],
+      ['keys', 'retire', '0'],
+      ['keys', 'spin'],
+      ['keys', 'list', '1'],
+    ]) {
       assert.equal((await cli(store, args)).code, 2, args.join(' '));
     }
 
@@ -745,7 +813,9 @@ describe('token lifecycle from the CLI, with a server running', () => {
       const db = new Database(store.databaseUrl.slice('sqlite:'.length));
       try {
         const tokens = (db.prepare('SELECT count(*) AS n FROM tokens WHERE app_id = :appId').get({ appId: app.appId }) as { n: number }).n;
-        const cutoff = (db.prepare('SELECT anonymous_cutoff AS at FROM apps WHERE app_id = :appId').get({ appId: app.appId }) as { at: number | null }).at;
+        const cutoff = (
+          db.prepare('SELECT anonymous_cutoff AS at FROM apps WHERE app_id = :appId').get({ appId: app.appId }) as { at: number | null }
+        ).at;
         return `${tokens} stored, cut-off ${cutoff}`;
       } finally {
         db.close();
@@ -793,7 +863,10 @@ describe('token lifecycle from the CLI, with a server running', () => {
     await sleep(200);
     const counts = await cli(store, ['events', app.appId, '--counts', '--per', 'minute', '--since', '90m']);
     assert.equal(counts.code, 0, counts.stderr);
-    const totals = counts.stdout.split('\n').filter((line) => line.startsWith('total')).map((line) => line.replace(/ +/g, ' '));
+    const totals = counts.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('total'))
+      .map((line) => line.replace(/ +/g, ' '));
     assert.deepEqual(totals, ['total token.refused attempted:admin invalid_client 10', 'total token.throttled attempted:admin address 3']);
     assert.match(counts.stdout, /token\.throttled: admin attempts refused \(429\) past the failed-admin limits/);
     const listed = await cli(store, ['events', app.appId, '--type', 'token.throttled', '--json']);
@@ -801,7 +874,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(listed.stdout, '');
   });
 
-  it('events prints the counts of the last 24 h and the app\'s events oldest first; --follow prints new ones as they happen, until SIGINT', async () => {
+  it("events prints the counts of the last 24 h and the app's events oldest first; --follow prints new ones as they happen, until SIGINT", async () => {
     const app = await createApp(store, 'Audited');
     await tokenRequest(server.baseUrl, app.appId, app.clientId, app.clientSecret);
     await tokenRequest(server.baseUrl, app.appId, app.clientId, 'wrong-secret-for-events');
@@ -811,24 +884,33 @@ describe('token lifecycle from the CLI, with a server running', () => {
 
     const listed = await cli(store, ['events', app.appId, '--json']);
     assert.equal(listed.code, 0, listed.stderr);
-    const events = listed.stdout.trim().split('\n').map((line) => parseJson(line, 'an events --json line'));
-    assert.deepEqual(events.map((event) => [event.type, event.principal, event.attempted]), [
-      ['token.issued', 'admin', null],
-      ['token.refused', null, 'admin'],
-      ['app.secret_rotated', 'operator', null],
-    ]);
+    const events = listed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => parseJson(line, 'an events --json line'));
+    assert.deepEqual(
+      events.map((event) => [event.type, event.principal, event.attempted]),
+      [
+        ['token.issued', 'admin', null],
+        ['token.refused', null, 'admin'],
+        ['app.secret_rotated', 'operator', null],
+      ],
+    );
     assert.equal(events[2].clientAddress, null);
     assert.ok(!listed.stdout.includes('wrong-secret-for-events'));
 
     const text = await cli(store, ['events', app.appId]);
     assert.equal(text.code, 0, text.stderr);
     const lines = text.stdout.trimEnd().split('\n');
-    assert.deepEqual(lines.slice(0, 4).map((line) => line.replace(/ +/g, ' ')), [
-      'Counted in the last 24 h (more: --counts):',
-      ' token.issued anonymous 3',
-      ' token.issued admin 1',
-      ' token.refused attempted:admin invalid_client 1',
-    ]);
+    assert.deepEqual(
+      lines.slice(0, 4).map((line) => line.replace(/ +/g, ' ')),
+      [
+        'Counted in the last 24 h (more: --counts):',
+        ' token.issued anonymous 3',
+        ' token.issued admin 1',
+        ' token.refused attempted:admin invalid_client 1',
+      ],
+    );
     assert.equal(lines.length, 4 + 3);
     assert.match(lines[5]!, /token\.refused +attempted:admin +127\.0\.0\.1 +reason=invalid_client/);
     const refused = await cli(store, ['events', app.appId, '--type', 'token.refused']);
@@ -850,11 +932,10 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.match(rows[0]!, new RegExp(`^Counts of ${app.appId} per hour, from \\d{4}-\\d{2}-\\d{2}T\\d{2}:00Z to .* \\(UTC\\)$`));
     assert.match(rows[1]!, /^hour +event +count$/);
     assert.match(rows[2]!, /^\d{4}-\d{2}-\d{2}T\d{2}:00Z +token\.issued admin +1$/);
-    assert.deepEqual(rows.slice(-3).map((row) => row.replace(/ +/g, ' ')), [
-      'total token.issued anonymous 3',
-      'total token.issued admin 1',
-      'total token.refused attempted:admin invalid_client 1',
-    ]);
+    assert.deepEqual(
+      rows.slice(-3).map((row) => row.replace(/ +/g, ' ')),
+      ['total token.issued anonymous 3', 'total token.issued admin 1', 'total token.refused attempted:admin invalid_client 1'],
+    );
 
     const follow = spawn(process.execPath, [BIN, 'events', app.appId, '--follow', '--json', '--limit', '1'], {
       cwd: REPO_ROOT,
@@ -864,7 +945,11 @@ describe('token lifecycle from the CLI, with a server running', () => {
     children.add(follow);
     let output = '';
     follow.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const followed = () => output.split('\n').filter((line) => line !== '').map((line) => parseJson(line, 'a --follow line'));
+    const followed = () =>
+      output
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => parseJson(line, 'a --follow line'));
     const waitForLines = async (count: number) => {
       const deadline = Date.now() + 3_000;
       while (followed().length < count) {
@@ -884,12 +969,17 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(await exited, 0);
   });
 
-  it('the server removes expired tokens\' records in the background', async () => {
+  it("the server removes expired tokens' records in the background", async () => {
     const app = await createApp(store, 'Short-lived');
     const issued = await request(`${server.baseUrl}/api/apps/${app.appId}/oauth2/token`, {
       method: 'POST',
       headers: { authorization: basic(app.appId), 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.clientId, client_secret: app.clientSecret, expiresAt: Date.now() + 300 }),
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: app.clientId,
+        client_secret: app.clientSecret,
+        expiresAt: Date.now() + 300,
+      }),
     });
     assert.equal(issued.status, 200, issued.text);
     const count = () => {
@@ -903,7 +993,7 @@ describe('token lifecycle from the CLI, with a server running', () => {
     assert.equal(count(), 1);
     const deadline = Date.now() + 4_000;
     while (count() > 0) {
-      if (Date.now() > deadline) assert.fail('the expired token\'s record is still stored');
+      if (Date.now() > deadline) assert.fail("the expired token's record is still stored");
       await sleep(100);
     }
   });
@@ -920,7 +1010,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
     const first = await serve(store, {});
     // The banner is written right after the server starts listening; give the pipe a moment.
     const deadline = Date.now() + 5_000;
-    while (!/Try it[^\n]*\n(\n|  [^\n]*\n)+\n/.test(first.stderr()) && Date.now() < deadline) await sleep(20);
+    while (!/Try it[^\n]*\n(\n| {2}[^\n]*\n)+\n/.test(first.stderr()) && Date.now() < deadline) await sleep(20);
     const banner = first.stderr();
 
     const value = (label: string) => {
@@ -952,7 +1042,10 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       assert.ok(line.startsWith('  '), `a line of the commands is not indented by two spaces: ${JSON.stringify(line)}`);
       script.push(line.slice(2));
     }
-    assert.ok(script.some((line) => line.includes('curl')), `no curl command in the banner:\n${banner}`);
+    assert.ok(
+      script.some((line) => line.includes('curl')),
+      `no curl command in the banner:\n${banner}`,
+    );
     assert.ok(script.join('\n').includes(first.baseUrl), 'the commands do not point at the running server');
 
     const bash = await new Promise<CliResult>((resolve, reject) => {
@@ -985,7 +1078,7 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
     );
 
     // The portal: a one-time link sets the password of developer@localhost, who owns the demo app.
-    const link = /^  (http:\/\/\S+\/portal\/set-password\?token=\S+)$/m.exec(banner)?.[1];
+    const link = /^ {2}(http:\/\/\S+\/portal\/set-password\?token=\S+)$/m.exec(banner)?.[1];
     assert.ok(link, `no set-password link in the banner:\n${banner}`);
     assert.ok(link.startsWith(first.baseUrl), link);
     assert.ok(!first.stdout().includes(new URL(link).searchParams.get('token')!), 'the link went to the log (stdout)');
@@ -993,7 +1086,12 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
     const form = await portal.page(link.slice(first.baseUrl.length));
     assert.match(form.text, /developer@localhost/);
     const password = 'the newcomer picks a password';
-    const set = await portal.post('/portal/set-password', { _csrf: form.csrf, token: new URL(link).searchParams.get('token')!, password, repeat: password });
+    const set = await portal.post('/portal/set-password', {
+      _csrf: form.csrf,
+      token: new URL(link).searchParams.get('token')!,
+      password,
+      repeat: password,
+    });
     assert.equal(set.status, 303, set.text);
     const yourApps = await portal.get('/portal/');
     assert.equal(yourApps.status, 200);

@@ -48,7 +48,11 @@ describe('tessera developers and app owners: the operator CLI, as real processes
   /** `tessera ARGS` with `input` on its standard input. */
   const cliWithInput = (args: string[], input: string) =>
     new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env: childEnvironment({ DATABASE_URL: databaseUrl }), stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: REPO_ROOT,
+        env: childEnvironment({ DATABASE_URL: databaseUrl }),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       children.add(child);
       let stdout = '';
       let stderr = '';
@@ -96,7 +100,10 @@ describe('tessera developers and app owners: the operator CLI, as real processes
   });
 
   it('developers create --json prints the account and the whole link with PUBLIC_URL', async () => {
-    const created = json(await cli(['developers', 'create', '--email', 'bob@example.com', '--json'], { PUBLIC_URL: 'https://tessera.example.com/auth/' }), 'create --json');
+    const created = json(
+      await cli(['developers', 'create', '--email', 'bob@example.com', '--json'], { PUBLIC_URL: 'https://tessera.example.com/auth/' }),
+      'create --json',
+    );
     assert.deepEqual(Object.keys(created).sort(), ['createdAt', 'disabledAt', 'email', 'hasPassword', 'id', 'link']);
     assert.equal(created.email, 'bob@example.com');
     assert.equal(created.hasPassword, false);
@@ -157,7 +164,10 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const created = json(await cli(['apps', 'create', '--name', 'Owned', '--owner', 'Cy@example.com', '--json']), 'apps create --owner');
     assert.equal(created.owner.email, 'cy@example.com');
     assert.equal(typeof created.clientSecret, 'string');
-    assert.deepEqual((await portal.members.membersOf(created.appId, OPERATOR)).map((member) => [member.email, member.role]), [['cy@example.com', 'owner']]);
+    assert.deepEqual(
+      (await portal.members.membersOf(created.appId, OPERATOR)).map((member) => [member.email, member.role]),
+      [['cy@example.com', 'owner']],
+    );
     const text = await cli(['apps', 'create', '--name', 'Owned too', '--owner', 'cy@example.com']);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^ {2}Owner +cy@example\.com$/m);
@@ -174,10 +184,20 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const cy = await portal.developers.find('cy@example.com');
     const ada = await portal.developers.find('ada@example.com');
     const moved = json(await cli(['apps', 'transfer', appId, '--owner', 'ada@example.com', '--json']), 'apps transfer');
-    assert.deepEqual(moved, { appId, owner: { id: ada.id, email: 'ada@example.com' }, previousOwner: { id: cy.id, email: 'cy@example.com' }, changed: true });
-    assert.deepEqual((await portal.members.membersOf(appId, OPERATOR)).map((member) => member.email), ['ada@example.com']);
+    assert.deepEqual(moved, {
+      appId,
+      owner: { id: ada.id, email: 'ada@example.com' },
+      previousOwner: { id: cy.id, email: 'cy@example.com' },
+      changed: true,
+    });
+    assert.deepEqual(
+      (await portal.members.membersOf(appId, OPERATOR)).map((member) => member.email),
+      ['ada@example.com'],
+    );
     // The operator sees who owns it before and after.
-    assert.deepEqual(json(await cli(['apps', 'show', appId, '--json']), 'apps show').members, [{ email: 'ada@example.com', role: 'owner' }]);
+    assert.deepEqual(json(await cli(['apps', 'show', appId, '--json']), 'apps show').members, [
+      { email: 'ada@example.com', role: 'owner' },
+    ]);
     assert.match((await cli(['apps', 'show', appId])).stdout, /Owner +ada@example\.com\n +Collaborators +none/);
     const again = await cli(['apps', 'transfer', appId, '--owner', 'ada@example.com']);
     assert.equal(again.code, 0, again.stderr);
@@ -225,7 +245,8 @@ describe('tessera developers and app owners: the operator CLI, as real processes
   it('records what the operator did as events, with no password and no link token in any of them', async () => {
     const ada = await portal.developers.find('ada@example.com');
     const cy = await portal.developers.find('cy@example.com');
-    const events = async (id: string) => (await portal.store.developers.accounts.listEvents(id, 100)).map((event) => [event.type, event.actor]).reverse();
+    const events = async (id: string) =>
+      (await portal.store.developers.accounts.listEvents(id, 100)).map((event) => [event.type, event.actor]).reverse();
     assert.deepEqual(await events(ada.id), [
       ['developer.created', 'operator'],
       ['developer.link_issued', 'operator'],
@@ -252,10 +273,16 @@ describe('tessera developers and app owners: the operator CLI, as real processes
     const { appId } = json(await cli(['apps', 'create', '--name', 'Short-lived', '--owner', 'ada@example.com', '--json']), 'apps create');
     const bob = await portal.developers.find('bob@example.com');
     const invitation = await portal.members.invite(appId, bob.email, OPERATOR);
-    await portal.members.acceptInvitation(linkTokenOf(invitation.path), bob, { clientAddress: '192.0.2.1', by: { kind: 'developer', developerId: bob.id } });
+    await portal.members.acceptInvitation(linkTokenOf(invitation.path), bob, {
+      clientAddress: '192.0.2.1',
+      by: { kind: 'developer', developerId: bob.id },
+    });
     json(await cli(['apps', 'delete', appId, '--json']), 'apps delete');
 
-    for (const [email, role] of [['ada@example.com', 'owner'], ['bob@example.com', 'collaborator']] as const) {
+    for (const [email, role] of [
+      ['ada@example.com', 'owner'],
+      ['bob@example.com', 'collaborator'],
+    ] as const) {
       const developer = await portal.developers.find(email);
       const [newest] = await portal.store.developers.accounts.listEvents(developer.id, 1);
       assert.deepEqual(
@@ -289,7 +316,14 @@ describe('tessera developers and app owners: the operator CLI, as real processes
       assert.equal(JSON.parse(result.stderr).errorCode, 'USAGE', args.join(' '));
     }
     const help = await cli(['--help']);
-    for (const verb of ['developers create --email EMAIL [--password-stdin]', 'developers list', 'developers disable EMAIL', 'developers reset-link EMAIL', 'apps transfer APP_ID --owner EMAIL', '--owner EMAIL']) {
+    for (const verb of [
+      'developers create --email EMAIL [--password-stdin]',
+      'developers list',
+      'developers disable EMAIL',
+      'developers reset-link EMAIL',
+      'apps transfer APP_ID --owner EMAIL',
+      '--owner EMAIL',
+    ]) {
       assert.ok(help.stdout.includes(verb), `help lacks ${verb}`);
     }
   });

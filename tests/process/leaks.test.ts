@@ -127,7 +127,8 @@ async function dumpPostgres(databaseUrl: string): Promise<Buffer> {
         `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`,
       )
     ).rows.map((row) => row.name);
-    for (const expected of ['apps', 'tokens', 'events']) assert.ok(tables.includes(expected), `no ${expected} table among ${tables.join(', ')}`);
+    for (const expected of ['apps', 'tokens', 'events'])
+      assert.ok(tables.includes(expected), `no ${expected} table among ${tables.join(', ')}`);
     const lines: string[] = [];
     for (const table of tables) {
       const rows = await client.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM "${table.replaceAll('"', '""')}" t`);
@@ -242,9 +243,21 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
     return value;
   };
   const issueAdmin = async (app: CreatedApp, clientSecret = app.clientSecret) =>
-    tokenOf(await send(`/api/apps/${app.appId}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(app.appId)), body: json({ client_id: app.clientId, client_secret: clientSecret }) }));
+    tokenOf(
+      await send(`/api/apps/${app.appId}/oauth2/token`, {
+        method: 'POST',
+        headers: jsonHeaders(basic(app.appId)),
+        body: json({ client_id: app.clientId, client_secret: clientSecret }),
+      }),
+    );
   const issueAnonymous = async (app: CreatedApp, extra: Record<string, unknown> = {}) =>
-    tokenOf(await send(`/api/apps/${app.appId}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(app.appId)), body: json({ client_id: app.appId, client_secret: app.appKey, ...extra }) }));
+    tokenOf(
+      await send(`/api/apps/${app.appId}/oauth2/token`, {
+        method: 'POST',
+        headers: jsonHeaders(basic(app.appId)),
+        body: json({ client_id: app.appId, client_secret: app.appKey, ...extra }),
+      }),
+    );
   const keepBody = (response: JsonResponse) => {
     readBack.push(response.text);
     return response;
@@ -255,7 +268,13 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   await issueAdmin(appB); // a token of the other app, which must not show in anything read back either
   const anonymousA = await issueAnonymous(appA);
   const anonymousB = await issueAnonymous(appB);
-  tokenOf(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: formHeaders(basic(appA.clientId, appA.clientSecret)), body: 'grant_type=client_credentials' }));
+  tokenOf(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: formHeaders(basic(appA.clientId, appA.clientSecret)),
+      body: 'grant_type=client_credentials',
+    }),
+  );
   tokenOf(
     await send(`${urlA}/oauth2/token`, {
       method: 'POST',
@@ -279,7 +298,13 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
     }),
   );
   // The ClientSecret sent where the AppKey goes: an anonymous token (the AppKey is not checked yet).
-  tokenOf(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.appId, client_secret: appA.clientSecret }) }));
+  tokenOf(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.appId, client_secret: appA.clientSecret }),
+    }),
+  );
   const expiring = await issueAnonymous(appA, { expiresAt: Date.now() + 1_000 });
 
   // --- Using them.
@@ -290,7 +315,11 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   secrets.add('the password part of Basic AppID:password', textForms(basicPassword));
   assert.equal((await send(`${urlA}/whoami`, { headers: { authorization: basic(appA.appId, basicPassword) } })).status, 200);
   assertError(await send(`${urlA}/whoami?access_token=${adminA}`), 401, 'UNAUTHORIZED');
-  assertError(await send(`${urlA}/users/me?access_token=${adminA}`, { headers: { authorization: bearer(adminA) } }), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+  assertError(
+    await send(`${urlA}/users/me?access_token=${adminA}`, { headers: { authorization: bearer(adminA) } }),
+    400,
+    'ME_NOT_ALLOWED_FOR_ADMIN',
+  );
   assertError(await send(`${urlA}/${plantedPath}`, { headers: { authorization: basic(appA.appId) } }), 404, 'NOT_FOUND');
   assertError(await send(`${urlB}/whoami`, { headers: { authorization: bearer(adminA) } }), 401, 'INVALID_TOKEN');
   const forgedBytes = Buffer.from(adminA, 'base64url');
@@ -304,7 +333,10 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   keepBody(await send(`${urlA}/configuration`, { headers: { authorization: bearer(adminA) } }));
   const patch = (body: string, contentType = 'application/json') =>
     send(`${urlA}/configuration`, { method: 'PATCH', headers: { authorization: bearer(adminA), 'content-type': contentType }, body });
-  assert.equal(keepBody(await patch(JSON.stringify({ adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: 86_400 }))).status, 200);
+  assert.equal(
+    keepBody(await patch(JSON.stringify({ adminTokenMaxLifetimeSeconds: 3600, anonymousTokenMaxLifetimeSeconds: 86_400 }))).status,
+    200,
+  );
   assertError(await patch(JSON.stringify({ adminTokenMaxLifetimeSeconds: anonymousA })), 400, 'invalid_request');
   assertError(await patch(JSON.stringify({ client_secret: appA.clientSecret })), 400, 'invalid_request');
   assert.equal(keepBody(await patch(JSON.stringify({ requireAppKey: true }), 'application/merge-patch+json')).status, 200);
@@ -312,18 +344,46 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   // --- Wrong AppKeys, now that the app checks them.
   for (const [i, wrongKey] of [randomHex(16), `not-the-app-key-${randomHex(8)}`].entries()) {
     wrong(`wrong AppKey #${i + 1}`, wrongKey);
-    assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.appId, client_secret: wrongKey }) }), 401, 'invalid_client');
+    assertError(
+      await send(`${urlA}/oauth2/token`, {
+        method: 'POST',
+        headers: jsonHeaders(basic(appA.appId)),
+        body: json({ client_id: appA.appId, client_secret: wrongKey }),
+      }),
+      401,
+      'invalid_client',
+    );
   }
   await issueAnonymous(appA);
 
   // --- Wrong secrets, every way they can be sent (fewer than the app's failure limit).
   const wrongJson = wrong('wrong secret in JSON', randomHex(32));
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: wrongJson }) }), 401, 'invalid_client');
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientId, client_secret: wrongJson }),
+    }),
+    401,
+    'invalid_client',
+  );
   const wrongBasic = wrong('wrong secret in client_secret_basic', `wrong-basic-${randomHex(12)}`);
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: formHeaders(basic(appA.clientId, wrongBasic)), body: 'grant_type=client_credentials' }), 401, 'invalid_client');
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: formHeaders(basic(appA.clientId, wrongBasic)),
+      body: 'grant_type=client_credentials',
+    }),
+    401,
+    'invalid_client',
+  );
   const wrongUnknown = wrong('wrong secret of an unknown ClientID', randomHex(32));
   assertError(
-    await send(`${urlA}/oauth2/token`, { method: 'POST', headers: formHeaders(basic(appA.appId)), body: `grant_type=client_credentials&client_id=${randomHex(16)}&client_secret=${wrongUnknown}` }),
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: formHeaders(basic(appA.appId)),
+      body: `grant_type=client_credentials&client_id=${randomHex(16)}&client_secret=${wrongUnknown}`,
+    }),
     401,
     'invalid_client',
   );
@@ -340,42 +400,129 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   // --- The ClientSecret sent from a browser (Origin): refused on both paths, recorded as exposed; a wrong one too.
   const fromPage = { origin: 'https://shop.example.com' };
   const adminBody = (clientSecret: string) => json({ client_id: appA.clientId, client_secret: clientSecret });
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage }, body: adminBody(appA.clientSecret) }), 400, 'unauthorized_client');
   assertError(
-    await send('/api/oauth2/token', { method: 'POST', headers: { 'x-kii-appid': appA.appId, 'content-type': 'application/json', ...fromPage }, body: adminBody(appA.clientSecret) }),
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
+      body: adminBody(appA.clientSecret),
+    }),
+    400,
+    'unauthorized_client',
+  );
+  assertError(
+    await send('/api/oauth2/token', {
+      method: 'POST',
+      headers: { 'x-kii-appid': appA.appId, 'content-type': 'application/json', ...fromPage },
+      body: adminBody(appA.clientSecret),
+    }),
     400,
     'unauthorized_client',
   );
   const wrongFromPage = wrong('wrong secret from a browser', randomHex(32));
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage }, body: adminBody(wrongFromPage) }), 400, 'unauthorized_client');
-  // The AppKey sent as the ClientSecret, and the ClientSecret typed into client_id.
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: appA.appKey }) }), 401, 'invalid_client');
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientSecret, client_secret: appA.clientSecret }) }), 401, 'invalid_client');
-  // Broken requests that still carry the secret.
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: `{"client_id":"${appA.clientId}","client_secret":"${appA.clientSecret}"` }), 400, 'invalid_request');
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: { authorization: basic(appA.appId), 'content-type': 'text/plain' }, body: `client_secret=${appA.clientSecret}` }), 415, 'UNSUPPORTED_MEDIA_TYPE');
   assertError(
-    await send(`${urlA}/oauth2/token`, { method: 'POST', headers: formHeaders(basic(appA.appId)), body: `grant_type=client_credentials&client_id=${appA.clientId}&client_secret=${appA.clientSecret}&client_secret=${appA.clientSecret}` }),
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
+      body: adminBody(wrongFromPage),
+    }),
+    400,
+    'unauthorized_client',
+  );
+  // The AppKey sent as the ClientSecret, and the ClientSecret typed into client_id.
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientId, client_secret: appA.appKey }),
+    }),
+    401,
+    'invalid_client',
+  );
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientSecret, client_secret: appA.clientSecret }),
+    }),
+    401,
+    'invalid_client',
+  );
+  // Broken requests that still carry the secret.
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: `{"client_id":"${appA.clientId}","client_secret":"${appA.clientSecret}"`,
+    }),
     400,
     'invalid_request',
   );
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: `${appA.clientSecret}${'x'.repeat(300)}` }) }), 400, 'invalid_request');
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: appA.clientSecret, padding: 'x'.repeat(5000) }) }), 413, 'REQUEST_TOO_LARGE');
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basic(appA.appId), 'content-type': 'text/plain' },
+      body: `client_secret=${appA.clientSecret}`,
+    }),
+    415,
+    'UNSUPPORTED_MEDIA_TYPE',
+  );
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: formHeaders(basic(appA.appId)),
+      body: `grant_type=client_credentials&client_id=${appA.clientId}&client_secret=${appA.clientSecret}&client_secret=${appA.clientSecret}`,
+    }),
+    400,
+    'invalid_request',
+  );
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientId, client_secret: `${appA.clientSecret}${'x'.repeat(300)}` }),
+    }),
+    400,
+    'invalid_request',
+  );
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientId, client_secret: appA.clientSecret, padding: 'x'.repeat(5000) }),
+    }),
+    413,
+    'REQUEST_TOO_LARGE',
+  );
 
   // --- App B past its failure limit: refused with 429, the right secret too.
   for (let i = 0; i < 22; i++) {
     const attempt = wrong(`wrong secret #${i + 1} against app B`, randomHex(32));
-    const response = await send(`${urlB}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appB.appId)), body: json({ client_id: appB.clientId, client_secret: attempt }) });
+    const response = await send(`${urlB}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appB.appId)),
+      body: json({ client_id: appB.clientId, client_secret: attempt }),
+    });
     assert.ok([401, 429].includes(response.status), response.text);
   }
-  assertError(await send(`${urlB}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appB.appId)), body: json({ client_id: appB.clientId, client_secret: appB.clientSecret }) }), 429, 'TOO_MANY_REQUESTS');
+  assertError(
+    await send(`${urlB}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appB.appId)),
+      body: json({ client_id: appB.clientId, client_secret: appB.clientSecret }),
+    }),
+    429,
+    'TOO_MANY_REQUESTS',
+  );
 
   // --- Introspection (admin).
   const introspect = (caller: string, body: string, contentType = 'application/json') =>
     send(`${urlA}/oauth2/introspect`, { method: 'POST', headers: { authorization: bearer(caller), 'content-type': contentType }, body });
   const active = keepBody(await introspect(adminA, JSON.stringify({ token: anonymousA })));
   assert.equal(active.body?.active, true, active.text);
-  assert.equal(keepBody(await introspect(adminA, `token=${adminA}&token_type_hint=access_token`, 'application/x-www-form-urlencoded')).body?.active, true);
+  assert.equal(
+    keepBody(await introspect(adminA, `token=${adminA}&token_type_hint=access_token`, 'application/x-www-form-urlencoded')).body?.active,
+    true,
+  );
   assert.equal(keepBody(await introspect(adminA, JSON.stringify({ token: anonymousB }))).body?.active, false);
   assert.equal(keepBody(await introspect(adminA, JSON.stringify({ token: forged }))).body?.active, false);
   assertError(await introspect(anonymousA, JSON.stringify({ token: adminA })), 403, 'ADMIN_REQUIRED');
@@ -387,7 +534,10 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   const adminRevoked = await issueAnonymous(appA);
   assertError(await revoke(anonymousA, JSON.stringify({ token: adminA })), 403, 'ADMIN_REQUIRED');
   assert.equal((await revoke(selfRevoked, JSON.stringify({ token: selfRevoked }))).status, 200);
-  assert.equal((await revoke(adminA, `token=${adminRevoked}&token_type_hint=access_token`, 'application/x-www-form-urlencoded')).status, 200);
+  assert.equal(
+    (await revoke(adminA, `token=${adminRevoked}&token_type_hint=access_token`, 'application/x-www-form-urlencoded')).status,
+    200,
+  );
   assert.equal((await revoke(adminA, JSON.stringify({ token: anonymousB }))).status, 200); // another app's: nothing happens
   assert.equal((await revoke(adminA, JSON.stringify({ token: forged }))).status, 200);
   assertError(await send(`${urlA}/whoami`, { headers: { authorization: bearer(adminRevoked) } }), 401, 'INVALID_TOKEN');
@@ -399,14 +549,35 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
 
   // --- Forward authentication, as nginx, Traefik and Envoy ask.
   const forward = (path: string, headers: Record<string, string>, method = 'GET') => send(`/api/forward-auth${path}`, { method, headers });
-  assert.equal((await forward('', { authorization: bearer(anonymousA), 'x-original-uri': `${urlA}/things?access_token=${anonymousA}`, 'x-original-method': 'GET' })).status, 200);
-  assert.equal((await forward('', { authorization: bearer(adminA), 'x-forwarded-uri': `${urlA}/admin/x`, 'x-forwarded-method': 'POST' })).status, 200);
-  assertError(await forward('', { authorization: bearer(anonymousA), 'x-forwarded-uri': `${urlA}/admin/x`, 'x-forwarded-method': 'POST' }), 403, 'ADMIN_REQUIRED');
+  assert.equal(
+    (
+      await forward('', {
+        authorization: bearer(anonymousA),
+        'x-original-uri': `${urlA}/things?access_token=${anonymousA}`,
+        'x-original-method': 'GET',
+      })
+    ).status,
+    200,
+  );
+  assert.equal(
+    (await forward('', { authorization: bearer(adminA), 'x-forwarded-uri': `${urlA}/admin/x`, 'x-forwarded-method': 'POST' })).status,
+    200,
+  );
+  assertError(
+    await forward('', { authorization: bearer(anonymousA), 'x-forwarded-uri': `${urlA}/admin/x`, 'x-forwarded-method': 'POST' }),
+    403,
+    'ADMIN_REQUIRED',
+  );
   assert.equal((await forward(`${urlA}/things?client_secret=${appA.clientSecret}`, { authorization: basic(appA.appId) })).status, 200);
-  assertError(await forward('', { authorization: bearer(forged), 'x-original-uri': `${urlA}/things`, 'x-forwarded-for': '203.0.113.9' }), 401, 'INVALID_TOKEN');
+  assertError(
+    await forward('', { authorization: bearer(forged), 'x-original-uri': `${urlA}/things`, 'x-forwarded-for': '203.0.113.9' }),
+    401,
+    'INVALID_TOKEN',
+  );
 
   // --- Revoking all: anonymous tokens, then every token (the caller's own included).
-  const deleteTokens = (caller: string, query: string) => send(`${urlA}/tokens${query}`, { method: 'DELETE', headers: { authorization: bearer(caller) } });
+  const deleteTokens = (caller: string, query: string) =>
+    send(`${urlA}/tokens${query}`, { method: 'DELETE', headers: { authorization: bearer(caller) } });
   assert.equal(keepBody(await deleteTokens(adminA, '?kind=anonymous')).status, 200);
   assertError(await send(`${urlA}/whoami`, { headers: { authorization: bearer(anonymousA) } }), 401, 'INVALID_TOKEN');
   assert.equal(keepBody(await deleteTokens(adminA, '?kind=all')).status, 200);
@@ -414,11 +585,17 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
 
   // --- The operator: rotate app A's secret (revoking its admin tokens) and app B's tokens; read back.
   adminA = await issueAdmin(appA);
-  const rotated = JSON.parse(await cli(['apps', 'rotate-secret', appA.appId, '--revoke-admin-tokens', '--json'])) as { clientSecret: string };
+  const rotated = JSON.parse(await cli(['apps', 'rotate-secret', appA.appId, '--revoke-admin-tokens', '--json'])) as {
+    clientSecret: string;
+  };
   secrets.add('the rotated ClientSecret of app A', secretForms(rotated.clientSecret));
   const newSecretWorks = async () => {
     for (let attempt = 0; attempt < 10; attempt++) {
-      const response = await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: rotated.clientSecret }) });
+      const response = await send(`${urlA}/oauth2/token`, {
+        method: 'POST',
+        headers: jsonHeaders(basic(appA.appId)),
+        body: json({ client_id: appA.clientId, client_secret: rotated.clientSecret }),
+      });
       if (response.status === 200) return tokenOf(response);
       await sleep(200);
     }
@@ -426,7 +603,15 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   };
   const adminAfterRotation = await newSecretWorks();
   assertError(await send(`${urlA}/whoami`, { headers: { authorization: bearer(adminA) } }), 401, 'INVALID_TOKEN');
-  assertError(await send(`${urlA}/oauth2/token`, { method: 'POST', headers: jsonHeaders(basic(appA.appId)), body: json({ client_id: appA.clientId, client_secret: appA.clientSecret }) }), 401, 'invalid_client');
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: json({ client_id: appA.clientId, client_secret: appA.clientSecret }),
+    }),
+    401,
+    'invalid_client',
+  );
   readBack.push(await cli(['tokens', 'revoke-all', appB.appId, '--kind', 'all', '--json']));
   readBack.push(await cli(['events', appA.appId, '--limit', '500', '--json']));
   readBack.push(await cli(['events', appB.appId, '--limit', '500']));
@@ -467,7 +652,20 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
       }
     })
     .filter((path): path is string => path !== undefined);
-  return { exit, stdout, stderr: server.stderr(), storeWhileRunning, storeAfterExit, readBack, secrets, storedOnPurpose, loggedOnPurpose, loggedPaths, eventTypes, appA };
+  return {
+    exit,
+    stdout,
+    stderr: server.stderr(),
+    storeWhileRunning,
+    storeAfterExit,
+    readBack,
+    secrets,
+    storedOnPurpose,
+    loggedOnPurpose,
+    loggedPaths,
+    eventTypes,
+    appA,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -534,7 +732,14 @@ for (const { name, open } of BACKENDS) {
       assert.ok(run.loggedPaths.includes('/api/oauth2/token'), 'no SDK token request in the logs');
       assert.ok(run.loggedPaths.includes('/api/forward-auth'), 'no forward-auth request in the logs');
       assert.ok(run.loggedPaths.includes(`/api/forward-auth${appPath}/things`), 'no Envoy-style forward-auth request in the logs');
-      assert.deepEqual(run.eventTypes, ['app.configuration_changed', 'app.secret_exposed', 'app.secret_rotated', 'token.issued', 'token.refused', 'token.revoked']);
+      assert.deepEqual(run.eventTypes, [
+        'app.configuration_changed',
+        'app.secret_exposed',
+        'app.secret_rotated',
+        'token.issued',
+        'token.refused',
+        'token.revoked',
+      ]);
     });
 
     it('had many values to look for', () => {
@@ -542,14 +747,25 @@ for (const { name, open } of BACKENDS) {
     });
 
     it('logs nothing secret on stdout or stderr (and the search sees what is logged)', () => {
-      assert.deepEqual(run.loggedOnPurpose.foundIn(Buffer.from(run.stdout)).sort(), run.loggedOnPurpose.names().sort(), 'the logs lack what they must show');
+      assert.deepEqual(
+        run.loggedOnPurpose.foundIn(Buffer.from(run.stdout)).sort(),
+        run.loggedOnPurpose.names().sort(),
+        'the logs lack what they must show',
+      );
       assert.deepEqual(run.secrets.foundIn(Buffer.from(run.stdout)), [], 'found on stdout');
       assert.deepEqual(run.secrets.foundIn(Buffer.from(run.stderr)), [], 'found on stderr');
     });
 
     it('stores nothing secret, while running and after stopping (and the search sees what is stored)', () => {
-      for (const [when, bytes] of [['while running', run.storeWhileRunning], ['after exit', run.storeAfterExit]] as const) {
-        assert.deepEqual(run.storedOnPurpose.foundIn(bytes).sort(), run.storedOnPurpose.names().sort(), `the store ${when} lacks what it must hold`);
+      for (const [when, bytes] of [
+        ['while running', run.storeWhileRunning],
+        ['after exit', run.storeAfterExit],
+      ] as const) {
+        assert.deepEqual(
+          run.storedOnPurpose.foundIn(bytes).sort(),
+          run.storedOnPurpose.names().sort(),
+          `the store ${when} lacks what it must hold`,
+        );
         assert.deepEqual(run.secrets.foundIn(bytes), [], `found in the store ${when}`);
       }
     });

@@ -64,7 +64,12 @@ describe('logs and the store of the real server keep no secret', () => {
   /** Authorization header values sent: none may reach the logs. */
   const authorizationValues = new Set<string>();
   const tokens: string[] = [];
-  const wrongSecrets = ['0badc0de'.repeat(8), 'wrong-secret-sent-as-client-secret-basic', 'wrong-secret-of-an-unknown-client-id', 'wrong-secret-of-the-sdk-path'];
+  const wrongSecrets = [
+    '0badc0de'.repeat(8),
+    'wrong-secret-sent-as-client-secret-basic',
+    'wrong-secret-of-an-unknown-client-id',
+    'wrong-secret-of-the-sdk-path',
+  ];
 
   async function send(path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<JsonResponse> {
     const authorization = init.headers?.authorization;
@@ -93,7 +98,12 @@ describe('logs and the store of the real server keep no secret', () => {
     });
     child = server.child;
     baseUrl = server.baseUrl;
-    keys = await waitFor('the demo banner', () => parseBanner(server.stderr()), child, () => `stdout:\n${server.stdout()}\nstderr:\n${server.stderr()}`);
+    keys = await waitFor(
+      'the demo banner',
+      () => parseBanner(server.stderr()),
+      child,
+      () => `stdout:\n${server.stdout()}\nstderr:\n${server.stderr()}`,
+    );
     secrets.set('the ClientSecret', keys.clientSecret);
     wrongSecrets.forEach((secret, i) => secrets.set(`wrong secret #${i + 1}`, secret));
 
@@ -102,15 +112,27 @@ describe('logs and the store of the real server keep no secret', () => {
 
     // Tokens of every variant.
     const adminToken = tokenOf(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.clientId, client_secret: keys.clientSecret }) }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/json' },
+        body: json({ client_id: keys.clientId, client_secret: keys.clientSecret }),
+      }),
     );
     const anonymousToken = tokenOf(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.appId, client_secret: keys.appKey }) }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/json' },
+        body: json({ client_id: keys.appId, client_secret: keys.appKey }),
+      }),
     );
     const clientSecretBasic = basic(keys.clientId, keys.clientSecret);
     secrets.set('the base64 of the client_secret_basic credentials', clientSecretBasic.slice('Basic '.length));
     const formToken = tokenOf(
-      await send(tokenPath, { method: 'POST', headers: { authorization: clientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: clientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=client_credentials',
+      }),
     );
     tokenOf(
       await send('/api/oauth2/token?disable_cache=1', {
@@ -137,27 +159,45 @@ describe('logs and the store of the real server keep no secret', () => {
     assert.equal((await send(`/api/apps/${keys.appId}`, { headers: { authorization: bearer(adminToken) } })).status, 200);
     // Tokens in the query string: refused (only headers authenticate), and never logged.
     assertError(await send(`/api/apps/${keys.appId}/whoami?access_token=${adminToken}`), 401, 'UNAUTHORIZED');
-    const withBoth = await send(`/api/apps/${keys.appId}/whoami?access_token=${anonymousToken}&token=${formToken}`, { headers: { authorization: bearer(adminToken) } });
+    const withBoth = await send(`/api/apps/${keys.appId}/whoami?access_token=${anonymousToken}&token=${formToken}`, {
+      headers: { authorization: bearer(adminToken) },
+    });
     assert.equal(withBoth.status, 200, withBoth.text);
     // A token on a path that does not exist, and with the /me rule.
-    assertError(await send(`/api/apps/${keys.appId}/users/me?access_token=${adminToken}`, { headers: { authorization: bearer(adminToken) } }), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+    assertError(
+      await send(`/api/apps/${keys.appId}/users/me?access_token=${adminToken}`, { headers: { authorization: bearer(adminToken) } }),
+      400,
+      'ME_NOT_ALLOWED_FOR_ADMIN',
+    );
 
     // Failures with wrong secrets, in every way they can be sent.
     const [wrongJson, wrongBasic, wrongUnknown, wrongSdk] = wrongSecrets as [string, string, string, string];
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: json({ client_id: keys.clientId, client_secret: wrongJson }) }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/json' },
+        body: json({ client_id: keys.clientId, client_secret: wrongJson }),
+      }),
       401,
       'invalid_client',
     );
     const wrongClientSecretBasic = basic(keys.clientId, wrongBasic);
     secrets.set('the base64 of the wrong client_secret_basic credentials', wrongClientSecretBasic.slice('Basic '.length));
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: wrongClientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: wrongClientSecretBasic, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=client_credentials',
+      }),
       401,
       'invalid_client',
     );
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${'c'.repeat(32)}&client_secret=${wrongUnknown}` }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${'c'.repeat(32)}&client_secret=${wrongUnknown}`,
+      }),
       401,
       'invalid_client',
     );
@@ -172,24 +212,40 @@ describe('logs and the store of the real server keep no secret', () => {
     );
     // Broken requests that still carry the secret: malformed JSON, a body of the wrong type, a repeated form field.
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/json' }, body: `{"client_id":"${keys.clientId}","client_secret":"${keys.clientSecret}"` }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/json' },
+        body: `{"client_id":"${keys.clientId}","client_secret":"${keys.clientSecret}"`,
+      }),
       400,
       'invalid_request',
     );
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'text/plain' }, body: `client_secret=${keys.clientSecret}` }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'text/plain' },
+        body: `client_secret=${keys.clientSecret}`,
+      }),
       415,
       'UNSUPPORTED_MEDIA_TYPE',
     );
     assertError(
-      await send(tokenPath, { method: 'POST', headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${keys.clientId}&client_secret=${keys.clientSecret}&client_secret=${keys.clientSecret}` }),
+      await send(tokenPath, {
+        method: 'POST',
+        headers: { authorization: appBasic, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${keys.clientId}&client_secret=${keys.clientSecret}&client_secret=${keys.clientSecret}`,
+      }),
       400,
       'invalid_request',
     );
     // Bad tokens (expired-looking, of the right shape) on whoami.
     const forgedBytes = Buffer.from(adminToken, 'base64url');
     forgedBytes[20] = forgedBytes[20]! ^ 0x01; // a bit of the verifier: a different, refused token
-    assertError(await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(forgedBytes.toString('base64url')) } }), 401, 'INVALID_TOKEN');
+    assertError(
+      await send(`/api/apps/${keys.appId}/whoami`, { headers: { authorization: bearer(forgedBytes.toString('base64url')) } }),
+      401,
+      'INVALID_TOKEN',
+    );
 
     for (const [i, token] of tokens.entries()) secrets.set(`access token #${i + 1}`, token);
 
@@ -233,7 +289,9 @@ describe('logs and the store of the real server keep no secret', () => {
     assert.ok(secrets.size >= 10, `too few values to look for: ${[...secrets.keys()].join(', ')}`);
     const leaked = [...secrets].filter(([, value]) => stdout.includes(value)).map(([name]) => name);
     assert.deepEqual(leaked, [], 'found in the logs');
-    const leakedHeaders = [...authorizationValues].filter((value) => stdout.includes(value) || stdout.includes(value.split(' ')[1] ?? value));
+    const leakedHeaders = [...authorizationValues].filter(
+      (value) => stdout.includes(value) || stdout.includes(value.split(' ')[1] ?? value),
+    );
     assert.deepEqual(leakedHeaders, [], 'Authorization header values found in the logs');
   });
 
@@ -279,9 +337,11 @@ async function startOnTerminal(children: Children, cwd: string, env: Record<stri
   });
   children.add(script);
   let output = '';
-  script.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  script.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => script.on('exit', (code, signal) => resolve({ code, signal })));
+  script.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  script.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    script.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   const started = await waitFor(
     'the listening line on the terminal',
     () => {
@@ -320,7 +380,12 @@ describe('on a terminal, logs are readable lines, and keep no secret', () => {
     const databaseUrl = `sqlite:${join(dir, 'tessera.db')}`;
     // The app comes from the CLI, not the demo banner, which shows its ClientSecret on the terminal.
     app = await createAppWithCli(children, { entry: TESSERA_MAIN, cwd: dir, databaseUrl }, 'Terminal logs');
-    const server = await startOnTerminal(children, dir, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', LOG_REQUESTS: 'on', DEMO_APP: 'off' });
+    const server = await startOnTerminal(children, dir, {
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'debug',
+      LOG_REQUESTS: 'on',
+      DEMO_APP: 'off',
+    });
     const tokenPath = `${server.baseUrl}/api/apps/${app.appId}/oauth2/token`;
     const clientSecretBasic = basic(app.clientId, app.clientSecret);
     secrets.set('the ClientSecret', app.clientSecret);
@@ -349,7 +414,9 @@ describe('on a terminal, logs are readable lines, and keep no secret', () => {
       body: 'grant_type=client_credentials',
     });
     assert.equal(formToken.status, 200, formToken.text);
-    const whoami = await request(`${server.baseUrl}/api/apps/${app.appId}/whoami?access_token=${token}`, { headers: { authorization: bearer(token) } });
+    const whoami = await request(`${server.baseUrl}/api/apps/${app.appId}/whoami?access_token=${token}`, {
+      headers: { authorization: bearer(token) },
+    });
     assert.equal(whoami.status, 200, whoami.text);
     assertError(
       await request(tokenPath, {
@@ -380,13 +447,26 @@ describe('on a terminal, logs are readable lines, and keep no secret', () => {
     assert.ok(!output.includes('{"level":'), `JSON log lines on a terminal:\n${output.slice(0, 2000)}`);
     // Each entry starts a line; only an error's fields and stack continue it on indented lines.
     for (const line of lines.filter((text) => !/^\s/.test(text))) {
-      assert.match(line, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL): \S/, 'a line that is not a log line');
+      assert.match(
+        line,
+        /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL): \S/,
+        'a line that is not a log line',
+      );
     }
-    assert.ok(lines.some((line) => /INFO: Tessera is listening/.test(line)), output);
+    assert.ok(
+      lines.some((line) => /INFO: Tessera is listening/.test(line)),
+      output,
+    );
     // The requests, with their paths (the query string left out).
     const requests = lines.filter((line) => line.includes('INFO: request completed'));
-    assert.ok(requests.some((line) => line.includes(`"path":"/api/apps/${app.appId}/oauth2/token"`) && line.includes('"statusCode":200')), output);
-    assert.ok(requests.some((line) => line.includes(`"path":"/api/apps/${app.appId}/whoami"`)), output);
+    assert.ok(
+      requests.some((line) => line.includes(`"path":"/api/apps/${app.appId}/oauth2/token"`) && line.includes('"statusCode":200')),
+      output,
+    );
+    assert.ok(
+      requests.some((line) => line.includes(`"path":"/api/apps/${app.appId}/whoami"`)),
+      output,
+    );
   });
 
   it('shows the last lines, "draining" then "stopped", after SIGTERM', () => {
@@ -412,7 +492,11 @@ describe('LOG_FORMAT overrides what the terminal decides', () => {
 
   it('json: JSON lines on a terminal too', async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-log-format-test-'));
-    const server = await startOnTerminal(children, dir, { DATABASE_URL: `sqlite:${join(dir, 'json.db')}`, DEMO_APP: 'off', LOG_FORMAT: 'json' });
+    const server = await startOnTerminal(children, dir, {
+      DATABASE_URL: `sqlite:${join(dir, 'json.db')}`,
+      DEMO_APP: 'off',
+      LOG_FORMAT: 'json',
+    });
     assert.deepEqual(await stopOnTerminal(server), { code: 0, signal: null });
     const lines = plain(server.output())
       .split('\n')
@@ -424,14 +508,26 @@ describe('LOG_FORMAT overrides what the terminal decides', () => {
   it('pretty: readable lines through a pipe too, without colours', async () => {
     const child = spawn(process.execPath, [TESSERA_MAIN, 'serve'], {
       cwd: dir,
-      env: childEnvironment({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'pretty.db')}`, DEMO_APP: 'off', LOG_FORMAT: 'pretty' }),
+      env: childEnvironment({
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DATABASE_URL: `sqlite:${join(dir, 'pretty.db')}`,
+        DEMO_APP: 'off',
+        LOG_FORMAT: 'pretty',
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await waitFor('the listening line', () => (stdout.includes('Tessera is listening') ? true : undefined), child, () => stdout, 30_000);
+    await waitFor(
+      'the listening line',
+      () => (stdout.includes('Tessera is listening') ? true : undefined),
+      child,
+      () => stdout,
+      30_000,
+    );
     child.kill('SIGTERM');
     assert.equal(await exited, 0, stdout);
     assert.match(stdout, /^\[[-\d :.]+\] INFO: Tessera is listening \{"url":"http:\/\/127\.0\.0\.1:\d+"/m);

@@ -119,7 +119,8 @@ class RawConnection {
         this.#received = Buffer.alloc(0);
         return parsed;
       }
-      if (this.#ended) throw new Error(`the connection closed without a complete response: ${this.#received.toString('latin1').slice(0, 300)}`);
+      if (this.#ended)
+        throw new Error(`the connection closed without a complete response: ${this.#received.toString('latin1').slice(0, 300)}`);
       const left = deadline - now();
       if (left <= 0) throw new Error(`no complete response within ${ms} ms`);
       await new Promise<void>((resolve) => {
@@ -204,7 +205,9 @@ for (const backend of BACKENDS) {
       const load = new Load();
       let count = 0;
       load.start(4, async () => {
-        const outcome: Outcome = await (count++ % 2 === 0 ? adminTokenRequest(server.baseUrl, app) : anonymousTokenRequest(server.baseUrl, app));
+        const outcome: Outcome = await (count++ % 2 === 0
+          ? adminTokenRequest(server.baseUrl, app)
+          : anonymousTokenRequest(server.baseUrl, app));
         const what = describeOutcome(outcome).replace(/ \(.*/, '');
         tally.set(what, (tally.get(what) ?? 0) + 1);
         if (outcome.status === 200 && typeof outcome.body?.access_token === 'string') {
@@ -268,7 +271,10 @@ for (const backend of BACKENDS) {
 
     it('stops accepting new connections and closes idle ones at once', () => {
       assert.ok(refusedAt - signalledAt < 1_000, `new connections were accepted for ${Math.round(refusedAt - signalledAt)} ms`);
-      assert.ok(idleClosedAt - signalledAt < 1_000, `the idle keep-alive connection was still open ${Math.round(idleClosedAt - signalledAt)} ms after SIGTERM`);
+      assert.ok(
+        idleClosedAt - signalledAt < 1_000,
+        `the idle keep-alive connection was still open ${Math.round(idleClosedAt - signalledAt)} ms after SIGTERM`,
+      );
     });
 
     it('answers the request in flight before exiting', () => {
@@ -295,9 +301,16 @@ for (const backend of BACKENDS) {
       const messages = stdout
         .split('\n')
         .filter((line) => line.startsWith('{'))
-        .map((line) => (JSON.parse(line) as { msg: string; level: number }));
-      assert.deepEqual(messages.filter((entry) => entry.level >= 40), [], 'warnings or errors were logged');
-      assert.deepEqual(messages.slice(-2).map((entry) => entry.msg), ['draining in-flight requests, then stopping', 'stopped']);
+        .map((line) => JSON.parse(line) as { msg: string; level: number });
+      assert.deepEqual(
+        messages.filter((entry) => entry.level >= 40),
+        [],
+        'warnings or errors were logged',
+      );
+      assert.deepEqual(
+        messages.slice(-2).map((entry) => entry.msg),
+        ['draining in-flight requests, then stopping', 'stopped'],
+      );
       if (sqliteAfterExit !== undefined) {
         // A closed SQLite database has been checkpointed: its write-ahead log is gone or empty.
         assert.deepEqual(sqliteAfterExit, { walBytes: 0, integrity: ['ok'] });

@@ -10,7 +10,18 @@ import { TABLES } from '../../src/store/dump.js';
 import { openStore, parseDatabaseUrl } from '../../src/store/open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { createTessera } from '../../src/tessera.js';
-import { adminTokenRequest, anonymousTokenRequest, childrenOfFile, runCli, sleep, startTessera, terminate, tokenRequest, whoami, type CliResult } from '../helpers/fleet.js';
+import {
+  adminTokenRequest,
+  anonymousTokenRequest,
+  childrenOfFile,
+  runCli,
+  sleep,
+  startTessera,
+  terminate,
+  tokenRequest,
+  whoami,
+  type CliResult,
+} from '../helpers/fleet.js';
 import { makeApp } from '../helpers/fixtures.js';
 import { appUrlOf, bearer, revokeToken } from '../helpers/http.js';
 import { linkTokenOf, PASSWORD } from '../helpers/portal.js';
@@ -61,7 +72,8 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
   let postgres: { databaseUrl: string; drop(): Promise<void> } | undefined;
   let expected: Expectations;
 
-  const cli = (args: string[], databaseUrl = sqliteUrl): Promise<CliResult> => runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl }, args, 60_000);
+  const cli = (args: string[], databaseUrl = sqliteUrl): Promise<CliResult> =>
+    runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl }, args, 60_000);
   const server = (databaseUrl: string) => startTessera(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl });
 
   before(async () => {
@@ -86,7 +98,10 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
       const ownedApp: App = { appId: owned.appId, appKey: owned.appKey, clientId: owned.clientId, clientSecret: owned.clientSecret };
       const invitation = await operator.members.invite(ownedApp.appId, 'bob@example.com', OPERATOR);
       const bob = await operator.developers.find('bob@example.com');
-      await operator.members.acceptInvitation(linkTokenOf(invitation.path), bob, { clientAddress: null, by: { kind: 'developer', developerId: bob.id } });
+      await operator.members.acceptInvitation(linkTokenOf(invitation.path), bob, {
+        clientAddress: null,
+        by: { kind: 'developer', developerId: bob.id },
+      });
       await operator.members.invite(ownedApp.appId, 'carol@example.com', OPERATOR); // stays pending
 
       const issued = async (outcome: Promise<{ status: number; body: any; text: string }>) => {
@@ -205,7 +220,10 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
     const badUrl = await cli(['store', 'copy', '--from', 'mysql://db/tessera', '--to', sqliteUrl]);
     assert.equal(badUrl.code, 2);
     assert.match(badUrl.stderr, /--from must be a file path, sqlite:PATH, or postgres:/);
-    for (const args of [['store', 'copy', '--from', sqliteUrl], ['store', 'move']]) {
+    for (const args of [
+      ['store', 'copy', '--from', sqliteUrl],
+      ['store', 'move'],
+    ]) {
       const usage = await cli(args);
       assert.equal(usage.code, 2, `${args.join(' ')}: ${usage.stderr}`);
       assert.match(usage.stderr, /usage: tessera store copy --from URL --to URL/);
@@ -228,7 +246,11 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
       assert.equal(await status(expected.revokedAnonymousToken), 401, 'the revoked anonymous token');
       assert.equal(await status(expected.revokedAdminToken), 401, 'the revoked admin token');
       assert.equal((await tokenRequest(running.baseUrl, app.appId, app.clientId, app.clientSecret)).status, 200, 'the ClientSecret');
-      assert.equal((await tokenRequest(running.baseUrl, app.appId, app.clientId, expected.oldSecret)).status, 200, 'the old secret in its grace period');
+      assert.equal(
+        (await tokenRequest(running.baseUrl, app.appId, app.clientId, expected.oldSecret)).status,
+        200,
+        'the old secret in its grace period',
+      );
       assert.equal((await tokenRequest(running.baseUrl, app.appId, app.clientId, 'not the secret')).status, 401);
       assert.equal((await adminTokenRequest(running.baseUrl, ownedApp)).status, 200);
 
@@ -279,8 +301,10 @@ describe('tessera store copy: a SQLite target no other user can read', () => {
   // refused before anything is written into it.
   let dir: string;
   let source: string;
-  const cli = (args: string[]): Promise<CliResult> => runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl: `sqlite:${source}` }, args, 60_000);
-  const copyTo = (target: string, json = false) => cli(['store', 'copy', '--from', source, '--to', `sqlite:${target}`, ...(json ? ['--json'] : [])]);
+  const cli = (args: string[]): Promise<CliResult> =>
+    runCli(children, { entry: BIN, cwd: REPO_ROOT, databaseUrl: `sqlite:${source}` }, args, 60_000);
+  const copyTo = (target: string, json = false) =>
+    cli(['store', 'copy', '--from', source, '--to', `sqlite:${target}`, ...(json ? ['--json'] : [])]);
   /** An empty file, with exactly this mode whatever the umask. */
   const emptyFile = (path: string, mode: number) => {
     writeFileSync(path, '');
@@ -311,7 +335,10 @@ describe('tessera store copy: a SQLite target no other user can read', () => {
       const target = emptyFile(join(dir, `open-${mode.toString(8)}.db`), mode);
       const refused = await copyTo(target);
       assert.equal(refused.code, 1, `mode ${mode.toString(8)}: ${refused.stdout}${refused.stderr}`);
-      assert.match(refused.stderr, new RegExp(`the target .*open-${mode.toString(8)}\\.db is open to other users \\(mode 0${mode.toString(8)}\\)`));
+      assert.match(
+        refused.stderr,
+        new RegExp(`the target .*open-${mode.toString(8)}\\.db is open to other users \\(mode 0${mode.toString(8)}\\)`),
+      );
       assert.match(refused.stderr, /Nothing was written\. Give --to a path that does not exist/);
       assert.equal(statSync(target).size, 0, 'nothing written');
       assert.equal(modeOf(target), mode, 'its mode left as it was');
@@ -356,7 +383,8 @@ async function allRows(databaseUrl: string): Promise<Record<string, string[]>> {
   const dump = await openDump(parseDatabaseUrl(databaseUrl), 'source');
   try {
     const rows: Record<string, string[]> = {};
-    for (const table of TABLES) rows[table.name] = (await dump.read(table, undefined, 1_000_000)).map((row) => canonicalRow(row, table)).sort();
+    for (const table of TABLES)
+      rows[table.name] = (await dump.read(table, undefined, 1_000_000)).map((row) => canonicalRow(row, table)).sort();
     return rows;
   } finally {
     await dump.close();
@@ -367,6 +395,10 @@ async function assertSameRows(fromUrl: string, toUrl: string): Promise<void> {
   const [from, to] = [await allRows(fromUrl), await allRows(toUrl)];
   for (const table of TABLES) assert.deepEqual(to[table.name], from[table.name], `table ${table.name}`);
   assert.ok(from.tokens!.length > 0 && from.events!.length > 0 && from.developer_sessions!.length > 0 && from.app_members!.length > 0);
-  assert.ok(from.one_time_links!.length > 0 && from.revoked_tokens!.length > 0 && from.event_counts!.length > 0 && from.developer_events!.length > 0);
+  assert.ok(
+    from.one_time_links!.length > 0 &&
+      from.revoked_tokens!.length > 0 &&
+      from.event_counts!.length > 0 &&
+      from.developer_events!.length > 0,
+  );
 }
-

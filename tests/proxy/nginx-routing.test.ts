@@ -72,7 +72,10 @@ describe('forward authentication through nginx to an Express upstream that route
     appA = tessera.app;
     appB = await tessera.tessera.apps.create('App B');
     credentials = [];
-    for (const [label, app] of [['A', appA], ['B', appB]] as const) {
+    for (const [label, app] of [
+      ['A', appA],
+      ['B', appB],
+    ] as const) {
       credentials.push(
         { name: `admin token of ${label}`, authorization: bearer(await adminTokenOf(appOn(tessera, app))) },
         { name: `anonymous token of ${label}`, authorization: bearer(await anonymousTokenOf(appOn(tessera, app))) },
@@ -101,7 +104,11 @@ describe('forward authentication through nginx to an Express upstream that route
     assert.ok(reached.length <= 1, where);
     const seen = reached[0];
     if (seen === undefined || seen.route === 'other') return;
-    assert.equal(seen.identity['x-tessera-app-id'], seen.routedAppId, `${where} reached app ${seen.routedAppId}'s ${seen.route} route as ${JSON.stringify(seen.identity)}`);
+    assert.equal(
+      seen.identity['x-tessera-app-id'],
+      seen.routedAppId,
+      `${where} reached app ${seen.routedAppId}'s ${seen.route} route as ${JSON.stringify(seen.identity)}`,
+    );
     if (seen.route === 'admin' || seen.route === 'configuration') {
       assert.equal(seen.identity['x-tessera-principal'], 'admin', `${where} reached an admin route as ${JSON.stringify(seen.identity)}`);
     }

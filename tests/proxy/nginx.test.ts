@@ -201,7 +201,14 @@ describe('forward authentication through nginx auth_request', () => {
     });
 
     it('400 invalid_request for a spelling an upstream could read otherwise, for every principal', async () => {
-      for (const spelling of ['%63onfiguration', 'x/../configuration', './configuration', '/configuration', 'users/%6De', 'configuration;x']) {
+      for (const spelling of [
+        '%63onfiguration',
+        'x/../configuration',
+        './configuration',
+        '/configuration',
+        'users/%6De',
+        'configuration;x',
+      ]) {
         const path = `${appPath}/${spelling}`;
         for (const authorization of [bearer(adminToken), bearer(anonymousToken), basic(tessera.app.appId)]) {
           const response = await notReaching(() => rawViaNginx('GET', path, { authorization }));
@@ -281,9 +288,7 @@ describe('forward authentication through nginx auth_request', () => {
     const upstreamAddress = `127.0.0.1:${(upstream!.address() as AddressInfo).port}`;
     const lonely = await startNginx(findNginx()!, (port) => documentedNginxConfig(unreachable, upstreamAddress, port));
     try {
-      const response = await notReaching(() =>
-        requestAs(`${lonely.baseUrl}${appPath}/whoami`, basic(tessera.app.appId)),
-      );
+      const response = await notReaching(() => requestAs(`${lonely.baseUrl}${appPath}/whoami`, basic(tessera.app.appId)));
       assert.equal(response.status, 502, response.text);
     } finally {
       await lonely.stop();

@@ -40,10 +40,12 @@ const BACKENDS: Backend[] = [
         db.exec('PRAGMA busy_timeout = 5000');
         // Fold the write-ahead log into the file, so that its size is what is stored.
         db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-        const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map(
-          (row) => row.name,
+        const tables = (
+          db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]
+        ).map((row) => row.name);
+        const rows = Object.fromEntries(
+          tables.map((table) => [table, (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n]),
         );
-        const rows = Object.fromEntries(tables.map((table) => [table, (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n]));
         return { rows, bytes: statSync(path).size };
       } finally {
         db.close();
@@ -57,12 +59,16 @@ const BACKENDS: Backend[] = [
       const client = new pg.Client({ connectionString: testStore.databaseUrl });
       await client.connect();
       try {
-        const tables = (await client.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'")).rows.map((row) => row.name);
+        const tables = (
+          await client.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'")
+        ).rows.map((row) => row.name);
         const rows: Record<string, number> = {};
         let bytes = 0;
         for (const table of tables) {
           rows[table] = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "${table}"`)).rows[0]!.n);
-          bytes += Number((await client.query<{ size: string }>('SELECT pg_total_relation_size($1::regclass) AS size', [table])).rows[0]!.size);
+          bytes += Number(
+            (await client.query<{ size: string }>('SELECT pg_total_relation_size($1::regclass) AS size', [table])).rows[0]!.size,
+          );
         }
         return { rows, bytes };
       } finally {
@@ -124,7 +130,9 @@ for (const backend of BACKENDS) {
         else assert.equal(growth, 0, `${table} grew by ${growth} rows: ${JSON.stringify(grown)}`);
       }
       const bytes = after.bytes - before.bytes;
-      console.log(`[storage] ${backend.name}: ${TOKENS} anonymous tokens issued and used; rows grown ${JSON.stringify(grown)}; bytes ${before.bytes} → ${after.bytes} (${bytes >= 0 ? '+' : ''}${bytes})`);
+      console.log(
+        `[storage] ${backend.name}: ${TOKENS} anonymous tokens issued and used; rows grown ${JSON.stringify(grown)}; bytes ${before.bytes} → ${after.bytes} (${bytes >= 0 ? '+' : ''}${bytes})`,
+      );
       assert.ok(bytes <= SIZE_SLACK_BYTES, `the database grew by ${bytes} bytes`);
     });
   });

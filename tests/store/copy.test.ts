@@ -58,8 +58,14 @@ describe('copyStore: counters and refusals', () => {
 
     const back = join(dir, 'back.db');
     const progress: string[] = [];
-    await copyStore(postgres.databaseUrl, `sqlite:${back}`, { batchSize: 2, onProgress: (step) => progress.push(`${step.table} ${step.done}/${step.total}`) });
-    assert.ok(progress.includes('revoked_tokens 0/3') && progress.includes('revoked_tokens 2/3') && progress.includes('revoked_tokens 3/3'), progress.join(', '));
+    await copyStore(postgres.databaseUrl, `sqlite:${back}`, {
+      batchSize: 2,
+      onProgress: (step) => progress.push(`${step.table} ${step.done}/${step.total}`),
+    });
+    assert.ok(
+      progress.includes('revoked_tokens 0/3') && progress.includes('revoked_tokens 2/3') && progress.includes('revoked_tokens 3/3'),
+      progress.join(', '),
+    );
     const db = new Database(back);
     db.prepare('DELETE FROM revoked_tokens WHERE seq = 4').run();
     db.close();
@@ -91,9 +97,15 @@ describe('copyStore: counters and refusals', () => {
       raw.close();
       return path;
     };
-    const lostEvent = await tampered('lost-event.db', 'CREATE TRIGGER lose AFTER INSERT ON events WHEN NEW.id = 2 BEGIN DELETE FROM events WHERE id = 2; END');
+    const lostEvent = await tampered(
+      'lost-event.db',
+      'CREATE TRIGGER lose AFTER INSERT ON events WHEN NEW.id = 2 BEGIN DELETE FROM events WHERE id = 2; END',
+    );
     await assert.rejects(copyStore(source, lostEvent), /does not match the source: events: 2 rows in the source, 1 in the target/);
-    const changedToken = await tampered('changed-token.db', "CREATE TRIGGER change AFTER INSERT ON tokens BEGIN UPDATE tokens SET verifier_hash = x'00' WHERE selector = NEW.selector; END");
+    const changedToken = await tampered(
+      'changed-token.db',
+      "CREATE TRIGGER change AFTER INSERT ON tokens BEGIN UPDATE tokens SET verifier_hash = x'00' WHERE selector = NEW.selector; END",
+    );
     await assert.rejects(copyStore(source, changedToken), /does not match the source: tokens: a row differs/);
   });
 
@@ -130,7 +142,10 @@ describe('copyStore: counters and refusals', () => {
     const path = join(dir, 'source.db');
     await (await openStore(path)).close();
     // Nothing listens on port 1.
-    for (const url of ['postgres://tessera:pw-in-userinfo@127.0.0.1:1/x', 'postgresql://tessera@127.0.0.1:1/x?password=pw-as-parameter&sslmode=disable']) {
+    for (const url of [
+      'postgres://tessera:pw-in-userinfo@127.0.0.1:1/x',
+      'postgresql://tessera@127.0.0.1:1/x?password=pw-as-parameter&sslmode=disable',
+    ]) {
       const error = (await copyStore(path, url).catch((caught: unknown) => caught)) as Error;
       assert.match(error.message, /^the target, postgres(ql)?:\/\/tessera(:\*\*\*)?@127\.0\.0\.1:1\/x/, error.message);
       assert.ok(!error.message.includes('pw-'), error.message);

@@ -17,7 +17,9 @@ function developerEvent(developerId: string, overrides: Partial<NewDeveloperEven
 }
 
 /** Events both backends refuse to write (`type` is NOT NULL): the change they come with must not happen either. */
-const unwritable = (developerId: string): AccountAudit => ({ developer: [developerEvent(developerId, { type: null as unknown as NewDeveloperEvent['type'] })] });
+const unwritable = (developerId: string): AccountAudit => ({
+  developer: [developerEvent(developerId, { type: null as unknown as NewDeveloperEvent['type'] })],
+});
 
 /**
  * The behaviour of `Store.developers` every backend must have: part of the shared store suite
@@ -64,10 +66,15 @@ export function developerStoreSuite(current: () => Store): void {
     it('inserts a developer with its set-password link and its events in one transaction: all, or none', async () => {
       const developer = makeDeveloper({ passwordHash: null });
       const link = makePasswordLink(developer.id, { purpose: 'set_password' });
-      await store().accounts.insert(developer, link, () => ({ developer: [developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null })] }));
+      await store().accounts.insert(developer, link, () => ({
+        developer: [developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null })],
+      }));
       assert.deepEqual(await store().links.findById(link.id), link);
       const [created] = await store().accounts.listEvents(developer.id, 10);
-      assert.deepEqual({ ...created, id: 0 }, { ...developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null }), id: 0 });
+      assert.deepEqual(
+        { ...created, id: 0 },
+        { ...developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null }), id: 0 },
+      );
 
       const failed = makeDeveloper();
       const failedLink = makePasswordLink(failed.id, { purpose: 'set_password' });
@@ -87,7 +94,10 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'new-hash');
       assert.equal(await store().sessions.countOf(developer.id, T0), 0);
       assert.equal(await store().sessions.countOf(other.id, T0), 1);
-      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]), [['developer.password_set', { sessionsEnded: 2 }]]);
+      assert.deepEqual(
+        (await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]),
+        [['developer.password_set', { sessionsEnded: 2 }]],
+      );
       assert.equal(await store().accounts.setPassword(randomBytes(8).toString('hex'), 'x', { linkId: null }, none), undefined);
     });
 
@@ -133,7 +143,9 @@ export function developerStoreSuite(current: () => Store): void {
       const developer = await stored();
       const link = makePasswordLink(developer.id);
       await store().links.insert(link, none);
-      const results = await Promise.all(['a', 'b', 'c', 'd'].map((hash) => store().accounts.setPassword(developer.id, hash, { linkId: link.id }, none)));
+      const results = await Promise.all(
+        ['a', 'b', 'c', 'd'].map((hash) => store().accounts.setPassword(developer.id, hash, { linkId: link.id }, none)),
+      );
       assert.equal(results.filter((result) => result !== undefined).length, 1);
     });
 
@@ -185,7 +197,10 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await store().accounts.disable(developer.id, T0 + 6, none), undefined, 'disabled already');
       assert.equal((await store().accounts.findById(developer.id))?.disabledAt, T0 + 5);
       assert.equal(await store().sessions.insert(makeSession(developer.id), none), undefined, 'no new session');
-      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.type), ['developer.disabled']);
+      assert.deepEqual(
+        (await store().accounts.listEvents(developer.id, 10)).map((event) => event.type),
+        ['developer.disabled'],
+      );
     });
 
     it('deletes a developer with its sessions, links, memberships and events; its apps stay, without it', async () => {
@@ -213,7 +228,10 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await store().links.findById(theirInvitation.id), undefined);
       assert.deepEqual(await store().members.ofDeveloper(developer.id), []);
       assert.deepEqual(await store().members.ofApp(owned.appId), []);
-      assert.deepEqual((await store().members.ofApp(joined.appId)).map((member) => member.developerId), [other.id]);
+      assert.deepEqual(
+        (await store().members.ofApp(joined.appId)).map((member) => member.developerId),
+        [other.id],
+      );
       assert.deepEqual(await store().accounts.listEvents(developer.id, 10), []);
       assert.ok(await current().apps.findById(owned.appId));
     });
@@ -222,23 +240,34 @@ export function developerStoreSuite(current: () => Store): void {
       const developer = await stored();
       const other = await stored();
       await store().sessions.insert(makeSession(other.id), () => ({ developer: [developerEvent(other.id, { details: { n: -1 } })] }));
-      const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER + 5 }, (_, n) => developerEvent(developer.id, { at: T0 + n, details: { n } }));
+      const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER + 5 }, (_, n) =>
+        developerEvent(developer.id, { at: T0 + n, details: { n } }),
+      );
       await store().sessions.insert(makeSession(developer.id), () => ({ developer: many }));
       const listed = await store().accounts.listEvents(developer.id, 2 * MAX_EVENTS_PER_DEVELOPER);
       assert.equal(listed.length, MAX_EVENTS_PER_DEVELOPER);
-      assert.deepEqual(listed.slice(0, 2).map((event) => event.details.n), [MAX_EVENTS_PER_DEVELOPER + 4, MAX_EVENTS_PER_DEVELOPER + 3]);
+      assert.deepEqual(
+        listed.slice(0, 2).map((event) => event.details.n),
+        [MAX_EVENTS_PER_DEVELOPER + 4, MAX_EVENTS_PER_DEVELOPER + 3],
+      );
       assert.equal(listed.at(-1)?.details.n, 5);
       assert.ok(listed.every((event, index) => index === 0 || event.id < listed[index - 1]!.id));
-      assert.deepEqual((await store().accounts.listEvents(other.id, 10)).map((event) => event.details.n), [-1]);
+      assert.deepEqual(
+        (await store().accounts.listEvents(other.id, 10)).map((event) => event.details.n),
+        [-1],
+      );
       assert.equal((await store().accounts.listEvents(developer.id, 3)).length, 3);
     });
 
     it('appends account events that go with no change, keeping each developer\u2019s newest ones only', async () => {
       const developer = await stored();
-      await store().accounts.appendEvents([developerEvent(developer.id, { type: 'developer.limit_reached', details: { limit: 'owned_apps' } })]);
-      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]), [
-        ['developer.limit_reached', { limit: 'owned_apps' }],
+      await store().accounts.appendEvents([
+        developerEvent(developer.id, { type: 'developer.limit_reached', details: { limit: 'owned_apps' } }),
       ]);
+      assert.deepEqual(
+        (await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]),
+        [['developer.limit_reached', { limit: 'owned_apps' }]],
+      );
       const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER }, (_, n) => developerEvent(developer.id, { details: { n } }));
       await store().accounts.appendEvents(many);
       const listed = await store().accounts.listEvents(developer.id, 2 * MAX_EVENTS_PER_DEVELOPER);
@@ -253,7 +282,10 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 2);
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 1);
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 0);
-      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.at), [T0 + 1, T0]);
+      assert.deepEqual(
+        (await store().accounts.listEvents(developer.id, 10)).map((event) => event.at),
+        [T0 + 1, T0],
+      );
     });
   });
 
@@ -267,10 +299,16 @@ export function developerStoreSuite(current: () => Store): void {
       assert.ok(Buffer.isBuffer(found?.secretHash));
       await store().sessions.touch(session.id, T0 + 60_000, T0 + 31 * 60_000);
       assert.deepEqual(await store().sessions.findById(session.id), { ...session, lastSeenAt: T0 + 60_000, expiresAt: T0 + 31 * 60_000 });
-      assert.equal(await store().sessions.delete(session.id, () => ({ developer: [developerEvent(developer.id, { type: 'developer.signed_out' })] })), true);
+      assert.equal(
+        await store().sessions.delete(session.id, () => ({ developer: [developerEvent(developer.id, { type: 'developer.signed_out' })] })),
+        true,
+      );
       assert.equal(await store().sessions.delete(session.id, () => unwritable(developer.id)), false, 'nothing to end, nothing written');
       assert.equal(await store().sessions.findById(session.id), undefined);
-      assert.deepEqual((await store().accounts.listEvents(developer.id, 10)).map((event) => event.type), ['developer.signed_out', 'developer.signed_in']);
+      assert.deepEqual(
+        (await store().accounts.listEvents(developer.id, 10)).map((event) => event.type),
+        ['developer.signed_out', 'developer.signed_in'],
+      );
     });
 
     it('starts no session for an unknown developer, nor one whose events cannot be written', async () => {
@@ -305,15 +343,20 @@ export function developerStoreSuite(current: () => Store): void {
       const firstInvitation = makeInvitation(app.appId, 'ada@example.com');
       const otherEmail = makeInvitation(app.appId, 'bob@example.com');
       const otherAppInvitation = makeInvitation(otherApp.appId, 'ada@example.com');
-      for (const link of [first, othersLink, firstInvitation, otherEmail, otherAppInvitation]) assert.equal(await store().links.insert(link, none), true);
+      for (const link of [first, othersLink, firstInvitation, otherEmail, otherAppInvitation])
+        assert.equal(await store().links.insert(link, none), true);
       const second = makePasswordLink(developer.id);
       const secondInvitation = makeInvitation(app.appId, 'ada@example.com', { createdAt: T0 + 1 });
       await store().links.insert(second, none);
       await store().links.insert(secondInvitation, none);
       assert.equal(await store().links.findById(first.id), undefined);
       assert.equal(await store().links.findById(firstInvitation.id), undefined);
-      for (const kept of [second, othersLink, secondInvitation, otherEmail, otherAppInvitation]) assert.deepEqual(await store().links.findById(kept.id), kept);
-      assert.deepEqual((await store().links.invitationsOf(app.appId, T0)).map((link) => link.id), [secondInvitation.id, otherEmail.id]);
+      for (const kept of [second, othersLink, secondInvitation, otherEmail, otherAppInvitation])
+        assert.deepEqual(await store().links.findById(kept.id), kept);
+      assert.deepEqual(
+        (await store().links.invitationsOf(app.appId, T0)).map((link) => link.id),
+        [secondInvitation.id, otherEmail.id],
+      );
       assert.deepEqual(await store().links.invitationsOf(app.appId, T0 + 7 * 86_400_000), [], 'expired ones are not listed');
     });
 
@@ -349,7 +392,11 @@ export function developerStoreSuite(current: () => Store): void {
       assert.deepEqual(await store().members.setOwner(app.appId, ada.id, T0, none), { previousOwnerId: null });
       const invitation = makeInvitation(app.appId, cy.email);
       await store().links.insert(invitation, none);
-      assert.deepEqual(await store().members.acceptInvitation(invitation.id, cy.id, T0 + 1, none), { appId: app.appId, role: 'collaborator', added: true });
+      assert.deepEqual(await store().members.acceptInvitation(invitation.id, cy.id, T0 + 1, none), {
+        appId: app.appId,
+        role: 'collaborator',
+        added: true,
+      });
       assert.deepEqual(
         await store().members.setOwner(app.appId, bob.id, T0 + 2, ({ previousOwnerId }) => ({
           app: [makeEvent(app.appId, { type: 'app.owner_changed', principal: 'operator', details: { ownerId: bob.id, previousOwnerId } })],
@@ -376,7 +423,10 @@ export function developerStoreSuite(current: () => Store): void {
       await store().links.insert(invitation, none);
       await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
       assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, none), { previousOwnerId: ada.id });
-      assert.deepEqual((await store().members.ofApp(app.appId)).map((member) => [member.developerId, member.role]), [[bob.id, 'owner']]);
+      assert.deepEqual(
+        (await store().members.ofApp(app.appId)).map((member) => [member.developerId, member.role]),
+        [[bob.id, 'owner']],
+      );
       assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, () => unwritable(bob.id)), { previousOwnerId: bob.id });
     });
 
@@ -394,29 +444,50 @@ export function developerStoreSuite(current: () => Store): void {
     it('inserts an app with its owner and its events; at the owner\u2019s limit, or for no enabled developer, nothing', async () => {
       const [ada, disabled] = [await stored(), await stored({ disabledAt: T0 })];
       const first = makeApp({ createdAt: T0 + 1 });
-      const ownerChanged = (app: { appId: string }) => () => [makeEvent(app.appId, { type: 'app.owner_changed', principal: 'developer', details: { ownerId: ada.id } })];
-      assert.deepEqual(await current().apps.insertOwned(first, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(first)), { inserted: true, ownedApps: 0 });
+      const ownerChanged = (app: { appId: string }) => () => [
+        makeEvent(app.appId, { type: 'app.owner_changed', principal: 'developer', details: { ownerId: ada.id } }),
+      ];
+      assert.deepEqual(await current().apps.insertOwned(first, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(first)), {
+        inserted: true,
+        ownedApps: 0,
+      });
       assert.deepEqual(await current().apps.findById(first.appId), first);
-      assert.deepEqual((await store().members.ofApp(first.appId)).map(({ developerId, role, addedAt }) => ({ developerId, role, addedAt })), [
-        { developerId: ada.id, role: 'owner', addedAt: T0 + 1 },
-      ]);
-      assert.deepEqual((await current().events.list({ appId: first.appId, limit: 10 })).map((event) => event.type), ['app.owner_changed']);
+      assert.deepEqual(
+        (await store().members.ofApp(first.appId)).map(({ developerId, role, addedAt }) => ({ developerId, role, addedAt })),
+        [{ developerId: ada.id, role: 'owner', addedAt: T0 + 1 }],
+      );
+      assert.deepEqual(
+        (await current().events.list({ appId: first.appId, limit: 10 })).map((event) => event.type),
+        ['app.owner_changed'],
+      );
       // A collaboration is no app owned.
       const joined = await storedApp();
       const invitation = makeInvitation(joined.appId, ada.email);
       await store().links.insert(invitation, none);
       await store().members.acceptInvitation(invitation.id, ada.id, T0, none);
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 2 }, () => []), { inserted: true, ownedApps: 1 });
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 2 }, () => []), {
+        inserted: true,
+        ownedApps: 1,
+      });
 
       const refused = makeApp();
-      assert.deepEqual(await current().apps.insertOwned(refused, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(refused)), { inserted: false, ownedApps: 2 });
+      assert.deepEqual(await current().apps.insertOwned(refused, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(refused)), {
+        inserted: false,
+        ownedApps: 2,
+      });
       assert.equal(await current().apps.insertOwned(makeApp(), { developerId: disabled.id, maxOwnedApps: null }, () => []), undefined);
-      assert.equal(await current().apps.insertOwned(makeApp(), { developerId: randomBytes(8).toString('hex'), maxOwnedApps: null }, () => []), undefined);
+      assert.equal(
+        await current().apps.insertOwned(makeApp(), { developerId: randomBytes(8).toString('hex'), maxOwnedApps: null }, () => []),
+        undefined,
+      );
       assert.equal(await current().apps.findById(refused.appId), undefined);
       assert.deepEqual(await current().events.list({ appId: refused.appId, limit: 10 }), []);
       assert.equal(await current().apps.count(), 3);
       // No limit: the operator's.
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: null }, () => []), { inserted: true, ownedApps: 2 });
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: null }, () => []), {
+        inserted: true,
+        ownedApps: 2,
+      });
     });
 
     it('writes neither app nor owner whose events cannot be written, and refuses a taken AppID', async () => {
@@ -427,13 +498,18 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await current().apps.findById(app.appId), undefined);
       assert.deepEqual(await store().members.ofDeveloper(ada.id), []);
       await current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, () => []);
-      await assert.rejects(current().apps.insertOwned(makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []), AppConflictError);
+      await assert.rejects(
+        current().apps.insertOwned(makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []),
+        AppConflictError,
+      );
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
     });
 
     it('lets simultaneous insertions for one developer pass its limit never', async () => {
       const ada = await stored();
-      const results = await Promise.all(Array.from({ length: 20 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5 }, () => [])));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5 }, () => [])),
+      );
       assert.equal(results.filter((result) => result?.inserted === true).length, 5);
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 5);
       assert.equal(await current().apps.count(), 5);
@@ -442,15 +518,24 @@ export function developerStoreSuite(current: () => Store): void {
     it('inserts one app of insertions sent together with one once value; one refused by the limit claims nothing', async () => {
       const ada = await stored();
       const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
-      const outcomes = await Promise.allSettled(Array.from({ length: 4 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5, once }, () => [])));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 4 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5, once }, () => [])),
+      );
       assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 1);
-      for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+      for (const outcome of outcomes)
+        if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
 
       const full = await stored();
       const other = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 0, once: other }, () => []), { inserted: false, ownedApps: 0 });
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 1, once: other }, () => []), { inserted: true, ownedApps: 0 });
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 0, once: other }, () => []), {
+        inserted: false,
+        ownedApps: 0,
+      });
+      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 1, once: other }, () => []), {
+        inserted: true,
+        ownedApps: 0,
+      });
     });
 
     it('keeps one owner when two are set at the same moment', async () => {
@@ -474,15 +559,31 @@ export function developerStoreSuite(current: () => Store): void {
       const forDisabled = makeInvitation(app.appId, disabled.email);
       for (const link of [forAda, forOwner, expired, forDisabled]) await store().links.insert(link, none);
 
-      const twice = await Promise.all([store().members.acceptInvitation(forAda.id, ada.id, T0, none), store().members.acceptInvitation(forAda.id, ada.id, T0, none)]);
-      assert.deepEqual(twice.filter((result) => result !== undefined), [{ appId: app.appId, role: 'collaborator', added: true }]);
-      assert.deepEqual(await store().members.acceptInvitation(forOwner.id, owner.id, T0, none), { appId: app.appId, role: 'owner', added: false });
+      const twice = await Promise.all([
+        store().members.acceptInvitation(forAda.id, ada.id, T0, none),
+        store().members.acceptInvitation(forAda.id, ada.id, T0, none),
+      ]);
+      assert.deepEqual(
+        twice.filter((result) => result !== undefined),
+        [{ appId: app.appId, role: 'collaborator', added: true }],
+      );
+      assert.deepEqual(await store().members.acceptInvitation(forOwner.id, owner.id, T0, none), {
+        appId: app.appId,
+        role: 'owner',
+        added: false,
+      });
       assert.equal(await store().links.findById(forOwner.id), undefined, 'used up all the same');
       assert.equal(await store().members.acceptInvitation(expired.id, bob.id, T0 + 10, none), undefined);
       assert.equal(await store().members.acceptInvitation(forDisabled.id, disabled.id, T0, none), undefined);
       assert.deepEqual(await store().links.findById(forDisabled.id), forDisabled, 'kept for when the developer is enabled');
-      assert.deepEqual((await store().members.ofApp(app.appId)).map((member) => member.role), ['owner', 'collaborator']);
-      assert.deepEqual((await store().members.ofDeveloper(ada.id)).map((member) => [member.appId, member.role, member.email]), [[app.appId, 'collaborator', ada.email]]);
+      assert.deepEqual(
+        (await store().members.ofApp(app.appId)).map((member) => member.role),
+        ['owner', 'collaborator'],
+      );
+      assert.deepEqual(
+        (await store().members.ofDeveloper(ada.id)).map((member) => [member.appId, member.role, member.email]),
+        [[app.appId, 'collaborator', ada.email]],
+      );
     });
 
     it('removes a member, telling its role, with its events; nothing for a non-member', async () => {
@@ -511,7 +612,10 @@ export function developerStoreSuite(current: () => Store): void {
       assert.equal(await current().apps.delete(app.appId, () => []), true);
       assert.deepEqual(await store().members.ofApp(app.appId), []);
       assert.equal(await store().links.findById(invitation.id), undefined);
-      assert.deepEqual((await store().members.ofDeveloper(ada.id)).map((member) => member.appId), [kept.appId]);
+      assert.deepEqual(
+        (await store().members.ofDeveloper(ada.id)).map((member) => member.appId),
+        [kept.appId],
+      );
       assert.ok(await store().accounts.findById(bob.id));
     });
 
@@ -530,16 +634,31 @@ export function developerStoreSuite(current: () => Store): void {
         );
       });
       assert.equal(deleted, true);
-      assert.deepEqual(seen, [{ app, members: [{ developerId: ada.id, role: 'owner' }, { developerId: bob.id, role: 'collaborator' }] }]);
+      assert.deepEqual(seen, [
+        {
+          app,
+          members: [
+            { developerId: ada.id, role: 'owner' },
+            { developerId: bob.id, role: 'collaborator' },
+          ],
+        },
+      ]);
       assert.equal(await current().apps.findById(app.appId), undefined);
-      for (const [developer, role] of [[ada, 'owner'], [bob, 'collaborator']] as const) {
+      for (const [developer, role] of [
+        [ada, 'owner'],
+        [bob, 'collaborator'],
+      ] as const) {
         assert.deepEqual(
           (await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]),
           [['developer.app_deleted', { appId: app.appId, name: app.name, role }]],
         );
       }
       assert.deepEqual(await store().accounts.listEvents(carol.id, 10), []);
-      assert.equal(await current().apps.delete(app.appId, () => unwritable(ada.id).developer!), false, 'nothing to delete, nothing written');
+      assert.equal(
+        await current().apps.delete(app.appId, () => unwritable(ada.id).developer!),
+        false,
+        'nothing to delete, nothing written',
+      );
     });
 
     it('deletes nothing of an app whose members\u2019 events cannot be written, or cannot be built: both, or neither', async () => {

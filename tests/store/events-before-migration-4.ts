@@ -22,7 +22,10 @@ export function eventsBeforeMigration4(appId: string): NewAuditEvent[] {
  */
 export async function assertMigratedEvents(store: Store, appId: string): Promise<void> {
   const listed = await store.events.list({ appId, limit: 100 });
-  assert.deepEqual(listed.map((event) => event.details.n), Array.from({ length: 45 }, (_, i) => 44 - i));
+  assert.deepEqual(
+    listed.map((event) => event.details.n),
+    Array.from({ length: 45 }, (_, i) => 44 - i),
+  );
   assert.equal(await store.events.trimApp(appId, 'refusal', 5, 1000), 20 - 5);
   assert.equal(await store.events.trimApp(appId, 'audit', 25, 1000), 0);
   await store.events.append([makeEvent(appId, { at: T0 + 100, principal: 'admin', details: { n: 100 } })]);
@@ -31,7 +34,10 @@ export async function assertMigratedEvents(store: Store, appId: string): Promise
   assert.equal((await store.events.list({ appId, limit: 100 })).at(-1)?.details.n, 2);
   const kept = await store.events.list({ appId, limit: 100 });
   assert.equal(kept.filter((event) => event.type === 'token.refused').length, 5);
-  assert.deepEqual(kept.filter((event) => event.principal === 'admin').map((event) => event.details.n), [100, 40, 31, 22, 13, 4]);
+  assert.deepEqual(
+    kept.filter((event) => event.principal === 'admin').map((event) => event.details.n),
+    [100, 40, 31, 22, 13, 4],
+  );
   await store.events.addCounts([{ appId, bucket: T0, type: 'token.issued', principal: 'anonymous', reason: null, count: 2 }]);
   assert.equal((await store.events.listCounts({ appId, bucketMs: 60_000, since: T0, until: T0 + 60_000 }))[0]?.count, 2);
 }

@@ -13,7 +13,10 @@ const DAY = 86_400_000;
 /** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
 const NOTHING_OF_DEVELOPERS = { expiredSessions: 0, expiredLinks: 0, developerEvents: 0, expiredOnceClaims: 0 };
 
-for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', createPostgresTestStore]] as const) {
+for (const [backend, open] of [
+  ['sqlite', createSqliteTestStore],
+  ['postgres', createPostgresTestStore],
+] as const) {
   describe(`Housekeeping (${backend})`, () => {
     let testStore: TestStore;
     let clock: FakeClock;
@@ -24,7 +27,12 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       testStore = await open();
       clock = new FakeClock();
       events = new EventLog(testStore.store.events, clock);
-      housekeeping = new Housekeeping(testStore.store, events, clock, { intervalMs: 60_000, eventRetentionMs: 7 * DAY, maxEventsPerApp: 50, maxRefusalsPerApp: 30 });
+      housekeeping = new Housekeeping(testStore.store, events, clock, {
+        intervalMs: 60_000,
+        eventRetentionMs: 7 * DAY,
+        maxEventsPerApp: 50,
+        maxRefusalsPerApp: 30,
+      });
     });
     afterEach(async () => {
       await housekeeping.stop();
@@ -60,7 +68,10 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       for (const one of [...expired, ...kept]) await store.revokedTokens.add(one);
       const report = await housekeeping.run();
       assert.equal(report.expiredRevocations, 1_200);
-      assert.deepEqual((await store.revokedTokens.since(0, 10)).map((one) => one.id), kept.map((one) => one.id));
+      assert.deepEqual(
+        (await store.revokedTokens.since(0, 10)).map((one) => one.id),
+        kept.map((one) => one.id),
+      );
     });
 
     it('removes events past their retention, and trims each class of the apps with new events to its own cap', async () => {
@@ -82,12 +93,27 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const report = await housekeeping.run();
       assert.deepEqual(report, { expiredTokens: 0, expiredRevocations: 0, events: 1 + 50, eventCounts: 0, ...NOTHING_OF_DEVELOPERS });
       const quiet = await store.events.list({ appId: 'quiet-app', limit: 10 });
-      assert.deepEqual(quiet.map((event) => event.at), [now - 6 * DAY]);
+      assert.deepEqual(
+        quiet.map((event) => event.at),
+        [now - 6 * DAY],
+      );
       const refused = await store.events.list({ appId: 'busy-app', type: 'token.refused', limit: 100 });
-      assert.deepEqual(refused.map((event) => event.details.n), Array.from({ length: 30 }, (_, i) => 79 - i));
+      assert.deepEqual(
+        refused.map((event) => event.details.n),
+        Array.from({ length: 30 }, (_, i) => 79 - i),
+      );
       const audit = await store.events.list({ appId: 'busy-app', type: 'token.issued', limit: 100 });
-      assert.deepEqual(audit.map((event) => [event.principal, event.details.n]), Array.from({ length: 20 }, (_, i) => ['admin', 76 - 4 * i]));
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, ...NOTHING_OF_DEVELOPERS });
+      assert.deepEqual(
+        audit.map((event) => [event.principal, event.details.n]),
+        Array.from({ length: 20 }, (_, i) => ['admin', 76 - 4 * i]),
+      );
+      assert.deepEqual(await housekeeping.run(), {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        ...NOTHING_OF_DEVELOPERS,
+      });
     });
 
     it('counts every event it records, and removes counts past the retention', async () => {
@@ -99,17 +125,29 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       events.record('token.issued', 'counted-app', from, 'anonymous', { expiresAt: null });
       await events.flush();
       const counts = () => store.events.listCounts({ appId: 'counted-app', bucketMs: 60_000, since: 0, until: clock.now() + 1 });
-      assert.deepEqual((await counts()).map((row) => [row.type, row.principal, row.reason, row.count]), [
-        ['token.issued', 'anonymous', null, 5],
-        ['token.refused', null, 'invalid_token', 1],
-        ['token.issued', 'anonymous', null, 1],
-      ]);
+      assert.deepEqual(
+        (await counts()).map((row) => [row.type, row.principal, row.reason, row.count]),
+        [
+          ['token.issued', 'anonymous', null, 5],
+          ['token.refused', null, 'invalid_token', 1],
+          ['token.issued', 'anonymous', null, 1],
+        ],
+      );
 
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 1, eventCounts: 2, ...NOTHING_OF_DEVELOPERS });
-      assert.deepEqual((await counts()).map((row) => [row.bucket, row.count]), [[clock.now() - (clock.now() % 60_000), 1]]);
+      assert.deepEqual(await housekeeping.run(), {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 1,
+        eventCounts: 2,
+        ...NOTHING_OF_DEVELOPERS,
+      });
+      assert.deepEqual(
+        (await counts()).map((row) => [row.bucket, row.count]),
+        [[clock.now() - (clock.now() % 60_000), 1]],
+      );
     });
 
-    it('removes expired portal sessions and one-time links, and developers\' account events past the retention', async () => {
+    it("removes expired portal sessions and one-time links, and developers' account events past the retention", async () => {
       const { store } = testStore;
       const now = clock.now();
       const developer = makeDeveloper();
@@ -117,7 +155,14 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const app = makeApp();
       await store.apps.insert(app);
       const sessions = [now - 1, now, now + 1].map((expiresAt) => makeSession(developer.id, { expiresAt }));
-      const event = (at: number) => ({ type: 'developer.signed_in' as const, developerId: developer.id, at, actor: 'developer' as const, clientAddress: null, details: {} });
+      const event = (at: number) => ({
+        type: 'developer.signed_in' as const,
+        developerId: developer.id,
+        at,
+        actor: 'developer' as const,
+        clientAddress: null,
+        details: {},
+      });
       for (const [index, session] of sessions.entries()) {
         await store.developers.sessions.insert(session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
       }
@@ -126,10 +171,22 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const liveInvitation = makeInvitation(app.appId, 'someone@example.com', { expiresAt: now + 1 });
       await store.developers.links.insert(liveInvitation, () => ({}));
 
-      assert.deepEqual(await housekeeping.run(), { ...NOTHING_OF_DEVELOPERS, expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, expiredSessions: 2, expiredLinks: 1, developerEvents: 1 });
+      assert.deepEqual(await housekeeping.run(), {
+        ...NOTHING_OF_DEVELOPERS,
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        expiredSessions: 2,
+        expiredLinks: 1,
+        developerEvents: 1,
+      });
       assert.deepEqual(await store.developers.sessions.findById(sessions[2]!.id), sessions[2]);
       assert.deepEqual(await store.developers.links.findById(liveInvitation.id), liveInvitation);
-      assert.deepEqual((await store.developers.accounts.listEvents(developer.id, 10)).map((one) => one.at), [now, now]);
+      assert.deepEqual(
+        (await store.developers.accounts.listEvents(developer.id, 10)).map((one) => one.at),
+        [now, now],
+      );
     });
 
     it('removes the claims of once values kept until now or earlier; a later one still refuses its value', async () => {
@@ -138,10 +195,22 @@ for (const [backend, open] of [['sqlite', createSqliteTestStore], ['postgres', c
       const app = makeApp();
       await store.apps.insert(app);
       const rotate = (value: string, keepUntil: number) =>
-        store.apps.rotateClientSecret(app.appId, Buffer.alloc(32, value), { revokeAdminTokens: false, previousSecretValidUntil: null, once: { value, keepUntil } }, () => []);
+        store.apps.rotateClientSecret(
+          app.appId,
+          Buffer.alloc(32, value),
+          { revokeAdminTokens: false, previousSecretValidUntil: null, once: { value, keepUntil } },
+          () => [],
+        );
       await rotate('kept-until-now', now);
       await rotate('kept-until-later', now + 1);
-      assert.deepEqual(await housekeeping.run(), { expiredTokens: 0, expiredRevocations: 0, events: 0, eventCounts: 0, ...NOTHING_OF_DEVELOPERS, expiredOnceClaims: 1 });
+      assert.deepEqual(await housekeeping.run(), {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        ...NOTHING_OF_DEVELOPERS,
+        expiredOnceClaims: 1,
+      });
       await assert.rejects(rotate('kept-until-later', now + 1), OnceClaimedError);
       assert.ok(await rotate('kept-until-now', now + 1));
     });

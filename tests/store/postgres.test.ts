@@ -59,13 +59,16 @@ describe('PostgreSQL store specifics', () => {
       await client.connect();
       const versions = (await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
       await client.end();
-      assert.deepEqual(versions.map((row) => row.version), POSTGRES_MIGRATIONS.map((migration) => migration.version));
+      assert.deepEqual(
+        versions.map((row) => row.version),
+        POSTGRES_MIGRATIONS.map((migration) => migration.version),
+      );
     } finally {
       await database.drop();
     }
   });
 
-  it('opens an up-to-date database with a role that may only read (another service\'s verifier)', async () => {
+  it("opens an up-to-date database with a role that may only read (another service's verifier)", async () => {
     const database = await createPostgresDatabase();
     const role = `tessera_reader_${Math.random().toString(36).slice(2, 10)}`;
     const admin = new pg.Client({ connectionString: database.databaseUrl });
@@ -163,7 +166,12 @@ describe('PostgreSQL store specifics', () => {
         unavailable,
       );
       assert.deepEqual(removed, [used], 'the terminated connection was removed from the pool');
-      assert.deepEqual(warnings, [{ message: 'a database connection failed; the pool opens another when needed', error: { code: '57P01', message: 'terminating connection due to administrator command' } }]);
+      assert.deepEqual(warnings, [
+        {
+          message: 'a database connection failed; the pool opens another when needed',
+          error: { code: '57P01', message: 'terminating connection due to administrator command' },
+        },
+      ]);
 
       // During a statement (waiting on a lock the test holds).
       await admin.query('CREATE TABLE held (n integer)');
@@ -178,7 +186,9 @@ describe('PostgreSQL store specifics', () => {
         let pid: number | undefined;
         for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
           await new Promise((resolve) => setTimeout(resolve, 20));
-          const result = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO held%'");
+          const result = await admin.query<{ pid: number }>(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO held%'",
+          );
           pid = result.rows[0]?.pid;
         }
         assert.ok(pid !== undefined, 'the transaction never waited on the lock');

@@ -61,7 +61,10 @@ describe('SQLite store specifics', () => {
         await reopened.close();
       }
     }
-    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+    assert.deepEqual(
+      appliedMigrations(path),
+      SQLITE_MIGRATIONS.map((migration) => migration.version),
+    );
   });
 
   it('creates the file, its WAL and its directory readable by their owner only', async () => {
@@ -103,7 +106,10 @@ describe('SQLite store specifics', () => {
       await a.close();
       await b.close();
     }
-    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+    assert.deepEqual(
+      appliedMigrations(path),
+      SQLITE_MIGRATIONS.map((migration) => migration.version),
+    );
   });
 
   it('migrates a new file once when several processes open it at the same moment', async () => {
@@ -126,8 +132,19 @@ describe('SQLite store specifics', () => {
     const run = promisify(execFile);
     const results = await Promise.allSettled(
       apps.map((app) =>
-        run(process.execPath, ['--input-type=module', '-e', child, moduleUrl, path, String(startAt),
-          JSON.stringify({ ...app, clientSecretHash: app.clientSecretHash.toString('hex') })], { timeout: 20_000 }),
+        run(
+          process.execPath,
+          [
+            '--input-type=module',
+            '-e',
+            child,
+            moduleUrl,
+            path,
+            String(startAt),
+            JSON.stringify({ ...app, clientSecretHash: app.clientSecretHash.toString('hex') }),
+          ],
+          { timeout: 20_000 },
+        ),
       ),
     );
     const failures = results.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
@@ -136,15 +153,15 @@ describe('SQLite store specifics', () => {
     const store = openSqliteStore(path);
     try {
       const listed = await store.apps.list();
-      assert.deepEqual(
-        listed.map((app) => app.appId).sort(),
-        apps.map((app) => app.appId).sort(),
-      );
+      assert.deepEqual(listed.map((app) => app.appId).sort(), apps.map((app) => app.appId).sort());
       for (const app of apps) assert.deepEqual(await store.apps.findById(app.appId), app);
     } finally {
       await store.close();
     }
-    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+    assert.deepEqual(
+      appliedMigrations(path),
+      SQLITE_MIGRATIONS.map((migration) => migration.version),
+    );
   });
 
   it('opens sqlite::memory: through openStore, as a working store', async () => {
@@ -180,6 +197,9 @@ describe('SQLite store specifics', () => {
     } finally {
       await store.close();
     }
-    assert.deepEqual(appliedMigrations(path), SQLITE_MIGRATIONS.map((migration) => migration.version));
+    assert.deepEqual(
+      appliedMigrations(path),
+      SQLITE_MIGRATIONS.map((migration) => migration.version),
+    );
   });
 });

@@ -101,7 +101,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           },
         });
         const other = makeApp({
-          configuration: { adminTokenMaxLifetimeSeconds: null, anonymousTokenMaxLifetimeSeconds: 60, requireAppKey: false, allowedOrigins: [] },
+          configuration: {
+            adminTokenMaxLifetimeSeconds: null,
+            anonymousTokenMaxLifetimeSeconds: 60,
+            requireAppKey: false,
+            allowedOrigins: [],
+          },
         });
         await store.apps.insert(app);
         await store.apps.insert(other);
@@ -145,20 +150,28 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.tokens.insert(admin);
         const rotated = randomBytes(32);
         const seen: unknown[] = [];
-        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, (result) => {
-          seen.push(result);
-          return [makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result } })];
-        });
+        const rotation = await store.apps.rotateClientSecret(
+          app.appId,
+          rotated,
+          { revokeAdminTokens: false, previousSecretValidUntil: null },
+          (result) => {
+            seen.push(result);
+            return [makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result } })];
+          },
+        );
         assert.deepEqual(rotation, { adminTokensRevoked: 0 });
         assert.deepEqual(seen, [{ adminTokensRevoked: 0 }]);
         assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: rotated });
         assert.deepEqual(await store.apps.findById(other.appId), other);
         assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin, 'admin tokens are kept unless asked');
         const events = await store.events.list({ appId: app.appId, limit: 10 });
-        assert.deepEqual(events.map((event) => [event.type, event.details]), [['app.secret_rotated', { adminTokensRevoked: 0 }]]);
+        assert.deepEqual(
+          events.map((event) => [event.type, event.details]),
+          [['app.secret_rotated', { adminTokensRevoked: 0 }]],
+        );
       });
 
-      it('rotates a ClientSecret and revokes the app\'s admin tokens (only those) with both events, in one transaction', async () => {
+      it("rotates a ClientSecret and revokes the app's admin tokens (only those) with both events, in one transaction", async () => {
         const app = makeApp();
         const other = makeApp();
         await store.apps.insert(app);
@@ -167,19 +180,27 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const kept = [makeToken(app.appId), makeToken(other.appId, { kind: 'admin' })];
         for (const token of [...admins, ...kept]) await store.tokens.insert(token);
         const rotated = randomBytes(32);
-        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: true, previousSecretValidUntil: null }, ({ adminTokensRevoked }) => [
-          makeEvent(app.appId, { type: 'token.revoked', details: { kind: 'admin', scope: 'app', count: adminTokensRevoked } }),
-          makeEvent(app.appId, { type: 'app.secret_rotated', details: { adminTokensRevoked } }),
-        ]);
+        const rotation = await store.apps.rotateClientSecret(
+          app.appId,
+          rotated,
+          { revokeAdminTokens: true, previousSecretValidUntil: null },
+          ({ adminTokensRevoked }) => [
+            makeEvent(app.appId, { type: 'token.revoked', details: { kind: 'admin', scope: 'app', count: adminTokensRevoked } }),
+            makeEvent(app.appId, { type: 'app.secret_rotated', details: { adminTokensRevoked } }),
+          ],
+        );
         assert.deepEqual(rotation, { adminTokensRevoked: 2 });
         assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
         for (const token of admins) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         for (const token of kept) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
-        assert.deepEqual(events.reverse().map((event) => [event.type, event.details]), [
-          ['token.revoked', { kind: 'admin', scope: 'app', count: 2 }],
-          ['app.secret_rotated', { adminTokensRevoked: 2 }],
-        ]);
+        assert.deepEqual(
+          events.reverse().map((event) => [event.type, event.details]),
+          [
+            ['token.revoked', { kind: 'admin', scope: 'app', count: 2 }],
+            ['app.secret_rotated', { adminTokensRevoked: 2 }],
+          ],
+        );
       });
 
       it('rotates nothing and revokes nothing when the events cannot be written, or cannot be built', async () => {
@@ -194,7 +215,9 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           },
         ];
         for (const audit of failures) {
-          await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit));
+          await assert.rejects(
+            store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit),
+          );
           assert.deepEqual(await store.apps.findById(app.appId), app);
           assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin);
           assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
@@ -207,7 +230,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           built++;
           return [makeEvent('0123456789abcdef')];
         };
-        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit), undefined);
+        assert.equal(
+          await store.apps.rotateClientSecret(
+            '0123456789abcdef',
+            randomBytes(32),
+            { revokeAdminTokens: true, previousSecretValidUntil: null },
+            audit,
+          ),
+          undefined,
+        );
         assert.equal(built, 0);
         assert.equal(await store.apps.count(), 0);
         assert.deepEqual(await store.events.list({ appId: '0123456789abcdef', limit: 10 }), []);
@@ -228,9 +259,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         const rotated = randomBytes(32);
         const validUntil = T0 + 86_400_000;
-        const rotation = await store.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: validUntil }, (result) => [
-          makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result, previousSecretValidUntil: validUntil } }),
-        ]);
+        const rotation = await store.apps.rotateClientSecret(
+          app.appId,
+          rotated,
+          { revokeAdminTokens: false, previousSecretValidUntil: validUntil },
+          (result) => [makeEvent(app.appId, { type: 'app.secret_rotated', details: { ...result, previousSecretValidUntil: validUntil } })],
+        );
         assert.deepEqual(rotation, { adminTokensRevoked: 0 });
         assert.deepEqual(await store.apps.findById(app.appId), {
           ...app,
@@ -239,7 +273,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         });
         assert.deepEqual(await store.apps.findById(other.appId), other);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
-        assert.deepEqual(events.map((event) => event.details), [{ adminTokensRevoked: 0, previousSecretValidUntil: validUntil }]);
+        assert.deepEqual(
+          events.map((event) => event.details),
+          [{ adminTokensRevoked: 0, previousSecretValidUntil: validUntil }],
+        );
       });
 
       it('keeps one previous ClientSecret at most: a second rotation replaces it, one without a grace period drops it', async () => {
@@ -250,7 +287,11 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil }, noEvents);
         await rotate(second, T0 + 1000);
         await rotate(third, T0 + 2000);
-        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: third, previousSecret: { hash: second, validUntil: T0 + 2000 } });
+        assert.deepEqual(await store.apps.findById(app.appId), {
+          ...app,
+          clientSecretHash: third,
+          previousSecret: { hash: second, validUntil: T0 + 2000 },
+        });
         await rotate(fourth, null);
         assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: fourth, previousSecret: null });
       });
@@ -259,9 +300,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp({ previousSecret: { hash: randomBytes(32), validUntil: T0 + 5000 } });
         await store.apps.insert(app);
         await assert.rejects(
-          store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: T0 + 9000 }, () => [
-            unwritableEvent(app.appId),
-          ]),
+          store.apps.rotateClientSecret(
+            app.appId,
+            randomBytes(32),
+            { revokeAdminTokens: false, previousSecretValidUntil: T0 + 9000 },
+            () => [unwritableEvent(app.appId)],
+          ),
         );
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
@@ -272,14 +316,29 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
         const hashes = Array.from({ length: 4 }, () => randomBytes(32));
         const outcomes = await Promise.allSettled(
-          hashes.map((hash, i) => store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil: T0 + i, once }, noEvents)),
+          hashes.map((hash, i) =>
+            store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil: T0 + i, once }, noEvents),
+          ),
         );
         const made = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i] : []));
         assert.equal(made.length, 1, 'one rotation');
-        for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+        for (const outcome of outcomes)
+          if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
         const [winner] = made as [number];
-        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: hashes[winner], previousSecret: { hash: app.clientSecretHash, validUntil: T0 + winner } });
-        await assert.rejects(store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null, once }, noEvents), OnceClaimedError);
+        assert.deepEqual(await store.apps.findById(app.appId), {
+          ...app,
+          clientSecretHash: hashes[winner],
+          previousSecret: { hash: app.clientSecretHash, validUntil: T0 + winner },
+        });
+        await assert.rejects(
+          store.apps.rotateClientSecret(
+            app.appId,
+            randomBytes(32),
+            { revokeAdminTokens: true, previousSecretValidUntil: null, once },
+            noEvents,
+          ),
+          OnceClaimedError,
+        );
         assert.equal((await store.apps.findById(app.appId))?.clientSecretHash.equals(hashes[winner]!), true, 'nothing changed');
       });
 
@@ -288,10 +347,31 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
         await assert.rejects(
-          store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, () => [unwritableEvent(app.appId)]),
+          store.apps.rotateClientSecret(
+            app.appId,
+            randomBytes(32),
+            { revokeAdminTokens: false, previousSecretValidUntil: null, once },
+            () => [unwritableEvent(app.appId)],
+          ),
         );
-        assert.equal(await store.apps.rotateClientSecret('0123456789abcdef', randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, noEvents), undefined);
-        assert.deepEqual(await store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, noEvents), { adminTokensRevoked: 0 });
+        assert.equal(
+          await store.apps.rotateClientSecret(
+            '0123456789abcdef',
+            randomBytes(32),
+            { revokeAdminTokens: false, previousSecretValidUntil: null, once },
+            noEvents,
+          ),
+          undefined,
+        );
+        assert.deepEqual(
+          await store.apps.rotateClientSecret(
+            app.appId,
+            randomBytes(32),
+            { revokeAdminTokens: false, previousSecretValidUntil: null, once },
+            noEvents,
+          ),
+          { adminTokensRevoked: 0 },
+        );
       });
 
       it('deletes an app: it is gone, and deleting it again answers false', async () => {
@@ -323,13 +403,23 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('updates the given configuration fields and keeps the others', async () => {
         const origins = ['https://a.example.com', 'https://b.example.com'];
         const app = makeApp({
-          configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: null, requireAppKey: true, allowedOrigins: origins },
+          configuration: {
+            adminTokenMaxLifetimeSeconds: 60,
+            anonymousTokenMaxLifetimeSeconds: null,
+            requireAppKey: true,
+            allowedOrigins: origins,
+          },
         });
         await store.apps.insert(app);
         const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 }, noEvents);
         const expected = {
           ...app,
-          configuration: { adminTokenMaxLifetimeSeconds: 60, anonymousTokenMaxLifetimeSeconds: 3600, requireAppKey: true, allowedOrigins: origins },
+          configuration: {
+            adminTokenMaxLifetimeSeconds: 60,
+            anonymousTokenMaxLifetimeSeconds: 3600,
+            requireAppKey: true,
+            allowedOrigins: origins,
+          },
         };
         assert.deepEqual(updated, expected);
         assert.deepEqual(await store.apps.findById(app.appId), expected);
@@ -346,7 +436,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           requireAppKey: false,
           allowedOrigins: ['https://c.example.com'],
         });
-        assert.equal(await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]), undefined);
+        assert.equal(
+          await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]),
+          undefined,
+        );
         assert.deepEqual(await store.events.list({ appId: 'no-such-app', limit: 10 }), []);
       });
 
@@ -358,7 +451,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         ]);
         assert.equal(updated?.configuration.requireAppKey, true);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
-        assert.deepEqual(events.map((event) => [event.type, event.details]), [['app.configuration_changed', { requireAppKey: true }]]);
+        assert.deepEqual(
+          events.map((event) => [event.type, event.details]),
+          [['app.configuration_changed', { requireAppKey: true }]],
+        );
 
         await assert.rejects(store.apps.updateConfiguration(app.appId, { requireAppKey: false }, () => [unwritableEvent(app.appId)]));
         assert.equal((await store.apps.findById(app.appId))?.configuration.requireAppKey, true);
@@ -385,7 +481,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         });
       });
 
-      it('deletes the events of a deleted app, and no other app\'s', async () => {
+      it("deletes the events of a deleted app, and no other app's", async () => {
         const [app, other] = [makeApp(), makeApp()];
         await store.apps.insert(app);
         await store.apps.insert(other);
@@ -455,7 +551,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           store.tokens.insert({ ...makeToken(app.appId), selector: taken.selector }),
           store.tokens.insert(after),
         ]);
-        assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+        assert.deepEqual(
+          results.map((result) => result.status),
+          ['fulfilled', 'rejected', 'fulfilled'],
+        );
         assert.deepEqual(await store.tokens.findBySelector(before.selector), before);
         assert.deepEqual(await store.tokens.findBySelector(after.selector), after);
       });
@@ -471,7 +570,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.tokens.findBySelector(b.selector), b);
       });
 
-      it('deletes every token of an app, or every one of a kind, and no other app\'s', async () => {
+      it("deletes every token of an app, or every one of a kind, and no other app's", async () => {
         const other = makeApp();
         await store.apps.insert(other);
         const admin = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId, { kind: 'admin' })];
@@ -488,11 +587,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.tokens.revokeAll(app.appId, 'all', T0, revoked('all')), 0);
         for (const token of others) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
-        assert.deepEqual(events.reverse().map((event) => event.details), [
-          { kind: 'admin', count: 2 },
-          { kind: 'all', count: 3 },
-          { kind: 'all', count: 0 },
-        ]);
+        assert.deepEqual(
+          events.reverse().map((event) => event.details),
+          [
+            { kind: 'admin', count: 2 },
+            { kind: 'all', count: 3 },
+            { kind: 'all', count: 0 },
+          ],
+        );
       });
 
       it('deletes no token when the events of the deletion cannot be written', async () => {
@@ -556,7 +658,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.keys.retire(2, T0 + 2), undefined, 'a retired key is not retired again');
         assert.equal(await store.keys.retire(99, T0 + 2), undefined);
         assert.equal((await store.keys.add(randomBytes(32), T0 + 3)).id, 3);
-        assert.deepEqual((await store.keys.list()).map((key) => [key.id, key.retiredAt]), [[1, null], [2, T0 + 1], [3, null]]);
+        assert.deepEqual(
+          (await store.keys.list()).map((key) => [key.id, key.retiredAt]),
+          [
+            [1, null],
+            [2, T0 + 1],
+            [3, null],
+          ],
+        );
       });
     });
 
@@ -576,7 +685,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.revokedTokens.add(first), false, 'revoked already');
         assert.equal(await store.revokedTokens.add(second), true);
         const all = await store.revokedTokens.since(0, 10);
-        assert.deepEqual(all.map(({ seq: _, ...revocation }) => revocation), [first, second]);
+        assert.deepEqual(
+          all.map(({ seq: _, ...revocation }) => revocation),
+          [first, second],
+        );
         assert.ok(all[0]!.seq < all[1]!.seq);
         assert.deepEqual(await store.revokedTokens.since(all[0]!.seq, 10), [all[1]]);
         assert.deepEqual(await store.revokedTokens.since(all[1]!.seq, 10), []);
@@ -589,7 +701,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const later = { id: id(), appId: app.appId, expiresAt: T0 + 10 };
         for (const revocation of [never, expired, later]) await store.revokedTokens.add(revocation);
         assert.equal(await store.revokedTokens.deleteExpired(T0 + 5, 100), 1);
-        assert.deepEqual((await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id), [never.id, later.id]);
+        assert.deepEqual(
+          (await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id),
+          [never.id, later.id],
+        );
         const seqs = (await store.revokedTokens.since(0, 10)).map((revocation) => revocation.seq);
         await store.revokedTokens.deleteExpired(T0 + 10, 100);
         const newer = { id: id(), appId: app.appId, expiresAt: null };
@@ -598,7 +713,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(added?.id, newer.id, 'a seq is never reused, even when the newest row was removed');
       });
 
-      it('a revoke-all of anonymous tokens sets the cut-off and drops the app\'s revocations; of admin tokens, neither', async () => {
+      it("a revoke-all of anonymous tokens sets the cut-off and drops the app's revocations; of admin tokens, neither", async () => {
         const other = makeApp();
         await store.apps.insert(other);
         await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
@@ -610,7 +725,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.tokens.revokeAll(app.appId, 'anonymous', T0 + 2, noEvents);
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 2);
         assert.equal((await store.apps.findById(other.appId))?.anonymousCutoff, null);
-        assert.deepEqual((await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id), [kept.id]);
+        assert.deepEqual(
+          (await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id),
+          [kept.id],
+        );
         await store.tokens.revokeAll(app.appId, 'all', T0 + 3, noEvents);
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 3);
       });
@@ -630,7 +748,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
     describe('events', () => {
       const appId = 'events-app';
 
-      it('lists an app\'s events newest first, every field as appended', async () => {
+      it("lists an app's events newest first, every field as appended", async () => {
         const events = Array.from({ length: 5 }, (_, i) => makeEvent(appId, { at: T0 + i }));
         for (const event of events) await store.events.append([event]);
         await store.events.append([makeEvent('another-app')]);
@@ -640,14 +758,20 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           [...events].reverse(),
         );
         const ids = listed.map((event) => event.id);
-        assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
+        assert.deepEqual(
+          ids,
+          [...ids].sort((a, b) => b - a),
+        );
       });
 
       it('keeps the order of a batch of events', async () => {
         const events = Array.from({ length: 300 }, (_, i) => makeEvent(appId, { details: { n: i } }));
         await store.events.append(events);
         const listed = await store.events.list({ appId, limit: 500 });
-        assert.deepEqual(listed.map((event) => event.details.n), events.map((_, i) => i).reverse());
+        assert.deepEqual(
+          listed.map((event) => event.details.n),
+          events.map((_, i) => i).reverse(),
+        );
       });
 
       it('pages with beforeId, filters by type, and follows with afterId', async () => {
@@ -657,7 +781,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const second = await store.events.list({ appId, limit: 3, beforeId: first.at(-1)!.id });
         assert.deepEqual([...first, ...second], all.slice(0, 6));
         const refused = await store.events.list({ appId, limit: 100, type: 'token.refused' });
-        assert.deepEqual(refused, all.filter((event) => event.type === 'token.refused'));
+        assert.deepEqual(
+          refused,
+          all.filter((event) => event.type === 'token.refused'),
+        );
         const after = await store.events.list({ appId, limit: 100, afterId: all[3]!.id });
         assert.deepEqual(after, all.slice(0, 3).reverse());
       });
@@ -666,7 +793,9 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         // Interleaved: 12 audit events and 12 refusals, oldest first.
         for (let i = 0; i < 12; i++) {
           await store.events.append([makeEvent(appId, { details: { n: i } })]);
-          await store.events.append([makeEvent(appId, { type: 'token.refused', principal: null, details: { reason: 'invalid_token', n: i } })]);
+          await store.events.append([
+            makeEvent(appId, { type: 'token.refused', principal: null, details: { reason: 'invalid_token', n: i } }),
+          ]);
         }
         await store.events.append([makeEvent('another-app'), makeEvent('another-app', { type: 'token.refused' })]);
         const kept = async (type: 'token.issued' | 'token.refused') =>
@@ -693,7 +822,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 1);
         assert.equal(await store.events.deleteOlderThan(T0 + 3000, 2), 0);
         const kept = await store.events.list({ appId, limit: 10 });
-        assert.deepEqual(kept.map((event) => event.at), [T0 + 5000, T0 + 4000, T0 + 3000]);
+        assert.deepEqual(
+          kept.map((event) => event.at),
+          [T0 + 5000, T0 + 4000, T0 + 3000],
+        );
       });
     });
 
@@ -723,7 +855,11 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         store.events.listCounts({ appId, bucketMs, since, until, ...(type === undefined ? {} : { type }) });
 
       it('adds counts to the stored ones of the same app, minute, type, principal and reason', async () => {
-        await store.events.addCounts([issued(DAY0, 3), refused(DAY0, 2, 'admin', 'invalid_client'), refused(DAY0, 1, null, 'invalid_token')]);
+        await store.events.addCounts([
+          issued(DAY0, 3),
+          refused(DAY0, 2, 'admin', 'invalid_client'),
+          refused(DAY0, 1, null, 'invalid_token'),
+        ]);
         await store.events.addCounts([issued(DAY0, 4), refused(DAY0, 5, 'admin', 'invalid_client'), issued(DAY0 + MINUTE, 1)]);
         await store.events.addCounts([issued(DAY0, 100, 'another-app')]);
         // By minute, type, principal ('' for none first) and reason.
@@ -742,7 +878,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const listed = await list(MINUTE);
         assert.equal(listed.length, 1000);
         assert.deepEqual(listed.slice(0, 3), [issued(DAY0, 11), issued(DAY0 + MINUTE, 22), issued(DAY0 + 2 * MINUTE, 3)]);
-        assert.equal(listed.reduce((sum, row) => sum + row.count, 0), (1000 * 1001) / 2 + 30);
+        assert.equal(
+          listed.reduce((sum, row) => sum + row.count, 0),
+          (1000 * 1001) / 2 + 30,
+        );
       });
 
       it('lists the sums per hour or per day, from since to before until, optionally of one type', async () => {
@@ -759,12 +898,24 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client'),
           issued(DAY0 + 25 * HOUR, 16),
         ]);
-        assert.deepEqual(await list(86_400_000), [issued(DAY0, 7), refused(DAY0, 8, 'anonymous', 'invalid_client'), issued(DAY0 + 86_400_000, 16)]);
+        assert.deepEqual(await list(86_400_000), [
+          issued(DAY0, 7),
+          refused(DAY0, 8, 'anonymous', 'invalid_client'),
+          issued(DAY0 + 86_400_000, 16),
+        ]);
         // until is exclusive; a minute that starts before it is in.
         assert.deepEqual(await list(HOUR, DAY0 + HOUR, DAY0 + HOUR + MINUTE), [issued(DAY0 + HOUR, 4)]);
-        assert.deepEqual(await list(HOUR, DAY0 + HOUR, DAY0 + HOUR + MINUTE + 1), [issued(DAY0 + HOUR, 4), refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client')]);
-        assert.deepEqual(await list(HOUR, DAY0, DAY0 + 2 * HOUR, 'token.refused'), [refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client')]);
-        assert.deepEqual(await store.events.listCounts({ appId: 'unknown-app', bucketMs: HOUR, since: DAY0, until: DAY0 + 86_400_000 }), []);
+        assert.deepEqual(await list(HOUR, DAY0 + HOUR, DAY0 + HOUR + MINUTE + 1), [
+          issued(DAY0 + HOUR, 4),
+          refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client'),
+        ]);
+        assert.deepEqual(await list(HOUR, DAY0, DAY0 + 2 * HOUR, 'token.refused'), [
+          refused(DAY0 + HOUR, 8, 'anonymous', 'invalid_client'),
+        ]);
+        assert.deepEqual(
+          await store.events.listCounts({ appId: 'unknown-app', bucketMs: HOUR, since: DAY0, until: DAY0 + 86_400_000 }),
+          [],
+        );
       });
 
       it('deletes the counts of minutes before a time, in batches', async () => {
@@ -776,7 +927,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await list(MINUTE), [issued(DAY0 + 4 * MINUTE, 1), issued(DAY0 + 5 * MINUTE, 1), issued(DAY0 + 6 * MINUTE, 1)]);
       });
 
-      it('deletes the counts of a deleted app, and no other app\'s', async () => {
+      it("deletes the counts of a deleted app, and no other app's", async () => {
         const app = makeApp();
         const other = makeApp();
         await store.apps.insert(app);
@@ -814,7 +965,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       async function noticed(matches: (call: { appId: string | undefined }) => boolean, since: number): Promise<void> {
         const deadline = since + CHANGE_DEADLINE_MS;
         while (!calls.some((call) => call.at >= since && matches(call))) {
-          if (Date.now() > deadline) assert.fail(`onChange was not called within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
+          if (Date.now() > deadline)
+            assert.fail(`onChange was not called within ${CHANGE_DEADLINE_MS} ms (calls: ${JSON.stringify(calls)})`);
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       }
@@ -842,7 +994,10 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('is noticed when a ClientSecret is rotated', async () => {
         const rotated = randomBytes(32);
         const since = Date.now();
-        assert.deepEqual(await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents), { adminTokensRevoked: 0 });
+        assert.deepEqual(
+          await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents),
+          { adminTokensRevoked: 0 },
+        );
         await noticedWithin(app.appId, since);
         assert.ok((await store.apps.findById(app.appId))?.clientSecretHash.equals(rotated));
       });
@@ -851,7 +1006,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const before = (await store.apps.findById(app.appId))!.clientSecretHash;
         const rotated = randomBytes(32);
         const since = Date.now();
-        await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: T0 + 60_000 }, noEvents);
+        await second.apps.rotateClientSecret(
+          app.appId,
+          rotated,
+          { revokeAdminTokens: false, previousSecretValidUntil: T0 + 60_000 },
+          noEvents,
+        );
         await noticedWithin(app.appId, since);
         const found = await store.apps.findById(app.appId);
         assert.ok(found?.clientSecretHash.equals(rotated));

@@ -17,7 +17,12 @@ import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const PASSWORD = 'correct horse battery staple';
 const ADDRESS = '192.0.2.1';
-const LIMITS_OFF = { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 };
+const LIMITS_OFF = {
+  enabled: false,
+  tokenRequestsPerAddressPerMinute: 1,
+  adminFailuresPerAddressPerMinute: 1,
+  adminFailuresPerAppPerMinute: 1,
+};
 
 type Outcome = 'resolved' | string;
 
@@ -130,7 +135,8 @@ const OPERATIONS: Operation[] = [
   {
     // The collaborator removed is the one who asks, when it is "collaborator": it leaves.
     name: 'remove the collaborator',
-    run: async (tessera, { appId }, context) => tessera.members.removeCollaborator(appId, (await tessera.developers.find('collaborator@example.com')).id, context),
+    run: async (tessera, { appId }, context) =>
+      tessera.members.removeCollaborator(appId, (await tessera.developers.find('collaborator@example.com')).id, context),
     expected: { ...BY_OWNER, collaborator: 'resolved' },
   },
 ];
@@ -210,7 +216,11 @@ describe('the services authorize whoever acts on an app, whichever page or route
     const invitation = await tessera.members.invite(created.appId, 'pending@example.com', OPERATOR);
     const [pending] = await tessera.members.pendingInvitations(created.appId, OPERATOR);
     const record = await tessera.appCache.require(created.appId);
-    const issued = await tessera.issuer.issue(record, { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null }, anonymousRequest(ADDRESS));
+    const issued = await tessera.issuer.issue(
+      record,
+      { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null },
+      anonymousRequest(ADDRESS),
+    );
     return { appId: created.appId, invitationId: pending!.id, invitationToken: tokenOf(invitation), adminToken: issued.accessToken };
   }
 
@@ -235,7 +245,8 @@ describe('the services authorize whoever acts on an app, whichever page or route
   async function stateOf({ appId, adminToken }: SharedApp) {
     await tessera.events.flush();
     const authenticated = await outcomeOf(
-      (async () => tessera.authenticator.authenticate({ appId, authorization: `Bearer ${adminToken}`, path: `/api/apps/${appId}/whoami` }))(),
+      (async () =>
+        tessera.authenticator.authenticate({ appId, authorization: `Bearer ${adminToken}`, path: `/api/apps/${appId}/whoami` }))(),
     );
     return {
       app: await tessera.store.apps.findById(appId),
@@ -267,7 +278,10 @@ describe('the services authorize whoever acts on an app, whichever page or route
   it('lets only those allowed read the app, each of them what the operator reads, and a read changes nothing', async () => {
     const app = await sharedApp();
     // The app's page and its events page warn of a ClientSecret sent from a browser: one was.
-    tessera.events.record('app.secret_exposed', app.appId, anonymousRequest(ADDRESS, 'https://shop.example'), 'admin', { secret: 'current', origin: 'https://shop.example' });
+    tessera.events.record('app.secret_exposed', app.appId, anonymousRequest(ADDRESS, 'https://shop.example'), 'admin', {
+      secret: 'current',
+      origin: 'https://shop.example',
+    });
     const before = await stateOf(app);
     const wrongAnswers: string[] = [];
     for (const read of READS) {
@@ -276,7 +290,8 @@ describe('the services authorize whoever acts on an app, whichever page or route
       for (const caller of CALLERS) {
         const answer = read.run(tessera, app, contextOf(caller, app));
         outcomes[caller] = await outcomeOf(answer);
-        if (outcomes[caller] === 'resolved' && !isDeepStrictEqual(await answer, operatorReads)) wrongAnswers.push(`${read.name}: ${caller}`);
+        if (outcomes[caller] === 'resolved' && !isDeepStrictEqual(await answer, operatorReads))
+          wrongAnswers.push(`${read.name}: ${caller}`);
       }
       assert.deepEqual(outcomes, read.expected, read.name);
     }

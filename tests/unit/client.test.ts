@@ -18,16 +18,28 @@ interface Scripted {
 }
 
 /** A service that answers token requests with a new token (or `tokenAnswer`) and others with `answers`, in turn. */
-function scriptedService(options: { answers?: Array<() => Response>; tokenAnswer?: () => Response | Promise<Response>; expiresIn?: number } = {}) {
+function scriptedService(
+  options: { answers?: Array<() => Response>; tokenAnswer?: () => Response | Promise<Response>; expiresIn?: number } = {},
+) {
   const requests: Scripted[] = [];
   const answers = [...(options.answers ?? [])];
   let issued = 0;
   const fetch = async (request: Request): Promise<Response> => {
-    requests.push({ url: request.url, method: request.method, authorization: request.headers.get('authorization'), body: await request.text() });
+    requests.push({
+      url: request.url,
+      method: request.method,
+      authorization: request.headers.get('authorization'),
+      body: await request.text(),
+    });
     if (request.url.endsWith('/oauth2/token')) {
       if (options.tokenAnswer !== undefined) return options.tokenAnswer();
       issued++;
-      return Response.json({ id: 'ANONYMOUS', access_token: `token-${issued}`, expires_in: options.expiresIn ?? 2147483646, token_type: 'bearer' });
+      return Response.json({
+        id: 'ANONYMOUS',
+        access_token: `token-${issued}`,
+        expires_in: options.expiresIn ?? 2147483646,
+        token_type: 'bearer',
+      });
     }
     const next = answers.shift();
     return next === undefined ? Response.json({ ok: true }) : next();
@@ -62,14 +74,21 @@ describe('Retry-After', () => {
   it('a 503 with Retry-After is tried again after that wait, with the same method, body and a fresh header', async () => {
     const service = scriptedService({ answers: [() => errorAnswer(503, 'SERVICE_UNAVAILABLE', { 'retry-after': '2' })] });
     const { client, waits } = clientWith(service);
-    const response = await client.fetch('/api/things', { method: 'POST', body: JSON.stringify({ a: 1 }), headers: { 'content-type': 'application/json' } });
+    const response = await client.fetch('/api/things', {
+      method: 'POST',
+      body: JSON.stringify({ a: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(response.status, 200);
     assert.deepEqual(waits, [2000]);
     const sent = service.requests.filter((request) => request.url === `${BASE}/api/things`);
-    assert.deepEqual(sent.map((request) => [request.method, request.body, request.authorization]), [
-      ['POST', '{"a":1}', 'Bearer token-1'],
-      ['POST', '{"a":1}', 'Bearer token-1'],
-    ]);
+    assert.deepEqual(
+      sent.map((request) => [request.method, request.body, request.authorization]),
+      [
+        ['POST', '{"a":1}', 'Bearer token-1'],
+        ['POST', '{"a":1}', 'Bearer token-1'],
+      ],
+    );
   });
 
   it('is bounded: at most maxAttempts tries, then the last answer', async () => {
@@ -105,7 +124,14 @@ describe('Retry-After', () => {
     const date = new Date(clock.now() + 7_000).toUTCString();
     const service = scriptedService({ answers: [() => errorAnswer(503, 'SERVICE_UNAVAILABLE', { 'retry-after': date })] });
     const waits: number[] = [];
-    const client = new TesseraClient({ baseUrl: BASE, appId: APP_ID, mode: 'basic', fetch: service.fetch, clock, sleep: async (ms) => void waits.push(ms) });
+    const client = new TesseraClient({
+      baseUrl: BASE,
+      appId: APP_ID,
+      mode: 'basic',
+      fetch: service.fetch,
+      clock,
+      sleep: async (ms) => void waits.push(ms),
+    });
     assert.equal((await client.fetch('/api/things')).status, 200);
     assert.deepEqual(waits, [7000]);
   });
@@ -116,7 +142,10 @@ describe('Retry-After', () => {
       tokenAnswer: () => (++tries < 3 ? errorAnswer(429, 'TOO_MANY_REQUESTS', { 'retry-after': '3' }) : errorAnswer(401, 'invalid_client')),
     });
     const { client, waits } = clientWith(service);
-    await assert.rejects(client.token(), (error: unknown) => error instanceof TesseraClientError && error.errorCode === 'invalid_client' && error.status === 401);
+    await assert.rejects(
+      client.token(),
+      (error: unknown) => error instanceof TesseraClientError && error.errorCode === 'invalid_client' && error.status === 401,
+    );
     assert.deepEqual(waits, [3000, 3000]);
   });
 });
@@ -131,12 +160,19 @@ describe('INVALID_TOKEN', () => {
     assert.equal(((await response.json()) as { errorCode: string }).errorCode, 'INVALID_TOKEN', 'the answer is still readable');
     assert.deepEqual(
       service.requests.map((request) => `${new URL(request.url).pathname} ${request.authorization}`),
-      [`/api/apps/${APP_ID}/oauth2/token ${'Basic ' + btoa(`${APP_ID}:app-key`)}`, '/api/things Bearer token-1', `/api/apps/${APP_ID}/oauth2/token ${'Basic ' + btoa(`${APP_ID}:app-key`)}`, '/api/things Bearer token-2'],
+      [
+        `/api/apps/${APP_ID}/oauth2/token ${'Basic ' + btoa(`${APP_ID}:app-key`)}`,
+        '/api/things Bearer token-1',
+        `/api/apps/${APP_ID}/oauth2/token ${'Basic ' + btoa(`${APP_ID}:app-key`)}`,
+        '/api/things Bearer token-2',
+      ],
     );
   });
 
   it('is told by the body alone too (a proxy may drop WWW-Authenticate), and not by other 401s', async () => {
-    const service = scriptedService({ answers: [() => Response.json({ errorCode: 'INVALID_TOKEN' }, { status: 401 }), () => errorAnswer(401, 'UNAUTHORIZED')] });
+    const service = scriptedService({
+      answers: [() => Response.json({ errorCode: 'INVALID_TOKEN' }, { status: 401 }), () => errorAnswer(401, 'UNAUTHORIZED')],
+    });
     const { client } = clientWith(service);
     assert.equal((await client.fetch('/api/things')).status, 401);
     assert.equal(service.tokenRequests().length, 2);
@@ -146,7 +182,10 @@ describe('INVALID_TOKEN', () => {
     const service = scriptedService({ answers: [() => errorAnswer(401, 'INVALID_TOKEN')] });
     const client = new TesseraClient({ baseUrl: BASE, appId: APP_ID, mode: 'basic', fetch: service.fetch });
     assert.equal((await client.fetch('/api/things')).status, 401);
-    assert.deepEqual(service.requests.map((request) => request.authorization), [`Basic ${btoa(`${APP_ID}:anonymous`)}`]);
+    assert.deepEqual(
+      service.requests.map((request) => request.authorization),
+      [`Basic ${btoa(`${APP_ID}:anonymous`)}`],
+    );
   });
 });
 
@@ -172,10 +211,21 @@ describe('renewal', () => {
 
   it('asks for admin tokens with expiresAt = now + adminTokenLifetimeSeconds, and renews them in the last quarter or renewBeforeSeconds', async () => {
     const service = scriptedService({ expiresIn: 120 });
-    const { client, clock } = clientWith(service, { mode: 'admin', clientId: 'id', clientSecret: 'secret', adminTokenLifetimeSeconds: 120, renewBeforeSeconds: 60 });
+    const { client, clock } = clientWith(service, {
+      mode: 'admin',
+      clientId: 'id',
+      clientSecret: 'secret',
+      adminTokenLifetimeSeconds: 120,
+      renewBeforeSeconds: 60,
+    });
     const start = clock.now();
     assert.equal(await client.token(), 'token-1');
-    assert.deepEqual(JSON.parse(service.tokenRequests()[0]!.body), { grant_type: 'client_credentials', client_id: 'id', client_secret: 'secret', expiresAt: start + 120_000 });
+    assert.deepEqual(JSON.parse(service.tokenRequests()[0]!.body), {
+      grant_type: 'client_credentials',
+      client_id: 'id',
+      client_secret: 'secret',
+      expiresAt: start + 120_000,
+    });
     assert.equal(service.tokenRequests()[0]!.authorization, `Basic ${btoa(`${APP_ID}:`)}`);
     // 120 s of life: the margin is a quarter of it (30 s), less than renewBeforeSeconds.
     clock.time = start + 90_000 - 1;
@@ -192,9 +242,17 @@ describe('renewal', () => {
     let fail = false;
     let issued = 0;
     const service = scriptedService({
-      tokenAnswer: () => (fail ? errorAnswer(401, 'invalid_client') : Response.json({ access_token: `token-${++issued}`, expires_in: 600, token_type: 'bearer' })),
+      tokenAnswer: () =>
+        fail
+          ? errorAnswer(401, 'invalid_client')
+          : Response.json({ access_token: `token-${++issued}`, expires_in: 600, token_type: 'bearer' }),
     });
-    const { client, clock } = clientWith(service, { mode: 'admin', clientId: 'id', clientSecret: 'secret', adminTokenLifetimeSeconds: 600 });
+    const { client, clock } = clientWith(service, {
+      mode: 'admin',
+      clientId: 'id',
+      clientSecret: 'secret',
+      adminTokenLifetimeSeconds: 600,
+    });
     const start = clock.now();
     await client.token();
     fail = true;
@@ -235,7 +293,12 @@ describe('renewal', () => {
     assert.match(stored.values().next().value!, /"accessToken":"token-1"/);
     // Admin tokens are never stored.
     const adminService = scriptedService();
-    await clientWith(adminService, { mode: 'admin', clientId: 'id', clientSecret: 'secret', storage } as Partial<TesseraClientOptions>).client.token();
+    await clientWith(adminService, {
+      mode: 'admin',
+      clientId: 'id',
+      clientSecret: 'secret',
+      storage,
+    } as Partial<TesseraClientOptions>).client.token();
     assert.equal(stored.size, 1);
   });
 });
@@ -253,7 +316,11 @@ describe('options', () => {
       { mode: 'basic', appId: '' },
       { mode: 'basic', baseUrl: 'not a url' },
     ]) {
-      assert.throws(() => new TesseraClient({ baseUrl: BASE, appId: APP_ID, fetch, ...options } as TesseraClientOptions), TypeError, JSON.stringify(options));
+      assert.throws(
+        () => new TesseraClient({ baseUrl: BASE, appId: APP_ID, fetch, ...options } as TesseraClientOptions),
+        TypeError,
+        JSON.stringify(options),
+      );
     }
   });
 

@@ -129,23 +129,38 @@ describe('loadConfig', () => {
   });
 
   it('refuses a PUBLIC_URL that is not an absolute http(s) URL, or has credentials, a query or a fragment, without echoing it', () => {
-    for (const value of ['tokens.example.com', '/api', 'ftp://example.com', 'https://user:hunter2@example.com', 'https://example.com/?a=1', 'https://example.com/#x', 'https://example.com?', 'javascript:alert(1)']) {
-      assert.throws(() => loadConfig({ PUBLIC_URL: value }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
-        assert.match(error.message, /PUBLIC_URL/);
-        assert.ok(!error.message.includes('hunter2'));
-        return true;
-      });
+    for (const value of [
+      'tokens.example.com',
+      '/api',
+      'ftp://example.com',
+      'https://user:hunter2@example.com',
+      'https://example.com/?a=1',
+      'https://example.com/#x',
+      'https://example.com?',
+      'javascript:alert(1)',
+    ]) {
+      assert.throws(
+        () => loadConfig({ PUBLIC_URL: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+          assert.match(error.message, /PUBLIC_URL/);
+          assert.ok(!error.message.includes('hunter2'));
+          return true;
+        },
+      );
     }
   });
 
   it('refuses a TRUSTED_PROXIES entry that is not an address, a range or a keyword', () => {
     for (const value of ['proxy.local', '10.0.0.0/33', '1.2.3', '::1/129', '10.0.0.0/8/1', 'everything']) {
-      assert.throws(() => loadConfig({ TRUSTED_PROXIES: value }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
-        assert.match(error.message, /TRUSTED_PROXIES/);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ TRUSTED_PROXIES: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+          assert.match(error.message, /TRUSTED_PROXIES/);
+          return true;
+        },
+      );
     }
   });
 
@@ -156,11 +171,14 @@ describe('loadConfig', () => {
 
   it('refuses a FORWARD_AUTH_ADMIN_PATHS entry that is not a path prefix', () => {
     for (const value of ['admin', 'GET', 'GET  admin', '/a b', '/%zz', 'GE7 /x']) {
-      assert.throws(() => loadConfig({ FORWARD_AUTH_ADMIN_PATHS: value }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
-        assert.match(error.message, /FORWARD_AUTH_ADMIN_PATHS/);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ FORWARD_AUTH_ADMIN_PATHS: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `${value}: ${String(error)}`);
+          assert.match(error.message, /FORWARD_AUTH_ADMIN_PATHS/);
+          return true;
+        },
+      );
     }
   });
 
@@ -171,11 +189,14 @@ describe('loadConfig', () => {
 
   it('refuses an invalid PORT with a ConfigError naming the variable', () => {
     for (const port of ['abc', '-1', '65536', '1.5', '8080x', '0x50', '1e3', '80 80']) {
-      assert.throws(() => loadConfig({ PORT: port }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError, `${port}: ${String(error)}`);
-        assert.match(error.message, /PORT/);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ PORT: port }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `${port}: ${String(error)}`);
+          assert.match(error.message, /PORT/);
+          return true;
+        },
+      );
     }
   });
 
@@ -234,12 +255,15 @@ describe('loadConfig', () => {
 
   it('refuses a DATABASE_URL that names no store with a ConfigError, without echoing its credentials', () => {
     for (const url of ['sqlite:', 'mysql://user:hunter2@db/tessera', 'http://user:hunter2@db/']) {
-      assert.throws(() => loadConfig({ DATABASE_URL: url }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError, `${url}: ${String(error)}`);
-        assert.match(error.message, /DATABASE_URL/);
-        assert.doesNotMatch(error.message, /hunter2/);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ DATABASE_URL: url }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError, `${url}: ${String(error)}`);
+          assert.match(error.message, /DATABASE_URL/);
+          assert.doesNotMatch(error.message, /hunter2/);
+          return true;
+        },
+      );
     }
   });
 });
@@ -281,11 +305,15 @@ describe('parseDatabaseUrl', () => {
 
   it('refuses another scheme, without echoing its credentials', () => {
     for (const url of ['mysql://user:hunter2@db/tessera', 'http://user:hunter2@db/', 'file://user:hunter2@x/t.db']) {
-      assert.throws(() => parseDatabaseUrl(url), (error: unknown) => {
-        assert.ok(error instanceof Error);
-        assert.doesNotMatch(error.message, /hunter2/);
-        return true;
-      }, url);
+      assert.throws(
+        () => parseDatabaseUrl(url),
+        (error: unknown) => {
+          assert.ok(error instanceof Error);
+          assert.doesNotMatch(error.message, /hunter2/);
+          return true;
+        },
+        url,
+      );
     }
   });
 });

@@ -22,8 +22,14 @@ describe('clientCredentials', () => {
 
   it('needs client_id and client_secret in the body then', () => {
     assert.throws(() => clientCredentials(app, basic(app.appId, 'x'), body(undefined, 's')), refusedWith('invalid_request', /client_id/));
-    assert.throws(() => clientCredentials(app, basic(app.appId, 'x'), body('i', undefined)), refusedWith('invalid_request', /client_secret/));
-    assert.throws(() => clientCredentials(app, parseAuthorization(undefined), body('i', undefined)), refusedWith('invalid_request', /client_secret/));
+    assert.throws(
+      () => clientCredentials(app, basic(app.appId, 'x'), body('i', undefined)),
+      refusedWith('invalid_request', /client_secret/),
+    );
+    assert.throws(
+      () => clientCredentials(app, parseAuthorization(undefined), body('i', undefined)),
+      refusedWith('invalid_request', /client_secret/),
+    );
   });
 
   it('has none without a Basic header and without credentials in the body', () => {

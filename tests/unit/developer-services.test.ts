@@ -16,10 +16,19 @@ import { createSqliteTestStore, type TestStore } from '../helpers/store.js';
 // The developer services (accounts, sessions, memberships), called directly over a real SQLite store
 // with a fake clock, and the sign-in limits counting in memory as a server's do.
 
-const LIMITS_ON = { ...NO_LIMITS, enabled: true, tokenRequestsPerAddressPerMinute: 1e6, adminFailuresPerAddressPerMinute: 1e6, adminFailuresPerAppPerMinute: 1e6 };
+const LIMITS_ON = {
+  ...NO_LIMITS,
+  enabled: true,
+  tokenRequestsPerAddressPerMinute: 1e6,
+  adminFailuresPerAddressPerMinute: 1e6,
+  adminFailuresPerAppPerMinute: 1e6,
+};
 
 const from = (address: string): RequestContext => anonymousRequest(address);
-const asDeveloper = (developer: DeveloperRecord, address = '192.0.2.1'): RequestContext => ({ clientAddress: address, by: { kind: 'developer', developerId: developer.id } });
+const asDeveloper = (developer: DeveloperRecord, address = '192.0.2.1'): RequestContext => ({
+  clientAddress: address,
+  by: { kind: 'developer', developerId: developer.id },
+});
 
 /** The token of a link as printed: what follows `token=`. */
 const tokenOf = (link: { path: string }) => decodeURIComponent(link.path.slice(link.path.indexOf('token=') + 'token='.length));
@@ -77,7 +86,15 @@ describe('developer accounts and sessions, over a real store', () => {
     const link = created.link!;
     assert.equal(link.url, `https://portal.example.com${link.path}`);
     assert.match(link.path, /^\/portal\/set-password\?token=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
-    assert.equal(await codeOf(tessera.developerSessions.signIn({ email: 'new.person@example.com', password: PASSWORD, clientAddress: '192.0.2.1' }, from('192.0.2.1'))), 'INVALID_CREDENTIALS');
+    assert.equal(
+      await codeOf(
+        tessera.developerSessions.signIn(
+          { email: 'new.person@example.com', password: PASSWORD, clientAddress: '192.0.2.1' },
+          from('192.0.2.1'),
+        ),
+      ),
+      'INVALID_CREDENTIALS',
+    );
 
     const token = tokenOf(link);
     assert.equal((await tessera.developers.passwordLinkOwner(token)).id, created.developer.id);
@@ -88,7 +105,10 @@ describe('developer accounts and sessions, over a real store', () => {
     const started = await tessera.developerSessions.start(developer, from('192.0.2.1'));
     assert.equal((await tessera.developerSessions.current(started.token))?.developer.id, developer.id);
 
-    const signedIn = await tessera.developerSessions.signIn({ email: ' NEW.person@example.com', password: PASSWORD, clientAddress: '192.0.2.1' }, from('192.0.2.1'));
+    const signedIn = await tessera.developerSessions.signIn(
+      { email: ' NEW.person@example.com', password: PASSWORD, clientAddress: '192.0.2.1' },
+      from('192.0.2.1'),
+    );
     assert.equal(signedIn.developer.id, developer.id);
     const recorded = await everythingRecorded(tessera, [developer.id]);
     const events = await tessera.store.developers.accounts.listEvents(developer.id, 10);
@@ -99,7 +119,14 @@ describe('developer accounts and sessions, over a real store', () => {
       ['developer.signed_in', 'developer'],
       ['developer.signed_in', 'developer'],
     ]);
-    for (const secret of [token, token.split('.')[1]!, PASSWORD, signedIn.token, signedIn.token.split('.')[1]!, started.token.split('.')[1]!]) {
+    for (const secret of [
+      token,
+      token.split('.')[1]!,
+      PASSWORD,
+      signedIn.token,
+      signedIn.token.split('.')[1]!,
+      started.token.split('.')[1]!,
+    ]) {
       assert.ok(!recorded.includes(secret), `an event holds a secret: ${secret.slice(0, 8)}…`);
     }
     assert.ok(!recorded.includes('$argon2id$'), 'an event holds a password hash');
@@ -109,7 +136,10 @@ describe('developer accounts and sessions, over a real store', () => {
     const created = await tessera.developers.create('with.password@example.com', PASSWORD, OPERATOR);
     assert.equal(created.link, null);
     assert.equal(created.developer.hasPassword, true);
-    await tessera.developerSessions.signIn({ email: 'with.password@example.com', password: PASSWORD, clientAddress: null }, from('192.0.2.1'));
+    await tessera.developerSessions.signIn(
+      { email: 'with.password@example.com', password: PASSWORD, clientAddress: null },
+      from('192.0.2.1'),
+    );
     assert.equal(await codeOf(tessera.developers.create('WITH.password@example.com', null, OPERATOR)), 'CONFLICT');
     assert.equal(await codeOf(tessera.developers.create('not an email', null, OPERATOR)), 'invalid_request');
     assert.equal(await codeOf(tessera.developers.create('short@example.com', 'eleven char', OPERATOR)), 'invalid_request');
@@ -150,13 +180,20 @@ describe('developer accounts and sessions, over a real store', () => {
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
     const wrongPassword = median(timings[0]!);
     for (const [index, [email]] of cases.entries()) {
-      assert.ok(median(timings[index]!) > wrongPassword / 3, `${email}: ${median(timings[index]!).toFixed(1)} ms against ${wrongPassword.toFixed(1)} ms for a wrong password`);
+      assert.ok(
+        median(timings[index]!) > wrongPassword / 3,
+        `${email}: ${median(timings[index]!).toFixed(1)} ms against ${wrongPassword.toFixed(1)} ms for a wrong password`,
+      );
     }
   });
 
   it('keeps a session 30 minutes after the last request, 12 hours at most; sign-out ends it', async () => {
     await tessera.developers.create('sessions@example.com', PASSWORD, OPERATOR);
-    const signIn = () => tessera.developerSessions.signIn({ email: 'sessions@example.com', password: PASSWORD, clientAddress: '192.0.2.1' }, from('192.0.2.1'));
+    const signIn = () =>
+      tessera.developerSessions.signIn(
+        { email: 'sessions@example.com', password: PASSWORD, clientAddress: '192.0.2.1' },
+        from('192.0.2.1'),
+      );
     const idle = await signIn();
     clock.advance(SESSION_IDLE_MS - 1);
     assert.ok(await tessera.developerSessions.current(idle.token), 'still working just before the idle end');
@@ -186,10 +223,14 @@ describe('developer accounts and sessions, over a real store', () => {
 
   it('ends every session of a developer on a password change and when it is disabled', async () => {
     const { developer } = await tessera.developers.create('ending@example.com', PASSWORD, OPERATOR);
-    const signIn = (password = PASSWORD) => tessera.developerSessions.signIn({ email: 'ending@example.com', password, clientAddress: '192.0.2.1' }, from('192.0.2.1'));
+    const signIn = (password = PASSWORD) =>
+      tessera.developerSessions.signIn({ email: 'ending@example.com', password, clientAddress: '192.0.2.1' }, from('192.0.2.1'));
     const [first, second] = [await signIn(), await signIn()];
     const context = asDeveloper(await tessera.developers.find('ending@example.com'));
-    assert.equal(await codeOf(tessera.developers.changePassword(developer.id, 'not the password', 'another long password', context)), 'INVALID_CREDENTIALS');
+    assert.equal(
+      await codeOf(tessera.developers.changePassword(developer.id, 'not the password', 'another long password', context)),
+      'INVALID_CREDENTIALS',
+    );
     assert.equal(await codeOf(tessera.developers.changePassword(developer.id, PASSWORD, 'short', context)), 'invalid_request');
     assert.ok(await tessera.developerSessions.current(first.token), 'a refused change ends nothing');
     const changed = await tessera.developers.changePassword(developer.id, PASSWORD, 'another long password', context);
@@ -212,11 +253,19 @@ describe('developer accounts and sessions, over a real store', () => {
     const first = await tessera.developers.issueResetLink('RESET@example.com', OPERATOR);
     assert.equal(first.email, 'reset@example.com');
     assert.equal(first.purpose, 'reset_password');
-    assert.equal(await codeOf(tessera.developers.passwordLinkOwner(tokenOf(created.link!))), 'INVALID_LINK', 'the set-password link is replaced');
+    assert.equal(
+      await codeOf(tessera.developers.passwordLinkOwner(tokenOf(created.link!))),
+      'INVALID_LINK',
+      'the set-password link is replaced',
+    );
     const second = await tessera.developers.issueResetLink('reset@example.com', OPERATOR);
     assert.equal(await codeOf(tessera.developers.setPasswordWithLink(tokenOf(first), PASSWORD, from('192.0.2.1'))), 'INVALID_LINK');
     clock.advance(24 * 3_600_000);
-    assert.equal(await codeOf(tessera.developers.setPasswordWithLink(tokenOf(second), PASSWORD, from('192.0.2.1'))), 'INVALID_LINK', 'expired');
+    assert.equal(
+      await codeOf(tessera.developers.setPasswordWithLink(tokenOf(second), PASSWORD, from('192.0.2.1'))),
+      'INVALID_LINK',
+      'expired',
+    );
     clock.advance(-60_000);
     await tessera.developers.setPasswordWithLink(tokenOf(second), PASSWORD, from('192.0.2.1'));
 
@@ -258,7 +307,10 @@ describe('sign-in limits', () => {
   });
 
   it('holds the account for every new client after failures from many, but not a browser that signed in before', async () => {
-    const before = await tessera.developerSessions.signIn({ email: 'target@example.com', password: PASSWORD, clientAddress: '198.51.100.9' }, from('198.51.100.9'));
+    const before = await tessera.developerSessions.signIn(
+      { email: 'target@example.com', password: PASSWORD, clientAddress: '198.51.100.9' },
+      from('198.51.100.9'),
+    );
     const deviceToken = before.deviceToken!;
     for (const address of ['198.51.100.1', '198.51.100.2']) {
       for (let i = 0; i < 2; i++) assert.equal(await signIn('wrong password!', address), 'INVALID_CREDENTIALS');
@@ -266,34 +318,62 @@ describe('sign-in limits', () => {
     assert.equal(await signIn('wrong password!', '198.51.100.3'), 'INVALID_CREDENTIALS');
     assert.equal(await signIn(PASSWORD, '198.51.100.4'), 'TOO_MANY_REQUESTS');
     const [id, nonce, mac] = deviceToken.split('.') as [string, string, string];
-    for (const forged of [`${id}.${nonce}.${'A'.repeat(mac.length)}`, `${id}.${'B'.repeat(nonce.length)}.${mac}`, 'not a device token', `${randomUUID()}.${nonce}.${mac}`]) {
+    for (const forged of [
+      `${id}.${nonce}.${'A'.repeat(mac.length)}`,
+      `${id}.${'B'.repeat(nonce.length)}.${mac}`,
+      'not a device token',
+      `${randomUUID()}.${nonce}.${mac}`,
+    ]) {
       assert.equal(await signIn(PASSWORD, '198.51.100.4', forged), 'TOO_MANY_REQUESTS', forged);
     }
     assert.equal(await signIn(PASSWORD, '198.51.100.4', deviceToken), 'resolved');
-    assert.equal(await signIn(PASSWORD, '198.51.100.4', undefined, 'other@example.com'), 'INVALID_CREDENTIALS', 'other accounts are not held');
-    assert.equal(await signIn(PASSWORD, '198.51.100.4', deviceToken, 'other@example.com'), 'INVALID_CREDENTIALS', 'a device of one account is nothing to another');
+    assert.equal(
+      await signIn(PASSWORD, '198.51.100.4', undefined, 'other@example.com'),
+      'INVALID_CREDENTIALS',
+      'other accounts are not held',
+    );
+    assert.equal(
+      await signIn(PASSWORD, '198.51.100.4', deviceToken, 'other@example.com'),
+      'INVALID_CREDENTIALS',
+      'a device of one account is nothing to another',
+    );
 
     // A new password: the browser's device token no longer counts.
     const link = await tessera.developers.issueResetLink('target@example.com', OPERATOR);
-    await tessera.developers.setPasswordWithLink(new URL(link.path, 'http://portal').searchParams.get('token')!, 'another password, long enough', from('198.51.100.9'));
+    await tessera.developers.setPasswordWithLink(
+      new URL(link.path, 'http://portal').searchParams.get('token')!,
+      'another password, long enough',
+      from('198.51.100.9'),
+    );
     assert.equal(await signIn('another password, long enough', '198.51.100.5', deviceToken), 'TOO_MANY_REQUESTS');
   });
 
   it('does not let one client use up the account\u2019s limit, even in a burst', async () => {
     const burst = await Promise.all(Array.from({ length: 8 }, () => signIn('wrong password!', '198.51.100.1')));
-    assert.ok(burst.every((code) => code === 'INVALID_CREDENTIALS' || code === 'TOO_MANY_REQUESTS'), burst.join());
+    assert.ok(
+      burst.every((code) => code === 'INVALID_CREDENTIALS' || code === 'TOO_MANY_REQUESTS'),
+      burst.join(),
+    );
     assert.equal(await signIn(PASSWORD, '198.51.100.2'), 'resolved');
   });
 
   it('holds one address that tries many accounts', async () => {
-    for (let i = 0; i < 6; i++) assert.equal(await signIn('wrong password!', '2001:db8::1', undefined, `someone-${i}@example.com`), 'INVALID_CREDENTIALS');
+    for (let i = 0; i < 6; i++)
+      assert.equal(await signIn('wrong password!', '2001:db8::1', undefined, `someone-${i}@example.com`), 'INVALID_CREDENTIALS');
     assert.equal(await signIn(PASSWORD, '2001:db8::2'), 'TOO_MANY_REQUESTS', 'the same /64');
     assert.equal(await signIn(PASSWORD, '2001:db8:1::1'), 'resolved');
   });
 
   it('counts in Redis when it is configured, so that the limits hold across instances', async () => {
-    const shared = { ...LIMITS_ON, redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', redisKeyPrefix: `tessera-test-sign-in-${process.pid}-${Date.now()}` };
-    const [a, b] = [0, 1].map(() => createTessera({ store: fixture.testStore.store, rateLimits: shared, signInLimits: settings })) as [Tessera, Tessera];
+    const shared = {
+      ...LIMITS_ON,
+      redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      redisKeyPrefix: `tessera-test-sign-in-${process.pid}-${Date.now()}`,
+    };
+    const [a, b] = [0, 1].map(() => createTessera({ store: fixture.testStore.store, rateLimits: shared, signInLimits: settings })) as [
+      Tessera,
+      Tessera,
+    ];
     try {
       await Promise.all([a.limits.ready(), b.limits.ready()]);
       const on = (instance: Tessera, password: string, address: string) =>
@@ -303,7 +383,7 @@ describe('sign-in limits', () => {
       assert.equal(await on(b, PASSWORD, '198.51.100.2'), 'resolved');
     } finally {
       await Promise.all([a.limits.close(), b.limits.close()]);
-      }
+    }
   });
 
   it('lets a developer held by the limits in through a reset link from the operator', async () => {
@@ -327,7 +407,8 @@ describe('app memberships', () => {
   before(async () => {
     fixture = await open();
     tessera = fixture.tessera;
-    for (const email of ['owner@example.com', 'collaborator@example.com', 'stranger@example.com']) await tessera.developers.create(email, PASSWORD, OPERATOR);
+    for (const email of ['owner@example.com', 'collaborator@example.com', 'stranger@example.com'])
+      await tessera.developers.create(email, PASSWORD, OPERATOR);
     [owner, collaborator, stranger] = (await Promise.all(
       ['owner@example.com', 'collaborator@example.com', 'stranger@example.com'].map((email) => tessera.developers.find(email)),
     )) as [DeveloperRecord, DeveloperRecord, DeveloperRecord];
@@ -343,13 +424,24 @@ describe('app memberships', () => {
     assert.match(invitation.url!, /^https:\/\/portal\.example\.com\/portal\/accept-invitation\?token=/);
     const token = tokenOf(invitation);
     assert.equal(await codeOf(tessera.members.acceptInvitation(token, stranger, asDeveloper(stranger))), 'FORBIDDEN');
-    assert.deepEqual(await tessera.members.acceptInvitation(token, collaborator, asDeveloper(collaborator)), { appId, role: 'collaborator', added: true });
+    assert.deepEqual(await tessera.members.acceptInvitation(token, collaborator, asDeveloper(collaborator)), {
+      appId,
+      role: 'collaborator',
+      added: true,
+    });
     assert.equal(await codeOf(tessera.members.acceptInvitation(token, collaborator, asDeveloper(collaborator))), 'INVALID_LINK');
-    assert.equal(await codeOf(tessera.developers.setPasswordWithLink(token, PASSWORD, from('192.0.2.1'))), 'INVALID_LINK', 'not a password link');
-    assert.deepEqual((await tessera.members.membersOf(appId, OPERATOR)).map((member) => [member.email, member.role]), [
-      ['owner@example.com', 'owner'],
-      ['collaborator@example.com', 'collaborator'],
-    ]);
+    assert.equal(
+      await codeOf(tessera.developers.setPasswordWithLink(token, PASSWORD, from('192.0.2.1'))),
+      'INVALID_LINK',
+      'not a password link',
+    );
+    assert.deepEqual(
+      (await tessera.members.membersOf(appId, OPERATOR)).map((member) => [member.email, member.role]),
+      [
+        ['owner@example.com', 'owner'],
+        ['collaborator@example.com', 'collaborator'],
+      ],
+    );
 
     await tessera.events.flush();
     const events = await tessera.store.events.list({ appId, limit: 10 });

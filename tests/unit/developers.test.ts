@@ -8,7 +8,14 @@ import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from '..
 import { checkedNewPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../src/developers/password-rules.js';
 import { APP_ACTIONS, mayAct, type AppAction } from '../../src/developers/roles.js';
 import { generateSecretToken, parseSecretToken, secretMatches, SECRET_TOKEN_LENGTH } from '../../src/developers/secret-token.js';
-import { needsTouch, SESSION_IDLE_MS, SESSION_MAX_MS, SESSION_TOUCH_INTERVAL_MS, sessionExpiry, type SessionRecord } from '../../src/developers/session.js';
+import {
+  needsTouch,
+  SESSION_IDLE_MS,
+  SESSION_MAX_MS,
+  SESSION_TOUCH_INTERVAL_MS,
+  sessionExpiry,
+  type SessionRecord,
+} from '../../src/developers/session.js';
 import { FakeClock } from '../helpers/clock.js';
 
 // The pure parts of developer accounts: email and password rules, the hash's parameters, secret
@@ -17,7 +24,7 @@ import { FakeClock } from '../helpers/clock.js';
 describe('normaliseEmail', () => {
   it('trims and lower-cases an address, the local part too', () => {
     assert.equal(normaliseEmail('  Ada.Lovelace+Portal@Example.COM \n'), 'ada.lovelace+portal@example.com');
-    assert.equal(normaliseEmail('o\'brien@xn--bcher-kva.example'), "o'brien@xn--bcher-kva.example");
+    assert.equal(normaliseEmail("o'brien@xn--bcher-kva.example"), "o'brien@xn--bcher-kva.example");
     assert.equal(normaliseEmail('dev@localhost'), 'dev@localhost');
   });
 
@@ -56,13 +63,26 @@ describe('normaliseEmail', () => {
 
 describe('password rules', () => {
   it(`accepts ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters of anything, spaces and any script included, with no composition rules`, () => {
-    for (const password of ['a'.repeat(MIN_PASSWORD_LENGTH), 'correct horse battery staple', '密码密码密码密码密码密码', '😀'.repeat(MAX_PASSWORD_LENGTH), ' leading and trailing ']) {
+    for (const password of [
+      'a'.repeat(MIN_PASSWORD_LENGTH),
+      'correct horse battery staple',
+      '密码密码密码密码密码密码',
+      '😀'.repeat(MAX_PASSWORD_LENGTH),
+      ' leading and trailing ',
+    ]) {
       assert.equal(checkedNewPassword(password), password.normalize('NFKC'));
     }
   });
 
   it('refuses shorter, longer, and only spaces', () => {
-    for (const password of ['', 'a'.repeat(MIN_PASSWORD_LENGTH - 1), 'a'.repeat(MAX_PASSWORD_LENGTH + 1), '😀'.repeat(MAX_PASSWORD_LENGTH + 1), ' '.repeat(20), 'x'.repeat(1_000_000)]) {
+    for (const password of [
+      '',
+      'a'.repeat(MIN_PASSWORD_LENGTH - 1),
+      'a'.repeat(MAX_PASSWORD_LENGTH + 1),
+      '😀'.repeat(MAX_PASSWORD_LENGTH + 1),
+      ' '.repeat(20),
+      'x'.repeat(1_000_000),
+    ]) {
       assert.throws(() => checkedNewPassword(password), { code: 'invalid_request' }, `${password.length} characters`);
     }
   });
@@ -77,7 +97,10 @@ describe('password hashing (Argon2id)', () => {
   it("hashes with Argon2id at OWASP's parameters: 19 MiB, 2 passes, 1 lane, a 16-byte salt", async () => {
     const hash = await hashPassword('correct horse battery staple');
     assert.match(hash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
-    assert.deepEqual({ ...parseOptions(hash) }, { algorithm: 2, version: 1, memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32, saltLen: 16 });
+    assert.deepEqual(
+      { ...parseOptions(hash) },
+      { algorithm: 2, version: 1, memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32, saltLen: 16 },
+    );
     assert.notEqual(await hashPassword('correct horse battery staple'), hash, 'a new salt every time');
     assert.equal(needsRehash(hash), false);
   });
@@ -165,8 +188,14 @@ describe('one-time links', () => {
       url: null,
       expiresAt: '2026-06-01T00:00:00.000Z',
     });
-    assert.equal(issuedLink('reset_password', id, token, at, 'https://tessera.example.com/').url, `https://tessera.example.com/portal/set-password?token=${token}`);
-    assert.equal(issuedLink('invitation', id, token, at, 'https://example.com/auth').url, `https://example.com/auth/portal/accept-invitation?token=${token}`);
+    assert.equal(
+      issuedLink('reset_password', id, token, at, 'https://tessera.example.com/').url,
+      `https://tessera.example.com/portal/set-password?token=${token}`,
+    );
+    assert.equal(
+      issuedLink('invitation', id, token, at, 'https://example.com/auth').url,
+      `https://example.com/auth/portal/accept-invitation?token=${token}`,
+    );
   });
 });
 

@@ -44,7 +44,10 @@ describe('the event log when the store fails', () => {
     assert.equal(log.unwritten, 3);
     await new Promise((resolve) => setTimeout(resolve, EVENT_RETRY_DELAY_MS + 200));
     await log.flush();
-    assert.deepEqual(events.map((event) => event.details.n), [1, 2, 3]);
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      [1, 2, 3],
+    );
     assert.equal(log.unwritten, 0);
     assert.equal(told.length, 1, `one warning for the outage: ${told.join(' | ')}`);
     assert.match(told[0]!, /tried again/);
@@ -60,6 +63,9 @@ describe('the event log when the store fails', () => {
     assert.deepEqual(told, ['1 audit events could not be written and are lost']);
     refusal(log, 2);
     await log.flush();
-    assert.deepEqual(events.map((event) => event.details.n), [2]);
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      [2],
+    );
   });
 });

@@ -7,7 +7,7 @@ import type { Actor } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 
 describe('retentionOf: what is a row, of which class, and what is only counted', () => {
-  it('counts anonymous tokens issued and revoked by themselves and throttled admin attempts, keeps refusals apart, and everything else (a developer\'s too) as audit', () => {
+  it("counts anonymous tokens issued and revoked by themselves and throttled admin attempts, keeps refusals apart, and everything else (a developer's too) as audit", () => {
     const cases: [EventType, Actor | null, string][] = [
       ['token.issued', 'anonymous', 'counted'],
       ['token.issued', 'admin', 'audit'],
@@ -53,8 +53,16 @@ describe('counts queries', () => {
 
   it('defaults to a day per hour up to now, since moved back to the start of its hour', () => {
     assert.deepEqual(parseEventCountQuery({}, now), { per: 'hour', since: Date.parse('2026-05-31T10:00:00Z'), until: now });
-    assert.deepEqual(parseEventCountQuery({ per: 'minute' }, now), { per: 'minute', since: Date.parse('2026-06-01T09:37:00Z'), until: now });
-    assert.deepEqual(parseEventCountQuery({ per: 'day', since: '', until: '' }, now), { per: 'day', since: Date.parse('2026-05-02T00:00:00Z'), until: now });
+    assert.deepEqual(parseEventCountQuery({ per: 'minute' }, now), {
+      per: 'minute',
+      since: Date.parse('2026-06-01T09:37:00Z'),
+      until: now,
+    });
+    assert.deepEqual(parseEventCountQuery({ per: 'day', since: '', until: '' }, now), {
+      per: 'day',
+      since: Date.parse('2026-05-02T00:00:00Z'),
+      until: now,
+    });
   });
 
   it('reads RFC 3339 date-times with a fraction or an offset', () => {
@@ -68,8 +76,14 @@ describe('counts queries', () => {
   it('answers at most 1440 buckets', () => {
     const since = Date.parse('2026-06-01T00:00:00Z');
     assert.equal(eventCountQuery({ per: 'minute', since, until: since + 1440 * 60_000 }, now).since, since);
-    assert.throws(() => eventCountQuery({ per: 'minute', since, until: since + 1440 * 60_000 + 1 }, now), /1441 buckets of a minute; at most 1440/);
-    assert.throws(() => eventCountQuery({ per: 'day', since: 0, until: now }, now), /at most 1440 are answered at once: narrow the span\.$/);
+    assert.throws(
+      () => eventCountQuery({ per: 'minute', since, until: since + 1440 * 60_000 + 1 }, now),
+      /1441 buckets of a minute; at most 1440/,
+    );
+    assert.throws(
+      () => eventCountQuery({ per: 'day', since: 0, until: now }, now),
+      /at most 1440 are answered at once: narrow the span\.$/,
+    );
   });
 
   it('refuses what is not a period or a date-time, and an empty span', () => {
@@ -85,7 +99,11 @@ describe('counts queries', () => {
       { until: 'now' },
       { since: '2026-06-01T10:00:00Z', until: '2026-06-01T10:00:00Z' },
     ]) {
-      assert.throws(() => parseEventCountQuery(raw, now), (error: any) => error.code === 'invalid_request', JSON.stringify(raw));
+      assert.throws(
+        () => parseEventCountQuery(raw, now),
+        (error: any) => error.code === 'invalid_request',
+        JSON.stringify(raw),
+      );
     }
   });
 
@@ -122,7 +140,10 @@ describe('counts queries', () => {
             { type: 'token.refused', principal: null, attempted: null, reason: 'invalid_token', count: 7 },
           ],
         },
-        { start: '2026-06-01T10:00:00.000Z', counts: [{ type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 4 }] },
+        {
+          start: '2026-06-01T10:00:00.000Z',
+          counts: [{ type: 'token.issued', principal: 'anonymous', attempted: null, reason: null, count: 4 }],
+        },
       ],
     });
     assert.equal(countBucketOf(now), Date.parse('2026-06-01T10:37:00Z'));

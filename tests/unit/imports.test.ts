@@ -33,7 +33,9 @@ function importSpecifiers(source: string): string[] {
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
-    .flatMap((entry) => (entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : []))
+    .flatMap((entry) =>
+      entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+    )
     .sort();
 }
 
@@ -148,7 +150,18 @@ describe('importSpecifiers: what the checks below read of a file', () => {
       " * import j from './j.js' (in a comment)",
       "const k = 'import k from ./k.js';",
     ].join('\n');
-    assert.deepEqual(importSpecifiers(source).sort(), ['../b.js', './a.js', './d.js', './e.js', './f.js', './g.js', './h.js', './i.js', 'fastify', 'node:assert']);
+    assert.deepEqual(importSpecifiers(source).sort(), [
+      '../b.js',
+      './a.js',
+      './d.js',
+      './e.js',
+      './f.js',
+      './g.js',
+      './h.js',
+      './i.js',
+      'fastify',
+      'node:assert',
+    ]);
   });
 });
 
@@ -161,7 +174,10 @@ describe('findCycles', () => {
       ['d', []],
       ['e', ['e']],
     ]);
-    assert.deepEqual(findCycles(edges), [['a', 'b', 'c', 'a'], ['e', 'e']]);
+    assert.deepEqual(findCycles(edges), [
+      ['a', 'b', 'c', 'a'],
+      ['e', 'e'],
+    ]);
   });
 });
 
@@ -170,7 +186,9 @@ describe('the imports of src/', () => {
 
   it('reads every source file, and every relative import names one of them', () => {
     assert.ok(graph.size > 100, `only ${graph.size} files read under ${SRC}`);
-    const missing = [...graph].flatMap(([file, { local }]) => local.filter((target) => !graph.has(target)).map((target) => `${file} → ${target}`));
+    const missing = [...graph].flatMap(([file, { local }]) =>
+      local.filter((target) => !graph.has(target)).map((target) => `${file} → ${target}`),
+    );
     assert.deepEqual(missing, []);
   });
 
@@ -203,17 +221,20 @@ describe('the imports of src/', () => {
       edges.set(from, [...(edges.get(from) ?? []), to]);
     }
     const circles = findCycles(edges).map(
-      (circle) => `  ${circle.join(' → ')}: ${circle
-        .slice(1)
-        .map((to, index) => unitImports.get(`${circle[index]} ${to}`))
-        .join(', ')}`,
+      (circle) =>
+        `  ${circle.join(' → ')}: ${circle
+          .slice(1)
+          .map((to, index) => unitImports.get(`${circle[index]} ${to}`))
+          .join(', ')}`,
     );
     assert.equal(circles.length, 0, `units in an import circle:\n${circles.join('\n')}`);
   });
 
   it('imports Fastify only at the edge (http/, portal/, server.ts)', () => {
     const outside = [...graph].flatMap(([file, { external }]) =>
-      EDGE.has(unitOf(file)) ? [] : external.filter((specifier) => FASTIFY.test(specifier)).map((specifier) => `  ${file} imports ${specifier}`),
+      EDGE.has(unitOf(file))
+        ? []
+        : external.filter((specifier) => FASTIFY.test(specifier)).map((specifier) => `  ${file} imports ${specifier}`),
     );
     assert.equal(outside.length, 0, `Fastify outside the edge:\n${outside.join('\n')}`);
   });

@@ -58,7 +58,17 @@ describe('instrumentStore', () => {
       },
       sync: () => 'now',
     };
-    return { backend: 'sqlite', apps, tokens: {}, revokedTokens: {}, keys: {}, events: {}, developers: {}, onceClaims: {}, ping: async () => {} } as unknown as Store;
+    return {
+      backend: 'sqlite',
+      apps,
+      tokens: {},
+      revokedTokens: {},
+      keys: {},
+      events: {},
+      developers: {},
+      onceClaims: {},
+      ping: async () => {},
+    } as unknown as Store;
   };
 
   it('times each call by operation and counts failures, returning what the store returns', async () => {

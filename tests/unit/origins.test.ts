@@ -94,7 +94,10 @@ describe('parseAllowedOrigins: the allowedOrigins field of a configuration chang
   it('refuses what is not a list of origins, naming the first bad entry', () => {
     refuses('https://app.example.com', /must be a list of origins/);
     refuses({ 0: 'https://app.example.com' }, /must be a list of origins/);
-    refuses(['https://ok.example', 'https://app.example.com/path'], /allowedOrigins\[1\] \("https:\/\/app\.example\.com\/path"\) is not an origin/);
+    refuses(
+      ['https://ok.example', 'https://app.example.com/path'],
+      /allowedOrigins\[1\] \("https:\/\/app\.example\.com\/path"\) is not an origin/,
+    );
     refuses(['https://ok.example', 42], /allowedOrigins\[1\] \(a number\)/);
     refuses([null], /allowedOrigins\[0\] \(a null\)/);
     refuses(['https://x.example\u001b[2J'], /\\u001b/);
@@ -107,13 +110,21 @@ describe('parseAllowedOrigins: the allowedOrigins field of a configuration chang
   });
 });
 
-describe('isOriginAllowed: a request\'s Origin against the list', () => {
+describe("isOriginAllowed: a request's Origin against the list", () => {
   const allowed = ['https://app.example.com', 'http://localhost:5173', 'https://*.example.org', 'https://*.example.net:8443'];
 
   it('matches an exact origin exactly', () => {
     assert.equal(isOriginAllowed(allowed, 'https://app.example.com'), true);
     assert.equal(isOriginAllowed(allowed, 'http://localhost:5173'), true);
-    for (const origin of ['http://app.example.com', 'https://app.example.com:8443', 'https://app.example.co', 'https://xapp.example.com', 'http://localhost:5174', 'null', '']) {
+    for (const origin of [
+      'http://app.example.com',
+      'https://app.example.com:8443',
+      'https://app.example.co',
+      'https://xapp.example.com',
+      'http://localhost:5174',
+      'null',
+      '',
+    ]) {
       assert.equal(isOriginAllowed(allowed, origin), false, origin);
     }
   });

@@ -10,7 +10,13 @@ const clock = { now: () => NOW };
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
-function row(bucket: number, type: EventCount['type'], principal: EventCount['principal'], count: number, reason: string | null = null): EventCount {
+function row(
+  bucket: number,
+  type: EventCount['type'],
+  principal: EventCount['principal'],
+  count: number,
+  reason: string | null = null,
+): EventCount {
   return { appId: 'app', bucket, type, principal, reason, count };
 }
 
@@ -44,7 +50,10 @@ describe('tokenSeries', () => {
     assert.deepEqual(series.buckets.at(-1), { start: thisHour, admin: 2, anonymous: 5, refused: 41, throttled: 0 });
     assert.deepEqual(series.buckets.at(-4), { start: thisHour - 3 * HOUR, admin: 0, anonymous: 1, refused: 0, throttled: 0 });
     assert.equal(series.buckets.filter((bucket) => bucket.admin + bucket.anonymous + bucket.refused > 0).length, 2);
-    assert.match(seriesSummary(series), /8 tokens issued \(2 admin, 6 anonymous\), 41 requests refused\. Most refusals in one hour: 41, at 2026-11-23 17:00 UTC\./);
+    assert.match(
+      seriesSummary(series),
+      /8 tokens issued \(2 admin, 6 anonymous\), 41 requests refused\. Most refusals in one hour: 41, at 2026-11-23 17:00 UTC\./,
+    );
   });
 
   it('counts admin attempts throttled by the failed-admin limits as refused, and apart as throttled', () => {
@@ -59,11 +68,17 @@ describe('tokenSeries', () => {
     );
     assert.deepEqual(series.buckets.at(-1), { start: thisHour, admin: 0, anonymous: 0, refused: 40, throttled: 33 });
     assert.deepEqual(series.buckets.at(-2), { start: thisHour - HOUR, admin: 1, anonymous: 0, refused: 0, throttled: 0 });
-    assert.match(seriesSummary(series), /40 requests refused \(33 of them throttled after too many wrong secrets\)\. Most refusals in one hour: 40,/);
+    assert.match(
+      seriesSummary(series),
+      /40 requests refused \(33 of them throttled after too many wrong secrets\)\. Most refusals in one hour: 40,/,
+    );
     const svg = tokenChart(series, 'chart-throttled', 'Last 24 hours').text;
     assert.deepEqual(
       [...svg.matchAll(/<rect class="bar (issued|refused)" data-count="(\d+)"/g)].map((match) => [match[1], Number(match[2])]),
-      [['issued', 1], ['refused', 40]],
+      [
+        ['issued', 1],
+        ['refused', 40],
+      ],
     );
     assert.match(svg, /data-refused="40" data-throttled="33"/);
     assert.match(svg, /<strong class="refused-total">40 refused<\/strong> \(33 throttled\)/);
@@ -73,7 +88,9 @@ describe('tokenSeries', () => {
   });
 
   it('has 30 days for the daily chart', () => {
-    const series = tokenSeries(describeCounts('app', chartQueries(clock).day, [row(NOW - (NOW % DAY) - DAY, 'token.refused', 'anonymous', 7)]));
+    const series = tokenSeries(
+      describeCounts('app', chartQueries(clock).day, [row(NOW - (NOW % DAY) - DAY, 'token.refused', 'anonymous', 7)]),
+    );
     assert.equal(series.buckets.length, 30);
     assert.equal(series.buckets.at(-2)!.refused, 7);
     assert.equal(bucketLabel('day', series.buckets.at(-2)!.start), '22 Nov');
@@ -97,13 +114,26 @@ describe('valueAxis', () => {
 describe('tokenChart', () => {
   const thisHour = NOW - (NOW % HOUR);
   const series = tokenSeries(
-    describeCounts('app', chartQueries(clock).hour, [row(thisHour, 'token.issued', 'admin', 3), row(thisHour - HOUR, 'token.refused', 'admin', 40, 'invalid_client')]),
+    describeCounts('app', chartQueries(clock).hour, [
+      row(thisHour, 'token.issued', 'admin', 3),
+      row(thisHour - HOUR, 'token.refused', 'admin', 40, 'invalid_client'),
+    ]),
   );
   const svg = tokenChart(series, 'chart-test', 'Last 24 hours').text;
 
   it('draws one bar per non-zero value, refused ones hatched, as tall as their share of the axis', () => {
-    const bars = [...svg.matchAll(/<rect class="bar (issued|refused)" data-count="(\d+)"[^>]*height="([\d.]+)"/g)].map((match) => [match[1], Number(match[2]), Number(match[3])]);
-    assert.deepEqual(bars.map(([kind, count]) => [kind, count]), [['refused', 40], ['issued', 3]]);
+    const bars = [...svg.matchAll(/<rect class="bar (issued|refused)" data-count="(\d+)"[^>]*height="([\d.]+)"/g)].map((match) => [
+      match[1],
+      Number(match[2]),
+      Number(match[3]),
+    ]);
+    assert.deepEqual(
+      bars.map(([kind, count]) => [kind, count]),
+      [
+        ['refused', 40],
+        ['issued', 3],
+      ],
+    );
     const [, , refusedHeight] = bars[0]!;
     const [, , issuedHeight] = bars[1]!;
     assert.ok(Math.abs((issuedHeight as number) / (refusedHeight as number) - 3 / 40) < 0.01);
@@ -124,7 +154,9 @@ describe('tokenChart', () => {
   });
 
   it('labels every fourth hour, ending with this one', () => {
-    const labels = [...svg.matchAll(/<text class="tick" x="[\d.]+" y="[\d.]+" text-anchor="middle"[^>]*>([^<]+)</g)].map((match) => match[1]);
+    const labels = [...svg.matchAll(/<text class="tick" x="[\d.]+" y="[\d.]+" text-anchor="middle"[^>]*>([^<]+)</g)].map(
+      (match) => match[1],
+    );
     assert.deepEqual(labels, ['21:00', '01:00', '05:00', '09:00', '13:00', '17:00']);
   });
 

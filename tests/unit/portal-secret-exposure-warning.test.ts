@@ -39,6 +39,9 @@ describe('secretExposureWarning', () => {
     assert.match(text, /<code>&lt;b&gt;x&lt;\/b&gt;<\/code>/);
     assert.match(text, /with the previous ClientSecret/);
     assert.doesNotMatch(text, /address/);
-    assert.match(secretExposureWarning('app1', { ...exposure, origin: null, clientAddress: null })!.text, /with its ClientSecret\. Tessera refused it/);
+    assert.match(
+      secretExposureWarning('app1', { ...exposure, origin: null, clientAddress: null })!.text,
+      /with its ClientSecret\. Tessera refused it/,
+    );
   });
 });

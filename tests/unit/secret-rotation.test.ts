@@ -9,7 +9,10 @@ describe('matchAdminCredentials with a previous ClientSecret', () => {
   const current = 'c'.repeat(64);
   const previous = 'p'.repeat(64);
   const validUntil = T0 + 60_000;
-  const app = makeApp({ clientSecretHash: clientSecretDigest(current), previousSecret: { hash: clientSecretDigest(previous), validUntil } });
+  const app = makeApp({
+    clientSecretHash: clientSecretDigest(current),
+    previousSecret: { hash: clientSecretDigest(previous), validUntil },
+  });
   const as = (clientSecret: string, clientId = app.clientId) => ({ clientId, clientSecret });
 
   it('says which secret matched: the current one at any time, the previous one before its end only', () => {
@@ -42,8 +45,28 @@ describe('parseGraceSeconds (--grace)', () => {
   });
 
   it('refuses anything else with invalid_request, saying what is expected', () => {
-    for (const text of ['', '0', '00', '-1', '+5', '1.5', '1e3', '0x10', ' 60', '60 ', '60s', 'Infinity', 'NaN', String(MAX_SECRET_GRACE_SECONDS + 1), '9'.repeat(30)]) {
-      assert.throws(() => parseGraceSeconds(text), { code: 'invalid_request', message: /whole number of seconds from 1 to 2592000/ }, JSON.stringify(text));
+    for (const text of [
+      '',
+      '0',
+      '00',
+      '-1',
+      '+5',
+      '1.5',
+      '1e3',
+      '0x10',
+      ' 60',
+      '60 ',
+      '60s',
+      'Infinity',
+      'NaN',
+      String(MAX_SECRET_GRACE_SECONDS + 1),
+      '9'.repeat(30),
+    ]) {
+      assert.throws(
+        () => parseGraceSeconds(text),
+        { code: 'invalid_request', message: /whole number of seconds from 1 to 2592000/ },
+        JSON.stringify(text),
+      );
     }
   });
 });

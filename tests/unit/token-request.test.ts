@@ -36,7 +36,7 @@ describe('parseTokenRequest: JSON object', () => {
     assert.equal(parseTokenRequest({ ...BASE, expiresAt: null }, REQUIRED).expiresAt, null);
   });
 
-  it('accepts expiresAt 0 and the largest safe integer (the range check is the expiry rules\' job)', () => {
+  it("accepts expiresAt 0 and the largest safe integer (the range check is the expiry rules' job)", () => {
     assert.equal(parseTokenRequest({ ...BASE, expiresAt: 0 }, REQUIRED).expiresAt, 0);
     assert.equal(parseTokenRequest({ ...BASE, expiresAt: Number.MAX_SAFE_INTEGER }, REQUIRED).expiresAt, Number.MAX_SAFE_INTEGER);
   });

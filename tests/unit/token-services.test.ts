@@ -50,7 +50,10 @@ describe('the token services, over a real store with a fake clock', () => {
   describe('TokenIssuer', () => {
     it('issues an admin token for the ClientID and ClientSecret, and an anonymous one for the AppID', async () => {
       const adminToken = await admin();
-      assert.deepEqual({ ...adminToken, accessToken: undefined }, { id: created.adminId, accessToken: undefined, expiresIn: NEVER_EXPIRES_IN, kind: 'admin' });
+      assert.deepEqual(
+        { ...adminToken, accessToken: undefined },
+        { id: created.adminId, accessToken: undefined, expiresIn: NEVER_EXPIRES_IN, kind: 'admin' },
+      );
       const anonymousToken = await anonymous();
       assert.equal(anonymousToken.kind, 'anonymous');
       assert.equal(anonymousToken.id, 'ANONYMOUS');
@@ -93,9 +96,25 @@ describe('the token services, over a real store with a fake clock', () => {
     it('gives the principal of a token of this app, with its selector, and undefined for anything else', async () => {
       const token = await admin();
       const principal = (await tessera.checker.principal(app, token.accessToken)) as Principal;
-      assert.deepEqual({ ...principal }, { appId: created.appId, kind: 'admin', id: created.adminId, auth: 'bearer', expiresAt: null, [TOKEN_SELECTOR]: principal[TOKEN_SELECTOR] });
+      assert.deepEqual(
+        { ...principal },
+        {
+          appId: created.appId,
+          kind: 'admin',
+          id: created.adminId,
+          auth: 'bearer',
+          expiresAt: null,
+          [TOKEN_SELECTOR]: principal[TOKEN_SELECTOR],
+        },
+      );
       assert.equal(typeof principal[TOKEN_SELECTOR], 'string');
-      assert.deepEqual(JSON.parse(JSON.stringify(principal)), { appId: created.appId, kind: 'admin', id: created.adminId, auth: 'bearer', expiresAt: null });
+      assert.deepEqual(JSON.parse(JSON.stringify(principal)), {
+        appId: created.appId,
+        kind: 'admin',
+        id: created.adminId,
+        auth: 'bearer',
+        expiresAt: null,
+      });
       for (const other of ['', 'not-a-token', `${token.accessToken.slice(0, -2)}AA`, 'A'.repeat(43)]) {
         assert.equal(await tessera.checker.principal(app, other), undefined, other);
       }
@@ -137,9 +156,12 @@ describe('the token services, over a real store with a fake clock', () => {
   describe('TokenRevoker', () => {
     it('lets a token revoke itself, a caller of the app any anonymous token it holds, and an admin any token; the next check refuses it', async () => {
       const own = await anonymous();
-      const caller = (await authenticate(`Bearer ${own.accessToken}`)) as Principal;
+      const caller = await authenticate(`Bearer ${own.accessToken}`);
       const adminToken = await admin();
-      assert.equal(await codeOf(tessera.revoker.revoke(app, adminToken.accessToken, { clientAddress: null, by: caller })), 'ADMIN_REQUIRED');
+      assert.equal(
+        await codeOf(tessera.revoker.revoke(app, adminToken.accessToken, { clientAddress: null, by: caller })),
+        'ADMIN_REQUIRED',
+      );
       assert.notEqual(await tessera.checker.principal(app, adminToken.accessToken), undefined);
       assert.equal(await codeOf(tessera.revoker.revoke(app, own.accessToken, { clientAddress: null, by: null })), 'ADMIN_REQUIRED');
       const held = await anonymous();
@@ -148,7 +170,7 @@ describe('the token services, over a real store with a fake clock', () => {
       await tessera.revoker.revoke(app, own.accessToken, { clientAddress: null, by: caller });
       assert.equal(await tessera.checker.principal(app, own.accessToken), undefined);
       const victim = await anonymous();
-      const adminCaller = (await authenticate(`Bearer ${(await admin()).accessToken}`)) as Principal;
+      const adminCaller = await authenticate(`Bearer ${(await admin()).accessToken}`);
       await tessera.revoker.revoke(app, victim.accessToken, { clientAddress: null, by: adminCaller });
       assert.equal(await tessera.checker.principal(app, victim.accessToken), undefined);
       await tessera.revoker.revoke(app, adminToken.accessToken, { clientAddress: null, by: adminCaller });
@@ -167,7 +189,13 @@ describe('the token services, over a real store with a fake clock', () => {
   describe('Authenticator', () => {
     it('resolves the three modes', async () => {
       const basic = `Basic ${Buffer.from(`${created.appId}:x`).toString('base64')}`;
-      assert.deepEqual(await authenticate(basic), { appId: created.appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+      assert.deepEqual(await authenticate(basic), {
+        appId: created.appId,
+        kind: 'anonymous',
+        id: 'ANONYMOUS',
+        auth: 'basic',
+        expiresAt: null,
+      });
       assert.equal((await authenticate(`Bearer ${(await anonymous()).accessToken}`)).kind, 'anonymous');
       assert.equal((await authenticate(`Bearer ${(await admin()).accessToken}`)).kind, 'admin');
     });
@@ -177,11 +205,17 @@ describe('the token services, over a real store with a fake clock', () => {
       assert.equal(await codeOf(authenticate('Bearer nope')), 'INVALID_TOKEN');
       assert.equal(await codeOf(authenticate('Digest x')), 'UNAUTHORIZED');
       assert.equal(await codeOf(authenticate(`Bearer ${adminToken}`, `/api/apps/${created.appId}/users/ME`)), 'ME_NOT_ALLOWED_FOR_ADMIN');
-      const unknownApp = (async () => tessera.authenticator.authenticate({ appId: '0000000000000000', authorization: 'Bearer x', path: '/' }))();
+      const unknownApp = (async () =>
+        tessera.authenticator.authenticate({ appId: '0000000000000000', authorization: 'Bearer x', path: '/' }))();
       assert.equal(await codeOf(unknownApp), 'APP_NOT_FOUND');
       const anonymousToken = (await anonymous()).accessToken;
       const adminOnly = (async () =>
-        tessera.authenticator.authenticate({ appId: created.appId, authorization: `Bearer ${anonymousToken}`, path: '/x', adminRequired: true }))();
+        tessera.authenticator.authenticate({
+          appId: created.appId,
+          authorization: `Bearer ${anonymousToken}`,
+          path: '/x',
+          adminRequired: true,
+        }))();
       assert.equal(await codeOf(adminOnly), 'ADMIN_REQUIRED');
     });
   });

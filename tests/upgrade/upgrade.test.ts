@@ -74,7 +74,9 @@ async function sqliteFromFixture(): Promise<UpgradedStore> {
     async appliedVersions() {
       const db = new Database(path, { readonly: true });
       try {
-        return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((row) => row.version);
+        return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map(
+          (row) => row.version,
+        );
       } finally {
         db.close();
       }
@@ -114,7 +116,8 @@ const STORES = {
 } as const;
 
 /** The legacy tokens of an app that must still work, and of those, one kind. */
-const live = (app: LegacyApp, kind?: LegacyToken['kind']) => app.tokens.filter((token) => token.expect === 'valid' && (kind === undefined || token.kind === kind));
+const live = (app: LegacyApp, kind?: LegacyToken['kind']) =>
+  app.tokens.filter((token) => token.expect === 'valid' && (kind === undefined || token.kind === kind));
 /** The never-expiring legacy admin token: the admin credential of the checks. */
 const legacyAdminToken = (app: LegacyApp) => live(app, 'admin').find((token) => token.expiresAt === null)!.token;
 
@@ -156,7 +159,10 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
     });
 
     it('applies every migration the current code lists', async () => {
-      assert.deepEqual(await store.appliedVersions(), migrations.map((migration) => migration.version).sort((a, b) => a - b));
+      assert.deepEqual(
+        await store.appliedVersions(),
+        migrations.map((migration) => migration.version).sort((a, b) => a - b),
+      );
     });
 
     it('keeps every live legacy token working, with its principal and expiry', async () => {
@@ -172,7 +178,8 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
         const ended = app.tokens.filter((token) => token.expect !== 'valid');
         assert.deepEqual(ended.map((token) => token.expect).sort(), ['expired', 'revoked']);
         for (const token of ended) {
-          if (token.expect === 'expired') assert.ok(Date.now() >= token.expiresAt!, 'the fixtures were written less than 2 minutes ago: run again later');
+          if (token.expect === 'expired')
+            assert.ok(Date.now() >= token.expiresAt!, 'the fixtures were written less than 2 minutes ago: run again later');
           await assertRefused(appUrl(app), token);
         }
       }
@@ -191,7 +198,10 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
           const response = await introspectToken(appUrl(app), token.token, bearer(admin));
           assert.equal(response.status, 200, response.text);
           const { active, token_type, principal, app_id, iat, exp, id } = response.body;
-          assert.deepEqual({ active, token_type, principal, app_id }, { active: true, token_type: 'bearer', principal: token.kind, app_id: app.appId });
+          assert.deepEqual(
+            { active, token_type, principal, app_id },
+            { active: true, token_type: 'bearer', principal: token.kind, app_id: app.appId },
+          );
           assert.equal(exp, token.expiresAt === null ? undefined : Math.floor(token.expiresAt / 1000));
           assert.ok(Number.isInteger(iat) && iat <= issuedBy, `iat ${iat}`);
           if (token.kind === 'admin') assert.equal(id, app.adminId);
@@ -210,22 +220,38 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
         assert.equal(configuration.status, 200, configuration.text);
         for (const [field, value] of Object.entries(app.configuration)) assert.deepEqual(configuration.body[field], value, field);
 
-        const admin = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.clientId, client_secret: app.clientSecret });
+        const admin = await requestToken(endpoint(app), {
+          grant_type: 'client_credentials',
+          client_id: app.clientId,
+          client_secret: app.clientSecret,
+        });
         assert.equal(admin.status, 200, admin.text);
         assert.equal(admin.body.id, app.adminId);
         const adminWho = await whoami(appUrl(app), bearer(admin.body.access_token));
         assert.deepEqual(adminWho.body, { appId: app.appId, principal: 'admin', id: app.adminId, auth: 'bearer', expiresAt: null });
 
-        const anonymous = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.appId, client_secret: app.appKey });
+        const anonymous = await requestToken(endpoint(app), {
+          grant_type: 'client_credentials',
+          client_id: app.appId,
+          client_secret: app.appKey,
+        });
         assert.equal(anonymous.status, 200, anonymous.text);
         const anonymousWho = await whoami(appUrl(app), bearer(anonymous.body.access_token));
         assert.deepEqual(anonymousWho.body, { appId: app.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
 
         // The configuration change the previous release made (requireAppKey) still holds.
         assert.equal(app.configuration.requireAppKey, true);
-        const wrongKey = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.appId, client_secret: 'not-the-app-key' });
+        const wrongKey = await requestToken(endpoint(app), {
+          grant_type: 'client_credentials',
+          client_id: app.appId,
+          client_secret: 'not-the-app-key',
+        });
         assertError(wrongKey, 401, 'invalid_client');
-        const wrongSecret = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.clientId, client_secret: 'not-the-secret' });
+        const wrongSecret = await requestToken(endpoint(app), {
+          grant_type: 'client_credentials',
+          client_id: app.clientId,
+          client_secret: 'not-the-secret',
+        });
         assertError(wrongSecret, 401, 'invalid_client');
       }
     });
@@ -237,7 +263,9 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
         const listed = (response.body.events as LegacyEvent[]).map(({ type, at, principal }) => JSON.stringify({ type, at, principal }));
         // Anonymous issuance and refusals need no secret and may be listed as counts rather than
         // one by one; these may not.
-        const adminEvents = app.events.filter((event) => event.type === 'app.configuration_changed' || (event.type === 'token.issued' && event.principal === 'admin'));
+        const adminEvents = app.events.filter(
+          (event) => event.type === 'app.configuration_changed' || (event.type === 'token.issued' && event.principal === 'admin'),
+        );
         assert.equal(adminEvents.length, 3);
         for (const { type, at, principal } of adminEvents) {
           assert.ok(listed.includes(JSON.stringify({ type, at, principal })), `${type} of ${at} is not listed`);
@@ -265,10 +293,17 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
 
     it('ends the legacy anonymous tokens of one app with DELETE …/tokens?kind=anonymous; admin tokens keep working', async () => {
       const [first, second] = apps as [LegacyApp, LegacyApp];
-      const fresh = await requestToken(endpoint(first), { grant_type: 'client_credentials', client_id: first.appId, client_secret: first.appKey });
+      const fresh = await requestToken(endpoint(first), {
+        grant_type: 'client_credentials',
+        client_id: first.appId,
+        client_secret: first.appKey,
+      });
       assert.equal(fresh.status, 200, fresh.text);
 
-      const deleted = await request(`${appUrl(first)}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(legacyAdminToken(first)) } });
+      const deleted = await request(`${appUrl(first)}/tokens?kind=anonymous`, {
+        method: 'DELETE',
+        headers: { authorization: bearer(legacyAdminToken(first)) },
+      });
       assert.equal(deleted.status, 200, deleted.text);
       for (const token of live(first, 'anonymous')) await assertRefused(appUrl(first), token);
       await assertRefused(appUrl(first), fresh.body.access_token as string);
@@ -279,7 +314,10 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
 
       // The other app's tokens are its own.
       for (const token of live(second).filter((token) => !revokedHere.has(token))) await assertWorks(appUrl(second), second, token);
-      const secondDeleted = await request(`${appUrl(second)}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(legacyAdminToken(second)) } });
+      const secondDeleted = await request(`${appUrl(second)}/tokens?kind=anonymous`, {
+        method: 'DELETE',
+        headers: { authorization: bearer(legacyAdminToken(second)) },
+      });
       assert.equal(secondDeleted.status, 200, secondDeleted.text);
       for (const token of live(second, 'anonymous')) await assertRefused(appUrl(second), token);
       for (const token of live(second, 'admin')) await assertWorks(appUrl(second), second, token);
@@ -290,14 +328,26 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
       const children = new Children();
       try {
         const rotated = await runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store.databaseUrl }, [
-          'apps', 'rotate-secret', app.appId, '--grace', '600', '--json',
+          'apps',
+          'rotate-secret',
+          app.appId,
+          '--grace',
+          '600',
+          '--json',
         ]);
         assert.equal(rotated.code, 0, rotated.stderr);
-        const { clientSecret, previousSecretValidUntil } = JSON.parse(rotated.stdout) as { clientSecret: string; previousSecretValidUntil: string };
+        const { clientSecret, previousSecretValidUntil } = JSON.parse(rotated.stdout) as {
+          clientSecret: string;
+          previousSecretValidUntil: string;
+        };
         assert.ok(Date.parse(previousSecretValidUntil) > Date.now() + 500_000, previousSecretValidUntil);
         await sleep(1_100); // longer than the server takes to learn of a change made by the CLI
         for (const secret of [app.clientSecret, clientSecret]) {
-          const admin = await requestToken(endpoint(app), { grant_type: 'client_credentials', client_id: app.clientId, client_secret: secret });
+          const admin = await requestToken(endpoint(app), {
+            grant_type: 'client_credentials',
+            client_id: app.clientId,
+            client_secret: secret,
+          });
           assert.equal(admin.status, 200, admin.text);
         }
         const described = await request(appUrl(app), { headers: { authorization: bearer(legacyAdminToken(app)) } });

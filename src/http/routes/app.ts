@@ -31,7 +31,10 @@ export const appRoutes: FastifyPluginAsync<{ apps: AppCache; appService: AppServ
   });
 
   app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin, bodyLimit: CONFIGURATION_BODY_LIMIT_BYTES }, async (request) => {
-    return appService.configure(request.params.appId, parseConfigurationChanges(request.body), { clientAddress: request.ip, by: request.principal });
+    return appService.configure(request.params.appId, parseConfigurationChanges(request.body), {
+      clientAddress: request.ip,
+      by: request.principal,
+    });
   });
 
   refuseOtherMethods(app, APP_PATH, ['GET']);

@@ -28,7 +28,10 @@ export const eventRoutes: FastifyPluginAsync<{ events: AppEvents; clock: Clock }
 
   app.get<EventsRequest>(EVENT_COUNTS_PATH, { onRequest: requireAdmin }, async (request) => {
     const { per, since, until } = request.query;
-    const query = parseEventCountQuery({ per: single(per, 'per'), since: single(since, 'since'), until: single(until, 'until') }, clock.now());
+    const query = parseEventCountQuery(
+      { per: single(per, 'per'), since: single(since, 'since'), until: single(until, 'until') },
+      clock.now(),
+    );
     return events.counts(request.params.appId, query, { clientAddress: request.ip, by: request.principal });
   });
 

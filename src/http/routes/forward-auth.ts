@@ -80,7 +80,11 @@ export const forwardAuthRoutes: FastifyPluginAsync<{
  * whichever source the proxy used; `400 invalid_request` when there is none, or they disagree.
  */
 export function forwardedTarget(request: FastifyRequest): ForwardedTarget {
-  const uri = agreed('URI', [singleHeader(request.raw, 'x-original-uri'), singleHeader(request.raw, 'x-forwarded-uri'), pathAfterPrefix(request.url)]);
+  const uri = agreed('URI', [
+    singleHeader(request.raw, 'x-original-uri'),
+    singleHeader(request.raw, 'x-forwarded-uri'),
+    pathAfterPrefix(request.url),
+  ]);
   if (uri === undefined) {
     throw new TesseraError('invalid_request', 'Send the original request URI in X-Original-URI or X-Forwarded-Uri.');
   }

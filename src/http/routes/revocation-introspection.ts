@@ -55,7 +55,10 @@ export interface EndpointRoutesOptions {
  * after the body is read, since an OAuth client may send its credentials there (`client_secret_post`);
  * their other methods are answered with the rest of the app's paths (`app-tokens.ts`).
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { apps, callers, checker, revoker, limits, metrics }) => {
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
+  app,
+  { apps, callers, checker, revoker, limits, metrics },
+) => {
   acceptFormBodies(app);
   preventCaching(app);
 

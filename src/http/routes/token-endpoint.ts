@@ -51,7 +51,9 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     if (header !== undefined && authorization.scheme !== 'basic') throw clientAuthenticationRequired();
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
-    return tokenResponse(await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)));
+    return tokenResponse(
+      await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)),
+    );
   });
 
   app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
@@ -62,7 +64,9 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
-    return tokenResponse(await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)));
+    return tokenResponse(
+      await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)),
+    );
   });
 
   refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);

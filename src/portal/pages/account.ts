@@ -17,14 +17,20 @@ type AccountQuery = { Querystring: { changed?: string } };
 export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { developers, sessions, cookies }) => {
   app.addHook('preHandler', requireSession);
 
-  app.get<AccountQuery>('/account', async (request, reply) => sendPage(reply, accountPage(request, reply, { changed: request.query.changed === 'password' })));
+  app.get<AccountQuery>('/account', async (request, reply) =>
+    sendPage(reply, accountPage(request, reply, { changed: request.query.changed === 'password' })),
+  );
 
   app.post('/account/password', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { developer } = sessionOf(request);
     const current = formField(request, 'current') ?? '';
     const password = formField(request, 'password') ?? '';
     if (password !== (formField(request, 'repeat') ?? '')) {
-      return sendPage(reply, accountPage(request, reply, { message: 'The two new passwords are not the same. Type the new password twice.' }), 400);
+      return sendPage(
+        reply,
+        accountPage(request, reply, { message: 'The two new passwords are not the same. Type the new password twice.' }),
+        400,
+      );
     }
     const context = asDeveloper(request);
     try {
@@ -33,7 +39,8 @@ export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { dev
       setSessionCookies(reply, cookies, started);
     } catch (error) {
       if (!isTesseraError(error)) throw error;
-      if (error.code === 'INVALID_CREDENTIALS') return sendPage(reply, accountPage(request, reply, { message: 'The current password is wrong.' }), 400);
+      if (error.code === 'INVALID_CREDENTIALS')
+        return sendPage(reply, accountPage(request, reply, { message: 'The current password is wrong.' }), 400);
       if (error.code === 'TOO_MANY_REQUESTS') {
         if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
         return sendPage(reply, accountPage(request, reply, { message: error.message }), 429);
@@ -53,24 +60,37 @@ function accountPage(request: FastifyRequest, reply: FastifyReply, { message, ch
     developer,
     csrfToken,
     body: html`<h1>Your account</h1>
-${changed ? html`<p class="notice success" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
-<dl class="settings">
-  <div><dt>Email</dt><dd>${developer.email}</dd></div>
-  <div><dt>Account since</dt><dd>${utcDay(developer.createdAt)}</dd></div>
-</dl>
-<p class="hint">To use another email address, ask the operator of this service.</p>
-<section class="narrow">
-<h2>Change your password</h2>
-${alert(message)}
-<form method="post" action="/portal/account/password" class="stack">
-  ${csrfField(csrfToken)}
-  <input type="email" name="username" value="${developer.email}" autocomplete="username" readonly hidden>
-  <label for="current">Current password</label>
-  <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">
-  ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the new password' })}
-  <p class="hint">Every other session of your account ends, in every browser; this one stays signed in.</p>
-  <button type="submit">Change password</button>
-</form>
-</section>`,
+      ${changed ? html`<p class="notice success" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
+      <dl class="settings">
+        <div>
+          <dt>Email</dt>
+          <dd>${developer.email}</dd>
+        </div>
+        <div>
+          <dt>Account since</dt>
+          <dd>${utcDay(developer.createdAt)}</dd>
+        </div>
+      </dl>
+      <p class="hint">To use another email address, ask the operator of this service.</p>
+      <section class="narrow">
+        <h2>Change your password</h2>
+        ${alert(message)}
+        <form method="post" action="/portal/account/password" class="stack">
+          ${csrfField(csrfToken)}
+          <input type="email" name="username" value="${developer.email}" autocomplete="username" readonly hidden />
+          <label for="current">Current password</label>
+          <input
+            id="current"
+            name="current"
+            type="password"
+            autocomplete="current-password"
+            required
+            maxlength="${PASSWORD_INPUT_MAX_LENGTH}"
+          />
+          ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the new password' })}
+          <p class="hint">Every other session of your account ends, in every browser; this one stays signed in.</p>
+          <button type="submit">Change password</button>
+        </form>
+      </section>`,
   });
 }

@@ -20,7 +20,9 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
     const deleted = request.query.done === 'deleted';
     const memberships = await members.appsOf(developer.id);
     const context = asDeveloper(request);
-    const described = await Promise.all(memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId, context) })));
+    const described = await Promise.all(
+      memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId, context) })),
+    );
     const csrfToken = reply.generateCsrf();
     return sendPage(
       reply,
@@ -29,18 +31,25 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
         developer,
         csrfToken,
         body: html`<div class="heading-row">
-  <h1>Your apps</h1>
-  <a class="button" href="/portal/apps/new">New app</a>
-</div>
-${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
-${described.length === 0
-  ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
-  : html`<ul class="cards">${described.map(
-      ({ membership, app: described }) => html`<li>
-    <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
-    <span class="meta">AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span>
-  </li>`,
-    )}</ul>`}`,
+            <h1>Your apps</h1>
+            <a class="button" href="/portal/apps/new">New app</a>
+          </div>
+          ${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
+          ${
+            described.length === 0
+              ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
+              : html`<ul class="cards">
+                  ${described.map(
+                    ({ membership, app: described }) =>
+                      html`<li>
+                        <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
+                        <span class="meta"
+                          >AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span
+                        >
+                      </li>`,
+                  )}
+                </ul>`
+          }`,
       }),
     );
   });
@@ -56,7 +65,8 @@ ${described.length === 0
       created = await ownedApps.create(name, developer.email, asDeveloper(request), { once: sent });
     } catch (error) {
       // A mistake in the form, or a limit reached: the form again, with what was typed and why.
-      if (!isTesseraError(error) || (error.status !== 400 && error.code !== 'APP_LIMIT_REACHED' && error.code !== 'TOO_MANY_REQUESTS')) throw error;
+      if (!isTesseraError(error) || (error.status !== 400 && error.code !== 'APP_LIMIT_REACHED' && error.code !== 'TOO_MANY_REQUESTS'))
+        throw error;
       if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
       return sendPage(reply, newAppForm(request, reply, issueOnce(reply, once), { name, message: error.message }), error.status);
     }
@@ -64,24 +74,38 @@ ${described.length === 0
   });
 };
 
-function newAppForm(request: FastifyRequest, reply: FastifyReply, once: string, { name, message }: { name?: string; message?: string } = {}) {
+function newAppForm(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  once: string,
+  { name, message }: { name?: string; message?: string } = {},
+) {
   const csrfToken = reply.generateCsrf();
   return page({
     title: 'New app',
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`<section class="narrow">
-<h1>New app</h1>
-${alert(message)}
-<form method="post" action="/portal/apps" class="stack">
-  ${csrfField(csrfToken)}
-  ${onceField(once)}
-  <label for="name">Name</label>
-  <input id="name" name="name" type="text" required maxlength="${MAX_APP_NAME_LENGTH}" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
-  <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
-  <button type="submit">Create app</button>
-</form>
-</section>`,
+      <h1>New app</h1>
+      ${alert(message)}
+      <form method="post" action="/portal/apps" class="stack">
+        ${csrfField(csrfToken)} ${onceField(once)}
+        <label for="name">Name</label>
+        <input
+          id="name"
+          name="name"
+          type="text"
+          required
+          maxlength="${MAX_APP_NAME_LENGTH}"
+          autocomplete="off"
+          value="${name ?? ''}"
+          autofocus
+          aria-describedby="name-hint"
+        />
+        <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
+        <button type="submit">Create app</button>
+      </form>
+    </section>`,
   });
 }
 
@@ -92,16 +116,19 @@ function createdPage(request: FastifyRequest, reply: FastifyReply, created: Owne
     developer: sessionOf(request).developer,
     csrfToken: reply.generateCsrf(),
     body: html`<h1>${created.name}</h1>
-<p class="notice" role="status">Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
-<dl class="keys">
-  ${keyRow('AppID', 'appId', created.appId, 'Public: names the app in every request.')}
-  ${keyRow('AppKey', 'appKey', created.appKey, 'Public: goes into client apps, for anonymous tokens.')}
-  ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
-  ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
-</dl>
-<h2>Try it</h2>
-<p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
-<pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
-<p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
+      <p class="notice" role="status">
+        Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web
+        page or a mobile app.
+      </p>
+      <dl class="keys">
+        ${keyRow('AppID', 'appId', created.appId, 'Public: names the app in every request.')}
+        ${keyRow('AppKey', 'appKey', created.appKey, 'Public: goes into client apps, for anonymous tokens.')}
+        ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
+        ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
+      </dl>
+      <h2>Try it</h2>
+      <p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
+      <pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
+      <p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
   });
 }

@@ -19,12 +19,29 @@ export const PASSWORD_INPUT_MAX_LENGTH = MAX_PASSWORD_LENGTH * 4;
 const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; any characters, spaces too. A few words you remember make a good one.`;
 
 /** A new password's fields (`password`, then `repeat`), with the rules under the first. */
-export function newPasswordFields({ label, repeatLabel, autofocus = false }: { label: string; repeatLabel: string; autofocus?: boolean }): Html {
+export function newPasswordFields({
+  label,
+  repeatLabel,
+  autofocus = false,
+}: {
+  label: string;
+  repeatLabel: string;
+  autofocus?: boolean;
+}): Html {
   return html`<label for="password">${label}</label>
-  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules"${autofocus ? html` autofocus` : null}>
-  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-  <label for="repeat">${repeatLabel}</label>
-  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">`;
+    <input
+      id="password"
+      name="password"
+      type="password"
+      autocomplete="new-password"
+      required
+      maxlength="${PASSWORD_INPUT_MAX_LENGTH}"
+      aria-describedby="password-rules"
+      ${autofocus ? html` autofocus` : null}
+    />
+    <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+    <label for="repeat">${repeatLabel}</label>
+    <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" />`;
 }
 
 /**
@@ -56,7 +73,11 @@ export const setPasswordPages: FastifyPluginAsync<PortalContext> = async (app, {
     let developer = await ownerOf(token);
     if (developer === null) return sendPage(reply, notUsable(reply), 404);
     if (password !== (formField(request, 'repeat') ?? '')) {
-      return sendPage(reply, setPasswordForm(reply, token, developer.email, 'The two passwords are not the same. Type the new password twice.'), 400);
+      return sendPage(
+        reply,
+        setPasswordForm(reply, token, developer.email, 'The two passwords are not the same. Type the new password twice.'),
+        400,
+      );
     }
     try {
       developer = await developers.setPasswordWithLink(token, password, anonymousRequest(request.ip));
@@ -78,17 +99,17 @@ function setPasswordForm(reply: FastifyReply, token: string, email: string, mess
     title: 'Set your password',
     csrfToken,
     body: html`<section class="narrow">
-<h1>Set your password</h1>
-<p class="lead">For the developer account <strong>${email}</strong>. This link works once.</p>
-${alert(message)}
-<form method="post" action="/portal/set-password" class="stack">
-  ${csrfField(csrfToken)}
-  <input type="hidden" name="token" value="${token}">
-  <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden>
-  ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the password', autofocus: true })}
-  <button type="submit">Set password and sign in</button>
-</form>
-</section>`,
+      <h1>Set your password</h1>
+      <p class="lead">For the developer account <strong>${email}</strong>. This link works once.</p>
+      ${alert(message)}
+      <form method="post" action="/portal/set-password" class="stack">
+        ${csrfField(csrfToken)}
+        <input type="hidden" name="token" value="${token}" />
+        <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden />
+        ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the password', autofocus: true })}
+        <button type="submit">Set password and sign in</button>
+      </form>
+    </section>`,
   });
 }
 
@@ -97,9 +118,15 @@ function notUsable(reply: FastifyReply): Html {
     title: 'Link not valid',
     csrfToken: reply.generateCsrf(),
     body: html`<section class="narrow">
-<h1>This link does not work</h1>
-<p>It was used already, replaced by a newer link, or has expired (a new account's link works for 7 days, a reset link for 1 day), or it was not copied whole.</p>
-<p>Ask the operator of this service for a new one (<code>tessera developers reset-link EMAIL</code>), or <a href="/portal/sign-in">sign in</a> if you know your password.</p>
-</section>`,
+      <h1>This link does not work</h1>
+      <p>
+        It was used already, replaced by a newer link, or has expired (a new account's link works for 7 days, a reset link for 1 day), or it
+        was not copied whole.
+      </p>
+      <p>
+        Ask the operator of this service for a new one (<code>tessera developers reset-link EMAIL</code>), or
+        <a href="/portal/sign-in">sign in</a> if you know your password.
+      </p>
+    </section>`,
   });
 }

@@ -27,7 +27,11 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
     const password = formField(request, 'password') ?? '';
     const next = formField(request, 'next');
     if (password !== (formField(request, 'repeat') ?? '')) {
-      return sendPage(reply, signUpForm(reply, { next, email, message: 'The two passwords are not the same. Type the password twice.' }), 400);
+      return sendPage(
+        reply,
+        signUpForm(reply, { next, email, message: 'The two passwords are not the same. Type the password twice.' }),
+        400,
+      );
     }
     try {
       const { developer } = await developers.signUp(email, password, anonymousRequest(request.ip));
@@ -38,7 +42,8 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
     } catch (error) {
       if (!isTesseraError(error)) throw error;
       if (error.code === 'CONFLICT') {
-        const message = 'There is an account with this email address already. Sign in with it; if its password is lost, the operator of this service can give you a link that sets a new one.';
+        const message =
+          'There is an account with this email address already. Sign in with it; if its password is lost, the operator of this service can give you a link that sets a new one.';
         return sendPage(reply, signUpForm(reply, { next, email, message }), 409);
       }
       if (error.code === 'TOO_MANY_REQUESTS') {
@@ -58,18 +63,26 @@ function signUpForm(reply: FastifyReply, { next, email, message }: { next?: stri
     title: 'Sign up',
     csrfToken,
     body: html`<section class="narrow">
-<h1>Sign up</h1>
-<p class="lead">A developer account of this Tessera service: your apps and their keys.</p>
-${alert(message)}
-<form method="post" action="/portal/sign-up" class="stack">
-  ${csrfField(csrfToken)}
-  ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}">`}
-  <label for="email">Email</label>
-  <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
-  ${newPasswordFields({ label: 'Password', repeatLabel: 'Repeat the password', autofocus: email !== undefined })}
-  <button type="submit">Sign up</button>
-</form>
-<p class="hint">Have an account? <a href="${signIn}">Sign in</a>.</p>
-</section>`,
+      <h1>Sign up</h1>
+      <p class="lead">A developer account of this Tessera service: your apps and their keys.</p>
+      ${alert(message)}
+      <form method="post" action="/portal/sign-up" class="stack">
+        ${csrfField(csrfToken)} ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}" />`}
+        <label for="email">Email</label>
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          maxlength="254"
+          value="${email ?? ''}"
+          ${email === undefined ? html`autofocus` : null}
+        />
+        ${newPasswordFields({ label: 'Password', repeatLabel: 'Repeat the password', autofocus: email !== undefined })}
+        <button type="submit">Sign up</button>
+      </form>
+      <p class="hint">Have an account? <a href="${signIn}">Sign in</a>.</p>
+    </section>`,
   });
 }

@@ -81,7 +81,10 @@ export class ChangeListener {
     this.#client = undefined;
     void client.end().catch(() => {});
     if (this.#fallback === undefined) {
-      this.warn('lost the database notification connection; caches are emptied every 250 ms until it is back', error instanceof Error ? describeError(error) : error);
+      this.warn(
+        'lost the database notification connection; caches are emptied every 250 ms until it is back',
+        error instanceof Error ? describeError(error) : error,
+      );
       this.#emit();
       this.#fallback = setInterval(() => this.#emit(), FALLBACK_FLUSH_MS);
       this.#fallback.unref();

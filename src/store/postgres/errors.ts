@@ -2,8 +2,27 @@ import { serviceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 
 /** Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database, timeouts, sockets). */
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '3D000', '08000', '08001', '08003', '08004', '08006', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error|Connection closed|not queryable/i;
+const UNAVAILABLE_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '3D000',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error|Connection closed|not queryable/i;
 
 /** `503 SERVICE_UNAVAILABLE` with `Retry-After` for an error that means the database cannot be reached now; any other error as it is. */
 export function unavailableOr(error: unknown): unknown {

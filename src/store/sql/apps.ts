@@ -38,13 +38,19 @@ export function sqlAppStore(db: SqlRunner): AppStore {
           // Insertions for one developer take turns, so that each counts what the one before it
           // inserted: PostgreSQL locks the developer's row (NO KEY UPDATE: rows that merely reference
           // the developer, its sessions and events, do not wait), SQLite's transactions take turns.
-          const developer = await tx.get(withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'), {
-            developerId,
-          });
+          const developer = await tx.get(
+            withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
+            {
+              developerId,
+            },
+          );
           if (developer === undefined) return undefined;
-          const owned = await tx.get<{ n: number }>("SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'", {
-            developerId,
-          });
+          const owned = await tx.get<{ n: number }>(
+            "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
+            {
+              developerId,
+            },
+          );
           const ownedApps = owned?.n ?? 0;
           if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
           await claimOnce(tx, once);

@@ -107,7 +107,10 @@ export function sqlEventStore(db: SqlRunner): EventStore {
     },
     async deleteOlderThan(cutoff, batch) {
       // Ids grow with time, so the oldest events are the first ids.
-      return db.run('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < :cutoff ORDER BY id LIMIT :batch)', { cutoff, batch });
+      return db.run('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < :cutoff ORDER BY id LIMIT :batch)', {
+        cutoff,
+        batch,
+      });
     },
     async addCounts(counts) {
       if (counts.length === 0) return;

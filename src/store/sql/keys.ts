@@ -47,7 +47,10 @@ export function sqlKeyStore(db: SqlRunner): KeyStore {
 export function createFirstKey(db: SqlRunner, now: number): MaybePromise<unknown> {
   return andThen(db.get('SELECT 1 AS found FROM keys LIMIT 1'), (found) =>
     found === undefined
-      ? db.run('INSERT INTO keys (id, secret, created_at) VALUES (1, :secret, :now) ON CONFLICT (id) DO NOTHING', { secret: generateKeySecret(), now })
+      ? db.run('INSERT INTO keys (id, secret, created_at) VALUES (1, :secret, :now) ON CONFLICT (id) DO NOTHING', {
+          secret: generateKeySecret(),
+          now,
+        })
       : undefined,
   );
 }

@@ -64,9 +64,12 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
       return tokenWriter.add(token);
     },
     async findBySelector(selector) {
-      const row = await db.get<TokenRow>('SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector', {
-        selector,
-      });
+      const row = await db.get<TokenRow>(
+        'SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector',
+        {
+          selector,
+        },
+      );
       if (row === undefined) return undefined;
       return {
         selector,
