@@ -38,6 +38,8 @@ export function sqlStore(driver: StoreDriver): Store {
     changeSignalUp: () => driver.changeSignalUp(),
     onTokenBatch: (listener) => tokens.onBatch(listener),
     async ping() {
+      // A closed store is not ready, whatever a driver's prepared statement would still answer.
+      if (closed) throw new Error('the store is closed');
       await sql.get('SELECT 1');
     },
     async close() {
