@@ -63,7 +63,9 @@ export async function createPostgresDatabase(): Promise<{ databaseUrl: string; d
   try {
     await admin.connect();
   } catch (error) {
-    throw new Error(`PostgreSQL is not reachable at ${POSTGRES_ADMIN_URL} (set TEST_POSTGRES_URL): ${(error as Error).message}`);
+    throw new Error(`PostgreSQL is not reachable at ${POSTGRES_ADMIN_URL} (set TEST_POSTGRES_URL): ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();

@@ -18,7 +18,7 @@ function check<T extends unknown[]>(property: fc.IPropertyWithHooks<T>, numRuns 
   try {
     fc.assert(property, { seed: SEED, numRuns });
   } catch (error) {
-    throw new Error(`failed with seed ${SEED} (replay: FC_SEED=${SEED})\n${(error as Error).message}`);
+    throw new Error(`failed with seed ${SEED} (replay: FC_SEED=${SEED})\n${(error as Error).message}`, { cause: error });
   }
 }
 
