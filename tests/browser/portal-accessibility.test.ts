@@ -36,9 +36,9 @@ async function assertAccessible(page: Page, what: string): Promise<void> {
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 800 });
     if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate(
+    const violations = await page.evaluate<Violation[]>(
       `axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }).then((results) => results.violations)`,
-    )) as Violation[];
+    );
     for (const violation of violations) {
       const targets = violation.nodes.map((node) => node.target.join(' ')).join(', ');
       found.push(`${width}px: ${violation.id} (${violation.impact}): ${violation.help}: ${targets}`);

@@ -53,6 +53,7 @@ function inPage(page: Page, target: TestServer, mode: 'anonymous' | 'basic' | 'a
       const page = globalThis as unknown as { tessera?: unknown; localStorage: unknown };
       try {
         page.tessera ??= new TesseraClient({ ...options, storage: page.localStorage });
+        // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the test's snippet runs in the page, as a page's own script would
         return { value: await new Function('tessera', `return (async () => { ${source} })()`)(page.tessera) };
       } catch (error) {
         const { name, message, status, errorCode, retryAfter } = error as Record<string, any>;

@@ -39,12 +39,12 @@ process.once('exit', () => children.killAllNow());
 
 /** Runs every step, even after one failed; then throws the first failure. */
 async function runAll(steps: (() => Promise<unknown>)[]): Promise<void> {
-  let first: unknown;
+  let first: Error | undefined;
   for (const step of steps) {
     try {
       await step();
     } catch (error) {
-      first ??= error;
+      first ??= error instanceof Error ? error : new Error(String(error));
     }
   }
   if (first !== undefined) throw first;

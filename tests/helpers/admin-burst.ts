@@ -1,4 +1,5 @@
 import type { AppRecord } from '../../src/apps/app.js';
+import { isTesseraError } from '../../src/errors.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import type { Tessera } from '../../src/tessera.js';
 
@@ -26,7 +27,7 @@ export function adminBurst(
         )
         .then(
           () => 'token',
-          (error: { code?: string }) => error.code ?? String(error),
+          (error: unknown) => (isTesseraError(error) ? error.code : String(error)),
         ),
     ),
   );

@@ -64,7 +64,7 @@ export async function startBrowser(): Promise<TestBrowser> {
   } catch (error) {
     await close(pageServer);
     rmSync(profile, { recursive: true, force: true });
-    throw new Error(`cannot start ${CHROMIUM} (apt-get install -y chromium): ${(error as Error).message}`);
+    throw new Error(`cannot start ${CHROMIUM} (apt-get install -y chromium): ${(error as Error).message}`, { cause: error });
   }
   let pages = 0;
   const origin = `http://127.0.0.1:${port}`;

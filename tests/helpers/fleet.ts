@@ -20,12 +20,12 @@ import { childEnvironment, startServerProcess, type ServerProcess } from './proc
 export function cleanupsAfterAll(): (step: () => Promise<unknown>) => void {
   const steps: (() => Promise<unknown>)[] = [];
   after(async () => {
-    let first: unknown;
+    let first: Error | undefined;
     for (const step of steps.reverse()) {
       try {
         await step();
       } catch (error) {
-        first ??= error;
+        first ??= error instanceof Error ? error : new Error(String(error));
       }
     }
     steps.length = 0;
@@ -203,8 +203,9 @@ export async function call(url: string, init: RequestInit = {}, timeoutMs = 5_00
     const body = parseJson(text);
     return { status: response.status, headers: response.headers, body, text, error: undefined, sentAt, receivedAt: now() };
   } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const detail = cause === undefined ? '' : ` (${cause.code ?? cause.message ?? String(cause)})`;
+    // fetch's network failures are a TypeError whose cause is the socket's error, with its code.
+    const cause = (error as { cause?: Error & { code?: string } }).cause;
+    const detail = cause === undefined ? '' : ` (${cause.code ?? cause.message})`;
     const described = `${(error as Error).name}: ${(error as Error).message}${detail}`;
     return { status: 0, headers: undefined, body: undefined, text: '', error: described, sentAt, receivedAt: now() };
   }

@@ -34,5 +34,6 @@ export function documentedNginxConfig(tessera: string, upstream: string, port: n
 export function documentedAppCheck(framework: 'Express' | 'Fastify'): (app: unknown) => void {
   const line = new RegExp(`\`\`\`js\\n// ${framework}[^\\n]*\\n([^\\n]+)\\n`).exec(page())?.[1];
   assert.ok(line !== undefined, `docs/forward-auth.md has no \`\`\`js block starting "// ${framework}"`);
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the documented line runs as written, as in a user's server
   return new Function('app', line) as (app: unknown) => void;
 }

@@ -83,7 +83,7 @@ export async function startNginx(binary: string, httpConfig: (port: number) => s
     await waitForPort(port, child, 5_000);
   } catch (error) {
     await stop();
-    throw new Error(`${(error as Error).message}\nconfig:\n${config}\nlog:\n${log()}`);
+    throw new Error(`${(error as Error).message}\nconfig:\n${config}\nlog:\n${log()}`, { cause: error });
   }
   return { baseUrl: `http://127.0.0.1:${port}`, log, stop };
 }

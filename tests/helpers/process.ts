@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -60,7 +61,7 @@ export async function freePort(): Promise<number> {
 }
 
 export interface ServerProcess {
-  child: import('node:child_process').ChildProcess;
+  child: ChildProcess;
   /** e.g. http://127.0.0.1:40123, read from the server's own "listening" log line. */
   baseUrl: string;
   stdout(): string;
@@ -80,7 +81,6 @@ export async function startServerProcess(options: {
   env?: Record<string, string>;
   timeoutMs?: number;
 }): Promise<ServerProcess> {
-  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, [options.entry, 'serve'], {
     cwd: options.cwd,
     env: childEnvironment({ HOST: '127.0.0.1', PORT: '0', ...options.env }),

@@ -57,13 +57,15 @@ export async function createPostgresTestStore(): Promise<TestStore> {
   };
 }
 
-export async function createPostgresDatabase(): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
+export async function createPostgresDatabase(): Promise<{ databaseUrl: string; drop: () => Promise<void> }> {
   const name = `tessera_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5_000 });
   try {
     await admin.connect();
   } catch (error) {
-    throw new Error(`PostgreSQL is not reachable at ${POSTGRES_ADMIN_URL} (set TEST_POSTGRES_URL): ${(error as Error).message}`);
+    throw new Error(`PostgreSQL is not reachable at ${POSTGRES_ADMIN_URL} (set TEST_POSTGRES_URL): ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
@@ -71,7 +73,7 @@ export async function createPostgresDatabase(): Promise<{ databaseUrl: string; d
   url.pathname = `/${name}`;
   return {
     databaseUrl: url.toString(),
-    async drop() {
+    drop: async () => {
       const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { TesseraClient, TesseraClientError, type AdminOptions, type TesseraClientOptions } from '../../src/client/client.js';
+import type * as ClientModule from '../../src/client/client.js';
 import { CLIENT_SCRIPT_PATH } from '../../src/http/paths.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertInvalidToken } from '../helpers/assert.js';
@@ -337,9 +338,7 @@ describe(`the client as the server serves it (GET ${CLIENT_SCRIPT_PATH})`, () =>
 
   it('imports in Node as it is served, and works: an anonymous token and whoami', async () => {
     const served = (await request(`${server.baseUrl}${CLIENT_SCRIPT_PATH}`)).text;
-    const module = (await import(
-      `data:text/javascript;base64,${Buffer.from(served).toString('base64')}`
-    )) as typeof import('../../src/client/client.js');
+    const module = (await import(`data:text/javascript;base64,${Buffer.from(served).toString('base64')}`)) as typeof ClientModule;
     assert.deepEqual(Object.keys(module).sort(), ['TesseraClient', 'TesseraClientError']);
     const client = new module.TesseraClient({
       baseUrl: server.baseUrl,

@@ -15,8 +15,6 @@ const ADDRESS_LIMIT = 3;
 const APP_CEILING = 5;
 const WRONG_SECRET = 'f'.repeat(64);
 
-let admin: string;
-
 const server = serverForSuite({
   rateLimits: {
     enabled: true,

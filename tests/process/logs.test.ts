@@ -310,6 +310,7 @@ describe('logs and the store of the real server keep no secret', () => {
 
 /** What a terminal shows, without colours and carriage returns. */
 function plain(output: string): string {
+  // eslint-disable-next-line no-control-regex -- ESC [ … m is a terminal's colour code
   return output.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
 }
 
@@ -532,6 +533,7 @@ describe('LOG_FORMAT overrides what the terminal decides', () => {
     assert.equal(await exited, 0, stdout);
     assert.match(stdout, /^\[[-\d :.]+\] INFO: Tessera is listening \{"url":"http:\/\/127\.0\.0\.1:\d+"/m);
     assert.match(stdout, /\] INFO: stopped\n$/);
+    // eslint-disable-next-line no-control-regex -- ESC [ starts a terminal's colour code
     assert.doesNotMatch(stdout, /\x1b\[|\{"level":/);
   });
 

@@ -18,7 +18,7 @@ function check<T extends unknown[]>(property: fc.IPropertyWithHooks<T>, numRuns 
   try {
     fc.assert(property, { seed: SEED, numRuns });
   } catch (error) {
-    throw new Error(`failed with seed ${SEED} (replay: FC_SEED=${SEED})\n${(error as Error).message}`);
+    throw new Error(`failed with seed ${SEED} (replay: FC_SEED=${SEED})\n${(error as Error).message}`, { cause: error });
   }
 }
 
@@ -291,6 +291,7 @@ const anyBody: fc.Arbitrary<unknown> = fc.oneof(
     .array(
       fc.tuple(
         fieldName,
+        // eslint-disable-next-line @typescript-eslint/no-base-to-string -- any value as URLSearchParams makes it a string, '[object Object]' too
         fieldValue.map((value) => (typeof value === 'string' ? value : String(value))),
       ),
       { maxLength: 6 },

@@ -401,7 +401,7 @@ function exchange(fuzz: FuzzCase): Promise<Outcome> {
     socket.on('close', () => finish(false));
     // The server may reset a connection it refused while we still write: judge what arrived.
     socket.on('error', () => finish(false));
-    socket.on('connect', async () => {
+    const writeInPieces = async () => {
       let offset = 0;
       for (const split of [...fuzz.splits, fuzz.bytes.length]) {
         if (split > offset && !socket.destroyed) socket.write(fuzz.bytes.subarray(offset, split));
@@ -409,7 +409,8 @@ function exchange(fuzz: FuzzCase): Promise<Outcome> {
         await new Promise((next) => setImmediate(next));
       }
       if (received.length === 0) endSoon(WAIT_FOR_ANSWER_MS);
-    });
+    };
+    socket.on('connect', () => void writeInPieces());
   });
 }
 

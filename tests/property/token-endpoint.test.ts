@@ -433,6 +433,7 @@ async function check<T>(name: string, property: fc.IAsyncPropertyWithHooks<[T]>,
     const detail = cause instanceof Error ? `\n${cause.message}` : '';
     throw new Error(
       `${name} failed with seed ${SEED} (replay: FC_SEED=${SEED}; FC_SHRINK=on to shrink)${detail}\n${(error as Error).message}`,
+      { cause: error },
     );
   } finally {
     console.log(`${name}: ${numRuns} runs, seed ${SEED}, ${Math.round(performance.now() - started)} ms`);

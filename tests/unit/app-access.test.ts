@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
-import { isTesseraError } from '../../src/errors.js';
+import { isTesseraError, type ErrorCode } from '../../src/errors.js';
 import { eventCountQuery } from '../../src/events/counts.js';
 import { ANONYMOUS_ID, type Principal } from '../../src/principal.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
@@ -24,7 +24,7 @@ const LIMITS_OFF = {
   adminFailuresPerAppPerMinute: 1,
 };
 
-type Outcome = 'resolved' | string;
+type Outcome = 'resolved' | ErrorCode;
 
 async function outcomeOf(promise: Promise<unknown>): Promise<Outcome> {
   try {

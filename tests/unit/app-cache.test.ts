@@ -33,7 +33,7 @@ describe('AppCache', () => {
     const reads = Array.from({ length: 50 }, () => cache.get(app.appId));
     assert.equal(store.reads, 1);
     release();
-    for (const read of await Promise.all(reads)) assert.deepEqual(read, app);
+    for (const read of reads) assert.deepEqual(await read, app);
     assert.deepEqual(cache.get(app.appId), app, 'then answered from memory');
     assert.equal(store.reads, 1);
   });
