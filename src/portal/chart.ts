@@ -157,118 +157,48 @@ export function tokenChart(series: TokenSeries, id: string, heading: string): Ht
   const bar = (kind: 'issued' | 'refused', value: number, x: number, name: string) =>
     value === 0
       ? null
-      : html`<rect
-          class="bar ${kind}"
-          data-count="${value}"
-          x="${round(x)}"
-          y="${y(value)}"
-          width="${barWidth}"
-          height="${round(y(0) - y(value))}"
-          fill="${kind === 'issued' ? ISSUED_COLOUR : `url(#${id}-hatch)`}"
-          ><title>${name}: ${plural(value, kind === 'issued' ? 'token' : 'request')} ${kind}</title></rect
-        >`;
+      : html`<rect class="bar ${kind}" data-count="${value}" x="${round(x)}" y="${y(value)}" width="${barWidth}" height="${round(y(0) - y(value))}" fill="${kind === 'issued' ? ISSUED_COLOUR : `url(#${id}-hatch)`}"><title>${name}: ${plural(value, kind === 'issued' ? 'token' : 'request')} ${kind}</title></rect>`;
 
-  return html`<figure
-    class="chart"
-    id="${id}"
-    data-per="${per}"
-    data-issued="${totals.issued}"
-    data-refused="${totals.refused}"
-    data-throttled="${totals.throttled}"
-  >
-    <figcaption>
-      <h3>${heading}</h3>
-      <p class="chart-summary">
-        ${totals.issued} issued,
-        ${totals.refused > 0 ? html`<strong class="refused-total">${totals.refused} refused</strong>${totals.throttled > 0 ? ` (${totals.throttled} throttled)` : ''}` : '0 refused'}
-      </p>
-    </figcaption>
-    <div class="chart-frame">
-      <svg
-        viewBox="0 0 ${WIDTH} ${HEIGHT}"
-        role="img"
-        aria-labelledby="${id}-title ${id}-desc"
-        preserveAspectRatio="xMidYMid meet"
-        font-size="13"
-      >
-        <title id="${id}-title">${heading}: tokens issued and requests refused per ${per} (UTC)</title>
-        <desc id="${id}-desc">${seriesSummary(series)}</desc>
-        <defs>${hatch(`${id}-hatch`)}</defs>
-        <g class="grid">
-          ${ticks.map(
-            (value) =>
-              html`<line
-                  x1="${LEFT}"
-                  x2="${WIDTH - RIGHT}"
-                  y1="${y(value)}"
-                  y2="${y(value)}"
-                  stroke="${value === 0 ? AXIS_COLOUR : GRID_COLOUR}"
-                  stroke-width="1"
-                /><text class="tick" x="${LEFT - 6}" y="${y(value) + 4}" text-anchor="end" fill="${TEXT_COLOUR}"
-                  >${tickLabel(value)}</text
-                >`,
-          )}
-        </g>
-        <g class="bars">
-          ${buckets.map((bucket, index) => {
-            const x = LEFT + index * slot + (slot - 2 * barWidth) / 2;
-            const name = bucketName(per, bucket.start);
-            return html`${bar('issued', issuedOf(bucket), x, name)}${bar('refused', bucket.refused, x + barWidth, name)}`;
-          })}
-        </g>
-        <g class="labels">
-          ${buckets.map((bucket, index) =>
-            (buckets.length - 1 - index) % labelEvery === 0
-              ? html`<text
-                  class="tick"
-                  x="${round(LEFT + (index + 0.5) * slot)}"
-                  y="${TOP + PLOT_HEIGHT + 18}"
-                  text-anchor="middle"
-                  fill="${TEXT_COLOUR}"
-                  >${bucketLabel(per, bucket.start)}</text
-                >`
-              : null,
-          )}
-        </g>
-        <text class="axis-title" x="${LEFT + PLOT_WIDTH / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="${TEXT_COLOUR}">
-          ${per === 'hour' ? 'Hour (UTC)' : 'Day (UTC)'}
-        </text>
-        <text class="axis-title" transform="rotate(-90)" x="${-(TOP + PLOT_HEIGHT / 2)}" y="16" text-anchor="middle" fill="${TEXT_COLOUR}">
-          ${per === 'hour' ? 'Per hour' : 'Per day'}
-        </text>
-      </svg>
-    </div>
-    ${legend(`${id}-legend`)}
-    <details class="chart-numbers">
-      <summary>The numbers per ${per}</summary>
-      <table>
-        <caption>
-          ${heading}, per ${per === 'hour' ? 'hour' : 'day'} (UTC)
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">${per === 'hour' ? 'Hour' : 'Day'}</th>
-            <th scope="col">Admin tokens issued</th>
-            <th scope="col">Anonymous tokens issued</th>
-            <th scope="col">Requests refused</th>
-            <th scope="col">Of those, throttled</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${[...buckets].reverse().map(
-            (bucket) =>
-              html`<tr>
-                <th scope="row">${bucketName(per, bucket.start)}</th>
-                <td>${bucket.admin}</td>
-                <td>${bucket.anonymous}</td>
-                <td>${bucket.refused}</td>
-                <td>${bucket.throttled}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
-    </details>
-  </figure>`;
+  return html`<figure class="chart" id="${id}" data-per="${per}" data-issued="${totals.issued}" data-refused="${totals.refused}" data-throttled="${totals.throttled}">
+<figcaption><h3>${heading}</h3><p class="chart-summary">${totals.issued} issued, ${totals.refused > 0 ? html`<strong class="refused-total">${totals.refused} refused</strong>${totals.throttled > 0 ? ` (${totals.throttled} throttled)` : ''}` : '0 refused'}</p></figcaption>
+<div class="chart-frame">
+<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet" font-size="13">
+<title id="${id}-title">${heading}: tokens issued and requests refused per ${per} (UTC)</title>
+<desc id="${id}-desc">${seriesSummary(series)}</desc>
+<defs>${hatch(`${id}-hatch`)}</defs>
+<g class="grid">${ticks.map(
+    (value) =>
+      html`<line x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${y(value)}" y2="${y(value)}" stroke="${value === 0 ? AXIS_COLOUR : GRID_COLOUR}" stroke-width="1"/><text class="tick" x="${LEFT - 6}" y="${y(value) + 4}" text-anchor="end" fill="${TEXT_COLOUR}">${tickLabel(value)}</text>`,
+  )}</g>
+<g class="bars">${buckets.map((bucket, index) => {
+    const x = LEFT + index * slot + (slot - 2 * barWidth) / 2;
+    const name = bucketName(per, bucket.start);
+    return html`${bar('issued', issuedOf(bucket), x, name)}${bar('refused', bucket.refused, x + barWidth, name)}`;
+  })}</g>
+<g class="labels">${buckets.map((bucket, index) =>
+    (buckets.length - 1 - index) % labelEvery === 0
+      ? html`<text class="tick" x="${round(LEFT + (index + 0.5) * slot)}" y="${TOP + PLOT_HEIGHT + 18}" text-anchor="middle" fill="${TEXT_COLOUR}">${bucketLabel(per, bucket.start)}</text>`
+      : null,
+  )}</g>
+<text class="axis-title" x="${LEFT + PLOT_WIDTH / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="${TEXT_COLOUR}">${per === 'hour' ? 'Hour (UTC)' : 'Day (UTC)'}</text>
+<text class="axis-title" transform="rotate(-90)" x="${-(TOP + PLOT_HEIGHT / 2)}" y="16" text-anchor="middle" fill="${TEXT_COLOUR}">${per === 'hour' ? 'Per hour' : 'Per day'}</text>
+</svg>
+</div>
+${legend(`${id}-legend`)}
+<details class="chart-numbers">
+<summary>The numbers per ${per}</summary>
+<table>
+<caption>${heading}, per ${per === 'hour' ? 'hour' : 'day'} (UTC)</caption>
+<thead><tr><th scope="col">${per === 'hour' ? 'Hour' : 'Day'}</th><th scope="col">Admin tokens issued</th><th scope="col">Anonymous tokens issued</th><th scope="col">Requests refused</th><th scope="col">Of those, throttled</th></tr></thead>
+<tbody>${[...buckets]
+    .reverse()
+    .map(
+      (bucket) =>
+        html`<tr><th scope="row">${bucketName(per, bucket.start)}</th><td>${bucket.admin}</td><td>${bucket.anonymous}</td><td>${bucket.refused}</td><td>${bucket.throttled}</td></tr>`,
+    )}</tbody>
+</table>
+</details>
+</figure>`;
 }
 
 // Blue and red, each 5:1 or more against white; the refused bars are hatched as well, so that the
@@ -280,25 +210,14 @@ const AXIS_COLOUR = '#505b6b';
 const GRID_COLOUR = '#d5dbe3';
 
 function hatch(patternId: string): Html {
-  return html`<pattern id="${patternId}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"
-    ><rect width="6" height="6" fill="${REFUSED_COLOUR}" /><line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2"
-  /></pattern>`;
+  return html`<pattern id="${patternId}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="${REFUSED_COLOUR}"/><line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2"/></pattern>`;
 }
 
 function legend(id: string): Html {
   return html`<ul class="legend" aria-label="Legend">
-    <li>
-      <svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-        <rect width="16" height="16" fill="${ISSUED_COLOUR}" /></svg
-      >Tokens issued (admin and anonymous)
-    </li>
-    <li>
-      <svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-        <defs>${hatch(`${id}-hatch`)}</defs>
-        <rect width="16" height="16" fill="url(#${id}-hatch)" /></svg
-      >Requests refused (wrong secret, key or token; admin attempts throttled after too many wrong secrets)
-    </li>
-  </ul>`;
+<li><svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"><rect width="16" height="16" fill="${ISSUED_COLOUR}"/></svg>Tokens issued (admin and anonymous)</li>
+<li><svg class="swatch" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"><defs>${hatch(`${id}-hatch`)}</defs><rect width="16" height="16" fill="url(#${id}-hatch)"/></svg>Requests refused (wrong secret, key or token; admin attempts throttled after too many wrong secrets)</li>
+</ul>`;
 }
 
 function round(value: number): number {

@@ -17,34 +17,37 @@ export interface PageInput {
  */
 export function page({ title, developer, csrfToken, body }: PageInput): Html {
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${title} · Tessera</title>
-        <link rel="stylesheet" href="/portal/assets/portal.css" />
-        <script type="module" src="/portal/assets/portal.js"></script>
-      </head>
-      <body>
-        <a class="skip" href="#main">Skip to the content</a>
-        <header class="top">
-          <a class="brand" href="/portal/">Tessera</a>
-          ${
-            developer === undefined
-              ? null
-              : html`<nav aria-label="Account">
-                  <span class="who">${developer.email}</span>
-                  <a href="/portal/account">Account</a>
-                  <form method="post" action="/portal/sign-out" class="inline">
-                    <input type="hidden" name="_csrf" value="${csrfToken}" />
-                    <button type="submit" class="link">Sign out</button>
-                  </form>
-                </nav>`
-          }
-        </header>
-        <main id="main">${body}</main>
-      </body>
-    </html> `;
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Tessera</title>
+<link rel="stylesheet" href="/portal/assets/portal.css">
+<script type="module" src="/portal/assets/portal.js"></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to the content</a>
+<header class="top">
+  <a class="brand" href="/portal/">Tessera</a>
+  ${
+    developer === undefined
+      ? null
+      : html`<nav aria-label="Account">
+    <span class="who">${developer.email}</span>
+    <a href="/portal/account">Account</a>
+    <form method="post" action="/portal/sign-out" class="inline">
+      <input type="hidden" name="_csrf" value="${csrfToken}">
+      <button type="submit" class="link">Sign out</button>
+    </form>
+  </nav>`
+  }
+</header>
+<main id="main">
+${body}
+</main>
+</body>
+</html>
+`;
 }
 
 /** A message above a form: what went wrong, read out by screen readers as it appears. */
@@ -54,10 +57,10 @@ export function alert(message: string | undefined): Html | null {
 
 /** The form token field every form carries. */
 export function csrfField(token: string): Html {
-  return html`<input type="hidden" name="_csrf" value="${token}" />`;
+  return html`<input type="hidden" name="_csrf" value="${token}">`;
 }
 
 /** The field of a form that may be sent once only (`once.ts`). */
 export function onceField(value: string): Html {
-  return html`<input type="hidden" name="once" value="${value}" />`;
+  return html`<input type="hidden" name="once" value="${value}">`;
 }

@@ -94,9 +94,8 @@ function rotationPage(
   message?: string,
 ) {
   const csrfToken = reply.generateCsrf();
-  const radio = (value: string, label: string) =>
-    html`<div class="choice">
-      <input type="radio" id="grace-${value}" name="grace" value="${value}" ${form.grace === value ? html` checked` : null} />
+  const radio = (value: string, label: string) => html`<div class="choice">
+      <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
       <label for="grace-${value}">${label}</label>
     </div>`;
   return page({
@@ -104,76 +103,43 @@ function rotationPage(
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`${appHeader(app.appId, app.name, 'Overview')}
-      <section class="app-form">
-        <h2>Rotate the ClientSecret</h2>
-        <p>A new ClientSecret replaces the current one, and is shown once. Server code that gets admin tokens needs the new one.</p>
-        ${
-          app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
-            ? null
-            : html`<p class="alert" data-previous-secret-valid-until="${app.previousSecretValidUntil}">
-                The ClientSecret before the current one still works, until ${utcTime(app.previousSecretValidUntil, 'second')}, kept by the
-                last rotation. Rotating again makes it stop at once: first make sure that no server uses it any more.
-              </p>`
-        }
-        ${alert(message)}
-        <form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
-          ${csrfField(csrfToken)} ${onceField(once)}
-          <fieldset>
-            <legend>How long does the current ClientSecret keep working?</legend>
-            ${radio('none', 'It stops at once')} ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
-            ${radio('custom', 'For another period:')}
-            <div class="indented">
-              <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
-              <input
-                type="text"
-                id="grace-seconds"
-                name="graceSeconds"
-                inputmode="numeric"
-                pattern="[0-9]*"
-                maxlength="8"
-                autocomplete="off"
-                value="${form.graceSeconds}"
-              />
-            </div>
-            <p class="hint">
-              A grace period leaves time to deploy the new secret to your servers. For a secret that leaked, choose "It stops at once".
-            </p>
-          </fieldset>
-          <div class="choice">
-            <input
-              type="checkbox"
-              id="revoke-admin-tokens"
-              name="revokeAdminTokens"
-              value="yes"
-              ${form.revokeAdminTokens ? html` checked` : null}
-              aria-describedby="revoke-admin-tokens-hint"
-            />
-            <label for="revoke-admin-tokens">Also revoke every admin token</label>
-          </div>
-          <p class="hint" id="revoke-admin-tokens-hint">
-            For a secret that leaked: admin tokens already issued stop working too. Not with a grace period, since a leaked secret must stop
-            at once.
-          </p>
-          <label for="confirm-client-id">Type the ClientID to confirm</label>
-          <p class="hint" id="confirm-client-id-hint">It is <code>${app.clientId}</code>.</p>
-          <input
-            type="text"
-            id="confirm-client-id"
-            name="clientId"
-            required
-            maxlength="200"
-            autocomplete="off"
-            spellcheck="false"
-            autocapitalize="off"
-            value="${form.clientId}"
-            aria-describedby="confirm-client-id-hint"
-          />
-          <div class="buttons">
-            <button type="submit" class="danger">Rotate ClientSecret</button>
-            <a href="/portal/apps/${app.appId}">Cancel</a>
-          </div>
-        </form>
-      </section>`,
+<section class="app-form">
+<h2>Rotate the ClientSecret</h2>
+<p>A new ClientSecret replaces the current one, and is shown once. Server code that gets admin tokens needs the new one.</p>
+${
+  app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
+    ? null
+    : html`<p class="alert" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The ClientSecret before the current one still works, until ${utcTime(app.previousSecretValidUntil, 'second')}, kept by the last rotation. Rotating again makes it stop at once: first make sure that no server uses it any more.</p>`
+}
+${alert(message)}
+<form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
+  ${csrfField(csrfToken)}
+  ${onceField(once)}
+  <fieldset>
+    <legend>How long does the current ClientSecret keep working?</legend>
+    ${radio('none', 'It stops at once')}
+    ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
+    ${radio('custom', 'For another period:')}
+    <div class="indented">
+      <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
+      <input type="text" id="grace-seconds" name="graceSeconds" inputmode="numeric" pattern="[0-9]*" maxlength="8" autocomplete="off" value="${form.graceSeconds}">
+    </div>
+    <p class="hint">A grace period leaves time to deploy the new secret to your servers. For a secret that leaked, choose "It stops at once".</p>
+  </fieldset>
+  <div class="choice">
+    <input type="checkbox" id="revoke-admin-tokens" name="revokeAdminTokens" value="yes"${form.revokeAdminTokens ? html` checked` : null} aria-describedby="revoke-admin-tokens-hint">
+    <label for="revoke-admin-tokens">Also revoke every admin token</label>
+  </div>
+  <p class="hint" id="revoke-admin-tokens-hint">For a secret that leaked: admin tokens already issued stop working too. Not with a grace period, since a leaked secret must stop at once.</p>
+  <label for="confirm-client-id">Type the ClientID to confirm</label>
+  <p class="hint" id="confirm-client-id-hint">It is <code>${app.clientId}</code>.</p>
+  <input type="text" id="confirm-client-id" name="clientId" required maxlength="200" autocomplete="off" spellcheck="false" autocapitalize="off" value="${form.clientId}" aria-describedby="confirm-client-id-hint">
+  <div class="buttons">
+    <button type="submit" class="danger">Rotate ClientSecret</button>
+    <a href="/portal/apps/${app.appId}">Cancel</a>
+  </div>
+</form>
+</section>`,
   });
 }
 
@@ -189,33 +155,25 @@ function rotatedPage(
     developer: sessionOf(request).developer,
     csrfToken: reply.generateCsrf(),
     body: html`${appHeader(app.appId, app.name, 'Overview')}
-      <h2>New ClientSecret</h2>
-      <p class="notice" role="status">
-        The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in
-        a web page or a mobile app.
-      </p>
-      <dl class="keys">
-        ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
-        ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
-      </dl>
-      <ul class="outcome">
-        <li>
-          ${
-            rotated.previousSecretValidUntil === null
-              ? 'The previous ClientSecret stopped working.'
-              : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil, 'second')}.`
-          }
-        </li>
-        ${
-          rotated.endedEarlierSecretValidUntil === null
-            ? null
-            : html`<li>
-                The secret before it, which an earlier rotation kept working until
-                ${utcTime(rotated.endedEarlierSecretValidUntil, 'second')}, stopped working: only one previous secret is kept.
-              </li>`
-        }
-        ${revokedAdminTokens ? html`<li>Admin tokens revoked: ${rotated.adminTokensRevoked}.</li>` : null}
-      </ul>
-      <p><a class="button" href="/portal/apps/${app.appId}">Back to the app</a></p>`,
+<h2>New ClientSecret</h2>
+<p class="notice" role="status">The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
+<dl class="keys">
+  ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
+  ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
+</dl>
+<ul class="outcome">
+  <li>${
+    rotated.previousSecretValidUntil === null
+      ? 'The previous ClientSecret stopped working.'
+      : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil, 'second')}.`
+  }</li>
+  ${
+    rotated.endedEarlierSecretValidUntil === null
+      ? null
+      : html`<li>The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil, 'second')}, stopped working: only one previous secret is kept.</li>`
+  }
+  ${revokedAdminTokens ? html`<li>Admin tokens revoked: ${rotated.adminTokensRevoked}.</li>` : null}
+</ul>
+<p><a class="button" href="/portal/apps/${app.appId}">Back to the app</a></p>`,
   });
 }

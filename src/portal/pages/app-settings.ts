@@ -199,118 +199,74 @@ function settingsPage(request: FastifyRequest, reply: FastifyReply, app: AppDesc
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`${appHeader(app.appId, app.name, 'Settings')}
-      ${state.done === undefined ? null : html`<p class="notice success" role="status">${state.done}</p>`}
-      <section class="app-form" aria-labelledby="token-settings">
-        <h2 id="token-settings">Token settings</h2>
-        ${mistakeOf('settings')}
-        <form method="post" action="${base}/settings" class="stack">
-          ${csrfField(csrfToken)} ${lifetimeField('admin-max', 'adminMax', 'Longest admin token', form.adminMax, form.adminMaxUnit)}
-          ${lifetimeField('anonymous-max', 'anonymousMax', 'Longest anonymous token', form.anonymousMax, form.anonymousMaxUnit)}
-          <p class="hint" id="lifetime-hint">
-            Empty: no limit. A token requested without an expiry gets the longest lifetime; one asked to live longer is refused.
-          </p>
-          <div class="choice">
-            <input
-              type="checkbox"
-              id="require-app-key"
-              name="requireAppKey"
-              value="yes"
-              ${form.requireAppKey ? html` checked` : null}
-              aria-describedby="require-app-key-hint"
-            />
-            <label for="require-app-key">Anonymous tokens need the AppKey</label>
-          </div>
-          <p class="hint" id="require-app-key-hint">
-            Unticked, an anonymous token request needs only the AppID, as the service's first clients expect.
-          </p>
-          <label for="allowed-origins">Web pages allowed to call the service</label>
-          <textarea
-            id="allowed-origins"
-            name="allowedOrigins"
-            rows="4"
-            maxlength="${MAX_ORIGINS_TEXT}"
-            autocomplete="off"
-            spellcheck="false"
-            autocapitalize="off"
-            aria-describedby="allowed-origins-hint"
-          >
-${form.allowedOrigins}</textarea>
-          <p class="hint" id="allowed-origins-hint">
-            One origin a line, such as <code>https://app.example.com</code> or <code>http://localhost:3000</code>, or
-            <code>https://*.example.com</code> for every subdomain. Empty: no web page may.
-          </p>
-          <div class="buttons"><button type="submit">Save settings</button></div>
-        </form>
-      </section>
-      <section class="app-form" aria-labelledby="revoke-tokens">
-        <h2 id="revoke-tokens">Revoke tokens</h2>
-        <p>Every token of the kind stops working at once, wherever it is; clients get new ones with the app's keys.</p>
-        ${mistakeOf('revoke')}
-        <form method="post" action="${base}/revoke-tokens" class="stack">
-          ${csrfField(csrfToken)}
-          <fieldset>
-            <legend>Which tokens</legend>
-            ${(Object.entries(KIND_LABELS) as [RevocationKind, string][]).map(
-              ([kind, label]) =>
-                html`<div class="choice">
-                  <input type="radio" id="revoke-${kind}" name="kind" value="${kind}" required />
-                  <label for="revoke-${kind}">${label}</label>
-                </div>`,
-            )}
-          </fieldset>
-          <div class="choice">
-            <input type="checkbox" id="revoke-confirm" name="confirm" value="yes" required />
-            <label for="revoke-confirm">Yes, revoke them now</label>
-          </div>
-          <div class="buttons"><button type="submit" class="danger">Revoke tokens</button></div>
-        </form>
-      </section>
-      ${
-        mayAct(role, 'delete_app')
-          ? html`<section class="app-form" aria-labelledby="delete-app">
-              <h2 id="delete-app">Delete the app</h2>
-              <p>The app, its keys, its tokens, its events and its people are deleted, for good. Clients that use it stop working.</p>
-              ${mistakeOf('delete')}
-              <form method="post" action="${base}/delete" class="stack">
-                ${csrfField(csrfToken)}
-                <label for="delete-name">Type the app's name to confirm</label>
-                <p class="hint" id="delete-name-hint">It is <strong>${app.name}</strong>.</p>
-                <input
-                  type="text"
-                  id="delete-name"
-                  name="name"
-                  required
-                  maxlength="200"
-                  autocomplete="off"
-                  spellcheck="false"
-                  value="${state.deleteName ?? ''}"
-                  aria-describedby="delete-name-hint"
-                />
-                <div class="buttons"><button type="submit" class="danger">Delete app</button></div>
-              </form>
-            </section>`
-          : null
-      }`,
+${state.done === undefined ? null : html`<p class="notice success" role="status">${state.done}</p>`}
+<section class="app-form" aria-labelledby="token-settings">
+<h2 id="token-settings">Token settings</h2>
+${mistakeOf('settings')}
+<form method="post" action="${base}/settings" class="stack">
+  ${csrfField(csrfToken)}
+  ${lifetimeField('admin-max', 'adminMax', 'Longest admin token', form.adminMax, form.adminMaxUnit)}
+  ${lifetimeField('anonymous-max', 'anonymousMax', 'Longest anonymous token', form.anonymousMax, form.anonymousMaxUnit)}
+  <p class="hint" id="lifetime-hint">Empty: no limit. A token requested without an expiry gets the longest lifetime; one asked to live longer is refused.</p>
+  <div class="choice">
+    <input type="checkbox" id="require-app-key" name="requireAppKey" value="yes"${form.requireAppKey ? html` checked` : null} aria-describedby="require-app-key-hint">
+    <label for="require-app-key">Anonymous tokens need the AppKey</label>
+  </div>
+  <p class="hint" id="require-app-key-hint">Unticked, an anonymous token request needs only the AppID, as the service's first clients expect.</p>
+  <label for="allowed-origins">Web pages allowed to call the service</label>
+  <textarea id="allowed-origins" name="allowedOrigins" rows="4" maxlength="${MAX_ORIGINS_TEXT}" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="allowed-origins-hint">${form.allowedOrigins}</textarea>
+  <p class="hint" id="allowed-origins-hint">One origin a line, such as <code>https://app.example.com</code> or <code>http://localhost:3000</code>, or <code>https://*.example.com</code> for every subdomain. Empty: no web page may.</p>
+  <div class="buttons"><button type="submit">Save settings</button></div>
+</form>
+</section>
+<section class="app-form" aria-labelledby="revoke-tokens">
+<h2 id="revoke-tokens">Revoke tokens</h2>
+<p>Every token of the kind stops working at once, wherever it is; clients get new ones with the app's keys.</p>
+${mistakeOf('revoke')}
+<form method="post" action="${base}/revoke-tokens" class="stack">
+  ${csrfField(csrfToken)}
+  <fieldset>
+    <legend>Which tokens</legend>
+    ${(Object.entries(KIND_LABELS) as [RevocationKind, string][]).map(
+      ([kind, label]) => html`<div class="choice">
+      <input type="radio" id="revoke-${kind}" name="kind" value="${kind}" required>
+      <label for="revoke-${kind}">${label}</label>
+    </div>`,
+    )}
+  </fieldset>
+  <div class="choice">
+    <input type="checkbox" id="revoke-confirm" name="confirm" value="yes" required>
+    <label for="revoke-confirm">Yes, revoke them now</label>
+  </div>
+  <div class="buttons"><button type="submit" class="danger">Revoke tokens</button></div>
+</form>
+</section>
+${
+  mayAct(role, 'delete_app')
+    ? html`<section class="app-form" aria-labelledby="delete-app">
+<h2 id="delete-app">Delete the app</h2>
+<p>The app, its keys, its tokens, its events and its people are deleted, for good. Clients that use it stop working.</p>
+${mistakeOf('delete')}
+<form method="post" action="${base}/delete" class="stack">
+  ${csrfField(csrfToken)}
+  <label for="delete-name">Type the app's name to confirm</label>
+  <p class="hint" id="delete-name-hint">It is <strong>${app.name}</strong>.</p>
+  <input type="text" id="delete-name" name="name" required maxlength="200" autocomplete="off" spellcheck="false" value="${state.deleteName ?? ''}" aria-describedby="delete-name-hint">
+  <div class="buttons"><button type="submit" class="danger">Delete app</button></div>
+</form>
+</section>`
+    : null
+}`,
   });
 }
 
 function lifetimeField(id: string, name: string, label: string, amount: string, unit: string): Html {
   return html`<label for="${id}">${label}</label>
-    <div class="lifetime">
-      <input
-        type="text"
-        id="${id}"
-        name="${name}"
-        inputmode="numeric"
-        pattern="[0-9]*"
-        maxlength="20"
-        autocomplete="off"
-        value="${amount}"
-        aria-describedby="lifetime-hint"
-      />
-      <label for="${id}-unit" class="visually-hidden">Unit of the ${label.toLowerCase()}</label>
-      <select id="${id}-unit" name="${name}Unit">
-        ${LIFETIME_UNITS.map(([unitName]) => html`<option value="${unitName}" ${unitName === unit ? html` selected` : null}>${unitName}s</option>`)}
-      </select>
-    </div>`;
+  <div class="lifetime">
+    <input type="text" id="${id}" name="${name}" inputmode="numeric" pattern="[0-9]*" maxlength="20" autocomplete="off" value="${amount}" aria-describedby="lifetime-hint">
+    <label for="${id}-unit" class="visually-hidden">Unit of the ${label.toLowerCase()}</label>
+    <select id="${id}-unit" name="${name}Unit">
+      ${LIFETIME_UNITS.map(([unitName]) => html`<option value="${unitName}"${unitName === unit ? html` selected` : null}>${unitName}s</option>`)}
+    </select>
+  </div>`;
 }

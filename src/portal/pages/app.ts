@@ -32,56 +32,35 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
 function appBody(app: AppDescription, role: AppRole, now: number, warning: Html | null) {
   const { configuration } = app;
   const base = `/portal/apps/${app.appId}`;
-  return html`${appHeader(app.appId, app.name, 'Overview')} ${warning}
-    <p class="meta">You are its ${role}. Created ${utcDay(app.createdAt)}.</p>
-    <h2>Keys</h2>
-    <dl class="keys">
-      ${keyRow('AppID', 'appId', app.appId, 'Public: names the app in every request.')}
-      ${keyRow('AppKey', 'appKey', app.appKey, 'Public: goes into client apps, for anonymous tokens.')}
-      ${keyRow('ClientID', 'clientId', app.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
-    </dl>
-    <p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.</p>
-    ${
-      app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
-        ? null
-        : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">
-            The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil, 'second')}.
-          </p>`
-    }
-    ${
-      mayAct(role, 'rotate_secret')
-        ? html`<form method="get" action="${base}/rotate-secret" class="action">
-            <button type="submit" class="secondary">Rotate ClientSecret</button>
-            <span class="hint">A new ClientSecret, shown once; you choose how long the current one keeps working.</span>
-          </form>`
-        : null
-    }
-    <h2>Token settings</h2>
-    <dl class="settings">
-      <div>
-        <dt>Longest admin token</dt>
-        <dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd>
-      </div>
-      <div>
-        <dt>Longest anonymous token</dt>
-        <dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd>
-      </div>
-      <div>
-        <dt>AppKey required for anonymous tokens</dt>
-        <dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd>
-      </div>
-      <div>
-        <dt>Web pages allowed to call the service</dt>
-        <dd>
-          ${
-            configuration.allowedOrigins.length === 0
-              ? 'none'
-              : html`<ul class="plain">
-                  ${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}
-                </ul>`
-          }
-        </dd>
-      </div>
-    </dl>
-    <p><a href="${base}/settings">Change the settings</a></p>`;
+  return html`${appHeader(app.appId, app.name, 'Overview')}
+${warning}
+<p class="meta">You are its ${role}. Created ${utcDay(app.createdAt)}.</p>
+<h2>Keys</h2>
+<dl class="keys">
+  ${keyRow('AppID', 'appId', app.appId, 'Public: names the app in every request.')}
+  ${keyRow('AppKey', 'appKey', app.appKey, 'Public: goes into client apps, for anonymous tokens.')}
+  ${keyRow('ClientID', 'clientId', app.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
+</dl>
+<p class="hint">The ClientSecret was shown once, when the app was created or its secret last rotated.</p>
+${
+  app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
+    ? null
+    : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil, 'second')}.</p>`
+}
+${
+  mayAct(role, 'rotate_secret')
+    ? html`<form method="get" action="${base}/rotate-secret" class="action">
+  <button type="submit" class="secondary">Rotate ClientSecret</button>
+  <span class="hint">A new ClientSecret, shown once; you choose how long the current one keeps working.</span>
+</form>`
+    : null
+}
+<h2>Token settings</h2>
+<dl class="settings">
+  <div><dt>Longest admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>Longest anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
+  <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
+</dl>
+<p><a href="${base}/settings">Change the settings</a></p>`;
 }

@@ -31,25 +31,20 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
         developer,
         csrfToken,
         body: html`<div class="heading-row">
-            <h1>Your apps</h1>
-            <a class="button" href="/portal/apps/new">New app</a>
-          </div>
-          ${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
-          ${
-            described.length === 0
-              ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
-              : html`<ul class="cards">
-                  ${described.map(
-                    ({ membership, app: described }) =>
-                      html`<li>
-                        <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
-                        <span class="meta"
-                          >AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span
-                        >
-                      </li>`,
-                  )}
-                </ul>`
-          }`,
+  <h1>Your apps</h1>
+  <a class="button" href="/portal/apps/new">New app</a>
+</div>
+${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
+${
+  described.length === 0
+    ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
+    : html`<ul class="cards">${described.map(
+        ({ membership, app: described }) => html`<li>
+    <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
+    <span class="meta">AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span>
+  </li>`,
+      )}</ul>`
+}`,
       }),
     );
   });
@@ -86,26 +81,17 @@ function newAppForm(
     developer: sessionOf(request).developer,
     csrfToken,
     body: html`<section class="narrow">
-      <h1>New app</h1>
-      ${alert(message)}
-      <form method="post" action="/portal/apps" class="stack">
-        ${csrfField(csrfToken)} ${onceField(once)}
-        <label for="name">Name</label>
-        <input
-          id="name"
-          name="name"
-          type="text"
-          required
-          maxlength="${MAX_APP_NAME_LENGTH}"
-          autocomplete="off"
-          value="${name ?? ''}"
-          autofocus
-          aria-describedby="name-hint"
-        />
-        <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
-        <button type="submit">Create app</button>
-      </form>
-    </section>`,
+<h1>New app</h1>
+${alert(message)}
+<form method="post" action="/portal/apps" class="stack">
+  ${csrfField(csrfToken)}
+  ${onceField(once)}
+  <label for="name">Name</label>
+  <input id="name" name="name" type="text" required maxlength="${MAX_APP_NAME_LENGTH}" autocomplete="off" value="${name ?? ''}" autofocus aria-describedby="name-hint">
+  <p class="hint" id="name-hint">For you and your collaborators; it can be anything.</p>
+  <button type="submit">Create app</button>
+</form>
+</section>`,
   });
 }
 
@@ -116,19 +102,16 @@ function createdPage(request: FastifyRequest, reply: FastifyReply, created: Owne
     developer: sessionOf(request).developer,
     csrfToken: reply.generateCsrf(),
     body: html`<h1>${created.name}</h1>
-      <p class="notice" role="status">
-        Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web
-        page or a mobile app.
-      </p>
-      <dl class="keys">
-        ${keyRow('AppID', 'appId', created.appId, 'Public: names the app in every request.')}
-        ${keyRow('AppKey', 'appKey', created.appKey, 'Public: goes into client apps, for anonymous tokens.')}
-        ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
-        ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
-      </dl>
-      <h2>Try it</h2>
-      <p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
-      <pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
-      <p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
+<p class="notice" role="status">Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
+<dl class="keys">
+  ${keyRow('AppID', 'appId', created.appId, 'Public: names the app in every request.')}
+  ${keyRow('AppKey', 'appKey', created.appKey, 'Public: goes into client apps, for anonymous tokens.')}
+  ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
+  ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
+</dl>
+<h2>Try it</h2>
+<p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
+<pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
+<p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
   });
 }

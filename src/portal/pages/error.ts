@@ -28,7 +28,7 @@ export function errorPage(status: number, message: string | undefined, developer
     developer,
     csrfToken: reply.generateCsrf(),
     body: html`<h1>${title}</h1>
-      <p>${explanation}</p>
-      <p><a href="/portal/">Back to your apps</a></p>`,
+<p>${explanation}</p>
+<p><a href="/portal/">Back to your apps</a></p>`,
   });
 }

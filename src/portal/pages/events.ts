@@ -60,29 +60,20 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     ]);
     const live = query.beforeId === undefined;
     const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type, context) : 0);
-    const body = html`${appHeader(appId, described.name, 'Events')} ${secretExposureWarning(appId, exposure, role)}
-      <h2>Tokens</h2>
-      <p class="hint">
-        Tokens issued and requests refused, counted for every request. Refused includes admin attempts throttled (429) after too many wrong
-        secrets: counted, not listed. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked
-        secret in use.
-      </p>
-      <div class="charts" data-charts>${chartsHtml}</div>
-      <h2 id="log">Events</h2>
-      ${filterForm(appId, query.type)}
-      <p class="live-status" role="status" aria-live="polite" data-live-status></p>
-      ${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(query)}</p>` : null}
-      <ol
-        class="events"
-        ${live ? html`data-live="/portal/apps/${appId}/events/live${query.type === undefined ? '' : `?type=${query.type}`}" data-newest="${newest}"` : null}
-      >
-        ${listed.events.map((event) => eventItem(event, emails))}
-      </ol>
-      ${pager(appId, query, listed.nextCursor)}
-      <p class="hint">
-        Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the
-        charts but not listed one by one. Events are kept for a limited time.
-      </p>`;
+    const body = html`${appHeader(appId, described.name, 'Events')}
+${secretExposureWarning(appId, exposure, role)}
+<h2>Tokens</h2>
+<p class="hint">Tokens issued and requests refused, counted for every request. Refused includes admin attempts throttled (429) after too many wrong secrets: counted, not listed. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
+<div class="charts" data-charts>${chartsHtml}</div>
+<h2 id="log">Events</h2>
+${filterForm(appId, query.type)}
+<p class="live-status" role="status" aria-live="polite" data-live-status></p>
+${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(query)}</p>` : null}
+<ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${query.type === undefined ? '' : `?type=${query.type}`}" data-newest="${newest}"` : null}>
+${listed.events.map((event) => eventItem(event, emails))}
+</ol>
+${pager(appId, query, listed.nextCursor)}
+<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the charts but not listed one by one. Events are kept for a limited time.</p>`;
     return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
   });
 
@@ -134,13 +125,13 @@ function eventIdOf(raw: string | undefined): number {
 
 function filterForm(appId: string, type: EventType | undefined): Html {
   return html`<form method="get" action="/portal/apps/${appId}/events" class="filter">
-    <label for="event-type">Type</label>
-    <select id="event-type" name="type">
-      <option value="" ${type === undefined ? html` selected` : null}>All types</option>
-      ${EVENT_TYPES.map((option) => html`<option value="${option}" ${option === type ? html` selected` : null}>${TYPE_WORDS[option]}</option>`)}
-    </select>
-    <button type="submit">Show</button>
-  </form>`;
+  <label for="event-type">Type</label>
+  <select id="event-type" name="type">
+    <option value=""${type === undefined ? html` selected` : null}>All types</option>
+    ${EVENT_TYPES.map((option) => html`<option value="${option}"${option === type ? html` selected` : null}>${TYPE_WORDS[option]}</option>`)}
+  </select>
+  <button type="submit">Show</button>
+</form>`;
 }
 
 function emptyText(query: EventPageQuery): string {
@@ -158,9 +149,9 @@ function pager(appId: string, query: EventPageQuery, nextCursor: string | null):
   const typed = query.type === undefined ? '' : `type=${query.type}`;
   const older = `${base}?${typed}${typed === '' ? '' : '&'}cursor=${nextCursor}`;
   return html`<nav class="pager" aria-label="Pages of events">
-    ${query.beforeId === undefined ? null : html`<a href="${base}${typed === '' ? '' : `?${typed}`}">Newest events</a>`}
-    ${nextCursor === null ? null : html`<a href="${older}" rel="next">Older events</a>`}
-  </nav>`;
+  ${query.beforeId === undefined ? null : html`<a href="${base}${typed === '' ? '' : `?${typed}`}">Newest events</a>`}
+  ${nextCursor === null ? null : html`<a href="${older}" rel="next">Older events</a>`}
+</nav>`;
 }
 
 /** Each type, as a list of events names it. */
@@ -219,16 +210,10 @@ const CLASSES: Partial<Record<EventType, string>> = { 'token.refused': 'refused'
 export function eventItem(event: AuditEvent, emails: Map<string, string>): Html {
   const details = detailsOf(event, emails);
   return html`<li class="event ${CLASSES[event.type] ?? ''}" data-event-id="${event.id}" data-type="${event.type}">
-    <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> ${utcTime(event.at, 'second')}</p>
-    <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
-    ${
-      details.length === 0
-        ? null
-        : html`<ul class="event-details">
-            ${details.map((detail) => html`<li>${detail}</li>`)}
-          </ul>`
-    }
-  </li>`;
+  <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> ${utcTime(event.at, 'second')}</p>
+  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
+  ${details.length === 0 ? null : html`<ul class="event-details">${details.map((detail) => html`<li>${detail}</li>`)}</ul>`}
+</li>`;
 }
 
 /** How many items of a list, and characters of a value, an event shows: a long list of origins is summarised. */

@@ -38,18 +38,15 @@ export const invitationPages: FastifyPluginAsync<PortalContext> = async (app, { 
         developer,
         csrfToken,
         body: html`<section class="narrow">
-          <h1>Invitation to ${appName}</h1>
-          <p>
-            You are invited to collaborate on <strong>${appName}</strong>: you will see the app and its keys (never its ClientSecret),
-            change its token settings and revoke its tokens.
-          </p>
-          <p class="meta">For ${invitation.email} · the link works until <span class="nowrap">${utcDay(invitation.expiresAt)}</span>.</p>
-          <form method="post" action="/portal/accept-invitation">
-            ${csrfField(csrfToken)}
-            <input type="hidden" name="token" value="${token}" />
-            <button type="submit">Accept invitation</button>
-          </form>
-        </section>`,
+<h1>Invitation to ${appName}</h1>
+<p>You are invited to collaborate on <strong>${appName}</strong>: you will see the app and its keys (never its ClientSecret), change its token settings and revoke its tokens.</p>
+<p class="meta">For ${invitation.email} · the link works until <span class="nowrap">${utcDay(invitation.expiresAt)}</span>.</p>
+<form method="post" action="/portal/accept-invitation">
+  ${csrfField(csrfToken)}
+  <input type="hidden" name="token" value="${token}">
+  <button type="submit">Accept invitation</button>
+</form>
+</section>`,
       }),
     );
   });
@@ -79,13 +76,11 @@ function notUsable(reply: FastifyReply, developer: DeveloperRecord): Html {
     developer,
     csrfToken: reply.generateCsrf(),
     body: html`<section class="narrow">
-      <h1>This invitation does not work</h1>
-      <p>
-        It was used already, replaced by a newer invitation, or has expired (invitations work for 7 days), or the link was not copied whole.
-      </p>
-      <p>Ask the app's owner for a new invitation.</p>
-      <p><a href="/portal/">Back to your apps</a></p>
-    </section>`,
+<h1>This invitation does not work</h1>
+<p>It was used already, replaced by a newer invitation, or has expired (invitations work for 7 days), or the link was not copied whole.</p>
+<p>Ask the app's owner for a new invitation.</p>
+<p><a href="/portal/">Back to your apps</a></p>
+</section>`,
   });
 }
 
@@ -95,15 +90,9 @@ function otherAddress(reply: FastifyReply, developer: DeveloperRecord, invited: 
     developer,
     csrfToken: reply.generateCsrf(),
     body: html`<section class="narrow">
-      <h1>This invitation is for another address</h1>
-      <p>
-        The invitation to <strong>${appName}</strong> is for <strong>${invited}</strong>, and you are signed in as
-        <strong>${developer.email}</strong>. Only the account with that address can accept it.
-      </p>
-      <p>
-        Sign out (at the top of the page), then open the link again and sign in as ${invited}; or ask the app's owner to invite
-        ${developer.email} instead.
-      </p>
-    </section>`,
+<h1>This invitation is for another address</h1>
+<p>The invitation to <strong>${appName}</strong> is for <strong>${invited}</strong>, and you are signed in as <strong>${developer.email}</strong>. Only the account with that address can accept it.</p>
+<p>Sign out (at the top of the page), then open the link again and sign in as ${invited}; or ask the app's owner to invite ${developer.email} instead.</p>
+</section>`,
   });
 }

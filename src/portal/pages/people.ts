@@ -87,22 +87,19 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
         developer,
         csrfToken,
         body: html`${appHeader(appId, described.name, 'People')}
-          <section class="narrow confirm">
-            <h2>${leaving ? 'Leave this app?' : `Remove ${member.email}?`}</h2>
-            <p>
-              ${
-                leaving
-                  ? 'You will no longer see this app or its keys. Only a new invitation from its owner brings you back.'
-                  : html`<strong>${member.email}</strong> will no longer see this app or its keys. Keys they copied keep working: rotate the
-                      ClientSecret if they had it.`
-              }
-            </p>
-            <form method="post" action="/portal/apps/${appId}/people/${developerId}/remove" class="actions">
-              ${csrfField(csrfToken)}
-              <button type="submit" class="danger">${leaving ? 'Leave the app' : 'Remove the collaborator'}</button>
-              <a href="/portal/apps/${appId}/people">Cancel</a>
-            </form>
-          </section>`,
+<section class="narrow confirm">
+<h2>${leaving ? 'Leave this app?' : `Remove ${member.email}?`}</h2>
+<p>${
+          leaving
+            ? 'You will no longer see this app or its keys. Only a new invitation from its owner brings you back.'
+            : html`<strong>${member.email}</strong> will no longer see this app or its keys. Keys they copied keep working: rotate the ClientSecret if they had it.`
+        }</p>
+<form method="post" action="/portal/apps/${appId}/people/${developerId}/remove" class="actions">
+  ${csrfField(csrfToken)}
+  <button type="submit" class="danger">${leaving ? 'Leave the app' : 'Remove the collaborator'}</button>
+  <a href="/portal/apps/${appId}/people">Cancel</a>
+</form>
+</section>`,
       }),
     );
   });
@@ -154,130 +151,75 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
       developer,
       csrfToken,
       body: html`${appHeader(described.appId, described.name, 'People')}
-        ${withdrawn === true ? html`<p class="notice success" role="status">The invitation is withdrawn: its link no longer works.</p>` : null}
-        ${
-          invited === undefined
-            ? null
-            : html`<div class="notice invitation" role="status">
-                <p>
-                  Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works
-                  once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can
-                  accept it.
-                </p>
-                <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
-              </div>`
-        }
-        <table class="people">
-          <caption>
-            Who can see this app and its keys
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Since</th>
-              ${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : null}
-            </tr>
-          </thead>
-          <tbody>
-            ${people.map(
-              (person) =>
-                html`<tr>
-                  <td data-label="Email">
-                    ${person.email}${person.developerId === developer.id ? html` <span class="meta">(you)</span>` : null}
-                  </td>
-                  <td data-label="Role">${person.role}</td>
-                  <td data-label="Since">${utcDay(person.addedAt)}</td>
-                  ${
-                    owner
-                      ? html`<td>
-                          ${
-                            person.role === 'collaborator'
-                              ? html`<a
-                                  href="/portal/apps/${described.appId}/people/${person.developerId}/remove"
-                                  aria-label="Remove ${person.email}"
-                                  >Remove</a
-                                >`
-                              : null
-                          }
-                        </td>`
-                      : null
-                  }
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${
-          pending.length === 0
-            ? null
-            : html`<table class="people pending">
-                <caption>
-                  Invited, not yet accepted
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Email</th>
-                    <th scope="col">Invited</th>
-                    <th scope="col">Link expires</th>
-                    <th scope="col"><span class="visually-hidden">Actions</span></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${pending.map(
-                    (invitation) =>
-                      html`<tr>
-                        <td data-label="Email">${invitation.email}</td>
-                        <td data-label="Invited">${utcDay(invitation.createdAt)}</td>
-                        <td data-label="Expires">${utcDay(invitation.expiresAt)}</td>
-                        <td>
-                          <form
-                            method="post"
-                            action="/portal/apps/${described.appId}/people/invitations/${invitation.id}/withdraw"
-                            class="inline"
-                          >
-                            ${csrfField(csrfToken)}
-                            <button type="submit" class="link" aria-label="Withdraw the invitation for ${invitation.email}">
-                              Withdraw
-                            </button>
-                          </form>
-                        </td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
-        }
-        ${
-          owner
-            ? html`<section class="narrow">
-                <h2>Invite a collaborator</h2>
-                <p class="hint">
-                  A collaborator sees the app and its keys (never the ClientSecret), changes its token settings and revokes tokens; only you
-                  rotate the ClientSecret, delete the app and manage its people.
-                </p>
-                ${alert(message)}
-                <form method="post" action="/portal/apps/${described.appId}/people/invitations" class="stack">
-                  ${csrfField(csrfToken)}
-                  <label for="invite-email">Email</label>
-                  <input
-                    id="invite-email"
-                    name="email"
-                    type="email"
-                    required
-                    maxlength="254"
-                    autocomplete="off"
-                    value="${email ?? ''}"
-                    aria-describedby="invite-hint"
-                    ${message === undefined ? null : html` autofocus`}
-                  />
-                  <p class="hint field-hint" id="invite-hint">
-                    You get a link to pass on (there is no mail): the person signs in with this address and accepts.
-                  </p>
-                  <button type="submit">Invite</button>
-                </form>
-              </section>`
-            : html`<p class="hint">Only the app's owner invites and removes people.</p>
-                <p><a href="/portal/apps/${described.appId}/people/${developer.id}/remove">Leave this app</a></p>`
-        }`,
+${withdrawn === true ? html`<p class="notice success" role="status">The invitation is withdrawn: its link no longer works.</p>` : null}
+${
+  invited === undefined
+    ? null
+    : html`<div class="notice invitation" role="status">
+  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
+  <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
+</div>`
+}
+<table class="people">
+  <caption>Who can see this app and its keys</caption>
+  <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : null}</tr></thead>
+  <tbody>
+  ${people.map(
+    (person) => html`<tr>
+    <td data-label="Email">${person.email}${person.developerId === developer.id ? html` <span class="meta">(you)</span>` : null}</td>
+    <td data-label="Role">${person.role}</td>
+    <td data-label="Since">${utcDay(person.addedAt)}</td>
+    ${
+      owner
+        ? html`<td>${
+            person.role === 'collaborator'
+              ? html`<a href="/portal/apps/${described.appId}/people/${person.developerId}/remove" aria-label="Remove ${person.email}">Remove</a>`
+              : null
+          }</td>`
+        : null
+    }
+  </tr>`,
+  )}
+  </tbody>
+</table>
+${
+  pending.length === 0
+    ? null
+    : html`<table class="people pending">
+  <caption>Invited, not yet accepted</caption>
+  <thead><tr><th scope="col">Email</th><th scope="col">Invited</th><th scope="col">Link expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+  <tbody>
+  ${pending.map(
+    (invitation) => html`<tr>
+    <td data-label="Email">${invitation.email}</td>
+    <td data-label="Invited">${utcDay(invitation.createdAt)}</td>
+    <td data-label="Expires">${utcDay(invitation.expiresAt)}</td>
+    <td><form method="post" action="/portal/apps/${described.appId}/people/invitations/${invitation.id}/withdraw" class="inline">
+      ${csrfField(csrfToken)}
+      <button type="submit" class="link" aria-label="Withdraw the invitation for ${invitation.email}">Withdraw</button>
+    </form></td>
+  </tr>`,
+  )}
+  </tbody>
+</table>`
+}
+${
+  owner
+    ? html`<section class="narrow">
+<h2>Invite a collaborator</h2>
+<p class="hint">A collaborator sees the app and its keys (never the ClientSecret), changes its token settings and revokes tokens; only you rotate the ClientSecret, delete the app and manage its people.</p>
+${alert(message)}
+<form method="post" action="/portal/apps/${described.appId}/people/invitations" class="stack">
+  ${csrfField(csrfToken)}
+  <label for="invite-email">Email</label>
+  <input id="invite-email" name="email" type="email" required maxlength="254" autocomplete="off" value="${email ?? ''}" aria-describedby="invite-hint"${message === undefined ? null : html` autofocus`}>
+  <p class="hint field-hint" id="invite-hint">You get a link to pass on (there is no mail): the person signs in with this address and accepts.</p>
+  <button type="submit">Invite</button>
+</form>
+</section>`
+    : html`<p class="hint">Only the app's owner invites and removes people.</p>
+<p><a href="/portal/apps/${described.appId}/people/${developer.id}/remove">Leave this app</a></p>`
+}`,
     });
   }
 };

@@ -29,19 +29,10 @@ export function newPasswordFields({
   autofocus?: boolean;
 }): Html {
   return html`<label for="password">${label}</label>
-    <input
-      id="password"
-      name="password"
-      type="password"
-      autocomplete="new-password"
-      required
-      maxlength="${PASSWORD_INPUT_MAX_LENGTH}"
-      aria-describedby="password-rules"
-      ${autofocus ? html` autofocus` : null}
-    />
-    <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-    <label for="repeat">${repeatLabel}</label>
-    <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" />`;
+  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules"${autofocus ? html` autofocus` : null}>
+  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
+  <label for="repeat">${repeatLabel}</label>
+  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">`;
 }
 
 /**
@@ -99,17 +90,17 @@ function setPasswordForm(reply: FastifyReply, token: string, email: string, mess
     title: 'Set your password',
     csrfToken,
     body: html`<section class="narrow">
-      <h1>Set your password</h1>
-      <p class="lead">For the developer account <strong>${email}</strong>. This link works once.</p>
-      ${alert(message)}
-      <form method="post" action="/portal/set-password" class="stack">
-        ${csrfField(csrfToken)}
-        <input type="hidden" name="token" value="${token}" />
-        <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden />
-        ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the password', autofocus: true })}
-        <button type="submit">Set password and sign in</button>
-      </form>
-    </section>`,
+<h1>Set your password</h1>
+<p class="lead">For the developer account <strong>${email}</strong>. This link works once.</p>
+${alert(message)}
+<form method="post" action="/portal/set-password" class="stack">
+  ${csrfField(csrfToken)}
+  <input type="hidden" name="token" value="${token}">
+  <input type="email" name="username" value="${email}" autocomplete="username" readonly hidden>
+  ${newPasswordFields({ label: 'New password', repeatLabel: 'Repeat the password', autofocus: true })}
+  <button type="submit">Set password and sign in</button>
+</form>
+</section>`,
   });
 }
 
@@ -118,15 +109,9 @@ function notUsable(reply: FastifyReply): Html {
     title: 'Link not valid',
     csrfToken: reply.generateCsrf(),
     body: html`<section class="narrow">
-      <h1>This link does not work</h1>
-      <p>
-        It was used already, replaced by a newer link, or has expired (a new account's link works for 7 days, a reset link for 1 day), or it
-        was not copied whole.
-      </p>
-      <p>
-        Ask the operator of this service for a new one (<code>tessera developers reset-link EMAIL</code>), or
-        <a href="/portal/sign-in">sign in</a> if you know your password.
-      </p>
-    </section>`,
+<h1>This link does not work</h1>
+<p>It was used already, replaced by a newer link, or has expired (a new account's link works for 7 days, a reset link for 1 day), or it was not copied whole.</p>
+<p>Ask the operator of this service for a new one (<code>tessera developers reset-link EMAIL</code>), or <a href="/portal/sign-in">sign in</a> if you know your password.</p>
+</section>`,
   });
 }

@@ -61,43 +61,25 @@ function signInForm(
     title: 'Sign in',
     csrfToken: reply.generateCsrf(),
     body: html`<section class="narrow">
-      <h1>Sign in</h1>
-      <p class="lead">The developer portal of Tessera: your apps and their keys.</p>
-      ${signedOut ? html`<p class="notice success" role="status">You are signed out.</p>` : null} ${alert(message)}
-      <form method="post" action="/portal/sign-in" class="stack">
-        ${csrfField(reply.generateCsrf())} ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}" />`}
-        <label for="email">Email</label>
-        <input
-          id="email"
-          name="email"
-          type="email"
-          autocomplete="username"
-          required
-          maxlength="254"
-          value="${email ?? ''}"
-          ${email === undefined ? html`autofocus` : null}
-        />
-        <label for="password">Password</label>
-        <input
-          id="password"
-          name="password"
-          type="password"
-          autocomplete="current-password"
-          required
-          maxlength="${PASSWORD_INPUT_MAX_LENGTH}"
-          ${email === undefined ? null : html`autofocus`}
-        />
-        <button type="submit">Sign in</button>
-      </form>
-      ${signup === 'open' ? html`<p>No account yet? <a href="/portal/sign-up${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}">Sign up</a>.</p>` : null}
-      ${
-        signup === 'open'
-          ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
-          : html`<p class="hint">
-              No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a
-              link that sets a new password.
-            </p>`
-      }
-    </section>`,
+<h1>Sign in</h1>
+<p class="lead">The developer portal of Tessera: your apps and their keys.</p>
+${signedOut ? html`<p class="notice success" role="status">You are signed out.</p>` : null}
+${alert(message)}
+<form method="post" action="/portal/sign-in" class="stack">
+  ${csrfField(reply.generateCsrf())}
+  ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}">`}
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" ${email === undefined ? null : html`autofocus`}>
+  <button type="submit">Sign in</button>
+</form>
+${signup === 'open' ? html`<p>No account yet? <a href="/portal/sign-up${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}">Sign up</a>.</p>` : null}
+${
+  signup === 'open'
+    ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
+    : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`
+}
+</section>`,
   });
 }

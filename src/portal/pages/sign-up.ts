@@ -63,26 +63,18 @@ function signUpForm(reply: FastifyReply, { next, email, message }: { next?: stri
     title: 'Sign up',
     csrfToken,
     body: html`<section class="narrow">
-      <h1>Sign up</h1>
-      <p class="lead">A developer account of this Tessera service: your apps and their keys.</p>
-      ${alert(message)}
-      <form method="post" action="/portal/sign-up" class="stack">
-        ${csrfField(csrfToken)} ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}" />`}
-        <label for="email">Email</label>
-        <input
-          id="email"
-          name="email"
-          type="email"
-          autocomplete="username"
-          required
-          maxlength="254"
-          value="${email ?? ''}"
-          ${email === undefined ? html`autofocus` : null}
-        />
-        ${newPasswordFields({ label: 'Password', repeatLabel: 'Repeat the password', autofocus: email !== undefined })}
-        <button type="submit">Sign up</button>
-      </form>
-      <p class="hint">Have an account? <a href="${signIn}">Sign in</a>.</p>
-    </section>`,
+<h1>Sign up</h1>
+<p class="lead">A developer account of this Tessera service: your apps and their keys.</p>
+${alert(message)}
+<form method="post" action="/portal/sign-up" class="stack">
+  ${csrfField(csrfToken)}
+  ${next === undefined ? null : html`<input type="hidden" name="next" value="${next}">`}
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${email ?? ''}" ${email === undefined ? html`autofocus` : null}>
+  ${newPasswordFields({ label: 'Password', repeatLabel: 'Repeat the password', autofocus: email !== undefined })}
+  <button type="submit">Sign up</button>
+</form>
+<p class="hint">Have an account? <a href="${signIn}">Sign in</a>.</p>
+</section>`,
   });
 }
