@@ -27,7 +27,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  const changes = new ChangeListener(clientConfig, warn);
+  const changes = new ChangeListener(clientConfig, warn, (payload) =>
+    Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+  );
   await changes.start();
 
   return sqlStore({
