@@ -183,6 +183,8 @@ describe('PostgreSQL store specifics', () => {
         const waiting = db.transaction(async (tx) => {
           await tx.run('INSERT INTO held VALUES (1)');
         });
+        // Its rejection may come before `terminate` is answered: watched from now on.
+        const refused = assert.rejects(waiting, unavailable);
         let pid: number | undefined;
         for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
           await new Promise((resolve) => setTimeout(resolve, 20));
@@ -193,7 +195,7 @@ describe('PostgreSQL store specifics', () => {
         }
         assert.ok(pid !== undefined, 'the transaction never waited on the lock');
         await terminate(pid);
-        await assert.rejects(waiting, unavailable);
+        await refused;
         await locker.query('COMMIT');
       } finally {
         await locker.end();
