@@ -38,7 +38,9 @@ export function openPool(url: string, options: PostgresStoreOptions, warn: Warn)
     max: options.poolSize ?? 10,
     idleTimeoutMillis: 30_000,
     query_timeout: queryTimeoutMs,
-    statement_timeout: queryTimeoutMs,
+    // A startup parameter PgBouncer refuses ("unsupported startup parameter"); through a pooler the
+    // wait is bounded by query_timeout alone (docs/deployment.md, "Connection poolers").
+    ...(options.directUrl === undefined ? { statement_timeout: queryTimeoutMs } : {}),
   });
   heedConnectionErrors(pool, warn);
   const clientConfig = options.directUrl === undefined ? poolConfig : { ...poolConfig, connectionString: options.directUrl };
