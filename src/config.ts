@@ -31,7 +31,8 @@ export interface Config {
    * portal creates none. The operator's `tessera apps create --owner` is not held by it.
    */
   portalAppsPerDeveloper: number;
-  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
+  /** `directUrl`: DATABASE_DIRECT_URL, set when DATABASE_URL goes through a transaction pooler. */
+  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number; directUrl?: string };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
   forwardAuthAdminPaths: AdminPathRule[];
@@ -114,6 +115,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),
       queryTimeoutMs: integer(env, 'PG_QUERY_TIMEOUT_MS', 5_000, 100, 600_000),
+      ...databaseDirectUrl(env),
     },
     housekeeping: {
       intervalMs: integer(env, 'HOUSEKEEPING_INTERVAL_SECONDS', DEFAULT_HOUSEKEEPING.intervalMs / 1000, 1, 86_400) * 1000,
@@ -166,6 +168,17 @@ function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
     throw new ConfigError((error as Error).message);
   }
   return env.DATABASE_URL;
+}
+
+/** `DATABASE_DIRECT_URL`: PostgreSQL itself, beside a DATABASE_URL that goes through a transaction pooler. */
+function databaseDirectUrl(env: NodeJS.ProcessEnv): { directUrl?: string } {
+  const value = env.DATABASE_DIRECT_URL?.trim() ?? '';
+  if (value === '') return {};
+  if (!/^postgres(ql)?:\/\//i.test(value)) throw new ConfigError('DATABASE_DIRECT_URL must be a postgres://… URL.');
+  if (parseDatabaseUrl(env.DATABASE_URL).backend !== 'postgres') {
+    throw new ConfigError('DATABASE_DIRECT_URL is for PostgreSQL: DATABASE_URL must then be a postgres://… URL too.');
+  }
+  return { directUrl: value };
 }
 
 /**

@@ -169,6 +169,23 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '20000' }), /HTTP_HEADERS_TIMEOUT_MS/);
   });
 
+  it('reads DATABASE_DIRECT_URL beside a PostgreSQL DATABASE_URL, and refuses it otherwise', () => {
+    const pooled = 'postgres://tessera@pgbouncer.internal:6432/tessera';
+    const direct = 'postgres://tessera@db.internal:5432/tessera';
+    assert.equal(loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct }).postgres.directUrl, direct);
+    assert.equal(loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: ' ' }).postgres.directUrl, undefined);
+    for (const env of [
+      { DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'db.internal:5432' },
+      { DATABASE_URL: 'sqlite:./x.db', DATABASE_DIRECT_URL: direct },
+      { DATABASE_DIRECT_URL: direct },
+    ]) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && /DATABASE_DIRECT_URL/.test(error.message),
+      );
+    }
+  });
+
   it('refuses a FORWARD_AUTH_ADMIN_PATHS entry that is not a path prefix', () => {
     for (const value of ['admin', 'GET', 'GET  admin', '/a b', '/%zz', 'GE7 /x']) {
       assert.throws(

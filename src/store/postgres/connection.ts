@@ -7,30 +7,44 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** How long a statement may run before answering 503 (PG_QUERY_TIMEOUT_MS). */
   queryTimeoutMs?: number;
+  /**
+   * A connection straight to PostgreSQL (DATABASE_DIRECT_URL), for what a transaction pooler cannot
+   * carry: the LISTEN connection and the migrations (with their advisory lock). When it is set, the
+   * store's URL is taken to go through such a pooler, and statements there are sent unnamed.
+   */
+  directUrl?: string;
   /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
   onWarning?: Warn;
 }
 
 export type Warn = (message: string, error?: unknown) => void;
 
-/** The pool, and how to open a connection of one's own (the LISTEN connection). */
+/**
+ * The pool, and how to open a connection of one's own straight to PostgreSQL (the LISTEN connection,
+ * the migrations'): through `directUrl` when there is one, else like the pool's.
+ */
 export interface PostgresConnection {
   pool: pg.Pool;
   clientConfig: pg.ClientConfig;
+  /** Whether the pool's connections go through a transaction pooler (a `directUrl` was given). */
+  pooled: boolean;
 }
 
 export function openPool(url: string, options: PostgresStoreOptions, warn: Warn): PostgresConnection {
   const queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
-  const clientConfig = { connectionString: url, application_name: 'tessera', connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
+  const poolConfig = { connectionString: url, application_name: 'tessera', connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
   const pool = new pg.Pool({
-    ...clientConfig,
+    ...poolConfig,
     max: options.poolSize ?? 10,
     idleTimeoutMillis: 30_000,
     query_timeout: queryTimeoutMs,
-    statement_timeout: queryTimeoutMs,
+    // A startup parameter PgBouncer refuses ("unsupported startup parameter"); through a pooler the
+    // wait is bounded by query_timeout alone (docs/deployment.md, "Connection poolers").
+    ...(options.directUrl === undefined ? { statement_timeout: queryTimeoutMs } : {}),
   });
   heedConnectionErrors(pool, warn);
-  return { pool, clientConfig };
+  const clientConfig = options.directUrl === undefined ? poolConfig : { ...poolConfig, connectionString: options.directUrl };
+  return { pool, clientConfig, pooled: options.directUrl !== undefined };
 }
 
 /**

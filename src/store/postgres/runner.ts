@@ -24,15 +24,19 @@ interface Translated {
 
 // `:name`, but not the `::type` of a cast.
 const PARAMETER = /(?<![:\w]):([A-Za-z_]\w*)/g;
-// Statements that are prepared once per connection and named; utility statements (LOCK, SET) are not.
+// Statements that are prepared once per connection and named (unless through a transaction pooler);
+// utility statements (LOCK, SET) are not.
 const PREPARABLE = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
 
 /**
  * The runner over a pool: a statement on any connection, or a transaction on one. Both fail with
  * `503 SERVICE_UNAVAILABLE` when the database cannot be reached (`errors.ts`); a connection that
  * failed in a transaction is destroyed, never given to the next caller.
+ *
+ * Through a transaction pooler (`pooled`), statements are sent unnamed: a named statement is
+ * prepared on one server connection and then asked for, or prepared again, on another.
  */
-export function postgresRunner(pool: pg.Pool): SqlRunner {
+export function postgresRunner(pool: pg.Pool, { pooled = false }: { pooled?: boolean } = {}): SqlRunner {
   const translated = new Map<string, Translated>();
   const translate = (statement: Statement): Translated => {
     const text = statementText(statement, 'postgres');
@@ -45,7 +49,7 @@ export function postgresRunner(pool: pg.Pool): SqlRunner {
         names.push(name);
         return `$${names.length}`;
       });
-      found = { config: { name: PREPARABLE.test(text) ? `tessera-${translated.size + 1}` : undefined, text: numbered }, names };
+      found = { config: { name: !pooled && PREPARABLE.test(text) ? `tessera-${translated.size + 1}` : undefined, text: numbered }, names };
       translated.set(text, found);
     }
     return found;

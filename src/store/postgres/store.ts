@@ -2,7 +2,8 @@ import { createFirstKey } from '../sql/keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
-import { openPool, type PostgresStoreOptions } from './connection.js';
+import pg from 'pg';
+import { heedConnectionErrors, openPool, type PostgresStoreOptions, type Warn } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 
@@ -13,15 +14,17 @@ export type { PostgresStoreOptions } from './connection.js';
  * (an app updated or deleted, tokens changed or removed) fires a trigger that NOTIFYs
  * `tessera_changes`; every instance LISTENs on a dedicated connection and empties its caches. If that
  * connection is lost, caches are emptied every 250 ms until it is back, so no instance serves a
- * stale grant for longer than that. When the database cannot be reached, operations fail with
+ * stale grant for longer than that. With `directUrl`, the pool may go through a transaction pooler
+ * (PgBouncer's pool_mode = transaction), and the LISTEN connection and migrations go straight to
+ * PostgreSQL. When the database cannot be reached, operations fail with
  * `503 SERVICE_UNAVAILABLE` and `Retry-After`, and the pool reconnects by itself.
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const warn = options.onWarning ?? (() => {});
-  const { pool, clientConfig } = openPool(url, options, warn);
-  const sql = postgresRunner(pool);
+  const { pool, clientConfig, pooled } = openPool(url, options, warn);
+  const sql = postgresRunner(pool, { pooled });
   try {
-    await migrate(pool);
+    await migrateDirectly(pool, clientConfig, pooled, warn);
     await createFirstKey(sql, Date.now());
   } catch (error) {
     await pool.end();
@@ -44,4 +47,16 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await pool.end();
     },
   });
+}
+
+/** Migrations take a session-level advisory lock, which a transaction pooler does not keep: they go direct. */
+async function migrateDirectly(pool: pg.Pool, clientConfig: pg.ClientConfig, pooled: boolean, warn: Warn): Promise<void> {
+  if (!pooled) return migrate(pool);
+  const direct = new pg.Pool({ ...clientConfig, max: 1 });
+  heedConnectionErrors(direct, warn);
+  try {
+    await migrate(direct);
+  } finally {
+    await direct.end();
+  }
 }

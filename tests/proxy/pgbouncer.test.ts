@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import type { Store } from '../../src/store/store.js';
+import { childrenOfFile, createAppWithCli, runCli } from '../helpers/fleet.js';
+import { adminFields, anonymousFields, bearer, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
+import { findPgbouncer, startPgbouncer, type RunningPgbouncer } from '../helpers/pgbouncer.js';
+import { REPO_ROOT, TESSERA_MAIN } from '../helpers/process.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+import { createPostgresDatabase, POSTGRES_ADMIN_URL, type TestStore } from '../helpers/store.js';
+
+// Tessera through Debian's PgBouncer in transaction mode (pool_mode = transaction, few server
+// connections shared by every client), as operators put it in front of PostgreSQL: DATABASE_URL
+// through PgBouncer, DATABASE_DIRECT_URL straight to PostgreSQL for LISTEN and the migrations.
+
+const children = childrenOfFile();
+
+/** A store through `pgbouncer` (and `directUrl`, if given), as the server would open it, its warnings kept. */
+async function openThrough(url: string, directUrl: string | undefined, warnings: string[]): Promise<Store> {
+  return openPostgresStore(url, {
+    ...(directUrl === undefined ? {} : { directUrl }),
+    poolSize: 10,
+    onWarning: (message) => warnings.push(message),
+  });
+}
+
+function serverStore(store: Store, databaseUrl: string): TestStore {
+  return { store, databaseUrl, dispose: () => store.close() };
+}
+
+describe('PostgreSQL through PgBouncer in transaction mode', () => {
+  let binary: string;
+  let pgbouncer: RunningPgbouncer | undefined;
+  let database: { databaseUrl: string; drop: () => Promise<void> } | undefined;
+  let pooledUrl: string;
+
+  before(async () => {
+    const found = findPgbouncer();
+    if (found === undefined) {
+      throw new Error(
+        'pgbouncer is not installed (not on PATH, not /usr/sbin/pgbouncer): these tests need it. Install it: apt-get install -y pgbouncer',
+      );
+    }
+    binary = found;
+    pgbouncer = await startPgbouncer(binary, POSTGRES_ADMIN_URL);
+    database = await createPostgresDatabase();
+    pooledUrl = pgbouncer.urlFor(database.databaseUrl);
+  });
+
+  after(async () => {
+    await pgbouncer?.stop();
+    await database?.drop();
+  });
+
+  describe('with DATABASE_DIRECT_URL', () => {
+    const servers: TestServer[] = [];
+    const warnings: string[] = [];
+
+    before(async () => {
+      const direct = database!.databaseUrl;
+      for (let i = 0; i < 2; i++) {
+        const store = await openThrough(pooledUrl, direct, warnings);
+        servers.push(await startServer({ testStore: serverStore(store, pooledUrl) }));
+      }
+    });
+
+    after(async () => {
+      for (const server of servers) await server.close();
+      for (const server of servers) await server.testStore.dispose();
+    });
+
+    it('hears changes on both instances: the change signal is up', () => {
+      for (const server of servers) assert.equal(server.testStore.store.changeSignalUp(), true, warnings.join('\n'));
+    });
+
+    it('issues and checks tokens many times concurrently on both instances, every one answered 200', async () => {
+      const [a, b] = servers as [TestServer, TestServer];
+      const failures: string[] = [];
+      const expect200 = (what: string, response: JsonResponse) => {
+        if (response.status !== 200) failures.push(`${what}: ${response.status} ${response.text}`);
+        return response;
+      };
+      for (let round = 0; round < 5; round++) {
+        await Promise.all(
+          [a, b].flatMap((server) =>
+            Array.from({ length: 20 }, async (_, i) => {
+              const target = { app: a.app, appUrl: a.appUrl.replace(a.baseUrl, server.baseUrl) };
+              const fields = i % 2 === 0 ? adminFields(target) : anonymousFields(target);
+              const issued = expect200('token', await requestToken(target, fields));
+              const token = issued.body?.access_token as string | undefined;
+              if (token === undefined) return;
+              for (const checkOn of [a, b]) {
+                expect200('whoami', await whoami(a.appUrl.replace(a.baseUrl, checkOn.baseUrl), bearer(token)));
+              }
+            }),
+          ),
+        );
+      }
+      assert.deepEqual(failures, [], pgbouncer!.log());
+    });
+
+    it('refuses on one instance, within a second, a token revoked on the other', async () => {
+      const [a, b] = servers as [TestServer, TestServer];
+      const onB = { app: a.app, appUrl: a.appUrl.replace(a.baseUrl, b.baseUrl) };
+      for (const fields of [adminFields(onB), anonymousFields(onB)]) {
+        const token = (await requestToken(onB, fields)).body.access_token as string;
+        // Checked on A first, so that A has it cached when B revokes it.
+        assert.equal((await whoami(a.appUrl, bearer(token))).status, 200);
+        assert.equal((await revokeToken(onB.appUrl, token)).status, 200);
+        const revokedAt = Date.now();
+        let status = 200;
+        while (status === 200 && Date.now() - revokedAt < 1_000) {
+          status = (await whoami(a.appUrl, bearer(token))).status;
+          if (status === 200) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        assert.equal(status, 401, 'the revoked token still works on the other instance after 1 s');
+      }
+    });
+
+    it('runs the CLI through PgBouncer: an app it creates works on a running instance', async () => {
+      const [a] = servers as [TestServer];
+      const options = {
+        entry: TESSERA_MAIN,
+        cwd: REPO_ROOT,
+        databaseUrl: pooledUrl,
+        env: { DATABASE_DIRECT_URL: database!.databaseUrl },
+      };
+      const created = await createAppWithCli(children, options, 'Through PgBouncer');
+      for (let i = 0; i < 3; i++) {
+        const listed = await runCli(children, options, ['apps', 'list', '--json']);
+        assert.equal(listed.code, 0, listed.stderr);
+      }
+      const target = { app: created, appUrl: a.appUrl.replace(a.app.appId, created.appId) };
+      assert.equal((await requestToken(target, adminFields(target))).status, 200);
+    });
+  });
+
+  describe('without DATABASE_DIRECT_URL', () => {
+    it('does not start through a PgBouncer as installed, and says why', async () => {
+      await assert.rejects(openThrough(pooledUrl, undefined, []), /statement_timeout/);
+    });
+
+    it('reports the change signal down when its LISTEN goes through the pooler, instead of silently up', async () => {
+      // An operator's PgBouncer that lets Tessera's connections in (ignore_startup_parameters).
+      const lenient = await startPgbouncer(binary, POSTGRES_ADMIN_URL, { ignoreStartupParameters: ['statement_timeout'] });
+      const warnings: string[] = [];
+      let store: Store | undefined;
+      try {
+        store = await openThrough(lenient.urlFor(database!.databaseUrl), undefined, warnings);
+        assert.equal(store.changeSignalUp(), false);
+        assert.ok(
+          warnings.some((warning) => warning.includes('lost the database notification connection')),
+          warnings.join('\n'),
+        );
+      } finally {
+        await store?.close();
+        await lenient.stop();
+      }
+    });
+  });
+});
