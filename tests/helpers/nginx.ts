@@ -1,23 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { freePort } from './process.js';
+import { join } from 'node:path';
+import { findExecutable, freePort } from './process.js';
 
-/** The nginx binary: `nginx` on the PATH, else /usr/sbin/nginx (where Debian puts it, often off a user's PATH). */
-export function findNginx(): string | undefined {
-  const onPath = (process.env.PATH ?? '').split(delimiter).filter((dir) => dir !== '');
-  const candidates = [...onPath.map((dir) => join(dir, 'nginx')), '/usr/sbin/nginx'];
-  return candidates.find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
+/** The nginx binary, on the PATH or in /usr/sbin. */
+export const findNginx = (): string | undefined => findExecutable('nginx');
 
 export interface RunningNginx {
   /** e.g. http://127.0.0.1:40123 */

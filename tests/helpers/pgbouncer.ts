@@ -1,22 +1,12 @@
 import { spawn } from 'node:child_process';
-import { accessSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { freePort } from './process.js';
+import { join } from 'node:path';
+import { findExecutable, freePort } from './process.js';
 
-/** The pgbouncer binary: on the PATH, else /usr/sbin/pgbouncer (where Debian puts it). */
-export function findPgbouncer(): string | undefined {
-  const onPath = (process.env.PATH ?? '').split(delimiter).filter((dir) => dir !== '');
-  return [...onPath.map((dir) => join(dir, 'pgbouncer')), '/usr/sbin/pgbouncer'].find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
+/** The pgbouncer binary, on the PATH or in /usr/sbin. */
+export const findPgbouncer = (): string | undefined => findExecutable('pgbouncer');
 
 export interface RunningPgbouncer {
   /** `databaseUrl` (a database on the PostgreSQL PgBouncer was started for) as reached through PgBouncer. */

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { createServer } from 'node:net';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // This file compiles to <root>/<outDir>/tests/helpers/process.js.
@@ -119,4 +121,17 @@ function listeningUrl(stdout: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** An executable `name` on the PATH, else in /usr/sbin (where Debian puts daemons, often off a user's PATH). */
+export function findExecutable(name: string): string | undefined {
+  const onPath = (process.env.PATH ?? '').split(delimiter).filter((dir) => dir !== '');
+  return [...onPath.map((dir) => join(dir, name)), join('/usr/sbin', name)].find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
