@@ -1,9 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findExecutable, freePort } from './process.js';
+import { accepts, findExecutable, freePort } from './process.js';
 
 /** The nginx binary, on the PATH or in /usr/sbin. */
 export const findNginx = (): string | undefined => findExecutable('nginx');
@@ -85,17 +84,6 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
     if (Date.now() > deadline) throw new Error(`nginx did not listen on port ${port} within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** SIGQUIT (graceful), then SIGTERM (fast): either way the master waits for its worker before it exits. */

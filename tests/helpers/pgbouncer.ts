@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findExecutable, freePort } from './process.js';
+import { accepts, findExecutable, freePort } from './process.js';
 
 /** The pgbouncer binary, on the PATH or in /usr/sbin. */
 export const findPgbouncer = (): string | undefined => findExecutable('pgbouncer');
@@ -100,15 +99,4 @@ export async function startPgbouncer(
     log,
     stop,
   };
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
