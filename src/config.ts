@@ -32,7 +32,7 @@ export interface Config {
    */
   portalAppsPerDeveloper: number;
   /** `directUrl`: DATABASE_DIRECT_URL, set when DATABASE_URL goes through a transaction pooler. */
-  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number; directUrl?: string };
+  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number; startupRetryMs: number; directUrl?: string };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
   forwardAuthAdminPaths: AdminPathRule[];
@@ -115,6 +115,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),
       queryTimeoutMs: integer(env, 'PG_QUERY_TIMEOUT_MS', 5_000, 100, 600_000),
+      startupRetryMs: integer(env, 'PG_STARTUP_TIMEOUT_MS', 30_000, 0, 3_600_000),
       ...databaseDirectUrl(env),
     },
     housekeeping: {

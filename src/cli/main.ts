@@ -105,7 +105,8 @@ async function main(argv: string[]): Promise<number> {
       await serve(config);
       return -1; // keeps running until a signal
     }
-    const store = await openStore(config.databaseUrl, config.postgres);
+    // A command fails at once when the database cannot be reached (exit 1): its operator runs it again.
+    const store = await openStore(config.databaseUrl, { ...config.postgres, startupRetryMs: 0 });
     const interrupted = new AbortController();
     const interrupt = () => interrupted.abort();
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { isServiceUnavailable } from '../error-catalogue.js';
 import { DEFAULT_DEVELOPER_LIMITS } from '../developers/developer-limits.js';
 import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
@@ -17,6 +18,12 @@ export async function serve(config: Config): Promise<void> {
   const openedStore = await openStore(config.databaseUrl, {
     ...config.postgres,
     onWarning: (message, error) => logger.warn({ err: error }, message),
+  }).catch((error: unknown) => {
+    if (!isServiceUnavailable(error)) throw error;
+    throw new Error(
+      `Tessera does not start: ${(error as Error).message} Start it again once the database is back (it tries for PG_STARTUP_TIMEOUT_MS, ${config.postgres.startupRetryMs} ms).`,
+      { cause: error },
+    );
   });
   const store = metrics === undefined ? openedStore : metrics.instrument(openedStore);
   const tessera = createTessera({

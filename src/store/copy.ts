@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
+import { isServiceUnavailable } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
 import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
@@ -70,6 +71,7 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
   }
   const source = await openDump(fromLocation, 'source');
   let target: StoreDump | undefined;
+  let verifying = false;
   try {
     if (toLocation.backend === 'sqlite') claimSqliteTarget(toLocation.path);
     target = await openDump(toLocation, 'target');
@@ -100,6 +102,7 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
       );
     }
 
+    verifying = true;
     const compared = await verify(source, target, totals, toLocation);
     const tables = TABLES.map((table) => ({ name: table.name, rows: totals.get(table.name)! }));
     return {
@@ -111,6 +114,15 @@ export async function copyStore(fromUrl: string, toUrl: string, options: CopyOpt
       elapsedMs: Date.now() - started,
       compared,
     };
+  } catch (error) {
+    // Lost before the copy began (nothing written) or while verifying it (all written, not checked).
+    if (!isServiceUnavailable(error)) throw error;
+    const cause = (error as Error).cause as { message?: string } | undefined;
+    throw new TesseraError(
+      'SERVICE_UNAVAILABLE',
+      `store copy: a database could not be reached (${cause?.message ?? (error as Error).message}); ` +
+        (verifying ? `the copy was written but not verified. ${startOver(toLocation)}` : 'nothing was copied: copy again once it is back.'),
+    );
   } finally {
     await target?.close();
     await source.close();

@@ -60,8 +60,11 @@ export class ChangeListener {
     return !this.#stopped && this.#client !== undefined && this.#fallback === undefined;
   }
 
-  /** Connects and waits for the first heartbeat (at most the timeout); until it is heard, caches are flushed. */
-  async start(): Promise<void> {
+  /**
+   * Connects and waits for the first heartbeat (at most the timeout); until it is heard, caches are
+   * flushed. Resolves whether it was heard.
+   */
+  async start(): Promise<boolean> {
     this.#startFallback();
     const firstHeard = new Promise<void>((resolve) => (this.#firstHeard = resolve));
     await this.#connect();
@@ -70,7 +73,9 @@ export class ChangeListener {
     const timeUp = setTimeout(() => this.#firstHeard?.(), this.#timeoutMs);
     await firstHeard;
     clearTimeout(timeUp);
-    if (this.#client !== undefined && !this.hearing) this.#deaf(this.#client);
+    const heard = this.hearing;
+    if (this.#client !== undefined && !heard) this.#deaf(this.#client);
+    return heard;
   }
 
   async stop(): Promise<void> {

@@ -13,6 +13,12 @@ export interface PostgresStoreOptions {
    * store's URL is taken to go through such a pooler, and statements there are sent unnamed.
    */
   directUrl?: string;
+  /**
+   * How long opening the store keeps trying while the database cannot be reached (refused, lost,
+   * timed out), before it fails with SERVICE_UNAVAILABLE: `tessera serve`'s PG_STARTUP_TIMEOUT_MS.
+   * 0 (the default, and the CLI's): fails at once.
+   */
+  startupRetryMs?: number;
   /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
   onWarning?: Warn;
 }

@@ -6,6 +6,13 @@ import { heedConnectionErrors } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 
+/**
+ * A copy's statements are few and large: sent unnamed, as through a transaction pooler, so that
+ * `--from` and `--to` may go through one (PgBouncer in transaction mode). Its migrations' lock is
+ * transaction-level, which such a pooler carries too.
+ */
+const UNNAMED = { pooled: true };
+
 const ARRAY_TYPES: Record<ColumnKind, string> = { text: 'text[]', integer: 'bigint[]', blob: 'bytea[]', json: 'jsonb[]' };
 
 /**
@@ -26,13 +33,13 @@ export async function openPostgresDump(url: string, role: 'source' | 'target'): 
       if (found.rows[0]?.table == null) throw new Error('it is not a Tessera store (it has no schema_migrations table)');
     }
     await migrate(pool);
-    if (role === 'source') snapshot = await openSnapshot(postgresRunner(pool));
+    if (role === 'source') snapshot = await openSnapshot(postgresRunner(pool, UNNAMED));
   } catch (error) {
     await pool.end().catch(() => {});
     throw new Error(`the ${role}, ${description}: ${(error as Error).message}${hintFor(error)}`, { cause: error });
   }
 
-  const sql = snapshot?.tx ?? postgresRunner(pool);
+  const sql = snapshot?.tx ?? postgresRunner(pool, UNNAMED);
   const sequenceOf = async (table: TableSpec) =>
     (await sql.get<{ sequence: string | null }>('SELECT pg_get_serial_sequence(:table, :column) AS sequence', {
       table: table.name,

@@ -30,7 +30,25 @@ export function unavailableOr(error: unknown): unknown {
   const code = (error as { code?: string }).code;
   const message = error instanceof Error ? error.message : '';
   if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || UNAVAILABLE_MESSAGES.test(message) || code === '57014') {
-    return serviceUnavailable();
+    return withCause(serviceUnavailable(), { code, message });
   }
   return error;
+}
+
+/**
+ * What made a `503`, for the logs and the start-up's message (never for the client, whose answer
+ * says only that the database cannot be reached): the code and message alone, not the error, to which
+ * pg may attach its connection.
+ */
+export function withCause(error: TesseraError, cause: { code: string | undefined; message: string }): TesseraError {
+  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true });
+  return error;
+}
+
+/** The code and message of what made a `503` (`withCause`), or of any other error. */
+export function reasonOf(error: unknown): string {
+  const cause = error instanceof TesseraError ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  const { code, message } = (cause ?? error) as { code?: string; message?: string };
+  const text = message ?? String(error);
+  return code === undefined || text.includes(code) ? text : `${text} (${code})`;
 }

@@ -1,42 +1,103 @@
 import type pg from 'pg';
 
-/** Key of the advisory lock that serializes migrations across instances starting together. */
+/** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;
+/** How long a migration waits for another session's lock before giving up (and how often it looks). */
+export const MIGRATION_LOCK_WAIT_MS = 60_000;
+const LOCK_POLL_MS = 250;
 
-/** Applies the migrations this database has not had yet (`POSTGRES_MIGRATIONS`, below). */
-export async function migrate(pool: pg.Pool): Promise<void> {
+export interface MigrateOptions {
+  /** How long to wait for the lock another session holds; `MIGRATION_LOCK_WAIT_MS` unless told. */
+  lockWaitMs?: number;
+  /** Told once per migration step that has to wait for another session's lock, and who holds it. */
+  onWaiting?: (message: string) => void;
+}
+
+/**
+ * Applies the migrations this database has not had yet (`POSTGRES_MIGRATIONS`, below). Each step is
+ * one transaction that first takes a transaction-level advisory lock, so that instances starting
+ * together take turns, and nothing outlives the transaction: a transaction pooler (PgBouncer's
+ * `pool_mode = transaction`) carries it, and a connection lost midway leaves neither a lock nor a
+ * half-applied step behind. A session-level lock taken by an older release conflicts with it too.
+ */
+export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<void> {
   // Up to date already: nothing to write, so a role that may only read (another service's
   // TesseraVerifier) can open the store.
   const applied = await pool
     .query<{ version: number }>('SELECT version FROM schema_migrations')
     .then((result) => new Set(result.rows.map((row) => row.version)))
     .catch(() => new Set<number>());
-  if (POSTGRES_MIGRATIONS.every((migration) => applied.has(migration.version))) return;
-
-  const client = await pool.connect();
-  try {
-    // Instances starting together take turns; each step is applied once, in its own transaction.
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
-    const applied = new Set(
-      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version),
-    );
-    for (const migration of POSTGRES_MIGRATIONS) {
-      if (applied.has(migration.version)) continue;
-      await client.query('BEGIN');
-      try {
-        await client.query(migration.sql);
-        await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      }
-    }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
-    client.release();
+  for (const migration of POSTGRES_MIGRATIONS) {
+    if (applied.has(migration.version)) continue;
+    await inTransaction(pool, async (client) => {
+      await lockMigrations(client, options);
+      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
+      if ((done.rowCount ?? 0) > 0) return; // another instance applied it while this one waited
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+    });
   }
+}
+
+/** `work` in a transaction on a connection of its own; a connection that failed is destroyed, never pooled again. */
+async function inTransaction(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+    broken ??= error as Error;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * Takes the migrations' lock for the transaction, polling for it rather than blocking on it: a wait
+ * that is told (who holds it), bounded, and as short as the pool's statement timeout per statement.
+ */
+async function lockMigrations(client: pg.PoolClient, options: MigrateOptions): Promise<void> {
+  const waitMs = options.lockWaitMs ?? MIGRATION_LOCK_WAIT_MS;
+  const started = Date.now();
+  let told = false;
+  for (;;) {
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [MIGRATION_LOCK]);
+    if (rows[0]?.locked === true) return;
+    const waited = Date.now() - started;
+    if (waited >= waitMs) {
+      throw new Error(
+        `gave up after ${Math.round(waited / 1000)} s waiting for the migrations' lock, which ${await lockHolder(client)} holds. ` +
+          'If no Tessera is migrating this database, end that session (SELECT pg_terminate_backend(PID)) and start again.',
+      );
+    }
+    if (!told) {
+      told = true;
+      options.onWaiting?.(
+        `waiting up to ${Math.round(waitMs / 1000)} s for the migrations' lock, which ${await lockHolder(client)} holds (another instance migrating?)`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+  }
+}
+
+/** Who holds the migrations' lock, as an operator can find it in pg_stat_activity. */
+async function lockHolder(client: pg.PoolClient): Promise<string> {
+  const { rows } = await client.query<{ pid: number; application_name: string; state: string | null }>(
+    `SELECT a.pid, a.application_name, a.state
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+        AND ((l.classid::bigint << 32) | l.objid::bigint) = $1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [MIGRATION_LOCK],
+  );
+  const holder = rows[0];
+  if (holder === undefined) return 'another session';
+  return `the session of pid ${holder.pid} (application_name ${JSON.stringify(holder.application_name)}, ${holder.state ?? 'state unknown'})`;
 }
 
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */

@@ -1,7 +1,7 @@
 import pg from 'pg';
-import { isServiceUnavailable } from '../../error-catalogue.js';
+import { isServiceUnavailable, serviceUnavailable } from '../../error-catalogue.js';
 import { statementText, type SqlParams, type SqlRunner, type Statement } from '../sql/runner.js';
-import { unavailableOr } from './errors.js';
+import { unavailableOr, withCause } from './errors.js';
 
 const INT8 = 20;
 /**
@@ -29,6 +29,23 @@ const PARAMETER = /(?<![:\w]):([A-Za-z_]\w*)/g;
 const PREPARABLE = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
 
 /**
+ * What a named statement gets through a transaction pooler without DATABASE_DIRECT_URL: prepared
+ * on one server connection, then prepared again on the same one by another client (42P05
+ * duplicate_prepared_statement) or asked for on another (26000 invalid_sql_statement_name).
+ */
+const NAMED_STATEMENT_FAILURES = new Set(['42P05', '26000']);
+
+export interface PostgresRunnerOptions {
+  /** The pool goes through a transaction pooler (DATABASE_DIRECT_URL is set): statements are unnamed. */
+  pooled?: boolean;
+  /**
+   * Told once when a named statement failed as only through a transaction pooler (42P05, 26000);
+   * that statement is answered 503, and every statement is sent unnamed from then on.
+   */
+  onNamedStatementsFailed?: (error: { code: string; message: string }) => void;
+}
+
+/**
  * The runner over a pool: a statement on any connection, or a transaction on one. Both fail with
  * `503 SERVICE_UNAVAILABLE` when the database cannot be reached (`errors.ts`); a connection that
  * failed in a transaction is destroyed, never given to the next caller.
@@ -36,7 +53,8 @@ const PREPARABLE = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
  * Through a transaction pooler (`pooled`), statements are sent unnamed: a named statement is
  * prepared on one server connection and then asked for, or prepared again, on another.
  */
-export function postgresRunner(pool: pg.Pool, { pooled = false }: { pooled?: boolean } = {}): SqlRunner {
+export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatementsFailed }: PostgresRunnerOptions = {}): SqlRunner {
+  let named = !pooled;
   const translated = new Map<string, Translated>();
   const translate = (statement: Statement): Translated => {
     const text = statementText(statement, 'postgres');
@@ -49,7 +67,7 @@ export function postgresRunner(pool: pg.Pool, { pooled = false }: { pooled?: boo
         names.push(name);
         return `$${names.length}`;
       });
-      found = { config: { name: !pooled && PREPARABLE.test(text) ? `tessera-${translated.size + 1}` : undefined, text: numbered }, names };
+      found = { config: { name: PREPARABLE.test(text) ? `tessera-${translated.size + 1}` : undefined, text: numbered }, names };
       translated.set(text, found);
     }
     return found;
@@ -60,9 +78,20 @@ export function postgresRunner(pool: pg.Pool, { pooled = false }: { pooled?: boo
       if (params === undefined || !(name in params)) throw new Error(`no value for the parameter :${name}`);
       return params[name] ?? null;
     });
+    const name = named ? config.name : undefined;
     try {
-      return await on.query<Row>({ ...config, values, types });
+      return await on.query<Row>({ name, text: config.text, values, types });
     } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (name !== undefined && code !== undefined && NAMED_STATEMENT_FAILURES.has(code)) {
+        // Only a pooler that moves a connection's statements between server connections does this:
+        // answered 503 (the client may try again), and unnamed from now on, which any pooler carries.
+        if (named) {
+          named = false;
+          onNamedStatementsFailed?.({ code, message: (error as Error).message });
+        }
+        throw withCause(serviceUnavailable(), { code, message: (error as Error).message });
+      }
       throw unavailableOr(error);
     }
   };

@@ -1,13 +1,27 @@
+import { isServiceUnavailable } from '../../error-catalogue.js';
+import { TesseraError } from '../../errors.js';
 import { createFirstKey } from '../sql/keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
 import pg from 'pg';
 import { heedConnectionErrors, openPool, type PostgresStoreOptions, type Warn } from './connection.js';
+import { reasonOf, unavailableOr } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 
 export type { PostgresStoreOptions } from './connection.js';
+
+/**
+ * How long the change listener may stay deaf at start-up, its heartbeats sent through a pool that
+ * answers, before the URL is taken to go through a transaction pooler: several heartbeats, each on
+ * a new LISTEN connection, so that a slow machine is not mistaken for a pooler.
+ */
+const DEAF_AT_START_MS = 5_000;
+
+const POOLER_ADVICE =
+  'Through a transaction pooler (PgBouncer with pool_mode = transaction), set DATABASE_DIRECT_URL to PostgreSQL itself, ' +
+  'beside DATABASE_URL (docs/deployment.md, "Connection poolers").';
 
 /**
  * PostgreSQL, for several instances on one database. Every change that other instances must honour
@@ -18,44 +32,130 @@ export type { PostgresStoreOptions } from './connection.js';
  * (PgBouncer's pool_mode = transaction), and the LISTEN connection and migrations go straight to
  * PostgreSQL. When the database cannot be reached, operations fail with
  * `503 SERVICE_UNAVAILABLE` and `Retry-After`, and the pool reconnects by itself.
+ *
+ * Opening fails with `SERVICE_UNAVAILABLE` while the database cannot be reached, after trying again
+ * for `startupRetryMs`; and with a plain error, at once, when `url` goes through a transaction
+ * pooler without `directUrl` (its LISTEN hears nothing, named statements fail). Either way, nothing
+ * it opened is left open.
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const warn = options.onWarning ?? (() => {});
+  const retryMs = options.startupRetryMs ?? 0;
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openOnce(url, options, warn);
+    } catch (error) {
+      if (!isServiceUnavailable(error)) throw error;
+      const left = started + retryMs - Date.now();
+      if (left <= 0) {
+        const tried = retryMs > 0 ? `, tried for ${Math.round((Date.now() - started) / 1000)} s` : '';
+        throw new TesseraError('SERVICE_UNAVAILABLE', `The database cannot be reached (${reasonOf(error)}${tried}).`);
+      }
+      const delayMs = Math.min(250 * 2 ** (attempt - 1), 2_000, left);
+      warn(`the database cannot be reached at start-up; trying again in ${delayMs} ms`, { message: reasonOf(error) });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn): Promise<Store> {
   const { pool, clientConfig, pooled } = openPool(url, options, warn);
-  const sql = postgresRunner(pool, { pooled });
+  let namedStatementsFailed: { code: string; message: string } | undefined;
+  const sql = postgresRunner(pool, {
+    pooled,
+    onNamedStatementsFailed: (error) => {
+      namedStatementsFailed = error;
+      warn(
+        `a named prepared statement failed as only through a transaction pooler (${error.message}): answered 503, and statements are sent unnamed from now on. ${POOLER_ADVICE}`,
+        error,
+      );
+    },
+  });
+  let changes: ChangeListener | undefined;
   try {
     await migrateDirectly(pool, clientConfig, pooled, warn);
     await createFirstKey(sql, Date.now());
+    changes = new ChangeListener(clientConfig, warn, (payload) =>
+      Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+    );
+    if (!(await changes.start()) && !pooled) await refuseDeafListener(changes, sql);
+    if (namedStatementsFailed !== undefined)
+      throw new Error(poolerMessage(`named prepared statements fail (${namedStatementsFailed.message})`));
   } catch (error) {
-    await pool.end();
-    throw error;
+    await changes?.stop();
+    await pool.end().catch(() => {});
+    throw startupError(error, namedStatementsFailed);
   }
-  const changes = new ChangeListener(clientConfig, warn, (payload) =>
-    Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
-  );
-  await changes.start();
+  const listener = changes;
 
   return sqlStore({
     backend: 'postgres',
     sql,
     // Half the pool, the other half for everything else.
     tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
-    onChange: (listener) => changes.listeners.push(listener),
-    changeSignalUp: () => changes.hearing,
+    onChange: (change) => listener.listeners.push(change),
+    changeSignalUp: () => listener.hearing,
     async close() {
-      await changes.stop();
+      await listener.stop();
       await pool.end();
     },
   });
 }
 
-/** Migrations take a session-level advisory lock, which a transaction pooler does not keep: they go direct. */
+/**
+ * A LISTEN connection that hears none of the heartbeats sent through a pool that answers: the URL
+ * goes through a transaction pooler, which gives the LISTEN to a server connection that the next
+ * client gets. Given a few seconds (several heartbeats, several connections) before concluding so.
+ */
+async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeof postgresRunner>): Promise<void> {
+  const deadline = Date.now() + DEAF_AT_START_MS;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (changes.hearing) return;
+  }
+  // A pool that does not answer either: the database is away, not behind a pooler (503, tried again).
+  await sql.get('SELECT 1 AS answered');
+  if (changes.hearing) return;
+  throw new Error(
+    poolerMessage(
+      `its LISTEN connection heard none of the notifications sent through DATABASE_URL for ${DEAF_AT_START_MS / 1000} s, ` +
+        'so revocations and rotated secrets would not reach this instance',
+    ),
+  );
+}
+
+function poolerMessage(symptom: string): string {
+  return `Tessera does not start: DATABASE_URL seems to go through a transaction pooler: ${symptom}. ${POOLER_ADVICE}`;
+}
+
+/**
+ * What opening failed with, said for an operator: `SERVICE_UNAVAILABLE` (tried again) when the
+ * database cannot be reached, the pooler's advice when the pooler refused or broke what Tessera
+ * needs, and any other error as it is.
+ */
+function startupError(error: unknown, namedStatementsFailed: { message: string } | undefined): unknown {
+  const message = error instanceof Error ? error.message : '';
+  // PgBouncer refuses a startup parameter it does not know, as the pool sends statement_timeout.
+  if (/unsupported startup parameter/i.test(message))
+    return new Error(poolerMessage(`it refused the connection: ${message}`), { cause: error });
+  if (namedStatementsFailed !== undefined && isServiceUnavailable(error)) {
+    return new Error(poolerMessage(`named prepared statements fail (${namedStatementsFailed.message})`), { cause: error });
+  }
+  return unavailableOr(error);
+}
+
+/**
+ * With a direct URL, migrations go straight to PostgreSQL as the LISTEN connection does (their lock
+ * is transaction-level, so a transaction pooler would carry them too: `store copy` relies on it).
+ */
 async function migrateDirectly(pool: pg.Pool, clientConfig: pg.ClientConfig, pooled: boolean, warn: Warn): Promise<void> {
-  if (!pooled) return migrate(pool);
+  const options = { onWaiting: (message: string) => warn(message) };
+  if (!pooled) return migrate(pool, options);
   const direct = new pg.Pool({ ...clientConfig, max: 1 });
   heedConnectionErrors(direct, warn);
   try {
-    await migrate(direct);
+    await migrate(direct, options);
   } finally {
     await direct.end();
   }
