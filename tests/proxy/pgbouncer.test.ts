@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { isServiceUnavailable } from '../../src/error-catalogue.js';
+import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { childrenOfFile, createAppWithCli, runCli } from '../helpers/fleet.js';
@@ -136,25 +142,132 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
   });
 
   describe('without DATABASE_DIRECT_URL', () => {
-    it('does not start through a PgBouncer as installed, and says why', async () => {
-      await assert.rejects(openThrough(pooledUrl, undefined, []), /statement_timeout/);
+    it('does not start through a PgBouncer as installed, and says why and what to do', async () => {
+      await assert.rejects(openThrough(pooledUrl, undefined, []), (error: Error) => {
+        assert.match(
+          error.message,
+          /^Tessera does not start: DATABASE_URL seems to go through a transaction pooler: it refused the connection: .*statement_timeout/,
+        );
+        assert.match(error.message, /set DATABASE_DIRECT_URL to PostgreSQL itself/);
+        return true;
+      });
     });
 
-    it('reports the change signal down when its LISTEN goes through the pooler, instead of silently up', async () => {
-      // An operator's PgBouncer that lets Tessera's connections in (ignore_startup_parameters).
-      const lenient = await startPgbouncer(binary, POSTGRES_ADMIN_URL, { ignoreStartupParameters: ['statement_timeout'] });
-      const warnings: string[] = [];
-      let store: Store | undefined;
-      try {
-        store = await openThrough(lenient.urlFor(database!.databaseUrl), undefined, warnings);
-        assert.equal(store.changeSignalUp(), false);
+    describe('through a PgBouncer that lets its connections in (ignore_startup_parameters)', () => {
+      let lenient: RunningPgbouncer;
+      let lenientUrl: string;
+
+      before(async () => {
+        lenient = await startPgbouncer(binary, POSTGRES_ADMIN_URL, { ignoreStartupParameters: ['statement_timeout'] });
+        lenientUrl = lenient.urlFor(database!.databaseUrl);
+      });
+
+      after(() => lenient.stop());
+
+      it('refuses to start, instead of a deaf LISTEN and 500s: the heartbeat is not heard while the pool answers', async () => {
+        const warnings: string[] = [];
+        const started = Date.now();
+        await assert.rejects(openThrough(lenientUrl, undefined, warnings), (error: Error) => {
+          assert.match(error.message, /^Tessera does not start: DATABASE_URL seems to go through a transaction pooler: /);
+          assert.match(
+            error.message,
+            /its LISTEN connection heard none of the notifications sent through DATABASE_URL|named prepared statements fail/,
+          );
+          assert.match(
+            error.message,
+            /set DATABASE_DIRECT_URL to PostgreSQL itself, beside DATABASE_URL \(docs\/deployment.md, "Connection poolers"\)/,
+          );
+          return true;
+        });
+        // Not before a slow machine's heartbeats would have been heard.
         assert.ok(
-          warnings.some((warning) => warning.includes('lost the database notification connection')),
+          Date.now() - started >= 5_000 || warnings.some((warning) => warning.includes('named prepared statement')),
           warnings.join('\n'),
         );
+      });
+
+      it('tessera serve exits non-zero with that message, and no stack trace', async () => {
+        const result = await runCli(
+          children,
+          { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: lenientUrl, env: { HOST: '127.0.0.1', PORT: '0' } },
+          ['serve'],
+          30_000,
+        );
+        assert.equal(result.code, 1, result.stderr + result.stdout);
+        assert.match(
+          result.stderr,
+          /^tessera: Tessera does not start: DATABASE_URL seems to go through a transaction pooler: .+ set DATABASE_DIRECT_URL/m,
+        );
+        assert.doesNotMatch(result.stderr + result.stdout, /Unhandled|\n\s+at .+:\d+:\d+/);
+      });
+
+      it('answers 503, never a 500, to named statements the pooler breaks, warns once, and heals by sending them unnamed', async () => {
+        const pool = new pg.Pool({ connectionString: lenientUrl, max: 10 });
+        const failures: { code: string; message: string }[] = [];
+        const sql = postgresRunner(pool, { onNamedStatementsFailed: (error) => failures.push(error) });
+        const statements = ['SELECT 1 AS one', 'SELECT 2 AS one', 'SELECT 3 AS one', 'SELECT 4 AS one'];
+        const round = async () => {
+          const outcomes = await Promise.allSettled(
+            Array.from({ length: 200 }, (_, i) => Promise.resolve(sql.get(statements[i % statements.length]!))),
+          );
+          const other = outcomes.filter((outcome) => outcome.status === 'rejected' && !isServiceUnavailable(outcome.reason));
+          assert.deepEqual(other, [], 'only 503s');
+          return outcomes.filter((outcome) => outcome.status === 'rejected').length;
+        };
+        try {
+          let unavailable = 0;
+          for (let i = 0; i < 10 && failures.length === 0; i++) unavailable += await round();
+          assert.equal(failures.length, 1, 'a named statement failed through the pooler, and was told once');
+          assert.ok(['42P05', '26000'].includes(failures[0]!.code), failures[0]!.message);
+          assert.ok(unavailable > 0);
+          for (let i = 0; i < 3; i++) assert.equal(await round(), 0, 'every statement works once they are unnamed');
+          assert.equal(failures.length, 1);
+        } finally {
+          await pool.end();
+        }
+      });
+    });
+  });
+
+  it('does not start with a DATABASE_DIRECT_URL that reaches another database: its LISTEN would hear nothing', async () => {
+    const other = await createPostgresDatabase();
+    try {
+      // Both migrated, so that only the notifications tell them apart.
+      await (await openThrough(other.databaseUrl, undefined, [])).close();
+      await assert.rejects(openThrough(pooledUrl, other.databaseUrl, []), (error: Error) => {
+        assert.match(
+          error.message,
+          /^Tessera does not start: its LISTEN connection heard none of the notifications sent through DATABASE_URL/,
+        );
+        assert.match(error.message, /DATABASE_DIRECT_URL must reach the same database as DATABASE_URL/);
+        return true;
+      });
+    } finally {
+      await other.drop();
+    }
+  });
+
+  describe('store copy', () => {
+    it('copies into and out of PostgreSQL through PgBouncer in transaction mode', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tessera-pgbouncer-copy-'));
+      const target = await createPostgresDatabase();
+      try {
+        const source = `sqlite:${join(dir, 'source.db')}`;
+        const cli = { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: source };
+        const created = await createAppWithCli(children, cli, 'Copied through PgBouncer');
+        const throughPooler = pgbouncer!.urlFor(target.databaseUrl);
+        const into = await runCli(children, cli, ['store', 'copy', '--from', source, '--to', throughPooler, '--json']);
+        assert.equal(into.code, 0, into.stderr + pgbouncer!.log());
+        const back = `sqlite:${join(dir, 'back.db')}`;
+        const out = await runCli(children, cli, ['store', 'copy', '--from', throughPooler, '--to', back, '--json']);
+        assert.equal(out.code, 0, out.stderr + pgbouncer!.log());
+        assert.deepEqual((JSON.parse(out.stdout) as { rows: number }).rows, (JSON.parse(into.stdout) as { rows: number }).rows);
+        const listed = await runCli(children, { ...cli, databaseUrl: back }, ['apps', 'show', created.appId, '--json']);
+        assert.equal(listed.code, 0, listed.stderr);
+        assert.equal((JSON.parse(listed.stdout) as { name: string }).name, 'Copied through PgBouncer');
       } finally {
-        await store?.close();
-        await lenient.stop();
+        await target.drop();
+        rmSync(dir, { recursive: true, force: true });
       }
     });
   });

@@ -79,7 +79,7 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
     changes = new ChangeListener(clientConfig, warn, (payload) =>
       Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
     );
-    if (!(await changes.start()) && !pooled) await refuseDeafListener(changes, sql);
+    if (!(await changes.start())) await refuseDeafListener(changes, sql, pooled);
     if (namedStatementsFailed !== undefined)
       throw new Error(poolerMessage(`named prepared statements fail (${namedStatementsFailed.message})`));
   } catch (error) {
@@ -106,9 +106,10 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
 /**
  * A LISTEN connection that hears none of the heartbeats sent through a pool that answers: the URL
  * goes through a transaction pooler, which gives the LISTEN to a server connection that the next
- * client gets. Given a few seconds (several heartbeats, several connections) before concluding so.
+ * client gets; or, with a direct URL, the two do not reach the same database. Given a few seconds
+ * (several heartbeats, several connections) before concluding so.
  */
-async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeof postgresRunner>): Promise<void> {
+async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeof postgresRunner>, pooled: boolean): Promise<void> {
   const deadline = Date.now() + DEAF_AT_START_MS;
   while (Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -117,11 +118,13 @@ async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeo
   // A pool that does not answer either: the database is away, not behind a pooler (503, tried again).
   await sql.get('SELECT 1 AS answered');
   if (changes.hearing) return;
+  const deaf =
+    `its LISTEN connection heard none of the notifications sent through DATABASE_URL for ${DEAF_AT_START_MS / 1000} s, ` +
+    'so revocations and rotated secrets would not reach this instance';
+  if (!pooled) throw new Error(poolerMessage(deaf));
   throw new Error(
-    poolerMessage(
-      `its LISTEN connection heard none of the notifications sent through DATABASE_URL for ${DEAF_AT_START_MS / 1000} s, ` +
-        'so revocations and rotated secrets would not reach this instance',
-    ),
+    `Tessera does not start: ${deaf}. DATABASE_DIRECT_URL must reach the same database as DATABASE_URL, ` +
+      'straight to PostgreSQL (its primary), not through a pooler (docs/deployment.md, "Connection poolers").',
   );
 }
 
