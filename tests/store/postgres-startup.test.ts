@@ -162,6 +162,33 @@ describe('PostgreSQL store at start-up', () => {
     assert.deepEqual(await sessionsLeft(holder), []);
   });
 
+  it('opens with the change signal down when its LISTEN connection cannot be opened: not taken for a pooler', async () => {
+    // A role with one connection: the pool's (PG_POOL_SIZE=1); the LISTEN connection is refused (53300).
+    const role = `tessera_one_connection_${process.pid}`;
+    await (await openPostgresStore(database.databaseUrl)).close();
+    await holder.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1`);
+    try {
+      await holder.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+      const url = new URL(database.databaseUrl);
+      url.username = role;
+      const warnings: string[] = [];
+      const store = await openPostgresStore(url.toString(), { poolSize: 1, onWarning: (message) => warnings.push(message) });
+      try {
+        assert.equal(store.changeSignalUp(), false);
+        assert.ok(
+          warnings.some((warning) => warning.startsWith('lost the database notification connection')),
+          warnings.join('\n'),
+        );
+      } finally {
+        await store.close();
+      }
+      assert.deepEqual(await sessionsLeft(holder), []);
+    } finally {
+      await holder.query(`DROP OWNED BY ${role}`);
+      await holder.query(`DROP ROLE ${role}`);
+    }
+  });
+
   it('answers 503 to a named statement that already exists on its connection, warns once, and sends statements unnamed from then on', async () => {
     const pool = new pg.Pool({ connectionString: database.databaseUrl, max: 1 });
     const failures: { code: string; message: string }[] = [];
@@ -180,6 +207,29 @@ describe('PostgreSQL store at start-up', () => {
       for (let i = 0; i < 3; i++) assert.deepEqual(await sql.get<{ one: number }>('SELECT 1 AS one'), { one: 1 });
       assert.deepEqual(await sql.transaction(async (tx) => tx.get<{ n: number }>('SELECT :n::int AS n', { n: 7 })), { n: 7 });
       assert.equal(failures.length, 1);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('answers 503 to a named statement bound where another client prepared a different one under its name (08P01)', async () => {
+    const pool = new pg.Pool({ connectionString: database.databaseUrl, max: 1 });
+    const failures: { code: string; message: string }[] = [];
+    const sql = postgresRunner(pool, { onNamedStatementsFailed: (error) => failures.push(error) });
+    try {
+      assert.deepEqual(await sql.get<{ one: number }>('SELECT 1 AS one'), { one: 1 });
+      // As a transaction pooler makes it: this server connection's "tessera-1" is another client's statement.
+      await pool.query('DEALLOCATE ALL');
+      await pool.query('PREPARE "tessera-1"(int) AS SELECT $1 AS other');
+      await assert.rejects(Promise.resolve(sql.get('SELECT 1 AS one')), (error: unknown) => {
+        assert.ok(isServiceUnavailable(error), String(error));
+        return true;
+      });
+      assert.deepEqual(
+        failures.map((failure) => failure.code),
+        ['08P01'],
+      );
+      assert.deepEqual(await sql.get<{ one: number }>('SELECT 1 AS one'), { one: 1 });
     } finally {
       await pool.end();
     }

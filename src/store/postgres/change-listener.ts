@@ -55,6 +55,16 @@ export class ChangeListener {
     this.#timeoutMs = options.timeoutMs ?? 1_000;
   }
 
+  #listened = false;
+
+  /**
+   * Whether a LISTEN has succeeded since `start()`: a listener that is not `hearing` though it did
+   * listen is deaf (a transaction pooler, another database), not merely unable to connect.
+   */
+  get listened(): boolean {
+    return this.#listened;
+  }
+
   /** Whether notifications are being received: connected, its heartbeats heard, not falling back to flushing. */
   get hearing(): boolean {
     return !this.#stopped && this.#client !== undefined && this.#fallback === undefined;
@@ -111,6 +121,7 @@ export class ChangeListener {
       return;
     }
     if (this.#client !== client) return; // lost meanwhile
+    this.#listened = true;
     this.#retryDelayMs = 250;
     // Hearing again only once a heartbeat comes back on this connection.
     this.#awaiting = undefined;

@@ -31,9 +31,13 @@ const PREPARABLE = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
 /**
  * What a named statement gets through a transaction pooler without DATABASE_DIRECT_URL: prepared
  * on one server connection, then prepared again on the same one by another client (42P05
- * duplicate_prepared_statement) or asked for on another (26000 invalid_sql_statement_name).
+ * duplicate_prepared_statement), asked for on another (26000 invalid_sql_statement_name), or bound
+ * on one where another client prepared a different statement under its name (08P01, "bind message
+ * supplies 0 parameters, but prepared statement … requires 1").
  */
 const NAMED_STATEMENT_FAILURES = new Set(['42P05', '26000']);
+const brokenNamedStatement = (code: string | undefined, message: string) =>
+  code !== undefined && (NAMED_STATEMENT_FAILURES.has(code) || (code === '08P01' && /prepared statement|bind message/i.test(message)));
 
 export interface PostgresRunnerOptions {
   /** The pool goes through a transaction pooler (DATABASE_DIRECT_URL is set): statements are unnamed. */
@@ -83,7 +87,7 @@ export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatement
       return await on.query<Row>({ name, text: config.text, values, types });
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (name !== undefined && code !== undefined && NAMED_STATEMENT_FAILURES.has(code)) {
+      if (name !== undefined && code !== undefined && brokenNamedStatement(code, (error as Error).message)) {
         // Only a pooler that moves a connection's statements between server connections does this:
         // answered 503 (the client may try again), and unnamed from now on, which any pooler carries.
         if (named) {

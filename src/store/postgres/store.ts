@@ -115,9 +115,11 @@ async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeo
     await new Promise((resolve) => setTimeout(resolve, 100));
     if (changes.hearing) return;
   }
-  // A pool that does not answer either: the database is away, not behind a pooler (503, tried again).
+  // A pool that does not answer either: the database is away, not behind a pooler (503, tried
+  // again at start-up). A LISTEN connection that could not be opened (too many connections, the
+  // direct URL away) is not a pooler either: it serves, caches emptied every 250 ms, until it is.
   await sql.get('SELECT 1 AS answered');
-  if (changes.hearing) return;
+  if (changes.hearing || !changes.listened) return;
   const deaf =
     `its LISTEN connection heard none of the notifications sent through DATABASE_URL for ${DEAF_AT_START_MS / 1000} s, ` +
     'so revocations and rotated secrets would not reach this instance';
