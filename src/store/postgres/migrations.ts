@@ -58,8 +58,9 @@ async function inTransaction(pool: pg.Pool, work: (client: pg.PoolClient) => Pro
 }
 
 /**
- * Takes the migrations' lock for the transaction, polling for it rather than blocking on it: a wait
- * that is told (who holds it), bounded, and as short as the pool's statement timeout per statement.
+ * Takes the migrations' lock for the transaction, polling for it rather than blocking on it: the
+ * wait is told (who holds it) and bounded, and each statement of it is short, whatever the pool's
+ * statement timeout.
  */
 async function lockMigrations(client: pg.PoolClient, options: MigrateOptions): Promise<void> {
   const waitMs = options.lockWaitMs ?? MIGRATION_LOCK_WAIT_MS;
