@@ -70,7 +70,7 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
     });
 
     it('hears changes on both instances: the change signal is up', () => {
-      for (const server of servers) assert.equal(server.testStore.store.changeSignalUp(), true, warnings.join('\n'));
+      for (const server of servers) assert.equal(server.testStore.store.changeSignal().up, true, warnings.join('\n'));
     });
 
     it('issues and checks tokens many times concurrently on both instances, every one answered 200', async () => {
@@ -147,7 +147,7 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
       let store: Store | undefined;
       try {
         store = await openThrough(lenient.urlFor(database!.databaseUrl), undefined, warnings);
-        assert.equal(store.changeSignalUp(), false);
+        assert.equal(store.changeSignal().up, false);
         assert.ok(
           warnings.some((warning) => warning.includes('lost the database notification connection')),
           warnings.join('\n'),

@@ -13,6 +13,12 @@ export interface PostgresStoreOptions {
    * store's URL is taken to go through such a pooler, and statements there are sent unnamed.
    */
   directUrl?: string;
+  /**
+   * The longest what is cached is served after the last proof that every change made elsewhere is
+   * heard (PG_STALE_LIMIT_MS): how long an outage is ridden through, and how long an acknowledged
+   * revocation may go unenforced on an instance that cannot hear it.
+   */
+  staleLimitMs?: number;
   /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
   onWarning?: Warn;
 }

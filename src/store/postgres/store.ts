@@ -30,8 +30,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  const changes = new ChangeListener(clientConfig, warn, (payload) =>
-    Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+  const changes = new ChangeListener(
+    clientConfig,
+    warn,
+    (payload) => Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+    { staleLimitMs: options.staleLimitMs },
   );
   await changes.start();
 
@@ -41,7 +44,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     // Half the pool, the other half for everything else.
     tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
     onChange: (listener) => changes.listeners.push(listener),
-    changeSignalUp: () => changes.hearing,
+    changeSignal: () => changes.signal,
     async close() {
       await changes.stop();
       await pool.end();
