@@ -28,7 +28,7 @@ describe('the change signal proves itself with heartbeats', () => {
   function listenerOn(databaseUrl: string) {
     const warnings: string[] = [];
     const changes: StoreChange[] = [];
-    const listener = new ChangeListener({ connectionString: databaseUrl }, (message) => warnings.push(message), notify, {
+    const listener = new ChangeListener(() => new pg.Client({ connectionString: databaseUrl }), (message) => warnings.push(message), notify, {
       intervalMs: 100,
       timeoutMs: 300,
     });
