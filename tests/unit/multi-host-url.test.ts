@@ -7,7 +7,9 @@ const SECRET = 's3cr%40t-pw';
 
 describe('multi-host PostgreSQL URLs (libpq)', () => {
   it('reads several hosts in order, with their ports (5432 when none), IPv6 in brackets', () => {
-    const parsed = parsePostgresUrl(`postgres://tessera:${SECRET}@db1.internal:5433,10.0.0.2,[2001:db8::7]:6432,[::1]/tessera?sslmode=require`);
+    const parsed = parsePostgresUrl(
+      `postgres://tessera:${SECRET}@db1.internal:5433,10.0.0.2,[2001:db8::7]:6432,[::1]/tessera?sslmode=require`,
+    );
     assert.deepEqual(parsed.hosts, [
       { host: 'db1.internal', port: 5433, label: 'db1.internal:5433' },
       { host: '10.0.0.2', port: 5432, label: '10.0.0.2:5432' },
@@ -36,7 +38,7 @@ describe('multi-host PostgreSQL URLs (libpq)', () => {
     assert.equal(parsePostgresUrl('postgres://u@h1,h2/db').connectTimeoutMs, undefined);
   });
 
-  it('leaves a URL with one host and neither parameter exactly as it was, for pg alone (today\'s behaviour)', () => {
+  it("leaves a URL with one host and neither parameter exactly as it was, for pg alone (today's behaviour)", () => {
     for (const url of [
       'postgres://tessera:secret@db.internal:5432/tessera',
       'postgresql://u@127.0.0.1/db?sslmode=no-verify',
@@ -87,8 +89,14 @@ describe('multi-host PostgreSQL URLs (libpq)', () => {
     [`postgres://u:${SECRET}@h1:5432,h2:54x/db`, /port of "h2:54x"/],
     [`postgres://u:${SECRET}@h1,[not-v6]:5432/db`, /^DATABASE_URL: "\[not-v6\]:5432" is not an IPv6 address in brackets\.$/],
     [`postgres://u:${SECRET}@h1,h 2/db`, /"h 2" is not a host name/],
-    [`postgres://u:${SECRET}@h1,h2/db?target_session_attrs=writable`, /^DATABASE_URL: target_session_attrs must be read-write, primary or any; got "writable"\.$/],
-    [`postgres://u:${SECRET}@h1,h2/db?connect_timeout=2.5`, /^DATABASE_URL: connect_timeout must be a whole number of seconds \(0 for none\); got "2\.5"\.$/],
+    [
+      `postgres://u:${SECRET}@h1,h2/db?target_session_attrs=writable`,
+      /^DATABASE_URL: target_session_attrs must be read-write, primary or any; got "writable"\.$/,
+    ],
+    [
+      `postgres://u:${SECRET}@h1,h2/db?connect_timeout=2.5`,
+      /^DATABASE_URL: connect_timeout must be a whole number of seconds \(0 for none\); got "2\.5"\.$/,
+    ],
     [`postgres://u:${SECRET}@h1,h2/db?connect_timeout=-1`, /connect_timeout must be a whole number/],
     [`postgres://u:${SECRET}@h1,h2/db?host=h3`, /^DATABASE_URL names several hosts: it may not also set \?host=\.$/],
     [`postgres://u:${SECRET}@h1,h2/db?port=5433`, /may not also set \?port=/],
@@ -114,7 +122,10 @@ describe('multi-host PostgreSQL URLs (libpq)', () => {
       { DATABASE_URL: `postgres://u:${SECRET}@h1,h2/db?target_session_attrs=standby` },
       { DATABASE_URL: `postgres://u:${SECRET}@h1:5432,h2:70000/db` },
       { DATABASE_URL: 'postgres://u@pgbouncer:6432/db', DATABASE_DIRECT_URL: `postgres://u:${SECRET}@h1,,h2/db` },
-      { DATABASE_URL: 'postgres://u@pgbouncer:6432/db', DATABASE_DIRECT_URL: `postgres://u:${SECRET}@h1,h2/db?target_session_attrs=read-only` },
+      {
+        DATABASE_URL: 'postgres://u@pgbouncer:6432/db',
+        DATABASE_DIRECT_URL: `postgres://u:${SECRET}@h1,h2/db?target_session_attrs=read-only`,
+      },
     ];
     for (const env of cases) {
       assert.throws(
@@ -136,7 +147,27 @@ describe('multi-host PostgreSQL URLs (libpq)', () => {
   });
 
   it('never crashes on any string: it reads it or throws an Error', () => {
-    const pieces = ['postgres://', 'u:p@', 'h1', ':', '5432', ',', '[', ']', '::1', '/', 'db', '?', '&', '=', 'target_session_attrs', 'connect_timeout', '%', '@', '#'];
+    const pieces = [
+      'postgres://',
+      'u:p@',
+      'h1',
+      ':',
+      '5432',
+      ',',
+      '[',
+      ']',
+      '::1',
+      '/',
+      'db',
+      '?',
+      '&',
+      '=',
+      'target_session_attrs',
+      'connect_timeout',
+      '%',
+      '@',
+      '#',
+    ];
     let seed = 7;
     const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     for (let round = 0; round < 3_000; round++) {

@@ -238,7 +238,9 @@ class HostChoice {
       const refusal = await this.#probe(host, config);
       if (refusal === undefined) {
         if (this.#previous !== undefined && this.#previous !== host) {
-          this.warn(`${this.setting}: database connections now go to ${host.label} (target_session_attrs=${this.target.targetSessionAttrs})`);
+          this.warn(
+            `${this.setting}: database connections now go to ${host.label} (target_session_attrs=${this.target.targetSessionAttrs})`,
+          );
         }
         this.#chosen = this.#previous = host;
         this.#lastFailure = undefined;

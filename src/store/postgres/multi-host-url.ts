@@ -78,7 +78,9 @@ export function parsePostgresUrl(url: string, setting = 'DATABASE_URL'): Postgre
   for (const name of ['host', 'hostaddr', 'port']) {
     const value = valueOf(name);
     if (value?.includes(',') === true) {
-      throw new Error(`${setting}: write several hosts in the URL itself (postgres://user@host1:5432,host2:5432/database), not as ?${name}=.`);
+      throw new Error(
+        `${setting}: write several hosts in the URL itself (postgres://user@host1:5432,host2:5432/database), not as ?${name}=.`,
+      );
     }
     if (value !== undefined && several) {
       throw new Error(`${setting} names several hosts: it may not also set ?${name}=.`);

@@ -30,8 +30,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  const changes = new ChangeListener(() => direct.newClient(), warn, (payload) =>
-    Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+  const changes = new ChangeListener(
+    () => direct.newClient(),
+    warn,
+    (payload) => Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
   );
   await changes.start();
 
