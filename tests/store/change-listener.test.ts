@@ -28,10 +28,15 @@ describe('the change signal proves itself with heartbeats', () => {
   function listenerOn(databaseUrl: string) {
     const warnings: string[] = [];
     const changes: StoreChange[] = [];
-    const listener = new ChangeListener(() => new pg.Client({ connectionString: databaseUrl }), (message) => warnings.push(message), notify, {
-      intervalMs: 100,
-      timeoutMs: 300,
-    });
+    const listener = new ChangeListener(
+      () => new pg.Client({ connectionString: databaseUrl }),
+      (message) => warnings.push(message),
+      notify,
+      {
+        intervalMs: 100,
+        timeoutMs: 300,
+      },
+    );
     listener.listeners.push((change) => changes.push(change));
     return { listener, warnings, changes };
   }
