@@ -6,6 +6,7 @@ import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 import { parseDatabaseUrl } from './store/open.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
+import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
@@ -177,6 +178,11 @@ function databaseDirectUrl(env: NodeJS.ProcessEnv): { directUrl?: string } {
   const value = env.DATABASE_DIRECT_URL?.trim() ?? '';
   if (value === '') return {};
   if (!/^postgres(ql)?:\/\//i.test(value)) throw new ConfigError('DATABASE_DIRECT_URL must be a postgres://… URL.');
+  try {
+    parsePostgresUrl(value, 'DATABASE_DIRECT_URL');
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   if (parseDatabaseUrl(env.DATABASE_URL).backend !== 'postgres') {
     throw new ConfigError('DATABASE_DIRECT_URL is for PostgreSQL: DATABASE_URL must then be a postgres://… URL too.');
   }

@@ -32,11 +32,12 @@ describe('the change signal proves itself with heartbeats', () => {
   function listenerOn(databaseUrl: string, staleLimitMs = 2_000) {
     const warnings: string[] = [];
     const changes: StoreChange[] = [];
-    const listener = new ChangeListener({ connectionString: databaseUrl }, (message) => warnings.push(message), heartbeat, {
-      intervalMs: 100,
-      timeoutMs: 300,
-      staleLimitMs,
-    });
+    const listener = new ChangeListener(
+      () => new pg.Client({ connectionString: databaseUrl }),
+      (message) => warnings.push(message),
+      heartbeat,
+      { intervalMs: 100, timeoutMs: 300, staleLimitMs },
+    );
     listener.listeners.push((change) => changes.push(change));
     return { listener, warnings, changes };
   }

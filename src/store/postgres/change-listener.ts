@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from '../store.js';
 import { describeError, type Warn } from './connection.js';
 
@@ -75,7 +75,8 @@ export class ChangeListener {
   #firstHeard: (() => void) | undefined;
 
   constructor(
-    private readonly config: pg.ClientConfig,
+    /** A new client for the LISTEN connection, to the database's primary (connection.ts). */
+    private readonly newClient: () => pg.Client,
     private readonly warn: Warn,
     private readonly sendHeartbeat: (payload: string) => Promise<unknown>,
     options: ChangeListenerOptions = {},
@@ -131,7 +132,7 @@ export class ChangeListener {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client(this.config);
+    const client = this.newClient();
     // The current client is the only one whose loss counts: 'error' and 'end' both fire for one
     // loss, and only the first may start a reconnection.
     this.#client = client;

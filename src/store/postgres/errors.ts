@@ -1,8 +1,13 @@
 import { serviceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 
-/** Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database, timeouts, sockets). */
+/**
+ * Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database,
+ * timeouts, sockets), or cannot take writes now (25006: a server that became a standby, or was made
+ * read-only; connection.ts then looks for another host).
+ */
 const UNAVAILABLE_CODES = new Set([
+  '25006',
   '57P01',
   '57P02',
   '57P03',

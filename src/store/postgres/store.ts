@@ -2,8 +2,8 @@ import { createFirstKey } from '../sql/keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
-import pg from 'pg';
-import { heedConnectionErrors, openPool, type PostgresStoreOptions, type Warn } from './connection.js';
+import type pg from 'pg';
+import { heedConnectionErrors, openPool, type PostgresConnector, type PostgresStoreOptions, type Warn } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 
@@ -21,17 +21,17 @@ export type { PostgresStoreOptions } from './connection.js';
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const warn = options.onWarning ?? (() => {});
-  const { pool, clientConfig, pooled } = openPool(url, options, warn);
+  const { pool, direct, pooled } = openPool(url, options, warn);
   const sql = postgresRunner(pool, { pooled });
   try {
-    await migrateDirectly(pool, clientConfig, pooled, warn);
+    await migrateDirectly(pool, direct, pooled, warn);
     await createFirstKey(sql, Date.now());
   } catch (error) {
     await pool.end();
     throw error;
   }
   const changes = new ChangeListener(
-    clientConfig,
+    () => direct.newClient(),
     warn,
     (payload) => Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
     { staleLimitMs: options.staleLimitMs },
@@ -53,13 +53,13 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 }
 
 /** Migrations take a session-level advisory lock, which a transaction pooler does not keep: they go direct. */
-async function migrateDirectly(pool: pg.Pool, clientConfig: pg.ClientConfig, pooled: boolean, warn: Warn): Promise<void> {
+async function migrateDirectly(pool: pg.Pool, direct: PostgresConnector, pooled: boolean, warn: Warn): Promise<void> {
   if (!pooled) return migrate(pool);
-  const direct = new pg.Pool({ ...clientConfig, max: 1 });
-  heedConnectionErrors(direct, warn);
+  const directPool = direct.newPool(1);
+  heedConnectionErrors(directPool, warn);
   try {
-    await migrate(direct);
+    await migrate(directPool);
   } finally {
-    await direct.end();
+    await directPool.end();
   }
 }
