@@ -365,7 +365,19 @@ export async function runFailoverScenario(scenario: FailoverScenario): Promise<E
       tally[key] = (tally[key] ?? 0) + 1;
     }
     console.log(`[ha] ${name}, ${event}: ${detail}\n[ha] ${name}, ${event}: ${samples.length} answers ${JSON.stringify(tally)}`);
-    assert.deepEqual(problems.slice(0, 15), [], `${name}, ${event}: ${problems.length} bad answers`);
+    // What the instances logged of the requests they failed (a 500), with the error.
+    const failed = servers.flatMap((server, instance) =>
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"request failed"'))
+        .map((line) => `instance ${instance}: ${line.slice(0, 1_500)}`),
+    );
+    assert.deepEqual(
+      problems.slice(0, 15),
+      [],
+      `${name}, ${event}: ${problems.length} bad answers${failed.length === 0 ? '' : `; logged:\n${failed.slice(0, 5).join('\n')}`}`,
+    );
     assert.deepEqual(ledger.unexpected.slice(0, 15), [], `${name}, ${event}: unexpected answers`);
 
     const eventCosts = servers.map((_, instance): EventCost => {
