@@ -192,9 +192,13 @@ const tail = (text: string, chars = 6_000) => (text.length > chars ? `…${text.
 
 /**
  * Starts the cluster and resolves once a primary and its synchronous standby are up and HAProxy
- * routes to the primary. `scope`: the name of the Patroni cluster.
+ * routes to the primary. `scope`: the name of the Patroni cluster; `timings`: Patroni's, instead of
+ * PATRONI_TIMINGS (to measure what the defaults, ttl 30, loop_wait 10, retry_timeout 10, cost).
  */
-export async function startHaCluster(binaries: HaBinaries, options: { scope?: string; startMs?: number } = {}): Promise<HaCluster> {
+export async function startHaCluster(
+  binaries: HaBinaries,
+  options: { scope?: string; startMs?: number; timings?: { ttl: number; loop_wait: number; retry_timeout: number } } = {},
+): Promise<HaCluster> {
   const scope = options.scope ?? 'tessera';
   const runAs = postgresUser();
   const dir = mkdtempSync(join(tmpdir(), 'tessera-ha-'));
@@ -262,7 +266,7 @@ export async function startHaCluster(binaries: HaBinaries, options: { scope?: st
       log: { level: 'INFO' },
       bootstrap: {
         dcs: {
-          ...PATRONI_TIMINGS,
+          ...(options.timings ?? PATRONI_TIMINGS),
           maximum_lag_on_failover: 1048576,
           synchronous_mode: true,
           postgresql: {
@@ -370,10 +374,22 @@ export async function startHaCluster(binaries: HaBinaries, options: { scope?: st
     }
   };
 
+  /** Every process of the cluster at once, by PID, and its dir: for a test process that exits without its after() hooks. */
+  const killAllNow = () => {
+    for (const node of nodes) {
+      const postmaster = postmasterPid(node.dataDir);
+      if (postmaster !== undefined) for (const pid of [...childPids(postmaster), postmaster]) killNow(pid);
+    }
+    for (const child of processes.filter(alive)) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', killAllNow);
+
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    process.removeListener('exit', killAllNow);
     // Patroni first, cleanly (it stops its PostgreSQL), with a bound; then whatever remains, by PID.
     const patronis = nodes.map((node) => node.child).filter(alive);
     const exits = patronis.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
