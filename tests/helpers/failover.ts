@@ -51,6 +51,8 @@ export interface FailoverScenario {
   events?: FailoverEvent[];
   /** Settings of the instances beyond the database's. */
   env?: Record<string, string>;
+  /** Every instance must answer normally again within this long after an event started: 15 s by default. */
+  servingAgainMs?: number;
 }
 
 /** What one event cost one instance. */
@@ -68,8 +70,6 @@ export interface EventCost {
   rotationRefusedAfterMs: number;
 }
 
-/** Every instance answers normally again within this long after an event started. */
-const SERVING_AGAIN_MS = 15_000;
 /** An instance is serving again once its answers have all been normal this long (and some of each kind). */
 const STEADY_MS = 1_500;
 /** The rotated secret must be refused by every instance within this long after the CLI exits. */
@@ -229,6 +229,7 @@ async function rotateSecret(
 export async function runFailoverScenario(scenario: FailoverScenario): Promise<EventCost[]> {
   const { cluster, children, database, name } = scenario;
   const events = scenario.events ?? ['terminate', 'switchover', 'crash'];
+  const servingAgainMs = scenario.servingAgainMs ?? 15_000;
   const setup = await adminClient(cluster, 'postgres');
   try {
     await setup.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
@@ -330,7 +331,7 @@ export async function runFailoverScenario(scenario: FailoverScenario): Promise<E
     } else {
       const crashed = await cluster.crashPrimary();
       let promoted: string | undefined;
-      while (now() - startedAt < SERVING_AGAIN_MS) {
+      while (now() - startedAt < servingAgainMs) {
         const current = await cluster.primary();
         if (current !== undefined && current !== crashed) {
           promoted = current.name;
@@ -338,12 +339,12 @@ export async function runFailoverScenario(scenario: FailoverScenario): Promise<E
         }
         await sleep(100);
       }
-      assert.ok(promoted !== undefined, `${name}: no node took over from ${crashed.name} within ${SERVING_AGAIN_MS} ms\n${cluster.log()}`);
+      assert.ok(promoted !== undefined, `${name}: no node took over from ${crashed.name} within ${servingAgainMs} ms\n${cluster.log()}`);
       detail = `kill -9 of ${crashed.name} (Patroni and PostgreSQL); ${promoted} was the primary ${Math.round(now() - startedAt)} ms later`;
     }
 
     // Until both instances have served steadily for STEADY_MS, or the bound is well past.
-    while (now() - startedAt < SERVING_AGAIN_MS + STEADY_MS + 1_000) {
+    while (now() - startedAt < servingAgainMs + STEADY_MS + 1_000) {
       if (servers.every((_, instance) => steadySince(instance, startedAt) !== undefined)) break;
       await sleep(100);
     }
@@ -400,10 +401,10 @@ export async function runFailoverScenario(scenario: FailoverScenario): Promise<E
     for (const cost of eventCosts) {
       assert.ok(
         steady[cost.instance] !== undefined,
-        `${name}, ${event}: instance ${cost.instance} was not serving steadily ${SERVING_AGAIN_MS + STEADY_MS} ms after the event started (last 503 sent at +${cost.lastUnavailableMs} ms)`,
+        `${name}, ${event}: instance ${cost.instance} was not serving steadily ${servingAgainMs + STEADY_MS} ms after the event started (last 503 sent at +${cost.lastUnavailableMs} ms)`,
       );
       assert.ok(
-        (cost.lastUnavailableMs ?? 0) <= SERVING_AGAIN_MS,
+        (cost.lastUnavailableMs ?? 0) <= servingAgainMs,
         `${name}, ${event}: instance ${cost.instance} still answered 503 ${cost.lastUnavailableMs} ms after the event started`,
       );
     }
