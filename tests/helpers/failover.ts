@@ -451,6 +451,11 @@ export async function runFailoverScenario(scenario: FailoverScenario): Promise<E
     costs.push(...eventCosts);
   }
 
+  const revoked = ledger.revocations.filter(({ outcome }) => outcome.status === 200).length;
+  console.log(
+    `[ha] ${name}: ${ledger.issued.length} tokens and ${revoked} revocations answered 200 over ${events.length} events, ` +
+      'each as answered on both instances after every event',
+  );
   for (const [instance, server] of servers.entries()) {
     assert.equal(server.stderr(), '', `${name}: instance ${instance} wrote to stderr`);
     const traces = server
