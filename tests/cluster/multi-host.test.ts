@@ -123,6 +123,15 @@ describe('a multi-host DATABASE_URL (libpq), without a proxy', () => {
     // search's probe there is ended at once).
     assert.ok((await tesseraSessions(a)).includes('LISTEN tessera_changes'), 'the LISTEN connection is on the primary');
     await until('no Tessera session on the standby', 3_000, async () => (await tesseraSessions(b)).length === 0);
+
+    // When no host fits, the CLI says which host is what (never the password) and exits 1.
+    const noPrimary = `postgres://postgres:pw-not-shown@127.0.0.1:${portC},127.0.0.1:${b.port}/${DATABASE}?connect_timeout=1`;
+    const refused = await runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: noPrimary }, ['apps', 'list']);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /no host fits target_session_attrs=read-write/);
+    assert.match(refused.stderr, new RegExp(`127\\.0\\.0\\.1:${portC} refused a connection`));
+    assert.match(refused.stderr, new RegExp(`127\\.0\\.0\\.1:${b.port} is a standby`));
+    assert.doesNotMatch(refused.stderr, /pw-not-shown/);
   });
 
   it('a write on a connection to a server fenced read-only answers 503 (25006), the connection is dropped, and the next goes to the promoted standby', async () => {
