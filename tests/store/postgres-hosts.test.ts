@@ -48,7 +48,7 @@ describe('PostgreSQL URLs with several hosts or target_session_attrs', () => {
     const warnings: string[] = [];
     const store = await openPostgresStore(urlOf([down, server], 'connect_timeout=1'), { onWarning: (message) => warnings.push(message) });
     try {
-      assert.equal(store.changeSignalUp(), true, 'the LISTEN connection hears its heartbeats');
+      assert.equal(store.changeSignal().up, true, 'the LISTEN connection hears its heartbeats');
       assert.deepEqual(warnings, [], 'finding the host at start is not worth a warning');
     } finally {
       await store.close();
