@@ -5,6 +5,8 @@ import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 import { parseDatabaseUrl } from './store/open.js';
+import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
+import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
@@ -32,7 +34,14 @@ export interface Config {
    */
   portalAppsPerDeveloper: number;
   /** `directUrl`: DATABASE_DIRECT_URL, set when DATABASE_URL goes through a transaction pooler. */
-  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number; startupRetryMs: number; directUrl?: string };
+  postgres: {
+    poolSize: number;
+    connectTimeoutMs: number;
+    queryTimeoutMs: number;
+    staleLimitMs: number;
+    startupRetryMs: number;
+    directUrl?: string;
+  };
   housekeeping: HousekeepingSettings;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
   forwardAuthAdminPaths: AdminPathRule[];
@@ -115,6 +124,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       poolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
       connectTimeoutMs: integer(env, 'PG_CONNECT_TIMEOUT_MS', 2_000, 100, 600_000),
       queryTimeoutMs: integer(env, 'PG_QUERY_TIMEOUT_MS', 5_000, 100, 600_000),
+      staleLimitMs: integer(env, 'PG_STALE_LIMIT_MS', DEFAULT_STALE_LIMIT_MS, 250, 3_600_000),
       startupRetryMs: integer(env, 'PG_STARTUP_TIMEOUT_MS', 30_000, 0, 3_600_000),
       ...databaseDirectUrl(env),
     },
@@ -176,6 +186,11 @@ function databaseDirectUrl(env: NodeJS.ProcessEnv): { directUrl?: string } {
   const value = env.DATABASE_DIRECT_URL?.trim() ?? '';
   if (value === '') return {};
   if (!/^postgres(ql)?:\/\//i.test(value)) throw new ConfigError('DATABASE_DIRECT_URL must be a postgres://… URL.');
+  try {
+    parsePostgresUrl(value, 'DATABASE_DIRECT_URL');
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   if (parseDatabaseUrl(env.DATABASE_URL).backend !== 'postgres') {
     throw new ConfigError('DATABASE_DIRECT_URL is for PostgreSQL: DATABASE_URL must then be a postgres://… URL too.');
   }

@@ -9,6 +9,7 @@ import { systemClock, type Clock } from './clock.js';
 import { DeveloperAccounts } from './developers/accounts.js';
 import { DEFAULT_DEVELOPER_LIMITS, DeveloperLimits, type DeveloperLimitSettings } from './developers/developer-limits.js';
 import { DeveloperSessions } from './developers/sessions.js';
+import { isServiceUnavailable } from './error-catalogue.js';
 import { createSignInLimits, DEFAULT_SIGN_IN_LIMITS, type SignInLimitSettings } from './developers/sign-in-limits.js';
 import { EventLog } from './events/log.js';
 import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from './housekeeping.js';
@@ -91,7 +92,10 @@ export function createTessera(options: TesseraOptions): Tessera {
   const events = new EventLog(store.events, clock, warn, metrics);
   const checking = createTokenChecking(store, { clock, events, metrics });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
-    warn('housekeeping failed; it is tried again at the next interval', error),
+    // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
+    isServiceUnavailable(error)
+      ? warn('housekeeping could not run while the database cannot be reached; it is tried again at the next interval', undefined)
+      : warn('housekeeping failed; it is tried again at the next interval', error),
   );
   const admins = new AdminAuthentication(limits, events, clock);
   const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS, metrics);

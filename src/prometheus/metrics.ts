@@ -194,7 +194,7 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['backend'],
       registers: [this.registry],
       collect() {
-        this.set({ backend }, store.changeSignalUp() ? 1 : 0);
+        this.set({ backend }, store.changeSignal().up ? 1 : 0);
       },
     });
     return instrumented.store;

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { parsePostgresUrl } from './postgres/multi-host-url.js';
 import type { PostgresStoreOptions } from './postgres/store.js';
 import type { Store } from './store.js';
 
@@ -6,11 +7,17 @@ export const DEFAULT_SQLITE_PATH = './data/tessera.db';
 
 export type StoreLocation = { backend: 'sqlite'; path: string } | { backend: 'postgres'; url: string };
 
-/** `DATABASE_URL`: unset, a file path or `sqlite:PATH` for SQLite; `postgres://…` for PostgreSQL. */
+/**
+ * `DATABASE_URL`: unset, a file path or `sqlite:PATH` for SQLite; `postgres://…` for PostgreSQL, with
+ * one host or several as libpq reads them (postgres/multi-host-url.ts).
+ */
 export function parseDatabaseUrl(databaseUrl: string | undefined): StoreLocation {
   const value = databaseUrl?.trim() ?? '';
   if (value === '') return { backend: 'sqlite', path: resolve(DEFAULT_SQLITE_PATH) };
-  if (/^postgres(ql)?:\/\//i.test(value)) return { backend: 'postgres', url: value };
+  if (/^postgres(ql)?:\/\//i.test(value)) {
+    parsePostgresUrl(value);
+    return { backend: 'postgres', url: value };
+  }
   if (value.startsWith('sqlite:')) {
     const path = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     if (path === '') throw new Error('DATABASE_URL "sqlite:" needs a file path, e.g. sqlite:./data/tessera.db');

@@ -14,6 +14,22 @@ import type { BatchListener } from './group-commit.js';
 export type StoreChange = { appId: string } | 'revocations' | 'anything';
 
 /** Everything the service keeps: one implementation per backend (`sqlite/`, `postgres/`). */
+/** PG_STALE_LIMIT_MS's default: how long caches are trusted after the last proof that changes are heard. */
+export const DEFAULT_STALE_LIMIT_MS = 2_000;
+
+/** Whether changes made by other processes are heard, for the metrics and `/readyz`. */
+export interface ChangeSignal {
+  /** PostgreSQL's LISTEN connection is up and hears its heartbeats; always true for SQLite's poller. */
+  up: boolean;
+  /** Why it is not up. */
+  problem?: string;
+  /**
+   * UNIX ms until which what is cached is served without a new proof that every change is heard
+   * (the last heartbeat heard plus PG_STALE_LIMIT_MS; after it, caches are emptied every 250 ms).
+   */
+  trustedUntil: number;
+}
+
 export interface Store {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;
@@ -30,11 +46,8 @@ export interface Store {
    * store. It is called within one second of the change; caches drop what it names.
    */
   onChange(listener: (change: StoreChange) => void): void;
-  /**
-   * Whether changes made by other processes are being heard now: PostgreSQL's LISTEN connection is
-   * up (while it is down, caches are emptied every 250 ms instead); always true for SQLite's poller.
-   */
-  changeSignalUp(): boolean;
+  /** Whether changes made by other processes are being heard now, and until when caches are trusted. */
+  changeSignal(): ChangeSignal;
   /** Told of every batch of tokens written in one transaction (group commit), for the metrics. */
   onTokenBatch(listener: BatchListener): void;
   /** Resolves if the store answers now (readiness); throws otherwise. */

@@ -14,10 +14,10 @@ describe('/healthz and /readyz, for load balancers', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store');
   });
 
-  it('/readyz: 200 and the store when the store answers', async () => {
+  it('/readyz: 200, the store, and that changes made elsewhere are heard, when the store answers', async () => {
     const response = await request(`${server.baseUrl}/readyz`);
     assert.equal(response.status, 200);
-    assert.deepEqual(response.body, { status: 'ready', store: server.tessera.store.backend });
+    assert.deepEqual(response.body, { status: 'ready', store: server.tessera.store.backend, changeSignal: 'up' });
   });
 
   it('/readyz: 503 SERVICE_UNAVAILABLE with Retry-After once the store no longer answers; /healthz still 200', async () => {

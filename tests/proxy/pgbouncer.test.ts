@@ -76,7 +76,7 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
     });
 
     it('hears changes on both instances: the change signal is up', () => {
-      for (const server of servers) assert.equal(server.testStore.store.changeSignalUp(), true, warnings.join('\n'));
+      for (const server of servers) assert.equal(server.testStore.store.changeSignal().up, true, warnings.join('\n'));
     });
 
     it('issues and checks tokens many times concurrently on both instances, every one answered 200', async () => {

@@ -177,7 +177,7 @@ describe('PostgreSQL store at start-up', () => {
       const warnings: string[] = [];
       const store = await openPostgresStore(url.toString(), { poolSize: 1, onWarning: (message) => warnings.push(message) });
       try {
-        assert.equal(store.changeSignalUp(), false);
+        assert.equal(store.changeSignal().up, false);
         assert.ok(
           warnings.some((warning) => warning.startsWith('lost the database notification connection')),
           warnings.join('\n'),

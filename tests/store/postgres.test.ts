@@ -139,6 +139,42 @@ describe('PostgreSQL store specifics', () => {
     }
   });
 
+  it('a write that reaches a read-only server (a standby, a primary still being promoted: 25006) answers 503 and drops the connection; the next work gets another', async () => {
+    const database = await createPostgresDatabase();
+    const name = new URL(database.databaseUrl).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: database.databaseUrl });
+    await admin.connect();
+    await admin.query('CREATE TABLE written (n integer)');
+    // Every new connection is read-only, as on a server in recovery.
+    await admin.query(`ALTER DATABASE ${name} SET default_transaction_read_only = on`);
+    const { pool } = openPool(database.databaseUrl, { poolSize: 1 }, () => {});
+    const db = postgresRunner(pool);
+    const unavailable = (error: { code?: string; status?: number; details?: { retryAfterSeconds?: number } }) =>
+      error.code === 'SERVICE_UNAVAILABLE' && error.status === 503 && (error.details?.retryAfterSeconds ?? 0) > 0;
+    try {
+      await assert.rejects(async () => db.run('INSERT INTO written VALUES (1)'), unavailable);
+      assert.equal(pool.totalCount, 0, 'the statement left its read-only connection in the pool');
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          await tx.run('LOCK TABLE written IN SHARE ROW EXCLUSIVE MODE');
+          await tx.run('INSERT INTO written VALUES (2)');
+        }),
+        unavailable,
+      );
+      assert.equal(pool.totalCount, 0, 'the transaction left its read-only connection in the pool');
+
+      // The primary is back (here: the database writable again): the next connection writes.
+      await admin.query(`ALTER DATABASE ${name} SET default_transaction_read_only = off`);
+      assert.equal(await db.transaction(async (tx) => tx.run('INSERT INTO written VALUES (3)')), 1);
+      assert.equal(await db.run('INSERT INTO written VALUES (4)'), 1);
+      assert.deepEqual((await admin.query<{ n: number }>('SELECT n FROM written ORDER BY n')).rows, [{ n: 3 }, { n: 4 }]);
+    } finally {
+      await pool.end();
+      await admin.end();
+      await database.drop();
+    }
+  });
+
   it('a transaction whose connection is terminated (pg_terminate_backend) answers 503; the connection is destroyed, and the next work gets another', async () => {
     const database = await createPostgresDatabase();
     const warnings: unknown[] = [];

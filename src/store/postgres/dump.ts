@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { ColumnKind, StoreDump, TableSpec } from '../dump.js';
 import { sqlStoreDump } from '../sql/dump.js';
 import type { SqlRunner } from '../sql/runner.js';
-import { heedConnectionErrors } from './connection.js';
+import { connectionTo, heedConnectionErrors } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 
@@ -23,7 +23,8 @@ const ARRAY_TYPES: Record<ColumnKind, string> = { text: 'text[]', integer: 'bigi
  */
 export async function openPostgresDump(url: string, role: 'source' | 'target'): Promise<StoreDump> {
   const description = withoutPassword(url);
-  const pool = new pg.Pool({ connectionString: url, application_name: 'tessera store copy', connectionTimeoutMillis: 5_000, max: 1 });
+  const { Client, config } = connectionTo(url, `the ${role}'s URL`, () => {});
+  const pool = new pg.Pool({ ...config, Client, application_name: 'tessera store copy', connectionTimeoutMillis: 5_000, max: 1 });
   heedConnectionErrors(pool, () => {}); // a lost connection fails the next statement, which says why
   let snapshot: Snapshot | undefined;
   try {

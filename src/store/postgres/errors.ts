@@ -1,8 +1,14 @@
 import { serviceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 
-/** Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database, timeouts, sockets). */
+/**
+ * Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database,
+ * timeouts, sockets), or cannot take a write now: 25006, a server that became a standby or was made
+ * read-only (with several hosts, connection.ts then looks for another), or a primary still being
+ * promoted, which a proxy routing by Patroni's GET /primary reaches for a moment in a failover.
+ */
 const UNAVAILABLE_CODES = new Set([
+  '25006',
   '57P01',
   '57P02',
   '57P03',

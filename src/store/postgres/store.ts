@@ -4,8 +4,8 @@ import { createFirstKey } from '../sql/keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
-import pg from 'pg';
-import { heedConnectionErrors, openPool, type PostgresStoreOptions, type Warn } from './connection.js';
+import type pg from 'pg';
+import { heedConnectionErrors, openPool, type PostgresConnector, type PostgresStoreOptions, type Warn } from './connection.js';
 import { reasonOf, unavailableOr } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
@@ -60,7 +60,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 }
 
 async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn): Promise<Store> {
-  const { pool, clientConfig, pooled } = openPool(url, options, warn);
+  const { pool, direct, pooled } = openPool(url, options, warn);
   let namedStatementsFailed: { code: string; message: string } | undefined;
   const sql = postgresRunner(pool, {
     pooled,
@@ -74,10 +74,13 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
   });
   let changes: ChangeListener | undefined;
   try {
-    await migrateDirectly(pool, clientConfig, pooled, warn);
+    await migrateDirectly(pool, direct, pooled, warn);
     await createFirstKey(sql, Date.now());
-    changes = new ChangeListener(clientConfig, warn, (payload) =>
-      Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+    changes = new ChangeListener(
+      () => direct.newClient(),
+      warn,
+      (payload) => Promise.resolve(sql.get("SELECT pg_notify('tessera_changes', :payload)", { payload })),
+      { staleLimitMs: options.staleLimitMs },
     );
     if (!(await changes.start())) await refuseDeafListener(changes, sql, pooled);
     if (namedStatementsFailed !== undefined)
@@ -95,7 +98,7 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
     // Half the pool, the other half for everything else.
     tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
     onChange: (change) => listener.listeners.push(change),
-    changeSignalUp: () => listener.hearing,
+    changeSignal: () => listener.signal,
     async close() {
       await listener.stop();
       await pool.end();
@@ -154,14 +157,14 @@ function startupError(error: unknown, namedStatementsFailed: { message: string }
  * With a direct URL, migrations go straight to PostgreSQL as the LISTEN connection does (their lock
  * is transaction-level, so a transaction pooler would carry them too: `store copy` relies on it).
  */
-async function migrateDirectly(pool: pg.Pool, clientConfig: pg.ClientConfig, pooled: boolean, warn: Warn): Promise<void> {
+async function migrateDirectly(pool: pg.Pool, direct: PostgresConnector, pooled: boolean, warn: Warn): Promise<void> {
   const options = { onWaiting: (message: string) => warn(message) };
   if (!pooled) return migrate(pool, options);
-  const direct = new pg.Pool({ ...clientConfig, max: 1 });
-  heedConnectionErrors(direct, warn);
+  const directPool = direct.newPool(1);
+  heedConnectionErrors(directPool, warn);
   try {
-    await migrate(direct, options);
+    await migrate(directPool, options);
   } finally {
-    await direct.end();
+    await directPool.end();
   }
 }

@@ -1,4 +1,4 @@
-import type { Store, StoreChange } from '../store.js';
+import type { ChangeSignal, Store, StoreChange } from '../store.js';
 import { sqlAppStore } from './apps.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
@@ -15,7 +15,7 @@ export interface StoreDriver {
   /** Batches of tokens written at the same time. */
   readonly tokenBatchesInFlight: number;
   onChange(listener: (change: StoreChange) => void): void;
-  changeSignalUp(): boolean;
+  changeSignal(): ChangeSignal;
   /** Stops the change signal and closes the connections; called once, after the pending tokens are written. */
   close(): Promise<void>;
 }
@@ -35,7 +35,7 @@ export function sqlStore(driver: StoreDriver): Store {
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     onChange: (listener) => driver.onChange(listener),
-    changeSignalUp: () => driver.changeSignalUp(),
+    changeSignal: () => (closed ? { up: false, problem: 'the store is closed', trustedUntil: 0 } : driver.changeSignal()),
     onTokenBatch: (listener) => tokens.onBatch(listener),
     async ping() {
       // A closed store is not ready, whatever a driver's prepared statement would still answer.

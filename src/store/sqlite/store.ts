@@ -28,7 +28,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     sql,
     tokenBatchesInFlight: 1,
     onChange: (listener) => changes.listeners.push(listener),
-    changeSignalUp: () => true,
+    // The poller reads the file itself: nothing is trusted beyond what it read.
+    changeSignal: () => ({ up: true, trustedUntil: Date.now() }),
     async close() {
       changes.stop();
       if (!db.open) return;
