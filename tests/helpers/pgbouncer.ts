@@ -21,11 +21,13 @@ export interface RunningPgbouncer {
  * on a free port of 127.0.0.1, every database passed through, no password asked (trust), its
  * configuration and log in a fresh temp dir. Few server connections, so that clients share them.
  * `ignoreStartupParameters`: PgBouncer's setting of that name (by default none, as installed).
+ * `serverLoginRetrySeconds`: `server_login_retry`, how long PgBouncer refuses every client of a pool
+ * ("server login has been failing") after it failed to open a server connection (15 by default).
  */
 export async function startPgbouncer(
   binary: string,
   postgresUrl: string,
-  options: { ignoreStartupParameters?: string[] } = {},
+  options: { ignoreStartupParameters?: string[]; serverLoginRetrySeconds?: number } = {},
 ): Promise<RunningPgbouncer> {
   const target = new URL(postgresUrl);
   const user = decodeURIComponent(target.username || 'postgres');
@@ -50,6 +52,7 @@ export async function startPgbouncer(
     'max_client_conn = 200',
     `logfile = ${logPath}`,
     options.ignoreStartupParameters === undefined ? '' : `ignore_startup_parameters = ${options.ignoreStartupParameters.join(',')}`,
+    options.serverLoginRetrySeconds === undefined ? '' : `server_login_retry = ${options.serverLoginRetrySeconds}`,
     runAs === undefined ? '' : `user = ${runAs}`,
     '',
   ].join('\n');

@@ -6,6 +6,7 @@ import { childrenOfFile, createAppWithCli, runCli } from '../helpers/fleet.js';
 import { adminFields, anonymousFields, bearer, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
 import { findPgbouncer, startPgbouncer, type RunningPgbouncer } from '../helpers/pgbouncer.js';
 import { REPO_ROOT, TESSERA_MAIN } from '../helpers/process.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { createPostgresDatabase, POSTGRES_ADMIN_URL, type TestStore } from '../helpers/store.js';
 
@@ -133,6 +134,51 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
       const target = { app: created, appUrl: a.appUrl.replace(a.app.appId, created.appId) };
       assert.equal((await requestToken(target, adminFields(target))).status, 200);
     });
+  });
+
+  it('answers 503 with Retry-After, not 500, while PgBouncer refuses its clients because it cannot reach PostgreSQL, and serves again after', async () => {
+    // PgBouncer reaches PostgreSQL through a proxy the test cuts: its server connections end, its
+    // logins fail, and it then refuses every client itself ("server login has been failing", 08P01)
+    // for server_login_retry, as after a failover of the database behind it.
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(POSTGRES_ADMIN_URL).port || 5432));
+    await proxy.start();
+    const cutOff = await startPgbouncer(binary, proxy.urlFor(POSTGRES_ADMIN_URL), { serverLoginRetrySeconds: 2 });
+    const warnings: string[] = [];
+    let server: TestServer | undefined;
+    try {
+      const url = cutOff.urlFor(database!.databaseUrl);
+      server = await startServer({ testStore: serverStore(await openThrough(url, database!.databaseUrl, warnings), url) });
+      const target = { app: server.app, appUrl: server.appUrl };
+      assert.equal((await requestToken(target, adminFields(target))).status, 200);
+
+      await proxy.cut();
+      const answers: string[] = [];
+      // The first waits in PgBouncer's queue until PG_QUERY_TIMEOUT_MS; the next are refused by PgBouncer at once.
+      while (answers.length < 10) {
+        const response = await requestToken(target, adminFields(target));
+        answers.push(`${response.status} ${response.headers.get('retry-after') ?? '-'} ${response.body?.errorCode ?? ''}`);
+      }
+      assert.ok(/server login has been failing/.test(cutOff.log()), `PgBouncer did not refuse its clients:\n${cutOff.log()}`);
+      assert.deepEqual(
+        [...new Set(answers)],
+        ['503 2 SERVICE_UNAVAILABLE'],
+        `token requests while PgBouncer cannot reach PostgreSQL (${answers.length}):\n${answers.join('\n')}`,
+      );
+
+      await proxy.restore();
+      const restoredAt = Date.now();
+      let status = 0;
+      while (status !== 200 && Date.now() - restoredAt < 5_000) {
+        status = (await requestToken(target, adminFields(target))).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(status, 200, 'not serving again 5 s after PostgreSQL was reachable again');
+    } finally {
+      await server?.close();
+      await server?.testStore.dispose();
+      await cutOff.stop();
+      await proxy.cut();
+    }
   });
 
   describe('without DATABASE_DIRECT_URL', () => {
