@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
+import { assertError } from '../helpers/assert.js';
 import { childrenOfFile, createAppWithCli, runCli } from '../helpers/fleet.js';
 import { adminFields, anonymousFields, bearer, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
 import { findPgbouncer, startPgbouncer, type RunningPgbouncer } from '../helpers/pgbouncer.js';
@@ -17,9 +19,10 @@ import { createPostgresDatabase, POSTGRES_ADMIN_URL, type TestStore } from '../h
 const children = childrenOfFile();
 
 /** A store through `pgbouncer` (and `directUrl`, if given), as the server would open it, its warnings kept. */
-async function openThrough(url: string, directUrl: string | undefined, warnings: string[]): Promise<Store> {
+async function openThrough(url: string, directUrl: string | undefined, warnings: string[], queryTimeoutMs?: number): Promise<Store> {
   return openPostgresStore(url, {
     ...(directUrl === undefined ? {} : { directUrl }),
+    ...(queryTimeoutMs === undefined ? {} : { queryTimeoutMs }),
     poolSize: 10,
     onWarning: (message) => warnings.push(message),
   });
@@ -178,6 +181,53 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
       await server?.testStore.dispose();
       await cutOff.stop();
       await proxy.cut();
+    }
+  });
+
+  it("answers 503 within PG_QUERY_TIMEOUT_MS, not later, when a transaction waits in PgBouncer's queue for a server connection", async () => {
+    // Through a transaction pooler there is no statement_timeout: the wait is bounded by pg's
+    // query_timeout, which leaves the statement queued in PgBouncer. A ROLLBACK sent after it on that
+    // connection would wait behind it as long again: the connection must be dropped instead.
+    const queryTimeoutMs = 1_000;
+    const busy = await startPgbouncer(binary, POSTGRES_ADMIN_URL);
+    const url = busy.urlFor(database!.databaseUrl);
+    const holders: pg.Client[] = [];
+    let server: TestServer | undefined;
+    try {
+      server = await startServer({ testStore: serverStore(await openThrough(url, database!.databaseUrl, [], queryTimeoutMs), url) });
+      const target = { app: server.app, appUrl: server.appUrl };
+      const token = (await requestToken(target, anonymousFields(target))).body.access_token as string;
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+
+      // Every server connection of PgBouncer's pool (default_pool_size = 4) busy in a transaction.
+      const held: Promise<unknown>[] = [];
+      for (let i = 0; i < 4; i++) {
+        const holder = new pg.Client({ connectionString: url });
+        holder.on('error', () => {});
+        await holder.connect();
+        holders.push(holder);
+        const holding = holder.query('BEGIN').then(() => holder.query('SELECT pg_sleep(3)'));
+        holding.catch(() => {}); // awaited below, unless the test failed first
+        held.push(holding);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A revocation of an anonymous token is a transaction (BEGIN, LOCK, INSERT, COMMIT).
+      const startedAt = Date.now();
+      const revoked = await revokeToken(server.appUrl, token);
+      const tookMs = Date.now() - startedAt;
+      assertError(revoked, 503, 'SERVICE_UNAVAILABLE');
+      assert.match(revoked.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+      assert.ok(tookMs < queryTimeoutMs + 500, `the 503 came ${tookMs} ms after the request (PG_QUERY_TIMEOUT_MS ${queryTimeoutMs})`);
+
+      await Promise.all(held);
+      await Promise.all(holders.map((holder) => holder.query('COMMIT')));
+      assert.equal((await revokeToken(server.appUrl, token)).status, 200);
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 401);
+    } finally {
+      await Promise.all(holders.map((holder) => holder.end().catch(() => {})));
+      await server?.close();
+      await server?.testStore.dispose();
+      await busy.stop();
     }
   });
 
