@@ -12,6 +12,8 @@ export interface RunningPgbouncer {
   urlFor(databaseUrl: string): string;
   /** PgBouncer's log so far, for failure messages. */
   log(): string;
+  /** How many of its server connections it has seen end under it so far ("server conn crashed?": terminated, or the server gone). */
+  serverConnectionsLost(): number;
   /** Stops PgBouncer by its PID and removes its directory. */
   stop(): Promise<void>;
 }
@@ -100,6 +102,15 @@ export async function startPgbouncer(
       return url.toString();
     },
     log,
+    serverConnectionsLost() {
+      let logged: string;
+      try {
+        logged = readFileSync(logPath, 'utf8');
+      } catch {
+        return 0;
+      }
+      return logged.split('\n').filter((line) => / S-0x[0-9a-f]+: .* closing because: server conn crashed\?/.test(line)).length;
+    },
     stop,
   };
 }
