@@ -237,12 +237,16 @@ function isPrincipal(outcome: Outcome, app: CreatedApp, kind: TokenKind): boolea
 }
 
 /** POST /api/apps/{appId}/oauth2/revoke with body {token}, authenticated with `as` (the token itself by default). */
-export function revokeRequest(baseUrl: string, appId: string, token: string, as = token): Promise<Outcome> {
-  return call(`${baseUrl}/api/apps/${appId}/oauth2/revoke`, {
-    method: 'POST',
-    headers: { authorization: bearer(as), 'content-type': 'application/json' },
-    body: JSON.stringify({ token }),
-  });
+export function revokeRequest(baseUrl: string, appId: string, token: string, as = token, timeoutMs?: number): Promise<Outcome> {
+  return call(
+    `${baseUrl}/api/apps/${appId}/oauth2/revoke`,
+    {
+      method: 'POST',
+      headers: { authorization: bearer(as), 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    },
+    timeoutMs,
+  );
 }
 
 /** DELETE /api/apps/{appId}/tokens?kind=KIND with an admin token. */

@@ -110,6 +110,8 @@ export interface HaCluster {
   urlFor(database: string): string;
   /** `postgres://postgres@127.0.0.1:<node>/<database>`: one node, directly (for multi-host URLs). */
   nodeUrlFor(node: PatroniNode, database: string): string;
+  /** `postgres://postgres@127.0.0.1:<node1>,127.0.0.1:<node2>/<database>?<parameters>`: every node, directly, as libpq reads several hosts. */
+  multiHostUrlFor(database: string, parameters: Record<string, string>): string;
   /** The node whose REST API answers 200 to GET /primary now, if one does. */
   primary(): Promise<PatroniNode | undefined>;
   /** Resolves once a primary and a synchronous standby are up and HAProxy routes to the primary; rejects after `ms`. */
@@ -437,6 +439,9 @@ export async function startHaCluster(
     haproxyPort,
     urlFor: (database) => url(haproxyPort, database),
     nodeUrlFor: (node, database) => url(node.pgPort, database),
+    multiHostUrlFor: (database, parameters) =>
+      `postgres://postgres@${nodes.map((node) => `127.0.0.1:${node.pgPort}`).join(',')}/${encodeURIComponent(database)}` +
+      `?${new URLSearchParams(parameters).toString()}`,
     primary,
     waitForSyncPair,
     async switchover() {

@@ -12,6 +12,8 @@ export interface RunningPgbouncer {
   urlFor(databaseUrl: string): string;
   /** PgBouncer's log so far, for failure messages. */
   log(): string;
+  /** How many of its server connections it has seen end under it so far ("server conn crashed?": terminated, or the server gone). */
+  serverConnectionsLost(): number;
   /** Stops PgBouncer by its PID and removes its directory. */
   stop(): Promise<void>;
 }
@@ -21,11 +23,13 @@ export interface RunningPgbouncer {
  * on a free port of 127.0.0.1, every database passed through, no password asked (trust), its
  * configuration and log in a fresh temp dir. Few server connections, so that clients share them.
  * `ignoreStartupParameters`: PgBouncer's setting of that name (by default none, as installed).
+ * `serverLoginRetrySeconds`: `server_login_retry`, how long PgBouncer refuses every client of a pool
+ * ("server login has been failing") after it failed to open a server connection (15 by default).
  */
 export async function startPgbouncer(
   binary: string,
   postgresUrl: string,
-  options: { ignoreStartupParameters?: string[] } = {},
+  options: { ignoreStartupParameters?: string[]; serverLoginRetrySeconds?: number } = {},
 ): Promise<RunningPgbouncer> {
   const target = new URL(postgresUrl);
   const user = decodeURIComponent(target.username || 'postgres');
@@ -50,6 +54,7 @@ export async function startPgbouncer(
     'max_client_conn = 200',
     `logfile = ${logPath}`,
     options.ignoreStartupParameters === undefined ? '' : `ignore_startup_parameters = ${options.ignoreStartupParameters.join(',')}`,
+    options.serverLoginRetrySeconds === undefined ? '' : `server_login_retry = ${options.serverLoginRetrySeconds}`,
     runAs === undefined ? '' : `user = ${runAs}`,
     '',
   ].join('\n');
@@ -97,6 +102,15 @@ export async function startPgbouncer(
       return url.toString();
     },
     log,
+    serverConnectionsLost() {
+      let logged: string;
+      try {
+        logged = readFileSync(logPath, 'utf8');
+      } catch {
+        return 0;
+      }
+      return logged.split('\n').filter((line) => / S-0x[0-9a-f]+: .* closing because: server conn crashed\?/.test(line)).length;
+    },
     stop,
   };
 }

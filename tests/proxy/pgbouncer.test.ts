@@ -8,10 +8,12 @@ import { isServiceUnavailable } from '../../src/error-catalogue.js';
 import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
+import { assertError } from '../helpers/assert.js';
 import { childrenOfFile, createAppWithCli, runCli } from '../helpers/fleet.js';
 import { adminFields, anonymousFields, bearer, requestToken, revokeToken, whoami, type JsonResponse } from '../helpers/http.js';
 import { findPgbouncer, startPgbouncer, type RunningPgbouncer } from '../helpers/pgbouncer.js';
 import { REPO_ROOT, TESSERA_MAIN } from '../helpers/process.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { createPostgresDatabase, POSTGRES_ADMIN_URL, type TestStore } from '../helpers/store.js';
 
@@ -22,9 +24,10 @@ import { createPostgresDatabase, POSTGRES_ADMIN_URL, type TestStore } from '../h
 const children = childrenOfFile();
 
 /** A store through `pgbouncer` (and `directUrl`, if given), as the server would open it, its warnings kept. */
-async function openThrough(url: string, directUrl: string | undefined, warnings: string[]): Promise<Store> {
+async function openThrough(url: string, directUrl: string | undefined, warnings: string[], queryTimeoutMs?: number): Promise<Store> {
   return openPostgresStore(url, {
     ...(directUrl === undefined ? {} : { directUrl }),
+    ...(queryTimeoutMs === undefined ? {} : { queryTimeoutMs }),
     poolSize: 10,
     onWarning: (message) => warnings.push(message),
   });
@@ -139,6 +142,98 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
       const target = { app: created, appUrl: a.appUrl.replace(a.app.appId, created.appId) };
       assert.equal((await requestToken(target, adminFields(target))).status, 200);
     });
+  });
+
+  it('answers 503 with Retry-After, not 500, while PgBouncer refuses its clients because it cannot reach PostgreSQL, and serves again after', async () => {
+    // PgBouncer reaches PostgreSQL through a proxy the test cuts: its server connections end, its
+    // logins fail, and it then refuses every client itself ("server login has been failing", 08P01)
+    // for server_login_retry, as after a failover of the database behind it.
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(POSTGRES_ADMIN_URL).port || 5432));
+    await proxy.start();
+    const cutOff = await startPgbouncer(binary, proxy.urlFor(POSTGRES_ADMIN_URL), { serverLoginRetrySeconds: 2 });
+    const warnings: string[] = [];
+    let server: TestServer | undefined;
+    try {
+      const url = cutOff.urlFor(database!.databaseUrl);
+      server = await startServer({ testStore: serverStore(await openThrough(url, database!.databaseUrl, warnings), url) });
+      const target = { app: server.app, appUrl: server.appUrl };
+      assert.equal((await requestToken(target, adminFields(target))).status, 200);
+
+      await proxy.cut();
+      const answers: string[] = [];
+      // The first waits in PgBouncer's queue until PG_QUERY_TIMEOUT_MS; the next are refused by PgBouncer at once.
+      while (answers.length < 10) {
+        const response = await requestToken(target, adminFields(target));
+        answers.push(`${response.status} ${response.headers.get('retry-after') ?? '-'} ${response.body?.errorCode ?? ''}`);
+      }
+      assert.ok(/server login has been failing/.test(cutOff.log()), `PgBouncer did not refuse its clients:\n${cutOff.log()}`);
+      assert.deepEqual(
+        [...new Set(answers)],
+        ['503 2 SERVICE_UNAVAILABLE'],
+        `token requests while PgBouncer cannot reach PostgreSQL (${answers.length}):\n${answers.join('\n')}`,
+      );
+
+      await proxy.restore();
+      const restoredAt = Date.now();
+      let status = 0;
+      while (status !== 200 && Date.now() - restoredAt < 5_000) {
+        status = (await requestToken(target, adminFields(target))).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(status, 200, 'not serving again 5 s after PostgreSQL was reachable again');
+    } finally {
+      await server?.close();
+      await server?.testStore.dispose();
+      await cutOff.stop();
+      await proxy.cut();
+    }
+  });
+
+  it("answers 503 within PG_QUERY_TIMEOUT_MS, not later, when a transaction waits in PgBouncer's queue for a server connection", async () => {
+    // Through a transaction pooler there is no statement_timeout: the wait is bounded by pg's
+    // query_timeout, which leaves the statement queued in PgBouncer. A ROLLBACK sent after it on that
+    // connection would wait behind it as long again: the connection must be dropped instead.
+    const queryTimeoutMs = 1_000;
+    const busy = await startPgbouncer(binary, POSTGRES_ADMIN_URL);
+    const url = busy.urlFor(database!.databaseUrl);
+    const holders: pg.Client[] = [];
+    let server: TestServer | undefined;
+    try {
+      server = await startServer({ testStore: serverStore(await openThrough(url, database!.databaseUrl, [], queryTimeoutMs), url) });
+      const target = { app: server.app, appUrl: server.appUrl };
+      const token = (await requestToken(target, anonymousFields(target))).body.access_token as string;
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+
+      // Every server connection of PgBouncer's pool (default_pool_size = 4) busy in a transaction.
+      const held: Promise<unknown>[] = [];
+      for (let i = 0; i < 4; i++) {
+        const holder = new pg.Client({ connectionString: url });
+        holder.on('error', () => {});
+        await holder.connect();
+        holders.push(holder);
+        const holding = holder.query('BEGIN').then(() => holder.query('SELECT pg_sleep(3)'));
+        holding.catch(() => {}); // awaited below, unless the test failed first
+        held.push(holding);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A revocation of an anonymous token is a transaction (BEGIN, LOCK, INSERT, COMMIT).
+      const startedAt = Date.now();
+      const revoked = await revokeToken(server.appUrl, token);
+      const tookMs = Date.now() - startedAt;
+      assertError(revoked, 503, 'SERVICE_UNAVAILABLE');
+      assert.match(revoked.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+      assert.ok(tookMs < queryTimeoutMs + 500, `the 503 came ${tookMs} ms after the request (PG_QUERY_TIMEOUT_MS ${queryTimeoutMs})`);
+
+      await Promise.all(held);
+      await Promise.all(holders.map((holder) => holder.query('COMMIT')));
+      assert.equal((await revokeToken(server.appUrl, token)).status, 200);
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 401);
+    } finally {
+      await Promise.all(holders.map((holder) => holder.end().catch(() => {})));
+      await server?.close();
+      await server?.testStore.dispose();
+      await busy.stop();
+    }
   });
 
   describe('without DATABASE_DIRECT_URL', () => {

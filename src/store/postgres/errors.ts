@@ -2,8 +2,8 @@ import { serviceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 
 /**
- * Errors that mean "the database cannot be reached now" (class 08, shutdown, a dropped database,
- * timeouts, sockets), or cannot take a write now: 25006, a server that became a standby or was made
+ * Errors that mean "the database cannot be reached now" (class 08, PgBouncer's refusals among them,
+ * shutdown, a dropped database, timeouts, sockets), or cannot take a write now: 25006, a server that became a standby or was made
  * read-only (with several hosts, connection.ts then looks for another), or a primary still being
  * promoted, which a proxy routing by Patroni's GET /primary reaches for a moment in a failover.
  */
@@ -19,6 +19,10 @@ const UNAVAILABLE_CODES = new Set([
   '08003',
   '08004',
   '08006',
+  // protocol_violation: what PgBouncer sends with its own refusals ("server login has been failing",
+  // "query_wait_timeout", "server conn crashed?", "client_login_timeout (server down)"), then it
+  // closes the connection: it cannot reach PostgreSQL (a failover behind it) or is overloaded.
+  '08P01',
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',

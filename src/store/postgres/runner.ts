@@ -122,9 +122,15 @@ export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatement
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       const thrown = unavailableOr(error);
-      if (isServiceUnavailable(thrown)) broken ??= error as Error;
+      if (isServiceUnavailable(thrown)) {
+        // The connection is lost, or in doubt: a statement pg stopped waiting for (query_timeout) may
+        // still be queued behind it, in a transaction pooler, where no statement_timeout ends it; a
+        // ROLLBACK would wait as long again. Destroying the connection ends its transaction.
+        broken = error as Error;
+      } else {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      }
       throw thrown;
     } finally {
       client.release(broken);
