@@ -14,7 +14,6 @@ import { KEYS_FLAGS, runKeysCommand } from './keys.js';
 import { runStoreCommand, STORE_FLAGS } from './store.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
 import { Output } from './output.js';
-import { serve } from './serve.js';
 
 const HELP = `tessera: the token service of an application backend
 
@@ -102,6 +101,8 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     if (run === undefined) {
       if (parsed.positionals.length > 0) throw new UsageError('usage: tessera serve');
+      // The HTTP server's modules are loaded for `serve` alone: every other command starts without them.
+      const { serve } = await import('./serve.js');
       await serve(config);
       return -1; // keeps running until a signal
     }

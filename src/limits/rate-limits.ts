@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TesseraError, type AdminLimit } from '../errors.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
@@ -73,6 +74,11 @@ export const NO_RATE_LIMITS: RateLimits = {
  * every instance). While Redis cannot be reached, each instance counts in memory meanwhile: the
  * limits still hold per instance, and no request waits for Redis.
  */
+/** ioredis, loaded only where Redis is configured: a CLI command or a server without it does not pay for its import. */
+function loadRedis(): typeof Redis {
+  return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis;
+}
+
 export function createRateLimits(
   settings: RateLimitSettings,
   onWarning: (message: string, error: unknown) => void = () => {},
@@ -84,7 +90,7 @@ export function createRateLimits(
   const adminFailuresOptions = { points: settings.adminFailuresPerAppPerMinute, duration: 60 };
   let redis: Redis | undefined;
   if (settings.redisUrl !== undefined) {
-    redis = new Redis(settings.redisUrl, {
+    redis = new (loadRedis())(settings.redisUrl, {
       // Fail at once rather than queue while disconnected: the in-memory insurance answers instead.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
