@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TesseraError, type AdminLimit } from '../errors.js';
@@ -76,7 +77,7 @@ export const NO_RATE_LIMITS: RateLimits = {
  */
 /** ioredis, loaded only where Redis is configured: a CLI command or a server without it does not pay for its import. */
 function loadRedis(): typeof Redis {
-  return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis;
+  return (createRequire(import.meta.url)('ioredis') as typeof IORedis).Redis;
 }
 
 export function createRateLimits(
