@@ -40,7 +40,8 @@ function parseOptions(argv: string[]): Options {
   return {
     smoke,
     seconds: number('--seconds', smoke ? 1 : 5),
-    warmupSeconds: smoke ? 1 : 2,
+    // The smoke run's figures mean nothing: it only proves the benchmark still runs, so no warm-up.
+    warmupSeconds: smoke ? 0 : 2,
     repetitions: number('--repetitions', smoke ? 1 : 3),
     baseTokens: 1_000,
     scaleTokens: number('--scale-tokens', smoke ? 10_000 : 1_000_000),
@@ -173,8 +174,10 @@ async function measure(
   tokensDirOf: (target: string) => string,
 ): Promise<Measurement[]> {
   const measurements: Measurement[] = [];
-  log(`\n[${phase}] warm-up (${options.warmupSeconds} s a case, discarded)`);
-  for (const benchCase of cases) await runLoad(benchCase.load, 50, options.warmupSeconds);
+  if (options.warmupSeconds > 0) {
+    log(`\n[${phase}] warm-up (${options.warmupSeconds} s a case, discarded)`);
+    for (const benchCase of cases) await runLoad(benchCase.load, 50, options.warmupSeconds);
+  }
   for (let repetition = 1; repetition <= options.repetitions; repetition++) {
     const cpuShare = await cpuAvailability();
     log(`[${phase}] repetition ${repetition}/${options.repetitions}: CPU available ${(cpuShare * 100).toFixed(1)} % of wall time`);
