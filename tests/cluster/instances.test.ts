@@ -608,8 +608,7 @@ describe('a change committed while an instance is still reading the same app', (
 
   before(async () => {
     database = await createPostgresDatabase();
-    const target = new URL(database.databaseUrl);
-    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
     instance = await startTessera(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: proxy.urlFor(database.databaseUrl) });
     store = await openPostgresStore(database.databaseUrl);

@@ -274,8 +274,7 @@ describe('the database goes away under load', () => {
     async () => {
       const database = await createPostgresDatabase();
       cleanup(() => database.drop());
-      const target = new URL(database.databaseUrl);
-      const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+      const proxy = TcpProxy.toDatabase(database.databaseUrl);
       await proxy.start();
       cleanup(() => proxy.cut());
       const server = await startTessera(children, {

@@ -42,8 +42,7 @@ describe(`riding through a database outage within PG_STALE_LIMIT_MS (${STALE_LIM
     async () => {
       const database = await createPostgresDatabase();
       cleanup(() => database.drop());
-      const target = new URL(database.databaseUrl);
-      const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+      const proxy = TcpProxy.toDatabase(database.databaseUrl);
       await proxy.start();
       cleanup(() => proxy.cut());
       const env = { PG_CONNECT_TIMEOUT_MS: '500', PG_QUERY_TIMEOUT_MS: '1000', PG_STALE_LIMIT_MS: String(STALE_LIMIT_MS) };

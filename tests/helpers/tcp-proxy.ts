@@ -21,6 +21,12 @@ export class TcpProxy {
     private readonly targetPort: number,
   ) {}
 
+  /** A proxy (not yet started) in front of the PostgreSQL server a database URL names. */
+  static toDatabase(databaseUrl: string): TcpProxy {
+    const target = new URL(databaseUrl);
+    return new TcpProxy(target.hostname, Number(target.port || 5432));
+  }
+
   async start(): Promise<void> {
     const server = createServer((client) => {
       const upstream = createConnection(this.targetPort, this.targetHost);

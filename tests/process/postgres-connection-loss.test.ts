@@ -94,7 +94,7 @@ describe('connections lost while tessera starts and migrates', () => {
     database = await createPostgresDatabase();
     observer = new pg.Client({ connectionString: database.databaseUrl });
     await observer.connect();
-    proxy = new TcpProxy('127.0.0.1', Number(new URL(database.databaseUrl).port || 5432));
+    proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
   });
 
@@ -185,7 +185,7 @@ describe('connections lost while a CLI command runs', () => {
     appId = (JSON.parse(created.stdout) as { appId: string }).appId;
     observer = new pg.Client({ connectionString: database.databaseUrl });
     await observer.connect();
-    proxy = new TcpProxy('127.0.0.1', Number(new URL(database.databaseUrl).port || 5432));
+    proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
   });
 
@@ -285,7 +285,7 @@ describe('connections lost while a CLI command runs', () => {
       await targetLocker.connect();
       await targetLocker.query('BEGIN');
       await targetLocker.query('LOCK TABLE apps IN ACCESS EXCLUSIVE MODE');
-      const targetProxy = new TcpProxy('127.0.0.1', Number(new URL(target.databaseUrl).port || 5432));
+      const targetProxy = TcpProxy.toDatabase(target.databaseUrl);
       await targetProxy.start();
       let result: CliResult;
       try {

@@ -148,7 +148,7 @@ describe('PostgreSQL through PgBouncer in transaction mode', () => {
     // PgBouncer reaches PostgreSQL through a proxy the test cuts: its server connections end, its
     // logins fail, and it then refuses every client itself ("server login has been failing", 08P01)
     // for server_login_retry, as after a failover of the database behind it.
-    const proxy = new TcpProxy('127.0.0.1', Number(new URL(POSTGRES_ADMIN_URL).port || 5432));
+    const proxy = TcpProxy.toDatabase(POSTGRES_ADMIN_URL);
     await proxy.start();
     const cutOff = await startPgbouncer(binary, proxy.urlFor(POSTGRES_ADMIN_URL), { serverLoginRetrySeconds: 2 });
     const warnings: string[] = [];

@@ -112,7 +112,7 @@ describe('PostgreSQL store at start-up', () => {
   });
 
   it('tries again while its connection is cut at start-up, and opens once the database is back', async () => {
-    const proxy = new TcpProxy('127.0.0.1', Number(new URL(database.databaseUrl).port || 5432));
+    const proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
     await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     const warnings: string[] = [];
@@ -150,7 +150,7 @@ describe('PostgreSQL store at start-up', () => {
   });
 
   it('fails after startupRetryMs when the database stays away, saying how long it tried, and leaves nothing open', async () => {
-    const proxy = new TcpProxy('127.0.0.1', Number(new URL(database.databaseUrl).port || 5432));
+    const proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
     const url = proxy.urlFor(database.databaseUrl);
     await proxy.cut();

@@ -103,8 +103,7 @@ describe('PostgreSQL store specifics', () => {
 
   it('answers 503 SERVICE_UNAVAILABLE, not a hang, while the database is unreachable, and recovers by itself', async () => {
     const database = await createPostgresDatabase();
-    const target = new URL(database.databaseUrl);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    const proxy = TcpProxy.toDatabase(database.databaseUrl);
     await proxy.start();
     const store = await openPostgresStore(proxy.urlFor(database.databaseUrl), { connectTimeoutMs: 500, queryTimeoutMs: 1_000 });
     try {
