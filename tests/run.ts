@@ -43,6 +43,9 @@ const SERIAL = [
 /** The HTTP tests, which run on each store. */
 const ON_EACH_STORE = 'http/';
 
+/** How many of the slowest files the summary names. */
+const SLOWEST_SHOWN = 15;
+
 /** Most files wait on sockets and databases rather than compute: twice the cores keeps them busy. */
 const CONCURRENCY = 2 * availableParallelism();
 
@@ -72,21 +75,41 @@ interface Pass {
 interface Outcome {
   passed: number;
   failed: number;
+  /** "file › test" for each failed test, so that a log cut short still names them at its end. */
+  failures: string[];
+  /** Seconds each file's top-level tests took, summed: where the run's time goes. */
+  seconds: Map<string, number>;
+}
+
+interface TestEvent {
+  name: string;
+  nesting: number;
+  file?: string;
+  details: { type?: string; duration_ms?: number };
 }
 
 /** Runs one pass with the reporter `node --test` would use here; resolves with how many tests passed and failed. */
 async function runPass(pass: Pass): Promise<Outcome> {
-  const outcome = { passed: 0, failed: 0 };
+  const outcome: Outcome = { passed: 0, failed: 0, failures: [], seconds: new Map() };
   if (pass.files.length === 0) return outcome;
   console.log(`# ${pass.name}: ${pass.files.length} files, ${pass.concurrency} at a time, TEST_STORE=${pass.store}`);
   // Each test file is a child process that inherits the environment as it is when it starts.
   process.env.TEST_STORE = pass.store;
   const stream = run({ files: pass.files, concurrency: pass.concurrency });
-  stream.on('test:pass', (event: { details: { type?: string } }) => {
+  const timeFile = (event: TestEvent) => {
+    if (event.nesting !== 0 || event.file === undefined) return;
+    const file = `${pass.store === 'postgres' ? '(postgres) ' : ''}${under(event.file)}`;
+    outcome.seconds.set(file, (outcome.seconds.get(file) ?? 0) + (event.details.duration_ms ?? 0) / 1000);
+  };
+  stream.on('test:pass', (event: TestEvent) => {
+    timeFile(event);
     if (event.details.type !== 'suite') outcome.passed++;
   });
-  stream.on('test:fail', (event: { details: { type?: string } }) => {
-    if (event.details.type !== 'suite') outcome.failed++;
+  stream.on('test:fail', (event: TestEvent) => {
+    timeFile(event);
+    if (event.details.type === 'suite') return;
+    outcome.failed++;
+    outcome.failures.push(`${event.file === undefined ? '' : `${under(event.file)} › `}${event.name}`);
   });
   const report = stream.compose(process.stdout.isTTY ? new spec() : tap);
   report.pipe(process.stdout, { end: false });
@@ -117,14 +140,22 @@ async function main(): Promise<void> {
   ];
   const passes = sqliteOnly ? storePasses.filter((pass) => pass.store === 'sqlite') : storePasses;
   const failures: string[] = [];
+  const failedTests: string[] = [];
+  const seconds = new Map<string, number>();
   const total = { passed: 0, failed: 0 };
   for (const pass of passes) {
-    const { passed, failed } = await runPass(pass);
-    total.passed += passed;
-    total.failed += failed;
-    if (failed > 0) failures.push(`${pass.name}: ${failed}`);
+    const outcome = await runPass(pass);
+    total.passed += outcome.passed;
+    total.failed += outcome.failed;
+    if (outcome.failed > 0) failures.push(`${pass.name}: ${outcome.failed}`);
+    failedTests.push(...outcome.failures.map((test) => `${pass.name}: ${test}`));
+    for (const [file, time] of outcome.seconds) seconds.set(file, time);
   }
   // The summary that closes the log, over every pass (each above ends with its own).
+  const slowest = [...seconds].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN);
+  console.log(`# the ${slowest.length} slowest files (seconds):`);
+  for (const [file, time] of slowest) console.log(`#   ${time.toFixed(1).padStart(6)}  ${file}`);
+  for (const test of failedTests) console.log(`# failed: ${test}`);
   const command = folders.length === 0 ? 'npm test' : `tests below ${folders.join(' ')}`;
   console.log(failures.length === 0 ? `# ${command}: every pass passed` : `# ${command}: FAILED tests (${failures.join('; ')})`);
   console.log(`tests: ${total.passed} passed, ${total.failed} failed`);
