@@ -5,6 +5,7 @@ import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 import { parseDatabaseUrl } from './store/open.js';
+import { DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
@@ -50,6 +51,8 @@ export interface Config {
   http: HttpTimeouts;
   /** Anonymous tokens of one app that callers other than its admin may keep revoked one by one. */
   revokedTokensMaxPerApp: number;
+  /** What the caches of apps and tokens may take in all, in MiB (`CACHE_MEMORY_MB`; `src/cache/budget.ts`). */
+  cacheMemoryMb: number;
   /**
    * Where clients reach the service (`PUBLIC_URL`), without a trailing slash: the base of OAuth
    * metadata and of the links the service hands out (the portal's one-time links).
@@ -116,6 +119,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       redisUrl: redisUrl(env),
       redisKeyPrefix: env.REDIS_KEY_PREFIX?.trim() || 'tessera',
     },
+    cacheMemoryMb: integer(env, 'CACHE_MEMORY_MB', DEFAULT_CACHE_MEMORY_MB, 1, 1_048_576),
     demoApp: onOff(env, 'DEMO_APP', true),
     portal: onOff(env, 'PORTAL', true),
     portalSignup: oneOf(env, 'PORTAL_SIGNUP', 'invite', ['open', 'invite']) as PortalSignup,

@@ -81,6 +81,8 @@ export interface TesseraOptions {
   onWarning?: (message: string, error: unknown) => void;
   /** Told what to count for Prometheus (METRICS_PORT); nothing by default. */
   metrics?: Metrics;
+  /** What the caches of apps and tokens may take in all (CACHE_MEMORY_MB); `DEFAULT_CACHE_MEMORY_MB` by default. */
+  cacheMemoryMb?: number;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
@@ -90,7 +92,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const metrics = options.metrics ?? NO_METRICS;
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
   const events = new EventLog(store.events, clock, warn, metrics);
-  const checking = createTokenChecking(store, { clock, events, metrics });
+  const checking = createTokenChecking(store, { clock, events, metrics, cacheMemoryMb: options.cacheMemoryMb });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
     isServiceUnavailable(error)

@@ -1,4 +1,5 @@
 import { AppCache } from './apps/cache.js';
+import { cacheBudget, DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { Authenticator } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
 import type { EventLog } from './events/log.js';
@@ -25,8 +26,8 @@ export interface TokenCheckingOptions {
   clock: Clock;
   /** Where refused tokens are recorded; absent in other services, which record nothing. */
   events?: EventLog;
-  cachedApps?: number;
-  cachedTokens?: number;
+  /** What the caches may take, in all (CACHE_MEMORY_MB; `DEFAULT_CACHE_MEMORY_MB` by default). */
+  cacheMemoryMb?: number;
   /** Counts the caches' hits and misses (METRICS_PORT); nothing by default. */
   metrics?: Metrics;
 }
@@ -38,16 +39,27 @@ export interface TokenCheckingOptions {
  */
 export function createTokenChecking(store: Store, options: TokenCheckingOptions): TokenChecking {
   const metrics = options.metrics ?? NO_METRICS;
-  const apps = new AppCache(store.apps, options.cachedApps, metrics.cacheLookups('apps'));
-  const revoked = new RevokedTokens(store.revokedTokens, options.clock, metrics.cacheLookups('revoked_tokens'));
+  const budget = cacheBudget(options.cacheMemoryMb ?? DEFAULT_CACHE_MEMORY_MB);
+  const { clock } = options;
+  const apps = new AppCache(store.apps, {
+    maxBytes: budget.apps,
+    absentBytes: budget.absentApps,
+    clock,
+    lookups: metrics.cacheLookups('apps'),
+  });
+  const revoked = new RevokedTokens(store.revokedTokens, clock, metrics.cacheLookups('revoked_tokens'));
   const anonymous = new AnonymousTokens(
     new Keyring(store.keys),
     revoked,
-    options.clock,
-    options.cachedTokens,
+    clock,
+    budget.anonymousTokens,
     metrics.cacheLookups('anonymous_tokens'),
   );
-  const tokens = new TokenChecker(store.tokens, anonymous, options.clock, options.cachedTokens, metrics.cacheLookups('admin_tokens'));
+  const tokens = new TokenChecker(store.tokens, anonymous, clock, {
+    maxBytes: budget.storedTokens,
+    absentBytes: budget.absentTokens,
+    lookups: metrics.cacheLookups('admin_tokens'),
+  });
   const forget = (appId?: string) => {
     apps.invalidate(appId);
     tokens.forgetAll();

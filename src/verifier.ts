@@ -13,16 +13,14 @@ export type { AuthenticationRequest, RequestAuthenticator } from './auth/authent
 export interface TesseraVerifierOptions {
   /** The store Tessera runs on: its `DATABASE_URL` (a SQLite file or `postgres://…`). */
   databaseUrl: string;
-  /** How many tokens to keep in memory (default 100,000); each takes a few hundred bytes. */
-  cachedTokens?: number;
-  /** How many apps to keep in memory (default 10,000). */
-  cachedApps?: number;
+  /** What the caches of apps and tokens may take in all, in MiB (default 256; Tessera's CACHE_MEMORY_MB). */
+  cacheMemoryMb?: number;
   postgres?: PostgresStoreOptions;
 }
 
 /**
  * Checks requests for another service of the backend, against Tessera's own store, exactly as
- * Tessera does. Apps and tokens are kept in bounded caches that the store's change signal empties
+ * Tessera does. Apps and tokens are kept in caches sized by memory that the store's change signal empties
  * (within 250 ms with SQLite, at once with PostgreSQL), so a revoked token, a deleted app or a
  * changed configuration is honoured within a second.
  */
@@ -33,8 +31,7 @@ export class TesseraVerifier implements RequestAuthenticator {
     private readonly store: Store,
     options: TesseraVerifierOptions,
   ) {
-    const { cachedApps, cachedTokens } = options;
-    this.#authenticator = createTokenChecking(store, { clock: systemClock, cachedApps, cachedTokens }).authenticator;
+    this.#authenticator = createTokenChecking(store, { clock: systemClock, cacheMemoryMb: options.cacheMemoryMb }).authenticator;
   }
 
   static async open(options: TesseraVerifierOptions): Promise<TesseraVerifier> {

@@ -9,8 +9,9 @@ import { fileURLToPath } from 'node:url';
 /**
  * `npm test`: every test file, and the HTTP tests (tests/http/) again on PostgreSQL. Files that own
  * their store and port (a fresh SQLite file or PostgreSQL database, a port the kernel picks, a Redis
- * key prefix of their own) run in parallel. Then, one at a time, the files that must have the
- * machine to themselves: they spawn servers and kill them (-9), restart PostgreSQL for everyone
+ * key prefix of their own) run in parallel. Then two at a time the files that time nothing but take
+ * a core or more (Chromium, thousands of requests, npm install), and last, one at a time, the files
+ * that must have the machine to themselves: they restart PostgreSQL for everyone
  * (tests/cluster/outage), or time answers to within a fraction of a second, which files working
  * beside them would make late.
  *
@@ -19,25 +20,52 @@ import { fileURLToPath } from 'node:url';
  * passes are left out, as CI runs it on the Node lines other than the main one.
  */
 
-/** Folders and files (below tests/) run one at a time, after the others. */
+/**
+ * Folders and files (below tests/) run one at a time, after the others: they time answers, or act
+ * on the whole machine. Named by file where a folder also holds files that do neither (`HEAVY`).
+ */
 const SERIAL = [
-  'process/',
-  'crash/',
+  // Deadlines of a second and less: the CLI's changes seen by a running server, shutdown, the
+  // server on a pseudo-terminal, Prometheus scraping, connections cut while commands run.
+  'process/cli.test.js',
+  'process/logs.test.js',
+  'process/postgres-connection-loss.test.js',
+  'process/prometheus.test.js',
+  'process/shutdown.test.js',
+  'crash/terminate-connections.test.js',
+  // Restarts the machine's PostgreSQL for everyone (outage), instances timed against each other.
   'cluster/',
+  // nginx and PgBouncer of their own; 503s timed to PG_QUERY_TIMEOUT_MS.
   'proxy/',
   // A Patroni cluster of its own (etcd, two PostgreSQL, HAProxy) failed over under load: 503 windows timed.
   'ha/',
-  // npm pack and npm install, then the packaged server and CLI as processes.
-  'package/',
   // A revoked token refused within 1 s, an expired one within 250 ms.
   'middleware/express.test.js',
   'middleware/fastify.test.js',
   // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
   'http/slow-clients.test.js',
-  // 20,000 tokens over HTTP per store: CPU that timed tests beside it would miss.
-  'storage/',
-  // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
+];
+
+/**
+ * Files that time nothing but take a core or more while they run, which a timed test beside them
+ * would miss: two at a time, between the parallel pass and the serial one.
+ */
+const HEAVY = [
+  // Chromium: hundreds of MB and a core while it starts.
   'browser/',
+  // 20,000 tokens over HTTP per store.
+  'storage/',
+  // npm pack and npm install, then the packaged server and CLI as processes.
+  'package/',
+  // Servers killed (-9) under load, and restarted; each step of an operator's change failed in turn.
+  'crash/crash.test.js',
+  'crash/operator-audit.test.js',
+  // The CLI's commands as processes, each on its own store: copies, backups, accounts, secrets.
+  'process/alert-rules.test.js',
+  'process/developers-cli.test.js',
+  'process/leaks.test.js',
+  'process/store-backup.test.js',
+  'process/store-copy.test.js',
 ];
 
 /** The HTTP tests, which run on each store. */
@@ -64,6 +92,7 @@ const under = (file: string) => relative(TESTS, file).split('\\').join('/');
 /** `entry` is a folder (ending in '/') that holds the file, or the file itself. */
 const names = (entry: string, file: string) => (entry.endsWith('/') ? under(file).startsWith(entry) : under(file) === entry);
 const isSerial = (file: string) => SERIAL.some((entry) => names(entry, file));
+const isHeavy = (file: string) => HEAVY.some((entry) => names(entry, file));
 
 interface Pass {
   name: string;
@@ -119,22 +148,28 @@ async function runPass(pass: Pass): Promise<Outcome> {
 
 async function main(): Promise<void> {
   const every = testFiles(TESTS);
-  const unmatched = SERIAL.filter((entry) => !every.some((file) => names(entry, file)));
+  const unmatched = [...SERIAL, ...HEAVY].filter((entry) => !every.some((file) => names(entry, file)));
   if (unmatched.length > 0) throw new Error(`tests/run.ts names what is not there (renamed?): ${unmatched.join(', ')}`);
   const args = process.argv.slice(2);
   // The PostgreSQL passes run the same HTTP tests again on the other store: what they add does not
   // depend on the Node.js line, so the other lines' fast suites leave them to the main one.
   const sqliteOnly = args.includes('--sqlite-only');
-  const folders = args.filter((arg) => arg !== '--sqlite-only').map((folder) => (folder.endsWith('/') ? folder : `${folder}/`));
+  // A folder (`http/`), or one file (`http/token-endpoint.test.js`).
+  const folders = args
+    .filter((arg) => arg !== '--sqlite-only')
+    .map((folder) => (folder.endsWith('/') || folder.endsWith('.test.js') ? folder : `${folder}/`));
   const absent = folders.filter((folder) => !every.some((file) => names(folder, file)));
   if (absent.length > 0) throw new Error(`No test files below tests/${absent.join(', tests/')}`);
   const all = folders.length === 0 ? every : every.filter((file) => folders.some((folder) => names(folder, file)));
-  const parallel = all.filter((file) => !isSerial(file));
+  const parallel = all.filter((file) => !isSerial(file) && !isHeavy(file));
+  const heavy = all.filter(isHeavy);
   const serial = all.filter(isSerial);
   const onEachStore = (files: string[]) => files.filter((file) => under(file).startsWith(ON_EACH_STORE));
   const storePasses: Pass[] = [
     { name: 'in parallel', files: parallel, concurrency: CONCURRENCY, store: 'sqlite' },
     { name: 'HTTP on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
+    { name: 'two at a time', files: heavy, concurrency: 2, store: 'sqlite' },
+    { name: 'HTTP on PostgreSQL, two at a time', files: onEachStore(heavy), concurrency: 2, store: 'postgres' },
     { name: 'one at a time', files: serial, concurrency: 1, store: 'sqlite' },
     { name: 'HTTP on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
   ];

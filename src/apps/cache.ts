@@ -1,24 +1,52 @@
-import { BoundedCache } from '../bounded-cache.js';
-import { andThen, type MaybePromise } from '../maybe-promise.js';
+import { LRUCache } from 'lru-cache';
+import { AbsentKeys } from '../cache/absent-keys.js';
+import type { Clock } from '../clock.js';
 import { appNotFound } from '../error-catalogue.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
 import type { AppStore } from './store.js';
 
+/** What a cached app with a short name and no origins takes (measured: about 1,250 bytes). */
+const APP_ENTRY_BYTES = 1_300;
+
+/** What one cached app takes: more for a long name and many origins. */
+export function appEntryBytes(app: AppRecord): number {
+  // Characters count twice: a name beyond latin1 is stored two bytes a character.
+  let bytes = APP_ENTRY_BYTES + 2 * app.name.length;
+  for (const origin of app.configuration.allowedOrigins) bytes += 40 + 2 * origin.length;
+  return bytes;
+}
+
+export interface AppCacheOptions {
+  /** Bytes the apps may take (`CacheBudget.apps`); the least recently used go first. */
+  maxBytes: number;
+  /** Bytes for the AppIDs the store did not have, remembered for a short while. */
+  absentBytes: number;
+  /** What those AppIDs' ages are read from. */
+  clock: Clock;
+  lookups?: CacheLookups;
+}
+
 /**
- * Apps are read on every request, and change rarely. The cache keeps them in memory and is emptied
- * by the store's change signal (see `Store.onChange`), which arrives within a second of a change
- * made by any process, so a rotated secret or a deleted app stops working within that second.
+ * Apps are read on every request, and change rarely. The cache keeps every app that fits its
+ * budget in memory, and the store's change signal (see `Store.onChange`) drops what changed: it
+ * arrives within a second of a change made by any process, so a rotated secret or a deleted app
+ * stops working within that second. An AppID the store did not have is remembered as absent for a
+ * while, and forgotten when the signal names it.
  */
 export class AppCache {
-  readonly #apps: BoundedCache<string, AppRecord>;
+  readonly #apps: LRUCache<string, AppRecord>;
+  readonly #absent: AbsentKeys;
+  readonly #lookups: CacheLookups;
 
   constructor(
     private readonly store: AppStore,
-    maxEntries = 10_000,
-    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
+    options: AppCacheOptions,
   ) {
-    this.#apps = new BoundedCache(maxEntries);
+    this.#apps = new LRUCache<string, AppRecord>({ maxSize: options.maxBytes, sizeCalculation: appEntryBytes });
+    this.#absent = new AbsentKeys(options.absentBytes, options.clock);
+    this.#lookups = options.lookups ?? NO_CACHE_LOOKUPS;
   }
 
   /**
@@ -33,24 +61,22 @@ export class AppCache {
    */
   readonly #reading = new Map<string, { generation: number; read: Promise<AppRecord | undefined> }>();
 
-  /** The app from memory, or a promise of it from the store. */
+  /** The app from memory, or from the store: at once on SQLite, a promise of it on PostgreSQL. */
   get(appId: string): MaybePromise<AppRecord | undefined> {
     const cached = this.#apps.get(appId);
-    if (cached !== undefined) {
-      this.lookups.hit();
+    if (cached !== undefined || this.#absent.has(appId)) {
+      this.#lookups.hit();
       return cached;
     }
-    this.lookups.miss();
+    this.#lookups.miss();
     const generation = this.#generation;
     const reading = this.#reading.get(appId);
     // Only a read begun since the last invalidation may be shared: an older one may miss a change.
     if (reading !== undefined && reading.generation === generation) return reading.read;
-    const read = this.store
-      .findById(appId)
-      .then((app) => {
-        if (app !== undefined && generation === this.#generation) this.#apps.set(appId, app);
-        return app;
-      })
+    const found = this.store.findById(appId);
+    if (!(found instanceof Promise)) return this.#remember(appId, found, generation);
+    const read = found
+      .then((app) => this.#remember(appId, app, generation))
       .finally(() => {
         if (this.#reading.get(appId)?.read === read) this.#reading.delete(appId);
       });
@@ -67,10 +93,23 @@ export class AppCache {
     });
   }
 
-  /** Forgets one app, or every app when no id is given. */
+  /** Forgets one app, or every app when no id is given (and what was absent: it may have appeared). */
   invalidate(appId?: string): void {
     this.#generation++;
-    if (appId === undefined) this.#apps.clear();
-    else this.#apps.delete(appId);
+    if (appId === undefined) {
+      this.#apps.clear();
+      this.#absent.clear();
+    } else {
+      this.#apps.delete(appId);
+      this.#absent.delete(appId);
+    }
+  }
+
+  /** Keeps what a read found, unless the cache was emptied during the read (the record may predate that change). */
+  #remember(appId: string, app: AppRecord | undefined, generation: number): AppRecord | undefined {
+    if (generation !== this.#generation) return app;
+    if (app === undefined) this.#absent.add(appId);
+    else this.#apps.set(appId, app);
+    return app;
   }
 }

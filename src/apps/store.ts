@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../maybe-promise.js';
 import type { NewDeveloperEvent } from '../developers/events.js';
 import type { AppRole } from '../developers/roles.js';
 import type { AuditOf } from '../events/event.js';
@@ -50,7 +51,8 @@ export interface AppStore {
    * as `insert`.
    */
   insertOwned(app: AppRecord, owner: NewAppOwner, audit: AuditOf<void>): Promise<OwnedAppInsertion | undefined>;
-  findById(appId: string): Promise<AppRecord | undefined>;
+  /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
+  findById(appId: string): MaybePromise<AppRecord | undefined>;
   /** Oldest first. */
   list(): Promise<AppRecord[]>;
   count(): Promise<number>;

@@ -32,6 +32,7 @@ export async function serve(config: Config): Promise<void> {
     rateLimits: config.rateLimits,
     housekeeping: config.housekeeping,
     revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
+    cacheMemoryMb: config.cacheMemoryMb,
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),

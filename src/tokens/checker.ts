@@ -1,7 +1,8 @@
 import type { AppRecord } from '../apps/app.js';
-import { BoundedCache } from '../bounded-cache.js';
+import { LRUCache } from 'lru-cache';
+import { AbsentKeys } from '../cache/absent-keys.js';
 import type { Clock } from '../clock.js';
-import { digestsEqual, sha256 } from '../crypto.js';
+import { bytesEqualLatin1, digestsEqual, sha256 } from '../crypto.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
@@ -28,9 +29,12 @@ export interface ActiveToken {
 /** What a check needs of a stored token. */
 export type TokenFacts = Pick<TokenRecord, 'appId' | 'kind' | 'issuedAt' | 'expiresAt'>;
 
-/** A token checked before, with its verifier (never its hash: the comparison needs no hashing then). */
+/** What a cached token takes: selector, facts, verifier (measured: about 280 bytes). */
+const CACHED_TOKEN_BYTES = 300;
+
+/** A token checked before, with its verifier as latin1 (never its hash: the comparison needs no hashing then). */
 interface CachedToken extends TokenFacts {
-  verifier: Buffer;
+  verifier: string;
 }
 
 /** A presented token that matches a stored one: its selector, and what the store says of it. */
@@ -39,6 +43,14 @@ export interface MatchedToken {
   key: string;
   selector: Buffer;
   facts: TokenFacts;
+}
+
+export interface TokenCheckerOptions {
+  /** Bytes the tokens verified before may take (`CacheBudget.storedTokens`); the least recently used go first. */
+  maxBytes: number;
+  /** Bytes for the selectors the store did not have, remembered for a short while. */
+  absentBytes: number;
+  lookups?: CacheLookups;
 }
 
 /**
@@ -55,7 +67,10 @@ export class TokenChecker {
    * The verifier is kept in memory only, like the token in a request; the store holds its hash.
    * `forgetAll` empties the cache when the store signals a change made elsewhere.
    */
-  readonly #cache: BoundedCache<string, CachedToken>;
+  readonly #cache: LRUCache<string, CachedToken>;
+  /** Selectors the store did not have (made up, or of a token removed), for a short while. */
+  readonly #absent: AbsentKeys;
+  readonly #lookups: CacheLookups;
   /** Counts what was forgotten, so that a read begun before does not refill the cache. */
   #generation = 0;
 
@@ -63,10 +78,11 @@ export class TokenChecker {
     private readonly tokens: TokenStore,
     private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
-    cachedTokens = 100_000,
-    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
+    options: TokenCheckerOptions,
   ) {
-    this.#cache = new BoundedCache(cachedTokens);
+    this.#cache = new LRUCache<string, CachedToken>({ maxSize: options.maxBytes, sizeCalculation: () => CACHED_TOKEN_BYTES });
+    this.#absent = new AbsentKeys(options.absentBytes, clock);
+    this.#lookups = options.lookups ?? NO_CACHE_LOOKUPS;
   }
 
   /**
@@ -131,35 +147,41 @@ export class TokenChecker {
     this.#cache.delete(key);
   }
 
-  /** Forgets every cached token (after a change made elsewhere: a revocation, a deleted app). */
+  /** Forgets every cached token (after a change made elsewhere: a revocation, a deleted app), and every absent one. */
   forgetAll(): void {
     this.#generation++;
     this.#cache.clear();
+    this.#absent.clear();
   }
 
   /** What is stored of a presented token whose verifier matches (of any app, expired or not), or undefined. */
   #find(presented: PresentedAccessToken, key: string): MaybePromise<TokenFacts | undefined> {
     const cached = this.#cache.get(key);
-    if (cached === undefined) {
-      this.lookups.miss();
-      return this.#read(presented, key);
+    if (cached !== undefined) {
+      this.#lookups.hit();
+      return bytesEqualLatin1(presented.verifier, cached.verifier) ? cached : undefined;
     }
-    this.lookups.hit();
-    return digestsEqual(presented.verifier, cached.verifier) ? cached : undefined;
+    if (this.#absent.has(key)) {
+      this.#lookups.hit();
+      return undefined;
+    }
+    this.#lookups.miss();
+    const generation = this.#generation;
+    return andThen(this.tokens.findBySelector(presented.selector), (stored) => this.#remember(presented, key, stored, generation));
   }
 
-  /** `#find` from the store; caches what it finds. */
-  async #read(presented: PresentedAccessToken, key: string): Promise<TokenFacts | undefined> {
-    const generation = this.#generation;
-    const stored = await this.tokens.findBySelector(presented.selector);
-    if (stored === undefined || !digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
-    // Not if the cache was emptied during the read: the record may predate that change.
+  /** What a read of the store found for a presented token; kept unless the cache was emptied during the read (the record may predate that change). */
+  #remember(presented: PresentedAccessToken, key: string, stored: TokenRecord | undefined, generation: number): TokenFacts | undefined {
+    if (stored === undefined) {
+      if (generation === this.#generation) this.#absent.add(key);
+      return undefined;
+    }
+    if (!digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
     if (generation === this.#generation) {
       const { appId, kind, issuedAt, expiresAt } = stored;
-      // A copy outside Node's shared buffer pool: `presented.verifier` is a view into an 8 KiB slab,
-      // and keeping it would keep the whole slab alive (about 80 MB per 10⁵ cached tokens).
-      const verifier = Buffer.allocUnsafeSlow(presented.verifier.length);
-      presented.verifier.copy(verifier);
+      // A string of its own, not `presented.verifier`: a view into an 8 KiB slab of Node's buffer
+      // pool, which keeping would keep alive (about 80 MB per 10⁵ cached tokens).
+      const verifier = presented.verifier.toString('latin1');
       this.#cache.set(key, { appId, kind, issuedAt, expiresAt, verifier });
     }
     return stored;

@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../maybe-promise.js';
 import type { RevocationKind } from '../apps/revoke-all.js';
 import type { AuditOf } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
@@ -18,7 +19,8 @@ export interface TokenRecord {
 export interface TokenStore {
   /** Resolves once the token is durable: a 200 is never answered for a token a crash could lose. */
   insert(token: TokenRecord): Promise<void>;
-  findBySelector(selector: Buffer): Promise<TokenRecord | undefined>;
+  /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
+  findBySelector(selector: Buffer): MaybePromise<TokenRecord | undefined>;
   /** Removes one token; false if there was none. */
   delete(selector: Buffer): Promise<boolean>;
   /**

@@ -216,6 +216,34 @@ describe('metrics of requests', () => {
   });
 });
 
+describe('strangers', () => {
+  const reads = (scraped: Scrape, operation: string) => scraped.value('tessera_store_operation_duration_seconds_count', { operation });
+  const send200 = (send: () => Promise<{ status: number }>, status: number) =>
+    Promise.all(
+      Array.from({ length: 200 }, async () => {
+        assert.equal((await send()).status, status);
+      }),
+    );
+
+  it('cost one read of the store for a made-up AppID, however often it comes, not one a request', async () => {
+    const madeUp = randomBytes(8).toString('hex');
+    const send = () => whoami(`${server.baseUrl}/api/apps/${madeUp}`, basic(madeUp));
+    const before = await scrape(metricsUrl);
+    assert.equal((await send()).status, 404);
+    await send200(send, 404);
+    assert.equal(reads(await scrape(metricsUrl), 'apps.findById') - reads(before, 'apps.findById'), 1);
+  });
+
+  it('cost one read of the store for a made-up token, however often it comes', async () => {
+    const madeUp = randomBytes(32).toString('base64url');
+    const send = () => whoami(server.appUrl, bearer(madeUp));
+    const before = await scrape(metricsUrl);
+    assert.equal((await send()).status, 401);
+    await send200(send, 401);
+    assert.equal(reads(await scrape(metricsUrl), 'tokens.findBySelector') - reads(before, 'tokens.findBySelector'), 1);
+  });
+});
+
 describe('the metrics listener', () => {
   it('is not the API listener, and the API has no /metrics', async () => {
     assert.notEqual(new URL(metricsUrl).port, new URL(server.baseUrl).port);

@@ -109,7 +109,7 @@ describe('PostgreSQL store specifics', () => {
     try {
       await store.apps.count();
       await proxy.cut();
-      for (const operation of [() => store.apps.findById('0123456789abcdef'), () => store.apps.count(), () => store.ping()]) {
+      for (const operation of [async () => store.apps.findById('0123456789abcdef'), () => store.apps.count(), () => store.ping()]) {
         const started = Date.now();
         await assert.rejects(operation(), (error: { code?: string; status?: number; details?: { retryAfterSeconds?: number } }) => {
           assert.equal(error.code, 'SERVICE_UNAVAILABLE');

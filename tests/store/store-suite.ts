@@ -77,6 +77,16 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.apps.findById(''), undefined);
       });
 
+      it('finds each of many apps asked for at once, and none that is not there (one statement a turn on PostgreSQL)', async () => {
+        const apps = Array.from({ length: 30 }, () => makeApp());
+        for (const app of apps) await store.apps.insert(app);
+        const unknown = Array.from({ length: 30 }, () => randomBytes(8).toString('hex'));
+        const found = await Promise.all(
+          [...apps.map((app) => app.appId), ...unknown, apps[0]!.appId].map((appId) => store.apps.findById(appId)),
+        );
+        assert.deepEqual(found, [...apps, ...unknown.map(() => undefined), apps[0]]);
+      });
+
       it('round-trips the ClientSecret hash as equal bytes, a Buffer', async () => {
         // Zero bytes, high bytes and a trailing zero are where text conversions go wrong.
         const hash = Buffer.from([0, 255, 0, 128, ...randomBytes(24), 0x80, 0xff, 0, 0]);
@@ -533,6 +543,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.tokens.findBySelector(token.selector.subarray(0, 15)), undefined);
         assert.equal(await store.tokens.findBySelector(randomBytes(16)), undefined);
         assert.equal(await store.tokens.findBySelector(Buffer.alloc(0)), undefined);
+      });
+
+      it('finds each of many tokens asked for at once, and none that is not there', async () => {
+        const tokens = Array.from({ length: 30 }, (_, index) => makeToken(app.appId, { kind: index % 2 === 0 ? 'admin' : 'anonymous' }));
+        for (const token of tokens) await store.tokens.insert(token);
+        const selectors = [...tokens.map((token) => Buffer.from(token.selector)), randomBytes(16), tokens[0]!.selector.subarray(0, 15)];
+        const found = await Promise.all(selectors.map((selector) => store.tokens.findBySelector(selector)));
+        assert.deepEqual(found, [...tokens, undefined, undefined]);
       });
 
       it('stores every one of many tokens inserted at once', async () => {

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       forwardAuthAdminPaths: [],
       trustedProxies: [],
       revokedTokensMaxPerApp: 100_000,
+      cacheMemoryMb: 512,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
       publicUrl: undefined,
       metrics: undefined,
@@ -86,6 +87,7 @@ describe('loadConfig', () => {
       HTTP_REQUEST_TIMEOUT_MS: '3000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
       REVOKED_TOKENS_MAX_PER_APP: '500',
+      CACHE_MEMORY_MB: '64',
       PUBLIC_URL: ' https://Tokens.Example.com/ ',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
@@ -119,6 +121,7 @@ describe('loadConfig', () => {
       trustedProxies: ['10.0.0.0/8', '192.168.1.7', 'loopback', '::1', 'fd00::/8'],
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
       revokedTokensMaxPerApp: 500,
+      cacheMemoryMb: 64,
       publicUrl: 'https://tokens.example.com',
       metrics: { host: '10.0.0.5', port: 9464 },
     });

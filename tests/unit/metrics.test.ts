@@ -77,7 +77,7 @@ describe('instrumentStore', () => {
     assert.deepEqual([...byName.keys()].sort(), ['apps.count', 'apps.findById', 'apps.sync']);
     assert.equal(await store.apps.count(), 3);
     assert.equal(await store.apps.findById('x'), undefined);
-    await assert.rejects(store.apps.findById('broken'), /unreachable/);
+    await assert.rejects(async () => store.apps.findById('broken'), /unreachable/);
     assert.equal((store.apps as unknown as { sync(): string }).sync(), 'now');
     assert.equal(byName.get('apps.count')!.durations.count, 1);
     assert.equal(byName.get('apps.findById')!.durations.count, 1);

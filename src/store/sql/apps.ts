@@ -1,4 +1,6 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { andThen } from '../../maybe-promise.js';
+import { BatchedReads } from '../batched-reads.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { insertDeveloperEvents } from './developer-events.js';
@@ -7,7 +9,7 @@ import { deleteEventsOfApp, insertEvents } from './events.js';
 import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import { withRowLock, type SqlRunner } from './runner.js';
-import { jsonColumn } from './rows.js';
+import { bytesColumn, jsonColumn } from './rows.js';
 import { deleteTokensOfApp } from './tokens.js';
 
 interface AppRow {
@@ -28,6 +30,14 @@ const APP_COLUMNS = `app_id, name, app_key, client_id, client_secret_hash, admin
                      previous_secret_hash, previous_secret_valid_until`;
 
 export function sqlAppStore(db: SqlRunner): AppStore {
+  const findOne = (appId: string) =>
+    andThen(db.get<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, { appId }), (row) => row && toApp(row));
+  const batched = new BatchedReads<string, AppRecord>({
+    readMany: async (appIds) =>
+      (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = ANY(:appIds)`, { appIds })).map(toApp),
+    keyOf: (appId) => appId,
+    keyOfValue: (app) => app.appId,
+  });
   return {
     async insert(app) {
       await conflictOr(() => insertApp(db, app));
@@ -65,10 +75,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         }),
       );
     },
-    async findById(appId) {
-      const row = await db.get<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, { appId });
-      return row === undefined ? undefined : toApp(row);
-    },
+    findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
     async list() {
       return (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps ORDER BY created_at, app_id`)).map(toApp);
     },
@@ -161,7 +168,7 @@ function toApp(row: AppRow): AppRecord {
     name: row.name,
     appKey: row.app_key,
     clientId: row.client_id,
-    clientSecretHash: Buffer.from(row.client_secret_hash),
+    clientSecretHash: bytesColumn(row.client_secret_hash),
     adminId: row.admin_id,
     createdAt: row.created_at,
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...jsonColumn<Partial<AppConfiguration>>(row.configuration) },
@@ -169,6 +176,6 @@ function toApp(row: AppRow): AppRecord {
     previousSecret:
       row.previous_secret_hash === null || row.previous_secret_valid_until === null
         ? null
-        : { hash: Buffer.from(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
+        : { hash: bytesColumn(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
   };
 }

@@ -2,6 +2,8 @@ import { isServiceUnavailable } from '../../error-catalogue.js';
 import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
+import { andThen } from '../../maybe-promise.js';
+import { BatchedReads } from '../batched-reads.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { batchInsert } from './batch.js';
 import { insertEvents } from './events.js';
@@ -9,6 +11,7 @@ import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
 
 interface TokenRow {
+  selector: Buffer;
   verifier_hash: Buffer;
   app_id: string;
   kind: PrincipalKind;
@@ -24,6 +27,17 @@ const insertTokenBatch = batchInsert('tokens', [
   ['issued_at', 'bigint'],
   ['expires_at', 'bigint'],
 ]);
+
+function toToken(row: TokenRow): TokenRecord {
+  return {
+    selector: Buffer.from(row.selector),
+    verifierHash: Buffer.from(row.verifier_hash),
+    appId: row.app_id,
+    kind: row.kind,
+    issuedAt: row.issued_at,
+    expiresAt: row.expires_at,
+  };
+}
 
 /** Removes the app's tokens, or those of one kind, in the caller's transaction; returns how many. */
 export async function deleteTokensOfApp(tx: SqlRunner, appId: string, kind: RevocationKind): Promise<number> {
@@ -59,27 +73,30 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
     maxInFlight,
   });
 
+  const findOne = (selector: Buffer) =>
+    andThen(
+      db.get<TokenRow>('SELECT selector, verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector', {
+        selector,
+      }),
+      (row) => row && toToken(row),
+    );
+  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
+    readMany: async (selectors) =>
+      (
+        await db.all<TokenRow>(
+          'SELECT selector, verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = ANY(:selectors)',
+          { selectors },
+        )
+      ).map(toToken),
+    keyOf: (selector) => selector.toString('latin1'),
+    keyOfValue: (token) => token.selector.toString('latin1'),
+  });
+
   const store: TokenStore = {
     insert(token) {
       return tokenWriter.add(token);
     },
-    async findBySelector(selector) {
-      const row = await db.get<TokenRow>(
-        'SELECT verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector',
-        {
-          selector,
-        },
-      );
-      if (row === undefined) return undefined;
-      return {
-        selector,
-        verifierHash: Buffer.from(row.verifier_hash),
-        appId: row.app_id,
-        kind: row.kind,
-        issuedAt: row.issued_at,
-        expiresAt: row.expires_at,
-      };
-    },
+    findBySelector: db.dialect === 'postgres' ? (selector) => batchedReads.read(selector) : findOne,
     async delete(selector) {
       return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0;
     },
