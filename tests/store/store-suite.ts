@@ -82,7 +82,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         for (const app of apps) await store.apps.insert(app);
         const unknown = Array.from({ length: 30 }, () => randomBytes(8).toString('hex'));
         const found = await Promise.all(
-          [...apps.map((app) => app.appId), ...unknown, apps[0]!.appId].map((appId) => store.apps.findById(appId)),
+          [...apps.map((app) => app.appId), ...unknown, apps[0]!.appId].map(async (appId) => store.apps.findById(appId)),
         );
         assert.deepEqual(found, [...apps, ...unknown.map(() => undefined), apps[0]]);
       });
@@ -549,7 +549,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const tokens = Array.from({ length: 30 }, (_, index) => makeToken(app.appId, { kind: index % 2 === 0 ? 'admin' : 'anonymous' }));
         for (const token of tokens) await store.tokens.insert(token);
         const selectors = [...tokens.map((token) => Buffer.from(token.selector)), randomBytes(16), tokens[0]!.selector.subarray(0, 15)];
-        const found = await Promise.all(selectors.map((selector) => store.tokens.findBySelector(selector)));
+        const found = await Promise.all(selectors.map(async (selector) => store.tokens.findBySelector(selector)));
         assert.deepEqual(found, [...tokens, undefined, undefined]);
       });
 

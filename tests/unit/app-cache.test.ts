@@ -132,14 +132,14 @@ describe('AppCache', () => {
     const cache = new AppCache(store, { ...OPTIONS, maxBytes: budget });
     const [first] = apps;
     for (const app of apps) {
-      cache.get(app.appId);
-      cache.get(first!.appId);
+      void cache.get(app.appId);
+      void cache.get(first!.appId);
     }
     const reads = store.reads;
     assert.deepEqual(cache.get(first!.appId), first, 'the one used all along is still there');
     assert.deepEqual(cache.get(apps[99]!.appId), apps[99]);
     assert.equal(store.reads, reads, 'both from memory');
-    cache.get(apps[50]!.appId);
+    void cache.get(apps[50]!.appId);
     assert.equal(store.reads, reads + 1, 'one long unused is gone');
   });
 
