@@ -7,7 +7,7 @@ import { spec, tap } from 'node:test/reporters';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `npm test`: every test file, and the HTTP tests (tests/http/) again on PostgreSQL. Files that own
+ * `npm test`: every test file, and the HTTP and CLI tests (tests/http/, tests/cli/) again on PostgreSQL. Files that own
  * their store and port (a fresh SQLite file or PostgreSQL database, a port the kernel picks, a Redis
  * key prefix of their own) run in parallel. Then, one at a time, the files that must have the
  * machine to themselves: they spawn servers and kill them (-9), restart PostgreSQL for everyone
@@ -40,8 +40,8 @@ const SERIAL = [
   'browser/',
 ];
 
-/** The HTTP tests, which run on each store. */
-const ON_EACH_STORE = 'http/';
+/** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */
+const ON_EACH_STORE = ['http/', 'cli/'];
 
 /** How many of the slowest files the summary names. */
 const SLOWEST_SHOWN = 15;
@@ -131,12 +131,12 @@ async function main(): Promise<void> {
   const all = folders.length === 0 ? every : every.filter((file) => folders.some((folder) => names(folder, file)));
   const parallel = all.filter((file) => !isSerial(file));
   const serial = all.filter(isSerial);
-  const onEachStore = (files: string[]) => files.filter((file) => under(file).startsWith(ON_EACH_STORE));
+  const onEachStore = (files: string[]) => files.filter((file) => ON_EACH_STORE.some((folder) => under(file).startsWith(folder)));
   const storePasses: Pass[] = [
     { name: 'in parallel', files: parallel, concurrency: CONCURRENCY, store: 'sqlite' },
-    { name: 'HTTP on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
+    { name: 'HTTP and CLI on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
     { name: 'one at a time', files: serial, concurrency: 1, store: 'sqlite' },
-    { name: 'HTTP on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
+    { name: 'HTTP and CLI on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
   ];
   const passes = sqliteOnly ? storePasses.filter((pass) => pass.store === 'sqlite') : storePasses;
   const failures: string[] = [];
