@@ -1,6 +1,7 @@
 import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
 import { AppEvents } from './apps/events.js';
+import { AppImports } from './apps/import.js';
 import { AppMembers } from './apps/members.js';
 import { OwnedApps } from './apps/owned-apps.js';
 import { AppService } from './apps/service.js';
@@ -56,6 +57,8 @@ export interface Tessera {
   readonly members: AppMembers;
   /** Apps created with an owner (the CLI's `apps create --owner`, the portal's new apps). */
   readonly ownedApps: OwnedApps;
+  /** Apps brought in with their keys, and written out in the same shape (`tessera apps import`, `apps export`). */
+  readonly appImports: AppImports;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
   /** What the services count for Prometheus (METRICS_PORT); `NO_METRICS` otherwise. */
@@ -140,6 +143,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,
     ownedApps: new OwnedApps(apps, developers, developerLimits),
+    appImports: new AppImports(store.apps, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
     metrics,
     async close() {

@@ -7,7 +7,7 @@ import { spec, tap } from 'node:test/reporters';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `npm test`: every test file, and the HTTP tests (tests/http/) again on PostgreSQL. Files that own
+ * `npm test`: every test file, and the HTTP and CLI tests (tests/http/, tests/cli/) again on PostgreSQL. Files that own
  * their store and port (a fresh SQLite file or PostgreSQL database, a port the kernel picks, a Redis
  * key prefix of their own) run in parallel. Then two at a time the files that time nothing but take
  * a core or more (Chromium, thousands of requests, npm install), and last, one at a time, the files
@@ -68,8 +68,8 @@ const HEAVY = [
   'process/store-copy.test.js',
 ];
 
-/** The HTTP tests, which run on each store. */
-const ON_EACH_STORE = 'http/';
+/** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */
+const ON_EACH_STORE = ['http/', 'cli/'];
 
 /** How many of the slowest files the summary names. */
 const SLOWEST_SHOWN = 15;
@@ -164,14 +164,14 @@ async function main(): Promise<void> {
   const parallel = all.filter((file) => !isSerial(file) && !isHeavy(file));
   const heavy = all.filter(isHeavy);
   const serial = all.filter(isSerial);
-  const onEachStore = (files: string[]) => files.filter((file) => under(file).startsWith(ON_EACH_STORE));
+  const onEachStore = (files: string[]) => files.filter((file) => ON_EACH_STORE.some((folder) => under(file).startsWith(folder)));
   const storePasses: Pass[] = [
     { name: 'in parallel', files: parallel, concurrency: CONCURRENCY, store: 'sqlite' },
-    { name: 'HTTP on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
+    { name: 'HTTP and CLI on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
     { name: 'two at a time', files: heavy, concurrency: 2, store: 'sqlite' },
-    { name: 'HTTP on PostgreSQL, two at a time', files: onEachStore(heavy), concurrency: 2, store: 'postgres' },
+    { name: 'HTTP and CLI on PostgreSQL, two at a time', files: onEachStore(heavy), concurrency: 2, store: 'postgres' },
     { name: 'one at a time', files: serial, concurrency: 1, store: 'sqlite' },
-    { name: 'HTTP on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
+    { name: 'HTTP and CLI on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
   ];
   const passes = sqliteOnly ? storePasses.filter((pass) => pass.store === 'sqlite') : storePasses;
   const failures: string[] = [];

@@ -40,6 +40,18 @@ export interface OwnedAppInsertion {
   ownedApps: number;
 }
 
+/** An app that `insertMany` writes, and its owner's developer id (null: none, the operator's alone). */
+export interface NewImportedApp {
+  app: AppRecord;
+  ownerId: string | null;
+}
+
+/** An app with its owner's email (null: none), as `listWithOwners` reads them. */
+export interface AppWithOwner {
+  app: AppRecord;
+  ownerEmail: string | null;
+}
+
 /** The apps' storage seam; one implementation per backend under `src/store/`. */
 export interface AppStore {
   /** Throws `AppConflictError` if the AppID or ClientID is taken. */
@@ -51,10 +63,21 @@ export interface AppStore {
    * as `insert`.
    */
   insertOwned(app: AppRecord, owner: NewAppOwner, audit: AuditOf<void>): Promise<OwnedAppInsertion | undefined>;
+  /**
+   * Inserts every app (an owned one with its owner's membership) and the events `audit` builds, in
+   * one transaction, many rows a statement: all of it, or nothing. Throws `AppConflictError` (and
+   * writes nothing) if an AppID or ClientID is taken; false (nothing written) if an owner does not
+   * exist or is disabled. No limit on how many apps an owner has (the operator's import).
+   */
+  insertMany(apps: readonly NewImportedApp[], audit: AuditOf<void>): Promise<boolean>;
+  /** Which of these AppIDs and which of these ClientIDs a stored app has. */
+  takenKeys(appIds: readonly string[], clientIds: readonly string[]): Promise<{ appIds: string[]; clientIds: string[] }>;
   /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
   findById(appId: string): MaybePromise<AppRecord | undefined>;
   /** Oldest first. */
   list(): Promise<AppRecord[]>;
+  /** Every app with its owner's email, oldest first. */
+  listWithOwners(): Promise<AppWithOwner[]>;
   count(): Promise<number>;
   /**
    * Replaces the ClientSecret hash, with `revokeAdminTokens` removes every admin token of the app,

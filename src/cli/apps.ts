@@ -1,11 +1,13 @@
+import { readFile, stat } from 'node:fs/promises';
 import type { AppDescription } from '../apps/app.js';
+import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportSummary } from '../apps/import.js';
 import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
 import { isTesseraError } from '../errors.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { CommandFailed, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
 export const APPS_FLAGS: FlagSpec = { name: true, owner: true, 'revoke-admin-tokens': false, grace: true };
@@ -92,9 +94,60 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       await tessera.apps.delete(id, OPERATOR);
       return out.result({ appId: id, deleted: true }, () => `Deleted app ${id} and all of its tokens.`);
     }
+    case 'import': {
+      const file = appId;
+      if (file === undefined || extra.length > 0) throw new UsageError('usage: tessera apps import FILE [--json]');
+      const started = performance.now();
+      const summary = await importFile(tessera, file);
+      const seconds = (performance.now() - started) / 1000;
+      return out.result(summary, () => describeImport(summary, file, seconds));
+    }
+    case 'export': {
+      if (appId !== undefined) throw new UsageError('usage: tessera apps export [--json]');
+      // JSON Lines either way: the shape `apps import` reads.
+      for (const app of await tessera.appImports.exportApps()) out.line(app, () => JSON.stringify(app));
+      return;
+    }
     default:
-      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|transfer|delete … [--json]');
+      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|transfer|delete|import|export … [--json]');
   }
+}
+
+/** `tessera apps import FILE`: the file read whole (it is checked whole before anything is written). */
+async function importFile(tessera: Tessera, file: string): Promise<ImportSummary> {
+  let bytes: Buffer;
+  try {
+    const { size } = await stat(file);
+    if (size > MAX_IMPORT_FILE_BYTES) {
+      throw new CommandFailed('invalid_request', `${file} is ${size} bytes: an import reads at most ${MAX_IMPORT_FILE_BYTES}; split it.`);
+    }
+    bytes = await readFile(file);
+  } catch (error) {
+    if (error instanceof CommandFailed) throw error;
+    throw new CommandFailed('FAILED', `Cannot read ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return await tessera.appImports.importApps(bytes, OPERATOR);
+  } catch (error) {
+    if (!(error instanceof ImportRefused)) throw error;
+    throw new CommandFailed('IMPORT_REFUSED', error.message, {
+      lines: error.problems.map((problem) => `line ${problem.line}: ${problem.message}`),
+      details: { lines: error.lines, problems: error.problems },
+    });
+  }
+}
+
+function describeImport(summary: ImportSummary, file: string, seconds: number): string[] {
+  const formats = [
+    ...(summary.establishedFormat > 0 ? [`${summary.establishedFormat} with the established service's 8-character AppIDs`] : []),
+    ...(summary.tesseraFormat > 0 ? [`${summary.tesseraFormat} with Tessera's 16-character AppIDs`] : []),
+  ];
+  return [
+    `Imported ${summary.imported} app(s) from ${file} in ${seconds.toFixed(1)} s, with the keys they had` +
+      (formats.length === 0 ? '.' : `: ${formats.join(', ')}.`),
+    `  ${summary.lines} line(s), ${summary.blankLines} blank; ${summary.owned} app(s) given an owner.`,
+    '  Their ClientSecrets are stored only as digests: `tessera apps export` writes every app without them.',
+  ];
 }
 
 function describeCreated(app: CreatedApp): string[] {

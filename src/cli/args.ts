@@ -2,6 +2,26 @@ import { parseArgs } from 'node:util';
 
 export class UsageError extends Error {}
 
+/**
+ * A command that failed (exit 1) with more to say than its message: `lines` printed before it, one
+ * per line, and `details` added to the JSON error object with `--json`.
+ */
+export class CommandFailed extends Error {
+  readonly lines: readonly string[];
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    readonly code: string,
+    message: string,
+    { lines = [], details = {} }: { lines?: readonly string[]; details?: Record<string, unknown> } = {},
+  ) {
+    super(message);
+    this.name = 'CommandFailed';
+    this.lines = lines;
+    this.details = details;
+  }
+}
+
 export interface ParsedCommand {
   positionals: string[];
   json: boolean;

@@ -7,7 +7,7 @@ import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
-import { parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { CommandFailed, parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
 import { KEYS_FLAGS, runKeysCommand } from './keys.js';
@@ -33,6 +33,12 @@ Usage:
                                              give an app to another developer; the previous owner
                                              is no longer a member (collaborators stay)
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
+  tessera apps import FILE [--json]          bring apps in with the keys they have: JSON Lines, one
+                                             {"name","appId","appKey","clientId","clientSecret"}
+                                             a line (optionally "owner": EMAIL, "configuration");
+                                             every line is checked first, then all or nothing
+  tessera apps export [--json]               every app as JSON Lines, the shape import reads,
+                                             without ClientSecrets (only their digests are kept)
   tessera developers create --email EMAIL [--password-stdin] [--json]
                                              create a developer account (the portal's users); with
                                              --password-stdin its password is read from standard
@@ -123,6 +129,10 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof UsageError) {
       out.error('USAGE', error.message);
       return 2;
+    }
+    if (error instanceof CommandFailed) {
+      out.error(error.code, error.message, error.details, error.lines);
+      return 1;
     }
     if (isTesseraError(error)) {
       out.error(error.code, error.message);

@@ -29,8 +29,13 @@ export class Output {
     this.stderr(this.json ? `${JSON.stringify({ warning: message })}\n` : `tessera: warning: ${printable(message)}\n`);
   }
 
-  error(code: string, message: string): void {
-    this.stderr(this.json ? `${JSON.stringify({ errorCode: code, message })}\n` : `tessera: ${printable(message)}\n`);
+  /** On stderr: one JSON object with `--json` (`details` added to it), else each of `lines` then the message. */
+  error(code: string, message: string, details: Readonly<Record<string, unknown>> = {}, lines: readonly string[] = []): void {
+    if (this.json) {
+      this.stderr(`${JSON.stringify({ errorCode: code, message, ...details })}\n`);
+      return;
+    }
+    this.stderr([...lines, message].map((line) => `tessera: ${printable(line)}\n`).join(''));
   }
 }
 

@@ -328,6 +328,8 @@ describe('tessera apps: the operator CLI, as a real process', () => {
         'apps show',
         'apps rotate-secret',
         'apps delete',
+        'apps import',
+        'apps export',
         'keys list',
         'keys rotate',
         'keys retire',

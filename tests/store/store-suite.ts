@@ -9,7 +9,7 @@ import type { EventCount } from '../../src/events/counts.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
-import { makeApp, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
+import { makeApp, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
 import { developerStoreSuite } from './developer-store-suite.js';
 
@@ -508,6 +508,60 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.delete(app.appId, () => []);
         await store.apps.insert(app);
         assert.deepEqual(await store.apps.findById(app.appId), app);
+      });
+
+      it('inserts many apps at once (an import), each as given, with its owner and the events built', async () => {
+        const owner = makeDeveloper();
+        await store.developers.accounts.insert(owner, null, () => ({}));
+        // More than one statement's batch of rows.
+        const apps = Array.from({ length: 2_500 }, (_, index) => makeApp(index % 3 === 0 ? { appId: randomBytes(4).toString('hex') } : {}));
+        const owned = apps.filter((_, index) => index % 2 === 0);
+        const written = await store.apps.insertMany(
+          apps.map((app, index) => ({ app, ownerId: index % 2 === 0 ? owner.id : null })),
+          () => owned.map((app) => makeEvent(app.appId, { type: 'app.owner_changed', principal: 'operator' })),
+        );
+        assert.equal(written, true);
+        assert.equal(await store.apps.count(), apps.length);
+        for (const app of [apps[0]!, apps[1]!, apps.at(-1)!]) assert.deepEqual(await store.apps.findById(app.appId), app);
+        const withOwners = await store.apps.listWithOwners();
+        assert.equal(withOwners.length, apps.length);
+        const ownerOf = new Map(withOwners.map(({ app, ownerEmail }) => [app.appId, ownerEmail]));
+        assert.equal(ownerOf.get(apps[0]!.appId), owner.email);
+        assert.equal(ownerOf.get(apps[1]!.appId), null);
+        assert.deepEqual(await store.developers.members.roleOf(apps[2]!.appId, owner.id), 'owner');
+        assert.equal((await store.events.list({ appId: apps[0]!.appId, limit: 10 })).length, 1);
+        assert.equal((await store.events.list({ appId: apps[1]!.appId, limit: 10 })).length, 0);
+
+        const other = makeApp();
+        assert.deepEqual(
+          await store.apps.takenKeys([apps[5]!.appId, other.appId, apps[7]!.clientId], [apps[6]!.clientId, other.clientId, apps[8]!.appId]),
+          { appIds: [apps[5]!.appId], clientIds: [apps[6]!.clientId] },
+        );
+      });
+
+      it('inserts none of many apps when one AppID or ClientID is taken, an owner is disabled or unknown, or the events cannot be written', async () => {
+        const taken = makeApp();
+        await store.apps.insert(taken);
+        const owner = makeDeveloper();
+        const disabled = makeDeveloper({ disabledAt: T0 });
+        await store.developers.accounts.insert(owner, null, () => ({}));
+        await store.developers.accounts.insert(disabled, null, () => ({}));
+        const many = () => Array.from({ length: 2_500 }, () => ({ app: makeApp(), ownerId: null as string | null }));
+
+        for (const clash of [{ appId: taken.appId }, { clientId: taken.clientId }]) {
+          const apps = many();
+          apps.push({ app: makeApp(clash), ownerId: null });
+          await assert.rejects(store.apps.insertMany(apps, noEvents), AppConflictError);
+        }
+        for (const ownerId of [disabled.id, 'no-such-developer']) {
+          const apps = many();
+          apps.push({ app: makeApp(), ownerId: owner.id }, { app: makeApp(), ownerId });
+          assert.equal(await store.apps.insertMany(apps, noEvents), false);
+        }
+        const apps = many();
+        await assert.rejects(store.apps.insertMany(apps, () => [unwritableEvent(apps[0]!.app.appId)]));
+        assert.equal(await store.apps.count(), 1);
+        assert.deepEqual(await store.developers.members.ofDeveloper(owner.id), []);
       });
     });
 

@@ -3,12 +3,13 @@ import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
+import { batchInsert } from './batch.js';
 import { insertDeveloperEvents } from './developer-events.js';
 import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
 import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
-import { withRowLock, type SqlRunner } from './runner.js';
+import { withRowLock, type SqlDialect, type SqlRunner } from './runner.js';
 import { bytesColumn, jsonColumn } from './rows.js';
 import { deleteTokensOfApp } from './tokens.js';
 
@@ -29,12 +30,53 @@ interface AppRow {
 const APP_COLUMNS = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
                      previous_secret_hash, previous_secret_valid_until`;
 
+const insertAppBatch = batchInsert('apps', [
+  ['app_id', 'text'],
+  ['name', 'text'],
+  ['app_key', 'text'],
+  ['client_id', 'text'],
+  ['client_secret_hash', 'bytes'],
+  ['admin_id', 'text'],
+  ['created_at', 'bigint'],
+  ['configuration', 'json'],
+]);
+
+const insertOwnerBatch = batchInsert('app_members', [
+  ['app_id', 'text'],
+  ['developer_id', 'text'],
+  ['role', 'text'],
+  ['added_at', 'bigint'],
+]);
+
+/** Rows a statement of `insertMany` and ids a lookup of `takenKeys`: each well under the statement timeout. */
+const BATCH_ROWS = 2_000;
+const LOOKUP_IDS = 10_000;
+
+/** `select` of the rows whose `column` is one of the ids of the parameter `:ids` (`idsParam`), and `rest`. */
+function selectAmong(select: string, column: string, rest = ''): { sqlite: string; postgres: string } {
+  return {
+    sqlite: `${select} WHERE ${column} IN (SELECT value FROM json_each(:ids)) ${rest}`,
+    postgres: `${select} WHERE ${column} = ANY(:ids::text[]) ${rest}`,
+  };
+}
+
+/** A list of ids as `selectAmong` reads it: a JSON array for SQLite, an array for PostgreSQL. */
+function idsParam(dialect: SqlDialect, ids: readonly string[]): { ids: unknown } {
+  return { ids: dialect === 'sqlite' ? JSON.stringify(ids) : ids };
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size));
+  return out;
+}
+
 export function sqlAppStore(db: SqlRunner): AppStore {
   const findOne = (appId: string) =>
     andThen(db.get<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, { appId }), (row) => row && toApp(row));
   const batched = new BatchedReads<string, AppRecord>({
     readMany: async (appIds) =>
-      (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = ANY(:appIds)`, { appIds })).map(toApp),
+      (await db.all<AppRow>(selectAmong(`SELECT ${APP_COLUMNS} FROM apps`, 'app_id'), idsParam(db.dialect, appIds))).map(toApp),
     keyOf: (appId) => appId,
     keyOfValue: (app) => app.appId,
   });
@@ -75,9 +117,62 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         }),
       );
     },
+    async insertMany(apps, audit) {
+      return conflictOr(() =>
+        db.transaction(async (tx) => {
+          // The owners are locked against a concurrent disabling until the memberships are written.
+          const ownerIds = [...new Set(apps.flatMap(({ ownerId }) => (ownerId === null ? [] : [ownerId])))];
+          for (const ids of chunks(ownerIds, LOOKUP_IDS)) {
+            const select = selectAmong('SELECT id FROM developers', 'id', 'AND disabled_at IS NULL');
+            const enabled = await tx.all<{ id: string }>(
+              { sqlite: select.sqlite, postgres: `${select.postgres} FOR SHARE` },
+              idsParam(tx.dialect, ids),
+            );
+            if (enabled.length !== ids.length) return false;
+          }
+          for (const batch of chunks(apps, BATCH_ROWS)) {
+            const rows = batch.map(({ app }) => [
+              app.appId,
+              app.name,
+              app.appKey,
+              app.clientId,
+              app.clientSecretHash,
+              app.adminId,
+              app.createdAt,
+              JSON.stringify(app.configuration),
+            ]);
+            await tx.run(insertAppBatch.statement, insertAppBatch.params(tx.dialect, rows));
+          }
+          const owned = apps.flatMap(({ app, ownerId }) => (ownerId === null ? [] : [[app.appId, ownerId, 'owner', app.createdAt]]));
+          for (const rows of chunks(owned, BATCH_ROWS)) await tx.run(insertOwnerBatch.statement, insertOwnerBatch.params(tx.dialect, rows));
+          for (const events of chunks(audit(), BATCH_ROWS)) await insertEvents(tx, events);
+          return true;
+        }),
+      );
+    },
+    async takenKeys(appIds, clientIds) {
+      const taken = async (column: 'app_id' | 'client_id', ids: readonly string[]) => {
+        const found: string[] = [];
+        for (const batch of chunks(ids, LOOKUP_IDS)) {
+          const rows = await db.all<{ id: string }>(selectAmong(`SELECT ${column} AS id FROM apps`, column), idsParam(db.dialect, batch));
+          found.push(...rows.map((row) => row.id));
+        }
+        return found;
+      };
+      return { appIds: await taken('app_id', appIds), clientIds: await taken('client_id', clientIds) };
+    },
     findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
     async list() {
       return (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps ORDER BY created_at, app_id`)).map(toApp);
+    },
+    async listWithOwners() {
+      const rows = await db.all<AppRow & { owner_email: string | null }>(
+        `SELECT ${APP_COLUMNS},
+                (SELECT d.email FROM app_members m JOIN developers d ON d.id = m.developer_id
+                 WHERE m.app_id = apps.app_id AND m.role = 'owner') AS owner_email
+         FROM apps ORDER BY created_at, app_id`,
+      );
+      return rows.map((row) => ({ app: toApp(row), ownerEmail: row.owner_email }));
     },
     async count() {
       return (await db.get<{ n: number }>('SELECT count(*) AS n FROM apps'))?.n ?? 0;
