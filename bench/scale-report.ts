@@ -59,6 +59,8 @@ export interface ScaleRun {
   peakRssMb: number;
   /** `tessera_cache_lookups_total` during the run per request, by `cache/result`. */
   lookupsPerRequest: Record<string, number>;
+  /** The other `tessera_cache_*` series after the run (entries, bytes: whatever the build exports). */
+  cacheMetricsAfter: Record<string, number>;
 }
 
 export interface ScaleSummary {

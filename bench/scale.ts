@@ -13,7 +13,7 @@
  *   --apps 10,1000,10000,100000   apps of whoami with an anonymous token (one token per app)
  *   --tokens 1000,100000,1000000  admin tokens of whoami with an admin token (over ≤ 1000 apps)
  *   --seconds 5  --repetitions 2  --connections 50
-  *   --warmup-max 180    seconds at most of the warm-up's pass over every credential of a size
+ *   --warmup-max 180    seconds at most of the warm-up's pass over every credential of a size
  *   --unknown-pool 10000  made-up AppIDs / tokens, each request one of them at random
  *   --import-apps 20000   apps in the import file (0: no import)
  *   --cache-mb N        CACHE_MEMORY_MB for the servers (unset: the server's default)
@@ -226,15 +226,24 @@ async function startServer(label: string, seeded: SeededStore, factory: StoreFac
   return { label, seeded, server, pid, metricsUrl, factory, rssStartMb: memoryOf(pid).rssMb };
 }
 
-/** Cache lookups so far, by `cache/result` (`apps/miss`). */
-async function cacheLookups(metricsUrl: string): Promise<Record<string, number>> {
+/**
+ * The caches' metrics now: lookups so far by `cache/result` (`apps/miss`), and every other
+ * `tessera_cache_*` series as it is (entries or bytes, if the build has them), by its full name.
+ */
+async function cacheMetrics(metricsUrl: string): Promise<{ lookups: Record<string, number>; others: Record<string, number> }> {
   const text = await (await fetch(metricsUrl)).text();
-  const counts: Record<string, number> = {};
-  for (const match of text.matchAll(/^tessera_cache_lookups_total\{([^}]*)\}\s+(\S+)$/gm)) {
-    const labels = new Map([...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((label) => [label[1], label[2]]));
-    counts[`${labels.get('cache')}/${labels.get('result')}`] = Number(match[2]);
+  const lookups: Record<string, number> = {};
+  const others: Record<string, number> = {};
+  for (const match of text.matchAll(/^(tessera_cache_\w+)(?:\{([^}]*)\})?\s+(\S+)$/gm)) {
+    const [, name, labelText = '', value] = match;
+    if (name === 'tessera_cache_lookups_total') {
+      const labels = new Map([...labelText.matchAll(/(\w+)="([^"]*)"/g)].map((label) => [label[1], label[2]]));
+      lookups[`${labels.get('cache')}/${labels.get('result')}`] = Number(value);
+    } else {
+      others[labelText === '' ? name! : `${name}{${labelText}}`] = Number(value);
+    }
   }
-  return counts;
+  return { lookups, others };
 }
 
 interface LoadSpec {
@@ -342,7 +351,7 @@ async function measureRun(
   what: Pick<ScaleRun, 'store' | 'case' | 'size' | 'storeSize' | 'repetition' | 'cpuShare'>,
   options: Options,
 ): Promise<ScaleRun> {
-  const lookupsBefore = await cacheLookups(server.metricsUrl);
+  const lookupsBefore = (await cacheMetrics(server.metricsUrl)).lookups;
   const pgPids = await server.factory.serverPids(server.seeded.target);
   const pgBefore = new Map(pgPids.map((pid) => [pid, cpuTicks(pid)]));
   const rssBefore = memoryOf(server.pid).rssMb;
@@ -356,7 +365,7 @@ async function measureRun(
     if (now !== undefined) pgTicks += now - (pgBefore.get(pid) ?? 0);
   }
   const memory = memoryOf(server.pid);
-  const lookupsAfter = await cacheLookups(server.metricsUrl);
+  const { lookups: lookupsAfter, others: cacheMetricsAfter } = await cacheMetrics(server.metricsUrl);
   const perRequest = (value: number) => value / Math.max(1, result.requests);
   const lookups: Record<string, number> = {};
   for (const key of new Set([...Object.keys(lookupsBefore), ...Object.keys(lookupsAfter)])) {
@@ -377,6 +386,7 @@ async function measureRun(
     rssAfterMb: memory.rssMb,
     peakRssMb: memory.peakRssMb,
     lookupsPerRequest: lookups,
+    cacheMetricsAfter,
   };
   const misses = [...new Set(Object.keys(lookups).map((key) => key.split('/')[0]!))]
     .sort()
@@ -608,7 +618,7 @@ async function measureRss(factory: StoreFactory, work: string, options: Options,
   try {
     const load: LoadSpec = { file, order: 'random', expect: 200 };
     await warmUp(server, load, options);
-    const lookupsBefore = await cacheLookups(server.metricsUrl);
+    const lookupsBefore = (await cacheMetrics(server.metricsUrl)).lookups;
     const samples: { t: number; rssMb: number }[] = [];
     const started = performance.now();
     const sample = () => {
@@ -626,7 +636,7 @@ async function measureRss(factory: StoreFactory, work: string, options: Options,
       clearInterval(timer);
     }
     sample();
-    const lookupsAfter = await cacheLookups(server.metricsUrl);
+    const lookupsAfter = (await cacheMetrics(server.metricsUrl)).lookups;
     const missesPerRequest =
       Object.keys(lookupsAfter)
         .filter((key) => key.endsWith('/miss'))
