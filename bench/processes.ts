@@ -12,6 +12,8 @@ export interface RunningServer {
   url: string;
   /** The first JSON line the server printed (it carries the URL, and for the ceiling a known token). */
   announcement: Record<string, unknown>;
+  /** Everything the server printed on stdout so far (its log lines). */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export async function startPinnedServer(
             child,
             url,
             announcement: parsed,
+            output: () => stdout,
             stop: () => stopProcess(child),
           };
         }
