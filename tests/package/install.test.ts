@@ -337,7 +337,7 @@ describe('tessera/client in server code, installed from the packed package, as d
   });
 
   it('needs nothing besides the package', () => {
-    assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), ['fastify-plugin', 'tessera']);
+    assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), ['fastify-plugin', 'lru-cache', 'tessera']);
   });
 
   it('gets a 15-minute admin token and reads the app with it, then exits (no timer keeps it alive)', async () => {
