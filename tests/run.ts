@@ -9,63 +9,36 @@ import { fileURLToPath } from 'node:url';
 /**
  * `npm test`: every test file, and the HTTP and CLI tests (tests/http/, tests/cli/) again on
  * PostgreSQL. Files that own their store and port (a fresh SQLite file or PostgreSQL database, a
- * port the kernel picks, a Redis key prefix of their own) run in parallel. Then the files that time
- * nothing but take a core or more (Chromium, thousands of requests, npm install), in two lanes side
- * by side; last, one at a time, the files that must have the machine to themselves: they restart
- * PostgreSQL for everyone (tests/cluster/outage), or time answers to within a fraction of a second,
- * which files working beside them would make late.
+ * port the kernel picks, a Redis key prefix of their own) run in parallel. Then, one at a time, the
+ * files that must have the machine to themselves: they spawn servers and kill them (-9), restart
+ * PostgreSQL for everyone (tests/cluster/outage), time answers to within a fraction of a second,
+ * which files working beside them would make late, or take a core or more (Chromium, thousands of
+ * requests): two of those side by side took as long as one after the other.
  *
  * Folders below tests/ given as arguments narrow the run to their files, in the same passes:
  * `npm run test:fast` is `node dist/tests/run.js unit/ http/`; with `--sqlite-only`, the PostgreSQL
  * passes are left out, as CI runs it on the Node lines other than the main one.
  */
 
-/**
- * Folders and files (below tests/) run one at a time, after the others: they time answers, or act
- * on the whole machine. Named by file where a folder also holds files that do neither (`HEAVY_LANE`).
- */
+/** Folders and files (below tests/) run one at a time, after the others. */
 const SERIAL = [
-  // Deadlines of a second and less: the CLI's changes seen by a running server, shutdown, the
-  // server on a pseudo-terminal, Prometheus scraping, connections cut while commands run.
-  'process/cli.test.js',
-  'process/logs.test.js',
-  'process/postgres-connection-loss.test.js',
-  'process/prometheus.test.js',
-  'process/shutdown.test.js',
-  'crash/terminate-connections.test.js',
-  // Restarts the machine's PostgreSQL for everyone (outage), instances timed against each other.
+  'process/',
+  'crash/',
   'cluster/',
-  // nginx and PgBouncer of their own; 503s timed to PG_QUERY_TIMEOUT_MS.
   'proxy/',
   // A Patroni cluster of its own (etcd, two PostgreSQL, HAProxy) failed over under load: 503 windows timed.
   'ha/',
+  // npm pack and npm install, then the packaged server and CLI as processes.
+  'package/',
   // A revoked token refused within 1 s, an expired one within 250 ms.
   'middleware/express.test.js',
   'middleware/fastify.test.js',
   // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
   'http/slow-clients.test.js',
-];
-
-/**
- * Files that time nothing but take a core or more while they run, which a timed test beside them
- * would miss: between the parallel pass and the serial one, in two lanes side by side, one file at a
- * time each. Chromium has a lane of its own: two at once took three times as long.
- */
-const BROWSER_LANE = ['browser/'];
-const HEAVY_LANE = [
-  // 20,000 tokens over HTTP per store.
+  // 20,000 tokens over HTTP per store: CPU that timed tests beside it would miss.
   'storage/',
-  // npm pack and npm install, then the packaged server and CLI as processes.
-  'package/',
-  // Servers killed (-9) under load, and restarted; each step of an operator's change failed in turn.
-  'crash/crash.test.js',
-  'crash/operator-audit.test.js',
-  // The CLI's commands as processes, each on its own store: copies, backups, accounts, secrets.
-  'process/alert-rules.test.js',
-  'process/developers-cli.test.js',
-  'process/leaks.test.js',
-  'process/store-backup.test.js',
-  'process/store-copy.test.js',
+  // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
+  'browser/',
 ];
 
 /** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */
@@ -92,8 +65,6 @@ const under = (file: string) => relative(TESTS, file).split('\\').join('/');
 /** `entry` is a folder (ending in '/') that holds the file, or the file itself. */
 const names = (entry: string, file: string) => (entry.endsWith('/') ? under(file).startsWith(entry) : under(file) === entry);
 const isSerial = (file: string) => SERIAL.some((entry) => names(entry, file));
-const inBrowserLane = (file: string) => BROWSER_LANE.some((entry) => names(entry, file));
-const inHeavyLane = (file: string) => HEAVY_LANE.some((entry) => names(entry, file));
 
 interface Pass {
   name: string;
@@ -118,14 +89,11 @@ interface TestEvent {
   details: { type?: string; duration_ms?: number };
 }
 
-/**
- * Runs one pass with the reporter `node --test` would use here; resolves with how many tests passed
- * and failed. Its report goes to `out` as it comes (stdout), or is held until the pass ends.
- */
-async function runPass(pass: Pass, out: { write(chunk: string): unknown } = process.stdout): Promise<Outcome> {
+/** Runs one pass with the reporter `node --test` would use here; resolves with how many tests passed and failed. */
+async function runPass(pass: Pass): Promise<Outcome> {
   const outcome: Outcome = { passed: 0, failed: 0, failures: [], seconds: new Map() };
   if (pass.files.length === 0) return outcome;
-  out.write(`# ${pass.name}: ${pass.files.length} files, ${pass.concurrency} at a time, TEST_STORE=${pass.store}\n`);
+  console.log(`# ${pass.name}: ${pass.files.length} files, ${pass.concurrency} at a time, TEST_STORE=${pass.store}`);
   // Each test file is a child process that inherits the environment as it is when it starts.
   process.env.TEST_STORE = pass.store;
   const stream = run({ files: pass.files, concurrency: pass.concurrency });
@@ -145,22 +113,14 @@ async function runPass(pass: Pass, out: { write(chunk: string): unknown } = proc
     outcome.failures.push(`${event.file === undefined ? '' : `${under(event.file)} › `}${event.name}`);
   });
   const report = stream.compose(process.stdout.isTTY ? new spec() : tap);
-  report.on('data', (chunk: string | Buffer) => out.write(chunk.toString()));
+  report.pipe(process.stdout, { end: false });
   await finished(report);
   return outcome;
 }
 
-/** Two passes at the same time (of one store): the first one's report as it comes, the second's after it, whole. */
-async function runBeside(first: Pass, second: Pass): Promise<Outcome[]> {
-  const held: string[] = [];
-  const outcomes = await Promise.all([runPass(first), runPass(second, { write: (chunk: string) => held.push(chunk) })]);
-  process.stdout.write(held.join(''));
-  return outcomes;
-}
-
 async function main(): Promise<void> {
   const every = testFiles(TESTS);
-  const unmatched = [...SERIAL, ...BROWSER_LANE, ...HEAVY_LANE].filter((entry) => !every.some((file) => names(entry, file)));
+  const unmatched = SERIAL.filter((entry) => !every.some((file) => names(entry, file)));
   if (unmatched.length > 0) throw new Error(`tests/run.ts names what is not there (renamed?): ${unmatched.join(', ')}`);
   const args = process.argv.slice(2);
   // The PostgreSQL passes run the same HTTP tests again on the other store: what they add does not
@@ -173,37 +133,27 @@ async function main(): Promise<void> {
   const absent = folders.filter((folder) => !every.some((file) => names(folder, file)));
   if (absent.length > 0) throw new Error(`No test files below tests/${absent.join(', tests/')}`);
   const all = folders.length === 0 ? every : every.filter((file) => folders.some((folder) => names(folder, file)));
-  const parallel = all.filter((file) => !isSerial(file) && !inBrowserLane(file) && !inHeavyLane(file));
+  const parallel = all.filter((file) => !isSerial(file));
   const serial = all.filter(isSerial);
   const onEachStore = (files: string[]) => files.filter((file) => ON_EACH_STORE.some((folder) => under(file).startsWith(folder)));
-  const pass = (name: string, files: string[], concurrency: number, store: Pass['store']): Pass => ({ name, files, concurrency, store });
-  // Each step one pass, or two side by side; the lanes hold no test of ON_EACH_STORE.
-  const steps: (Pass | [Pass, Pass])[] = [
-    pass('in parallel', parallel, CONCURRENCY, 'sqlite'),
-    pass('HTTP and CLI on PostgreSQL, in parallel', onEachStore(parallel), CONCURRENCY, 'postgres'),
-    [
-      pass('the browser, one at a time', all.filter(inBrowserLane), 1, 'sqlite'),
-      pass('heavy, one at a time beside the browser', all.filter(inHeavyLane), 1, 'sqlite'),
-    ],
-    pass('one at a time', serial, 1, 'sqlite'),
-    pass('HTTP and CLI on PostgreSQL, one at a time', onEachStore(serial), 1, 'postgres'),
+  const storePasses: Pass[] = [
+    { name: 'in parallel', files: parallel, concurrency: CONCURRENCY, store: 'sqlite' },
+    { name: 'HTTP and CLI on PostgreSQL, in parallel', files: onEachStore(parallel), concurrency: CONCURRENCY, store: 'postgres' },
+    { name: 'one at a time', files: serial, concurrency: 1, store: 'sqlite' },
+    { name: 'HTTP and CLI on PostgreSQL, one at a time', files: onEachStore(serial), concurrency: 1, store: 'postgres' },
   ];
+  const passes = sqliteOnly ? storePasses.filter((pass) => pass.store === 'sqlite') : storePasses;
   const failures: string[] = [];
   const failedTests: string[] = [];
   const seconds = new Map<string, number>();
   const total = { passed: 0, failed: 0 };
-  for (const step of steps) {
-    const ran = Array.isArray(step) ? step : [step];
-    if (sqliteOnly && ran.every((one) => one.store === 'postgres')) continue;
-    const outcomes = Array.isArray(step) ? await runBeside(...step) : [await runPass(step)];
-    for (const [index, outcome] of outcomes.entries()) {
-      const { name } = ran[index]!;
-      total.passed += outcome.passed;
-      total.failed += outcome.failed;
-      if (outcome.failed > 0) failures.push(`${name}: ${outcome.failed}`);
-      failedTests.push(...outcome.failures.map((test) => `${name}: ${test}`));
-      for (const [file, time] of outcome.seconds) seconds.set(file, time);
-    }
+  for (const pass of passes) {
+    const outcome = await runPass(pass);
+    total.passed += outcome.passed;
+    total.failed += outcome.failed;
+    if (outcome.failed > 0) failures.push(`${pass.name}: ${outcome.failed}`);
+    failedTests.push(...outcome.failures.map((test) => `${pass.name}: ${test}`));
+    for (const [file, time] of outcome.seconds) seconds.set(file, time);
   }
   // The summary that closes the log, over every pass (each above ends with its own).
   const slowest = [...seconds].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN);
