@@ -10,33 +10,42 @@ import { fileURLToPath } from 'node:url';
  * `npm test`: every test file, and the HTTP and CLI tests (tests/http/, tests/cli/) again on
  * PostgreSQL. Files that own their store and port (a fresh SQLite file or PostgreSQL database, a
  * port the kernel picks, a Redis key prefix of their own) run in parallel. Then, one at a time, the
- * files that must have the machine to themselves: they spawn servers and kill them (-9), restart
- * PostgreSQL for everyone (tests/cluster/outage), time answers to within a fraction of a second,
- * which files working beside them would make late, or take a core or more (Chromium, thousands of
- * requests): two of those side by side took as long as one after the other.
+ * files that must have the machine to themselves: they restart PostgreSQL for everyone
+ * (tests/cluster/outage), time answers to within a fraction of a second, which files working
+ * beside them would make late, or drive Chromium.
  *
  * Folders below tests/ given as arguments narrow the run to their files, in the same passes:
  * `npm run test:fast` is `node dist/tests/run.js unit/ http/`; with `--sqlite-only`, the PostgreSQL
  * passes are left out, as CI runs it on the Node lines other than the main one.
  */
 
-/** Folders and files (below tests/) run one at a time, after the others. */
+/**
+ * Folders and files (below tests/) run one at a time, after the others: they time answers, act on
+ * the whole machine, or (Chromium) take so much of it that the files beside them would time out.
+ * Files that only spawn, kill (-9) and install their own processes on their own stores run in
+ * parallel with the rest (`storage/`, `package/`, `crash/crash`, the CLI's `process/` files below
+ * not named here): they time nothing, and one after the other they took as long.
+ */
 const SERIAL = [
-  'process/',
-  'crash/',
+  // Deadlines of a second and less: the CLI's changes seen by a running server, shutdown, the server
+  // on a pseudo-terminal, Prometheus scraping, connections cut while commands run.
+  'process/cli.test.js',
+  'process/logs.test.js',
+  'process/postgres-connection-loss.test.js',
+  'process/prometheus.test.js',
+  'process/shutdown.test.js',
+  'crash/terminate-connections.test.js',
+  // Restarts the machine's PostgreSQL for everyone (outage); instances timed against each other.
   'cluster/',
+  // nginx and PgBouncer of their own; 503s timed to PG_QUERY_TIMEOUT_MS.
   'proxy/',
   // A Patroni cluster of its own (etcd, two PostgreSQL, HAProxy) failed over under load: 503 windows timed.
   'ha/',
-  // npm pack and npm install, then the packaged server and CLI as processes.
-  'package/',
   // A revoked token refused within 1 s, an expired one within 250 ms.
   'middleware/express.test.js',
   'middleware/fastify.test.js',
   // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
   'http/slow-clients.test.js',
-  // 20,000 tokens over HTTP per store: CPU that timed tests beside it would miss.
-  'storage/',
   // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
   'browser/',
 ];

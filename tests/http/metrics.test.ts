@@ -217,6 +217,10 @@ describe('metrics of requests', () => {
 });
 
 describe('strangers', () => {
+  // One read, then none for 10 s. On PostgreSQL a late heartbeat on a loaded machine empties the
+  // caches (PG_STALE_LIMIT_MS, every 250 ms until one is heard), which makes it read once more: a
+  // handful at most, against the 201 reads of one a request.
+  const assertFewReads = (count: number) => assert.ok(count >= 1 && count <= 4, `${count} reads of the store for 201 requests`);
   const reads = (scraped: Scrape, operation: string) => scraped.value('tessera_store_operation_duration_seconds_count', { operation });
   const send200 = (send: () => Promise<{ status: number }>, status: number) =>
     Promise.all(
@@ -231,7 +235,7 @@ describe('strangers', () => {
     const before = await scrape(metricsUrl);
     assert.equal((await send()).status, 404);
     await send200(send, 404);
-    assert.equal(reads(await scrape(metricsUrl), 'apps.findById') - reads(before, 'apps.findById'), 1);
+    assertFewReads(reads(await scrape(metricsUrl), 'apps.findById') - reads(before, 'apps.findById'));
   });
 
   it('cost one read of the store for a made-up token, however often it comes', async () => {
@@ -240,7 +244,7 @@ describe('strangers', () => {
     const before = await scrape(metricsUrl);
     assert.equal((await send()).status, 401);
     await send200(send, 401);
-    assert.equal(reads(await scrape(metricsUrl), 'tokens.findBySelector') - reads(before, 'tokens.findBySelector'), 1);
+    assertFewReads(reads(await scrape(metricsUrl), 'tokens.findBySelector') - reads(before, 'tokens.findBySelector'));
   });
 });
 
