@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -188,3 +188,15 @@ export function failuresOf(result: LoadResult): number {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Throws, naming the Debian package, unless wrk and taskset are installed; `who` names the caller in the message. */
+export function requireTools(who: string): void {
+  for (const [tool, args] of [
+    ['wrk', ['--version']],
+    ['taskset', ['--version']],
+  ] as const) {
+    if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined) {
+      throw new Error(`${who} needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
+    }
+  }
+}

@@ -15,7 +15,16 @@ import pg from 'pg';
 import { createTessera } from '../src/tessera.js';
 import { generateAccessToken } from '../src/tokens/token.js';
 import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixture } from './cases.js';
-import { cpuAvailability, failuresOf, memoryOf, runLoad, startPinnedServer, type LoadResult, type RunningServer } from './processes.js';
+import {
+  cpuAvailability,
+  failuresOf,
+  requireTools,
+  memoryOf,
+  runLoad,
+  startPinnedServer,
+  type LoadResult,
+  type RunningServer,
+} from './processes.js';
 import { writeReport, type BenchRun, type Measurement, type Phase } from './report.js';
 import { OIDC_CLIENT } from './servers/oidc-client.js';
 
@@ -46,18 +55,6 @@ function parseOptions(argv: string[]): Options {
     baseTokens: 1_000,
     scaleTokens: number('--scale-tokens', 1_000_000),
   };
-}
-
-function requireTools(): void {
-  for (const [tool, args] of [
-    ['wrk', ['--version']],
-    ['taskset', ['--version']],
-  ] as const) {
-    const result = spawnSync(tool, args, { stdio: 'ignore' });
-    if (result.error !== undefined) {
-      throw new Error(`the benchmark needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
-    }
-  }
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -240,7 +237,7 @@ async function verifyTokens(target: TesseraTarget) {
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
-  requireTools();
+  requireTools('the benchmark');
   const workDir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const servers: RunningServer[] = [];
   const cleanups: (() => Promise<void>)[] = [];

@@ -28,7 +28,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuAvailability, LOAD_CORE, memoryOf, SERVER_CORE, sleep, startPinnedServer, type RunningServer } from './processes.js';
+import {
+  cpuAvailability,
+  LOAD_CORE,
+  memoryOf,
+  requireTools,
+  SERVER_CORE,
+  sleep,
+  startPinnedServer,
+  type RunningServer,
+} from './processes.js';
 import {
   postgresFactory,
   seedStore,
@@ -164,17 +173,6 @@ function isFullRun(options: Options, measuredStores: Backend[]): boolean {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function requireTools(): void {
-  for (const [tool, args] of [
-    ['wrk', ['--version']],
-    ['taskset', ['--version']],
-  ] as const) {
-    if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined) {
-      throw new Error(`the benchmark needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
-    }
-  }
-}
 
 /** user + system ticks of a process, or undefined when it is gone (or not readable). */
 function cpuTicks(pid: number): number | undefined {
@@ -686,7 +684,7 @@ async function postgresVersion(adminUrl: string): Promise<string | undefined> {
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
-  requireTools();
+  requireTools('the benchmark');
   // This script reads /proc and the metrics between runs: keep it off the server's core.
   spawnSync('taskset', ['-pc', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
   const work = mkdtempSync(join(tmpdir(), 'tessera-scale-'));

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'libsql';
 import pg from 'pg';
-import { cpuAvailability, LOAD_CORE, memoryOf, runWrk, sleep, startPinnedServer, type RunningServer } from './processes.js';
+import { cpuAvailability, LOAD_CORE, memoryOf, requireTools, runWrk, sleep, startPinnedServer, type RunningServer } from './processes.js';
 import type { ProbeLine } from './soak-probe.js';
 import { soakChart, soakFigures, verdictOf, writeSoakDoc, type LoadTotals, type SoakRun, type SoakSample } from './soak-report.js';
 
@@ -55,17 +55,6 @@ function parseOptions(argv: string[]): Options {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function requireTools(): void {
-  for (const [tool, args] of [
-    ['wrk', ['--version']],
-    ['taskset', ['--version']],
-  ] as const) {
-    if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined) {
-      throw new Error(`the soak needs ${tool}: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'}`);
-    }
-  }
-}
 
 /** Where the server keeps its data, and how to read its size and row counts from outside. */
 interface SoakStore {
@@ -191,7 +180,7 @@ async function main(): Promise<void> {
     return;
   }
   const options = parseOptions(argv);
-  requireTools();
+  requireTools('the soak');
   // This script samples now and then; keep it off the server's core too.
   spawnSync('taskset', ['-pc', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
   const dir = mkdtempSync(join(tmpdir(), 'tessera-soak-'));
