@@ -200,3 +200,12 @@ export function requireTools(who: string): void {
     }
   }
 }
+
+/** What every measured `tessera serve` runs with: on loopback, a port the kernel picks, no limit, no demo app, no request log. */
+export const MEASURED_SERVER_ENV: Readonly<Record<string, string>> = Object.freeze({
+  HOST: '127.0.0.1',
+  PORT: '0',
+  RATE_LIMITS: 'off',
+  DEMO_APP: 'off',
+  LOG_LEVEL: 'info',
+});

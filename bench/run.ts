@@ -18,6 +18,7 @@ import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixt
 import {
   cpuAvailability,
   failuresOf,
+  MEASURED_SERVER_ENV,
   requireTools,
   memoryOf,
   runLoad,
@@ -115,12 +116,8 @@ async function startTessera(
   await seedTokens(store, app.appId, baseTokens);
   await store.close();
   const server = await startPinnedServer(target, join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
+    ...MEASURED_SERVER_ENV,
     DATABASE_URL: databaseUrl,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    RATE_LIMITS: 'off',
-    DEMO_APP: 'off',
-    LOG_LEVEL: 'info',
   });
   const fixture: TesseraFixture = {
     target,

@@ -32,6 +32,7 @@ import {
   cpuAvailability,
   LOAD_CORE,
   memoryOf,
+  MEASURED_SERVER_ENV,
   requireTools,
   SERVER_CORE,
   sleep,
@@ -200,12 +201,8 @@ interface ScaleServer {
 async function startServer(label: string, seeded: SeededStore, factory: StoreFactory, options: Options): Promise<ScaleServer> {
   stopIfInterrupted();
   const server = await startPinnedServer(label, MAIN, ['serve'], {
+    ...MEASURED_SERVER_ENV,
     DATABASE_URL: seeded.target.databaseUrl,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    RATE_LIMITS: 'off',
-    DEMO_APP: 'off',
-    LOG_LEVEL: 'info',
     LOG_REQUESTS: 'off',
     REDIS_URL: '',
     METRICS_PORT: '0',

@@ -16,7 +16,17 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'libsql';
 import pg from 'pg';
-import { cpuAvailability, LOAD_CORE, memoryOf, requireTools, runWrk, sleep, startPinnedServer, type RunningServer } from './processes.js';
+import {
+  cpuAvailability,
+  LOAD_CORE,
+  memoryOf,
+  MEASURED_SERVER_ENV,
+  requireTools,
+  runWrk,
+  sleep,
+  startPinnedServer,
+  type RunningServer,
+} from './processes.js';
 import type { ProbeLine } from './soak-probe.js';
 import { soakChart, soakFigures, verdictOf, writeSoakDoc, type LoadTotals, type SoakRun, type SoakSample } from './soak-report.js';
 
@@ -195,12 +205,8 @@ async function main(): Promise<void> {
       MAIN,
       ['serve'],
       {
+        ...MEASURED_SERVER_ENV,
         DATABASE_URL: store.databaseUrl,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        RATE_LIMITS: 'off',
-        DEMO_APP: 'off',
-        LOG_LEVEL: 'info',
         LOG_REQUESTS: 'off',
         REDIS_URL: '',
         TRUSTED_PROXIES: '',
