@@ -109,7 +109,8 @@ export class AppCache {
   #remember(appId: string, app: AppRecord | undefined, generation: number): AppRecord | undefined {
     if (generation !== this.#generation) return app;
     if (app === undefined) this.#absent.add(appId);
-    else this.#apps.set(appId, app);
+    // Keyed by the record's own AppID: `appId` may be a view into the request's URL (own-key.ts).
+    else this.#apps.set(app.appId, app);
     return app;
   }
 }

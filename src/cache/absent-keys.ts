@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
+import { ownKey } from './own-key.js';
 
 /** How long an AppID or token the store did not have is answered as absent without asking it again. */
 export const ABSENT_TTL_MS = 10_000;
@@ -34,7 +35,7 @@ export class AbsentKeys {
   }
 
   add(key: string): void {
-    this.#keys.set(key, true);
+    this.#keys.set(ownKey(key), true);
   }
 
   delete(key: string): void {

@@ -2,6 +2,7 @@ import type { AppRecord } from '../apps/app.js';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Keyring } from '../keys/keyring.js';
+import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
 import { anonymousTokenSignedBy, parseAnonymousToken, signAnonymousToken, type AnonymousTokenFacts } from './anonymous-token.js';
@@ -11,10 +12,9 @@ import type { RevokedTokens } from './revoked-tokens.js';
 /** What a verified token takes in the cache: its 68 characters and what it says (measured: about 360 bytes). */
 const VERIFIED_TOKEN_BYTES = 380;
 
-/** A token whose MAC was verified: for which app, and what it says. */
-interface VerifiedToken {
+/** A token whose MAC was verified: what it says, and for which app (one object: a check reads one place in memory, not two). */
+interface VerifiedToken extends AnonymousTokenFacts {
   appId: string;
-  facts: AnonymousTokenFacts;
 }
 
 export interface IssuedAnonymousToken {
@@ -55,7 +55,7 @@ export class AnonymousTokens {
     const cached = this.#verified.get(token);
     if (cached !== undefined) {
       this.lookups.hit();
-      return cached.appId === app.appId ? this.#current(app, cached.facts) : undefined;
+      return cached.appId === app.appId ? this.#current(app, cached) : undefined;
     }
     this.lookups.miss();
     return andThen(this.verify(app, token), (facts) => facts && this.#current(app, facts));
@@ -68,7 +68,7 @@ export class AnonymousTokens {
     const generation = this.#generation;
     return andThen(this.keys.key(presented.facts.keyId), (key) => {
       if (key === undefined || !anonymousTokenSignedBy(presented, key, app.appId)) return undefined;
-      if (generation === this.#generation) this.#verified.set(token, { appId: app.appId, facts: presented.facts });
+      if (generation === this.#generation) this.#verified.set(ownKey(token), { ...presented.facts, appId: app.appId });
       return presented.facts;
     });
   }

@@ -56,7 +56,8 @@ export class RevokedTokens {
   has(id: string): MaybePromise<boolean> {
     if (this.#fresh) {
       this.lookups.hit();
-      return this.#byId.has(id);
+      // Nothing revoked is the common case: then not even the id's hash is read.
+      return this.#byId.size !== 0 && this.#byId.has(id);
     }
     this.lookups.miss();
     return this.#refresh().then(() => this.#byId.has(id));
