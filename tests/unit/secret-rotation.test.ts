@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../src/apps/secret-rotation.js';
 import { clientSecretDigest } from '../../src/crypto.js';
-import { matchAdminCredentials } from '../../src/tokens/client-authentication.js';
+import type { EventLog } from '../../src/events/log.js';
+import type { RateLimits } from '../../src/limits/rate-limits.js';
+import { AdminAuthentication, matchAdminCredentials } from '../../src/tokens/client-authentication.js';
+import { FakeClock } from '../helpers/clock.js';
 import { makeApp, T0 } from '../helpers/fixtures.js';
 
 describe('matchAdminCredentials with a previous ClientSecret', () => {
@@ -68,5 +71,44 @@ describe('parseGraceSeconds (--grace)', () => {
         JSON.stringify(text),
       );
     }
+  });
+});
+
+describe('AdminAuthentication.match, which remembers the ClientSecret last verified for an app record', () => {
+  const current = 'c'.repeat(64);
+  const previous = 'p'.repeat(64);
+  const validUntil = T0 + 60_000;
+  const newAuthentication = (clock: FakeClock) =>
+    // `match` counts and records nothing: no limits or event log are reached.
+    new AdminAuthentication(undefined as unknown as RateLimits, undefined as unknown as EventLog, clock);
+
+  it('answers the same as matchAdminCredentials, before and after remembering a secret', () => {
+    const clock = new FakeClock();
+    const admins = newAuthentication(clock);
+    const app = makeApp({
+      clientSecretHash: clientSecretDigest(current),
+      previousSecret: { hash: clientSecretDigest(previous), validUntil },
+    });
+    const as = (clientSecret: string, clientId = app.clientId) => ({ clientId, clientSecret });
+    for (let round = 0; round < 2; round++) {
+      assert.equal(admins.match(app, as(current)), 'current');
+      assert.equal(admins.match(app, as('x'.repeat(64))), null);
+      assert.equal(admins.match(app, as(current, app.appId)), null, 'the remembered secret with another ClientID');
+      assert.equal(admins.match(app, as(current.slice(1))), null);
+    }
+    assert.equal(admins.match(app, as(previous)), 'previous');
+    assert.equal(admins.match(app, as(previous)), 'previous');
+    clock.time = validUntil;
+    assert.equal(admins.match(app, as(previous)), null, 'a remembered previous secret ends at its end instant');
+    assert.equal(admins.match(app, as(current)), 'current');
+  });
+
+  it('forgets with the record: after a rotation the old secret is refused', () => {
+    const admins = newAuthentication(new FakeClock());
+    const before = makeApp({ clientSecretHash: clientSecretDigest(current) });
+    assert.equal(admins.match(before, { clientId: before.clientId, clientSecret: current }), 'current');
+    const rotated = { ...before, clientSecretHash: clientSecretDigest('n'.repeat(64)), previousSecret: null };
+    assert.equal(admins.match(rotated, { clientId: before.clientId, clientSecret: current }), null);
+    assert.equal(admins.match(rotated, { clientId: before.clientId, clientSecret: 'n'.repeat(64) }), 'current');
   });
 });
