@@ -105,6 +105,8 @@ export interface SeedSpec {
   /** Stored admin tokens (no expiry), spread round-robin over the first `adminApps` apps (`adminFile`). */
   adminTokens: number;
   adminApps: number;
+  /** One admin-token request per app, with its ClientID and ClientSecret (`issueFile`). */
+  tokenRequests?: boolean;
 }
 
 export interface SeededStore {
@@ -114,6 +116,8 @@ export interface SeededStore {
   anonymousFile?: string;
   /** `whoami` with each admin token, one line per token. */
   adminFile?: string;
+  /** An admin-token request with each app's ClientID and ClientSecret, one line per app. */
+  issueFile?: string;
   /** An app of the store (the first), for requests that need a real one. */
   someAppId: string;
   seedSeconds: number;
@@ -123,6 +127,7 @@ export interface SeededStore {
 const BATCH_ROWS = 10_000;
 
 export const whoamiPath = (appId: string) => `/api/apps/${appId}/whoami`;
+const tokenPath = (appId: string) => `/api/apps/${appId}/oauth2/token`;
 
 /** Fills an empty store as `spec` says, and writes the request files into `work` (named after `label`). */
 export async function seedStore(target: StoreTarget, spec: SeedSpec, work: string, label: string): Promise<SeededStore> {
@@ -130,15 +135,21 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
   const dump = await openDump(parseDatabaseUrl(target.databaseUrl), 'target');
   const appIds: string[] = [];
   const seeded: SeededStore = { target, spec, someAppId: '', seedSeconds: 0 };
+  const issueOut = spec.tokenRequests === true ? openSync((seeded.issueFile = join(work, `${label}-issue.txt`)), 'w') : undefined;
   try {
     const apps = tableOf('apps');
     const createdAt = Date.now();
     const configuration = JSON.stringify(DEFAULT_APP_CONFIGURATION);
     await inBatches(spec.apps, async (from, to) => {
       const rows: Row[] = [];
+      const requests: string[] = [];
       for (let index = from; index < to; index++) {
         const keys = generateAppKeys();
         appIds.push(keys.appId);
+        if (issueOut !== undefined) {
+          const basic = Buffer.from(`${keys.clientId}:${keys.clientSecret}`).toString('base64');
+          requests.push(`${tokenPath(keys.appId)}\tBasic ${basic}\tgrant_type=client_credentials\n`);
+        }
         rows.push(
           rowOf(apps, {
             app_id: keys.appId,
@@ -153,6 +164,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
         );
       }
       await dump.write(apps, rows);
+      if (issueOut !== undefined) writeSync(issueOut, requests.join(''));
     });
     seeded.someAppId = appIds[0]!;
 
@@ -190,6 +202,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
       seeded.adminFile = file;
     }
   } finally {
+    if (issueOut !== undefined) closeSync(issueOut);
     await dump.close();
   }
 

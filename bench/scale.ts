@@ -9,7 +9,8 @@
  *
  * Options (defaults in brackets; a full run, all defaults, takes about 10–15 minutes):
  *   --stores sqlite,postgres   [both; PostgreSQL from BENCH_POSTGRES_URL or postgres@127.0.0.1:5432]
- *   --cases anonymous,admin,unknown-app,unknown-token [all], or none (with --rss-minutes)
+ *   --cases anonymous,admin,unknown-app,unknown-token,issue [all], or none (with --rss-minutes)
+ *   --issue-apps 10,10000  apps for the admin-token issue case (each request a random app's ClientID and ClientSecret)
  *   --apps 10,1000,10000,100000   apps of whoami with an anonymous token (one token per app)
  *   --tokens 1000,100000,1000000  admin tokens of whoami with an admin token (over ≤ 1000 apps)
  *   --seconds 5  --repetitions 2  --connections 50
@@ -70,7 +71,7 @@ const WRK_SCRIPT = join(ROOT, 'bench', 'wrk', 'scale.lua');
 const ADMIN_APPS = 1_000;
 /** Clock ticks per second of /proc/PID/stat's times: 100 on every Linux this runs on. */
 const TICKS_PER_SECOND = 100;
-const CASES = ['anonymous', 'admin', 'unknown-app', 'unknown-token'] as const;
+const CASES = ['anonymous', 'admin', 'unknown-app', 'unknown-token', 'issue'] as const;
 type CaseFamily = (typeof CASES)[number];
 
 interface Options {
@@ -78,6 +79,7 @@ interface Options {
   cases: CaseFamily[];
   apps: number[];
   tokens: number[];
+  issueApps: number[];
   seconds: number;
   repetitions: number;
   connections: number;
@@ -92,6 +94,7 @@ interface Options {
 const DEFAULTS = {
   apps: [10, 1_000, 10_000, 100_000],
   tokens: [1_000, 100_000, 1_000_000],
+  issueApps: [10, 10_000],
   seconds: 5,
   repetitions: 2,
 };
@@ -102,6 +105,7 @@ function parseOptions(argv: string[]): Options {
     '--cases',
     '--apps',
     '--tokens',
+    '--issue-apps',
     '--seconds',
     '--repetitions',
     '--connections',
@@ -147,6 +151,7 @@ function parseOptions(argv: string[]): Options {
     cases: cases as CaseFamily[],
     apps: sizes('--apps', smoke ? [10, 200] : DEFAULTS.apps),
     tokens: sizes('--tokens', smoke ? [100, 2_000] : DEFAULTS.tokens),
+    issueApps: sizes('--issue-apps', smoke ? [10, 200] : DEFAULTS.issueApps),
     seconds: number('--seconds', smoke ? 1 : DEFAULTS.seconds),
     repetitions: number('--repetitions', smoke ? 1 : DEFAULTS.repetitions),
     connections: number('--connections', 50),
@@ -168,6 +173,7 @@ function isFullRun(options: Options, measuredStores: Backend[]): boolean {
     measuredStores.length === 2 &&
     same(options.apps, DEFAULTS.apps) &&
     same(options.tokens, DEFAULTS.tokens) &&
+    same(options.issueApps, DEFAULTS.issueApps) &&
     options.seconds >= DEFAULTS.seconds &&
     options.repetitions >= DEFAULTS.repetitions
   );
@@ -400,7 +406,7 @@ async function measureRun(
 
 /** What one group of servers measures: a known case over several sizes, and made-up credentials on the largest. */
 interface Group {
-  /** `whoami-anonymous` or `whoami-admin`, or undefined when only the strangers' case runs. */
+  /** `whoami-anonymous`, `whoami-admin` or `issue-admin`, or undefined when only the strangers' case runs. */
   known: CaseName | undefined;
   sizes: number[];
   seedSpec(size: number): SeedSpec;
@@ -435,6 +441,15 @@ function groupsOf(options: Options): Group[] {
             write: (file, seeded) => writeUnknownTokens(file, options.unknownPool, seeded.someAppId),
           }
         : undefined,
+    });
+  }
+  if (has('issue')) {
+    groups.push({
+      known: 'issue-admin',
+      sizes: options.issueApps,
+      seedSpec: (size) => ({ apps: size, anonymousTokens: false, adminTokens: 0, adminApps: 0, tokenRequests: true }),
+      fileOf: (seeded) => seeded.issueFile!,
+      stranger: undefined,
     });
   }
   return groups;

@@ -1,6 +1,7 @@
 -- The scale benchmark's load (bench/scale.ts): GET requests whose path and Authorization header are
 -- picked from a file, configured through the environment:
---   SCALE_CREDENTIALS  the file: one request a line, "path<TAB>authorization"
+--   SCALE_CREDENTIALS  the file: one request a line, "path<TAB>authorization", or
+--                      "path<TAB>authorization<TAB>body" for a POST of a form (a token request)
 --   SCALE_ORDER        "random" (default): each request picks a line uniformly at random;
 --                      "sequential": the lines in order, once, then "SCALE_PASS_DONE" on stdout
 --                      (the caller then stops wrk with SIGINT), then at random
@@ -13,6 +14,7 @@ local expected = tonumber(os.getenv("SCALE_EXPECT") or "200")
 
 local paths = {}
 local authorizations = {}
+local bodies = {}
 local n = 0
 local next_line = 1
 local announced = false
@@ -29,7 +31,13 @@ function init(args)
     if tab then
       n = n + 1
       paths[n] = string.sub(line, 1, tab - 1)
-      authorizations[n] = string.sub(line, tab + 1)
+      local second = string.find(line, "\t", tab + 1, true)
+      if second then
+        authorizations[n] = string.sub(line, tab + 1, second - 1)
+        bodies[n] = string.sub(line, second + 1)
+      else
+        authorizations[n] = string.sub(line, tab + 1)
+      end
     end
   end
   if n == 0 then error("no requests in " .. tostring(file)) end
@@ -48,6 +56,11 @@ function request()
       io.stdout:flush()
     end
     index = math.random(n)
+  end
+  local body = bodies[index]
+  if body then
+    return wrk.format("POST", paths[index],
+      { ["Authorization"] = authorizations[index], ["Content-Type"] = "application/x-www-form-urlencoded" }, body)
   end
   return wrk.format("GET", paths[index], { ["Authorization"] = authorizations[index] })
 end
