@@ -30,20 +30,21 @@ export const MAX_IMPORT_LINE_BYTES = 64 * 1024;
 
 /**
  * The key formats accepted. Only the AppID's length tells them apart: AppKey and ClientID are 32
- * lower-case hex characters in both, the ClientSecret 64. Tessera's own are what `keys.ts` makes.
+ * lower-case hex characters in both, the ClientSecret 64 (Tessera's too, before it gave secrets a
+ * prefix and a checksum: `secret-format.ts`). Tessera's own are what `keys.ts` makes.
  */
 const KEY_PATTERNS = {
   appId: /^(?:[0-9a-f]{8}|[0-9a-f]{16})$/,
   appKey: /^[0-9a-f]{32}$/,
   clientId: /^[0-9a-f]{32}$/,
-  clientSecret: /^[0-9a-f]{64}$/,
+  clientSecret: /^(?:[0-9a-f]{64}|tessera_[0-9A-Za-z]{49})$/,
 } as const;
 
 const KEY_RULES: Record<keyof typeof KEY_PATTERNS, string> = {
   appId: "8 lower-case hex characters (the established service's format) or 16 (Tessera's)",
   appKey: '32 lower-case hex characters',
   clientId: '32 lower-case hex characters',
-  clientSecret: '64 lower-case hex characters',
+  clientSecret: '64 lower-case hex characters, or a secret Tessera made (tessera_ and 49 letters and digits)',
 };
 
 /** Which format an AppID is in: the established service's (8 hex characters) or Tessera's (16). */

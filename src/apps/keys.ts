@@ -1,4 +1,5 @@
 import { randomHex, randomUUID } from '../crypto.js';
+import { generateClientSecret } from './secret-format.js';
 
 /** The four access keys of a new app, plus its admin id. */
 export interface AppKeys {
@@ -11,7 +12,8 @@ export interface AppKeys {
 
 /**
  * AppID: 16 hex characters (64 bits); ClientID and AppKey: 32 hex characters (128 bits);
- * ClientSecret: 64 hex characters (256 bits). All URL-safe; AppID and ClientID differ in length,
+ * ClientSecret: `tessera_` and 49 base62 characters (256 bits and a checksum: `secret-format.ts`).
+ * All URL-safe; AppID and ClientID differ in length,
  * so they can never be equal.
  */
 export function generateAppKeys(): AppKeys {
@@ -22,8 +24,4 @@ export function generateAppKeys(): AppKeys {
     clientSecret: generateClientSecret(),
     adminId: randomUUID(),
   };
-}
-
-export function generateClientSecret(): string {
-  return randomHex(32);
 }

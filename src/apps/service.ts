@@ -17,7 +17,8 @@ import {
   type AppDescription,
   type AppRecord,
 } from './app.js';
-import { generateAppKeys, generateClientSecret, type AppKeys } from './keys.js';
+import { generateAppKeys, type AppKeys } from './keys.js';
+import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
 import { AppConflictError, type AppStore } from './store.js';

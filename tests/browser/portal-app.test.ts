@@ -31,7 +31,7 @@ async function rotateThroughTheForm(page: Page, app: CreatedApp, grace: (page: P
   if (shots) await screenshot(page, 'app-rotate');
   await follow(page, () => page.getByRole('button', { name: 'Rotate ClientSecret' }).click());
   const secret = await page.locator('[data-key="clientSecret"]').textContent();
-  assert.match(secret ?? '', /^[0-9a-f]{64}$/);
+  assert.match(secret ?? '', /^tessera_[0-9A-Za-z]{49}$/);
   if (shots) await screenshot(page, 'app-rotated');
   return secret!;
 }
@@ -136,7 +136,7 @@ describe("an app's owner in the portal", () => {
       await page.mouse.click(x, y);
     });
     const secret = (await page.locator('[data-key="clientSecret"]').textContent({ timeout: 5_000 })) ?? '';
-    assert.match(secret, /^[0-9a-f]{64}$/, 'the answer shows the new secret');
+    assert.match(secret, /^tessera_[0-9A-Za-z]{49}$/, 'the answer shows the new secret');
     assert.deepEqual(posts, [`/portal/apps/${app.appId}/rotate-secret`], 'sent once');
     assert.equal((await adminTokenWith(app, secret)).status, 200);
     assert.equal((await adminTokenWith(app, app.clientSecret)).status, 200, 'the secret in production keeps its day');

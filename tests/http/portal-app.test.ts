@@ -181,7 +181,7 @@ describe('rotating the ClientSecret in the portal', () => {
     const refused = answers.find((answer) => answer.status === 409)!;
     assert.doesNotMatch(refused.text, /data-key="clientSecret"/);
     assert.match(refused.text, /sent already/);
-    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(rotated.text)?.[1];
+    const newSecret = /data-key="clientSecret">(tessera_[0-9A-Za-z]{49})</.exec(rotated.text)?.[1];
     assert.ok(newSecret !== undefined);
     assert.ok(await secretWorks(app, newSecret));
     assert.ok(await secretWorks(app, app.clientSecret), 'the secret in production keeps its day');
@@ -244,7 +244,7 @@ describe('rotating the ClientSecret in the portal', () => {
     });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
-    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)?.[1];
+    const newSecret = /data-key="clientSecret">(tessera_[0-9A-Za-z]{49})</.exec(response.text)?.[1];
     assert.ok(newSecret !== undefined && newSecret !== app.clientSecret);
     assert.match(response.text, /Admin tokens revoked: 1\./);
     assert.ok(!(await secretWorks(app, app.clientSecret)));
@@ -270,7 +270,7 @@ describe('rotating the ClientSecret in the portal', () => {
     const fields = { _csrf: csrf, once: once!, grace: '3600', clientId: app.clientId };
     const first = await owner.post(path, fields);
     assert.equal(first.status, 200);
-    const secret = /data-key="clientSecret">([0-9a-f]+)</.exec(first.text)![1]!;
+    const secret = /data-key="clientSecret">(tessera_[0-9A-Za-z]{49})</.exec(first.text)![1]!;
     const again = await owner.post(path, fields);
     assert.equal(again.status, 409);
     assert.match(again.text, /This form was sent already/);
@@ -289,7 +289,7 @@ describe('rotating the ClientSecret in the portal', () => {
       clientId: app.clientId,
     });
     assert.equal(response.status, 200);
-    const newSecret = /data-key="clientSecret">([0-9a-f]+)</.exec(response.text)![1]!;
+    const newSecret = /data-key="clientSecret">(tessera_[0-9A-Za-z]{49})</.exec(response.text)![1]!;
     assert.match(response.text, /The previous ClientSecret keeps working until <time/);
     assert.ok(await secretWorks(app, app.clientSecret));
     assert.ok(await secretWorks(app, newSecret));

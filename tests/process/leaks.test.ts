@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { CLIENT_SECRET_PREFIX } from '../../src/apps/secret-format.js';
 import { clientSecretDigest } from '../../src/crypto.js';
 import { assertError } from '../helpers/assert.js';
 import { childrenOfFile, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
@@ -35,10 +36,11 @@ function textForms(value: string): Forms {
   return [Buffer.from(value, 'utf8'), Buffer.from(value, 'utf16le')];
 }
 
-/** A secret as text, and as its raw bytes when it is hex (all ClientSecrets are). */
+/** A secret as text, its raw bytes when it is hex (as ClientSecrets were, and imported ones are), and a new ClientSecret's random part alone. */
 function secretForms(secret: string): Forms {
   const forms = textForms(secret);
   if (/^(?:[0-9a-f]{2}){16,}$/i.test(secret)) forms.push(Buffer.from(secret, 'hex'));
+  if (secret.startsWith(CLIENT_SECRET_PREFIX)) forms.push(...textForms(secret.slice(CLIENT_SECRET_PREFIX.length, -6)));
   return forms;
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION } from '../../src/apps/app.js';
 import { MAX_IMPORT_LINE_BYTES, parseImportFile } from '../../src/apps/import.js';
+import { generateClientSecret } from '../../src/apps/secret-format.js';
 
 // The lines of `tessera apps import` as the domain reads them, before any store is asked.
 
@@ -17,7 +18,7 @@ const messagesOf = (text: string) => parse(text).problems.map((problem) => `${pr
 
 describe('parseImportFile: the lines of an import', () => {
   it('reads an app in either key format, with the defaults for what a line leaves out', () => {
-    const tessera = { ...KEYS, appId: '0a1b2c3d4e5f6a7b', clientId: 'aa'.repeat(16) };
+    const tessera = { ...KEYS, appId: '0a1b2c3d4e5f6a7b', clientId: 'aa'.repeat(16), clientSecret: generateClientSecret() };
     const parsed = parse(`${JSON.stringify({ name: ' Shop ', ...KEYS })}\n${JSON.stringify({ name: 'Blog', ...tessera, owner: null })}\n`);
     assert.deepEqual(parsed.problems, []);
     assert.equal(parsed.lines, 2);

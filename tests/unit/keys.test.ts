@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { APP_ID_PATTERN } from '../../src/apps/app.js';
-import { generateAppKeys, generateClientSecret } from '../../src/apps/keys.js';
+import { generateAppKeys } from '../../src/apps/keys.js';
+import { CLIENT_SECRET_PATTERN, generateClientSecret, isTesseraClientSecret } from '../../src/apps/secret-format.js';
 import { ACCESS_TOKEN_LENGTH, generateAccessToken, parseAccessToken } from '../../src/tokens/token.js';
+import { REPO_ROOT } from '../helpers/process.js';
 
 const HEX = (length: number) => new RegExp(`^[0-9a-f]{${length}}$`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -15,13 +19,18 @@ describe('generateAppKeys', () => {
     assert.match(keys.appId, HEX(16));
     assert.match(keys.appKey, HEX(32));
     assert.match(keys.clientId, HEX(32));
-    assert.match(keys.clientSecret, HEX(64), 'ClientSecret: 64 hex characters = 256 bits');
+    assert.match(
+      keys.clientSecret,
+      CLIENT_SECRET_PATTERN,
+      'ClientSecret: tessera_, 43 base62 characters (256 bits), a 6-character checksum',
+    );
+    assert.ok(isTesseraClientSecret(keys.clientSecret));
     assert.match(keys.adminId, UUID);
     assert.match(keys.appId, APP_ID_PATTERN, 'an AppID must pass the URL check of the routes');
   });
 
-  it('generateClientSecret (rotation) has 256 bits too', () => {
-    assert.match(generateClientSecret(), HEX(64));
+  it('generateClientSecret (rotation) has the same form', () => {
+    assert.match(generateClientSecret(), /^tessera_[0-9A-Za-z]{49}$/);
   });
 
   it('1000 generations are all distinct, and no value is reused across keys (AppID never equals ClientID)', () => {
@@ -120,5 +129,51 @@ describe('parseAccessToken', () => {
     }
     assert.equal(parseAccessToken(` ${good.slice(1)}`), undefined);
     assert.equal(parseAccessToken(`${good.slice(1)} `), undefined);
+  });
+});
+
+describe('ClientSecrets made for secret scanners', () => {
+  it('carry a checksum that a changed character breaks', () => {
+    for (let i = 0; i < 200; i++) {
+      const secret = generateClientSecret();
+      assert.ok(isTesseraClientSecret(secret), secret);
+      const at = 8 + (i % 49);
+      const other = secret[at] === 'a' ? 'b' : 'a';
+      assert.equal(isTesseraClientSecret(secret.slice(0, at) + other + secret.slice(at + 1)), false, `${secret} changed at ${at}`);
+    }
+  });
+
+  it('are recognised only in their own form: not a hex secret, another prefix, or a length off by one', () => {
+    const secret = generateClientSecret();
+    assert.equal(isTesseraClientSecret('f'.repeat(64)), false);
+    assert.equal(isTesseraClientSecret(`tesserb_${secret.slice(8)}`), false);
+    assert.equal(isTesseraClientSecret(secret.slice(0, -1)), false);
+    assert.equal(isTesseraClientSecret(`${secret}0`), false);
+    assert.equal(isTesseraClientSecret(`tessera_${'0'.repeat(49)}`), false, 'a checksum of zeros is not the CRC of zeros');
+  });
+
+  it('use every base62 character about equally often (no modulo bias)', () => {
+    const counts = new Map<string, number>();
+    const samples = 4000;
+    for (let i = 0; i < samples; i++) {
+      for (const character of generateClientSecret().slice(8, 51)) counts.set(character, (counts.get(character) ?? 0) + 1);
+    }
+    assert.equal(counts.size, 62);
+    const expected = (samples * 43) / 62;
+    for (const [character, count] of counts)
+      assert.ok(Math.abs(count - expected) < expected * 0.15, `${character}: ${count} against ${expected}`);
+  });
+});
+
+describe('docs/gitleaks.toml', () => {
+  // The expression gitleaks compiles (Go's RE2); this one needs nothing that JavaScript reads otherwise.
+  const expression = /regex = '''(.+)'''/.exec(readFileSync(join(REPO_ROOT, 'docs', 'gitleaks.toml'), 'utf8'))?.[1];
+
+  it('matches every new ClientSecret in text, and nothing without the prefix', () => {
+    assert.ok(expression !== undefined, 'a regex line in docs/gitleaks.toml');
+    const rule = new RegExp(expression, 'g');
+    const secret = generateClientSecret();
+    assert.deepEqual(`CLIENT_SECRET="${secret}"\nother=${secret.slice(8)}`.match(rule), [secret]);
+    assert.equal(`hex=${'ab'.repeat(32)}`.match(rule), null);
   });
 });
