@@ -182,6 +182,10 @@ describe('PostgreSQL store specifics', () => {
     const db = postgresRunner(pool);
     const removed: pg.Client[] = [];
     pool.on('remove', (client) => removed.push(client));
+    // pg-pool tells of a removal once the connection has ended, a moment after the rejection: waited for, up to 2 s.
+    const removals = async (count: number) => {
+      for (let waited = 0; removed.length < count && waited < 2_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
     // The connection the last transaction was given.
     let used: pg.PoolClient | undefined;
     pool.on('acquire', (client) => (used = client));
@@ -200,6 +204,7 @@ describe('PostgreSQL store specifics', () => {
         }),
         unavailable,
       );
+      await removals(1);
       assert.deepEqual(removed, [used], 'the terminated connection was removed from the pool');
       assert.deepEqual(warnings, [
         {
@@ -235,6 +240,7 @@ describe('PostgreSQL store specifics', () => {
       } finally {
         await locker.end();
       }
+      await removals(2);
       assert.equal(removed.length, 2);
       assert.equal(removed[1], used);
 
