@@ -8,6 +8,7 @@ import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { quoted } from '../text.js';
+import { CLIENT_SECRET_FORM } from './secret-format.js';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { checkedAppName } from './service.js';
@@ -37,7 +38,7 @@ const KEY_PATTERNS = {
   appId: /^(?:[0-9a-f]{8}|[0-9a-f]{16})$/,
   appKey: /^[0-9a-f]{32}$/,
   clientId: /^[0-9a-f]{32}$/,
-  clientSecret: /^(?:[0-9a-f]{64}|tessera_[0-9A-Za-z]{49})$/,
+  clientSecret: new RegExp(`^(?:[0-9a-f]{64}|${CLIENT_SECRET_FORM})$`),
 } as const;
 
 const KEY_RULES: Record<keyof typeof KEY_PATTERNS, string> = {

@@ -17,8 +17,9 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** Random bytes below this are used (62 × 4), so that every character is equally likely. */
 const UNBIASED_BELOW = 248;
 
-/** The form, checksum aside: what a scanner's rule matches (docs/security.md ships it for gitleaks). */
-export const CLIENT_SECRET_PATTERN = /^tessera_[0-9A-Za-z]{49}$/;
+/** The form, checksum aside, without anchors: what a scanner's rule matches (docs/gitleaks.toml). */
+export const CLIENT_SECRET_FORM = `${CLIENT_SECRET_PREFIX}[0-9A-Za-z]{${RANDOM_CHARACTERS + CHECKSUM_CHARACTERS}}`;
+export const CLIENT_SECRET_PATTERN = new RegExp(`^${CLIENT_SECRET_FORM}$`);
 
 export function generateClientSecret(): string {
   let random = '';

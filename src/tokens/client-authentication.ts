@@ -37,7 +37,12 @@ export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }
   const previousMatches = digestsEqual(digest, previous?.hash ?? NO_PREVIOUS_SECRET);
   if (!clientIdMatches) return null;
   if (currentMatches) return 'current';
-  return previousMatches && previous !== null && now < previous.validUntil ? 'previous' : null;
+  return previousMatches && previousSecretValid(app, now) ? 'previous' : null;
+}
+
+/** Whether the app's previous ClientSecret still works at `now` (its grace period has not ended). */
+function previousSecretValid(app: AppRecord, now: number): boolean {
+  return app.previousSecret !== null && now < app.previousSecret.validUntil;
 }
 
 /**
@@ -72,7 +77,7 @@ export class AdminAuthentication {
       credentialsEqual(credentials.clientSecret, known.clientSecret) &&
       credentialsEqual(credentials.clientId, app.clientId)
     ) {
-      return known.which === 'current' || (app.previousSecret !== null && now < app.previousSecret.validUntil) ? known.which : null;
+      return known.which === 'current' || previousSecretValid(app, now) ? known.which : null;
     }
     const which = matchAdminCredentials(app, credentials, now);
     if (which !== null) this.#verified.set(app, { clientSecret: ownKey(credentials.clientSecret), which });

@@ -30,7 +30,7 @@ export function openDatabase(path: string): SqliteDatabase {
   // Checkpoint when the WAL reaches 64 MiB (16,384 pages), not SQLite's 4 MiB. Each commit writes
   // every page it changed whole; tokens and events issued for many apps change a different leaf of
   // the per-app indexes each, and a checkpoint copies each page once however often the WAL holds it.
-  // Measured with 10⁴ apps: 34 µs of CPU a token at 4 MiB, 24 at 64 MiB (docs/benchmarks.md). The
+  // Measured with 10⁴ apps: 34 µs of CPU a token at 4 MiB, 25 at 64 MiB (docs/benchmarks.md). The
   // file is cut back to that size after a checkpoint that let it grow further (a long read).
   db.exec('PRAGMA wal_autocheckpoint = 16384');
   db.exec(`PRAGMA journal_size_limit = ${64 * 1024 * 1024}`);
