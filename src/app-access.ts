@@ -1,5 +1,7 @@
 import { mayAct, type AppAction, type AppRole } from './developers/roles.js';
-import { adminRequired, appNotFound } from './error-catalogue.js';
+import type { BuiltInScope } from './credentials/scopes.js';
+import { adminRequired, appNotFound, insufficientScope } from './error-catalogue.js';
+import type { Principal } from './principal.js';
 import { TesseraError } from './errors.js';
 import type { RequestContext } from './request-context.js';
 
@@ -7,11 +9,31 @@ import type { RequestContext } from './request-context.js';
 export type RoleLookup = (appId: string, developerId: string) => Promise<AppRole | undefined>;
 
 /**
- * What an app's admin token may do on its own app (the contract's admin features): see it, change
- * its configuration, revoke its tokens. Never rotate its ClientSecret (a leaked token must not lock
- * the owner out), delete it or change its people.
+ * What an app's admin token may do on its own app (the contract's admin features), and the scope
+ * each needs of a token that has scopes (one issued from a credential): see it, its configuration
+ * and its events, change its configuration, introspect and revoke its tokens, manage its
+ * credentials. Never rotate its ClientSecret (a leaked token must not lock the owner out), delete
+ * it or change its people.
  */
-const ADMIN_TOKEN_ACTIONS: ReadonlySet<AppAction> = new Set(['view_app', 'view_events', 'change_configuration', 'revoke_tokens']);
+const SCOPE_OF_ADMIN_ACTION: ReadonlyMap<AppAction, BuiltInScope> = new Map<AppAction, BuiltInScope>([
+  ['view_app', 'app:read'],
+  ['view_configuration', 'configuration:read'],
+  ['view_events', 'events:read'],
+  ['change_configuration', 'configuration:write'],
+  ['introspect_tokens', 'tokens:introspect'],
+  ['revoke_tokens', 'tokens:revoke'],
+  ['manage_credentials', 'credentials:manage'],
+]);
+
+/**
+ * Throws `INSUFFICIENT_SCOPE` unless the app's admin principal may do `action`: one of the app's own
+ * ClientID may do every admin feature, one with scopes only those its scopes name.
+ */
+export function checkAdminScope(principal: Principal, action: AppAction): void {
+  if (principal.scopes === null) return;
+  const scope = SCOPE_OF_ADMIN_ACTION.get(action);
+  if (scope === undefined || !principal.scopes.includes(scope)) throw insufficientScope(scope);
+}
 
 /**
  * Who may do what on an app, asked by every service operation that reads or changes one app before
@@ -33,8 +55,9 @@ export class AppAccess {
       await this.authorizeDeveloper(appId, by.developerId, action);
       return;
     }
-    if (!ADMIN_TOKEN_ACTIONS.has(action)) throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
+    if (!SCOPE_OF_ADMIN_ACTION.has(action)) throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
     if (by === null || by.kind !== 'admin' || by.appId !== appId) throw adminRequired();
+    checkAdminScope(by, action);
   }
 
   /**

@@ -13,6 +13,17 @@ export function adminRequired(): TesseraError {
   return new TesseraError('ADMIN_REQUIRED', 'This is an admin feature: it needs an app admin token.');
 }
 
+/** An admin token whose scopes do not include the one a feature needs (RFC 6750 `insufficient_scope`). */
+export function insufficientScope(scope: string | undefined): TesseraError {
+  return new TesseraError(
+    'INSUFFICIENT_SCOPE',
+    scope === undefined
+      ? 'This admin token has scopes, and none of them allows this.'
+      : `This admin token does not have the scope this needs: ${scope}.`,
+    scope === undefined ? {} : { scope },
+  );
+}
+
 export function appNotFound(): TesseraError {
   return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

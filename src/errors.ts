@@ -6,12 +6,14 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unsupported_grant_type: 400,
   unauthorized_client: 400,
+  invalid_scope: 400,
   ME_NOT_ALLOWED_FOR_ADMIN: 400,
   invalid_client: 401,
   INVALID_TOKEN: 401,
   UNAUTHORIZED: 401,
   INVALID_CREDENTIALS: 401,
   ADMIN_REQUIRED: 403,
+  INSUFFICIENT_SCOPE: 403,
   ORIGIN_NOT_ALLOWED: 403,
   FORBIDDEN: 403,
   APP_LIMIT_REACHED: 403,
@@ -40,6 +42,8 @@ export interface ErrorDetails {
    * own or the app's ceiling (recorded as `token.throttled`'s reason; never sent to the client).
    */
   adminLimit?: AdminLimit;
+  /** For INSUFFICIENT_SCOPE: the scope the feature needs (RFC 6750 §3's `scope` attribute). */
+  scope?: string;
 }
 
 /** The two limits on failed admin attempts: per app and address, and per app from every address. */

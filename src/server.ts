@@ -17,6 +17,7 @@ import { PORTAL_PREFIX } from './http/paths.js';
 import { appRoutes } from './http/routes/app.js';
 import { tokenLifecycleRoutes } from './http/routes/app-tokens.js';
 import { clientScriptRoute } from './http/routes/client-script.js';
+import { credentialRoutes } from './http/routes/credentials.js';
 import { eventRoutes } from './http/routes/events.js';
 import { forwardAuthRoutes } from './http/routes/forward-auth.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -162,6 +163,7 @@ export function buildServer({
     await authenticated.register(appRoutes, { apps, appService: tessera.apps });
     await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
     await authenticated.register(eventRoutes, { events: tessera.appEvents, clock: tessera.clock });
+    await authenticated.register(credentialRoutes, { credentials: tessera.credentials });
     await authenticated.register(authRoutes);
   });
 

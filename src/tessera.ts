@@ -1,5 +1,6 @@
 import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
+import { CredentialService } from './apps/credentials.js';
 import { AppEvents } from './apps/events.js';
 import { AppImports } from './apps/import.js';
 import { AppMembers } from './apps/members.js';
@@ -7,6 +8,7 @@ import { OwnedApps } from './apps/owned-apps.js';
 import { AppService } from './apps/service.js';
 import type { Authenticator } from './auth/authenticate.js';
 import { systemClock, type Clock } from './clock.js';
+import { CredentialUse } from './credentials/last-used.js';
 import { DeveloperAccounts } from './developers/accounts.js';
 import { DEFAULT_DEVELOPER_LIMITS, DeveloperLimits, type DeveloperLimitSettings } from './developers/developer-limits.js';
 import { DeveloperSessions } from './developers/sessions.js';
@@ -33,6 +35,8 @@ export interface Tessera {
   readonly store: Store;
   readonly clock: Clock;
   readonly apps: AppService;
+  /** Apps' further credentials, each with its scopes: created, listed, rotated and revoked. */
+  readonly credentials: CredentialService;
   readonly appCache: AppCache;
   readonly issuer: TokenIssuer;
   /** Checks ClientID and ClientSecret under the limits on failed admin attempts. */
@@ -102,7 +106,10 @@ export function createTessera(options: TesseraOptions): Tessera {
       ? warn('housekeeping could not run while the database cannot be reached; it is tried again at the next interval', undefined)
       : warn('housekeeping failed; it is tried again at the next interval', error),
   );
-  const admins = new AdminAuthentication(limits, events, clock);
+  const credentialUse = new CredentialUse(store.credentials, (error) =>
+    warn('when a credential was last used could not be written; it is written at its next use', error),
+  );
+  const admins = new AdminAuthentication(limits, events, clock, credentialUse);
   const signInLimits = createSignInLimits(limits, options.signInLimits ?? DEFAULT_SIGN_IN_LIMITS, metrics);
   const links = { publicUrl: options.publicUrl };
   // Every service that acts on an app asks this first, whichever page, route or command calls it.
@@ -117,11 +124,13 @@ export function createTessera(options: TesseraOptions): Tessera {
     warn,
     metrics,
   );
+  const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, checking.forget);
   const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, links);
   return {
     store,
     clock,
     apps,
+    credentials,
     appCache: checking.apps,
     issuer: new TokenIssuer(store.tokens, checking.anonymous, clock, admins, events),
     admins,

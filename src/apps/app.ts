@@ -1,3 +1,5 @@
+import type { CredentialRecord } from '../credentials/credential.js';
+
 /** Per-app settings. `null` everywhere means the seed's behaviour. */
 export interface AppConfiguration {
   /** Longest lifetime an admin token may be given, in seconds; null: no maximum. */
@@ -45,6 +47,8 @@ export interface AppRecord {
    * revocation of all of the app's anonymous tokens, or null if there was none.
    */
   anonymousCutoff: number | null;
+  /** Its further credentials (`src/credentials/`), oldest first: read with the app, so that a cached app has them. */
+  credentials: readonly CredentialRecord[];
 }
 
 /** What an operator may see of an app, and what `GET /api/apps/{appId}` returns: never a secret. */

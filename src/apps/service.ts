@@ -109,6 +109,7 @@ export class AppService {
         configuration: { ...DEFAULT_APP_CONFIGURATION },
         anonymousCutoff: null,
         previousSecret: null,
+        credentials: [],
       };
       try {
         if (owner === undefined) await this.store.insert(record);

@@ -57,7 +57,10 @@ export class Authenticator implements RequestAuthenticator {
         return checked.then((principal) => this.#bearer(principal, request));
       }
       if (credentials.scheme === 'basic' ? credentials.user === app.appId : namesAppInSdkHeaders(request, app.appId)) {
-        return applyRules({ appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null }, request);
+        return applyRules(
+          { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null, scopes: null, clientId: null },
+          request,
+        );
       }
       throw new TesseraError('UNAUTHORIZED', 'Authentication is required: Authorization: Bearer <token>, or Basic base64(AppID:anything).');
     });

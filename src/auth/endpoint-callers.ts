@@ -56,11 +56,19 @@ export class EndpointCallers {
     const { origin } = request;
     if (origin !== undefined)
       return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin }, 'client authentication');
-    await this.admins.authenticate(app, credentials, context);
-    return { appId: app.appId, kind: 'admin', id: app.adminId, auth: 'basic', expiresAt: null };
+    const { credential } = await this.admins.authenticate(app, credentials, context);
+    return {
+      appId: app.appId,
+      kind: 'admin',
+      id: app.adminId,
+      auth: 'basic',
+      expiresAt: null,
+      scopes: credential?.scopes ?? null,
+      clientId: credential?.clientId ?? null,
+    };
   }
 }
 
 function anonymousCaller(app: AppRecord): Principal {
-  return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null };
+  return { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null, scopes: null, clientId: null };
 }

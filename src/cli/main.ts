@@ -8,6 +8,7 @@ import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { CommandFailed, parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { CREDENTIALS_FLAGS, runCredentialsCommand } from './credentials.js';
 import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
 import { KEYS_FLAGS, runKeysCommand } from './keys.js';
@@ -39,6 +40,18 @@ Usage:
                                              every line is checked first, then all or nothing
   tessera apps export [--json]               every app as JSON Lines, the shape import reads,
                                              without ClientSecrets (only their digests are kept)
+  tessera credentials create APP_ID --name NAME --scope SCOPE [--scope SCOPE]… [--expires-at RFC3339]
+                             [--allow-from CIDR]… [--json]
+                                             a further ClientID and ClientSecret for the app, whose
+                                             admin tokens may do only what its scopes say (e.g.
+                                             events:read); prints its secret once
+  tessera credentials list APP_ID [--json]   the app's credentials (never a secret)
+  tessera credentials rotate APP_ID CLIENT_ID [--grace SECONDS] [--json]
+                                             a new secret; the old one stops at once, or works
+                                             SECONDS more (at most 30 days)
+  tessera credentials revoke APP_ID CLIENT_ID [--json]
+                                             delete a credential: its secret and its tokens are
+                                             refused at once
   tessera developers create --email EMAIL [--password-stdin] [--json]
                                              create a developer account (the portal's users); with
                                              --password-stdin its password is read from standard
@@ -76,6 +89,7 @@ const STORE_COMMANDS: Record<
   { flags: FlagSpec; execute: (tessera: Tessera, command: ParsedCommand, out: Output, stopped: AbortSignal) => Promise<void> }
 > = {
   apps: { flags: APPS_FLAGS, execute: runAppsCommand },
+  credentials: { flags: CREDENTIALS_FLAGS, execute: runCredentialsCommand },
   developers: { flags: DEVELOPERS_FLAGS, execute: runDevelopersCommand },
   tokens: { flags: TOKENS_FLAGS, execute: runTokensCommand },
   events: { flags: EVENTS_FLAGS, execute: runEventsCommand },

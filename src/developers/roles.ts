@@ -2,7 +2,7 @@
  * Who may do what on an app (docs/portal.md, "Membership"). An app has at most one owner; without
  * one it is the operator's alone. The owner may invite collaborators, who may do everything the
  * owner may except rotate the ClientSecret, delete the app or manage collaborators, as in Kii's
- * portal. The operator (the CLI) is not a member and is not asked.
+ * portal (and, managing credentials, grant `credentials:manage`: `CredentialService`). The operator (the CLI) is not a member and is not asked.
  */
 export type AppRole = 'owner' | 'collaborator';
 
@@ -10,9 +10,12 @@ export const APP_ROLES: readonly AppRole[] = ['owner', 'collaborator'];
 
 export const APP_ACTIONS = [
   'view_app',
+  'view_configuration',
   'view_events',
   'change_configuration',
+  'introspect_tokens',
   'revoke_tokens',
+  'manage_credentials',
   'rotate_secret',
   'delete_app',
   'manage_collaborators',

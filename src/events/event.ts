@@ -18,6 +18,13 @@ export const EVENT_TYPES = [
   'app.collaborator_added',
   'app.collaborator_removed',
   'app.invitation_withdrawn',
+  // Credentials (src/credentials/): details name the credential by ClientID and name, never its secret.
+  'credential.created',
+  'credential.rotated',
+  'credential.revoked',
+  // A credential's right secret refused for its expiry or its address (`reason`): only a holder of
+  // the secret can cause it, so it is kept with the audit events, with no actor.
+  'credential.refused',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

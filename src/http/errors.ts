@@ -13,7 +13,10 @@ export function sendError(reply: FastifyReply, error: TesseraError): FastifyRepl
 /** The headers of an error response: its content type and, where the error has them, a challenge, `Retry-After`, `Allow`. */
 export function errorHeaders(error: TesseraError): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
-  const challenge = CHALLENGES[error.code];
+  const challenge =
+    error.code === 'INSUFFICIENT_SCOPE'
+      ? `Bearer error="insufficient_scope"${error.details.scope === undefined ? '' : `, scope="${error.details.scope}"`}`
+      : CHALLENGES[error.code];
   if (challenge !== undefined) headers['www-authenticate'] = challenge;
   if (error.details.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.details.retryAfterSeconds);
   if (error.details.allow !== undefined) headers['allow'] = error.details.allow.join(', ');

@@ -5,6 +5,7 @@ import { CountSeries, DURATION_BUCKETS, HistogramSeries } from './series.js';
 const PARTS = {
   apps: 'apps',
   tokens: 'tokens',
+  credentials: 'credentials',
   revokedTokens: 'revoked_tokens',
   keys: 'keys',
   events: 'events',

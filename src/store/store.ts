@@ -1,4 +1,5 @@
 import type { AppStore } from '../apps/store.js';
+import type { CredentialStore } from '../credentials/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import type { KeyStore } from '../keys/store.js';
@@ -34,6 +35,8 @@ export interface Store {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;
   readonly tokens: TokenStore;
+  /** Apps' further credentials; read with their apps (`AppRecord.credentials`). */
+  readonly credentials: CredentialStore;
   readonly revokedTokens: RevokedTokenStore;
   readonly keys: KeyStore;
   readonly events: EventStore;

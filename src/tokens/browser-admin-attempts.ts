@@ -30,9 +30,14 @@ export async function refuseBrowserAdminAttempt(
   context: RequestContext & { origin: string },
   attempt: 'token request' | 'client authentication' = 'token request',
 ): Promise<never> {
-  const secret = admins.match(app, credentials);
-  if (secret !== null) {
-    events.record('app.secret_exposed', app.appId, context, 'admin', { secret, origin: recordedOrigin(context.origin) });
+  const matched = admins.match(app, credentials, context.clientAddress);
+  if ('secret' in matched) {
+    const { secret, credential } = matched;
+    events.record('app.secret_exposed', app.appId, context, 'admin', {
+      secret,
+      origin: recordedOrigin(context.origin),
+      ...(credential === null ? {} : { clientId: credential.clientId }),
+    });
   }
   try {
     await admins.authenticate(app, credentials, context);

@@ -18,8 +18,10 @@ export interface ActiveToken {
   kind: PrincipalKind;
   /** The principal's id: the app's admin id, or `ANONYMOUS`. */
   id: string;
-  /** Who the token was issued to: the ClientID for an admin token, the AppID for an anonymous one. */
+  /** Who the token was issued to: the ClientID (the app's own, or a credential's) for an admin token, the AppID for an anonymous one. */
   clientId: string;
+  /** What an admin token issued from a credential, or with `scope`, may do; null otherwise. */
+  scopes: readonly string[] | null;
   /** UNIX ms. */
   issuedAt: number;
   /** UNIX ms, or null for never. */
@@ -27,10 +29,15 @@ export interface ActiveToken {
 }
 
 /** What a check needs of a stored token. */
-export type TokenFacts = Pick<TokenRecord, 'appId' | 'kind' | 'issuedAt' | 'expiresAt'>;
+export type TokenFacts = Pick<TokenRecord, 'appId' | 'kind' | 'issuedAt' | 'expiresAt' | 'clientId' | 'scopes'>;
 
 /** What a cached token takes: selector, facts, verifier (measured: about 280 bytes). */
 const CACHED_TOKEN_BYTES = 300;
+
+/** What a cached token takes with its ClientID and scopes, if it has them (about 50 bytes a scope). */
+function cachedTokenBytes(token: TokenFacts): number {
+  return token.scopes === null ? CACHED_TOKEN_BYTES : CACHED_TOKEN_BYTES + 100 + 50 * token.scopes.length;
+}
 
 /** A token checked before, with its verifier as latin1 (never its hash: the comparison needs no hashing then). */
 interface CachedToken extends TokenFacts {
@@ -80,7 +87,7 @@ export class TokenChecker {
     private readonly clock: Clock,
     options: TokenCheckerOptions,
   ) {
-    this.#cache = new LRUCache<string, CachedToken>({ maxSize: options.maxBytes, sizeCalculation: () => CACHED_TOKEN_BYTES });
+    this.#cache = new LRUCache<string, CachedToken>({ maxSize: options.maxBytes, sizeCalculation: cachedTokenBytes });
     this.#absent = new AbsentKeys(options.absentBytes, clock);
     this.#lookups = options.lookups ?? NO_CACHE_LOOKUPS;
   }
@@ -114,20 +121,22 @@ export class TokenChecker {
         clientId: app.appId,
         issuedAt: facts.issuedAt,
         expiresAt: facts.expiresAt,
+        scopes: null,
       };
     }
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const facts = await this.#find(presented, presented.selector.toString('latin1'));
     if (facts === undefined || facts.appId !== app.appId || isExpired(this.clock.now(), facts.expiresAt)) return undefined;
-    const { kind, issuedAt, expiresAt } = facts;
+    const { kind, issuedAt, expiresAt, scopes } = facts;
     return {
       appId: app.appId,
       kind,
       id: principalId(app, kind),
-      clientId: kind === 'admin' ? app.clientId : app.appId,
+      clientId: kind === 'admin' ? (facts.clientId ?? app.clientId) : app.appId,
       issuedAt,
       expiresAt,
+      scopes,
     };
   }
 
@@ -178,11 +187,11 @@ export class TokenChecker {
     }
     if (!digestsEqual(sha256(presented.verifier), stored.verifierHash)) return undefined;
     if (generation === this.#generation) {
-      const { appId, kind, issuedAt, expiresAt } = stored;
+      const { appId, kind, issuedAt, expiresAt, clientId, scopes } = stored;
       // A string of its own, not `presented.verifier`: a view into an 8 KiB slab of Node's buffer
       // pool, which keeping would keep alive (about 80 MB per 10⁵ cached tokens).
       const verifier = presented.verifier.toString('latin1');
-      this.#cache.set(key, { appId, kind, issuedAt, expiresAt, verifier });
+      this.#cache.set(key, { appId, kind, issuedAt, expiresAt, clientId, scopes, verifier });
     }
     return stored;
   }
@@ -195,6 +204,8 @@ export class TokenChecker {
       id: principalId(app, token.kind),
       auth: 'bearer',
       expiresAt: token.expiresAt,
+      scopes: token.scopes,
+      clientId: token.clientId,
       [TOKEN_SELECTOR]: key,
     };
   }
@@ -212,6 +223,8 @@ function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Princip
     id: ANONYMOUS_ID,
     auth: 'bearer',
     expiresAt: facts.expiresAt,
+    scopes: null,
+    clientId: null,
     [TOKEN_SELECTOR]: anonymousTokenKey(facts),
   };
 }

@@ -7,97 +7,161 @@ import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { RequestContext } from '../request-context.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
+import { addressAllowed } from '../credentials/addresses.js';
+import { findCredential, type CredentialRecord } from '../credentials/credential.js';
+import type { CredentialUse } from '../credentials/last-used.js';
 
 /**
- * Which of the app's ClientSecrets a request was authenticated with: the current one, or the one a
+ * Which of a client's ClientSecrets a request was authenticated with: the current one, or the one a
  * rotation with a grace period replaced, while that period lasts.
  */
 export type AdminSecret = 'current' | 'previous';
 
-/** The ClientSecret last verified for an app's record, and which of its secrets it is. */
+/** An admin attempt that succeeded: with which secret, and of which credential (null: the app's own ClientID). */
+export interface AuthenticatedAdmin {
+  secret: AdminSecret;
+  credential: CredentialRecord | null;
+}
+
+/**
+ * Why an admin attempt failed: a wrong ClientID or ClientSecret (`invalid_client`), or a
+ * credential's right secret used after its expiry or from an address not on its list. All three
+ * are answered alike (`invalid_client`); only the audit log tells them apart.
+ */
+export type AdminRefusal = 'invalid_client' | 'credential_expired' | 'address_not_allowed';
+
+/** What an admin attempt matched: who, or why not (with the credential its ClientID named, if any). */
+export type AdminMatch = AuthenticatedAdmin | { refusal: AdminRefusal; credential: CredentialRecord | null };
+
+/** A client's secrets as stored: the app's own, or a credential's. */
+interface StoredSecrets {
+  hash: Buffer;
+  previousSecret: { hash: Buffer; validUntil: number } | null;
+}
+
+/** The ClientSecret last verified for a client's record, and which of its secrets it is. */
 interface VerifiedSecret {
   clientSecret: string;
   which: AdminSecret;
 }
 
-/** Compared with when an app has no previous secret, so that the work is the same either way. */
+/** Compared with when a client has no previous secret, so that the work is the same either way. */
 const NO_PREVIOUS_SECRET = Buffer.alloc(32);
 
 /**
- * Whether `credentials` are the app's ClientID and ClientSecret, and with which secret; null when
- * they are not. The previous secret counts only before its `validUntil` (`now` is the caller's
- * clock). Constant-time: an unknown ClientID, a wrong secret and either secret do the same work
- * (both comparisons are always made).
+ * Whether `clientSecret` is one of the client's secrets, and which one; null when it is not. The
+ * previous secret counts only before its `validUntil` (`now` is the caller's clock). Constant-time:
+ * a wrong secret and either secret do the same work (both comparisons are always made).
  */
-export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }: ClientCredentials, now: number): AdminSecret | null {
+function matchSecret(stored: StoredSecrets, clientSecret: string, now: number): AdminSecret | null {
   const digest = clientSecretDigest(clientSecret);
-  const clientIdMatches = credentialsEqual(clientId, app.clientId);
-  const currentMatches = digestsEqual(digest, app.clientSecretHash);
-  const previous = app.previousSecret;
-  const previousMatches = digestsEqual(digest, previous?.hash ?? NO_PREVIOUS_SECRET);
-  if (!clientIdMatches) return null;
+  const currentMatches = digestsEqual(digest, stored.hash);
+  const previousMatches = digestsEqual(digest, stored.previousSecret?.hash ?? NO_PREVIOUS_SECRET);
   if (currentMatches) return 'current';
-  return previousMatches && previousSecretValid(app, now) ? 'previous' : null;
-}
-
-/** Whether the app's previous ClientSecret still works at `now` (its grace period has not ended). */
-function previousSecretValid(app: AppRecord, now: number): boolean {
-  return app.previousSecret !== null && now < app.previousSecret.validUntil;
+  return previousMatches && previousSecretValid(stored, now) ? 'previous' : null;
 }
 
 /**
- * An admin attempt (a token request, or RFC 7009/7662 client authentication), under the limits on
- * failed admin attempts: a failure is counted and recorded, and fails as `invalid_client`. An
- * attempt those limits refuse (429) is counted as `token.throttled`, with the limit as its reason
- * (`address` or `app`): only counted, never a row (`retentionOf`), since anyone can cause any
- * number of them.
+ * Whether `credentials` are the app's own ClientID and ClientSecret, and with which secret; null when
+ * they are not. Constant-time, as `matchSecret`: an unknown ClientID does the same work.
+ */
+export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }: ClientCredentials, now: number): AdminSecret | null {
+  const clientIdMatches = credentialsEqual(clientId, app.clientId);
+  const which = matchSecret(appSecrets(app), clientSecret, now);
+  return clientIdMatches ? which : null;
+}
+
+function appSecrets(app: AppRecord): StoredSecrets {
+  return { hash: app.clientSecretHash, previousSecret: app.previousSecret };
+}
+
+function credentialSecrets(credential: CredentialRecord): StoredSecrets {
+  return { hash: credential.secretHash, previousSecret: credential.previousSecret };
+}
+
+/** Whether a client's previous ClientSecret still works at `now` (its grace period has not ended). */
+function previousSecretValid(stored: Pick<StoredSecrets, 'previousSecret'>, now: number): boolean {
+  return stored.previousSecret !== null && now < stored.previousSecret.validUntil;
+}
+
+/**
+ * An admin attempt (a token request, or RFC 7009/7662 client authentication), with the app's own
+ * ClientID or one of its credentials', under the limits on failed admin attempts: a failure is
+ * counted and recorded, and fails as `invalid_client`. An attempt those limits refuse (429) is
+ * counted as `token.throttled`, with the limit as its reason (`address` or `app`): only counted,
+ * never a row (`retentionOf`), since anyone can cause any number of them.
  */
 export class AdminAuthentication {
   /**
-   * The ClientSecret last verified for each app record in memory. Server code presents the same
-   * secret for every token, and a constant-time comparison with it costs a small part of its HMAC
-   * (about 2.5 µs of an admin token's 31). Kept in memory only, as cached token verifiers are; a
-   * rotation replaces the app's record, which forgets it. Any other secret, right or wrong, and any
-   * other ClientID take the full path of `matchAdminCredentials`.
+   * The ClientSecret last verified for each client's record in memory (an app's, or a
+   * credential's). Server code presents the same secret for every token, and a constant-time
+   * comparison with it costs a small part of its HMAC (about 2.5 µs of an admin token's 31). Kept in
+   * memory only, as cached token verifiers are; a rotation replaces the app's record, and with it
+   * its credentials' records, which forgets it. Any other secret, right or wrong, takes the full path.
    */
-  readonly #verified = new WeakMap<AppRecord, VerifiedSecret>();
+  readonly #verified = new WeakMap<AppRecord | CredentialRecord, VerifiedSecret>();
 
   constructor(
     private readonly limits: RateLimits,
     private readonly events: EventLog,
     private readonly clock: Clock,
+    /** Told when a credential authenticated, to record when it was last used. */
+    private readonly credentialUse?: CredentialUse,
   ) {}
 
-  /** `matchAdminCredentials` at this instant, with nothing counted or recorded. */
-  match(app: AppRecord, credentials: ClientCredentials): AdminSecret | null {
+  /**
+   * Who `credentials` authenticate at this instant, from `clientAddress`, with nothing counted or
+   * recorded. A credential's wrong secret, expiry and address are all checked, whichever fails, so
+   * that the three refusals do the same work.
+   */
+  match(app: AppRecord, credentials: ClientCredentials, clientAddress: string | null): AdminMatch {
     const now = this.clock.now();
-    const known = this.#verified.get(app);
+    const credential = findCredential(app.credentials, credentials.clientId);
+    if (credential === undefined) {
+      const secret = this.#secretOf(app, appSecrets(app), credentials, now);
+      return secret === null ? { refusal: 'invalid_client', credential: null } : { secret, credential: null };
+    }
+    const secret = this.#secretOf(credential, credentialSecrets(credential), credentials, now);
+    const expired = credential.expiresAt !== null && now >= credential.expiresAt;
+    const allowed = addressAllowed(credential.allowFrom, clientAddress);
+    if (secret === null) return { refusal: 'invalid_client', credential };
+    if (expired) return { refusal: 'credential_expired', credential };
+    if (!allowed) return { refusal: 'address_not_allowed', credential };
+    return { secret, credential };
+  }
+
+  /** Which of the client's secrets `credentials` carry (the app's own ClientID only for an app), or null. */
+  #secretOf(record: AppRecord | CredentialRecord, stored: StoredSecrets, credentials: ClientCredentials, now: number): AdminSecret | null {
+    const known = this.#verified.get(record);
     if (
       known !== undefined &&
       credentialsEqual(credentials.clientSecret, known.clientSecret) &&
-      credentialsEqual(credentials.clientId, app.clientId)
+      credentialsEqual(credentials.clientId, record.clientId)
     ) {
-      return known.which === 'current' || previousSecretValid(app, now) ? known.which : null;
+      return known.which === 'current' || previousSecretValid(stored, now) ? known.which : null;
     }
-    const which = matchAdminCredentials(app, credentials, now);
-    if (which !== null) this.#verified.set(app, { clientSecret: ownKey(credentials.clientSecret), which });
+    const clientIdMatches = credentialsEqual(credentials.clientId, record.clientId);
+    const which = matchSecret(stored, credentials.clientSecret, now);
+    if (!clientIdMatches || which === null) return null;
+    this.#verified.set(record, { clientSecret: ownKey(credentials.clientSecret), which });
     return which;
   }
 
-  async authenticate(app: AppRecord, credentials: ClientCredentials, context: RequestContext): Promise<AdminSecret> {
-    const secret = this.match(app, credentials);
+  async authenticate(app: AppRecord, credentials: ClientCredentials, context: RequestContext): Promise<AuthenticatedAdmin> {
+    const matched = this.match(app, credentials, context.clientAddress);
     // The limiter is asked only after the check, with no await in between, so that attempts are
     // counted in the order they are decided: of any burst, only the first failures of the minute
     // are answered 401; every later attempt from that address (or, past the app's ceiling, on that
     // app), the right secret included, gets 429.
     try {
-      if (secret === null) {
+      if ('refusal' in matched) {
         await this.limits.recordAdminFailure(app.appId, context.clientAddress);
-        this.events.record('token.refused', app.appId, context, 'admin', { reason: 'invalid_client' });
+        this.#recordRefusal(app, matched.refusal, matched.credential, context);
         throw invalidClient();
       }
       await this.limits.checkAdminAttempt(app.appId, context.clientAddress);
-      return secret;
+      if (matched.credential !== null) this.credentialUse?.used(matched.credential, this.clock.now());
+      return matched;
     } catch (error) {
       // Only a refusal by these limits does more work: a count in the event log's buffer.
       if (isTesseraError(error) && error.details.adminLimit !== undefined) {
@@ -105,5 +169,26 @@ export class AdminAuthentication {
       }
       throw error;
     }
+  }
+
+  /**
+   * A wrong secret is a `token.refused` (a refusal anyone who knows a ClientID can cause); a
+   * credential's right secret refused for its expiry or its address is `credential.refused`, kept
+   * with the audit events, since only a holder of the secret can cause it. Neither names anyone as
+   * its actor, and neither names a secret.
+   */
+  #recordRefusal(app: AppRecord, refusal: AdminRefusal, credential: CredentialRecord | null, context: RequestContext): void {
+    if (refusal === 'invalid_client') {
+      this.events.record('token.refused', app.appId, context, 'admin', {
+        reason: 'invalid_client',
+        ...(credential === null ? {} : { clientId: credential.clientId }),
+      });
+      return;
+    }
+    this.events.record('credential.refused', app.appId, context, null, {
+      reason: refusal,
+      clientId: credential!.clientId,
+      name: credential!.name,
+    });
   }
 }

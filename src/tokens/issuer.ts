@@ -1,14 +1,17 @@
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { credentialsEqual } from '../crypto.js';
-import type { AdminAuthentication, AdminSecret } from './client-authentication.js';
+import type { AdminAuthentication, AuthenticatedAdmin } from './client-authentication.js';
+import type { CredentialRecord } from '../credentials/credential.js';
+import { scopeProblemText } from '../credentials/input.js';
+import { checkScopes, narrowScopes } from '../credentials/scopes.js';
+import { TesseraError } from '../errors.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 import type { EventLog } from '../events/log.js';
-import type { PrincipalKind } from '../principal.js';
+import { ANONYMOUS_ID, type PrincipalKind } from '../principal.js';
 import type { RequestContext } from '../request-context.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
 import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
-import { principalId } from './checker.js';
 import { expiresInSeconds, resolveExpiry } from './expiry.js';
 import type { TokenStore } from './store.js';
 import { generateAccessToken } from './token.js';
@@ -18,6 +21,8 @@ export interface TokenRequestInput {
   credentials: ClientCredentials;
   /** UNIX ms, or null for a token that never expires. */
   expiresAt: number | null;
+  /** RFC 6749 §3.3 `scope`, as sent (names separated by spaces); undefined when absent. */
+  scope?: string | undefined;
 }
 
 export interface IssuedToken {
@@ -27,6 +32,8 @@ export interface IssuedToken {
   /** Seconds from the request to the expiry, rounded down (`NEVER_EXPIRES_IN` for never). */
   expiresIn: number;
   kind: PrincipalKind;
+  /** What the token may do, when it was issued from a credential or asked for scopes; null: everything an admin may, or anonymous. */
+  scopes: readonly string[] | null;
 }
 
 /**
@@ -43,23 +50,49 @@ export class TokenIssuer {
     private readonly events: EventLog,
   ) {}
 
-  async issue(app: AppRecord, { credentials, expiresAt: requested }: TokenRequestInput, context: RequestContext): Promise<IssuedToken> {
+  async issue(
+    app: AppRecord,
+    { credentials, expiresAt: requested, scope }: TokenRequestInput,
+    context: RequestContext,
+  ): Promise<IssuedToken> {
     const now = this.clock.now();
-    const { kind, secret } = await this.#authenticateClient(app, credentials, context);
-    const maxLifetime =
-      kind === 'admin' ? app.configuration.adminTokenMaxLifetimeSeconds : app.configuration.anonymousTokenMaxLifetimeSeconds;
-    const expiresAt = resolveExpiry(now, requested, maxLifetime);
-    const accessToken =
-      kind === 'admin' ? await this.#storedToken(app, now, expiresAt) : (await this.anonymous.issue(app, now, expiresAt)).token;
+    const client = await this.#authenticateClient(app, credentials, context);
+    if (client.kind === 'anonymous') {
+      if (scope !== undefined) throw invalidScope('scope is for admin tokens: an anonymous token carries none.');
+      const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
+      const { token } = await this.anonymous.issue(app, now, expiresAt);
+      this.events.record('token.issued', app.appId, context, 'anonymous', { expiresAt });
+      return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
+    }
+    const { secret, credential } = client;
+    const scopes = grantedScopes(credential, scope);
+    const resolved = resolveExpiry(now, requested, app.configuration.adminTokenMaxLifetimeSeconds);
+    // A token issued from a credential never outlives it.
+    const expiresAt =
+      credential?.expiresAt == null || (resolved !== null && resolved <= credential.expiresAt) ? resolved : credential.expiresAt;
+    const clientId = credential?.clientId ?? null;
+    const accessToken = await this.#storedToken(app, now, expiresAt, clientId, scopes);
     // Which secret an admin token was issued with, so that the operator sees when, after a rotation
-    // with a grace period, the previous one is no longer used.
-    this.events.record('token.issued', app.appId, context, kind, secret === null ? { expiresAt } : { expiresAt, secret });
-    return { id: principalId(app, kind), accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind };
+    // with a grace period, the previous one is no longer used; and from which credential, with what.
+    this.events.record(
+      'token.issued',
+      app.appId,
+      context,
+      'admin',
+      clientId === null && scopes === null ? { expiresAt, secret } : { expiresAt, secret, clientId, scopes },
+    );
+    return { id: app.adminId, accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind: 'admin', scopes };
   }
 
-  async #storedToken(app: AppRecord, now: number, expiresAt: number | null): Promise<string> {
+  async #storedToken(
+    app: AppRecord,
+    now: number,
+    expiresAt: number | null,
+    clientId: string | null,
+    scopes: readonly string[] | null,
+  ): Promise<string> {
     const { token, selector, verifierHash } = generateAccessToken(now);
-    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind: 'admin', issuedAt: now, expiresAt });
+    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind: 'admin', issuedAt: now, expiresAt, clientId, scopes });
     return token;
   }
 
@@ -72,16 +105,33 @@ export class TokenIssuer {
     app: AppRecord,
     credentials: ClientCredentials,
     context: RequestContext,
-  ): Promise<{ kind: PrincipalKind; secret: AdminSecret | null }> {
+  ): Promise<{ kind: 'anonymous' } | ({ kind: 'admin' } & AuthenticatedAdmin)> {
     if (credentials.clientId === app.appId) {
       if (app.configuration.requireAppKey && !credentialsEqual(credentials.clientSecret, app.appKey)) {
         this.events.record('token.refused', app.appId, context, 'anonymous', { reason: 'invalid_client' });
         throw invalidClient();
       }
-      return { kind: 'anonymous', secret: null };
+      return { kind: 'anonymous' };
     }
     const { origin } = context;
     if (origin !== undefined) return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin });
-    return { kind: 'admin', secret: await this.admins.authenticate(app, credentials, context) };
+    return { kind: 'admin', ...(await this.admins.authenticate(app, credentials, context)) };
   }
+}
+
+/**
+ * The scopes of a new admin token: a credential's, narrowed by `scope` if the request names some
+ * (RFC 6749 §3.3); with the app's own ClientID, none (it may do everything) unless the request
+ * names some, which the token is then limited to.
+ */
+function grantedScopes(credential: CredentialRecord | null, scope: string | undefined): readonly string[] | null {
+  if (credential === null && scope === undefined) return null;
+  if (credential !== null && scope === undefined) return credential.scopes;
+  const narrowed = credential === null ? checkScopes(scope!.split(' ')) : narrowScopes(credential.scopes, scope);
+  if ('problem' in narrowed) throw invalidScope(`scope ${scopeProblemText(narrowed.problem)}`);
+  return narrowed.scopes;
+}
+
+function invalidScope(message: string): TesseraError {
+  return new TesseraError('invalid_scope', message);
 }

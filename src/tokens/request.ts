@@ -1,3 +1,4 @@
+import { MAX_SCOPE_LENGTH, MAX_SCOPES } from '../credentials/scopes.js';
 import { TesseraError } from '../errors.js';
 import type { BodyCredentials } from './credentials.js';
 
@@ -5,6 +6,8 @@ import type { BodyCredentials } from './credentials.js';
 export interface TokenRequest extends BodyCredentials {
   /** UNIX ms, or null when absent. */
   expiresAt: number | null;
+  /** RFC 6749 §3.3 `scope`, as sent; undefined when absent or empty. */
+  scope: string | undefined;
 }
 
 export const MAX_CREDENTIAL_LENGTH = 256;
@@ -33,6 +36,7 @@ export function parseTokenRequest(body: unknown, options: { grantTypeRequired: b
     clientId: credential(read('client_id'), 'client_id'),
     clientSecret: credential(read('client_secret'), 'client_secret'),
     expiresAt: expiresAt(read('expiresAt'), form),
+    scope: scope(read('scope')),
   };
 }
 
@@ -60,6 +64,18 @@ function credential(value: unknown, name: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string') throw invalidRequest(`${name} must be a string.`);
   if (value.length > MAX_CREDENTIAL_LENGTH) throw invalidRequest(`${name} is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
+  return value;
+}
+
+/** Room for `MAX_SCOPES` scopes of `MAX_SCOPE_LENGTH` characters and the spaces between them. */
+const MAX_SCOPE_PARAMETER_LENGTH = MAX_SCOPES * (MAX_SCOPE_LENGTH + 1);
+
+function scope(value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new TesseraError('invalid_scope', 'scope must be a string: scopes separated by spaces.');
+  if (value.length > MAX_SCOPE_PARAMETER_LENGTH) {
+    throw new TesseraError('invalid_scope', `scope is longer than ${MAX_SCOPE_PARAMETER_LENGTH} characters.`);
+  }
   return value;
 }
 

@@ -1,7 +1,9 @@
 import type { AppAccess } from '../app-access.js';
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
+import { insufficientScope } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
+import { TOKEN_SELECTOR } from '../principal.js';
 import { appTokensRevoked, type RevocationKind } from '../apps/revoke-all.js';
 import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
@@ -81,18 +83,22 @@ export class TokenRevoker {
 
   /**
    * Revokes `accessToken` if it is a token of this app (an unknown one is not an error). An admin
-   * may revoke any token of its app; any other caller of the app any anonymous token of the app it
-   * presents (RFC 7009: they are all issued to the client AppID, and whoever holds one could revoke
-   * it with itself), but no admin token.
+   * may revoke any token of its app, one with scopes only with `tokens:revoke`; any other caller of
+   * the app any anonymous token of the app it presents (RFC 7009: they are all issued to the client
+   * AppID, and whoever holds one could revoke it with itself), and its own token, but no other
+   * admin token.
    */
   async revoke(app: AppRecord, accessToken: string, context: RequestContext): Promise<void> {
     const caller = context.by;
-    const byAdmin = caller === 'operator' || caller?.kind === 'admin';
     if (caller === null || (caller !== 'operator' && caller.kind === 'developer')) throw adminRequiredToRevoke();
+    const byAdmin =
+      caller === 'operator' || (caller.kind === 'admin' && (caller.scopes === null || caller.scopes.includes('tokens:revoke')));
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
     const matched = await this.checker.match(app, accessToken);
     if (matched === undefined) return;
-    if (!byAdmin && matched.facts.kind === 'admin') throw adminRequiredToRevoke();
+    if (!byAdmin && matched.facts.kind === 'admin' && caller[TOKEN_SELECTOR] !== matched.key) {
+      throw caller.kind === 'admin' ? insufficientScope('tokens:revoke') : adminRequiredToRevoke();
+    }
     // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
     this.checker.forget(matched.key);
     if (!(await this.tokens.delete(matched.selector))) return;

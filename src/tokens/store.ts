@@ -13,6 +13,10 @@ export interface TokenRecord {
   issuedAt: number;
   /** UNIX ms, or null for never. */
   expiresAt: number | null;
+  /** The ClientID of the credential it was issued from; null for the app's own ClientID, and anonymous tokens. */
+  clientId: string | null;
+  /** What it may do (a credential's scopes, or fewer); null: everything an admin may (the app's own ClientID), or anonymous. */
+  scopes: readonly string[] | null;
 }
 
 /** The tokens' storage seam; one implementation per backend under `src/store/`. */

@@ -28,6 +28,7 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
     configuration: { ...DEFAULT_APP_CONFIGURATION },
     anonymousCutoff: null,
     previousSecret: null,
+    credentials: [],
     ...overrides,
   };
 }
@@ -54,6 +55,8 @@ export function makeToken(appId: string, overrides: Partial<TokenRecord> = {}): 
     kind: 'anonymous',
     issuedAt: T0,
     expiresAt: null,
+    clientId: null,
+    scopes: null,
     ...overrides,
   };
 }

@@ -205,7 +205,15 @@ describe('the services authorize whoever acts on an app, whichever page or route
 
   const developer = (name: string): DeveloperRecord => developers.get(name)!;
   const tokenOf = (link: { path: string }) => decodeURIComponent(link.path.slice(link.path.indexOf('token=') + 'token='.length));
-  const adminOf = (appId: string): Principal => ({ appId, kind: 'admin', id: `admin-of-${appId}`, auth: 'bearer', expiresAt: null });
+  const adminOf = (appId: string): Principal => ({
+    appId,
+    kind: 'admin',
+    id: `admin-of-${appId}`,
+    auth: 'bearer',
+    expiresAt: null,
+    scopes: null,
+    clientId: null,
+  });
 
   async function sharedApp(): Promise<SharedApp> {
     const created = await tessera.ownedApps.create('Shared', 'owner@example.com', OPERATOR);
@@ -233,7 +241,10 @@ describe('the services authorize whoever acts on an app, whichever page or route
       case 'otherAppAdmin':
         return { clientAddress: ADDRESS, by: adminOf(otherAppId) };
       case 'anonymous':
-        return { clientAddress: ADDRESS, by: { appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null } };
+        return {
+          clientAddress: ADDRESS,
+          by: { appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null, scopes: null, clientId: null },
+        };
       case 'nobody':
         return anonymousRequest(ADDRESS);
       default:

@@ -7,6 +7,14 @@ import type { RateLimits } from '../../src/limits/rate-limits.js';
 import { AdminAuthentication, matchAdminCredentials } from '../../src/tokens/client-authentication.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, T0 } from '../helpers/fixtures.js';
+import type { AppRecord } from '../../src/apps/app.js';
+import type { ClientCredentials } from '../../src/tokens/credentials.js';
+
+/** Which secret `AdminAuthentication.match` found, from no particular address; null for a refusal. */
+function secretOf(admins: AdminAuthentication, app: AppRecord, credentials: ClientCredentials) {
+  const matched = admins.match(app, credentials, null);
+  return 'secret' in matched ? matched.secret : null;
+}
 
 describe('matchAdminCredentials with a previous ClientSecret', () => {
   const current = 'c'.repeat(64);
@@ -91,24 +99,24 @@ describe('AdminAuthentication.match, which remembers the ClientSecret last verif
     });
     const as = (clientSecret: string, clientId = app.clientId) => ({ clientId, clientSecret });
     for (let round = 0; round < 2; round++) {
-      assert.equal(admins.match(app, as(current)), 'current');
-      assert.equal(admins.match(app, as('x'.repeat(64))), null);
-      assert.equal(admins.match(app, as(current, app.appId)), null, 'the remembered secret with another ClientID');
-      assert.equal(admins.match(app, as(current.slice(1))), null);
+      assert.equal(secretOf(admins, app, as(current)), 'current');
+      assert.equal(secretOf(admins, app, as('x'.repeat(64))), null);
+      assert.equal(secretOf(admins, app, as(current, app.appId)), null, 'the remembered secret with another ClientID');
+      assert.equal(secretOf(admins, app, as(current.slice(1))), null);
     }
-    assert.equal(admins.match(app, as(previous)), 'previous');
-    assert.equal(admins.match(app, as(previous)), 'previous');
+    assert.equal(secretOf(admins, app, as(previous)), 'previous');
+    assert.equal(secretOf(admins, app, as(previous)), 'previous');
     clock.time = validUntil;
-    assert.equal(admins.match(app, as(previous)), null, 'a remembered previous secret ends at its end instant');
-    assert.equal(admins.match(app, as(current)), 'current');
+    assert.equal(secretOf(admins, app, as(previous)), null, 'a remembered previous secret ends at its end instant');
+    assert.equal(secretOf(admins, app, as(current)), 'current');
   });
 
   it('forgets with the record: after a rotation the old secret is refused', () => {
     const admins = newAuthentication(new FakeClock());
     const before = makeApp({ clientSecretHash: clientSecretDigest(current) });
-    assert.equal(admins.match(before, { clientId: before.clientId, clientSecret: current }), 'current');
+    assert.equal(secretOf(admins, before, { clientId: before.clientId, clientSecret: current }), 'current');
     const rotated = { ...before, clientSecretHash: clientSecretDigest('n'.repeat(64)), previousSecret: null };
-    assert.equal(admins.match(rotated, { clientId: before.clientId, clientSecret: current }), null);
-    assert.equal(admins.match(rotated, { clientId: before.clientId, clientSecret: 'n'.repeat(64) }), 'current');
+    assert.equal(secretOf(admins, rotated, { clientId: before.clientId, clientSecret: current }), null);
+    assert.equal(secretOf(admins, rotated, { clientId: before.clientId, clientSecret: 'n'.repeat(64) }), 'current');
   });
 });

@@ -28,6 +28,7 @@ describe('parseTokenRequest: JSON object', () => {
       clientId: 'id',
       clientSecret: 'secret',
       expiresAt: 1_780_000_000_000,
+      scope: undefined,
     });
   });
 
@@ -59,6 +60,7 @@ describe('parseTokenRequest: JSON object', () => {
       clientId: 'id',
       clientSecret: 'secret',
       expiresAt: null,
+      scope: undefined,
     });
   });
 
@@ -99,17 +101,25 @@ describe('parseTokenRequest: JSON object', () => {
       clientId: longest,
       clientSecret: longest,
       expiresAt: null,
+      scope: undefined,
     });
     rejects({ ...BASE, client_id: `${longest}x` }, 'invalid_request');
     rejects({ ...BASE, client_secret: `${longest}x` }, 'invalid_request');
   });
 
-  it('ignores unknown fields', () => {
-    assert.deepEqual(parseTokenRequest({ ...BASE, scope: 'all', extra: { nested: [1] }, expires_in: 'x' }, REQUIRED), {
+  it('ignores unknown fields, and reads scope as sent (RFC 6749 section 3.3)', () => {
+    assert.deepEqual(parseTokenRequest({ ...BASE, scope: 'events:read reports', extra: { nested: [1] }, expires_in: 'x' }, REQUIRED), {
       clientId: 'id',
       clientSecret: 'secret',
       expiresAt: null,
+      scope: 'events:read reports',
     });
+  });
+
+  it('refuses a scope that is not a string, or longer than 32 scopes can be, as invalid_scope', () => {
+    rejects({ ...BASE, scope: ['events:read'] }, 'invalid_scope');
+    rejects({ ...BASE, scope: 'a'.repeat(32 * 65 + 1) }, 'invalid_scope');
+    assert.equal(parseTokenRequest({ ...BASE, scope: '' }, REQUIRED).scope, undefined, 'an empty parameter is omitted');
   });
 
   it('reads own fields only, never inherited ones', () => {
@@ -118,9 +128,10 @@ describe('parseTokenRequest: JSON object', () => {
       clientId: undefined,
       clientSecret: 's',
       expiresAt: null,
+      scope: undefined,
     });
     const parsed = JSON.parse('{"client_id":"id","client_secret":"s","__proto__":{"grant_type":"x","expiresAt":5}}') as unknown;
-    assert.deepEqual(parseTokenRequest(parsed, OPTIONAL), { clientId: 'id', clientSecret: 's', expiresAt: null });
+    assert.deepEqual(parseTokenRequest(parsed, OPTIONAL), { clientId: 'id', clientSecret: 's', expiresAt: null, scope: undefined });
   });
 
   it('refuses a body that is not a JSON object', () => {
@@ -137,6 +148,7 @@ describe('parseTokenRequest: form (URLSearchParams)', () => {
       clientId: 'id',
       clientSecret: 'secret',
       expiresAt: 1_780_000_000_000,
+      scope: undefined,
     });
     assert.equal(parseTokenRequest(form({ ...BASE, expiresAt: '123' }), REQUIRED).expiresAt, 123);
   });
@@ -157,11 +169,13 @@ describe('parseTokenRequest: form (URLSearchParams)', () => {
       clientId: undefined,
       clientSecret: undefined,
       expiresAt: null,
+      scope: undefined,
     });
     assert.deepEqual(parseTokenRequest(form('grant_type=client_credentials&client_id=&client_secret='), REQUIRED), {
       clientId: undefined,
       clientSecret: undefined,
       expiresAt: null,
+      scope: undefined,
     });
   });
 
@@ -183,9 +197,9 @@ describe('parseTokenRequest: form (URLSearchParams)', () => {
   });
 
   it('refuses a repeated field, even with the same value (RFC 6749 §3.2)', () => {
-    for (const name of ['grant_type', 'client_id', 'client_secret', 'expiresAt']) {
-      const value = name === 'expiresAt' ? '123' : (BASE as Record<string, string>)[name]!;
-      const pairs: [string, string][] = [...Object.entries(BASE), ['expiresAt', '123'], [name, value]];
+    for (const name of ['grant_type', 'client_id', 'client_secret', 'expiresAt', 'scope']) {
+      const value = name === 'expiresAt' ? '123' : name === 'scope' ? 'events:read' : (BASE as Record<string, string>)[name]!;
+      const pairs: [string, string][] = [...Object.entries(BASE), ['expiresAt', '123'], ['scope', 'events:read'], [name, value]];
       rejects(form(pairs), 'invalid_request');
     }
   });
@@ -195,6 +209,7 @@ describe('parseTokenRequest: form (URLSearchParams)', () => {
       clientId: 'id',
       clientSecret: 'secret',
       expiresAt: null,
+      scope: 'x',
     });
   });
 });

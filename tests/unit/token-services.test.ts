@@ -52,7 +52,7 @@ describe('the token services, over a real store with a fake clock', () => {
       const adminToken = await admin();
       assert.deepEqual(
         { ...adminToken, accessToken: undefined },
-        { id: created.adminId, accessToken: undefined, expiresIn: NEVER_EXPIRES_IN, kind: 'admin' },
+        { id: created.adminId, accessToken: undefined, expiresIn: NEVER_EXPIRES_IN, kind: 'admin', scopes: null },
       );
       const anonymousToken = await anonymous();
       assert.equal(anonymousToken.kind, 'anonymous');
@@ -104,6 +104,8 @@ describe('the token services, over a real store with a fake clock', () => {
           id: created.adminId,
           auth: 'bearer',
           expiresAt: null,
+          scopes: null,
+          clientId: null,
           [TOKEN_SELECTOR]: principal[TOKEN_SELECTOR],
         },
       );
@@ -114,6 +116,8 @@ describe('the token services, over a real store with a fake clock', () => {
         id: created.adminId,
         auth: 'bearer',
         expiresAt: null,
+        scopes: null,
+        clientId: null,
       });
       for (const other of ['', 'not-a-token', `${token.accessToken.slice(0, -2)}AA`, 'A'.repeat(43)]) {
         assert.equal(await tessera.checker.principal(app, other), undefined, other);
@@ -141,6 +145,7 @@ describe('the token services, over a real store with a fake clock', () => {
         clientId: created.appId,
         issuedAt: clock.now(),
         expiresAt: clock.now() + 60_000,
+        scopes: null,
       });
     });
 
@@ -195,6 +200,8 @@ describe('the token services, over a real store with a fake clock', () => {
         id: 'ANONYMOUS',
         auth: 'basic',
         expiresAt: null,
+        scopes: null,
+        clientId: null,
       });
       assert.equal((await authenticate(`Bearer ${(await anonymous()).accessToken}`)).kind, 'anonymous');
       assert.equal((await authenticate(`Bearer ${(await admin()).accessToken}`)).kind, 'admin');

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestAuthenticator } from '../../auth/authenticate.js';
+import { checkedRequiredScope, scopeRefusal } from '../../auth/required-scope.js';
 import { adminRequired } from '../../error-catalogue.js';
 import type { TesseraError } from '../../errors.js';
 import type { Principal } from '../../principal.js';
@@ -67,6 +68,22 @@ export function tesseraExpress(
 export function tesseraRequireAdmin(request: IncomingMessage & { principal?: Principal }, response: ServerResponse, next: Next): void {
   if (request.principal?.kind === 'admin') next();
   else sendError(response, adminRequired());
+}
+
+/**
+ * For a feature that needs `scope`, after `tesseraExpress`: an admin token of the app's own ClientID
+ * passes, one issued from a credential only if its scopes include `scope` (`403 INSUFFICIENT_SCOPE`);
+ * anything else gets `403 ADMIN_REQUIRED`.
+ */
+export function tesseraRequireScope(
+  scope: string,
+): (request: IncomingMessage & { principal?: Principal }, response: ServerResponse, next: Next) => void {
+  const required = checkedRequiredScope(scope);
+  return (request, response, next) => {
+    const refusal = scopeRefusal(request.principal, required);
+    if (refusal === undefined) next();
+    else sendError(response, refusal);
+  };
 }
 
 function defaultAppId(request: ExpressLikeRequest): string | undefined {

@@ -1,6 +1,7 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { RequestAuthenticator } from '../../auth/authenticate.js';
+import { checkedRequiredScope, scopeRefusal } from '../../auth/required-scope.js';
 import { adminRequired } from '../../error-catalogue.js';
 import type { Principal } from '../../principal.js';
 import { sendError } from '../errors.js';
@@ -65,4 +66,18 @@ export function requireAdmin(request: FastifyRequest, reply: FastifyReply, done:
     return;
   }
   sendError(reply, adminRequired());
+}
+
+/**
+ * Route hook for a feature that needs `scope`: an admin token of the app's own ClientID passes, one
+ * issued from a credential only if its scopes include `scope` (`403 INSUFFICIENT_SCOPE`); anything
+ * else gets `403 ADMIN_REQUIRED`.
+ */
+export function requireScope(scope: string): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+  const required = checkedRequiredScope(scope);
+  return (request, reply, done) => {
+    const refusal = scopeRefusal(request.principal, required);
+    if (refusal === undefined) done();
+    else sendError(reply, refusal);
+  };
 }

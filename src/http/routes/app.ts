@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { checkAdminScope } from '../../app-access.js';
 import { describeApp } from '../../apps/app.js';
 import type { AppCache } from '../../apps/cache.js';
 import { parseConfigurationChanges } from '../../apps/configuration.js';
@@ -23,10 +24,12 @@ export const appRoutes: FastifyPluginAsync<{ apps: AppCache; appService: AppServ
   acceptJsonBodies(app, 'application/merge-patch+json');
 
   app.get<AppParams>(APP_PATH, { onRequest: requireAdmin }, async (request) => {
+    checkAdminScope(request.principal, 'view_app');
     return describeApp(await apps.require(request.params.appId));
   });
 
   app.get<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
+    checkAdminScope(request.principal, 'view_configuration');
     return (await apps.require(request.params.appId)).configuration;
   });
 

@@ -15,6 +15,8 @@ export const IDENTITY_HEADERS = {
   id: 'x-tessera-principal-id',
   auth: 'x-tessera-auth',
   expiresAt: 'x-tessera-expires-at',
+  /** Only for an admin token with scopes (from a credential): its scopes, separated by spaces. */
+  scope: 'x-tessera-scope',
 } as const;
 
 /**
@@ -68,6 +70,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{
       .header(IDENTITY_HEADERS.id, principal.id)
       .header(IDENTITY_HEADERS.auth, principal.auth);
     if (principal.expiresAt !== null) reply.header(IDENTITY_HEADERS.expiresAt, String(principal.expiresAt));
+    if (principal.scopes !== null) reply.header(IDENTITY_HEADERS.scope, principal.scopes.join(' '));
     reply.code(200).send();
   };
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppRecord } from '../../apps/app.js';
 import type { AppCache } from '../../apps/cache.js';
+import { checkAdminScope } from '../../app-access.js';
 import { adminRequired } from '../../error-catalogue.js';
 import type { Metrics } from '../../metrics/port.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
@@ -30,6 +31,7 @@ const introspectionSchema = {
         id: { type: 'string' },
         sub: { type: 'string' },
         client_id: { type: 'string' },
+        scope: { type: 'string' },
         app_id: { type: 'string' },
         iat: { type: 'integer' },
         exp: { type: 'integer' },
@@ -89,6 +91,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     const target = await apps.require(request.params.appId);
     const caller = await callerOf(target, request);
     if (caller.kind !== 'admin') throw adminRequired();
+    checkAdminScope(caller, 'introspect_tokens');
     const token = parseTokenParameter(request.body);
     const active = await checker.introspect(target, token);
     metrics.introspected(active !== undefined);
@@ -103,6 +106,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       app_id: active.appId,
       iat: Math.floor(active.issuedAt / 1000),
       ...(active.expiresAt === null ? {} : { exp: Math.floor(active.expiresAt / 1000) }),
+      ...(active.scopes === null ? {} : { scope: active.scopes.join(' ') }),
     };
   });
 };

@@ -20,6 +20,7 @@ const tokenResponseSchema = {
     access_token: { type: 'string' },
     expires_in: { type: 'integer' },
     token_type: { type: 'string' },
+    scope: { type: 'string' },
   },
   required: ['id', 'access_token', 'expires_in', 'token_type'],
   additionalProperties: false,
@@ -52,7 +53,11 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     const body = parseTokenRequest(request.body, { grantTypeRequired: true });
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
     return tokenResponse(
-      await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)),
+      await issuer.issue(
+        app,
+        { credentials, expiresAt: body.expiresAt, scope: body.scope },
+        anonymousRequest(request.ip, request.headers.origin),
+      ),
     );
   });
 
@@ -65,7 +70,11 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     const body = parseTokenRequest(request.body, { grantTypeRequired: false });
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
     return tokenResponse(
-      await issuer.issue(app, { credentials, expiresAt: body.expiresAt }, anonymousRequest(request.ip, request.headers.origin)),
+      await issuer.issue(
+        app,
+        { credentials, expiresAt: body.expiresAt, scope: body.scope },
+        anonymousRequest(request.ip, request.headers.origin),
+      ),
     );
   });
 
@@ -73,8 +82,10 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
   refuseOtherMethods(app, SDK_TOKEN_PATH, ['POST']);
 };
 
+/** The seed's four fields; a token with scopes adds `scope` (RFC 6749 §5.1). */
 function tokenResponse(issued: IssuedToken) {
-  return { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
+  const answer = { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
+  return issued.scopes === null ? answer : { ...answer, scope: issued.scopes.join(' ') };
 }
 
 function throwError(error: Error): never {

@@ -14,6 +14,8 @@ const whoamiSchema = {
         id: { type: 'string' },
         auth: { type: 'string', enum: ['basic', 'bearer'] },
         expiresAt: { type: ['integer', 'null'] },
+        scope: { type: 'string' },
+        clientId: { type: 'string' },
       },
       required: ['appId', 'principal', 'id', 'auth', 'expiresAt'],
       additionalProperties: false,
@@ -25,8 +27,10 @@ const whoamiSchema = {
 export const authRoutes: FastifyPluginAsync = async (app) => {
   // Synchronous: nothing to wait for, so no promise to settle on this hot path.
   app.get(WHOAMI_PATH, { schema: whoamiSchema }, (request, reply) => {
-    const { appId, kind, id, auth, expiresAt } = request.principal;
-    reply.send({ appId, principal: kind, id, auth, expiresAt });
+    const { appId, kind, id, auth, expiresAt, scopes, clientId } = request.principal;
+    // A token with scopes tells them (and its credential), as the token answer did; any other answers exactly as before.
+    if (scopes === null) reply.send({ appId, principal: kind, id, auth, expiresAt });
+    else reply.send({ appId, principal: kind, id, auth, expiresAt, scope: scopes.join(' '), ...(clientId === null ? {} : { clientId }) });
   });
   refuseOtherMethods(app, WHOAMI_PATH, ['GET']);
 

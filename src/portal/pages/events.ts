@@ -168,6 +168,10 @@ const TYPE_WORDS: Record<EventType, string> = {
   'app.collaborator_added': 'Collaborator added',
   'app.collaborator_removed': 'Collaborator removed',
   'app.invitation_withdrawn': 'Invitation withdrawn',
+  'credential.created': 'Credential created',
+  'credential.rotated': 'Credential\u2019s secret rotated',
+  'credential.revoked': 'Credential revoked',
+  'credential.refused': 'Credential refused',
 };
 
 /** What happened, in words: the type, said more exactly where the principal, or what was attempted, tells more. */

@@ -353,4 +353,47 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       CREATE INDEX once_claims_by_expiry ON once_claims (keep_until);
     `,
   },
+  {
+    version: 8,
+    sql: `
+      -- Further credentials of an app (src/credentials/): a ClientID and the HMAC of its
+      -- ClientSecret, as the app's own, with a name, its scopes (space-separated, sorted), an
+      -- optional expiry, the client addresses that may use it (CIDRs, space-separated; '' for any),
+      -- who made it (created_by: operator, developer or admin; created_by_id: the developer's id, or
+      -- the ClientID an admin token was issued to) and when it was last used (written at most once a
+      -- minute). Deleting the app deletes them.
+      CREATE TABLE credentials (
+        client_id                   text   PRIMARY KEY,
+        app_id                      text   NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        name                        text   NOT NULL,
+        scopes                      text   NOT NULL,
+        expires_at                  bigint,
+        allow_from                  text   NOT NULL,
+        secret_hash                 bytea  NOT NULL,
+        previous_secret_hash        bytea,
+        previous_secret_valid_until bigint,
+        created_at                  bigint NOT NULL,
+        created_by                  text   NOT NULL CHECK (created_by IN ('operator', 'developer', 'admin')),
+        created_by_id               text,
+        last_used_at                bigint,
+        CHECK ((previous_secret_hash IS NULL) = (previous_secret_valid_until IS NULL))
+      );
+
+      CREATE INDEX credentials_by_app ON credentials (app_id);
+
+      -- Every instance drops the app from its caches when one of its credentials changes, as when
+      -- the app itself does; when it was last used is no such change.
+      CREATE TRIGGER credentials_changed
+        AFTER INSERT OR DELETE OR UPDATE OF name, scopes, expires_at, allow_from, secret_hash, previous_secret_hash,
+          previous_secret_valid_until ON credentials
+        FOR EACH ROW EXECUTE FUNCTION tessera_app_changed();
+
+      -- A token issued from a credential: its ClientID and the scopes it was issued with (the
+      -- credential's, or fewer). Both null for every other token. Revoking the credential removes
+      -- its tokens through the index.
+      ALTER TABLE tokens ADD COLUMN client_id text;
+      ALTER TABLE tokens ADD COLUMN scopes text;
+      CREATE INDEX tokens_by_credential ON tokens (client_id) WHERE client_id IS NOT NULL;
+    `,
+  },
 ];

@@ -11,6 +11,7 @@ import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import { withRowLock, type SqlDialect, type SqlRunner } from './runner.js';
 import { bytesColumn, jsonColumn } from './rows.js';
+import { credentialsColumn, CREDENTIALS_OF_APP } from './credentials.js';
 import { deleteTokensOfApp } from './tokens.js';
 
 interface AppRow {
@@ -25,10 +26,19 @@ interface AppRow {
   anonymous_cutoff: number | null;
   previous_secret_hash: Buffer | null;
   previous_secret_valid_until: number | null;
+  credentials: unknown;
 }
 
-const APP_COLUMNS = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
+const APP_COLUMN_LIST = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
                      previous_secret_hash, previous_secret_valid_until`;
+
+/** `select` of `APP_COLUMN_LIST` and the app's credentials (`CREDENTIALS_OF_APP`) from `apps`, then `rest`. */
+function selectApps(rest: string): { sqlite: string; postgres: string } {
+  return {
+    sqlite: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.sqlite} FROM apps ${rest}`,
+    postgres: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.postgres} FROM apps ${rest}`,
+  };
+}
 
 const insertAppBatch = batchInsert('apps', [
   ['app_id', 'text'],
@@ -72,11 +82,11 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 }
 
 export function sqlAppStore(db: SqlRunner): AppStore {
-  const findOne = (appId: string) =>
-    andThen(db.get<AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, { appId }), (row) => row && toApp(row));
+  const findOne = (appId: string) => andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
+  const selectMany = selectApps(`WHERE app_id = ANY(:ids::text[])`).postgres;
   const batched = new BatchedReads<string, AppRecord>({
-    readMany: async (appIds) =>
-      (await db.all<AppRow>(selectAmong(`SELECT ${APP_COLUMNS} FROM apps`, 'app_id'), idsParam(db.dialect, appIds))).map(toApp),
+    // PostgreSQL only (SQLite reads one at a time, at once).
+    readMany: async (appIds) => (await db.all<AppRow>(selectMany, idsParam(db.dialect, appIds))).map(toApp),
     keyOf: (appId) => appId,
     keyOfValue: (app) => app.appId,
   });
@@ -163,15 +173,15 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     },
     findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
     async list() {
-      return (await db.all<AppRow>(`SELECT ${APP_COLUMNS} FROM apps ORDER BY created_at, app_id`)).map(toApp);
+      return (await db.all<AppRow>(selectApps('ORDER BY created_at, app_id'))).map(toApp);
     },
     async listWithOwners() {
-      const rows = await db.all<AppRow & { owner_email: string | null }>(
-        `SELECT ${APP_COLUMNS},
-                (SELECT d.email FROM app_members m JOIN developers d ON d.id = m.developer_id
-                 WHERE m.app_id = apps.app_id AND m.role = 'owner') AS owner_email
-         FROM apps ORDER BY created_at, app_id`,
-      );
+      const ownerEmail = `(SELECT d.email FROM app_members m JOIN developers d ON d.id = m.developer_id
+                           WHERE m.app_id = apps.app_id AND m.role = 'owner') AS owner_email`;
+      const rows = await db.all<AppRow & { owner_email: string | null }>({
+        sqlite: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.sqlite}, ${ownerEmail} FROM apps ORDER BY created_at, app_id`,
+        postgres: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.postgres}, ${ownerEmail} FROM apps ORDER BY created_at, app_id`,
+      });
       return rows.map((row) => ({ app: toApp(row), ownerEmail: row.owner_email }));
     },
     async count() {
@@ -196,13 +206,14 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     },
     async updateConfiguration(appId, changes, audit) {
       return db.transaction(async (tx) => {
-        const row = await tx.get<AppRow>(
+        const changed = await tx.run(
           {
-            sqlite: `UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId RETURNING ${APP_COLUMNS}`,
-            postgres: `UPDATE apps SET configuration = configuration || :changes::jsonb WHERE app_id = :appId RETURNING ${APP_COLUMNS}`,
+            sqlite: `UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId`,
+            postgres: `UPDATE apps SET configuration = configuration || :changes::jsonb WHERE app_id = :appId`,
           },
           { appId, changes: JSON.stringify(changes) },
         );
+        const row = changed === 0 ? undefined : await tx.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId });
         if (row === undefined) return undefined;
         const updated = toApp(row);
         await insertEvents(tx, audit(updated));
@@ -214,7 +225,8 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         // Locked first on PostgreSQL, so that no one becomes a member or the owner between reading
         // the members and the deletion, which takes the memberships with it: an owner change locks
         // the app's row too, and adding a collaborator checks its reference to the row, which waits.
-        const row = await tx.get<AppRow>(withRowLock(`SELECT ${APP_COLUMNS} FROM apps WHERE app_id = :appId`, 'UPDATE'), { appId });
+        const select = selectApps('WHERE app_id = :appId');
+        const row = await tx.get<AppRow>({ sqlite: select.sqlite, postgres: `${select.postgres} FOR UPDATE OF apps` }, { appId });
         if (row === undefined) return false;
         const members = await tx.all<{ developer_id: string; role: AppRole }>(
           "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
@@ -272,5 +284,6 @@ function toApp(row: AppRow): AppRecord {
       row.previous_secret_hash === null || row.previous_secret_valid_until === null
         ? null
         : { hash: bytesColumn(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
+    credentials: credentialsColumn(row.credentials),
   };
 }

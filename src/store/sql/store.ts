@@ -1,5 +1,6 @@
 import type { ChangeSignal, Store, StoreChange } from '../store.js';
 import { sqlAppStore } from './apps.js';
+import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
 import { sqlKeyStore } from './keys.js';
@@ -29,6 +30,7 @@ export function sqlStore(driver: StoreDriver): Store {
     backend: driver.backend,
     apps: sqlAppStore(sql),
     tokens: tokens.store,
+    credentials: sqlCredentialStore(sql),
     revokedTokens: sqlRevokedTokenStore(sql),
     keys: sqlKeyStore(sql),
     events: sqlEventStore(sql),

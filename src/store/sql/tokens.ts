@@ -17,6 +17,8 @@ interface TokenRow {
   kind: PrincipalKind;
   issued_at: number;
   expires_at: number | null;
+  client_id: string | null;
+  scopes: string | null;
 }
 
 const insertTokenBatch = batchInsert('tokens', [
@@ -26,7 +28,11 @@ const insertTokenBatch = batchInsert('tokens', [
   ['kind', 'text'],
   ['issued_at', 'bigint'],
   ['expires_at', 'bigint'],
+  ['client_id', 'text'],
+  ['scopes', 'text'],
 ]);
+
+const TOKEN_COLUMNS = 'selector, verifier_hash, app_id, kind, issued_at, expires_at, client_id, scopes';
 
 function toToken(row: TokenRow): TokenRecord {
   return {
@@ -36,6 +42,8 @@ function toToken(row: TokenRow): TokenRecord {
     kind: row.kind,
     issuedAt: row.issued_at,
     expiresAt: row.expires_at,
+    clientId: row.client_id,
+    scopes: row.scopes === null ? null : Object.freeze(row.scopes.split(' ')),
   };
 }
 
@@ -59,14 +67,23 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   // its request is answered.
   const tokenWriter = new GroupCommit<TokenRecord>({
     writeBatch: async (batch) => {
-      const rows = batch.map((token) => [token.selector, token.verifierHash, token.appId, token.kind, token.issuedAt, token.expiresAt]);
+      const rows = batch.map((token) => [
+        token.selector,
+        token.verifierHash,
+        token.appId,
+        token.kind,
+        token.issuedAt,
+        token.expiresAt,
+        token.clientId,
+        token.scopes?.join(' ') ?? null,
+      ]);
       await db.run(insertTokenBatch.statement, insertTokenBatch.params(db.dialect, rows));
     },
     writeOne: async (token) => {
       await db.run(
-        `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
-         VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt)`,
-        { ...token },
+        `INSERT INTO tokens (${TOKEN_COLUMNS})
+         VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt, :clientId, :scopes)`,
+        { ...token, scopes: token.scopes?.join(' ') ?? null },
       );
     },
     failsEverything: isServiceUnavailable,
@@ -74,20 +91,10 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   });
 
   const findOne = (selector: Buffer) =>
-    andThen(
-      db.get<TokenRow>('SELECT selector, verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = :selector', {
-        selector,
-      }),
-      (row) => row && toToken(row),
-    );
+    andThen(db.get<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = :selector`, { selector }), (row) => row && toToken(row));
   const batchedReads = new BatchedReads<Buffer, TokenRecord>({
     readMany: async (selectors) =>
-      (
-        await db.all<TokenRow>(
-          'SELECT selector, verifier_hash, app_id, kind, issued_at, expires_at FROM tokens WHERE selector = ANY(:selectors)',
-          { selectors },
-        )
-      ).map(toToken),
+      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
     keyOf: (selector) => selector.toString('latin1'),
     keyOfValue: (token) => token.selector.toString('latin1'),
   });

@@ -224,4 +224,40 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX once_claims_by_expiry ON once_claims (keep_until);
     `,
   },
+  {
+    version: 8,
+    sql: `
+      -- Further credentials of an app (src/credentials/): a ClientID and the HMAC of its
+      -- ClientSecret, as the app's own, with a name, its scopes (space-separated, sorted), an
+      -- optional expiry, the client addresses that may use it (CIDRs, space-separated; '' for any),
+      -- who made it (created_by: operator, developer or admin; created_by_id: the developer's id, or
+      -- the ClientID an admin token was issued to) and when it was last used (written at most once a
+      -- minute). Deleting the app deletes them.
+      CREATE TABLE credentials (
+        client_id                   TEXT    PRIMARY KEY,
+        app_id                      TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        name                        TEXT    NOT NULL,
+        scopes                      TEXT    NOT NULL,
+        expires_at                  INTEGER,
+        allow_from                  TEXT    NOT NULL,
+        secret_hash                 BLOB    NOT NULL,
+        previous_secret_hash        BLOB,
+        previous_secret_valid_until INTEGER,
+        created_at                  INTEGER NOT NULL,
+        created_by                  TEXT    NOT NULL CHECK (created_by IN ('operator', 'developer', 'admin')),
+        created_by_id               TEXT,
+        last_used_at                INTEGER,
+        CHECK ((previous_secret_hash IS NULL) = (previous_secret_valid_until IS NULL))
+      ) STRICT;
+
+      CREATE INDEX credentials_by_app ON credentials (app_id);
+
+      -- A token issued from a credential: its ClientID and the scopes it was issued with (the
+      -- credential's, or fewer). Both null for every other token. Revoking the credential removes
+      -- its tokens through the index.
+      ALTER TABLE tokens ADD COLUMN client_id TEXT;
+      ALTER TABLE tokens ADD COLUMN scopes TEXT;
+      CREATE INDEX tokens_by_credential ON tokens (client_id) WHERE client_id IS NOT NULL;
+    `,
+  },
 ];

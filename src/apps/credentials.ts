@@ -1,0 +1,208 @@
+import type { AppAccess } from '../app-access.js';
+import type { Clock } from '../clock.js';
+import { clientSecretDigest } from '../crypto.js';
+import {
+  describeCredential,
+  generateCredentialClientId,
+  MAX_CREDENTIALS_PER_APP,
+  type CredentialCreator,
+  type CredentialDescription,
+  type CredentialRecord,
+} from '../credentials/credential.js';
+import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
+import type { CredentialStore } from '../credentials/store.js';
+import { appNotFound, insufficientScope, notFound } from '../error-catalogue.js';
+import { TesseraError } from '../errors.js';
+import type { EventDetails, NewAuditEvent } from '../events/event.js';
+import type { EventLog } from '../events/log.js';
+import { developerDetails, type RequestContext } from '../request-context.js';
+import { generateClientSecret } from './secret-format.js';
+import { checkedGraceSeconds } from './secret-rotation.js';
+import type { AppRecord } from './app.js';
+import type { AppStore } from './store.js';
+
+/** A new credential, with its ClientSecret: shown this once, never stored. */
+export interface CreatedCredential extends CredentialDescription {
+  clientSecret: string;
+}
+
+export interface RotatedCredential {
+  clientId: string;
+  clientSecret: string;
+  /** Until when the replaced secret keeps working (ISO 8601); null: it stopped at once. */
+  previousSecretValidUntil: string | null;
+}
+
+export interface RevokedCredential {
+  clientId: string;
+  /** Admin tokens issued from it, removed with it. */
+  tokensRevoked: number;
+}
+
+/** The one scope a collaborator may not grant: it would let a credential do what the collaborator may not. */
+const OWNER_ONLY_SCOPE = 'credentials:manage';
+
+/**
+ * An app's further credentials (docs/security.md, "Least privilege"): listed, created, rotated and
+ * revoked by whoever may manage them (`manage_credentials`): the operator, the owner, a
+ * collaborator, or an admin token with `credentials:manage`. No one grants more than it has: a
+ * collaborator grants any scope but `credentials:manage`, and an admin token with scopes only its
+ * own; rotating a credential hands over what it can do, so the same rule applies.
+ */
+export class CredentialService {
+  constructor(
+    private readonly store: CredentialStore,
+    private readonly apps: AppStore,
+    private readonly clock: Clock,
+    private readonly events: EventLog,
+    private readonly access: AppAccess,
+    /** Called after a change, so that this process's caches drop the app at once. */
+    private readonly onChange: (appId: string) => void = () => {},
+  ) {}
+
+  /** The app's credentials, oldest first, never a secret; read from the store, so that when each was last used is current. */
+  async list(appId: string, context: RequestContext): Promise<CredentialDescription[]> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    return (await this.#credentialsOf(appId)).map(describeCredential);
+  }
+
+  async create(appId: string, fields: NewCredentialFields, context: RequestContext): Promise<CreatedCredential> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    const input = parseNewCredential(fields, this.clock.now());
+    const app = await this.#app(appId);
+    await this.#checkGrant(appId, input.scopes, context);
+    const clientSecret = generateClientSecret();
+    const stamp = await this.events.stamp(appId, context);
+    const record: CredentialRecord = {
+      clientId: generateCredentialClientId(),
+      appId,
+      name: input.name,
+      scopes: input.scopes,
+      expiresAt: input.expiresAt,
+      allowFrom: input.allowFrom,
+      secretHash: clientSecretDigest(clientSecret),
+      previousSecret: null,
+      createdAt: stamp.at,
+      createdBy: creatorOf(context, app),
+      lastUsedAt: null,
+    };
+    const created: NewAuditEvent = {
+      ...stamp,
+      type: 'credential.created',
+      details: {
+        ...credentialDetails(record),
+        scopes: record.scopes,
+        expiresAt: record.expiresAt,
+        allowFrom: record.allowFrom,
+        ...actingDetails(context),
+      },
+    };
+    const outcome = await this.store.insert(record, MAX_CREDENTIALS_PER_APP, () => [created]);
+    if (outcome === 'no app') throw appNotFound();
+    if (outcome === 'limit') {
+      throw new TesseraError(
+        'CONFLICT',
+        `This app has ${MAX_CREDENTIALS_PER_APP} credentials, as many as an app may have; revoke one it no longer needs first.`,
+      );
+    }
+    this.onChange(appId);
+    return { ...describeCredential(record), clientSecret };
+  }
+
+  /** A new secret for the credential; the old one stops at once, or with `graceSeconds` at the end of that period. */
+  async rotate(appId: string, clientId: string, options: { graceSeconds?: number }, context: RequestContext): Promise<RotatedCredential> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
+    const credential = await this.#require(appId, clientId);
+    await this.#checkGrant(appId, credential.scopes, context);
+    const clientSecret = generateClientSecret();
+    const stamp = await this.events.stamp(appId, context);
+    const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
+    const rotated = await this.store.rotate(appId, clientId, clientSecretDigest(clientSecret), previousSecretValidUntil, () => [
+      {
+        ...stamp,
+        type: 'credential.rotated',
+        details: { ...credentialDetails(credential), previousSecretValidUntil, ...actingDetails(context) },
+      },
+    ]);
+    if (!rotated) throw credentialNotFound();
+    this.onChange(appId);
+    return {
+      clientId,
+      clientSecret,
+      previousSecretValidUntil: previousSecretValidUntil === null ? null : new Date(previousSecretValidUntil).toISOString(),
+    };
+  }
+
+  /** Deletes the credential; every token issued from it is refused at once, on every instance within a second. */
+  async revoke(appId: string, clientId: string, context: RequestContext): Promise<RevokedCredential> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    const credential = await this.#require(appId, clientId);
+    const stamp = await this.events.stamp(appId, context);
+    const tokensRevoked = await this.store.delete(appId, clientId, (count) => [
+      {
+        ...stamp,
+        type: 'credential.revoked',
+        details: { ...credentialDetails(credential), tokensRevoked: count, ...actingDetails(context) },
+      },
+    ]);
+    if (tokensRevoked === undefined) throw credentialNotFound();
+    this.onChange(appId);
+    return { clientId, tokensRevoked };
+  }
+
+  async #app(appId: string): Promise<AppRecord> {
+    const app = await this.apps.findById(appId);
+    if (app === undefined) throw appNotFound();
+    return app;
+  }
+
+  async #credentialsOf(appId: string): Promise<readonly CredentialRecord[]> {
+    return (await this.#app(appId)).credentials;
+  }
+
+  async #require(appId: string, clientId: string): Promise<CredentialRecord> {
+    const credential = (await this.#credentialsOf(appId)).find((candidate) => candidate.clientId === clientId);
+    if (credential === undefined) throw credentialNotFound();
+    return credential;
+  }
+
+  /** Throws unless whoever asks may hand over `scopes` (see the class's comment). */
+  async #checkGrant(appId: string, scopes: readonly string[], context: RequestContext): Promise<void> {
+    const { by } = context;
+    if (by === 'operator' || by === null) return;
+    if (by.kind === 'developer') {
+      const role = await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials');
+      if (role !== 'owner' && scopes.includes(OWNER_ONLY_SCOPE)) {
+        throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may give a credential credentials:manage.');
+      }
+      return;
+    }
+    const missing = by.scopes === null ? undefined : scopes.find((scope) => !by.scopes!.includes(scope));
+    if (missing !== undefined) throw insufficientScope(missing);
+  }
+}
+
+function credentialNotFound(): TesseraError {
+  const error = notFound();
+  return new TesseraError(error.code, 'This app has no credential with this ClientID.');
+}
+
+function creatorOf(context: RequestContext, app: AppRecord): CredentialCreator {
+  const { by } = context;
+  if (by === 'operator' || by === null) return { kind: 'operator' };
+  if (by.kind === 'developer') return { kind: 'developer', developerId: by.developerId };
+  return { kind: 'admin', clientId: by.clientId ?? app.clientId };
+}
+
+/** What names a credential in its events: its ClientID and name, never its secret. */
+function credentialDetails(credential: CredentialRecord): EventDetails {
+  return { clientId: credential.clientId, name: credential.name };
+}
+
+/** Which developer, or which credential's admin token, made the change. */
+function actingDetails(context: RequestContext): EventDetails {
+  const { by } = context;
+  if (by !== null && by !== 'operator' && by.kind === 'admin' && by.clientId !== null) return { byClientId: by.clientId };
+  return developerDetails(context);
+}

@@ -1,0 +1,35 @@
+import type { AuditOf } from '../events/event.js';
+import type { CredentialRecord } from './credential.js';
+
+/**
+ * The credentials' storage seam; one implementation per backend under `src/store/`. Credentials are
+ * read with their app (`AppRecord.credentials`), so that a cached app has them, and a change to one
+ * reaches every instance with the app's change signal.
+ */
+export interface CredentialStore {
+  /**
+   * Inserts the credential and the events `audit` builds, in one transaction, unless its app has
+   * `maxPerApp` credentials already (`limit`) or does not exist (`no app`): then nothing is written.
+   */
+  insert(credential: CredentialRecord, maxPerApp: number, audit: AuditOf<void>): Promise<'inserted' | 'limit' | 'no app'>;
+  /**
+   * Replaces the secret's hash; the replaced one becomes the previous secret until
+   * `previousSecretValidUntil` (null: it stops at once, and any previous one with it). With the
+   * events `audit` builds, in one transaction. False (nothing written) if the app has no such credential.
+   */
+  rotate(
+    appId: string,
+    clientId: string,
+    secretHash: Buffer,
+    previousSecretValidUntil: number | null,
+    audit: AuditOf<void>,
+  ): Promise<boolean>;
+  /**
+   * Deletes the credential and every token issued from it, and writes the events `audit` builds of
+   * how many tokens that was, in one transaction; returns that number, or undefined (nothing
+   * written) if the app has no such credential.
+   */
+  delete(appId: string, clientId: string, audit: AuditOf<number>): Promise<number | undefined>;
+  /** Sets when the credential was last used to `at`, unless that was written less than `minIntervalMs` before. */
+  markUsed(clientId: string, at: number, minIntervalMs: number): Promise<void>;
+}

@@ -1,0 +1,153 @@
+import type { CredentialCreator, CredentialRecord } from '../../credentials/credential.js';
+import type { CredentialStore } from '../../credentials/store.js';
+import { bytesColumn, jsonColumn } from './rows.js';
+import { insertEvents } from './events.js';
+import { withRowLock, type SqlRunner, type Statement } from './runner.js';
+
+/** A credential as `CREDENTIALS_OF_APP` gives it: its bytes in hex, lists space-separated. */
+interface CredentialJson {
+  clientId: string;
+  appId: string;
+  name: string;
+  scopes: string;
+  expiresAt: number | null;
+  allowFrom: string;
+  secretHash: string;
+  previousSecretHash: string | null;
+  previousSecretValidUntil: number | null;
+  createdAt: number;
+  createdBy: CredentialCreator['kind'];
+  createdById: string | null;
+  lastUsedAt: number | null;
+}
+
+const FIELDS = `'clientId', client_id, 'appId', app_id, 'name', name, 'scopes', scopes, 'expiresAt', expires_at,
+  'allowFrom', allow_from, 'createdAt', created_at, 'createdBy', created_by, 'createdById', created_by_id,
+  'lastUsedAt', last_used_at, 'previousSecretValidUntil', previous_secret_valid_until`;
+
+/**
+ * A column of the app's row (`SELECT … FROM apps`): its credentials as one JSON array, so that an
+ * app is read with them in one statement, and its cached record has them (null or `[]` for none).
+ */
+export const CREDENTIALS_OF_APP = {
+  sqlite: `(SELECT json_group_array(json_object(${FIELDS},
+              'secretHash', hex(secret_hash), 'previousSecretHash', hex(previous_secret_hash)))
+            FROM credentials WHERE credentials.app_id = apps.app_id) AS credentials`,
+  postgres: `(SELECT json_agg(json_build_object(${FIELDS},
+              'secretHash', encode(secret_hash, 'hex'), 'previousSecretHash', encode(previous_secret_hash, 'hex')))
+            FROM credentials WHERE credentials.app_id = apps.app_id) AS credentials`,
+} as const;
+
+/** The credentials of a `CREDENTIALS_OF_APP` column, oldest first. */
+export function credentialsColumn(value: unknown): CredentialRecord[] {
+  if (value === null || value === undefined) return [];
+  const rows = jsonColumn<CredentialJson[]>(value);
+  return rows.map(toCredential).sort((a, b) => a.createdAt - b.createdAt || (a.clientId < b.clientId ? -1 : 1));
+}
+
+function toCredential(row: CredentialJson): CredentialRecord {
+  return {
+    clientId: row.clientId,
+    appId: row.appId,
+    name: row.name,
+    scopes: Object.freeze(row.scopes.split(' ')),
+    expiresAt: row.expiresAt,
+    allowFrom: Object.freeze(row.allowFrom === '' ? [] : row.allowFrom.split(' ')),
+    secretHash: hexBytes(row.secretHash),
+    // SQLite's hex(NULL) is ''.
+    previousSecret:
+      row.previousSecretHash === null || row.previousSecretHash === '' || row.previousSecretValidUntil === null
+        ? null
+        : { hash: hexBytes(row.previousSecretHash), validUntil: row.previousSecretValidUntil },
+    createdAt: row.createdAt,
+    createdBy: creatorOf(row.createdBy, row.createdById),
+    lastUsedAt: row.lastUsedAt,
+  };
+}
+
+function hexBytes(hex: string): Buffer {
+  return bytesColumn(Buffer.from(hex, 'hex'));
+}
+
+function creatorOf(kind: CredentialCreator['kind'], id: string | null): CredentialCreator {
+  if (kind === 'developer') return { kind, developerId: id ?? '' };
+  if (kind === 'admin') return { kind, clientId: id ?? '' };
+  return { kind: 'operator' };
+}
+
+function creatorId(creator: CredentialCreator): string | null {
+  return creator.kind === 'developer' ? creator.developerId : creator.kind === 'admin' ? creator.clientId : null;
+}
+
+/** Removes the tokens issued from one credential, in the caller's transaction; returns how many. */
+async function deleteTokensOfCredential(tx: SqlRunner, clientId: string): Promise<number> {
+  return tx.run('DELETE FROM tokens WHERE client_id = :clientId', { clientId });
+}
+
+const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE');
+
+export function sqlCredentialStore(db: SqlRunner): CredentialStore {
+  return {
+    async insert(credential, maxPerApp, audit) {
+      return db.transaction(async (tx) => {
+        // Insertions for one app take turns (PostgreSQL locks the app's row; SQLite's transactions
+        // always take turns), so that several at once cannot pass the limit together.
+        if ((await tx.get(LOCK_APP, { appId: credential.appId })) === undefined) return 'no app';
+        const count = await tx.get<{ n: number }>('SELECT count(*) AS n FROM credentials WHERE app_id = :appId', {
+          appId: credential.appId,
+        });
+        if ((count?.n ?? 0) >= maxPerApp) return 'limit';
+        await tx.run(
+          `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id)
+           VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById)`,
+          {
+            clientId: credential.clientId,
+            appId: credential.appId,
+            name: credential.name,
+            scopes: credential.scopes.join(' '),
+            expiresAt: credential.expiresAt,
+            allowFrom: credential.allowFrom.join(' '),
+            secretHash: credential.secretHash,
+            createdAt: credential.createdAt,
+            createdBy: credential.createdBy.kind,
+            createdById: creatorId(credential.createdBy),
+          },
+        );
+        await insertEvents(tx, audit());
+        return 'inserted';
+      });
+    },
+    async rotate(appId, clientId, secretHash, previousSecretValidUntil, audit) {
+      return db.transaction(async (tx) => {
+        // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
+        const updated = await tx.run(
+          `UPDATE credentials SET previous_secret_hash = CASE WHEN CAST(:validUntil AS BIGINT) IS NULL THEN NULL ELSE secret_hash END,
+                                  previous_secret_valid_until = :validUntil,
+                                  secret_hash = :secretHash
+           WHERE app_id = :appId AND client_id = :clientId`,
+          { appId, clientId, secretHash, validUntil: previousSecretValidUntil },
+        );
+        if (updated === 0) return false;
+        await insertEvents(tx, audit());
+        return true;
+      });
+    },
+    async delete(appId, clientId, audit) {
+      return db.transaction(async (tx) => {
+        const deleted = await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
+        if (deleted === 0) return undefined;
+        const tokensRevoked = await deleteTokensOfCredential(tx, clientId);
+        await insertEvents(tx, audit(tokensRevoked));
+        return tokensRevoked;
+      });
+    },
+    async markUsed(clientId, at, minIntervalMs) {
+      // Conditional, so that instances using one credential write it at most once a minute between them.
+      await db.run(
+        `UPDATE credentials SET last_used_at = :at
+         WHERE client_id = :clientId AND (last_used_at IS NULL OR last_used_at <= :before)`,
+        { clientId, at, before: at - minIntervalMs },
+      );
+    },
+  };
+}
