@@ -4,7 +4,8 @@ import { credentialsEqual } from '../crypto.js';
 import type { AdminAuthentication, AuthenticatedAdmin } from './client-authentication.js';
 import type { CredentialRecord } from '../credentials/credential.js';
 import { scopeProblemText } from '../credentials/input.js';
-import { checkScopes, narrowScopes } from '../credentials/scopes.js';
+import { narrowScopes } from '../credentials/scopes.js';
+import { parseScopeParameter } from './request.js';
 import { TesseraError } from '../errors.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 import type { EventLog } from '../events/log.js';
@@ -21,8 +22,8 @@ export interface TokenRequestInput {
   credentials: ClientCredentials;
   /** UNIX ms, or null for a token that never expires. */
   expiresAt: number | null;
-  /** RFC 6749 §3.3 `scope`, as sent (names separated by spaces); undefined when absent. */
-  scope?: string | undefined;
+  /** RFC 6749 §3.3 `scope`, as sent (`TokenRequest.scope`); undefined when absent. */
+  scope?: unknown;
 }
 
 export interface IssuedToken {
@@ -58,7 +59,6 @@ export class TokenIssuer {
     const now = this.clock.now();
     const client = await this.#authenticateClient(app, credentials, context);
     if (client.kind === 'anonymous') {
-      if (scope !== undefined) throw invalidScope('scope is for admin tokens: an anonymous token carries none.');
       const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
       const { token } = await this.anonymous.issue(app, now, expiresAt);
       this.events.record('token.issued', app.appId, context, 'anonymous', { expiresAt });
@@ -121,17 +121,15 @@ export class TokenIssuer {
 
 /**
  * The scopes of a new admin token: a credential's, narrowed by `scope` if the request names some
- * (RFC 6749 §3.3); with the app's own ClientID, none (it may do everything) unless the request
- * names some, which the token is then limited to.
+ * (RFC 6749 §3.3; more than the credential's is `invalid_scope`). The app's own ClientID, and the
+ * anonymous client, ignore `scope` as they always have (RFC 6749 lets a server ignore it): every
+ * integration that sends one keeps the token it had (docs/decisions.md, "Credentials and scopes").
  */
-function grantedScopes(credential: CredentialRecord | null, scope: string | undefined): readonly string[] | null {
-  if (credential === null && scope === undefined) return null;
-  if (credential !== null && scope === undefined) return credential.scopes;
-  const narrowed = credential === null ? checkScopes(scope!.split(' ')) : narrowScopes(credential.scopes, scope);
-  if ('problem' in narrowed) throw invalidScope(`scope ${scopeProblemText(narrowed.problem)}`);
+function grantedScopes(credential: CredentialRecord | null, scopeParameter: unknown): readonly string[] | null {
+  if (credential === null) return null;
+  const scope = parseScopeParameter(scopeParameter);
+  if (scope === undefined) return credential.scopes;
+  const narrowed = narrowScopes(credential.scopes, scope);
+  if ('problem' in narrowed) throw new TesseraError('invalid_scope', `scope ${scopeProblemText(narrowed.problem)}`);
   return narrowed.scopes;
-}
-
-function invalidScope(message: string): TesseraError {
-  return new TesseraError('invalid_scope', message);
 }

@@ -6,8 +6,11 @@ import type { BodyCredentials } from './credentials.js';
 export interface TokenRequest extends BodyCredentials {
   /** UNIX ms, or null when absent. */
   expiresAt: number | null;
-  /** RFC 6749 §3.3 `scope`, as sent; undefined when absent or empty. */
-  scope: string | undefined;
+  /**
+   * RFC 6749 §3.3 `scope`, as sent (undefined when absent or empty): read only for a credential's
+   * token (`parseScopeParameter`), since the app's own ClientID and the anonymous client ignore it.
+   */
+  scope: unknown;
 }
 
 export const MAX_CREDENTIAL_LENGTH = 256;
@@ -36,7 +39,7 @@ export function parseTokenRequest(body: unknown, options: { grantTypeRequired: b
     clientId: credential(read('client_id'), 'client_id'),
     clientSecret: credential(read('client_secret'), 'client_secret'),
     expiresAt: expiresAt(read('expiresAt'), form),
-    scope: scope(read('scope')),
+    scope: presentOrUndefined(read('scope')),
   };
 }
 
@@ -70,8 +73,13 @@ function credential(value: unknown, name: string): string | undefined {
 /** Room for `MAX_SCOPES` scopes of `MAX_SCOPE_LENGTH` characters and the spaces between them. */
 const MAX_SCOPE_PARAMETER_LENGTH = MAX_SCOPES * (MAX_SCOPE_LENGTH + 1);
 
-function scope(value: unknown): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
+function presentOrUndefined(value: unknown): unknown {
+  return value === null || value === '' ? undefined : value;
+}
+
+/** A token request's `scope` for a credential's token: a string of at most `MAX_SCOPE_PARAMETER_LENGTH` characters, or `invalid_scope`. */
+export function parseScopeParameter(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
   if (typeof value !== 'string') throw new TesseraError('invalid_scope', 'scope must be a string: scopes separated by spaces.');
   if (value.length > MAX_SCOPE_PARAMETER_LENGTH) {
     throw new TesseraError('invalid_scope', `scope is longer than ${MAX_SCOPE_PARAMETER_LENGTH} characters.`);

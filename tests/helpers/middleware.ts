@@ -187,7 +187,15 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           for (const password of ['anything', '']) {
             const response = await requestAs(serviceUrl(appId, '/principal'), basic(appId, password));
             assert.equal(response.status, 200, response.text);
-            assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+            assert.deepEqual(response.body, {
+              appId,
+              kind: 'anonymous',
+              id: 'ANONYMOUS',
+              auth: 'basic',
+              expiresAt: null,
+              scopes: null,
+              clientId: null,
+            });
           }
         });
 
@@ -196,7 +204,15 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const token = await anonymousTokenOf(tessera);
           const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));
           assert.equal(response.status, 200, response.text);
-          assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+          assert.deepEqual(response.body, {
+            appId,
+            kind: 'anonymous',
+            id: 'ANONYMOUS',
+            auth: 'bearer',
+            expiresAt: null,
+            scopes: null,
+            clientId: null,
+          });
         });
 
         it('an admin token, and one with an expiry', async () => {
@@ -204,13 +220,21 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const token = await adminTokenOf(tessera);
           const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));
           assert.equal(response.status, 200, response.text);
-          assert.deepEqual(response.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null });
+          assert.deepEqual(response.body, {
+            appId,
+            kind: 'admin',
+            id: adminId,
+            auth: 'bearer',
+            expiresAt: null,
+            scopes: null,
+            clientId: null,
+          });
 
           const expiresAt = Date.now() + 3_600_000;
           const expiring = await adminTokenOf(tessera, { expiresAt });
           const withExpiry = await requestAs(serviceUrl(appId, '/principal'), bearer(expiring));
           assert.equal(withExpiry.status, 200, withExpiry.text);
-          assert.deepEqual(withExpiry.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt });
+          assert.deepEqual(withExpiry.body, { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt, scopes: null, clientId: null });
         });
 
         it("a deployed SDK client's anonymous call (X-Kii-AppID and X-Kii-AppKey, no Authorization): Basic anonymous", async () => {
@@ -218,7 +242,15 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           const sdkHeaders = { 'x-kii-appid': appId, 'x-kii-appkey': appKey };
           const response = await request(serviceUrl(appId, '/principal'), { headers: sdkHeaders });
           assert.equal(response.status, 200, response.text);
-          assert.deepEqual(response.body, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+          assert.deepEqual(response.body, {
+            appId,
+            kind: 'anonymous',
+            id: 'ANONYMOUS',
+            auth: 'basic',
+            expiresAt: null,
+            scopes: null,
+            clientId: null,
+          });
           const other = await tessera.tessera.apps.create('Another app');
           const otherApp = await request(serviceUrl(appId, '/principal'), { headers: { ...sdkHeaders, 'x-kii-appid': other.appId } });
           assertUnauthorized(otherApp);
@@ -320,7 +352,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           assert.equal(response.status, 200, response.text);
           assert.deepEqual(response.body, {
             report: 'ok',
-            principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null },
+            principal: { appId, kind: 'admin', id: adminId, auth: 'bearer', expiresAt: null, scopes: null, clientId: null },
           });
           // Authentication still comes first on an admin-only route.
           assertError(await requestAs(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
@@ -342,7 +374,7 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
         const expiresAt = Date.now() + 2_000;
         const token = await anonymousTokenOf(tessera, { expiresAt });
         const accepted = await cachedPrincipal(serviceUrl(appId, '/principal'), bearer(token));
-        assert.deepEqual(accepted, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt });
+        assert.deepEqual(accepted, { appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt, scopes: null, clientId: null });
         for (;;) {
           const sent = Date.now();
           const response = await requestAs(serviceUrl(appId, '/principal'), bearer(token));

@@ -1108,7 +1108,7 @@ const INTERNALS = [
 /** What a terminal or a log viewer showing an error text would obey rather than show. */
 const CONTROL_CHARACTER = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
 /** Bounded, whatever was sent: an echo is cut short; the longest message lists the event types. */
-const MAX_MESSAGE_LENGTH = 400;
+const MAX_MESSAGE_LENGTH = 500;
 
 /** Whatever a request held, its error text is short and shows no control character. */
 function checkMessage(message: unknown): void {

@@ -269,11 +269,35 @@ for (const consumer of CONSUMERS) {
       assert.equal(anonymous.status, 200, anonymous.text);
       const asAdmin = await call(url('/whoami'), { headers: { authorization: bearer(admin.body.access_token) } });
       assert.equal(asAdmin.status, 200, asAdmin.text);
-      assert.deepEqual(asAdmin.body, { appId: app.appId, kind: 'admin', id: app.adminId, auth: 'bearer', expiresAt: null });
+      assert.deepEqual(asAdmin.body, {
+        appId: app.appId,
+        kind: 'admin',
+        id: app.adminId,
+        auth: 'bearer',
+        expiresAt: null,
+        scopes: null,
+        clientId: null,
+      });
       const asAnonymous = await call(url('/whoami'), { headers: { authorization: bearer(anonymous.body.access_token) } });
-      assert.deepEqual(asAnonymous.body, { appId: app.appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null });
+      assert.deepEqual(asAnonymous.body, {
+        appId: app.appId,
+        kind: 'anonymous',
+        id: 'ANONYMOUS',
+        auth: 'bearer',
+        expiresAt: null,
+        scopes: null,
+        clientId: null,
+      });
       const asBasic = await call(url('/whoami'), { headers: { authorization: basic(app.appId) } });
-      assert.deepEqual(asBasic.body, { appId: app.appId, kind: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null });
+      assert.deepEqual(asBasic.body, {
+        appId: app.appId,
+        kind: 'anonymous',
+        id: 'ANONYMOUS',
+        auth: 'basic',
+        expiresAt: null,
+        scopes: null,
+        clientId: null,
+      });
       const report = await call(url('/reports'), { headers: { authorization: bearer(admin.body.access_token) } });
       assert.deepEqual(report.body, { appId: app.appId, adminId: app.adminId });
     });

@@ -237,15 +237,7 @@ describe('mayAct: who may do what on an app', () => {
     for (const action of APP_ACTIONS) assert.equal(mayAct('collaborator', action), !ownerOnly.includes(action), action);
     assert.deepEqual(
       APP_ACTIONS.filter((action) => mayAct('collaborator', action)),
-      [
-        'view_app',
-        'view_configuration',
-        'view_events',
-        'change_configuration',
-        'introspect_tokens',
-        'revoke_tokens',
-        'manage_credentials',
-      ],
+      ['view_app', 'view_configuration', 'view_events', 'change_configuration', 'introspect_tokens', 'revoke_tokens', 'manage_credentials'],
     );
   });
 
