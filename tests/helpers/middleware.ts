@@ -48,6 +48,7 @@ export interface ServiceApp {
  * `/api/apps/:appId`:
  * - `GET /api/apps/:appId/principal` and `GET /api/apps/:appId/users/:userId`: 200, the request's principal as JSON;
  * - `GET /api/apps/:appId/admin/report`: admin only; 200 `{"report": "ok", "principal": …}`;
+ * - `GET /api/apps/:appId/reports`: the scope `reports:read` only (`requireScope`); 200 `{"reports": [], "principal": …}`;
  * - `GET /healthz`: outside the authenticated routes; 200 `ok` without any header.
  */
 export interface MiddlewareUnderTest {
@@ -356,6 +357,35 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
           });
           // Authentication still comes first on an admin-only route.
           assertError(await requestAs(serviceUrl(appId, '/admin/report')), 401, 'UNAUTHORIZED');
+        });
+
+        it("a route that needs a scope: a credential's token with it passes, one without gets 403 INSUFFICIENT_SCOPE, anonymous callers 403 ADMIN_REQUIRED", async () => {
+          const { appId, adminId } = tessera.app;
+          const credentials = tessera.tessera.credentials;
+          const reader = await credentials.create(appId, { name: 'reader', scopes: ['reports:read', 'events:read'] }, OPERATOR);
+          const other = await credentials.create(appId, { name: 'other', scopes: ['events:read'] }, OPERATOR);
+          const tokenOf = (credential: { clientId: string; clientSecret: string }) =>
+            adminTokenOf({ app: { ...tessera.app, ...credential }, appUrl: tessera.appUrl });
+          const allowed = await requestAs(serviceUrl(appId, '/reports'), bearer(await tokenOf(reader)));
+          assert.equal(allowed.status, 200, allowed.text);
+          assert.deepEqual(allowed.body, {
+            reports: [],
+            principal: {
+              appId,
+              kind: 'admin',
+              id: adminId,
+              auth: 'bearer',
+              expiresAt: null,
+              scopes: ['events:read', 'reports:read'],
+              clientId: reader.clientId,
+            },
+          });
+          const refused = await requestAs(serviceUrl(appId, '/reports'), bearer(await tokenOf(other)));
+          assertError(refused, 403, 'INSUFFICIENT_SCOPE');
+          assert.equal(refused.headers.get('www-authenticate'), 'Bearer error="insufficient_scope", scope="reports:read"');
+          // The app's own ClientID may do everything.
+          assert.equal((await requestAs(serviceUrl(appId, '/reports'), bearer(await adminTokenOf(tessera)))).status, 200);
+          assertError(await requestAs(serviceUrl(appId, '/reports'), basic(appId)), 403, 'ADMIN_REQUIRED');
         });
 
         it('an unknown app: 404 APP_NOT_FOUND, whatever the header', async () => {

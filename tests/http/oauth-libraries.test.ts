@@ -7,6 +7,7 @@ import { assertInvalidToken } from '../helpers/assert.js';
 import { bearer, whoami } from '../helpers/http.js';
 import { RecordingProxy, type RecordedRequest } from '../helpers/recording-proxy.js';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { OPERATOR } from '../../src/request-context.js';
 
 /**
  * Standard OAuth2 client libraries against the real server, each in its documented default
@@ -254,5 +255,78 @@ describe('@badgateway/oauth2-client', () => {
   it('with discovery (RFC 8414): both kinds of token, introspection and revocation', async () => {
     for (const kind of kinds) await lifecycle(kind, 'client_secret_basic', discovered(kind), discovered(admin));
     assert.equal(proxy.last(`/.well-known/oauth-authorization-server${appPath()}`).method, 'GET');
+  });
+});
+
+describe('a credential asking for a scope (RFC 6749 section 3.3), with each library', () => {
+  let credential: Kind;
+  before(async () => {
+    const created = await server.tessera.credentials.create(
+      server.app.appId,
+      { name: 'Reports', scopes: ['reports:read', 'reports:write', 'events:read'] },
+      OPERATOR,
+    );
+    credential = { name: 'admin', clientId: created.clientId, clientSecret: created.clientSecret, id: server.app.adminId };
+  });
+
+  /**
+   * The token request sent `scope` as asked, and whoami says the token has that scope; so does the
+   * token answer's `scope`, where the library hands it over (`'not handed over'` where it does not).
+   */
+  async function assertScoped(accessToken: string, answeredScope: unknown): Promise<void> {
+    assert.equal(new URLSearchParams(proxy.last('/oauth2/token').body).get('scope'), 'reports:read');
+    if (answeredScope !== 'not handed over') assert.equal(answeredScope, 'reports:read');
+    await assertTokenOf(credential, accessToken);
+    const me = await whoami(server.appUrl, bearer(accessToken));
+    assert.equal(me.body.scope, 'reports:read');
+    assert.equal(me.body.clientId, credential.clientId);
+  }
+
+  it('openid-client: clientCredentialsGrant with scope; more than the credential has is invalid_scope', async () => {
+    const configuration = new oidc.Configuration(
+      { issuer: issuer(), token_endpoint: `${issuer()}/oauth2/token` },
+      credential.clientId,
+      credential.clientSecret,
+    );
+    oidc.allowInsecureRequests(configuration);
+    const tokens = await oidc.clientCredentialsGrant(configuration, { scope: 'reports:read' });
+    await assertScoped(tokens.access_token, tokens.scope);
+    await assert.rejects(oidc.clientCredentialsGrant(configuration, { scope: 'configuration:write' }), (error: unknown) => {
+      assert.ok(error instanceof oidc.ResponseBodyError, String(error));
+      assert.equal(error.status, 400);
+      assert.equal(error.error, 'invalid_scope');
+      return true;
+    });
+  });
+
+  it('simple-oauth2: getToken({ scope }); more than the credential has is invalid_scope', async () => {
+    const client = new ClientCredentials({
+      client: { id: credential.clientId, secret: credential.clientSecret },
+      auth: { tokenHost: proxy.baseUrl, tokenPath: `${appPath()}/oauth2/token` },
+    });
+    const accessToken = await client.getToken({ scope: 'reports:read' });
+    await assertScoped(accessToken.token.access_token as string, accessToken.token.scope);
+    await assert.rejects(client.getToken({ scope: ['reports:read', 'app:read'] }), (error: any) => {
+      assert.equal(error.output?.statusCode, 400);
+      assert.equal(error.data?.payload?.error, 'invalid_scope');
+      return true;
+    });
+  });
+
+  it('@badgateway/oauth2-client: clientCredentials({ scope }); more than the credential has is invalid_scope', async () => {
+    const client = new OAuth2Client({
+      server: proxy.baseUrl,
+      clientId: credential.clientId,
+      clientSecret: credential.clientSecret,
+      tokenEndpoint: `${appPath()}/oauth2/token`,
+    });
+    const token = await client.clientCredentials({ scope: ['reports:read'] });
+    // Its OAuth2Token has no scope field.
+    await assertScoped(token.accessToken, 'not handed over');
+    await assert.rejects(client.clientCredentials({ scope: ['tokens:revoke'] }), (error: any) => {
+      assert.equal(error.httpCode, 400);
+      assert.equal(error.oauth2Code, 'invalid_scope');
+      return true;
+    });
   });
 });

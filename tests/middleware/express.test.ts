@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 // Through the package's own names (its "exports" map), as another service imports them.
-import { tesseraExpress, tesseraRequireAdmin, type ExpressLikeRequest } from 'tessera/middleware/express';
+import { tesseraExpress, tesseraRequireAdmin, tesseraRequireScope, type ExpressLikeRequest } from 'tessera/middleware/express';
 import { TesseraVerifier } from 'tessera/verifier';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
@@ -28,6 +28,9 @@ async function startExpressService(authenticator: Authenticator) {
   });
   app.get('/api/apps/:appId/admin/report', tesseraRequireAdmin, (request, response) => {
     response.json({ report: 'ok', principal: principalOf(request) });
+  });
+  app.get('/api/apps/:appId/reports', tesseraRequireScope('reports:read'), (request, response) => {
+    response.json({ reports: [], principal: principalOf(request) });
   });
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -60,5 +63,7 @@ describe('the package exports', () => {
     assert.equal(typeof TesseraVerifier.open, 'function');
     assert.equal(typeof tesseraExpress, 'function');
     assert.equal(typeof tesseraRequireAdmin, 'function');
+    assert.equal(typeof tesseraRequireScope, 'function');
+    assert.throws(() => tesseraRequireScope('Reports Read'), /not a scope/);
   });
 });

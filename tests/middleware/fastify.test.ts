@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 // Relative imports: this suite checks the code compiled beside it (express.test.ts goes through the exports map).
-import { requireAdmin, tesseraAuth } from '../../src/http/middleware/fastify.js';
+import { requireAdmin, requireScope, tesseraAuth } from '../../src/http/middleware/fastify.js';
 import { TesseraVerifier } from '../../src/verifier.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
@@ -15,6 +15,10 @@ async function startFastifyService(authenticator: Authenticator) {
     scope.get('/api/apps/:appId/users/:userId', async (request) => request.principal);
     scope.get('/api/apps/:appId/admin/report', { onRequest: requireAdmin }, async (request) => ({
       report: 'ok',
+      principal: request.principal,
+    }));
+    scope.get('/api/apps/:appId/reports', { onRequest: requireScope('reports:read') }, async (request) => ({
+      reports: [],
       principal: request.principal,
     }));
   });

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized, UNAUTHORIZED_CHALLENGE } from '../helpers/assert.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
 import {
@@ -159,8 +160,29 @@ describe('forward authentication through nginx auth_request', () => {
       });
     });
 
+    it("a credential's token, with X-Tessera-Scope, which the upstream decides on", async () => {
+      const credential = await tessera.tessera.credentials.create(
+        tessera.app.appId,
+        { name: 'Reports', scopes: ['reports:read', 'events:read'] },
+        OPERATOR,
+      );
+      const token = await requestToken(tessera, {
+        grant_type: 'client_credentials',
+        client_id: credential.clientId,
+        client_secret: credential.clientSecret,
+      });
+      assert.equal(token.status, 200, token.text);
+      const response = await viaNginx(`${appPath}/reports`, { headers: { authorization: bearer(token.body.access_token) } });
+      assertReached(response, {
+        method: 'GET',
+        url: `${appPath}/reports`,
+        identity: { ...adminIdentity, 'x-tessera-scope': 'events:read reports:read' },
+      });
+    });
+
     it('never with the X-Tessera-* headers a client sends', async () => {
       const forged = {
+        'x-tessera-scope': 'credentials:manage',
         'x-tessera-app-id': 'another-app',
         'x-tessera-principal': 'admin',
         'x-tessera-principal-id': 'forged-admin',
