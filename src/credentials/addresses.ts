@@ -34,20 +34,31 @@ function canonicalCidr(entry: string): string | undefined {
   if (prefixText !== undefined && !/^(?:0|[1-9][0-9]{0,2})$/.test(prefixText)) return undefined;
   const prefix = prefixText === undefined ? bits : Number(prefixText);
   if (prefix > bits) return undefined;
-  const value = family === 4 ? ipv4Value(address) : ipv6Value(address);
+  const canonical = family === 4 ? address : canonicalIpv6(address);
+  if (canonical === undefined) return undefined;
+  const value = family === 4 ? ipv4Value(address) : ipv6Value(canonical);
   if (value === undefined) return undefined;
   const hostBits = BigInt(bits - prefix);
   if (hostBits > 0n && value % (1n << hostBits) !== 0n) return undefined;
-  return `${family === 4 ? address : new URL(`http://[${address}]`).hostname.slice(1, -1)}/${prefix}`;
+  return `${canonical}/${prefix}`;
+}
+
+/** The address in its shortest form, as the URL parser writes it; undefined for one it refuses (a zone, `fe80::1%eth0`). */
+function canonicalIpv6(address: string): string | undefined {
+  if (address.includes('%')) return undefined;
+  try {
+    return new URL(`http://[${address}]`).hostname.slice(1, -1);
+  } catch {
+    return undefined;
+  }
 }
 
 function ipv4Value(address: string): bigint {
   return address.split('.').reduce((value, octet) => (value << 8n) | BigInt(octet), 0n);
 }
 
-function ipv6Value(address: string): bigint | undefined {
-  // The URL parser writes an IPv6 address out in its shortest form, every group in hex.
-  const canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
+/** The value of an IPv6 address in canonical form (`canonicalIpv6`: every group in hex, an embedded IPv4 address written as two). */
+function ipv6Value(canonical: string): bigint | undefined {
   const [head, tail] = canonical.includes('::') ? canonical.split('::') : [canonical, undefined];
   const headGroups = head === '' ? [] : head!.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');

@@ -71,6 +71,16 @@ export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }
   return clientIdMatches ? which : null;
 }
 
+function matchCredentialSecret(
+  credential: CredentialRecord,
+  { clientId, clientSecret }: ClientCredentials,
+  now: number,
+): AdminSecret | null {
+  const clientIdMatches = credentialsEqual(clientId, credential.clientId);
+  const which = matchSecret(credentialSecrets(credential), clientSecret, now);
+  return clientIdMatches ? which : null;
+}
+
 function appSecrets(app: AppRecord): StoredSecrets {
   return { hash: app.clientSecretHash, previousSecret: app.previousSecret };
 }
@@ -121,9 +131,14 @@ export class AdminAuthentication {
       const secret = this.#secretOf(app, appSecrets(app), credentials, now);
       return secret === null ? { refusal: 'invalid_client', credential: null } : { secret, credential: null };
     }
-    const secret = this.#secretOf(credential, credentialSecrets(credential), credentials, now);
     const expired = credential.expiresAt !== null && now >= credential.expiresAt;
     const allowed = addressAllowed(credential.allowFrom, clientAddress);
+    // A refusal always costs the full check of the secret, never the remembered one's quicker
+    // comparison: a stolen secret tried from elsewhere must not learn from the timing that it is right.
+    const secret =
+      expired || !allowed
+        ? matchCredentialSecret(credential, credentials, now)
+        : this.#secretOf(credential, credentialSecrets(credential), credentials, now);
     if (secret === null) return { refusal: 'invalid_client', credential };
     if (expired) return { refusal: 'credential_expired', credential };
     if (!allowed) return { refusal: 'address_not_allowed', credential };
