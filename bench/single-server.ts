@@ -3,14 +3,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { OPERATOR } from '../src/request-context.js';
 import { createTessera } from '../src/tessera.js';
 import { tesseraCases, type BenchCase } from './cases.js';
 import { startPinnedServer, type RunningServer } from './processes.js';
 
 const DIST = fileURLToPath(new URL('../', import.meta.url));
 
-/** The cases `bench:profile` and `bench:cpu` know, by short name, in the order of `tesseraCases`. */
-export const CASE_NAMES = ['admin', 'anonymous', 'whoami-anonymous', 'whoami-admin', 'whoami-basic', 'forward-auth'] as const;
+/**
+ * The cases `bench:profile` and `bench:cpu` know, by short name: those of `tesseraCases`, in its
+ * order, then a credential's (issue 27): an admin token issued from a credential with scopes, and
+ * whoami with such a token, to compare with `admin` and `whoami-admin`.
+ */
+export const CASE_NAMES = [
+  'admin',
+  'anonymous',
+  'whoami-anonymous',
+  'whoami-admin',
+  'whoami-basic',
+  'forward-auth',
+  'admin-scoped',
+  'whoami-scoped',
+] as const;
 
 export interface SingleServer {
   server: RunningServer;
@@ -32,8 +46,14 @@ export async function startSingleServer(
   const work = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const path = join(work, 'tessera.db');
   const store = openSqliteStore(path);
-  const app = await createTessera({ store }).apps.create('Bench app');
-  await store.close();
+  const tessera = createTessera({ store });
+  const app = await tessera.apps.create('Bench app');
+  const credential = await tessera.credentials.create(
+    app.appId,
+    { name: 'Bench credential', scopes: ['events:read', 'reports:read'] },
+    OPERATOR,
+  );
+  await tessera.close();
 
   const server = await startPinnedServer(
     'tessera',
@@ -60,6 +80,7 @@ export async function startSingleServer(
     adminToken: await token(app.clientId, app.clientSecret),
     anonymousToken: await token(app.appId, app.appKey),
   });
+  cases.push(...credentialCases(server.url, app.appId, credential, await token(credential.clientId, credential.clientSecret)));
   return {
     server,
     cases: new Map(CASE_NAMES.map((name, index) => [name, cases[index]!])),
@@ -69,4 +90,36 @@ export async function startSingleServer(
       rmSync(work, { recursive: true, force: true });
     },
   };
+}
+
+/** `admin-scoped` and `whoami-scoped`: `admin` and `whoami-admin` with a credential's ClientID and token. */
+function credentialCases(
+  url: string,
+  appId: string,
+  credential: { clientId: string; clientSecret: string },
+  scopedToken: string,
+): BenchCase[] {
+  const target = 'tessera/sqlite';
+  return [
+    {
+      name: `${target}: admin token from a credential`,
+      target,
+      kind: 'issue',
+      collectTokens: true,
+      load: {
+        url,
+        method: 'POST',
+        path: `/api/apps/${appId}/oauth2/token`,
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret }),
+        contentType: 'application/json',
+        authorization: `Basic ${Buffer.from(`${appId}:bench`).toString('base64')}`,
+      },
+    },
+    {
+      name: `${target}: whoami, a credential's admin Bearer`,
+      target,
+      kind: 'check',
+      load: { url, method: 'GET', path: `/api/apps/${appId}/whoami`, authorization: `Bearer ${scopedToken}` },
+    },
+  ];
 }
