@@ -62,3 +62,16 @@ export function narrowScopes(
 export function isBuiltInScope(scope: string): scope is BuiltInScope {
   return BUILT_IN.has(scope);
 }
+
+/** The scope parameter's form of each list seen (RFC 6749 §3.3): a token's list is shared by every check of it. */
+const parameters = new WeakMap<readonly string[], string>();
+
+/** `scopes` separated by spaces, as a token answer, whoami, introspection and `X-Tessera-Scope` give them; made once a list. */
+export function scopeParameter(scopes: readonly string[]): string {
+  let parameter = parameters.get(scopes);
+  if (parameter === undefined) {
+    parameter = scopes.join(' ');
+    parameters.set(scopes, parameter);
+  }
+  return parameter;
+}

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../../auth/authenticate.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from '../../auth/forward.js';
+import { scopeParameter } from '../../credentials/scopes.js';
 import { TesseraError } from '../../errors.js';
 import type { ForwardAuthDecision, Metrics } from '../../metrics/port.js';
 import { ignoreBodies } from '../content-types.js';
@@ -70,7 +71,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{
       .header(IDENTITY_HEADERS.id, principal.id)
       .header(IDENTITY_HEADERS.auth, principal.auth);
     if (principal.expiresAt !== null) reply.header(IDENTITY_HEADERS.expiresAt, String(principal.expiresAt));
-    if (principal.scopes !== null) reply.header(IDENTITY_HEADERS.scope, principal.scopes.join(' '));
+    if (principal.scopes !== null) reply.header(IDENTITY_HEADERS.scope, scopeParameter(principal.scopes));
     reply.code(200).send();
   };
 

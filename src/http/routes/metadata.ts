@@ -18,6 +18,7 @@ const metadataSchema = {
         introspection_endpoint: { type: 'string' },
         grant_types_supported: stringArray,
         response_types_supported: stringArray,
+        scopes_supported: stringArray,
         token_endpoint_auth_methods_supported: stringArray,
         revocation_endpoint_auth_methods_supported: stringArray,
         introspection_endpoint_auth_methods_supported: stringArray,

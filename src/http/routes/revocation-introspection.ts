@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppRecord } from '../../apps/app.js';
 import type { AppCache } from '../../apps/cache.js';
 import { checkAdminScope } from '../../app-access.js';
+import { scopeParameter } from '../../credentials/scopes.js';
 import { adminRequired } from '../../error-catalogue.js';
 import type { Metrics } from '../../metrics/port.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
@@ -106,7 +107,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       app_id: active.appId,
       iat: Math.floor(active.issuedAt / 1000),
       ...(active.expiresAt === null ? {} : { exp: Math.floor(active.expiresAt / 1000) }),
-      ...(active.scopes === null ? {} : { scope: active.scopes.join(' ') }),
+      ...(active.scopes === null ? {} : { scope: scopeParameter(active.scopes) }),
     };
   });
 };

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AppCache } from '../../apps/cache.js';
 import { SDK_APP_ID } from '../../auth/authenticate.js';
 import { parseAuthorization } from '../../tokens/authorization-header.js';
+import { scopeParameter } from '../../credentials/scopes.js';
 import { TesseraError } from '../../errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { anonymousRequest } from '../../request-context.js';
@@ -85,7 +86,7 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
 /** The seed's four fields; a token with scopes adds `scope` (RFC 6749 §5.1). */
 function tokenResponse(issued: IssuedToken) {
   const answer = { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
-  return issued.scopes === null ? answer : { ...answer, scope: issued.scopes.join(' ') };
+  return issued.scopes === null ? answer : { ...answer, scope: scopeParameter(issued.scopes) };
 }
 
 function throwError(error: Error): never {

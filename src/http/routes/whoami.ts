@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { scopeParameter } from '../../credentials/scopes.js';
 import { notFound } from '../../error-catalogue.js';
 import { ignoreBodies } from '../content-types.js';
 import { refuseOtherMethods } from '../methods.js';
@@ -30,7 +31,7 @@ export const authRoutes: FastifyPluginAsync = async (app) => {
     const { appId, kind, id, auth, expiresAt, scopes, clientId } = request.principal;
     // A token with scopes tells them (and its credential), as the token answer did; any other answers exactly as before.
     if (scopes === null) reply.send({ appId, principal: kind, id, auth, expiresAt });
-    else reply.send({ appId, principal: kind, id, auth, expiresAt, scope: scopes.join(' '), ...(clientId === null ? {} : { clientId }) });
+    else reply.send({ appId, principal: kind, id, auth, expiresAt, scope: scopeParameter(scopes), clientId: clientId ?? undefined });
   });
   refuseOtherMethods(app, WHOAMI_PATH, ['GET']);
 
