@@ -49,7 +49,8 @@ export function toTesseraError(error: unknown): TesseraError {
     case 'FST_ERR_BAD_URL':
       return new TesseraError('invalid_request', 'The request URL is malformed.');
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      // The only path parameter of the API is the AppID: one this long names no app.
+      // The path parameters are the AppID (at most 64 characters) and a credential's ClientID (28):
+      // one this long names nothing; an app that no AppID this long can name is not found.
       return appNotFound();
   }
   const status = fastifyError.statusCode;

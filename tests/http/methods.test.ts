@@ -32,6 +32,9 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/configuration': 'GET, HEAD, PATCH',
   '/api/apps/{appId}/events': 'GET, HEAD',
   '/api/apps/{appId}/events/counts': 'GET, HEAD',
+  '/api/apps/{appId}/credentials': 'GET, HEAD, POST',
+  '/api/apps/{appId}/credentials/{clientId}': 'DELETE',
+  '/api/apps/{appId}/credentials/{clientId}/rotate': 'POST',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = [
@@ -46,7 +49,7 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TR
 let server: TestServer;
 let adminToken: string;
 
-const pathOf = (path: string) => path.replace('{appId}', server.app.appId);
+const pathOf = (path: string) => path.replace('{appId}', server.app.appId).replace('{clientId}', 'tcl_0123456789abcdef01234567');
 const connect = (target: string, headers: Record<string, string> = {}) =>
   rawHttpUntilClosed(
     server.baseUrl,
