@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DEFAULT_APP_CONFIGURATION, type AppRecord } from '../../src/apps/app.js';
+import type { CredentialRecord } from '../../src/credentials/credential.js';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import type { OneTimeLinkRecord } from '../../src/developers/one-time-link.js';
 import type { SessionRecord } from '../../src/developers/session.js';
@@ -106,4 +107,22 @@ export function makePasswordLink(developerId: string, overrides: Partial<OneTime
 /** An invitation to the app for `email`, made by the operator at T0, that expires a week later. */
 export function makeInvitation(appId: string, email: string, overrides: Partial<OneTimeLinkRecord> = {}): OneTimeLinkRecord {
   return makePasswordLink('', { purpose: 'invitation', developerId: null, appId, email, expiresAt: T0 + 7 * 86_400_000, ...overrides });
+}
+
+/** A credential of the app made by the operator at T0, with a random ClientID and secret hash, scoped to `events:read`. */
+export function makeCredential(appId: string, overrides: Partial<CredentialRecord> = {}): CredentialRecord {
+  return {
+    clientId: `tcl_${randomBytes(12).toString('hex')}`,
+    appId,
+    name: `credential ${++sequence}`,
+    scopes: ['events:read'],
+    expiresAt: null,
+    allowFrom: [],
+    secretHash: randomBytes(32),
+    previousSecret: null,
+    createdAt: T0,
+    createdBy: { kind: 'operator' },
+    lastUsedAt: null,
+    ...overrides,
+  };
 }

@@ -9,7 +9,7 @@ import type { EventCount } from '../../src/events/counts.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
-import { makeApp, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
+import { makeApp, makeCredential, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
 import { developerStoreSuite } from './developer-store-suite.js';
 
@@ -706,6 +706,101 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       });
     });
 
+    describe('credentials', () => {
+      let app: AppRecord;
+
+      beforeEach(async () => {
+        app = makeApp();
+        await store.apps.insert(app);
+      });
+
+      it('reads an app with its credentials, every field as inserted, oldest first; none for an app without', async () => {
+        const first = makeCredential(app.appId, { expiresAt: T0 + 60_000, allowFrom: ['203.0.113.0/24', '2001:db8::/32'] });
+        const second = makeCredential(app.appId, { createdAt: T0 + 1, createdBy: { kind: 'developer', developerId: 'd1' } });
+        assert.equal(await store.credentials.insert(second, 50, noEvents), 'inserted');
+        assert.equal(await store.credentials.insert(first, 50, noEvents), 'inserted');
+        const found = await store.apps.findById(app.appId);
+        assert.deepEqual(found?.credentials, [first, second]);
+        assert.deepEqual((await store.apps.list()).find((listed) => listed.appId === app.appId)?.credentials, [first, second]);
+        const other = makeApp();
+        await store.apps.insert(other);
+        assert.deepEqual((await store.apps.findById(other.appId))?.credentials, []);
+      });
+
+      it('inserts at most the limit, however many are sent at once, and nothing for an unknown app', async () => {
+        const results = await Promise.all(
+          Array.from({ length: 8 }, () => store.credentials.insert(makeCredential(app.appId), 5, noEvents)),
+        );
+        assert.deepEqual(results.sort(), ['inserted', 'inserted', 'inserted', 'inserted', 'inserted', 'limit', 'limit', 'limit']);
+        assert.equal((await store.apps.findById(app.appId))?.credentials.length, 5);
+        assert.equal(await store.credentials.insert(makeCredential('0000000000000000'), 5, noEvents), 'no app');
+      });
+
+      it('writes nothing when the events of a change cannot be written', async () => {
+        const credential = makeCredential(app.appId);
+        await assert.rejects(store.credentials.insert(credential, 50, () => [unwritableEvent(app.appId)]));
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
+        await store.credentials.insert(credential, 50, noEvents);
+        await assert.rejects(
+          store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, () => [unwritableEvent(app.appId)]),
+        );
+        await assert.rejects(store.credentials.delete(app.appId, credential.clientId, () => [unwritableEvent(app.appId)]));
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+      });
+
+      it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {
+        const credential = makeCredential(app.appId);
+        await store.credentials.insert(credential, 50, noEvents);
+        const second = randomBytes(32);
+        assert.equal(await store.credentials.rotate(app.appId, credential.clientId, second, T0 + 90_000, noEvents), true);
+        let found = (await store.apps.findById(app.appId))!.credentials[0]!;
+        assert.ok(found.secretHash.equals(second));
+        assert.deepEqual(found.previousSecret, { hash: credential.secretHash, validUntil: T0 + 90_000 });
+        const third = randomBytes(32);
+        await store.credentials.rotate(app.appId, credential.clientId, third, null, noEvents);
+        found = (await store.apps.findById(app.appId))!.credentials[0]!;
+        assert.deepEqual(found.previousSecret, null);
+        assert.equal(await store.credentials.rotate(app.appId, 'tcl_000000000000000000000000', third, null, noEvents), false);
+        const other = makeApp();
+        await store.apps.insert(other);
+        assert.equal(await store.credentials.rotate(other.appId, credential.clientId, third, null, noEvents), false, 'another app\u2019s');
+      });
+
+      it("deletes a credential with its tokens only, counted for the events; an app's deletion takes its credentials", async () => {
+        const credential = makeCredential(app.appId);
+        const kept = makeCredential(app.appId);
+        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(kept, 50, noEvents);
+        const scoped = [1, 2].map(() => makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['events:read'] }));
+        const other = makeToken(app.appId, { kind: 'admin', clientId: kept.clientId, scopes: ['a', 'b'] });
+        const own = makeToken(app.appId, { kind: 'admin' });
+        for (const token of [...scoped, other, own]) await store.tokens.insert(token);
+        assert.deepEqual(await store.tokens.findBySelector(other.selector), other, 'a token carries its ClientID and scopes');
+        let counted: number | undefined;
+        assert.equal(await store.credentials.delete(app.appId, credential.clientId, (count) => ((counted = count), [])), 2);
+        assert.equal(counted, 2);
+        for (const token of scoped) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        assert.deepEqual(await store.tokens.findBySelector(other.selector), other);
+        assert.deepEqual(await store.tokens.findBySelector(own.selector), own);
+        assert.equal(await store.credentials.delete(app.appId, credential.clientId, noEvents), undefined);
+        assert.equal(await store.apps.delete(app.appId, () => []), true);
+        await store.apps.insert(app);
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [], 'none outlived their app');
+      });
+
+      it('writes when a credential was last used at most once an interval', async () => {
+        const credential = makeCredential(app.appId);
+        await store.credentials.insert(credential, 50, noEvents);
+        const lastUsed = async () => (await store.apps.findById(app.appId))!.credentials[0]!.lastUsedAt;
+        await store.credentials.markUsed(credential.clientId, T0 + 1_000, 60_000);
+        assert.equal(await lastUsed(), T0 + 1_000);
+        await store.credentials.markUsed(credential.clientId, T0 + 30_000, 60_000);
+        assert.equal(await lastUsed(), T0 + 1_000);
+        await store.credentials.markUsed(credential.clientId, T0 + 61_000, 60_000);
+        assert.equal(await lastUsed(), T0 + 61_000);
+      });
+    });
+
     describe('keys', () => {
       it('holds one signing key from the start, made once however many connections open the store', async () => {
         const second = await openSecondConnection(testStore);
@@ -1088,6 +1183,35 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const found = await store.apps.findById(app.appId);
         assert.ok(found?.clientSecretHash.equals(rotated));
         assert.deepEqual(found?.previousSecret, { hash: before, validUntil: T0 + 60_000 });
+      });
+
+      it('is noticed when a credential is created, rotated or revoked, not when its last use is written', async () => {
+        const credential = makeCredential(app.appId);
+        let since = Date.now();
+        await second.credentials.insert(credential, 50, noEvents);
+        await noticedWithin(app.appId, since);
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        since = Date.now();
+        await second.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
+        await noticedWithin(app.appId, since);
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        since = Date.now();
+        await second.credentials.delete(app.appId, credential.clientId, noEvents);
+        await noticedWithin(app.appId, since);
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
+        if (store.backend === 'postgres') {
+          // SQLite's change poll hears every commit elsewhere; PostgreSQL's trigger names what changes.
+          await second.credentials.insert(makeCredential(app.appId, { clientId: 'tcl_00000000000000000000000f' }), 50, noEvents);
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+          since = Date.now();
+          await second.credentials.markUsed('tcl_00000000000000000000000f', T0, 60_000);
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+          assert.deepEqual(
+            calls.filter((call) => call.at >= since),
+            [],
+          );
+        }
       });
 
       it('is noticed when a configuration is changed', async () => {
