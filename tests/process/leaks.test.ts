@@ -577,6 +577,65 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
     'INVALID_TOKEN',
   );
 
+  // --- A credential: made by the operator, used with a scope and with a wrong secret, rotated,
+  // listed and revoked through the API; its secrets must show nowhere either.
+  const credential = JSON.parse(
+    await cli([
+      'credentials',
+      'create',
+      appA.appId,
+      '--name',
+      'Leak reader',
+      '--scope',
+      'events:read',
+      '--scope',
+      'reports:read',
+      '--json',
+    ]),
+  ) as { clientId: string; clientSecret: string };
+  secrets.add("a credential's ClientSecret", secretForms(credential.clientSecret));
+  storedOnPurpose.add("the HMAC of a credential's ClientSecret", storedForms(clientSecretDigest(credential.clientSecret)));
+  const credentialToken = async (clientSecret: string, scope: string) => {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const response = await send(`${urlA}/oauth2/token`, {
+        method: 'POST',
+        headers: formHeaders(basic(credential.clientId, clientSecret)),
+        body: `grant_type=client_credentials&scope=${scope}`,
+      });
+      if (response.status === 200) return tokenOf(response);
+      await sleep(200);
+    }
+    return assert.fail('the credential never worked');
+  };
+  const scopedToken = await credentialToken(credential.clientSecret, 'events:read');
+  keepBody(await send(`${urlA}/whoami`, { headers: { authorization: bearer(scopedToken) } }));
+  assertError(await send(`${urlA}/configuration`, { headers: { authorization: bearer(scopedToken) } }), 403, 'INSUFFICIENT_SCOPE');
+  const wrongCredentialSecret = wrong('a wrong secret of a credential', `tessera_${randomHex(24)}`);
+  assertError(
+    await send(`${urlA}/oauth2/token`, {
+      method: 'POST',
+      headers: formHeaders(basic(credential.clientId, wrongCredentialSecret)),
+      body: 'grant_type=client_credentials',
+    }),
+    401,
+    'invalid_client',
+  );
+  const rotatedCredential = JSON.parse(
+    await cli(['credentials', 'rotate', appA.appId, credential.clientId, '--grace', '60', '--json']),
+  ) as {
+    clientSecret: string;
+  };
+  secrets.add("a credential's rotated ClientSecret", secretForms(rotatedCredential.clientSecret));
+  storedOnPurpose.add("the HMAC of a credential's rotated ClientSecret", storedForms(clientSecretDigest(rotatedCredential.clientSecret)));
+  await credentialToken(rotatedCredential.clientSecret, 'reports:read');
+  keepBody(await send(`${urlA}/credentials`, { headers: { authorization: bearer(adminA) } }));
+  readBack.push(await cli(['credentials', 'list', appA.appId, '--json']));
+  assert.equal(
+    keepBody(await send(`${urlA}/credentials/${credential.clientId}`, { method: 'DELETE', headers: { authorization: bearer(adminA) } }))
+      .status,
+    200,
+  );
+
   // --- Revoking all: anonymous tokens, then every token (the caller's own included).
   const deleteTokens = (caller: string, query: string) =>
     send(`${urlA}/tokens${query}`, { method: 'DELETE', headers: { authorization: bearer(caller) } });
@@ -728,7 +787,17 @@ for (const { name, open } of BACKENDS) {
 
     it('went through every endpoint and recorded every kind of event', () => {
       const appPath = `/api/apps/${run.appA.appId}`;
-      for (const path of ['/oauth2/token', '/whoami', '', '/configuration', '/oauth2/introspect', '/oauth2/revoke', '/tokens', '/events']) {
+      for (const path of [
+        '/oauth2/token',
+        '/whoami',
+        '',
+        '/configuration',
+        '/oauth2/introspect',
+        '/oauth2/revoke',
+        '/tokens',
+        '/events',
+        '/credentials',
+      ]) {
         assert.ok(run.loggedPaths.includes(`${appPath}${path}`), `no request to ${appPath}${path} in the logs`);
       }
       assert.ok(run.loggedPaths.includes('/api/oauth2/token'), 'no SDK token request in the logs');
@@ -738,6 +807,9 @@ for (const { name, open } of BACKENDS) {
         'app.configuration_changed',
         'app.secret_exposed',
         'app.secret_rotated',
+        'credential.created',
+        'credential.revoked',
+        'credential.rotated',
         'token.issued',
         'token.refused',
         'token.revoked',
