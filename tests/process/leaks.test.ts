@@ -630,11 +630,19 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   await credentialToken(rotatedCredential.clientSecret, 'reports:read');
   keepBody(await send(`${urlA}/credentials`, { headers: { authorization: bearer(adminA) } }));
   readBack.push(await cli(['credentials', 'list', appA.appId, '--json']));
-  assert.equal(
-    keepBody(await send(`${urlA}/credentials/${credential.clientId}`, { method: 'DELETE', headers: { authorization: bearer(adminA) } }))
-      .status,
-    200,
-  );
+  // Another one, made and revoked through the API (its answer shows the secret once, on purpose).
+  const made = await send(`${urlA}/credentials`, {
+    method: 'POST',
+    headers: { authorization: bearer(adminA), 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Short-lived', scopes: ['tokens:revoke'], allowFrom: ['127.0.0.0/8'] }),
+  });
+  assert.equal(made.status, 201, made.text);
+  secrets.add("a credential's ClientSecret made through the API", secretForms(made.body.clientSecret as string));
+  const revoked = await send(`${urlA}/credentials/${made.body.clientId as string}`, {
+    method: 'DELETE',
+    headers: { authorization: bearer(adminA) },
+  });
+  assert.equal(keepBody(revoked).status, 200, revoked.text);
 
   // --- Revoking all: anonymous tokens, then every token (the caller's own included).
   const deleteTokens = (caller: string, query: string) =>
