@@ -177,6 +177,7 @@ export function buildServer({
       apps: tessera.apps,
       revoker: tessera.revoker,
       events: tessera.appEvents,
+      credentials: tessera.credentials,
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,

@@ -11,10 +11,11 @@ import {
 } from '../credentials/credential.js';
 import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
 import type { CredentialStore } from '../credentials/store.js';
-import { appNotFound, insufficientScope, notFound } from '../error-catalogue.js';
+import { appNotFound, formSentAlready, insufficientScope, notFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
+import { onceClaim, OnceClaimedError } from '../once.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
@@ -66,7 +67,8 @@ export class CredentialService {
     return (await this.#credentialsOf(appId)).map(describeCredential);
   }
 
-  async create(appId: string, fields: NewCredentialFields, context: RequestContext): Promise<CreatedCredential> {
+  /** With `once` (a form's once value, `src/once.ts`), made only if it claims it: `CONFLICT` if it was claimed before. */
+  async create(appId: string, fields: NewCredentialFields, context: RequestContext, once?: string): Promise<CreatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const input = parseNewCredential(fields, this.clock.now());
     const app = await this.#app(appId);
@@ -97,7 +99,8 @@ export class CredentialService {
         ...actingDetails(context),
       },
     };
-    const outcome = await this.store.insert(record, MAX_CREDENTIALS_PER_APP, () => [created]);
+    const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
+    const outcome = await this.store.insert(record, MAX_CREDENTIALS_PER_APP, () => [created], claim).catch(sentAlready);
     if (outcome === 'no app') throw appNotFound();
     if (outcome === 'limit') {
       throw new TesseraError(
@@ -109,8 +112,16 @@ export class CredentialService {
     return { ...describeCredential(record), clientSecret };
   }
 
-  /** A new secret for the credential; the old one stops at once, or with `graceSeconds` at the end of that period. */
-  async rotate(appId: string, clientId: string, options: { graceSeconds?: number }, context: RequestContext): Promise<RotatedCredential> {
+  /**
+   * A new secret for the credential; the old one stops at once, or with `graceSeconds` at the end of
+   * that period. With `once`, as `create`.
+   */
+  async rotate(
+    appId: string,
+    clientId: string,
+    options: { graceSeconds?: number; once?: string },
+    context: RequestContext,
+  ): Promise<RotatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
     const credential = await this.#require(appId, clientId);
@@ -118,13 +129,23 @@ export class CredentialService {
     const clientSecret = generateClientSecret();
     const stamp = await this.events.stamp(appId, context);
     const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
-    const rotated = await this.store.rotate(appId, clientId, clientSecretDigest(clientSecret), previousSecretValidUntil, () => [
-      {
-        ...stamp,
-        type: 'credential.rotated',
-        details: { ...credentialDetails(credential), previousSecretValidUntil, ...actingDetails(context) },
-      },
-    ]);
+    const claim = options.once === undefined ? undefined : onceClaim(options.once, stamp.at);
+    const rotated = await this.store
+      .rotate(
+        appId,
+        clientId,
+        clientSecretDigest(clientSecret),
+        previousSecretValidUntil,
+        () => [
+          {
+            ...stamp,
+            type: 'credential.rotated',
+            details: { ...credentialDetails(credential), previousSecretValidUntil, ...actingDetails(context) },
+          },
+        ],
+        claim,
+      )
+      .catch(sentAlready);
     if (!rotated) throw credentialNotFound();
     this.onChange(appId);
     return {
@@ -134,18 +155,26 @@ export class CredentialService {
     };
   }
 
-  /** Deletes the credential; every token issued from it is refused at once, on every instance within a second. */
-  async revoke(appId: string, clientId: string, context: RequestContext): Promise<RevokedCredential> {
+  /** Deletes the credential; every token issued from it is refused at once, on every instance within a second. With `once`, as `create`. */
+  async revoke(appId: string, clientId: string, context: RequestContext, once?: string): Promise<RevokedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const credential = await this.#require(appId, clientId);
     const stamp = await this.events.stamp(appId, context);
-    const tokensRevoked = await this.store.delete(appId, clientId, (count) => [
-      {
-        ...stamp,
-        type: 'credential.revoked',
-        details: { ...credentialDetails(credential), tokensRevoked: count, ...actingDetails(context) },
-      },
-    ]);
+    const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
+    const tokensRevoked = await this.store
+      .delete(
+        appId,
+        clientId,
+        (count) => [
+          {
+            ...stamp,
+            type: 'credential.revoked',
+            details: { ...credentialDetails(credential), tokensRevoked: count, ...actingDetails(context) },
+          },
+        ],
+        claim,
+      )
+      .catch(sentAlready);
     if (tokensRevoked === undefined) throw credentialNotFound();
     this.onChange(appId);
     return { clientId, tokensRevoked };
@@ -181,6 +210,11 @@ export class CredentialService {
     const missing = by.scopes === null ? undefined : scopes.find((scope) => !by.scopes!.includes(scope));
     if (missing !== undefined) throw insufficientScope(missing);
   }
+}
+
+/** A once value claimed before: the form was sent already. */
+function sentAlready(error: unknown): never {
+  throw error instanceof OnceClaimedError ? formSentAlready() : error;
 }
 
 function credentialNotFound(): TesseraError {

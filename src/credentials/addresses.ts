@@ -59,8 +59,8 @@ function ipv4Value(address: string): bigint {
 
 /** The value of an IPv6 address in canonical form (`canonicalIpv6`: every group in hex, an embedded IPv4 address written as two). */
 function ipv6Value(canonical: string): bigint | undefined {
-  const [head, tail] = canonical.includes('::') ? canonical.split('::') : [canonical, undefined];
-  const headGroups = head === '' ? [] : head!.split(':');
+  const [head = '', tail] = canonical.includes('::') ? canonical.split('::') : [canonical, undefined];
+  const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
   const groups =
     tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];

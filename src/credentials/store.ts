@@ -1,4 +1,5 @@
 import type { AuditOf } from '../events/event.js';
+import type { OnceClaim } from '../once.js';
 import type { CredentialRecord } from './credential.js';
 
 /**
@@ -10,12 +11,14 @@ export interface CredentialStore {
   /**
    * Inserts the credential and the events `audit` builds, in one transaction, unless its app has
    * `maxPerApp` credentials already (`limit`) or does not exist (`no app`): then nothing is written.
+   * With `once`, only by claiming it: `OnceClaimedError` (and nothing written) if it was claimed before.
    */
-  insert(credential: CredentialRecord, maxPerApp: number, audit: AuditOf<void>): Promise<'inserted' | 'limit' | 'no app'>;
+  insert(credential: CredentialRecord, maxPerApp: number, audit: AuditOf<void>, once?: OnceClaim): Promise<'inserted' | 'limit' | 'no app'>;
   /**
    * Replaces the secret's hash; the replaced one becomes the previous secret until
    * `previousSecretValidUntil` (null: it stops at once, and any previous one with it). With the
-   * events `audit` builds, in one transaction. False (nothing written) if the app has no such credential.
+   * events `audit` builds, in one transaction. False (nothing written) if the app has no such
+   * credential. With `once`, as `insert`.
    */
   rotate(
     appId: string,
@@ -23,13 +26,14 @@ export interface CredentialStore {
     secretHash: Buffer,
     previousSecretValidUntil: number | null,
     audit: AuditOf<void>,
+    once?: OnceClaim,
   ): Promise<boolean>;
   /**
    * Deletes the credential and every token issued from it, and writes the events `audit` builds of
    * how many tokens that was, in one transaction; returns that number, or undefined (nothing
-   * written) if the app has no such credential.
+   * written) if the app has no such credential. With `once`, as `insert`.
    */
-  delete(appId: string, clientId: string, audit: AuditOf<number>): Promise<number | undefined>;
+  delete(appId: string, clientId: string, audit: AuditOf<number>, once?: OnceClaim): Promise<number | undefined>;
   /** Sets when the credential was last used to `at`, unless that was written less than `minIntervalMs` before. */
   markUsed(clientId: string, at: number, minIntervalMs: number): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { CredentialService } from '../apps/credentials.js';
 import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
 import type { OwnedApps } from '../apps/owned-apps.js';
@@ -18,6 +19,8 @@ export interface PortalOptions {
   apps: AppService;
   revoker: TokenRevoker;
   events: AppEvents;
+  /** An app's further credentials (its Credentials page). */
+  credentials: CredentialService;
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

@@ -14,6 +14,7 @@ import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
 import { appRotatePages } from './pages/app-rotate.js';
 import { appSettingsPages } from './pages/app-settings.js';
+import { credentialsPages } from './pages/credentials.js';
 import { appsPages } from './pages/apps.js';
 import { eventsPages } from './pages/events.js';
 import { signInPages } from './pages/sign-in.js';
@@ -43,9 +44,22 @@ const ASSETS = join(PACKAGE_ROOT, 'assets', 'portal');
  * token paths pay nothing for it. docs/portal.md.
  */
 export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
-  const { developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup = 'invite' } = options;
+  const {
+    developers,
+    sessions,
+    members,
+    ownedApps,
+    apps,
+    revoker,
+    events,
+    credentials,
+    clock,
+    secureCookies,
+    publicUrl,
+    signup = 'invite',
+  } = options;
   const context: PortalContext = {
-    ...{ developers, sessions, members, ownedApps, apps, revoker, events, clock, secureCookies, publicUrl, signup },
+    ...{ developers, sessions, members, ownedApps, apps, revoker, events, credentials, clock, secureCookies, publicUrl, signup },
     cookies: portalCookies(secureCookies),
   };
   await app.register(fastifyHelmet, {
@@ -97,6 +111,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
   await app.register(appPages, context);
   await app.register(appRotatePages, context);
   await app.register(appSettingsPages, context);
+  await app.register(credentialsPages, context);
   await app.register(eventsPages, context);
   await app.register(peoplePages, context);
   await app.register(invitationPages, context);

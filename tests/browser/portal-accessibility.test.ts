@@ -185,6 +185,43 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await invitee.close();
   });
 
+  it('credentials, empty and listed; the form with its error; the secret shown once; rotating; revoking; as the collaborator', async () => {
+    const page = await signedInPage(browser, server, owner.email);
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/credentials`);
+    await assertAccessible(page, 'credentials, empty');
+    await page.getByLabel('Name').fill('CI: read events');
+    await page.getByLabel('events:read').check();
+    await page.getByLabel('Allowed addresses (optional)').fill('127.0.0.1/8');
+    await submit(page, 'Create credential');
+    assert.equal(await page.getByRole('alert').count(), 1);
+    await assertAccessible(page, 'credentials, the form with an error');
+    await page.getByLabel('Allowed addresses (optional)').fill('127.0.0.0/8');
+    await submit(page, 'Create credential');
+    assert.equal(await page.locator('[data-key=clientSecret]').count(), 1);
+    await assertAccessible(page, 'the new credential, its secret shown once');
+    await follow(page, () => page.getByRole('link', { name: 'Back to the credentials' }).click());
+    await assertAccessible(page, 'credentials, listed');
+    await follow(page, () => page.getByRole('link', { name: 'Rotate secret of CI: read events' }).click());
+    await assertAccessible(page, 'rotating a credential');
+    await submit(page, 'Rotate secret');
+    assert.equal(await page.locator('[data-key=clientSecret]').count(), 1);
+    await assertAccessible(page, 'the rotated credential');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/credentials`);
+    await follow(page, () => page.getByRole('link', { name: 'Revoke CI: read events' }).click());
+    await assertAccessible(page, 'revoking a credential');
+    await submit(page, 'Revoke credential');
+    assert.equal(await page.getByRole('status').count(), 1);
+    await assertAccessible(page, 'credentials, one revoked');
+    await page.close();
+
+    await server.tessera.credentials.create(app.appId, { name: 'Deploy bot', scopes: ['credentials:manage'] }, OPERATOR);
+    const collaborator = await signedInPage(browser, server, 'collaborator@example.com');
+    await collaborator.goto(`${server.baseUrl}/portal/apps/${app.appId}/credentials`);
+    assert.equal(await collaborator.getByLabel('credentials:manage').isDisabled(), true);
+    await assertAccessible(collaborator, 'credentials, collaborator');
+    await collaborator.close();
+  });
+
   it('account, with its error', async () => {
     const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/account`);

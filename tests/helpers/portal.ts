@@ -86,3 +86,24 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   await screenshot(page, `${name}-phone`);
   if (size !== null) await page.setViewportSize(size);
 }
+
+/** The app's tabs that do not show whole within `width` on one line; a third row of tabs, if any. */
+export async function tabsCutOrBroken(page: Page, width: number): Promise<string[]> {
+  const tabs = await page.locator('nav.tabs a').evaluateAll((links) => {
+    // The lines of a link's text: a range over it has a box per line.
+    const lineCount = (link: (typeof links)[number]) => {
+      const range = link.ownerDocument.createRange();
+      range.selectNodeContents(link);
+      return range.getClientRects().length;
+    };
+    return links.map((link) => {
+      const box = link.getBoundingClientRect();
+      return { name: link.textContent ?? '', left: box.left, right: box.right, top: Math.round(box.top), lines: lineCount(link) };
+    });
+  });
+  const problems = tabs
+    .filter((tab) => tab.left < 0 || tab.right > width || tab.lines !== 1)
+    .map((tab) => `${tab.name}: ${Math.round(tab.left)} to ${Math.round(tab.right)}, ${tab.lines} boxes`);
+  const rows = new Set(tabs.map((tab) => tab.top)).size;
+  return rows > 2 ? [...problems, `${rows} rows`] : problems;
+}

@@ -43,11 +43,6 @@ async function credentialOf(app: App, fields: Record<string, unknown>): Promise<
   return server.tessera.credentials.create(app.appId, { name: 'A credential', ...fields }, OPERATOR);
 }
 
-/** The app as a token request of the credential sees it. */
-function as(app: App, credential: { clientId: string; clientSecret: string }): App {
-  return { ...app, clientId: credential.clientId, clientSecret: credential.clientSecret };
-}
-
 /** A form token request with the credential, as OAuth2 clients send it (`client_secret_basic`). */
 function tokenRequest(app: App, credential: { clientId: string; clientSecret: string }, fields: Record<string, string> = {}, headers = {}) {
   return request(`${app.appUrl}/oauth2/token`, {

@@ -3,6 +3,7 @@ import { html, type Html } from '../html.js';
 const SECTIONS = [
   ['', 'Overview'],
   ['/settings', 'Settings'],
+  ['/credentials', 'Credentials'],
   ['/events', 'Events'],
   ['/people', 'People'],
 ] as const;

@@ -14,7 +14,7 @@ import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 
 /** The grace periods offered, besides "none" and a number of seconds typed. */
-const GRACE_CHOICES = [
+export const GRACE_CHOICES = [
   ['3600', 'For 1 hour'],
   ['86400', 'For 1 day'],
   ['604800', 'For 7 days'],

@@ -207,7 +207,7 @@ ${
   owner
     ? html`<section class="narrow">
 <h2>Invite a collaborator</h2>
-<p class="hint">A collaborator sees the app and its keys (never the ClientSecret), changes its token settings and revokes tokens; only you rotate the ClientSecret, delete the app and manage its people.</p>
+<p class="hint">A collaborator sees the app and its keys (never the ClientSecret), changes its token settings, revokes tokens and manages its credentials (without giving <code>credentials:manage</code>); only you rotate the ClientSecret, delete the app and manage its people.</p>
 ${alert(message)}
 <form method="post" action="/portal/apps/${described.appId}/people/invitations" class="stack">
   ${csrfField(csrfToken)}

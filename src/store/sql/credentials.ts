@@ -2,6 +2,7 @@ import type { CredentialCreator, CredentialRecord } from '../../credentials/cred
 import type { CredentialStore } from '../../credentials/store.js';
 import { bytesColumn, jsonColumn } from './rows.js';
 import { insertEvents } from './events.js';
+import { claimOnce } from './once-claims.js';
 import { withRowLock, type SqlRunner, type Statement } from './runner.js';
 
 /** A credential as `CREDENTIALS_OF_APP` gives it: its bytes in hex, lists space-separated. */
@@ -88,7 +89,7 @@ const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_i
 
 export function sqlCredentialStore(db: SqlRunner): CredentialStore {
   return {
-    async insert(credential, maxPerApp, audit) {
+    async insert(credential, maxPerApp, audit, once) {
       return db.transaction(async (tx) => {
         // Insertions for one app take turns (PostgreSQL locks the app's row; SQLite's transactions
         // always take turns), so that several at once cannot pass the limit together.
@@ -97,6 +98,7 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
           appId: credential.appId,
         });
         if ((count?.n ?? 0) >= maxPerApp) return 'limit';
+        await claimOnce(tx, once);
         await tx.run(
           `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id)
            VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById)`,
@@ -117,7 +119,7 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
         return 'inserted';
       });
     },
-    async rotate(appId, clientId, secretHash, previousSecretValidUntil, audit) {
+    async rotate(appId, clientId, secretHash, previousSecretValidUntil, audit, once) {
       return db.transaction(async (tx) => {
         // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
         const updated = await tx.run(
@@ -128,14 +130,16 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
           { appId, clientId, secretHash, validUntil: previousSecretValidUntil },
         );
         if (updated === 0) return false;
+        await claimOnce(tx, once);
         await insertEvents(tx, audit());
         return true;
       });
     },
-    async delete(appId, clientId, audit) {
+    async delete(appId, clientId, audit, once) {
       return db.transaction(async (tx) => {
         const deleted = await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
         if (deleted === 0) return undefined;
+        await claimOnce(tx, once);
         const tokensRevoked = await deleteTokensOfCredential(tx, clientId);
         await insertEvents(tx, audit(tokensRevoked));
         return tokensRevoked;
