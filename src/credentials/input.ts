@@ -21,7 +21,8 @@ export interface NewCredentialFields {
   allowFrom?: unknown;
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
+/** An RFC 3339 date and time, with its offset (`Z` or `±hh:mm`). */
+export const RFC3339_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
 
 /**
  * Checks a request for a new credential, naming the field of the first problem (`400
@@ -74,7 +75,7 @@ export function scopeProblemText(problem: ScopeProblem | { kind: 'not allowed'; 
 
 function credentialExpiry(value: unknown, now: number): number | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || !RFC3339.test(value)) {
+  if (typeof value !== 'string' || !RFC3339_DATE_TIME.test(value)) {
     throw invalid('expiresAt', 'must be an RFC 3339 date and time, such as 2027-01-31T00:00:00Z.');
   }
   const instant = Date.parse(value);

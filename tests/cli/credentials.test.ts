@@ -93,18 +93,28 @@ describe(`tessera credentials, as real processes (${process.env.TEST_STORE ?? 's
       200,
       'in its grace period',
     );
-    assert.equal((await tokenRequest(server.baseUrl, app.appId, created.clientId, rotated.clientSecret)).status, 200);
+    // The new secret works once the server hears of the rotation: within a second.
+    const heard = performance.now() + 1_000;
+    let rotatedWorks = false;
+    while (!rotatedWorks && performance.now() < heard) {
+      rotatedWorks = (await tokenRequest(server.baseUrl, app.appId, created.clientId, rotated.clientSecret)).status === 200;
+    }
+    assert.ok(rotatedWorks, 'the new secret works within a second of the rotation');
 
     const revoked = json(await cli(['credentials', 'revoke', app.appId, created.clientId, '--json']));
     assert.equal(revoked.clientId, created.clientId);
     assert.ok(revoked.tokensRevoked >= 2, JSON.stringify(revoked));
+    // Each refused within a second of the change: the token at once if the server reads it from the
+    // store, the secret when the server's change poll drops the app it cached with the credential.
     const deadline = performance.now() + 1_000;
-    let refused = false;
-    while (!refused && performance.now() < deadline) {
-      refused = (await whoami(server.baseUrl, app.appId, issued.body.access_token)).status === 401;
+    let tokenRefused = false;
+    let secretRefused = false;
+    while (!(tokenRefused && secretRefused) && performance.now() < deadline) {
+      tokenRefused ||= (await whoami(server.baseUrl, app.appId, issued.body.access_token)).status === 401;
+      secretRefused ||= (await tokenRequest(server.baseUrl, app.appId, created.clientId, rotated.clientSecret)).status === 401;
     }
-    assert.ok(refused, 'the running server refuses the credential\u2019s token within a second');
-    assert.equal((await tokenRequest(server.baseUrl, app.appId, created.clientId, rotated.clientSecret)).status, 401);
+    assert.ok(tokenRefused, 'the running server refuses the credential\u2019s token within a second');
+    assert.ok(secretRefused, 'the running server refuses the credential\u2019s secret within a second');
   });
 
   it('refuses bad input with exit 1 naming the field, and wrong usage with exit 2; nothing is stored', async () => {

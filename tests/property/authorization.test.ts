@@ -261,7 +261,7 @@ describe('hasMeSegment (properties)', () => {
 
 // ---- parseTokenRequest ----------------------------------------------------------------------------
 
-const KNOWN_FIELDS = ['grant_type', 'client_id', 'client_secret', 'expiresAt'];
+const KNOWN_FIELDS = ['grant_type', 'client_id', 'client_secret', 'expiresAt', 'scope'];
 const CANARY = 'canary7c1f';
 
 const fieldValue = fc.oneof(
@@ -301,7 +301,9 @@ const anyBody: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 function assertTokenRequest(parsed: TokenRequest): void {
-  assert.deepEqual(Object.keys(parsed).sort(), ['clientId', 'clientSecret', 'expiresAt']);
+  assert.deepEqual(Object.keys(parsed).sort(), ['clientId', 'clientSecret', 'expiresAt', 'scope']);
+  // Kept as sent (a credential's token request reads it: parseScopeParameter), never an empty string.
+  assert.notEqual(parsed.scope, '');
   for (const credential of [parsed.clientId, parsed.clientSecret]) {
     assert.ok(
       credential === undefined || (typeof credential === 'string' && credential.length >= 1 && credential.length <= MAX_CREDENTIAL_LENGTH),
@@ -369,7 +371,12 @@ describe('parseTokenRequest (properties)', () => {
           const body = form
             ? new URLSearchParams(fields.map(([name, value]): [string, string] => [name, String(value)]))
             : Object.fromEntries(fields);
-          assert.deepEqual(parseTokenRequest(body, { grantTypeRequired: sendGrantType }), { clientId, clientSecret, expiresAt });
+          assert.deepEqual(parseTokenRequest(body, { grantTypeRequired: sendGrantType }), {
+            clientId,
+            clientSecret,
+            expiresAt,
+            scope: undefined,
+          });
         },
       ),
     );

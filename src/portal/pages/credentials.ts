@@ -4,7 +4,7 @@ import type { CreatedCredential, RotatedCredential } from '../../apps/credential
 import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../credentials/addresses.js';
 import { CREDENTIAL_CLIENT_ID_PATTERN, MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from '../../credentials/credential.js';
-import type { NewCredentialFields } from '../../credentials/input.js';
+import { RFC3339_DATE_TIME, type NewCredentialFields } from '../../credentials/input.js';
 import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, MAX_SCOPES, type BuiltInScope } from '../../credentials/scopes.js';
 import type { AppRole } from '../../developers/roles.js';
 import { isTesseraError, TesseraError } from '../../errors.js';
@@ -76,7 +76,6 @@ const CREDENTIAL_BODY_LIMIT_BYTES = 32 * 1024;
 
 /** `2027-01-31T09:30` (what `<input type=datetime-local>` sends), to the second or less too: taken as UTC. */
 const LOCAL_DATE_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(:\d{2}(?:\.\d{1,3})?)?$/;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/i;
 
 /**
  * An app's credentials (docs/portal.md, "Credentials"): further ClientIDs whose admin tokens may do
@@ -260,7 +259,7 @@ function expiryOf(typed: string): string | undefined {
   if (typed === '') return undefined;
   const local = LOCAL_DATE_TIME.exec(typed);
   if (local !== null) return `${local[1]}${local[2] ?? ':00'}Z`;
-  if (RFC3339.test(typed)) return typed;
+  if (RFC3339_DATE_TIME.test(typed)) return typed;
   throw new FormMistake('expiresAt', 'The expiry must be a date and a time in UTC, such as 2027-01-31T09:30, or nothing.');
 }
 
