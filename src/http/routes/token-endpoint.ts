@@ -84,9 +84,9 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
 };
 
 /** The seed's four fields; a token with scopes adds `scope` (RFC 6749 §5.1). */
-function tokenResponse(issued: IssuedToken) {
-  const answer = { id: issued.id, access_token: issued.accessToken, expires_in: issued.expiresIn, token_type: 'bearer' };
-  return issued.scopes === null ? answer : { ...answer, scope: scopeParameter(issued.scopes) };
+function tokenResponse({ id, accessToken, expiresIn, scopes }: IssuedToken) {
+  if (scopes === null) return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
+  return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer', scope: scopeParameter(scopes) };
 }
 
 function throwError(error: Error): never {

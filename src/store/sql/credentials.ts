@@ -80,9 +80,9 @@ function creatorId(creator: CredentialCreator): string | null {
   return creator.kind === 'developer' ? creator.developerId : creator.kind === 'admin' ? creator.clientId : null;
 }
 
-/** Removes the tokens issued from one credential, in the caller's transaction; returns how many. */
-async function deleteTokensOfCredential(tx: SqlRunner, clientId: string): Promise<number> {
-  return tx.run('DELETE FROM tokens WHERE client_id = :clientId', { clientId });
+/** Removes the tokens issued from one credential of the app, among the app's (`tokens_by_app`), in the caller's transaction; returns how many. */
+async function deleteTokensOfCredential(tx: SqlRunner, appId: string, clientId: string): Promise<number> {
+  return tx.run('DELETE FROM tokens WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
 }
 
 const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE');
@@ -140,7 +140,7 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
         const deleted = await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
         if (deleted === 0) return undefined;
         await claimOnce(tx, once);
-        const tokensRevoked = await deleteTokensOfCredential(tx, clientId);
+        const tokensRevoked = await deleteTokensOfCredential(tx, appId, clientId);
         await insertEvents(tx, audit(tokensRevoked));
         return tokensRevoked;
       });

@@ -253,11 +253,11 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX credentials_by_app ON credentials (app_id);
 
       -- A token issued from a credential: its ClientID and the scopes it was issued with (the
-      -- credential's, or fewer). Both null for every other token. Revoking the credential removes
-      -- its tokens through the index.
+      -- credential's, or fewer). Both null for every other token. Revoking the credential finds its
+      -- tokens among its app's (tokens_by_app): an index of their own would cost every scoped
+      -- token's insert, for a revocation that is rare.
       ALTER TABLE tokens ADD COLUMN client_id TEXT;
       ALTER TABLE tokens ADD COLUMN scopes TEXT;
-      CREATE INDEX tokens_by_credential ON tokens (client_id) WHERE client_id IS NOT NULL;
     `,
   },
 ];
