@@ -39,10 +39,14 @@ export const CREDENTIALS_OF_APP = {
             FROM credentials WHERE credentials.app_id = apps.app_id) AS credentials`,
 } as const;
 
+/** Shared by every app without credentials (nearly all of them): one list rather than one each in the app cache. */
+const NO_CREDENTIALS: readonly CredentialRecord[] = Object.freeze([]);
+
 /** The credentials of a `CREDENTIALS_OF_APP` column, oldest first. */
-export function credentialsColumn(value: unknown): CredentialRecord[] {
-  if (value === null || value === undefined) return [];
+export function credentialsColumn(value: unknown): readonly CredentialRecord[] {
+  if (value === null || value === undefined) return NO_CREDENTIALS;
   const rows = jsonColumn<CredentialJson[]>(value);
+  if (rows.length === 0) return NO_CREDENTIALS;
   return rows.map(toCredential).sort((a, b) => a.createdAt - b.createdAt || (a.clientId < b.clientId ? -1 : 1));
 }
 
