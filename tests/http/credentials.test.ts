@@ -217,7 +217,7 @@ describe('credentials: expiry and addresses', () => {
     clock.time = expiresAt;
     try {
       const expired = await tokenRequest(app, credential);
-      const wrong = await tokenRequest(app, { clientId: credential.clientId, clientSecret: `${credential.clientSecret.slice(0, -1)}x` });
+      const wrong = await tokenRequest(app, { clientId: credential.clientId, clientSecret: otherSecret(credential.clientSecret) });
       assertError(expired, 401, 'invalid_client');
       assert.equal(expired.text, wrong.text, 'an expired credential and a wrong secret answer alike');
       assert.equal(expired.headers.get('www-authenticate'), wrong.headers.get('www-authenticate'));
@@ -451,6 +451,11 @@ describe('credentials: the API', () => {
 async function eventsOf(app: App) {
   await server.tessera.events.flush();
   return (await server.tessera.events.list(app.appId, { limit: 100 })).events;
+}
+
+/** A secret one character off `secret`: its last one changed (to another, whatever it was). */
+function otherSecret(secret: string): string {
+  return `${secret.slice(0, -1)}${secret.endsWith('x') ? 'y' : 'x'}`;
 }
 
 async function eventually(condition: () => Promise<boolean>): Promise<void> {
