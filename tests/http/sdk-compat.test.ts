@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import kiiSdk from 'kii-cloud-sdk';
+import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { bearer, request, requestAs, whoami, type JsonResponse } from '../helpers/http.js';
@@ -84,6 +85,24 @@ describe('the deployed JavaScript SDK (kii-cloud-sdk) against Tessera', () => {
     assert.equal(description.body.appId, server.app.appId);
     assert.equal(description.body.clientId, server.app.clientId);
     assert.ok(!description.text.includes(server.app.clientSecret), 'the app description must not contain the ClientSecret');
+  });
+
+  it("an app with credentials: the app's own ClientID gets what it always got, and a credential works through the SDK too", async () => {
+    const credential = await server.tessera.credentials.create(
+      server.app.appId,
+      { name: 'Beside the SDK', scopes: ['events:read'] },
+      OPERATOR,
+    );
+    const Kii = sdkFor(server);
+    const own = await Kii.authenticateAsAppAdmin(server.app.clientId, server.app.clientSecret);
+    const me = await whoami(server.appUrl, bearer(own.getAccessToken()));
+    assert.deepEqual(me.body, { appId: server.app.appId, principal: 'admin', id: server.app.adminId, auth: 'bearer', expiresAt: null });
+    assert.equal((await requestAs(server.appUrl, bearer(own.getAccessToken()))).status, 200);
+    // The SDK takes a credential's ClientID and ClientSecret as it takes the app's: its token has the credential's scopes.
+    const scoped = await Kii.authenticateAsAppAdmin(credential.clientId, credential.clientSecret);
+    assert.equal((await whoami(server.appUrl, bearer(scoped.getAccessToken()))).body.scope, 'events:read');
+    assert.equal((await requestAs(server.appUrl, bearer(scoped.getAccessToken()))).status, 403);
+    await server.tessera.credentials.revoke(server.app.appId, credential.clientId, OPERATOR);
   });
 
   it('each authenticateAsAppAdmin gets a new token', async () => {
