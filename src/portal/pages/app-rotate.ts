@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
-import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
 import type { RotatedSecret, RotationOptions } from '../../apps/service.js';
 import { TesseraError } from '../../errors.js';
 import { html } from '../html.js';
@@ -11,14 +10,8 @@ import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../
 import { utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
+import { graceFieldset, graceSecondsOf } from './grace-period.js';
 import { keyRow } from './keys.js';
-
-/** The grace periods offered, besides "none" and a number of seconds typed. */
-export const GRACE_CHOICES = [
-  ['3600', 'For 1 hour'],
-  ['86400', 'For 1 day'],
-  ['604800', 'For 7 days'],
-] as const;
 
 /** What the form had, to show it again after a mistake (never a secret: the form has none). */
 interface RotationForm {
@@ -72,16 +65,11 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
   });
 };
 
-function rotationOptions({ grace, graceSeconds, revokeAdminTokens }: RotationForm): RotationOptions {
-  const options: RotationOptions = { revokeAdminTokens };
-  if (grace === 'custom') return { ...options, graceSeconds: parseGraceSeconds(graceSeconds) };
-  if (graceSeconds !== '') {
-    throw new TesseraError('invalid_request', 'You typed a number of seconds: choose "For another period" to use it, or empty the field.');
-  }
-  if (grace === 'none') return options;
-  const choice = GRACE_CHOICES.find(([seconds]) => seconds === grace);
-  if (choice === undefined) throw new TesseraError('invalid_request', 'Choose how long the current ClientSecret keeps working.');
-  return { ...options, graceSeconds: Number(choice[0]) };
+function rotationOptions(form: RotationForm): RotationOptions {
+  const graceSeconds = graceSecondsOf(form, 'ClientSecret');
+  return graceSeconds === undefined
+    ? { revokeAdminTokens: form.revokeAdminTokens }
+    : { revokeAdminTokens: form.revokeAdminTokens, graceSeconds };
 }
 
 function rotationPage(
@@ -94,10 +82,6 @@ function rotationPage(
   message?: string,
 ) {
   const csrfToken = reply.generateCsrf();
-  const radio = (value: string, label: string) => html`<div class="choice">
-      <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
-      <label for="grace-${value}">${label}</label>
-    </div>`;
   return page({
     title: `Rotate the ClientSecret of ${app.name}`,
     developer: sessionOf(request).developer,
@@ -115,17 +99,7 @@ ${alert(message)}
 <form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">
   ${csrfField(csrfToken)}
   ${onceField(once)}
-  <fieldset>
-    <legend>How long does the current ClientSecret keep working?</legend>
-    ${radio('none', 'It stops at once')}
-    ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
-    ${radio('custom', 'For another period:')}
-    <div class="indented">
-      <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
-      <input type="text" id="grace-seconds" name="graceSeconds" inputmode="numeric" pattern="[0-9]*" maxlength="8" autocomplete="off" value="${form.graceSeconds}">
-    </div>
-    <p class="hint">A grace period leaves time to deploy the new secret to your servers. For a secret that leaked, choose "It stops at once".</p>
-  </fieldset>
+  ${graceFieldset(form, 'ClientSecret', 'A grace period leaves time to deploy the new secret to your servers. For a secret that leaked, choose "It stops at once".')}
   <div class="choice">
     <input type="checkbox" id="revoke-admin-tokens" name="revokeAdminTokens" value="yes"${form.revokeAdminTokens ? html` checked` : null} aria-describedby="revoke-admin-tokens-hint">
     <label for="revoke-admin-tokens">Also revoke every admin token</label>

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
 import type { CreatedCredential, RotatedCredential } from '../../apps/credentials.js';
-import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../credentials/addresses.js';
 import { CREDENTIAL_CLIENT_ID_PATTERN, MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from '../../credentials/credential.js';
 import { RFC3339_DATE_TIME, type NewCredentialFields } from '../../credentials/input.js';
@@ -17,7 +16,7 @@ import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf }
 import { utcText, utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { GRACE_CHOICES } from './app-rotate.js';
+import { graceFieldset, graceSecondsOf } from './grace-period.js';
 import { keyRow } from './keys.js';
 
 type CredentialParams = { Params: { appId: string; clientId: string } };
@@ -179,7 +178,8 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const graceSeconds = (formField(request, 'graceSeconds') ?? '').trim().slice(0, 20);
     let options: { graceSeconds?: number };
     try {
-      options = rotationOptions(grace, graceSeconds);
+      const seconds = graceSecondsOf({ grace, graceSeconds }, 'secret');
+      options = seconds === undefined ? {} : { graceSeconds: seconds };
     } catch (error) {
       const input = { app: described, credential, role, now: clock.now(), grace, graceSeconds };
       return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), input, mistakeIn(error)), 400);
@@ -277,17 +277,6 @@ function mistakeOf(error: unknown): [number, Mistake] {
   if (error.code === 'FORBIDDEN') return [403, { field: 'scopes', message: error.message }];
   if (error.code === 'CONFLICT') return [409, { message: error.message }];
   throw error;
-}
-
-function rotationOptions(grace: string, graceSeconds: string): { graceSeconds?: number } {
-  if (grace === 'custom') return { graceSeconds: parseGraceSeconds(graceSeconds) };
-  if (graceSeconds !== '') {
-    throw new TesseraError('invalid_request', 'You typed a number of seconds: choose "For another period" to use it, or empty the field.');
-  }
-  if (grace === 'none') return {};
-  const choice = GRACE_CHOICES.find(([seconds]) => seconds === grace);
-  if (choice === undefined) throw new TesseraError('invalid_request', 'Choose how long the current secret keeps working.');
-  return { graceSeconds: Number(choice[0]) };
 }
 
 interface RevokedNotice {
@@ -504,10 +493,6 @@ function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string
   const { app, credential, role, now, grace, graceSeconds } = input;
   const csrfToken = reply.generateCsrf();
   const list = `/portal/apps/${app.appId}/credentials`;
-  const radio = (value: string, label: string) => html`<div class="choice">
-      <input type="radio" id="grace-${value}" name="grace" value="${value}"${grace === value ? html` checked` : null}>
-      <label for="grace-${value}">${label}</label>
-    </div>`;
   const graceUntil = credential.previousSecretValidUntil;
   return page({
     title: `Rotate the secret of ${credential.name} · ${app.name}`,
@@ -528,17 +513,11 @@ ${alert(message)}
 <form method="post" action="${list}/${credential.clientId}/rotate" class="stack">
   ${csrfField(csrfToken)}
   ${onceField(once)}
-  <fieldset>
-    <legend>How long does the current secret keep working?</legend>
-    ${radio('none', 'It stops at once')}
-    ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
-    ${radio('custom', 'For another period:')}
-    <div class="indented">
-      <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
-      <input type="text" id="grace-seconds" name="graceSeconds" inputmode="numeric" pattern="[0-9]*" maxlength="8" autocomplete="off" value="${graceSeconds}">
-    </div>
-    <p class="hint">A grace period leaves time to deploy the new secret. For a secret that leaked, choose "It stops at once". Admin tokens it got already keep working until they expire: to stop them too, revoke the credential and make a new one.</p>
-  </fieldset>
+  ${graceFieldset(
+    { grace, graceSeconds },
+    'secret',
+    'A grace period leaves time to deploy the new secret. For a secret that leaked, choose "It stops at once". Admin tokens it got already keep working until they expire: to stop them too, revoke the credential and make a new one.',
+  )}
   <div class="buttons">
     <button type="submit" class="danger">Rotate secret</button>
     <a href="${list}">Cancel</a>

@@ -1,0 +1,51 @@
+import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
+import { TesseraError } from '../../errors.js';
+import { html, type Html } from '../html.js';
+
+/** The grace periods offered, besides "none" and a number of seconds typed. */
+export const GRACE_CHOICES = [
+  ['3600', 'For 1 hour'],
+  ['86400', 'For 1 day'],
+  ['604800', 'For 7 days'],
+] as const;
+
+/** What a rotation form had for its grace period: the choice (`none`, seconds, `custom`) and the seconds typed. */
+export interface GraceForm {
+  grace: string;
+  graceSeconds: string;
+}
+
+/**
+ * How long the replaced secret keeps working, as a rotation form offers it (the app's ClientSecret,
+ * a credential's): none, a choice, or seconds typed. `secret` names it in the legend; `hint` is
+ * what a grace period is for there.
+ */
+export function graceFieldset(form: GraceForm, secret: string, hint: Html | string): Html {
+  const radio = (value: string, label: string) => html`<div class="choice">
+      <input type="radio" id="grace-${value}" name="grace" value="${value}"${form.grace === value ? html` checked` : null}>
+      <label for="grace-${value}">${label}</label>
+    </div>`;
+  return html`<fieldset>
+    <legend>How long does the current ${secret} keep working?</legend>
+    ${radio('none', 'It stops at once')}
+    ${GRACE_CHOICES.map(([value, label]) => radio(value, label))}
+    ${radio('custom', 'For another period:')}
+    <div class="indented">
+      <label for="grace-seconds">Seconds, from 1 to ${MAX_SECRET_GRACE_SECONDS} (30 days)</label>
+      <input type="text" id="grace-seconds" name="graceSeconds" inputmode="numeric" pattern="[0-9]*" maxlength="8" autocomplete="off" value="${form.graceSeconds}">
+    </div>
+    <p class="hint">${hint}</p>
+  </fieldset>`;
+}
+
+/** The grace period a rotation form asks for, in seconds; undefined for none; `invalid_request` for a choice that is not one. */
+export function graceSecondsOf({ grace, graceSeconds }: GraceForm, secret: string): number | undefined {
+  if (grace === 'custom') return parseGraceSeconds(graceSeconds);
+  if (graceSeconds !== '') {
+    throw new TesseraError('invalid_request', 'You typed a number of seconds: choose "For another period" to use it, or empty the field.');
+  }
+  if (grace === 'none') return undefined;
+  const choice = GRACE_CHOICES.find(([seconds]) => seconds === grace);
+  if (choice === undefined) throw new TesseraError('invalid_request', `Choose how long the current ${secret} keeps working.`);
+  return Number(choice[0]);
+}
