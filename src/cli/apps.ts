@@ -4,10 +4,9 @@ import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportSummary } from '../app
 import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
-import { isTesseraError } from '../errors.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { CommandFailed, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { CommandFailed, flagValue, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
 export const APPS_FLAGS: FlagSpec = { name: true, owner: true, 'revoke-admin-tokens': false, grace: true };
@@ -81,7 +80,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'rotate-secret': {
       const id = needsAppId();
-      const graceSeconds = grace === undefined ? undefined : usage(() => parseGraceSeconds(grace));
+      const graceSeconds = grace === undefined ? undefined : flagValue(() => parseGraceSeconds(grace));
       const rotated = await tessera.apps.rotateSecret(
         id,
         { revokeAdminTokens, ...(graceSeconds === undefined ? {} : { graceSeconds }) },
@@ -179,16 +178,6 @@ function describeRotated(rotated: RotatedSecret, revokeAdminTokens: boolean): st
         ]),
     ...(revokeAdminTokens ? [`Revoked ${rotated.adminTokensRevoked} admin token(s) of the app.`] : []),
   ];
-}
-
-/** A rule broken by a flag's value is a usage error (exit 2). */
-function usage<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (isTesseraError(error)) throw new UsageError(error.message);
-    throw error;
-  }
 }
 
 function oneLine(app: AppDescription): string {

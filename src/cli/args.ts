@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isTesseraError } from '../errors.js';
 
 export class UsageError extends Error {}
 
@@ -71,4 +72,14 @@ export function listFlag(command: ParsedCommand, flag: string): string[] {
 export function stringFlag(command: ParsedCommand, flag: string): string | undefined {
   const value = command.flags[flag];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** Reads a flag's value as the service reads its field (`read`); a rule it breaks is a usage error (exit 2). */
+export function flagValue<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (isTesseraError(error)) throw new UsageError(error.message);
+    throw error;
+  }
 }

@@ -1,10 +1,9 @@
 import type { CreatedCredential, RotatedCredential } from '../apps/credentials.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CredentialDescription } from '../credentials/credential.js';
-import { isTesseraError } from '../errors.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { listFlag, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { flagValue, listFlag, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
 export const CREDENTIALS_FLAGS: FlagSpec = { name: true, scope: 'repeatable', 'expires-at': true, 'allow-from': 'repeatable', grace: true };
@@ -47,7 +46,7 @@ export async function runCredentialsCommand(tessera: Tessera, command: ParsedCom
     }
     case 'rotate': {
       if (clientId === undefined) throw new UsageError(USAGE);
-      const graceSeconds = grace === undefined ? undefined : usage(() => parseGraceSeconds(grace));
+      const graceSeconds = grace === undefined ? undefined : flagValue(() => parseGraceSeconds(grace));
       const rotated = await tessera.credentials.rotate(appId, clientId, graceSeconds === undefined ? {} : { graceSeconds }, OPERATOR);
       return out.result(rotated, () => describeRotated(rotated));
     }
@@ -62,15 +61,6 @@ export async function runCredentialsCommand(tessera: Tessera, command: ParsedCom
     }
     default:
       throw new UsageError(USAGE);
-  }
-}
-
-function usage<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (isTesseraError(error)) throw new UsageError(error.message);
-    throw error;
   }
 }
 

@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isTesseraError } from '../errors.js';
 import {
   eventCountQuery,
   isCountPeriod,
@@ -13,7 +12,7 @@ import { actorOfEvent, describeEvent, type AuditEvent } from '../events/event.js
 import { parseEventPageQuery } from '../events/query.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
-import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
+import { flagValue, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
 export const EVENTS_FLAGS: FlagSpec = { type: true, limit: true, follow: false, counts: false, per: true, since: true };
@@ -39,7 +38,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   if (command.flags.per !== undefined || command.flags.since !== undefined)
     throw new UsageError(`--per and --since go with --counts\n${USAGE}`);
 
-  const query = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type'), limit: stringFlag(command, 'limit') }, 20));
+  const query = flagValue(() => parseEventPageQuery({ type: stringFlag(command, 'type'), limit: stringFlag(command, 'limit') }, 20));
   const { type } = query;
   await tessera.apps.show(appId, OPERATOR); // APP_NOT_FOUND for an unknown app
 
@@ -70,9 +69,9 @@ async function printCounts(tessera: Tessera, appId: string, command: ParsedComma
   const per = stringFlag(command, 'per');
   if (per !== undefined && !isCountPeriod(per)) throw new UsageError('--per must be minute, hour or day');
   const since = stringFlag(command, 'since');
-  const type = usage(() => parseEventPageQuery({ type: stringFlag(command, 'type') })).type;
+  const type = flagValue(() => parseEventPageQuery({ type: stringFlag(command, 'type') })).type;
   const now = tessera.clock.now();
-  const query: EventCountQuery = usage(() =>
+  const query: EventCountQuery = flagValue(() =>
     eventCountQuery({ per, since: since === undefined ? undefined : now - durationMs(since), until: now }, now),
   );
   await tessera.apps.show(appId, OPERATOR);
@@ -85,16 +84,6 @@ function durationMs(text: string): number {
   const match = /^([1-9][0-9]{0,5})([mhd])$/.exec(text);
   if (match === null) throw new UsageError('--since must be a duration such as 90m, 24h or 7d');
   return Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
-}
-
-/** Reads a flag as the API reads its parameter; a bad one is a usage error. */
-function usage<T>(read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    if (isTesseraError(error)) throw new UsageError(error.message);
-    throw error;
-  }
 }
 
 function countSummary(totals: readonly CountOfKind[]): string[] {
