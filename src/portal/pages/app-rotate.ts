@@ -10,8 +10,7 @@ import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../
 import { utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf } from './grace-period.js';
-import { keyRow } from './keys.js';
+import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys } from './rotation.js';
 
 /** What the form had, to show it again after a mistake (never a secret: the form has none). */
 interface RotationForm {
@@ -131,16 +130,9 @@ function rotatedPage(
     body: html`${appHeader(app.appId, app.name, 'Overview')}
 <h2>New ClientSecret</h2>
 <p class="notice" role="status">The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
-<dl class="keys">
-  ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
-  ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
-</dl>
+${rotatedSecretKeys(rotated)}
 <ul class="outcome">
-  <li>${
-    rotated.previousSecretValidUntil === null
-      ? 'The previous ClientSecret stopped working.'
-      : html`The previous ClientSecret keeps working until ${utcTime(rotated.previousSecretValidUntil, 'second')}.`
-  }</li>
+  ${replacedSecretOutcome(rotated.previousSecretValidUntil, 'ClientSecret')}
   ${
     rotated.endedEarlierSecretValidUntil === null
       ? null

@@ -16,7 +16,7 @@ import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf }
 import { utcText, utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf } from './grace-period.js';
+import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys } from './rotation.js';
 import { keyRow } from './keys.js';
 
 type CredentialParams = { Params: { appId: string; clientId: string } };
@@ -544,16 +544,9 @@ function rotatedPage(
     body: html`${appHeader(app.appId, app.name, 'Credentials')}
 <h2>New secret of ${credential.name}</h2>
 <p class="notice" role="status">The secret is rotated. Copy the new one now: it is shown only this once.</p>
-<dl class="keys">
-  ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
-  ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
-</dl>
+${rotatedSecretKeys(rotated)}
 <ul class="outcome">
-  <li>${
-    rotated.previousSecretValidUntil === null
-      ? 'The previous secret stopped working.'
-      : html`The previous secret keeps working until ${utcTime(rotated.previousSecretValidUntil, 'second')}.`
-  }</li>
+  ${replacedSecretOutcome(rotated.previousSecretValidUntil, 'secret')}
 </ul>
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });

@@ -1,6 +1,9 @@
+/** What the rotation of a secret shows in the portal, for the app's ClientSecret and for a credential's: the grace period asked for, and the new secret shown once. */
 import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
 import { TesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
+import { utcTime } from '../time.js';
+import { keyRow } from './keys.js';
 
 /** The grace periods offered, besides "none" and a number of seconds typed. */
 export const GRACE_CHOICES = [
@@ -48,4 +51,21 @@ export function graceSecondsOf({ grace, graceSeconds }: GraceForm, secret: strin
   const choice = GRACE_CHOICES.find(([seconds]) => seconds === grace);
   if (choice === undefined) throw new TesseraError('invalid_request', `Choose how long the current ${secret} keeps working.`);
   return Number(choice[0]);
+}
+
+/** The ClientID (unchanged) and the new secret, shown once. */
+export function rotatedSecretKeys(rotated: { clientId: string; clientSecret: string }): Html {
+  return html`<dl class="keys">
+  ${keyRow('ClientID', 'clientId', rotated.clientId, 'Unchanged.')}
+  ${keyRow('ClientSecret', 'clientSecret', rotated.clientSecret, 'Secret: server code only. Shown once.')}
+</dl>`;
+}
+
+/** What became of the replaced secret (named `secret`): it stopped, or works until the end of its grace period. */
+export function replacedSecretOutcome(previousSecretValidUntil: string | null, secret: string): Html {
+  return html`<li>${
+    previousSecretValidUntil === null
+      ? `The previous ${secret} stopped working.`
+      : html`The previous ${secret} keeps working until ${utcTime(previousSecretValidUntil, 'second')}.`
+  }</li>`;
 }
