@@ -33,10 +33,12 @@ export type AdminRefusal = 'invalid_client' | 'credential_expired' | 'address_no
 /** What an admin attempt matched: who, or why not (with the credential its ClientID named, if any). */
 export type AdminMatch = AuthenticatedAdmin | { refusal: AdminRefusal; credential: CredentialRecord | null };
 
-/** A client's secrets as stored: the app's own, or a credential's. */
-interface StoredSecrets {
-  hash: Buffer;
-  previousSecret: { hash: Buffer; validUntil: number } | null;
+/** A client whose secrets are stored: the app (its own ClientID), or one of its credentials. */
+type Client = AppRecord | CredentialRecord;
+
+/** The digest of the client's current secret. */
+function currentSecretHash(client: Client): Buffer {
+  return 'secretHash' in client ? client.secretHash : client.clientSecretHash;
 }
 
 /** The ClientSecret last verified for a client's record, and which of its secrets it is. */
@@ -49,49 +51,29 @@ interface VerifiedSecret {
 const NO_PREVIOUS_SECRET = Buffer.alloc(32);
 
 /**
- * Whether `clientSecret` is one of the client's secrets, and which one; null when it is not. The
- * previous secret counts only before its `validUntil` (`now` is the caller's clock). Constant-time:
- * a wrong secret and either secret do the same work (both comparisons are always made).
+ * Whether `credentials` are the client's ClientID and one of its secrets, and which one; null when
+ * they are not. The previous secret counts only before its `validUntil` (`now` is the caller's
+ * clock). Constant-time: another ClientID, a wrong secret and either secret do the same work (every
+ * comparison is always made).
  */
-function matchSecret(stored: StoredSecrets, clientSecret: string, now: number): AdminSecret | null {
+function matchClient(client: Client, { clientId, clientSecret }: ClientCredentials, now: number): AdminSecret | null {
   const digest = clientSecretDigest(clientSecret);
-  const currentMatches = digestsEqual(digest, stored.hash);
-  const previousMatches = digestsEqual(digest, stored.previousSecret?.hash ?? NO_PREVIOUS_SECRET);
+  const clientIdMatches = credentialsEqual(clientId, client.clientId);
+  const currentMatches = digestsEqual(digest, currentSecretHash(client));
+  const previousMatches = digestsEqual(digest, client.previousSecret?.hash ?? NO_PREVIOUS_SECRET);
+  if (!clientIdMatches) return null;
   if (currentMatches) return 'current';
-  return previousMatches && previousSecretValid(stored, now) ? 'previous' : null;
+  return previousMatches && previousSecretValid(client, now) ? 'previous' : null;
 }
 
-/**
- * Whether `credentials` are the app's own ClientID and ClientSecret, and with which secret; null when
- * they are not. Constant-time, as `matchSecret`: an unknown ClientID does the same work.
- */
-export function matchAdminCredentials(app: AppRecord, { clientId, clientSecret }: ClientCredentials, now: number): AdminSecret | null {
-  const clientIdMatches = credentialsEqual(clientId, app.clientId);
-  const which = matchSecret(appSecrets(app), clientSecret, now);
-  return clientIdMatches ? which : null;
-}
-
-function matchCredentialSecret(
-  credential: CredentialRecord,
-  { clientId, clientSecret }: ClientCredentials,
-  now: number,
-): AdminSecret | null {
-  const clientIdMatches = credentialsEqual(clientId, credential.clientId);
-  const which = matchSecret(credentialSecrets(credential), clientSecret, now);
-  return clientIdMatches ? which : null;
-}
-
-function appSecrets(app: AppRecord): StoredSecrets {
-  return { hash: app.clientSecretHash, previousSecret: app.previousSecret };
-}
-
-function credentialSecrets(credential: CredentialRecord): StoredSecrets {
-  return { hash: credential.secretHash, previousSecret: credential.previousSecret };
+/** Whether `credentials` are the app's own ClientID and ClientSecret, and with which secret (`matchClient`). */
+export function matchAdminCredentials(app: AppRecord, credentials: ClientCredentials, now: number): AdminSecret | null {
+  return matchClient(app, credentials, now);
 }
 
 /** Whether a client's previous ClientSecret still works at `now` (its grace period has not ended). */
-function previousSecretValid(stored: Pick<StoredSecrets, 'previousSecret'>, now: number): boolean {
-  return stored.previousSecret !== null && now < stored.previousSecret.validUntil;
+function previousSecretValid(client: Client, now: number): boolean {
+  return client.previousSecret !== null && now < client.previousSecret.validUntil;
 }
 
 /**
@@ -109,7 +91,7 @@ export class AdminAuthentication {
    * memory only, as cached token verifiers are; a rotation replaces the app's record, and with it
    * its credentials' records, which forgets it. Any other secret, right or wrong, takes the full path.
    */
-  readonly #verified = new WeakMap<AppRecord | CredentialRecord, VerifiedSecret>();
+  readonly #verified = new WeakMap<Client, VerifiedSecret>();
 
   constructor(
     private readonly limits: RateLimits,
@@ -128,17 +110,14 @@ export class AdminAuthentication {
     const now = this.clock.now();
     const credential = findCredential(app.credentials, credentials.clientId);
     if (credential === undefined) {
-      const secret = this.#secretOf(app, appSecrets(app), credentials, now);
+      const secret = this.#secretOf(app, credentials, now);
       return secret === null ? { refusal: 'invalid_client', credential: null } : { secret, credential: null };
     }
     const expired = credential.expiresAt !== null && now >= credential.expiresAt;
     const allowed = addressAllowed(credential.allowFrom, clientAddress);
     // A refusal always costs the full check of the secret, never the remembered one's quicker
     // comparison: a stolen secret tried from elsewhere must not learn from the timing that it is right.
-    const secret =
-      expired || !allowed
-        ? matchCredentialSecret(credential, credentials, now)
-        : this.#secretOf(credential, credentialSecrets(credential), credentials, now);
+    const secret = expired || !allowed ? matchClient(credential, credentials, now) : this.#secretOf(credential, credentials, now);
     if (secret === null) return { refusal: 'invalid_client', credential };
     if (expired) return { refusal: 'credential_expired', credential };
     if (!allowed) return { refusal: 'address_not_allowed', credential };
@@ -146,19 +125,17 @@ export class AdminAuthentication {
   }
 
   /** Which of the client's secrets `credentials` carry (the app's own ClientID only for an app), or null. */
-  #secretOf(record: AppRecord | CredentialRecord, stored: StoredSecrets, credentials: ClientCredentials, now: number): AdminSecret | null {
-    const known = this.#verified.get(record);
+  #secretOf(client: Client, credentials: ClientCredentials, now: number): AdminSecret | null {
+    const known = this.#verified.get(client);
     if (
       known !== undefined &&
       credentialsEqual(credentials.clientSecret, known.clientSecret) &&
-      credentialsEqual(credentials.clientId, record.clientId)
+      credentialsEqual(credentials.clientId, client.clientId)
     ) {
-      return known.which === 'current' || previousSecretValid(stored, now) ? known.which : null;
+      return known.which === 'current' || previousSecretValid(client, now) ? known.which : null;
     }
-    const clientIdMatches = credentialsEqual(credentials.clientId, record.clientId);
-    const which = matchSecret(stored, credentials.clientSecret, now);
-    if (!clientIdMatches || which === null) return null;
-    this.#verified.set(record, { clientSecret: ownKey(credentials.clientSecret), which });
+    const which = matchClient(client, credentials, now);
+    if (which !== null) this.#verified.set(client, { clientSecret: ownKey(credentials.clientSecret), which });
     return which;
   }
 
