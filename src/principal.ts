@@ -18,10 +18,10 @@ export interface Principal {
   /** When the bearer token stops working (UNIX ms), or null if it never does / there is none. */
   expiresAt: number | null;
   /**
-   * What an admin token issued from a credential (or asked for with `scope`) may do: Tessera's
-   * built-in scopes for its own admin features, and the app's own for the rest of the backend.
-   * Null for every other principal: an admin of the app's own ClientID may do everything, and an
-   * anonymous one has no scopes.
+   * What an admin token issued from a credential (or a credential's client authentication) may
+   * do: Tessera's built-in scopes for its own admin features, and the app's own for the rest of the
+   * backend. Null for every other principal: an admin of the app's own ClientID may do everything,
+   * and an anonymous one has no scopes.
    */
   scopes: readonly string[] | null;
   /** The ClientID of the credential an admin token (or client authentication) came from; null for the app's own ClientID, and anonymous. */

@@ -20,7 +20,7 @@ export interface ActiveToken {
   id: string;
   /** Who the token was issued to: the ClientID (the app's own, or a credential's) for an admin token, the AppID for an anonymous one. */
   clientId: string;
-  /** What an admin token issued from a credential, or with `scope`, may do; null otherwise. */
+  /** What an admin token issued from a credential may do; null otherwise. */
   scopes: readonly string[] | null;
   /** UNIX ms. */
   issuedAt: number;

@@ -33,7 +33,7 @@ export interface IssuedToken {
   /** Seconds from the request to the expiry, rounded down (`NEVER_EXPIRES_IN` for never). */
   expiresIn: number;
   kind: PrincipalKind;
-  /** What the token may do, when it was issued from a credential or asked for scopes; null: everything an admin may, or anonymous. */
+  /** What the token may do, when it was issued from a credential; null: everything an admin may (the app's own ClientID), or anonymous. */
   scopes: readonly string[] | null;
 }
 
