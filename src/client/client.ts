@@ -1,4 +1,4 @@
-// tessera/client: Tessera's own client, for server code and for web pages. One self-contained ES
+// tessera-tokens/client: Tessera's own client, for server code and for web pages. One self-contained ES
 // module with no imports and no dependencies, so that a page can load it as it is served
 // (`<script type="module">`, `GET /tessera-client.js`) and Node (20 or later) can import it from
 // the package. It keeps to what both have: fetch, Request, Headers, URL, TextEncoder, btoa.

@@ -7,7 +7,7 @@ import { browserForSuite } from '../helpers/browser.js';
 import { revokeToken } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
-// tessera/client in Chromium, as a web app uses it: a page of another origin imports the module the
+// tessera-tokens/client in Chromium, as a web app uses it: a page of another origin imports the module the
 // server serves (`/tessera-client.js`, no bundler) and calls Tessera through it.
 
 const browser = browserForSuite();
@@ -28,7 +28,7 @@ const limited = serverForSuite(
   allowBrowserOrigin,
 );
 
-const EMPTY_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with tessera/client</title>\n';
+const EMPTY_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with tessera-tokens/client</title>\n';
 
 /** What a call through the client in the page gave: its value, or the error it threw. */
 type Outcome =
@@ -74,7 +74,7 @@ function errorOf(outcome: Outcome) {
   return outcome.error;
 }
 
-describe('tessera/client in a web page of an origin the app lists', () => {
+describe('tessera-tokens/client in a web page of an origin the app lists', () => {
   it('gets an anonymous token, calls whoami with it, and keeps it across page loads', async () => {
     const page = await browser.openPage(EMPTY_PAGE);
     const me = valueOf(await inPage(page, server, 'anonymous', 'return tessera.whoami();'));
@@ -156,7 +156,7 @@ describe('tessera/client in a web page of an origin the app lists', () => {
   });
 });
 
-describe('tessera/client in a web page of an origin the app does not list', () => {
+describe('tessera-tokens/client in a web page of an origin the app does not list', () => {
   it('can read nothing: the call fails as fetch does', async () => {
     const page = await browser.openPage(EMPTY_PAGE, { origin: browser.otherOrigin });
     const error = errorOf(await inPage(page, server, 'anonymous', 'return tessera.whoami();'));

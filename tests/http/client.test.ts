@@ -10,7 +10,7 @@ import { FakeClock } from '../helpers/clock.js';
 import { appOn, bearer, request, requestAs, revokeToken, whoami, type AppEndpoint } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 
-// tessera/client against the real server: token requests over real HTTP, the server's answers read
+// tessera-tokens/client against the real server: token requests over real HTTP, the server's answers read
 // by the client. A fetch that counts token requests is the only thing put between them. Where time
 // matters, the server and the client share one fake clock (renewal before expiry), or both run on
 // the real clock across a real expiry.
@@ -49,7 +49,7 @@ const admin = (app: AppEndpoint, extra: Partial<Omit<AdminOptions, 'baseUrl' | '
   ...extra,
 });
 
-describe('tessera/client on the real clock', () => {
+describe('tessera-tokens/client on the real clock', () => {
   let app: AppEndpoint;
   const server = serverForSuite();
   before(async () => {
@@ -192,7 +192,7 @@ describe('tessera/client on the real clock', () => {
   });
 });
 
-describe('tessera/client renewal, on a clock shared with the server', () => {
+describe('tessera-tokens/client renewal, on a clock shared with the server', () => {
   const clock = new FakeClock();
   let app: AppEndpoint;
   const server = serverForSuite({ clock });
@@ -251,7 +251,7 @@ describe('tessera/client renewal, on a clock shared with the server', () => {
   });
 });
 
-describe('tessera/client and Retry-After, against the real rate limits', () => {
+describe('tessera-tokens/client and Retry-After, against the real rate limits', () => {
   let app: AppEndpoint;
   const server = serverForSuite({
     rateLimits: {

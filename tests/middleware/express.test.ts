@@ -5,8 +5,8 @@ import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 // Through the package's own names (its "exports" map), as another service imports them.
-import { tesseraExpress, tesseraRequireAdmin, tesseraRequireScope, type ExpressLikeRequest } from 'tessera/middleware/express';
-import { TesseraVerifier } from 'tessera/verifier';
+import { tesseraExpress, tesseraRequireAdmin, tesseraRequireScope, type ExpressLikeRequest } from 'tessera-tokens/middleware/express';
+import { TesseraVerifier } from 'tessera-tokens/verifier';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
@@ -54,9 +54,9 @@ describe('the package exports', () => {
   it('name the built middleware and verifier, which the package publishes', () => {
     const root = pathToFileURL(PACKAGE_ROOT);
     for (const [name, file] of [
-      ['tessera/verifier', 'dist/src/verifier.js'],
-      ['tessera/middleware/fastify', 'dist/src/http/middleware/fastify.js'],
-      ['tessera/middleware/express', 'dist/src/http/middleware/express.js'],
+      ['tessera-tokens/verifier', 'dist/src/verifier.js'],
+      ['tessera-tokens/middleware/fastify', 'dist/src/http/middleware/fastify.js'],
+      ['tessera-tokens/middleware/express', 'dist/src/http/middleware/express.js'],
     ] as const) {
       assert.equal(import.meta.resolve(name), new URL(file, root).href, name);
     }

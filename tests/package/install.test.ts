@@ -173,7 +173,7 @@ async function createStore(kind: Consumer['store'], dir: string): Promise<{ data
   return { databaseUrl, dispose: drop };
 }
 
-/** The ```js block under docs/client.md's `## Server code (Node)` heading: server code using tessera/client. */
+/** The ```js block under docs/client.md's `## Server code (Node)` heading: server code using tessera-tokens/client. */
 function documentedClient(): string {
   const page = readFileSync(join(REPO_ROOT, 'docs', 'client.md'), 'utf8');
   const block = /\n## Server code \(Node\)\n[\s\S]*?```js\n([\s\S]*?)```/.exec(page)?.[1];
@@ -219,7 +219,7 @@ for (const consumer of CONSUMERS) {
     before(async () => {
       dir = consumerDir(consumer);
       store = await createStore(consumer.store, workDir);
-      const entry = join(serverDir, 'node_modules', 'tessera', 'bin', 'tessera');
+      const entry = join(serverDir, 'node_modules', 'tessera-tokens', 'bin', 'tessera');
       tessera = await startTessera(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl });
       app = await createAppWithCli(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl }, 'Packaged');
       service = await startService(dir, store.databaseUrl);
@@ -231,7 +231,8 @@ for (const consumer of CONSUMERS) {
 
     it(`has only the package, ${consumer.packages.join(' and ')} and what they need installed: not ${consumer.absent.join(', ')}`, () => {
       const installed = installedPackages(dir);
-      for (const name of ['tessera', 'fastify-plugin', ...consumer.packages]) assert.ok(installed.has(name), `${name} is not installed`);
+      for (const name of ['tessera-tokens', 'fastify-plugin', ...consumer.packages])
+        assert.ok(installed.has(name), `${name} is not installed`);
       const unexpected = consumer.absent.filter((name) => installed.has(name));
       assert.deepEqual(unexpected, [], `installed although the service does not use them: ${unexpected.join(', ')}`);
     });
@@ -240,9 +241,9 @@ for (const consumer of CONSUMERS) {
       const other =
         consumer.store === 'SQLite' ? { url: 'postgres://127.0.0.1:1/none', driver: 'pg' } : { url: 'sqlite::memory:', driver: 'libsql' };
       const script = [
-        "await import('tessera/middleware/fastify');",
-        "await import('tessera/middleware/express');",
-        "const { TesseraVerifier } = await import('tessera/verifier');",
+        "await import('tessera-tokens/middleware/fastify');",
+        "await import('tessera-tokens/middleware/express');",
+        "const { TesseraVerifier } = await import('tessera-tokens/verifier');",
         `await TesseraVerifier.open({ databaseUrl: '${other.url}' }).then(() => console.log('opened'), (error) => console.log(error.message));`,
       ].join('\n');
       const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
@@ -322,14 +323,14 @@ for (const consumer of CONSUMERS) {
   });
 }
 
-describe('tessera/client in server code, installed from the packed package, as docs/client.md shows', () => {
+describe('tessera-tokens/client in server code, installed from the packed package, as docs/client.md shows', () => {
   let store: { databaseUrl: string; dispose(): Promise<void> };
   let tessera: ServerProcess;
   let app: CreatedApp;
 
   before(async () => {
     store = await createStore('SQLite', clientDir);
-    const entry = join(serverDir, 'node_modules', 'tessera', 'bin', 'tessera');
+    const entry = join(serverDir, 'node_modules', 'tessera-tokens', 'bin', 'tessera');
     tessera = await startTessera(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl });
     app = await createAppWithCli(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl }, 'Packaged client');
   });
@@ -361,7 +362,11 @@ describe('tessera/client in server code, installed from the packed package, as d
   });
 
   it('needs nothing besides the package', () => {
-    assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), ['fastify-plugin', 'lru-cache', 'tessera']);
+    assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), [
+      'fastify-plugin',
+      'lru-cache',
+      'tessera-tokens',
+    ]);
   });
 
   it('gets a 15-minute admin token and reads the app with it, then exits (no timer keeps it alive)', async () => {

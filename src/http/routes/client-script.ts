@@ -5,7 +5,7 @@ import { refuseOtherMethods } from '../methods.js';
 import { CLIENT_SCRIPT_PATH } from '../paths.js';
 
 /**
- * `tessera/client` as the server serves it: the compiled module (`dist/src/client/client.js`)
+ * `tessera-tokens/client` as the server serves it: the compiled module (`dist/src/client/client.js`)
  * without its source-map comment, since the map and the sources it names are not served.
  */
 export function clientScript(): string {
