@@ -11,7 +11,8 @@ export interface PageInput {
 }
 
 /**
- * Every page: one stylesheet and one module script, both from the portal's own origin (the
+ * Every page: one stylesheet, one module script and an icon (so that browsers do not ask for a
+ * `/favicon.ico` there is none of), all from the portal's own origin (the
  * Content-Security-Policy allows nothing else), a header with the developer and "Sign out", and
  * the page in `<main>`. The script only enhances: every form works without it.
  */
@@ -22,6 +23,7 @@ export function page({ title, developer, csrfToken, body }: PageInput): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Tessera</title>
+<link rel="icon" href="/portal/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/portal/assets/portal.css">
 <script type="module" src="/portal/assets/portal.js"></script>
 </head>

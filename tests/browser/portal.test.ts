@@ -23,6 +23,28 @@ async function keysOn(page: Page): Promise<Record<string, string>> {
 }
 
 describe('a developer in the portal', () => {
+  it('meets no missing resource and no console error, its icon included (no /favicon.ico asked for)', async () => {
+    await createDeveloper(server, 'icon@example.com');
+    const page = await browser.newPage();
+    const failed: string[] = [];
+    page.on('response', (response) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${new URL(response.url()).pathname}`);
+    });
+    page.on('console', (message) => {
+      if (message.type() === 'error') failed.push(`console: ${message.text()}`);
+    });
+    await page.goto(`${server.baseUrl}/portal/sign-in`);
+    await signIn(page, server, 'icon@example.com');
+    await page.goto(`${server.baseUrl}/portal/apps/new`);
+    await page.waitForLoadState('load');
+    const href = await page.locator('link[rel="icon"]').getAttribute('href');
+    assert.equal(href, '/portal/assets/favicon.svg');
+    const icon = await fetch(`${server.baseUrl}${href}`);
+    assert.equal(icon.status, 200);
+    assert.match(icon.headers.get('content-type') ?? '', /^image\/svg\+xml/);
+    assert.deepEqual(failed, []);
+  });
+
   it('signs in, creates an app, sees its four keys once, gets both kinds of token with them, and signs out', async () => {
     const developer = await createDeveloper(server, 'ada@example.com');
     const page = await browser.newPage();
