@@ -169,7 +169,27 @@ describe('a new app in the portal', () => {
   });
 });
 
+describe('the settings page', () => {
+  it('keeps what cannot be undone (revoking tokens, deleting the app) in a danger zone of its own, after the routine settings', async () => {
+    const app = await newApp();
+    const { text } = await owner.page(`/portal/apps/${app.appId}/settings`);
+    const zone = text.indexOf('<section class="danger-zone" aria-labelledby="danger-zone">');
+    assert.ok(zone > text.indexOf('Save settings'), 'the danger zone comes after the routine settings');
+    const inZone = text.slice(zone);
+    assert.match(inZone, /<h2 id="danger-zone">Danger zone<\/h2>/);
+    for (const action of ['/revoke-tokens"', '/delete"']) assert.ok(inZone.includes(action), action);
+    assert.ok(!text.slice(0, zone).includes('class="danger"'), 'no dangerous button among the routine settings');
+  });
+});
+
 describe('rotating the ClientSecret in the portal', () => {
+  it('offers a grace period first: an hour is chosen, stopping at once is a choice to make', async () => {
+    const app = await newApp();
+    const form = await owner.page(`/portal/apps/${app.appId}/rotate-secret`);
+    assert.match(form.text, /<input type="radio" id="grace-3600" name="grace" value="3600" checked>/);
+    assert.doesNotMatch(form.text, /id="grace-none"[^>]* checked/);
+  });
+
   it('rotates once when the same form is sent twice at the same time: the grace period chosen holds', async () => {
     const app = await newApp();
     const path = `/portal/apps/${app.appId}/rotate-secret`;

@@ -10,7 +10,7 @@ import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../
 import { utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys } from './rotation.js';
+import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys, rotationOutcome } from './rotation.js';
 
 /** What the form had, to show it again after a mistake (never a secret: the form has none). */
 interface RotationForm {
@@ -20,7 +20,8 @@ interface RotationForm {
   clientId: string;
 }
 
-const EMPTY_FORM: RotationForm = { grace: 'none', graceSeconds: '', revokeAdminTokens: false, clientId: '' };
+/** A grace period is preselected: stopping at once is for a secret that leaked, and is a choice to make, not a default. */
+const EMPTY_FORM: RotationForm = { grace: '3600', graceSeconds: '', revokeAdminTokens: false, clientId: '' };
 
 /**
  * Rotating the ClientSecret (the owner only): a form confirmed by typing the ClientID, then the new
@@ -131,15 +132,13 @@ function rotatedPage(
 <h2>New ClientSecret</h2>
 <p class="notice" role="status">The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
 ${rotatedSecretKeys(rotated)}
-<ul class="outcome">
-  ${replacedSecretOutcome(rotated.previousSecretValidUntil, 'ClientSecret')}
-  ${
-    rotated.endedEarlierSecretValidUntil === null
-      ? null
-      : html`<li>The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil, 'second')}, stopped working: only one previous secret is kept.</li>`
-  }
-  ${revokedAdminTokens ? html`<li>Admin tokens revoked: ${rotated.adminTokensRevoked}.</li>` : null}
-</ul>
+${rotationOutcome([
+  replacedSecretOutcome(rotated.previousSecretValidUntil, 'ClientSecret'),
+  rotated.endedEarlierSecretValidUntil === null
+    ? null
+    : html`The secret before it, which an earlier rotation kept working until ${utcTime(rotated.endedEarlierSecretValidUntil, 'second')}, stopped working: only one previous secret is kept.`,
+  revokedAdminTokens ? html`Admin tokens revoked: ${rotated.adminTokensRevoked}.` : null,
+])}
 <p><a class="button" href="/portal/apps/${app.appId}">Back to the app</a></p>`,
   });
 }

@@ -219,8 +219,11 @@ ${mistakeOf('settings')}
   <div class="buttons"><button type="submit">Save settings</button></div>
 </form>
 </section>
+<section class="danger-zone" aria-labelledby="danger-zone">
+<h2 id="danger-zone">Danger zone</h2>
+<p>What cannot be undone: apart from the routine settings above, each behind a confirmation of its own.</p>
 <section class="app-form" aria-labelledby="revoke-tokens">
-<h2 id="revoke-tokens">Revoke tokens</h2>
+<h3 id="revoke-tokens">Revoke tokens</h3>
 <p>Every token of the kind stops working at once, wherever it is; clients get new ones with the app's keys.</p>
 ${mistakeOf('revoke')}
 <form method="post" action="${base}/revoke-tokens" class="stack">
@@ -244,7 +247,7 @@ ${mistakeOf('revoke')}
 ${
   mayAct(role, 'delete_app')
     ? html`<section class="app-form" aria-labelledby="delete-app">
-<h2 id="delete-app">Delete the app</h2>
+<h3 id="delete-app">Delete the app</h3>
 <p>The app, its keys, its tokens, its events and its people are deleted, for good. Clients that use it stop working.</p>
 ${mistakeOf('delete')}
 <form method="post" action="${base}/delete" class="stack">
@@ -256,7 +259,8 @@ ${mistakeOf('delete')}
 </form>
 </section>`
     : null
-}`,
+}
+</section>`,
   });
 }
 

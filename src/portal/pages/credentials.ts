@@ -16,7 +16,7 @@ import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf }
 import { utcText, utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys } from './rotation.js';
+import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys, rotationOutcome } from './rotation.js';
 import { keyRow } from './keys.js';
 
 type CredentialParams = { Params: { appId: string; clientId: string } };
@@ -545,9 +545,7 @@ function rotatedPage(
 <h2>New secret of ${credential.name}</h2>
 <p class="notice" role="status">The secret is rotated. Copy the new one now: it is shown only this once.</p>
 ${rotatedSecretKeys(rotated)}
-<ul class="outcome">
-  ${replacedSecretOutcome(rotated.previousSecretValidUntil, 'secret')}
-</ul>
+${rotationOutcome([replacedSecretOutcome(rotated.previousSecretValidUntil, 'secret')])}
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });
 }

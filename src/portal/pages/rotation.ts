@@ -63,9 +63,16 @@ export function rotatedSecretKeys(rotated: { clientId: string; clientSecret: str
 
 /** What became of the replaced secret (named `secret`): it stopped, or works until the end of its grace period. */
 export function replacedSecretOutcome(previousSecretValidUntil: string | null, secret: string): Html {
-  return html`<li>${
-    previousSecretValidUntil === null
-      ? `The previous ${secret} stopped working.`
-      : html`The previous ${secret} keeps working until ${utcTime(previousSecretValidUntil, 'second')}.`
-  }</li>`;
+  return previousSecretValidUntil === null
+    ? html`The previous ${secret} stopped working.`
+    : html`The previous ${secret} keeps working until ${utcTime(previousSecretValidUntil, 'second')}.`;
+}
+
+/** What a rotation did: a sentence for one thing, a list for several (a list of one reads as a mistake). */
+export function rotationOutcome(items: readonly (Html | null)[]): Html {
+  const said = items.filter((item): item is Html => item !== null);
+  if (said.length === 1) return html`<p class="outcome">${said[0]}</p>`;
+  return html`<ul class="outcome">
+  ${said.map((item) => html`<li>${item}</li>`)}
+</ul>`;
 }
