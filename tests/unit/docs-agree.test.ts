@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 
 // The README's API table and docs/openapi.json describe the same operations: none is in one and
-// not the other. (docs/openapi.json against the server's routes: tests/http/openapi.test.ts.)
+// not the other (docs/openapi.json against the server's routes: tests/http/openapi.test.ts); and
+// every link of the documents to a file or a heading of the repository leads somewhere.
 
 const OPERATION_METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
@@ -63,5 +64,44 @@ describe('the README and docs/openapi.json', () => {
       if (operations.has(operation) || anyMethod.has(path) || operation in NOT_IN_THE_TABLE) continue;
       assert.fail(`${operation} is in docs/openapi.json, not in the README's API table`);
     }
+  });
+});
+
+/** GitHub's anchor of a heading: lower case, spaces to hyphens, punctuation (backticks, slashes, quotes) dropped. */
+function anchorOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+describe('the links of the README and docs/', () => {
+  it('lead to files that exist, and to headings that exist', () => {
+    const documents = [
+      'README.md',
+      ...readdirSync(join(PACKAGE_ROOT, 'docs'))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ];
+    const broken: string[] = [];
+    for (const document of documents) {
+      const text = readFileSync(join(PACKAGE_ROOT, document), 'utf8');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        const [file, anchor] = target!.split('#') as [string, string | undefined];
+        const path = file === '' ? document : join(dirname(document), file);
+        if (!existsSync(join(PACKAGE_ROOT, path))) {
+          broken.push(`${document}: ${target} (no such file)`);
+          continue;
+        }
+        if (anchor === undefined || !path.endsWith('.md')) continue;
+        const headings = [...readFileSync(join(PACKAGE_ROOT, path), 'utf8').matchAll(/^#{1,6} (.+)$/gm)].map((match) =>
+          anchorOf(match[1]!),
+        );
+        if (!headings.includes(anchor)) broken.push(`${document}: ${target} (no such heading)`);
+      }
+    }
+    assert.deepEqual(broken, []);
   });
 });
