@@ -1,11 +1,11 @@
 // The portal's only script, and only an enhancement: every page and form works without it.
-// A "Copy" button beside each key and each block of commands.
+// A "Copy" button beside each key and each block of commands or code (named by its data-copyable).
 for (const target of document.querySelectorAll('[data-key], [data-copyable]')) {
   if (!navigator.clipboard) break;
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'copy secondary';
-  const what = target.closest('.key')?.querySelector('dt')?.textContent ?? 'the commands';
+  const what = target.closest('.key')?.querySelector('dt')?.textContent || target.dataset.copyable || 'the commands';
   button.textContent = 'Copy';
   button.setAttribute('aria-label', `Copy ${what}`);
   button.addEventListener('click', async () => {
@@ -24,6 +24,65 @@ for (const once of document.querySelectorAll('form input[name="once"]')) {
   once.form.addEventListener('submit', (event) => {
     if (sent) event.preventDefault();
     sent = true;
+  });
+}
+
+// The quickstarts' "Your page's origin" (src/portal/pages/quickstarts.ts): sent without leaving the
+// page, so that the new-app page keeps its ClientSecret in sight; the allowed origins and the answer
+// are shown in place. Without this script the form is posted as any other (from the new-app page,
+// into a new tab).
+for (const form of document.querySelectorAll('form[data-add-origin]')) {
+  const container = form.closest('.origins');
+  const field = form.querySelector('input[name="origin"]');
+  const status = container.querySelector('[data-origin-status]');
+  const alertBox = container.querySelector('[data-origin-alert]');
+  const list = container.querySelector('[data-allowed-origins]');
+  const show = (box, className, text, role) => {
+    const message = document.createElement('p');
+    message.className = className;
+    if (role) message.setAttribute('role', role);
+    message.textContent = text;
+    box.replaceChildren(message);
+  };
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    status.replaceChildren();
+    alertBox.replaceChildren();
+    let answer;
+    try {
+      const response = await fetch(form.action, {
+        method: 'POST',
+        headers: { accept: 'application/json' },
+        body: new URLSearchParams(new FormData(form)),
+        credentials: 'same-origin',
+      });
+      if (!(response.headers.get('content-type') ?? '').startsWith('application/json')) throw new Error(String(response.status));
+      answer = { ok: response.ok, ...(await response.json()) };
+    } catch {
+      answer = {
+        ok: false,
+        message: 'Not saved: the portal did not answer as expected. Reload the page (your session may have ended) and try again.',
+      };
+    }
+    if (answer.ok) {
+      field.value = '';
+      field.removeAttribute('aria-invalid');
+      show(status, 'notice success', answer.message);
+    } else {
+      field.setAttribute('aria-invalid', 'true');
+      show(alertBox, 'alert', answer.message, 'alert');
+      field.focus();
+    }
+    if (Array.isArray(answer.allowedOrigins)) {
+      list.replaceChildren();
+      answer.allowedOrigins.forEach((origin, index) => {
+        if (index > 0) list.append(', ');
+        const code = document.createElement('code');
+        code.textContent = origin;
+        list.append(code);
+      });
+      if (answer.allowedOrigins.length === 0) list.textContent = 'none';
+    }
   });
 }
 

@@ -1,5 +1,5 @@
 import type { CreatedApp } from '../apps/service.js';
-import { tryItCommands } from '../apps/try-it.js';
+import { curlCommands } from '../apps/snippets.js';
 import type { IssuedLink } from '../developers/one-time-link.js';
 import { isTesseraError } from '../errors.js';
 import { OPERATOR } from '../request-context.js';
@@ -27,7 +27,7 @@ export async function createDemoDeveloper(tessera: Tessera, appId: string): Prom
 
 /** What a newcomer sees on the first start: the demo app's keys and commands to paste. */
 export function demoBanner(app: CreatedApp, baseUrl: string, portalLink?: IssuedLink): string {
-  const commands = tryItCommands(app, baseUrl)
+  const commands = curlCommands({ ...app, baseUrl })
     .split('\n')
     .map((line) => `  ${line}`)
     .join('\n');

@@ -48,6 +48,16 @@ async function assertAccessible(page: Page, what: string): Promise<void> {
   assert.deepEqual(found, [], `${what} (${page.url()}):\n${found.join('\n')}`);
 }
 
+/** Opens every quickstart (`<details>`), so that axe sees what each one holds. */
+async function openQuickstarts(page: Page): Promise<void> {
+  const opened = await page.evaluate(`(() => {
+    const all = [...document.querySelectorAll('details.quickstart')];
+    for (const details of all) details.open = true;
+    return all.length;
+  })()`);
+  assert.equal(opened, 5, 'the five quickstarts');
+}
+
 async function submit(page: Page, button: string): Promise<void> {
   await follow(page, () => page.getByRole('button', { name: button }).click());
 }
@@ -124,7 +134,17 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await page.getByLabel('Name').fill('Weather');
     await submit(page, 'Create app');
     assert.equal(await page.locator('[data-key=clientSecret]').count(), 1);
-    await assertAccessible(page, 'the created app, its keys shown once');
+    await openQuickstarts(page);
+    await assertAccessible(page, 'the created app, its keys shown once, every quickstart open');
+    // The add-origin form, sent by the portal's script: its mistake shown in place.
+    await page.getByLabel("Your page's origin").fill('localhost:5173');
+    await page.getByRole('button', { name: 'Allow this origin' }).click();
+    await page.locator('[data-origin-alert] [role=alert]').waitFor();
+    await assertAccessible(page, 'the created app, the add-origin form with its mistake');
+    await page.getByLabel("Your page's origin").fill('http://localhost:5173');
+    await page.getByRole('button', { name: 'Allow this origin' }).click();
+    await page.locator('[data-origin-status] p').waitFor();
+    await assertAccessible(page, 'the created app, an origin added');
     await page.goto(`${server.baseUrl}/portal/`);
     await assertAccessible(page, 'the apps list, with an app');
     await page.close();
@@ -133,10 +153,21 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   it("an app's overview, owner and collaborator", async () => {
     const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
-    await assertAccessible(page, 'the overview, owner');
+    await openQuickstarts(page);
+    await assertAccessible(page, 'the overview, owner, every quickstart open');
+    // The add-origin form posted as without the portal's script: the overview again, with the mistake (400), then saved.
+    await page.getByLabel("Your page's origin").fill('https://shop.example/index.html');
+    await follow(page, () => page.locator('form[data-add-origin]').evaluate((form) => (form as unknown as { submit(): void }).submit()));
+    assert.equal(await page.getByRole('alert').count(), 1);
+    await assertAccessible(page, 'the overview, the add-origin form with its mistake');
+    await page.getByLabel("Your page's origin").fill('https://shop.example');
+    await follow(page, () => page.locator('form[data-add-origin]').evaluate((form) => (form as unknown as { submit(): void }).submit()));
+    assert.match((await page.locator('[data-origin-status]').textContent()) ?? '', /The origin is added/);
+    await assertAccessible(page, 'the overview, an origin added');
     await page.close();
     const collaborator = await signedInPage(browser, server, 'collaborator@example.com');
     await collaborator.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
+    await openQuickstarts(collaborator);
     await assertAccessible(collaborator, 'the overview, collaborator');
     await collaborator.close();
   });

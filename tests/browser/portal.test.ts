@@ -78,7 +78,7 @@ describe('a developer in the portal', () => {
     assert.equal(admin.status, 200, admin.text);
     const anonymous = await requestToken(target, anonymousFields(target));
     assert.equal(anonymous.status, 200, anonymous.text);
-    assert.match((await page.locator('pre.commands').textContent()) ?? '', new RegExp(`BASE=${server.baseUrl}`));
+    assert.match((await page.locator('[data-snippet=curl]').textContent()) ?? '', new RegExp(`^BASE=${server.baseUrl}\n`));
 
     await follow(page, () => page.getByRole('link', { name: "Go to the app's page" }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${keys.appId}`);

@@ -1069,12 +1069,18 @@ describe('first run: tessera serve on an empty store creates and prints a demo a
       .split('\n')
       .filter((line) => line.trim() !== '')
       .map((line) => parseJson(line, 'a whoami output'));
+    // The admin token is asked to live 15 minutes, as admin tokens should.
+    const adminExpiry: unknown = outputs[2]?.expiresAt;
+    assert.ok(
+      typeof adminExpiry === 'number' && adminExpiry > Date.now() + 880_000 && adminExpiry <= Date.now() + 900_000,
+      `the admin token expires at ${String(adminExpiry)}`,
+    );
     assert.deepEqual(
       outputs,
       [
         { appId: keys.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'basic', expiresAt: null },
         { appId: keys.appId, principal: 'anonymous', id: 'ANONYMOUS', auth: 'bearer', expiresAt: null },
-        { appId: keys.appId, principal: 'admin', id: adminId, auth: 'bearer', expiresAt: null },
+        { appId: keys.appId, principal: 'admin', id: adminId, auth: 'bearer', expiresAt: adminExpiry },
       ],
       `stdout of the pasted commands:\n${bash.stdout}\nstderr:\n${bash.stderr}`,
     );

@@ -1,35 +1,107 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
+import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
+import { TesseraError } from '../../errors.js';
+import { serviceBaseUrl } from '../base-url.js';
+import { formField, type PortalContext } from '../context.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { PortalContext } from '../context.js';
-import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay, utcTime } from '../time.js';
-import { lifetime, type AppParams } from './app-common.js';
+import { lifetime, mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
+import { quickstarts, type OriginFormState } from './quickstarts.js';
 import { secretExposureWarning } from './secret-exposure-warning.js';
 
-/** An app's page: its keys (never the ClientSecret again) and a summary of its settings. */
-export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock }) => {
+/** What the overview says after its add-origin form, by the `done` of its address (nothing else is shown from it). */
+const DONE: Record<string, string> = {
+  'origin-added': 'The origin is added: reload your page, and its calls get through.',
+  'origin-listed': 'That origin was allowed already: nothing changed.',
+};
+
+/**
+ * An app's page: its keys (never the ClientSecret again), quickstarts with them, and a summary of its
+ * settings; and the quickstarts' form that adds a web page's origin to the app's allowed origins.
+ */
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock, publicUrl }) => {
   app.addHook('preHandler', requireSession);
 
-  app.get<AppParams>('/apps/:appId', async (request, reply) => {
+  /** The overview of `appId`, with the add-origin form in `origin`'s state. */
+  async function overview(request: FastifyRequest, reply: FastifyReply, appId: string, role: AppRole, origin: OriginFormState) {
+    const { developer } = sessionOf(request);
+    const context = asDeveloper(request);
+    const [described, exposure] = await Promise.all([apps.show(appId, context), events.lastSecretExposure(appId, context)]);
+    const csrfToken = reply.generateCsrf();
+    const input = { role, now: clock.now(), baseUrl: serviceBaseUrl(request, publicUrl), csrfToken, origin };
+    const body = appBody(described, input, secretExposureWarning(described.appId, exposure, role));
+    return page({ title: described.name, developer, csrfToken, body });
+  }
+
+  app.get<AppParams & { Querystring: { done?: string } }>('/apps/:appId', async (request, reply) => {
     const { developer } = sessionOf(request);
     // Another developer's app is 404, exactly as an app that does not exist.
     const role = await members.authorize(request.params.appId, developer.id, 'view_app');
-    const context = asDeveloper(request);
-    const [described, exposure] = await Promise.all([
-      apps.show(request.params.appId, context),
-      events.lastSecretExposure(request.params.appId, context),
-    ]);
-    const body = appBody(described, role, clock.now(), secretExposureWarning(described.appId, exposure, role));
-    return sendPage(reply, page({ title: described.name, developer, csrfToken: reply.generateCsrf(), body }));
+    const done = request.query.done;
+    const state = { done: typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done] : undefined };
+    return sendPage(reply, await overview(request, reply, request.params.appId, role, state));
   });
+
+  // The quickstarts' "Your page's origin": the app's allowed origins become those it had and this
+  // one (owner and collaborators may change the configuration). A form of the overview and of the
+  // new-app page; the portal's script sends it with `Accept: application/json` and shows the answer
+  // in place, so that the new-app page, with its ClientSecret, stays. The list is read, then written
+  // whole (as the settings form does): an origin added elsewhere in between is lost.
+  app.post<AppParams>(
+    '/apps/:appId/allowed-origins',
+    { onRequest: requireSession, preValidation: csrfCheck(app) },
+    async (request, reply) => {
+      const { appId } = request.params;
+      const role = await members.authorize(appId, sessionOf(request).developer.id, 'change_configuration');
+      const context = asDeveloper(request);
+      const typed = (formField(request, 'origin') ?? '').slice(0, MAX_ORIGIN_LENGTH + 1);
+      const wantsJson = (request.headers.accept ?? '').startsWith('application/json');
+      let allowed = (await apps.show(appId, context)).configuration.allowedOrigins;
+      let outcome: keyof typeof DONE;
+      try {
+        const origin = originOf(typed.trim());
+        if (allowed.includes(origin)) outcome = 'origin-listed';
+        else {
+          if (allowed.length >= MAX_ALLOWED_ORIGINS)
+            throw new TesseraError(
+              'invalid_request',
+              `The app allows ${MAX_ALLOWED_ORIGINS} origins already, as many as it may: remove one in Settings first.`,
+            );
+          allowed = (await apps.configure(appId, { allowedOrigins: [...allowed, origin] }, context)).configuration.allowedOrigins;
+          outcome = 'origin-added';
+        }
+      } catch (error) {
+        const message = mistakeIn(error);
+        if (wantsJson) return reply.status(400).send({ message, allowedOrigins: allowed });
+        return sendPage(reply, await overview(request, reply, appId, role, { mistake: { message, typed } }), 400);
+      }
+      if (wantsJson) return reply.send({ message: DONE[outcome], allowedOrigins: allowed });
+      return seeOther(reply, `/portal/apps/${appId}?done=${outcome}#quickstart-web`);
+    },
+  );
 };
 
-function appBody(app: AppDescription, role: AppRole, now: number, warning: Html | null) {
+/** The one origin typed, canonical (as browsers send it), or `invalid_request` saying what an origin is. */
+function originOf(typed: string): string {
+  if (typed === '') throw new TesseraError('invalid_request', "Type your page's origin, such as http://localhost:5173.");
+  return parseAllowedOrigins([typed], "Your page's origin", () => "Your page's origin")[0]!;
+}
+
+interface OverviewInput {
+  role: AppRole;
+  now: number;
+  baseUrl: string;
+  csrfToken: string;
+  origin: OriginFormState;
+}
+
+function appBody(app: AppDescription, { role, now, baseUrl, csrfToken, origin }: OverviewInput, warning: Html | null) {
   const { configuration } = app;
   const base = `/portal/apps/${app.appId}`;
   return html`${appHeader(app.appId, app.name, 'Overview')}
@@ -55,6 +127,12 @@ ${
 </form>`
     : null
 }
+${quickstarts({
+  values: { baseUrl, appId: app.appId, appKey: app.appKey, clientId: app.clientId },
+  allowedOrigins: configuration.allowedOrigins,
+  csrfToken,
+  origin,
+})}
 <h2>Token settings</h2>
 <dl class="settings">
   <div><dt>Longest admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>

@@ -2,13 +2,14 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
 import type { OwnedApp } from '../../apps/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
-import { tryItCommands } from '../../apps/try-it.js';
 import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../respond.js';
+import { serviceBaseUrl } from '../base-url.js';
 import { keyRow } from './keys.js';
+import { quickstarts } from './quickstarts.js';
 
 /** The developer's apps, and a new one. */
 export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, ownedApps, publicUrl, secureCookies }) => {
@@ -96,11 +97,11 @@ ${alert(message)}
 }
 
 function createdPage(request: FastifyRequest, reply: FastifyReply, created: OwnedApp, publicUrl: string | undefined) {
-  const base = publicUrl ?? `${request.protocol}://${request.host}`;
+  const csrfToken = reply.generateCsrf();
   return page({
     title: created.name,
     developer: sessionOf(request).developer,
-    csrfToken: reply.generateCsrf(),
+    csrfToken,
     body: html`<h1>${created.name}</h1>
 <p class="notice" role="status">Your app is ready. Copy the ClientSecret now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
 <dl class="keys">
@@ -109,9 +110,17 @@ function createdPage(request: FastifyRequest, reply: FastifyReply, created: Owne
   ${keyRow('ClientID', 'clientId', created.clientId, 'With the ClientSecret, gets admin tokens from server code.')}
   ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
 </dl>
-<h2>Try it</h2>
-<p>Paste into a terminal: an admin token, an anonymous token, and who each one is.</p>
-<pre class="commands" data-copyable tabindex="0"><code>${tryItCommands(created, base)}</code></pre>
+${quickstarts({
+  values: { baseUrl: serviceBaseUrl(request, publicUrl), ...keysOf(created) },
+  allowedOrigins: [], // a new app allows none
+  csrfToken,
+  keepThisPage: true,
+})}
 <p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
   });
+}
+
+/** What the quickstarts are filled in with: every key, the ClientSecret too, on the one page that shows it. */
+function keysOf({ appId, appKey, clientId, clientSecret }: OwnedApp) {
+  return { appId, appKey, clientId, clientSecret };
 }

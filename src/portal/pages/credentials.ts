@@ -8,6 +8,7 @@ import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, MAX_SCOPES, type BuiltInScope } from
 import type { AppRole } from '../../developers/roles.js';
 import { isTesseraError, TesseraError } from '../../errors.js';
 import type { RequestContext } from '../../request-context.js';
+import { serviceBaseUrl } from '../base-url.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
@@ -153,7 +154,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       return again(error);
     }
     const described = await apps.show(appId, asDeveloper(request));
-    const base = publicUrl ?? `${request.protocol}://${request.host}`;
+    const base = serviceBaseUrl(request, publicUrl);
     return sendPage(reply, createdPage(request, reply, described, created, base, clock.now()), 201);
   });
 
@@ -475,7 +476,7 @@ function createdPage(
 </dl>
 <h3>Get a token</h3>
 <p>An admin token with the credential's scopes, from a terminal (add <code>-d scope=…</code> to ask for fewer):</p>
-<pre class="commands wrapped" data-copyable tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
+<pre class="commands shell" data-copyable tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });
 }

@@ -6,6 +6,7 @@ import type { AppRole } from '../../developers/roles.js';
 import type { AppMembership } from '../../developers/store.js';
 import { appNotFound } from '../../error-catalogue.js';
 import { isTesseraError } from '../../errors.js';
+import { serviceBaseUrl } from '../base-url.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
@@ -49,7 +50,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
       if (error.details.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.details.retryAfterSeconds));
       return sendPage(reply, await peoplePage(request, reply, { role, described, email, message: error.message }), error.status);
     }
-    const link = invitation.url ?? `${publicUrl ?? `${request.protocol}://${request.host}`}${invitation.path}`;
+    const link = invitation.url ?? `${serviceBaseUrl(request, publicUrl)}${invitation.path}`;
     return sendPage(
       reply,
       await peoplePage(request, reply, {
