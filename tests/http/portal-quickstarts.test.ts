@@ -158,7 +158,8 @@ describe('the quickstarts', () => {
       );
       assert.equal(tokens.length, 2, `${page}: ${result.stderr}`);
       const [admin, anonymous] = tokens as [(typeof tokens)[0], (typeof tokens)[0]];
-      assert.ok(admin.expires_in >= 899 && admin.expires_in <= 900, `${page}: the admin token lives ${admin.expires_in} s`);
+      // `date +%s` counts whole seconds, and the request comes a moment after it: a little under 900 s.
+      assert.ok(admin.expires_in >= 890 && admin.expires_in <= 900, `${page}: the admin token lives ${admin.expires_in} s`);
       assert.equal(anonymous.id, 'ANONYMOUS');
       const answers = result.stdout
         .split('\n')
