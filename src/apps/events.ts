@@ -1,15 +1,14 @@
 import type { AppAccess } from '../app-access.js';
 import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
-import type { AuditEvent, EventType } from '../events/event.js';
+import type { AuditEvent } from '../events/event.js';
 import type { EventLog, EventPage } from '../events/log.js';
-import type { EventPageQuery } from '../events/query.js';
+import type { EventFilter, EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
 import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
 
 /** The events after the newest one a reader has, oldest first: what a page following the log adds. */
-export interface EventsAfterQuery {
+export interface EventsAfterQuery extends EventFilter {
   afterId: number;
-  type?: EventType;
   limit: number;
 }
 
@@ -31,9 +30,15 @@ export class AppEvents {
     return this.log.list(appId, query);
   }
 
-  async listAfter(appId: string, { afterId, type, limit }: EventsAfterQuery, context: RequestContext): Promise<AuditEvent[]> {
+  async listAfter(appId: string, { afterId, limit, ...filter }: EventsAfterQuery, context: RequestContext): Promise<AuditEvent[]> {
     await this.access.authorize(appId, 'view_events', context);
-    return this.log.listAfter(appId, afterId, type, limit);
+    return this.log.listAfter(appId, afterId, filter, limit);
+  }
+
+  /** One event of the app, or undefined when it has none of this id (or no longer has it). */
+  async find(appId: string, eventId: number, context: RequestContext): Promise<AuditEvent | undefined> {
+    await this.access.authorize(appId, 'view_events', context);
+    return this.log.find(appId, eventId);
   }
 
   /** The app's counts per minute, hour or day. */

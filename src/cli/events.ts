@@ -55,7 +55,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   while (!stopped.aborted) {
     await sleep(FOLLOW_INTERVAL_MS, undefined, { signal: stopped }).catch(() => {});
     if (stopped.aborted) return;
-    for (const event of await tessera.events.listAfter(appId, lastId, type)) {
+    for (const event of await tessera.events.listAfter(appId, lastId, type === undefined ? {} : { type })) {
       print(event);
       lastId = event.id;
     }

@@ -58,7 +58,7 @@ export function parseEventCountQuery(
   raw: { per?: string | undefined; since?: string | undefined; until?: string | undefined },
   now: number,
 ): EventCountQuery {
-  return eventCountQuery({ per: periodOf(raw.per), since: instantOf(raw.since, 'since'), until: instantOf(raw.until, 'until') }, now);
+  return eventCountQuery({ per: periodOf(raw.per), since: parseInstant(raw.since, 'since'), until: parseInstant(raw.until, 'until') }, now);
 }
 
 /**
@@ -96,7 +96,11 @@ function periodOf(raw: string | undefined): CountPeriod | undefined {
   return raw;
 }
 
-function instantOf(raw: string | undefined, name: string): number | undefined {
+/**
+ * The instant of an RFC 3339 date-time parameter (`since`, `until`), in UNIX ms; undefined when absent
+ * or empty. `invalid_request` naming the parameter for anything else.
+ */
+export function parseInstant(raw: string | undefined, name: string): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   const at = isDateTime(raw) ? Date.parse(raw) : Number.NaN;
   if (!Number.isFinite(at) || at < 0) {

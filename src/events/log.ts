@@ -11,7 +11,7 @@ import {
   type EventCountsDescription,
 } from './counts.js';
 import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
-import { MAX_EVENT_PAGE, type EventPageQuery } from './query.js';
+import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from './query.js';
 import { retentionOf } from './retention.js';
 import type { EventStore } from './store.js';
 
@@ -194,11 +194,14 @@ export class EventLog {
     return apps;
   }
 
-  /** Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`). */
-  async list(appId: string, { type, beforeId, limit }: EventPageQuery): Promise<EventPage> {
+  /**
+   * Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`), of
+   * the events the filter (type, range, reason, client address) lets through.
+   */
+  async list(appId: string, { limit, ...filter }: EventPageQuery): Promise<EventPage> {
     await this.flush();
     // One more than asked tells whether there is a next page.
-    const events = await this.store.list({ appId, type, beforeId, limit: limit + 1 });
+    const events = await this.store.list({ appId, ...filter, limit: limit + 1 });
     const page = events.slice(0, limit);
     return { events: page, nextCursor: events.length > limit ? String(page[page.length - 1]!.id) : null };
   }
@@ -216,10 +219,17 @@ export class EventLog {
     return describeCounts(appId, query, rows);
   }
 
-  /** Oldest first, after `afterId` (for following the log). */
-  async listAfter(appId: string, afterId: number, type?: EventType, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
+  /** Oldest first, after `afterId` (for following the log), of the events the filter lets through. */
+  async listAfter(appId: string, afterId: number, filter: EventFilter = {}, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
     await this.flush();
-    return this.store.list({ appId, type, afterId, limit });
+    return this.store.list({ appId, ...filter, afterId, limit });
+  }
+
+  /** The app's event of this id, or undefined. */
+  async find(appId: string, id: number): Promise<AuditEvent | undefined> {
+    await this.flush();
+    const [event] = await this.store.list({ appId, beforeId: id + 1, limit: 1 });
+    return event?.id === id ? event : undefined;
   }
 }
 

@@ -1,10 +1,17 @@
 import type { EventCount } from './counts.js';
 import type { AuditEvent, EventType, NewAuditEvent } from './event.js';
+import type { EventFilter } from './query.js';
 import type { EventClass } from './retention.js';
 
-export interface EventQuery {
+/**
+ * Events of one app, by the conditions of `EventFilter` (each one given must hold). The stores read
+ * them through the app's index of ids (`events_by_app`), newest or oldest first, and test the other
+ * conditions on the rows they pass: no index on `at`, reasons or addresses is kept up to date with
+ * every refusal written, and the rows an app keeps are capped (`EVENTS_MAX_PER_APP`,
+ * `EVENTS_MAX_REFUSALS_PER_APP`), which bounds what one query reads.
+ */
+export interface EventQuery extends EventFilter {
   appId: string;
-  type?: EventType;
   /** Only events with a smaller id (the cursor of the page before). */
   beforeId?: number;
   /** Only events with a larger id (`tessera events --follow`). */

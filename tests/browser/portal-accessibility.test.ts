@@ -187,12 +187,30 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await page.close();
   });
 
-  it('events, with charts of data', async () => {
+  it('events, with a chart of data; filtered to a custom range; with a mistake in the range; one event', async () => {
     const page = await signedInPage(browser, server, owner.email);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/events`);
     assert.ok((await page.locator('li.event').count()) > 0);
-    assert.ok(Number(await page.locator('#chart-hourly').getAttribute('data-issued')) > 0);
+    assert.ok(Number(await page.locator('#chart-tokens').getAttribute('data-issued')) > 0);
     await assertAccessible(page, 'events');
+    const minute = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    await page.getByLabel('Custom range').check();
+    await page.getByLabel('From (UTC)').fill(minute(Date.now() - 3_600_000));
+    await page.getByLabel('To (UTC)').fill(minute(Date.now() + 60_000));
+    await page.getByLabel('Type').selectOption('token.refused');
+    await page.getByLabel('Reason').selectOption('invalid_client');
+    await page.getByLabel('Client address').fill('127.0.0.1');
+    await submit(page, 'Show');
+    assert.equal(await page.locator('li.event').count(), 3);
+    await assertAccessible(page, 'events, filtered to a custom range');
+    await page.getByLabel('Client address').fill('not an address');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('alert').waitFor();
+    await assertAccessible(page, 'events, with a mistake in the form');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/events?type=token.refused`);
+    await follow(page, () => page.locator('li.event .event-title a').first().click());
+    assert.equal(await page.locator('.event-facts').count(), 1);
+    await assertAccessible(page, 'one event');
     await page.close();
   });
 

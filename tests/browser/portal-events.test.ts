@@ -4,14 +4,16 @@ import type { Locator, Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { createDeveloper, follow, screenshot, signIn } from '../helpers/portal.js';
+import { createDeveloper, follow, screenshots, signIn } from '../helpers/portal.js';
 import { serverForSuite } from '../helpers/server.js';
 
-// The events page in Chromium, as a developer watches their app: its events, the filter and the
-// pages of older ones, new events and the chart moving while the page is open, and the warning
-// when the ClientSecret has been sent from a web page.
+// The events page in Chromium, as a developer watches their app: its events, the range and the
+// filters and the pages of older ones, new events and the chart moving while the page is open, one
+// event's page, and the warning when the ClientSecret has been sent from a web page.
 
+const MINUTE = 60_000;
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 let app: AppEndpoint;
 /** The server's clock runs this far from the real one: to record some history in earlier hours and days. */
@@ -20,6 +22,8 @@ let offset = 0;
 const browser = browserForSuite();
 const server = serverForSuite({ clock: { now: () => Date.now() + offset } }, async () => {
   const owner = await createDeveloper(server, 'ada@example.com');
+  // Created a month ago: its charts start then.
+  offset = -30 * DAY;
   app = appOn(server, await server.tessera.ownedApps.create('Shop', owner.email, OPERATOR));
   // A day and a month of use: anonymous tokens through the day, an admin token now and then, and
   // a burst of wrong secrets six hours ago and nine days ago (someone guessing).
@@ -71,7 +75,7 @@ async function chartTotals(page: Page, id: string): Promise<{ issued: number; re
 }
 
 describe("an app's events in the portal", () => {
-  it('shows the events newest first, in words, with a chart of a day and a month of tokens', async () => {
+  it('shows the events of the last 24 hours newest first, in words, with a chart of its hours; and of the last 30 days, in days', async () => {
     const page = await browser.newPage();
     await signIn(page, server, 'ada@example.com');
     await page.goto(eventsUrl());
@@ -88,14 +92,13 @@ describe("an app's events in the portal", () => {
     assert.match((await first.locator('time').getAttribute('datetime')) ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.match((await first.locator('.event-who').textContent()) ?? '', /from 127\.0\.0\.1/);
 
-    const hourly = await chartTotals(page, 'chart-hourly');
+    assert.equal(await page.getByLabel('Last 24 hours', { exact: true }).isChecked(), true);
+    const hourly = await chartTotals(page, 'chart-tokens');
     assert.deepEqual({ issued: hourly.issued, refused: hourly.refused }, { issued: 38 + 3, refused: 25 });
-    const daily = await chartTotals(page, 'chart-daily');
-    assert.deepEqual({ issued: daily.issued, refused: daily.refused }, { issued: 41 + 9 + 6 + 14 + 5, refused: 25 + 40 + 2 });
+    assert.equal(await page.locator('#chart-tokens').getAttribute('data-per'), 'hour');
     assert.equal(await page.getByRole('img', { name: /Last 24 hours: tokens issued and requests refused per hour/ }).count(), 1);
-    await screenshot(page, 'events');
+    await screenshots(page, 'events');
     await page.setViewportSize({ width: 375, height: 800 });
-    await screenshot(page, 'events-phone');
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
     await page.getByText('The numbers per hour').click();
     assert.equal(
@@ -106,26 +109,47 @@ describe("an app's events in the portal", () => {
       25,
     );
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'the table scrolls on its own');
+
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByLabel('Last 30 days', { exact: true }).check();
+    await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
+    assert.equal(new URL(page.url()).search, '?range=30d');
+    const daily = await chartTotals(page, 'chart-tokens');
+    assert.deepEqual({ issued: daily.issued, refused: daily.refused }, { issued: 41 + 9 + 6 + 14 + 5, refused: 25 + 40 + 2 });
+    assert.equal(await page.locator('#chart-tokens').getAttribute('data-per'), 'day');
+    assert.equal(await page.getByRole('img', { name: /Last 30 days: tokens issued and requests refused per day/ }).count(), 1);
+    assert.equal(await page.getByLabel('Last 30 days', { exact: true }).isChecked(), true);
+    await page.getByLabel('Last 15 minutes', { exact: true }).check();
+    await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
+    assert.equal(await page.locator('#chart-tokens').getAttribute('data-per'), 'minute');
+    assert.equal(await page.locator('#chart-tokens rect.bar').count(), 0, 'nothing in the last 15 minutes');
+    assert.match(await textOf(page.locator('[data-no-events]')), /^No events in the last 15 minutes\. The last 30 days$/);
     await page.close();
   });
 
-  it('filters by type with the form, and pages to older events with the link', async () => {
+  it('filters by type with the form, and pages to older events with the link, in the same range', async () => {
     const page = await browser.newPage();
     await signIn(page, server, 'ada@example.com');
     await page.goto(eventsUrl());
     await page.getByLabel('Type').selectOption('token.refused');
     await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
-    assert.equal(new URL(page.url()).search, '?type=token.refused');
+    assert.equal(new URL(page.url()).search, '?range=1d&type=token.refused', 'no empty field in the address');
     const types = await page.locator('li.event').evaluateAll((items) => items.map((item) => item.getAttribute('data-type')));
-    assert.equal(types.length, 25);
+    assert.equal(types.length, 25, 'the 25 refusals of the last 24 hours');
     assert.deepEqual(new Set(types), new Set(['token.refused']));
-    const newest = await listedIds(page);
+    assert.equal(await page.getByRole('link', { name: 'Older events' }).count(), 0, 'the others are older than the range');
 
+    await page.getByLabel('Last 30 days', { exact: true }).check();
+    await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
+    assert.equal(new URL(page.url()).search, '?range=30d&type=token.refused');
+    const newest = await listedIds(page);
+    assert.equal(newest.length, 25);
     await follow(page, () => page.getByRole('link', { name: 'Older events' }).click());
-    assert.match(new URL(page.url()).search, /^\?type=token\.refused&cursor=\d+$/);
+    assert.match(new URL(page.url()).search, /^\?range=30d&type=token\.refused&cursor=\d+$/);
     assert.equal(await page.getByLabel('Type').inputValue(), 'token.refused');
+    assert.equal(await page.getByLabel('Last 30 days', { exact: true }).isChecked(), true);
     const older = await listedIds(page);
-    assert.ok(older.length > 0);
+    assert.equal(older.length, 25);
     assert.ok(Math.max(...older) < Math.min(...newest));
     await follow(page, () => page.getByRole('link', { name: 'Newest events' }).click());
     assert.deepEqual(await listedIds(page), newest);
@@ -141,7 +165,7 @@ describe("an app's events in the portal", () => {
     await signIn(page, server, 'ada@example.com');
     await page.goto(eventsUrl());
     const before = await listedIds(page);
-    const chartBefore = await chartTotals(page, 'chart-hourly');
+    const chartBefore = await chartTotals(page, 'chart-tokens');
 
     for (let index = 0; index < 5; index++)
       assert.equal((await requestToken(app, adminFields(app, { client_secret: 'guess again' }))).status, 401);
@@ -160,10 +184,10 @@ describe("an app's events in the portal", () => {
     assert.equal(await page.locator('li.event').first().locator('.event-title').textContent(), 'Admin token issued');
     assert.equal(await page.locator('li.event.new').count(), 6);
     await page
-      .locator('#chart-hourly[data-refused]')
+      .locator('#chart-tokens[data-refused]')
       .and(page.locator(`[data-refused="${chartBefore.refused + 5}"]`))
       .waitFor({ timeout: 15_000 });
-    const chartAfter = await chartTotals(page, 'chart-hourly');
+    const chartAfter = await chartTotals(page, 'chart-tokens');
     assert.deepEqual(
       { issued: chartAfter.issued, refused: chartAfter.refused },
       { issued: chartBefore.issued + 4, refused: chartBefore.refused + 5 },
@@ -196,7 +220,7 @@ describe("an app's events in the portal", () => {
     assert.equal(await textOf(revoked.locator('.event-who')), 'By ada@example.com from 127.0.0.1');
     assert.match(
       await textOf(revoked.locator('.event-details')),
-      /^every anonymous token issued up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC is refused$/,
+      /^Revoked every anonymous token of the app issued up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
     );
     await page.setViewportSize({ width: 375, height: 800 });
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
@@ -218,9 +242,8 @@ describe("an app's events in the portal", () => {
     await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
     assert.equal(await page.locator('li.event').count(), 1);
     assert.equal(await warning.count(), 1);
-    await screenshot(page, 'events-warning');
+    await screenshots(page, 'events-warning');
     await page.setViewportSize({ width: 375, height: 800 });
-    await screenshot(page, 'events-warning-phone');
     await follow(page, () => warning.getByRole('link', { name: 'Rotate the ClientSecret' }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/rotate-secret`);
     assert.equal(await page.getByRole('heading', { name: 'Rotate the ClientSecret' }).count(), 1);
@@ -251,5 +274,141 @@ describe('the events page left open', () => {
       offset = 0;
       await page.close();
     }
+  });
+});
+
+describe('an investigation in the portal', () => {
+  // Requests come through a proxy (the test), which names the client in X-Forwarded-For; the
+  // server's clock is moved to the instants of the story.
+  let shift = 0;
+  let shop: AppEndpoint;
+  const [A, B] = ['203.0.113.7', '2001:db8::42'];
+  /** The start of a minute two hours ago: the story runs from it, at +1:59 to +6:00. */
+  const base = Date.now() - (Date.now() % MINUTE) - 2 * HOUR;
+  const at = (ms: number) => (shift = base + ms - Date.now());
+  const investigated = serverForSuite({ clock: { now: () => Date.now() + shift }, trustedProxies: ['127.0.0.1', '::1'] }, async () => {
+    at(-HOUR);
+    const owner = await createDeveloper(investigated, 'grace@example.com');
+    shop = appOn(investigated, await investigated.tessera.ownedApps.create('Shop', owner.email, OPERATOR));
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const wrongSecret = async (address: string) =>
+      assert.equal((await requestToken(shop, adminFields(shop, { client_secret: 'a guess' }), from(address))).status, 401);
+    at(119_000);
+    await wrongSecret(A);
+    at(120_000);
+    await wrongSecret(A);
+    at(190_000);
+    await wrongSecret(B);
+    at(200_000);
+    assert.equal((await requestToken(shop, adminFields(shop), from(A))).status, 200);
+    at(299_000);
+    const badToken = await fetch(`${shop.appUrl}/whoami`, { headers: { authorization: `Bearer ${'A'.repeat(43)}`, ...from(A) } });
+    assert.equal(badToken.status, 401);
+    at(300_000);
+    await wrongSecret(A);
+    at(360_000);
+    await wrongSecret(B);
+    shift = 0;
+    await investigated.tessera.events.flush();
+  });
+  /** `2026-01-31T14:02`, as a person types it in the datetime-local fields (UTC). */
+  const typed = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+
+  it('answers "what happened between these two minutes from this address" with the form, then shows one event whole', async () => {
+    const page = await browser.newPage();
+    await signIn(page, investigated, 'grace@example.com');
+    await page.goto(`${investigated.baseUrl}/portal/apps/${shop.appId}/events`);
+    // As a person would: a time in From picks the custom range.
+    await page.getByLabel('From (UTC)').fill(typed(base + 2 * MINUTE));
+    assert.equal(await page.getByLabel('Custom range').isChecked(), true, 'typing a time chooses the custom range');
+    await page.getByLabel('To (UTC)').fill(typed(base + 5 * MINUTE));
+    await page.getByLabel('Client address').fill(A);
+    await follow(page, () => page.getByRole('button', { name: 'Show' }).click());
+
+    const search = new URL(page.url()).searchParams;
+    assert.deepEqual(Object.fromEntries(search), {
+      range: 'custom',
+      from: typed(base + 2 * MINUTE),
+      to: typed(base + 5 * MINUTE),
+      clientAddress: A,
+    });
+    const items = page.locator('li.event');
+    assert.deepEqual(await items.evaluateAll((list) => list.map((item) => item.getAttribute('data-type'))), [
+      'token.refused',
+      'token.issued',
+      'token.refused',
+    ]);
+    assert.deepEqual(await page.locator('li.event .event-title').allTextContents(), [
+      'Token refused',
+      'Admin token issued',
+      'Admin token request refused',
+    ]);
+    for (const who of await page.locator('li.event .event-who').allTextContents())
+      assert.match(who, new RegExp(`from ${A.replaceAll('.', '\\.')}$`));
+    assert.equal(
+      await textOf(page.locator('[data-view-summary]')),
+      `Events from ${new Date(base + 2 * MINUTE).toISOString().slice(0, 10)} ${typed(base + 2 * MINUTE).slice(11)} to ${typed(base + 5 * MINUTE).slice(11)} UTC from ${A}, newest first. A custom range is not updated live. Every event of this range`,
+    );
+    assert.equal(await page.locator('#chart-tokens').getAttribute('data-per'), 'minute');
+    assert.deepEqual(await chartTotals(page, 'chart-tokens'), { issued: 1, refused: 3, bars: 4 });
+    assert.equal(await page.getByLabel('Custom range').isChecked(), true);
+    assert.equal(await page.getByLabel('Client address').inputValue(), A);
+    assert.equal(await page.locator('ol.events[data-live]').count(), 0, 'a past range is not updated live');
+    await screenshots(page, 'events-investigation');
+    await page.setViewportSize({ width: 375, height: 800 });
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // Without a filter of address, the minutes hold the other address's refusal too.
+    await follow(page, () => page.getByRole('link', { name: 'Every event of this range' }).click());
+    assert.equal(await page.locator('li.event').count(), 4);
+    assert.equal(await page.getByLabel('Client address').inputValue(), '');
+
+    // One event, whole: the refusal at the first minute.
+    await follow(page, () => page.locator('li.event').last().getByRole('link', { name: 'Admin token request refused' }).click());
+    assert.match(new URL(page.url()).pathname, new RegExp(`^/portal/apps/${shop.appId}/events/\\d+$`));
+    assert.equal(await page.getByRole('heading', { level: 2 }).first().textContent(), 'Admin token request refused');
+    const fact = (name: string) =>
+      textOf(
+        page
+          .locator('.event-facts > div')
+          .filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) })
+          .locator('dd'),
+      );
+    assert.equal(await fact('Who'), 'Someone without valid credentials');
+    assert.equal(await fact('Asked for'), 'An admin token, with a ClientID and a ClientSecret');
+    assert.match(await fact('Reason'), /^Wrong ClientID or ClientSecret invalid_client The ClientID and ClientSecret sent do not match/);
+    assert.match(
+      await fact('When'),
+      new RegExp(`^${new Date(base + 2 * MINUTE).toISOString().slice(0, 10)} ${typed(base + 2 * MINUTE).slice(11)}:00 UTC`),
+    );
+    assert.equal(
+      await page.getByRole('link', { name: 'Back to the events' }).getAttribute('href'),
+      `/portal/apps/${shop.appId}/events?${new URLSearchParams({ range: 'custom', from: typed(base + 2 * MINUTE), to: typed(base + 5 * MINUTE) }).toString()}`,
+      'back to the range it was opened from',
+    );
+    await screenshots(page, 'event-detail');
+    await page.setViewportSize({ width: 375, height: 800 });
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'nothing wider than a phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // Its address leads to everything from there.
+    await follow(page, () => page.getByRole('link', { name: `Every event from ${A} in the last 30 days` }).click());
+    assert.equal(await page.getByLabel('Last 30 days', { exact: true }).isChecked(), true);
+    assert.equal(await page.getByLabel('Client address').inputValue(), A);
+    assert.equal(await page.locator('li.event').count(), 5);
+
+    // A custom range the wrong way round is shown beside the form, with what was typed.
+    await page.getByLabel('Custom range').check();
+    await page.getByLabel('From (UTC)').fill(typed(base + 5 * MINUTE));
+    await page.getByLabel('To (UTC)').fill(typed(base + 2 * MINUTE));
+    const answer = page.waitForResponse((response) => response.url().includes('/events?'));
+    await page.getByRole('button', { name: 'Show' }).click();
+    assert.equal((await answer).status(), 400);
+    await page.getByRole('alert').waitFor();
+    assert.equal(await page.getByRole('alert').textContent(), 'To must be after From.');
+    assert.equal(await page.getByLabel('To (UTC)').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.getByLabel('From (UTC)').inputValue(), typed(base + 5 * MINUTE));
+    await page.close();
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertError } from '../helpers/assert.js';
+import { FakeClock } from '../helpers/clock.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import {
   adminFields,
@@ -307,6 +308,36 @@ describe('GET /api/apps/{appId}/events', () => {
     assert.match(tooMany.body.message, /2880 buckets of a minute; at most 1440/);
   });
 
+  it('refuses a bad type, limit, cursor, since, until, reason or clientAddress with 400 invalid_request naming it', async () => {
+    const cases: [string, RegExp][] = [
+      ['?since=yesterday', /^since must be a date-time/],
+      ['?until=2026-01-01', /^until must be a date-time/],
+      ['?since=2026-02-30T00:00:00Z', /^since must be a date-time/],
+      ['?since=1700000000000', /^since must be a date-time/],
+      ['?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z', /^since must be before until/],
+      ['?since=2026-01-01T00:00:00Z&until=2026-01-01T00:00:00Z', /^since must be before until/],
+      ['?since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:01Z', /^since and until must be at most 90 days apart/],
+      ['?since=2026-01-01T00:00:00Z&since=2026-01-02T00:00:00Z', /^since must not be repeated/],
+      ['?reason=Invalid_Client', /^reason must be/],
+      ['?reason=invalid-client', /^reason must be/],
+      [`?reason=${'a'.repeat(41)}`, /^reason must be/],
+      ['?reason=%27%20OR%201%3D1', /^reason must be/],
+      ['?clientAddress=localhost', /^clientAddress must be an IPv4 or IPv6 address/],
+      ['?clientAddress=203.0.113.256', /^clientAddress must be/],
+      ['?clientAddress=203.0.113.0%2F24', /^clientAddress must be/],
+      [`?clientAddress=${'1:'.repeat(30)}1`, /^clientAddress must be/],
+      ['?clientAddress=%20203.0.113.7', /^clientAddress must be/],
+      ['?clientAddress=1.2.3.4&clientAddress=1.2.3.5', /^clientAddress must not be repeated/],
+    ];
+    for (const [query, message] of cases) {
+      const answer = await events(query);
+      assertError(answer, 400, 'invalid_request');
+      assert.match(answer.body.message, message, query);
+    }
+    const ninety = await events('?since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z&reason=invalid_client&clientAddress=2001:db8::1');
+    assert.equal(ninety.status, 200, ninety.text);
+  });
+
   it('refuses a bad type, limit or cursor with 400 invalid_request', async () => {
     for (const query of [
       '?type=token.stolen',
@@ -338,5 +369,95 @@ describe('GET /api/apps/{appId}/events', () => {
     const otherEvents = (await events('', other.appUrl, otherAdmin)).body.events;
     assert.ok(otherEvents.every((event: any) => event.appId === other.appId));
     assert.deepEqual(countTotalsOf(await counts('', other.appUrl, otherAdmin)), { 'token.issued admin': 1 });
+  });
+});
+
+describe('GET /api/apps/{appId}/events by time, reason and client address', () => {
+  // The server's clock stands still, moved by the test; the client addresses come through a proxy.
+  const clock = new FakeClock(Date.parse('2026-03-10T13:59:00Z'));
+  const timed = serverForSuite({ clock, trustedProxies: ['127.0.0.1', '::1'] });
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  const at = (time: string) => (clock.time = Date.parse(`2026-03-10T${time}Z`));
+
+  it('answers what happened between 14:02 and 14:05 from one address, and nothing else', async () => {
+    const [A, B] = ['203.0.113.7', '2001:db8::42'];
+    at('14:00:00');
+    const admin = (await requestToken(timed, adminFields(timed), from('198.51.100.9'))).body.access_token as string;
+    const wrongSecret = (address: string) => requestToken(timed, adminFields(timed, { client_secret: 'a guess' }), from(address));
+    at('14:01:59.999');
+    assert.equal((await wrongSecret(A)).status, 401);
+    at('14:02:00');
+    assert.equal((await wrongSecret(A)).status, 401);
+    at('14:03:10');
+    assert.equal((await wrongSecret(B)).status, 401);
+    at('14:03:20');
+    assert.equal((await requestToken(timed, adminFields(timed), from(A))).status, 200);
+    at('14:04:59.999');
+    const badToken = await request(`${timed.appUrl}/whoami`, { headers: { authorization: bearer('A'.repeat(43)), ...from(A) } });
+    assert.equal(badToken.status, 401);
+    at('14:05:00');
+    assert.equal((await wrongSecret(A)).status, 401);
+    at('14:06:00');
+    assert.equal((await wrongSecret(B)).status, 401);
+
+    const listed = async (query: string) => {
+      const answer = await events(query, timed.appUrl, admin);
+      assert.equal(answer.status, 200, answer.text);
+      return (answer.body.events as any[]).map((event) => [
+        event.at.slice(11, 23),
+        event.type,
+        event.details.reason ?? null,
+        event.clientAddress,
+      ]);
+    };
+    const window = 'since=2026-03-10T14:02:00Z&until=2026-03-10T14:05:00Z';
+    assert.deepEqual(await listed(`?${window}&clientAddress=${A}`), [
+      ['14:04:59.999', 'token.refused', 'invalid_token', A],
+      ['14:03:20.000', 'token.issued', null, A],
+      ['14:02:00.000', 'token.refused', 'invalid_client', A],
+    ]);
+    assert.deepEqual(await listed(`?${window}`), [
+      ['14:04:59.999', 'token.refused', 'invalid_token', A],
+      ['14:03:20.000', 'token.issued', null, A],
+      ['14:03:10.000', 'token.refused', 'invalid_client', B],
+      ['14:02:00.000', 'token.refused', 'invalid_client', A],
+    ]);
+    assert.deepEqual(await listed(`?clientAddress=${encodeURIComponent(B)}`), [
+      ['14:06:00.000', 'token.refused', 'invalid_client', B],
+      ['14:03:10.000', 'token.refused', 'invalid_client', B],
+    ]);
+    assert.deepEqual(await listed(`?${window}&clientAddress=${A}&reason=invalid_client`), [
+      ['14:02:00.000', 'token.refused', 'invalid_client', A],
+    ]);
+    assert.deepEqual(await listed(`?${window}&clientAddress=${A}&type=token.issued`), [['14:03:20.000', 'token.issued', null, A]]);
+    assert.deepEqual(await listed(`?reason=invalid_token`), [['14:04:59.999', 'token.refused', 'invalid_token', A]]);
+    assert.deepEqual(
+      await listed(`?since=2026-03-10T15:02:00%2B01:00&until=2026-03-10T15:05:00%2B01:00&clientAddress=${A}`),
+      await listed(`?${window}&clientAddress=${A}`),
+      'an offset names the same instants',
+    );
+    assert.deepEqual(await listed('?since=2026-03-10T14:05:00Z'), [
+      ['14:06:00.000', 'token.refused', 'invalid_client', B],
+      ['14:05:00.000', 'token.refused', 'invalid_client', A],
+    ]);
+    assert.deepEqual(await listed(`?until=2026-03-10T14:02:00Z&clientAddress=${A}`), [
+      ['14:01:59.999', 'token.refused', 'invalid_client', A],
+    ]);
+    assert.deepEqual(await listed('?clientAddress=203.0.113.8'), []);
+
+    // Pages keep the filter: one at a time, the same three.
+    const paged: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page: JsonResponse = await events(
+        `?${window}&clientAddress=${A}&limit=1${cursor === '' ? '' : `&cursor=${cursor}`}`,
+        timed.appUrl,
+        admin,
+      );
+      assert.equal(page.status, 200, page.text);
+      paged.push(...(page.body.events as any[]).map((event) => event.at.slice(11, 19)));
+      cursor = page.body.nextCursor;
+    }
+    assert.deepEqual(paged, ['14:04:59', '14:03:20', '14:02:00']);
   });
 });

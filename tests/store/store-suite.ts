@@ -956,6 +956,90 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(after, all.slice(0, 3).reverse());
       });
 
+      it('filters by a range of instants, a reason and a client address, alone and together, paging and following alike', async () => {
+        const minute = (n: number) => T0 + n * 60_000;
+        const refused = (n: number, clientAddress: string, reason: string, type: NewAuditEvent['type'] = 'token.refused') =>
+          makeEvent(appId, { at: minute(n), type, principal: null, clientAddress, details: { reason, n } });
+        await store.events.append([
+          makeEvent(appId, { at: minute(0), clientAddress: '203.0.113.7', details: { n: 0 } }),
+          refused(1, '203.0.113.7', 'invalid_client'),
+          refused(2, '198.51.100.2', 'invalid_token'),
+          refused(3, '2001:db8::1', 'address_not_allowed', 'credential.refused'),
+          refused(4, '203.0.113.7', 'invalid_client'),
+          makeEvent(appId, { at: minute(5), clientAddress: null, details: { n: 5, reasons: ['invalid_client'] } }),
+          // Recorded late (a write tried again after an outage): a larger id, an earlier instant.
+          refused(2, '203.0.113.7', 'invalid_client'),
+        ]);
+        await store.events.append([
+          makeEvent('another-app', {
+            at: minute(1),
+            type: 'token.refused',
+            clientAddress: '203.0.113.7',
+            details: { reason: 'invalid_client' },
+          }),
+        ]);
+        const listed = async (query: Omit<Parameters<Store['events']['list']>[0], 'appId' | 'limit'>, limit = 100) =>
+          (await store.events.list({ appId, limit, ...query })).map((event) => event.details.n);
+
+        assert.deepEqual(await listed({}), [2, 5, 4, 3, 2, 1, 0]);
+        assert.deepEqual(await listed({ since: minute(1), until: minute(4) }), [2, 3, 2, 1], 'since included, until not');
+        assert.deepEqual(await listed({ since: minute(4) }), [5, 4]);
+        assert.deepEqual(await listed({ until: minute(1) }), [0]);
+        assert.deepEqual(await listed({ since: minute(2), until: minute(2) + 1 }), [2, 2]);
+        assert.deepEqual(
+          await listed({ reason: 'invalid_client' }),
+          [2, 4, 1],
+          "details.reason only, not a list that holds it, nor another app's",
+        );
+        assert.deepEqual(await listed({ reason: 'invalid' }), [], 'the whole reason');
+        assert.deepEqual(await listed({ clientAddress: '203.0.113.7' }), [2, 4, 1, 0]);
+        assert.deepEqual(await listed({ clientAddress: '2001:db8::1' }), [3]);
+        assert.deepEqual(await listed({ clientAddress: '203.0.113.70' }), [], 'the whole address');
+        assert.deepEqual(await listed({ type: 'token.refused', reason: 'invalid_token' }), [2]);
+        assert.deepEqual(
+          await listed({ since: minute(1), until: minute(4), clientAddress: '203.0.113.7', reason: 'invalid_client' }),
+          [2, 1],
+        );
+        assert.deepEqual(
+          await listed({
+            since: minute(2),
+            until: minute(5),
+            clientAddress: '203.0.113.7',
+            type: 'token.refused',
+            reason: 'invalid_client',
+          }),
+          [2, 4],
+        );
+
+        const all = await store.events.list({ appId, limit: 100 });
+        const pages: unknown[] = [];
+        let beforeId: number | undefined;
+        for (;;) {
+          const page = await store.events.list({
+            appId,
+            limit: 1,
+            clientAddress: '203.0.113.7',
+            ...(beforeId === undefined ? {} : { beforeId }),
+          });
+          if (page.length === 0) break;
+          pages.push(page[0]!.details.n);
+          beforeId = page[0]!.id;
+        }
+        assert.deepEqual(pages, [2, 4, 1, 0]);
+        const after = await store.events.list({
+          appId,
+          limit: 100,
+          afterId: all.at(-1)!.id,
+          clientAddress: '203.0.113.7',
+          since: minute(1),
+        });
+        assert.deepEqual(
+          after.map((event) => event.details.n),
+          [1, 4, 2],
+          'oldest first',
+        );
+      });
+
       it('trims an app to its newest events of each class, in batches, never one of the other class', async () => {
         // Interleaved: 12 audit events and 12 refusals, oldest first.
         for (let i = 0; i < 12; i++) {

@@ -172,6 +172,11 @@ const READS: Operation[] = [
     expected: BY_ADMIN_TOKEN_OR_MEMBER,
   },
   {
+    name: 'one of its events',
+    run: (tessera, { appId }, context) => tessera.appEvents.find(appId, 1, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
     name: 'its event counts',
     run: (tessera, { appId }, context) => tessera.appEvents.counts(appId, eventCountQuery({ per: 'hour' }, tessera.clock.now()), context),
     expected: BY_ADMIN_TOKEN_OR_MEMBER,

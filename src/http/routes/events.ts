@@ -20,8 +20,16 @@ type EventsRequest = {
  */
 export const eventRoutes: FastifyPluginAsync<{ events: AppEvents; clock: Clock }> = async (app, { events, clock }) => {
   app.get<EventsRequest>(EVENTS_PATH, { onRequest: requireAdmin }, async (request) => {
-    const { type, cursor, limit } = request.query;
-    const query = parseEventPageQuery({ type: single(type, 'type'), cursor: single(cursor, 'cursor'), limit: single(limit, 'limit') });
+    const { type, cursor, limit, since, until, reason, clientAddress } = request.query;
+    const query = parseEventPageQuery({
+      type: single(type, 'type'),
+      cursor: single(cursor, 'cursor'),
+      limit: single(limit, 'limit'),
+      since: single(since, 'since'),
+      until: single(until, 'until'),
+      reason: single(reason, 'reason'),
+      clientAddress: single(clientAddress, 'clientAddress'),
+    });
     const page = await events.list(request.params.appId, query, { clientAddress: request.ip, by: request.principal });
     return { events: page.events.map(describeEvent), nextCursor: page.nextCursor };
   });

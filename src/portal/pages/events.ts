@@ -1,16 +1,32 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { notFound } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
-import { actorOfEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
-import { parseEventPageQuery, type EventPageQuery } from '../../events/query.js';
-import type { PrincipalKind } from '../../principal.js';
-import type { Actor, RequestContext } from '../../request-context.js';
-import { chartQueries, tokenChart, tokenSeries } from '../chart.js';
+import { describeEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
+import { MAX_CLIENT_ADDRESS_LENGTH, MAX_EVENT_SPAN_MS, parseEventPageQuery } from '../../events/query.js';
+import type { RequestContext } from '../../request-context.js';
+import { chartQuery, tokenChart, tokenSeries } from '../chart.js';
+import type { BackgroundRouteConfig, PortalContext } from '../context.js';
+import {
+  fieldText,
+  isFiltered,
+  listFilter,
+  parseEventView,
+  RELATIVE_RANGES,
+  rangeWords,
+  spanText,
+  viewQuery,
+  ViewMistake,
+  type EventView,
+  type RangeName,
+  type RawView,
+  type ViewField,
+} from '../event-view.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { BackgroundRouteConfig, PortalContext } from '../context.js';
 import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
+import { attemptedWords, detailsOf, eventTitle, LISTED_REASONS, reasonExplained, reasonLabel, TYPE_WORDS, whoOf } from './event-words.js';
 import { secretExposureWarning } from './secret-exposure-warning.js';
 
 type EventsRequest = {
@@ -18,16 +34,26 @@ type EventsRequest = {
   Querystring: Record<string, string | string[] | undefined>;
 };
 
+type EventRequest = {
+  Params: { appId: string; eventId: string };
+  Querystring: Record<string, string | string[] | undefined>;
+};
+
 /** Events on a page of the log. */
 const PAGE_SIZE = 25;
 /** New events one live update brings at most; the next one brings the rest. */
 const LIVE_BATCH = 100;
+/** The span of the link from an event to the others from its address around it: this long on either side. */
+const AROUND_MS = 30 * 60_000;
 
 /**
- * An app's events page: what happened to the app, newest first, filtered by type and paged with the
- * log's cursor; a chart of tokens issued and refused; and a warning while the ClientSecret is known
- * to have leaked into a web page. `…/events/live` gives what is newer than the page shows, for the
- * script to add without a reload; the page works without it.
+ * An app's events page, for an investigation: a time range (the last 15 minutes to the last 30
+ * days, or from one instant to another) and filters by type, reason and client address, in one GET
+ * form; a chart of tokens issued and refused over the range, never from before the app was created,
+ * in minutes, hours or days as the range allows; the events of the range, newest first, paged with
+ * the log's cursor, each linking to its own page; and a warning while the ClientSecret is known to
+ * have leaked into a web page. `…/events/live` gives what is newer than a page of a range that ends
+ * now shows, for the script to add without a reload; the page works without it.
  */
 export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock }) => {
   app.addHook('preHandler', requireSession);
@@ -36,44 +62,66 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
   const emailsOf = async (appId: string, context: RequestContext) =>
     new Map((await members.membersOf(appId, context)).map((member) => [member.developerId, member.email]));
 
-  const charts = async (appId: string, context: RequestContext): Promise<Html> => {
-    const queries = chartQueries(clock);
-    const [hourly, daily] = await Promise.all([events.counts(appId, queries.hour, context), events.counts(appId, queries.day, context)]);
-    return html`${tokenChart(tokenSeries(hourly), 'chart-hourly', 'Last 24 hours')}${tokenChart(tokenSeries(daily), 'chart-daily', 'Last 30 days')}`;
+  /** The chart of the view's range, from the app's creation at the earliest. */
+  const chartOf = async (appId: string, view: EventView, createdAt: number, context: RequestContext): Promise<Html> => {
+    const query = chartQuery(view.since, view.until, createdAt);
+    const heading = view.range === 'custom' ? capitalised(spanText(view.since, view.until)) : RELATIVE_RANGES[view.range].label;
+    if (query === null) {
+      return html`<p class="empty" data-no-chart>The app was created ${utcText(createdAt)}, after this range: it has nothing to count there.</p>`;
+    }
+    const counts = await events.counts(appId, query, context);
+    const startsAtCreation = query.since > view.since;
+    const span = startsAtCreation
+      ? `Since the app was created, ${utcText(createdAt)}`
+      : view.range === 'custom'
+        ? `From ${spanText(view.since, view.until)}`
+        : `In ${rangeWords(view)}`;
+    const note = startsAtCreation ? `Since the app was created, ${utcText(createdAt)}: per ${query.per}.` : null;
+    return tokenChart(tokenSeries(counts), 'chart-tokens', heading, span, note);
   };
 
   app.get<EventsRequest>('/apps/:appId/events', async (request, reply) => {
     const { developer } = sessionOf(request);
     const { appId } = request.params;
     const role = await members.authorize(appId, developer.id, 'view_events');
-    const query = parseEventPageQuery(
-      { type: single(request.query.type, 'type'), cursor: single(request.query.cursor, 'cursor') },
-      PAGE_SIZE,
-    );
+    const raw = rawViewOf(request.query);
+    const { beforeId } = parseEventPageQuery({ cursor: single(request.query.cursor, 'cursor') });
     const context = asDeveloper(request);
-    const [described, listed, exposure, emails, chartsHtml] = await Promise.all([
-      apps.show(appId, context),
-      events.list(appId, query, context),
+    const now = clock.now();
+    const [view, mistake] = viewOrMistake(raw, now);
+    const shown = apps.show(appId, context);
+    const [described, exposure, emails, listed, chartHtml] = await Promise.all([
+      shown,
       events.lastSecretExposure(appId, context),
       emailsOf(appId, context),
-      charts(appId, context),
+      view === undefined
+        ? undefined
+        : events.list(appId, { ...listFilter(view), ...(beforeId === undefined ? {} : { beforeId }), limit: PAGE_SIZE }, context),
+      view === undefined ? undefined : shown.then((app) => chartOf(appId, view, Date.parse(app.createdAt), context)),
     ]);
-    const live = query.beforeId === undefined;
-    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, query.type, context) : 0);
-    const body = html`${appHeader(appId, described.name, 'Events')}
+    const form = viewForm(appId, view === undefined ? typedState(raw) : stateOf(view), now, mistake);
+    const top = html`${appHeader(appId, described.name, 'Events')}
 ${secretExposureWarning(appId, exposure, role)}
+${form}`;
+    if (view === undefined || listed === undefined || chartHtml === undefined) {
+      return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body: top }), 400);
+    }
+    const live = view.range !== 'custom' && beforeId === undefined;
+    const newest = listed.events[0]?.id ?? (live ? await newestId(appId, context) : 0);
+    const links = eventLinks(appId, view);
+    const body = html`${top}
 <h2>Tokens</h2>
-<p class="hint">Tokens issued and requests refused, counted for every request. Refused includes admin attempts throttled (429) after too many wrong secrets: counted, not listed. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
-<div class="charts" data-charts>${chartsHtml}</div>
+<p class="hint">Tokens issued and requests refused, counted for every request of the range${isFiltered(view) ? ' (the type, reason and address filters apply to the list of events below, not to the chart)' : ''}. Refused includes admin attempts throttled (429) after too many wrong secrets: counted, not listed. Many refusals in a short time are someone guessing; a sudden rise in admin tokens can be a leaked secret in use.</p>
+<div class="charts" data-charts>${chartHtml}</div>
 <h2 id="log">Events</h2>
-${filterForm(appId, query.type)}
-<p class="live-status" role="status" aria-live="polite" data-live-status></p>
-${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(query)}</p>` : null}
-<ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${query.type === undefined ? '' : `?type=${query.type}`}" data-newest="${newest}"` : null}>
-${listed.events.map((event) => eventItem(event, emails))}
+${viewSummary(appId, view, beforeId !== undefined)}
+${live ? html`<p class="live-status" role="status" aria-live="polite" data-live-status></p>` : null}
+${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(appId, view, beforeId !== undefined)}</p>` : null}
+<ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${viewQuery(view)}" data-newest="${newest}"` : null}>
+${listed.events.map((event) => eventItem(event, emails, links))}
 </ol>
-${pager(appId, query, listed.nextCursor)}
-<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the charts but not listed one by one. Events are kept for a limited time.</p>`;
+${pager(appId, view, beforeId, listed.nextCursor)}
+<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the chart but not listed one by one. Events are kept for a limited time.</p>`;
     return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
   });
 
@@ -85,33 +133,95 @@ ${pager(appId, query, listed.nextCursor)}
       const { developer } = sessionOf(request);
       const { appId } = request.params;
       await members.authorize(appId, developer.id, 'view_events');
-      const { type } = parseEventPageQuery({ type: single(request.query.type, 'type') });
+      const [view, mistake] = viewOrMistake(rawViewOf(request.query), clock.now());
+      if (view === undefined) throw new TesseraError('invalid_request', mistake.message);
+      if (view.range === 'custom') throw new TesseraError('invalid_request', 'A custom range is not updated live.');
       const after = eventIdOf(single(request.query.after, 'after'));
       const context = asDeveloper(request);
-      const [added, emails, chartsHtml] = await Promise.all([
-        events.listAfter(appId, { afterId: after, type, limit: LIVE_BATCH }, context),
+      const shown = apps.show(appId, context);
+      const [added, emails, chartHtml] = await Promise.all([
+        events.listAfter(appId, { afterId: after, ...listFilter(view), limit: LIVE_BATCH }, context),
         emailsOf(appId, context),
-        charts(appId, context),
+        shown.then((described) => chartOf(appId, view, Date.parse(described.createdAt), context)),
       ]);
       const newestFirst = added.reverse();
+      const links = eventLinks(appId, view);
       return reply.type('application/json; charset=utf-8').send({
         count: newestFirst.length,
         newest: newestFirst[0]?.id ?? after,
-        items: html`${newestFirst.map((event) => eventItem(event, emails))}`.text,
-        charts: chartsHtml.text,
+        items: html`${newestFirst.map((event) => eventItem(event, emails, links))}`.text,
+        charts: chartHtml.text,
       });
     },
   );
 
-  /** The id of the newest event of the app (of `type`), 0 when there is none: where live updates start. */
-  async function newestId(appId: string, type: EventType | undefined, context: RequestContext): Promise<number> {
-    return (await events.list(appId, { type, limit: 1 }, context)).events[0]?.id ?? 0;
+  app.get<EventRequest>('/apps/:appId/events/:eventId', async (request, reply) => {
+    const { developer } = sessionOf(request);
+    const { appId, eventId } = request.params;
+    await members.authorize(appId, developer.id, 'view_events');
+    const back = `/portal/apps/${appId}/events${backQuery(request.query, clock.now())}`;
+    const id = /^[1-9][0-9]{0,15}$/.test(eventId) ? Number(eventId) : Number.NaN;
+    if (!Number.isSafeInteger(id)) throw eventNotFound();
+    const context = asDeveloper(request);
+    const [described, event, emails] = await Promise.all([
+      apps.show(appId, context),
+      events.find(appId, id, context),
+      emailsOf(appId, context),
+    ]);
+    if (event === undefined) throw eventNotFound();
+    const body = eventPage(appId, described.name, event, emails, back);
+    return sendPage(
+      reply,
+      page({ title: `${eventTitle(event)} · Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }),
+    );
+  });
+
+  /** The id of the app's newest event, 0 when there is none: where live updates start when the page lists none. */
+  async function newestId(appId: string, context: RequestContext): Promise<number> {
+    return (await events.list(appId, { limit: 1 }, context)).events[0]?.id ?? 0;
   }
 };
+
+function eventNotFound(): TesseraError {
+  return new TesseraError(
+    notFound().code,
+    'This app has no event with this id: it may have been removed, as events are kept for a limited time.',
+  );
+}
 
 function single(value: string | string[] | undefined, name: string): string | undefined {
   if (Array.isArray(value)) throw new TesseraError('invalid_request', `${name} must be given once.`);
   return value;
+}
+
+function rawViewOf(query: EventsRequest['Querystring']): RawView {
+  return {
+    range: single(query.range, 'range'),
+    from: single(query.from, 'from'),
+    to: single(query.to, 'to'),
+    type: single(query.type, 'type'),
+    reason: single(query.reason, 'reason'),
+    clientAddress: single(query.clientAddress, 'clientAddress'),
+  };
+}
+
+/** The view an event's page was opened from, for its way back; the default view for anything else. */
+function backQuery(query: EventRequest['Querystring'], now: number): string {
+  try {
+    return viewQuery(parseEventView(rawViewOf(query), now));
+  } catch {
+    return '';
+  }
+}
+
+/** The view the query asks for, or the mistake in what was typed into the form. */
+function viewOrMistake(raw: RawView, now: number): [EventView, undefined] | [undefined, ViewMistake] {
+  try {
+    return [parseEventView(raw, now), undefined];
+  } catch (error) {
+    if (error instanceof ViewMistake) return [undefined, error];
+    throw error;
+  }
 }
 
 /** `after` of a live update: the newest event id the page shows, 0 for none. */
@@ -123,192 +233,220 @@ function eventIdOf(raw: string | undefined): number {
   return Number(raw);
 }
 
-function filterForm(appId: string, type: EventType | undefined): Html {
-  return html`<form method="get" action="/portal/apps/${appId}/events" class="filter">
-  <label for="event-type">Type</label>
-  <select id="event-type" name="type">
-    <option value=""${type === undefined ? html` selected` : null}>All types</option>
-    ${EVENT_TYPES.map((option) => html`<option value="${option}"${option === type ? html` selected` : null}>${TYPE_WORDS[option]}</option>`)}
-  </select>
-  <button type="submit">Show</button>
+function capitalised(text: string): string {
+  return `${text[0]!.toUpperCase()}${text.slice(1)}`;
+}
+
+/** What the form shows: the view's values, or what was typed when it had a mistake. */
+interface FormState {
+  range: string;
+  from: string;
+  to: string;
+  type: string;
+  reason: string;
+  clientAddress: string;
+}
+
+function stateOf(view: EventView): FormState {
+  return {
+    range: view.range,
+    from: view.from,
+    to: view.to,
+    type: view.type ?? '',
+    reason: view.reason ?? '',
+    clientAddress: view.clientAddress ?? '',
+  };
+}
+
+/** What was typed, as it is shown again beside a mistake: cut short, never a page's worth of it. */
+function typedState(raw: RawView): FormState {
+  const typed = (value: string | undefined, max: number) => (value ?? '').trim().slice(0, max);
+  return {
+    range: typed(raw.range, 10),
+    from: typed(raw.from, 40),
+    to: typed(raw.to, 40),
+    type: typed(raw.type, 40),
+    reason: typed(raw.reason, 40),
+    clientAddress: typed(raw.clientAddress, MAX_CLIENT_ADDRESS_LENGTH + 10),
+  };
+}
+
+const RANGE_CHOICES: readonly [RangeName, string][] = [
+  ...Object.entries(RELATIVE_RANGES).map(([name, range]) => [name as RangeName, range.label] as [RangeName, string]),
+  ['custom', 'Custom range'],
+];
+
+const FIELD_IDS: Record<ViewField, string> = {
+  range: 'range-15m',
+  from: 'event-from',
+  to: 'event-to',
+  clientAddress: 'event-address',
+};
+
+/**
+ * The page's one form, sent with GET: the range (a choice of ranges ending now, or a custom range
+ * from one instant to another, in UTC like every time of the portal), and the list's filters.
+ */
+function viewForm(appId: string, state: FormState, now: number, mistake: ViewMistake | undefined): Html {
+  const invalid = (field: ViewField) =>
+    mistake?.field === field
+      ? html` aria-invalid="true" aria-describedby="events-view-error ${field === 'from' || field === 'to' ? 'range-hint' : `${FIELD_IDS[field]}-hint`}"`
+      : null;
+  const described = (field: ViewField, hint: string) => (mistake?.field === field ? null : html` aria-describedby="${hint}"`);
+  const focus = (field: ViewField) => (mistake?.field === field ? html` autofocus` : null);
+  const reasons = Object.entries(LISTED_REASONS);
+  if (state.reason !== '' && !Object.hasOwn(LISTED_REASONS, state.reason)) reasons.push([state.reason, state.reason]);
+  const checkedRange = RANGE_CHOICES.some(([name]) => name === state.range) ? state.range : null;
+  return html`<form method="get" action="/portal/apps/${appId}/events" class="events-view" aria-label="Time range and filters" data-events-view>
+${mistake === undefined ? null : html`<p class="alert" role="alert" id="events-view-error">${mistake.message}</p>`}
+<fieldset class="range">
+  <legend>Time range</legend>
+  <div class="range-choices">
+    ${RANGE_CHOICES.map(
+      ([name, label]) =>
+        html`<div class="choice"><input type="radio" id="range-${name}" name="range" value="${name}"${name === checkedRange ? html` checked` : null}${name === 'custom' ? null : focus('range')}${mistake?.field === 'range' && name === '15m' ? html` aria-invalid="true" aria-describedby="events-view-error"` : null}><label for="range-${name}">${label}</label></div>`,
+    )}
+  </div>
+  <div class="custom-range">
+    <div class="field"><label for="event-from">From (UTC)</label><input type="datetime-local" id="event-from" name="from" value="${state.from}"${described('from', 'range-hint')}${invalid('from')}${focus('from')}></div>
+    <div class="field"><label for="event-to">To (UTC)</label><input type="datetime-local" id="event-to" name="to" value="${state.to}"${described('to', 'range-hint')}${invalid('to')}${focus('to')}></div>
+  </div>
+  <p class="hint" id="range-hint">In UTC, not your own time zone: it is <span class="nowrap">${utcText(now)}</span> now. From is included, To is not; ${MAX_EVENT_SPAN_MS / 86_400_000} days at most.</p>
+</fieldset>
+<div class="filters">
+  <div class="field"><label for="event-type">Type</label><select id="event-type" name="type">
+    <option value=""${state.type === '' ? html` selected` : null}>All types</option>
+    ${EVENT_TYPES.map((option) => html`<option value="${option}"${option === state.type ? html` selected` : null}>${TYPE_WORDS[option]}</option>`)}
+  </select></div>
+  <div class="field"><label for="event-reason">Reason</label><select id="event-reason" name="reason">
+    <option value=""${state.reason === '' ? html` selected` : null}>Any reason</option>
+    ${reasons.map(([code, words]) => html`<option value="${code}"${code === state.reason ? html` selected` : null}>${words}</option>`)}
+  </select></div>
+  <div class="field"><label for="event-address">Client address</label><input type="text" id="event-address" name="clientAddress" value="${state.clientAddress}" maxlength="${MAX_CLIENT_ADDRESS_LENGTH}" autocomplete="off" spellcheck="false" autocapitalize="off"${described('clientAddress', 'event-address-hint')}${invalid('clientAddress')}${focus('clientAddress')}><p class="hint" id="event-address-hint">As events give it, such as 203.0.113.7 or 2001:db8::1</p></div>
+</div>
+<div class="buttons"><button type="submit">Show</button><a href="/portal/apps/${appId}/events">Reset</a></div>
 </form>`;
 }
 
-function emptyText(query: EventPageQuery): string {
-  if (query.beforeId !== undefined) return 'No older events.';
-  if (query.type === 'token.throttled')
-    return 'Admin attempts throttled after too many wrong secrets are counted in the charts, not listed.';
-  return query.type === undefined
-    ? 'No events yet. They appear here as tokens are asked for.'
-    : `No events of this type (${TYPE_WORDS[query.type]}) yet.`;
+/** The range and the filters in a sentence above the list, and a way to drop the filters. */
+function viewSummary(appId: string, view: EventView, older: boolean): Html {
+  const parts: Html[] = [];
+  if (view.type !== undefined) parts.push(html` of type <strong>${TYPE_WORDS[view.type]}</strong>`);
+  if (view.reason !== undefined) parts.push(html` with the reason <strong>${LISTED_REASONS[view.reason] ?? view.reason}</strong>`);
+  if (view.clientAddress !== undefined) parts.push(html` from <strong>${view.clientAddress}</strong>`);
+  const range =
+    view.range === 'custom'
+      ? html`from <strong>${spanText(view.since, view.until)}</strong>`
+      : html`of <strong>${rangeWords(view)}</strong>`;
+  const clear = isFiltered(view)
+    ? html` <a href="/portal/apps/${appId}/events${viewQuery(view, { type: '', reason: '', clientAddress: '' })}">Every event of this range</a>`
+    : null;
+  const when = older ? 'older ones, ' : '';
+  const liveness = view.range === 'custom' ? ' A custom range is not updated live.' : '';
+  return html`<p class="view-summary" data-view-summary>Events ${range}${parts}, ${when}newest first.${liveness}${clear}</p>`;
 }
 
-function pager(appId: string, query: EventPageQuery, nextCursor: string | null): Html | null {
-  if (nextCursor === null && query.beforeId === undefined) return null;
+function emptyText(appId: string, view: EventView, older: boolean): Html | string {
+  if (older) return 'No older events.';
+  if (view.type === 'token.throttled') return 'Admin attempts throttled after too many wrong secrets are counted in the chart, not listed.';
+  const what = isFiltered(view) ? 'No events like these' : 'No events';
+  const range = view.range === 'custom' ? `from ${spanText(view.since, view.until)}` : `in ${rangeWords(view)}`;
+  if (view.range !== '30d' && view.range !== 'custom') {
+    return html`${what} ${range}. <a href="/portal/apps/${appId}/events${viewQuery(view, { range: '30d' })}">The last 30 days</a>`;
+  }
+  return isFiltered(view) || view.range === 'custom' ? `${what} ${range}.` : `${what} ${range}. They appear here as tokens are asked for.`;
+}
+
+function pager(appId: string, view: EventView, beforeId: number | undefined, nextCursor: string | null): Html | null {
+  if (nextCursor === null && beforeId === undefined) return null;
   const base = `/portal/apps/${appId}/events`;
-  const typed = query.type === undefined ? '' : `type=${query.type}`;
-  const older = `${base}?${typed}${typed === '' ? '' : '&'}cursor=${nextCursor}`;
   return html`<nav class="pager" aria-label="Pages of events">
-  ${query.beforeId === undefined ? null : html`<a href="${base}${typed === '' ? '' : `?${typed}`}">Newest events</a>`}
-  ${nextCursor === null ? null : html`<a href="${older}" rel="next">Older events</a>`}
+  ${beforeId === undefined ? null : html`<a href="${base}${viewQuery(view)}">Newest events</a>`}
+  ${nextCursor === null ? null : html`<a href="${`${base}${viewQuery(view, { cursor: nextCursor })}`}" rel="next">Older events</a>`}
 </nav>`;
 }
 
-/** Each type, as a list of events names it. */
-const TYPE_WORDS: Record<EventType, string> = {
-  'token.issued': 'Token issued',
-  'token.revoked': 'Token revoked',
-  'token.refused': 'Request refused',
-  'token.throttled': 'Admin attempt throttled',
-  'app.secret_rotated': 'ClientSecret rotated',
-  'app.configuration_changed': 'Settings changed',
-  'app.secret_exposed': 'ClientSecret sent from a browser',
-  'app.owner_changed': 'Owner changed',
-  'app.collaborator_invited': 'Collaborator invited',
-  'app.collaborator_added': 'Collaborator added',
-  'app.collaborator_removed': 'Collaborator removed',
-  'app.invitation_withdrawn': 'Invitation withdrawn',
-  'credential.created': 'Credential created',
-  'credential.rotated': 'Credential\u2019s secret rotated',
-  'credential.revoked': 'Credential revoked',
-  'credential.refused': 'Credential refused',
-};
-
-/** What happened, in words: the type, said more exactly where the principal, or what was attempted, tells more. */
-function eventTitle(event: AuditEvent): string {
-  if (event.type === 'token.issued') return event.principal === 'anonymous' ? 'Anonymous token issued' : 'Admin token issued';
-  if (event.type === 'token.refused') {
-    if (event.details.reason === 'invalid_token') return 'Token refused';
-    const { attempted } = actorOfEvent(event.type, event.principal);
-    if (attempted === 'admin') return 'Admin token request refused';
-    if (attempted === 'anonymous') return 'Anonymous token request refused';
-  }
-  if (event.type === 'token.revoked' && event.details.scope === 'app') {
-    if (event.details.kind === 'admin') return 'Admin tokens revoked';
-    if (event.details.kind === 'anonymous') return 'Anonymous tokens revoked';
-    if (event.details.kind === 'all') return 'All tokens revoked';
-  }
-  return TYPE_WORDS[event.type];
+/** Where an event's title and address lead: its own page, and the list of the same range from that address. */
+interface EventLinks {
+  event(id: number): string;
+  address(address: string): string;
 }
 
-const ACTORS: Record<Actor, string> = {
-  admin: 'the admin (ClientSecret or admin token)',
-  anonymous: 'an anonymous user',
-  operator: 'the operator (command line)',
-  developer: 'a developer in the portal',
-};
-
-/** Who did it; for a refused request, nobody known (the title says what it asked for, the address where from). */
-function whoOf(event: AuditEvent, emails: Map<string, string>): string {
-  const { principal } = actorOfEvent(event.type, event.principal);
-  if (principal === null) return 'someone without valid credentials';
-  if (principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
-    return emails.get(event.details.byDeveloperId) ?? `Developer ${event.details.byDeveloperId}`;
-  }
-  return ACTORS[principal] ?? principal;
+function eventLinks(appId: string, view: EventView): EventLinks {
+  const base = `/portal/apps/${appId}/events`;
+  return {
+    event: (id) => `${base}/${id}${viewQuery(view)}`,
+    address: (address) => `${base}${viewQuery(view, { clientAddress: address })}`,
+  };
 }
 
-const CLASSES: Partial<Record<EventType, string>> = { 'token.refused': 'refused', 'app.secret_exposed': 'exposed' };
+const CLASSES: Partial<Record<EventType, string>> = {
+  'token.refused': 'refused',
+  'credential.refused': 'refused',
+  'app.secret_exposed': 'exposed',
+};
 
-/** One event as a list item: what, when, who, from where, and its details in words. */
-export function eventItem(event: AuditEvent, emails: Map<string, string>): Html {
+/** One event as a list item: what (a link to its page), when, who, from where (a link to the others from there), and its details in words. */
+export function eventItem(event: AuditEvent, emails: Map<string, string>, links: EventLinks): Html {
   const details = detailsOf(event, emails);
+  const from =
+    event.clientAddress === null ? 'the command line' : html`<a href="${links.address(event.clientAddress)}">${event.clientAddress}</a>`;
   return html`<li class="event ${CLASSES[event.type] ?? ''}" data-event-id="${event.id}" data-type="${event.type}">
-  <p class="event-head"><strong class="event-title">${eventTitle(event)}</strong> ${utcTime(event.at, 'second')}</p>
-  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${event.clientAddress ?? 'the command line'}</span></p>
+  <p class="event-head"><strong class="event-title"><a href="${links.event(event.id)}">${eventTitle(event)}</a></strong> ${utcTime(event.at, 'second')}</p>
+  <p class="event-who"><span>By ${whoOf(event, emails)}</span> <span>from ${from}</span></p>
   ${details.length === 0 ? null : html`<ul class="event-details">${details.map((detail) => html`<li>${detail}</li>`)}</ul>`}
 </li>`;
 }
 
-/** How many items of a list, and characters of a value, an event shows: a long list of origins is summarised. */
-const MAX_LISTED = 5;
-const MAX_SHOWN_LENGTH = 120;
-
-function detailsOf(event: AuditEvent, emails: Map<string, string>): string[] {
-  const revokedAll = event.type === 'token.revoked' && event.details.scope === 'app' ? appRevocationText(event) : null;
-  const shown: string[] = revokedAll === null ? [] : [revokedAll];
-  for (const [key, value] of Object.entries(event.details)) {
-    if (key === 'byDeveloperId' || (key === 'reason' && event.type === 'token.refused' && value === 'invalid_token')) continue;
-    if (revokedAll !== null && APP_REVOCATION_KEYS.has(key)) continue;
-    if (key === 'reason' && event.type === 'token.refused' && value === 'invalid_client') {
-      shown.push(wrongCredentials(actorOfEvent(event.type, event.principal).attempted));
-      continue;
-    }
-    shown.push(detailOf(key, value, emails));
-  }
-  return shown;
-}
-
-/** What a refused token request got wrong: of what it asked for, never the other kind's key. */
-function wrongCredentials(attempted: PrincipalKind | null): string {
-  if (attempted === 'admin') return 'wrong ClientID or ClientSecret';
-  if (attempted === 'anonymous') return 'wrong AppKey';
-  return 'wrong ClientID, ClientSecret or AppKey';
-}
-
-/** The details a revoke-all's event says in one sentence (`appRevocationText`). */
-const APP_REVOCATION_KEYS: ReadonlySet<string> = new Set(['kind', 'scope', 'count', 'anonymousCutoff']);
-
 /**
- * A revoke-all of the app's tokens (`scope: app`), as what it did: its `count` is of stored tokens,
- * 0 for anonymous tokens, which are not stored but all ended by the cut-off. The cut-off is in
- * events recorded since it was added to them; before, it was the event's own time.
+ * One event's page: every field of it in words (what, when, who, what a refusal asked for, from
+ * where with links to the other events from that address, why it was refused, each detail), and
+ * the event as the API gives it.
  */
-function appRevocationText(event: AuditEvent): string | null {
-  const { kind, count, anonymousCutoff } = event.details;
-  const cutoff = typeof anonymousCutoff === 'number' ? `up to ${instantText(anonymousCutoff)}` : 'until then';
-  if (kind === 'admin') return `every admin token is refused (${String(count)} revoked)`;
-  if (kind === 'anonymous') return `every anonymous token issued ${cutoff} is refused`;
-  if (kind === 'all') return `every admin token, and every anonymous token issued ${cutoff}, is refused`;
-  return null;
-}
-
-function detailOf(key: string, value: AuditEvent['details'][string], emails: Map<string, string>): string {
-  switch (key) {
-    case 'expiresAt':
-      return typeof value === 'number' ? `expires ${instantText(value)}` : 'never expires';
-    case 'previousSecretValidUntil':
-      return typeof value === 'number'
-        ? `previous ClientSecret works until ${instantText(value)}`
-        : 'previous ClientSecret stopped at once';
-    case 'secret':
-      return `with the ${shorten(String(value))} ClientSecret`;
-    case 'reason':
-      return `reason: ${shorten(String(value))}`;
-    case 'origin':
-      return value === null ? 'from a page of an unknown origin' : `from the page at ${shorten(String(value))}`;
-    case 'scope':
-      return value === 'app'
-        ? "all of the app's tokens of that kind"
-        : value === 'token'
-          ? 'one token'
-          : `scope: ${shorten(String(value))}`;
-    case 'adminTokensRevoked':
-      return value === 0 ? 'admin tokens kept' : `${String(value)} admin tokens revoked`;
+function eventPage(appId: string, appName: string, event: AuditEvent, emails: Map<string, string>, back: string): Html {
+  const base = `/portal/apps/${appId}/events`;
+  // The reason has its own row, explained.
+  const details = detailsOf(event, emails, { withReason: false });
+  const attempted = attemptedWords(event);
+  const reason = typeof event.details.reason === 'string' ? event.details.reason : null;
+  const explained = reasonExplained(event);
+  const address = event.clientAddress;
+  const around = (near: number) =>
+    new URLSearchParams({ range: 'custom', from: fieldText(near - AROUND_MS), to: fieldText(near + AROUND_MS) });
+  const roundedAt = event.at - (event.at % 60_000);
+  const addressLinks =
+    address === null
+      ? null
+      : html`<ul class="plain address-links">
+      <li><a href="${base}?${new URLSearchParams({ range: '30d', clientAddress: address }).toString()}">Every event from ${address} in the last 30 days</a></li>
+      <li><a href="${base}?${around(roundedAt).toString()}&${new URLSearchParams({ clientAddress: address }).toString()}">Events from ${address} within 30 minutes of this one</a></li>
+    </ul>`;
+  const described = JSON.stringify(describeEvent(event), null, 2);
+  const who = whoOf(event, emails);
+  return html`${appHeader(appId, appName, 'Events')}
+<nav class="crumbs" aria-label="Back"><a href="${back}">Back to the events</a></nav>
+<h2 class="event-page-title${CLASSES[event.type] === undefined ? '' : ` ${CLASSES[event.type]}`}" data-event-id="${event.id}" data-type="${event.type}">${eventTitle(event)}</h2>
+<dl class="settings event-facts">
+  <div><dt>What</dt><dd>${TYPE_WORDS[event.type]} <code>${event.type}</code></dd></div>
+  <div><dt>When</dt><dd>${utcTime(event.at, 'second')} <span class="hint">(${new Date(event.at).toISOString()})</span></dd></div>
+  <div><dt>Who</dt><dd>${who.includes('@') ? who : capitalised(who)}</dd></div>
+  ${attempted === null ? null : html`<div><dt>Asked for</dt><dd>${capitalised(attempted)}</dd></div>`}
+  <div><dt>From</dt><dd class="event-from">${address === null ? 'The command line: no client address' : html`<code>${address}</code>${addressLinks}`}</dd></div>
+  ${
+    reason === null
+      ? null
+      : html`<div><dt>Reason</dt><dd class="event-reason"><p><strong>${reasonLabel(event, reason)}</strong> <code>${reason}</code></p>${
+          explained === null
+            ? null
+            : html`
+<p>${explained}</p>`
+        }</dd></div>`
   }
-  const name = words(key);
-  // `ownerId` → `owner: ada@example.com` (or `none`): the person, not the id.
-  if (key.endsWith('Id') && typeof value === 'string' && emails.has(value)) return `${words(key.slice(0, -2))}: ${emails.get(value)}`;
-  if (key.endsWith('Id') && value === null) return `${words(key.slice(0, -2))}: none`;
-  if (Array.isArray(value)) {
-    const listed = value.slice(0, MAX_LISTED).map(shorten).join(', ');
-    return `${name}: ${value.length === 0 ? 'none' : listed}${value.length > MAX_LISTED ? ` and ${value.length - MAX_LISTED} more` : ''}`;
-  }
-  if (typeof value === 'boolean') return `${name}: ${value ? 'yes' : 'no'}`;
-  if (typeof value === 'number' && /(At|Until)$/.test(key)) return `${name}: ${instantText(value)}`;
-  return `${name}: ${value === null ? 'none' : shorten(String(value))}`;
-}
-
-/** An instant in UNIX ms as people read it; a number that is no date as it is. */
-function instantText(ms: number): string {
-  return Number.isFinite(new Date(ms).getTime()) ? utcText(ms, 'second') : String(ms);
-}
-
-/** `adminTokenMaxLifetimeSeconds` → `admin token max lifetime seconds`. */
-function words(key: string): string {
-  return shorten(key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase());
-}
-
-function shorten(text: string): string {
-  return text.length > MAX_SHOWN_LENGTH ? `${text.slice(0, MAX_SHOWN_LENGTH)}…` : text;
+  ${details.length === 0 ? null : html`<div><dt>${event.type === 'token.revoked' ? 'What it did' : 'Details'}</dt><dd><ul class="event-details-list">${details.map((detail) => html`<li>${capitalised(detail)}</li>`)}</ul></dd></div>`}
+  <div><dt>Event id</dt><dd><code>${event.id}</code></dd></div>
+</dl>
+<details class="event-json">
+<summary>The event as the API gives it</summary>
+<pre class="commands">${described}</pre>
+</details>`;
 }

@@ -4,7 +4,7 @@ import type { EventClass } from '../../events/retention.js';
 import type { EventStore } from '../../events/store.js';
 import { batchInsert } from './batch.js';
 import { jsonColumn } from './rows.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner, Statement } from './runner.js';
 
 interface EventRow {
   id: number;
@@ -35,6 +35,43 @@ const CLASS_CONDITION: Record<EventClass, string> = {
 };
 
 const EVENT_COLUMNS = 'id, app_id, type, at, principal, client_address, details';
+
+/**
+ * What differs between the dialects in a list of events: a field of JSON (`details.reason`), and the
+ * range of instants. PostgreSQL is given the range through a subquery, so that it plans without
+ * its values: with them, it would take a narrow range for a few rows among the app's, read them all
+ * and sort them, not knowing that the newest ids are the newest instants and that the app's index
+ * of ids, read from the newest, finds a range of the last minutes at once.
+ */
+const DIALECT: Record<SqlRunner['dialect'], { reason: string; range: string }> = {
+  sqlite: { reason: "json_extract(details, '$.reason')", range: 'at >= :since AND at < :until' },
+  postgres: {
+    reason: "details->>'reason'",
+    range: 'at >= (SELECT CAST(:since AS BIGINT)) AND at < (SELECT CAST(:until AS BIGINT))',
+  },
+};
+
+/**
+ * An app's events by `EventFilter`, newest first below `:beforeId` or oldest first above `:afterId`.
+ * The app's index of ids (`events_by_app`) gives the order and the limit ends the scan; the other
+ * conditions are tested on the rows it passes, each one left out by a NULL (`:since` and `:until`
+ * always bound). A filter that matches few of the app's rows reads all of them: the caps on an
+ * app's rows (`EVENTS_MAX_PER_APP`, `EVENTS_MAX_REFUSALS_PER_APP`) bound it.
+ */
+function listStatement(order: 'newest first' | 'oldest first'): Statement {
+  const text = ({ reason, range }: (typeof DIALECT)[keyof typeof DIALECT]) =>
+    `SELECT ${EVENT_COLUMNS} FROM events
+     WHERE app_id = :appId AND ${order === 'newest first' ? 'id < :beforeId' : 'id > :afterId'}
+       AND (CAST(:type AS TEXT) IS NULL OR type = :type)
+       AND ${range}
+       AND (CAST(:clientAddress AS TEXT) IS NULL OR client_address = :clientAddress)
+       AND (CAST(:reason AS TEXT) IS NULL OR ${reason} = :reason)
+     ORDER BY id${order === 'newest first' ? ' DESC' : ''} LIMIT :limit`;
+  return { sqlite: text(DIALECT.sqlite), postgres: text(DIALECT.postgres) };
+}
+
+const LIST_NEWEST_FIRST = listStatement('newest first');
+const LIST_OLDEST_FIRST = listStatement('oldest first');
 
 const insertEventBatch = batchInsert('events', [
   ['app_id', 'text'],
@@ -81,18 +118,20 @@ export function sqlEventStore(db: SqlRunner): EventStore {
     async append(batch) {
       await insertEvents(db, batch);
     },
-    async list({ appId, type, beforeId, afterId, limit }) {
-      const ofType = '(CAST(:type AS TEXT) IS NULL OR type = :type)';
+    async list({ appId, type, beforeId, afterId, since, until, reason, clientAddress, limit }) {
+      const filter = {
+        appId,
+        type,
+        since: since ?? Number.MIN_SAFE_INTEGER,
+        until: until ?? Number.MAX_SAFE_INTEGER,
+        reason,
+        clientAddress,
+        limit,
+      };
       const rows =
         afterId === undefined
-          ? await db.all<EventRow>(
-              `SELECT ${EVENT_COLUMNS} FROM events WHERE app_id = :appId AND ${ofType} AND id < :beforeId ORDER BY id DESC LIMIT :limit`,
-              { appId, type, beforeId: beforeId ?? Number.MAX_SAFE_INTEGER, limit },
-            )
-          : await db.all<EventRow>(
-              `SELECT ${EVENT_COLUMNS} FROM events WHERE app_id = :appId AND ${ofType} AND id > :afterId ORDER BY id LIMIT :limit`,
-              { appId, type, afterId, limit },
-            );
+          ? await db.all<EventRow>(LIST_NEWEST_FIRST, { ...filter, beforeId: beforeId ?? Number.MAX_SAFE_INTEGER })
+          : await db.all<EventRow>(LIST_OLDEST_FIRST, { ...filter, afterId });
       return rows.map(toEvent);
     },
     async trimApp(appId, eventClass, keep, batch) {
