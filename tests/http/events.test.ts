@@ -17,6 +17,7 @@ import {
   whoami,
   type JsonResponse,
 } from '../helpers/http.js';
+import { ADDRESS_A, ADDRESS_B, recordTheMorning } from '../helpers/investigation.js';
 import { serverForSuite } from '../helpers/server.js';
 
 let admin: string;
@@ -376,29 +377,10 @@ describe('GET /api/apps/{appId}/events by time, reason and client address', () =
   // The server's clock stands still, moved by the test; the client addresses come through a proxy.
   const clock = new FakeClock(Date.parse('2026-03-10T13:59:00Z'));
   const timed = serverForSuite({ clock, trustedProxies: ['127.0.0.1', '::1'] });
-  const from = (address: string) => ({ 'x-forwarded-for': address });
-  const at = (time: string) => (clock.time = Date.parse(`2026-03-10T${time}Z`));
 
   it('answers what happened between 14:02 and 14:05 from one address, and nothing else', async () => {
-    const [A, B] = ['203.0.113.7', '2001:db8::42'];
-    at('14:00:00');
-    const admin = (await requestToken(timed, adminFields(timed), from('198.51.100.9'))).body.access_token as string;
-    const wrongSecret = (address: string) => requestToken(timed, adminFields(timed, { client_secret: 'a guess' }), from(address));
-    at('14:01:59.999');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:02:00');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:03:10');
-    assert.equal((await wrongSecret(B)).status, 401);
-    at('14:03:20');
-    assert.equal((await requestToken(timed, adminFields(timed), from(A))).status, 200);
-    at('14:04:59.999');
-    const badToken = await request(`${timed.appUrl}/whoami`, { headers: { authorization: bearer('A'.repeat(43)), ...from(A) } });
-    assert.equal(badToken.status, 401);
-    at('14:05:00');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:06:00');
-    assert.equal((await wrongSecret(B)).status, 401);
+    const [A, B] = [ADDRESS_A, ADDRESS_B];
+    const admin = await recordTheMorning(clock, timed);
 
     const listed = async (query: string) => {
       const answer = await events(query, timed.appUrl, admin);

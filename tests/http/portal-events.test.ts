@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeClock } from '../helpers/clock.js';
+import { ADDRESS_A, ADDRESS_B, atTime, from, recordTheMorning } from '../helpers/investigation.js';
 import { adminFields, anonymousFields, appOn, bearer, requestToken, revokeToken, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
@@ -377,9 +378,8 @@ describe('the events page for an investigation: a time range, filters, and one e
   // The server's clock stands still, moved by the test; clients' addresses come through a proxy.
   const clock = new FakeClock(Date.parse('2026-03-10T13:50:00Z'));
   const timed = serverForSuite({ clock, trustedProxies: ['127.0.0.1', '::1'] });
-  const [A, B] = ['203.0.113.7', '2001:db8::42'];
-  const from = (address: string) => ({ 'x-forwarded-for': address });
-  const at = (time: string) => (clock.time = Date.parse(`2026-03-10T${time}Z`));
+  const [A, B] = [ADDRESS_A, ADDRESS_B];
+  const at = (time: string) => atTime(clock, time);
   let shop: AppEndpoint;
   let owner: PortalClient;
   let stranger: PortalClient;
@@ -402,23 +402,7 @@ describe('the events page for an investigation: a time range, filters, and one e
     await createDeveloper(timed, 'investigator@example.com');
     await createDeveloper(timed, 'stranger@example.com');
     shop = appOn(timed, await timed.tessera.ownedApps.create('Shop', 'investigator@example.com', OPERATOR));
-    at('14:00:00');
-    assert.equal((await requestToken(shop, adminFields(shop), from('198.51.100.9'))).status, 200);
-    at('14:01:59');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:02:00');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:03:10');
-    assert.equal((await wrongSecret(B)).status, 401);
-    at('14:03:20');
-    assert.equal((await requestToken(shop, adminFields(shop), from(A))).status, 200);
-    at('14:04:59');
-    const badToken = await fetch(`${shop.appUrl}/whoami`, { headers: { authorization: bearer('A'.repeat(43)), ...from(A) } });
-    assert.equal(badToken.status, 401);
-    at('14:05:00');
-    assert.equal((await wrongSecret(A)).status, 401);
-    at('14:06:00');
-    assert.equal((await wrongSecret(B)).status, 401);
+    await recordTheMorning(clock, shop);
     at('14:10:00');
     stranger = await signInOverHttp(timed, 'stranger@example.com');
   });
