@@ -5,7 +5,7 @@ import { openPool } from '../../src/store/postgres/connection.js';
 import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { makeApp } from '../helpers/fixtures.js';
+import { makeApp, makeCredential } from '../helpers/fixtures.js';
 import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
@@ -14,6 +14,43 @@ import { storeSuite } from './store-suite.js';
 storeSuite('postgres', createPostgresTestStore);
 
 describe('PostgreSQL store specifics', () => {
+  it("a credential's creation whose connection is terminated while it waits answers 503, and stores nothing", async () => {
+    const testStore = await createPostgresTestStore();
+    const app = makeApp();
+    await testStore.store.apps.insert(app);
+    const admin = new pg.Client({ connectionString: testStore.databaseUrl });
+    const locker = new pg.Client({ connectionString: testStore.databaseUrl });
+    await Promise.all([admin.connect(), locker.connect()]);
+    try {
+      // Another transaction holds the app's row: the creation waits for it (it counts the app's
+      // credentials under that lock), and is terminated there.
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
+      const creating = testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []);
+      const refused = assert.rejects(
+        creating,
+        (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503,
+      );
+      let pid: number | undefined;
+      for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const result = await admin.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 AS found FROM apps%'",
+        );
+        pid = result.rows[0]?.pid;
+      }
+      assert.ok(pid !== undefined, 'the creation never waited on the app');
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await refused;
+      await locker.query('COMMIT');
+      assert.deepEqual((await testStore.store.apps.findById(app.appId))?.credentials, [], 'nothing was stored');
+      assert.equal(await testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []), 'inserted', 'the store works on');
+    } finally {
+      await Promise.all([admin.end(), locker.end()]);
+      await testStore.dispose();
+    }
+  });
+
   it('migration 4 keeps every event written before it, and trims refusals apart from the rest', async () => {
     const database = await createPostgresDatabase();
     const appId = 'legacy-events-app';
