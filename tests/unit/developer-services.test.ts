@@ -169,20 +169,22 @@ describe('developer accounts and sessions, over a real store', () => {
       ['not-an-email', PASSWORD],
     ] as const;
     const timings: number[][] = cases.map(() => []);
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 5; round++) {
       for (const [index, [email, password]] of cases.entries()) {
         const { message, ms } = await attempt(email, password);
         assert.equal(message, 'INVALID_CREDENTIALS: The email address or the password is wrong.', email);
         timings[index]!.push(ms);
       }
     }
-    // Each refusal checked an Argon2id hash: none is answered in a fraction of a wrong password's time.
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
-    const wrongPassword = median(timings[0]!);
+    // Each refusal checked an Argon2id hash: none is answered in a fraction of a wrong password's
+    // time. The quickest of five rounds each: a busy machine (CI runs other Node.js lines beside
+    // this) slows some rounds down, never speeds one up, so the minimum is the work itself.
+    const quickest = (values: number[]) => Math.min(...values);
+    const wrongPassword = quickest(timings[0]!);
     for (const [index, [email]] of cases.entries()) {
       assert.ok(
-        median(timings[index]!) > wrongPassword / 3,
-        `${email}: ${median(timings[index]!).toFixed(1)} ms against ${wrongPassword.toFixed(1)} ms for a wrong password`,
+        quickest(timings[index]!) > wrongPassword / 3,
+        `${email}: ${quickest(timings[index]!).toFixed(1)} ms against ${wrongPassword.toFixed(1)} ms for a wrong password`,
       );
     }
   });
