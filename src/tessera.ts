@@ -147,7 +147,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: checking.authenticator,
     limits,
     events,
-    appEvents: new AppEvents(events, access),
+    appEvents: new AppEvents(events, access, clock),
     developers,
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,

@@ -1,9 +1,11 @@
 import type { AppAccess } from '../app-access.js';
+import type { Clock } from '../clock.js';
 import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
 import type { AuditEvent } from '../events/event.js';
 import type { EventLog, EventPage } from '../events/log.js';
 import type { EventFilter, EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
+import { appAttention, type AppAttention } from './attention.js';
 import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
 
 /** The events after the newest one a reader has, oldest first: what a page following the log adds. */
@@ -22,6 +24,7 @@ export class AppEvents {
   constructor(
     private readonly log: EventLog,
     private readonly access: AppAccess,
+    private readonly clock: Clock,
   ) {}
 
   /** Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`). */
@@ -51,5 +54,11 @@ export class AppEvents {
   async lastSecretExposure(appId: string, context: RequestContext): Promise<SecretExposure | null> {
     await this.access.authorize(appId, 'view_events', context);
     return lastSecretExposure(this.log, appId);
+  }
+
+  /** What about the app calls for attention now: a leaked ClientSecret not rotated since, a burst of refused key requests. */
+  async attention(appId: string, context: RequestContext): Promise<AppAttention> {
+    await this.access.authorize(appId, 'view_events', context);
+    return appAttention(this.log, appId, this.clock.now());
   }
 }

@@ -18,9 +18,9 @@ export interface SecretExposure {
  * when there is none. Events are kept for `EVENTS_RETENTION_DAYS`, so an older one is not shown.
  */
 export async function lastSecretExposure(events: EventLog, appId: string): Promise<SecretExposure | null> {
-  const [exposed] = (await events.list(appId, { type: 'app.secret_exposed', limit: 1 })).events;
+  const exposed = await events.lastChange(appId, 'app.secret_exposed');
   if (exposed === undefined) return null;
-  const [rotated] = (await events.list(appId, { type: 'app.secret_rotated', limit: 1 })).events;
+  const rotated = await events.lastChange(appId, 'app.secret_rotated');
   const { origin, secret } = exposed.details;
   return {
     lastExposedAt: new Date(exposed.at).toISOString(),

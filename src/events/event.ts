@@ -29,6 +29,14 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * The types of token traffic: nearly every event, caused by requests. Every other type is a change
+ * that people or server code make now and then, whose newest one the stores find at once
+ * (`EventStore.lastChange`).
+ */
+export type TokenEventType = Extract<EventType, `token.${string}`>;
+export type ChangeEventType = Exclude<EventType, TokenEventType>;
+
 /** Small, flat facts about an event (a list only of strings, such as origins): never a secret or a token. */
 export type EventDetails = Record<string, string | number | boolean | null | readonly string[]>;
 

@@ -10,7 +10,7 @@ import {
   type EventCountQuery,
   type EventCountsDescription,
 } from './counts.js';
-import type { AuditEvent, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
+import type { AuditEvent, ChangeEventType, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
 import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from './query.js';
 import { retentionOf } from './retention.js';
 import type { EventStore } from './store.js';
@@ -223,6 +223,12 @@ export class EventLog {
   async listAfter(appId: string, afterId: number, filter: EventFilter = {}, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
     await this.flush();
     return this.store.list({ appId, ...filter, afterId, limit });
+  }
+
+  /** The app's newest event of a type of change (a rotation, an exposed secret, …), or undefined. */
+  async lastChange(appId: string, type: ChangeEventType): Promise<AuditEvent | undefined> {
+    await this.flush();
+    return this.store.lastChange(appId, type);
   }
 
   /** The app's event of this id, or undefined. */

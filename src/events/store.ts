@@ -1,5 +1,5 @@
 import type { EventCount } from './counts.js';
-import type { AuditEvent, EventType, NewAuditEvent } from './event.js';
+import type { AuditEvent, ChangeEventType, EventType, NewAuditEvent } from './event.js';
 import type { EventFilter } from './query.js';
 import type { EventClass } from './retention.js';
 
@@ -36,6 +36,8 @@ export interface EventStore {
   append(events: NewAuditEvent[]): Promise<void>;
   /** Newest first, or oldest first with `afterId`. */
   list(query: EventQuery): Promise<AuditEvent[]>;
+  /** The app's newest event of a type of change, found through an index of those alone (`events_changes_by_app`). */
+  lastChange(appId: string, type: ChangeEventType): Promise<AuditEvent | undefined>;
   /**
    * Deletes up to `batch` of the app's oldest events of a class (`retention.ts`) beyond its newest
    * `keep` of that class; returns how many.

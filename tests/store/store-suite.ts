@@ -1040,6 +1040,26 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         );
       });
 
+      it("finds an app's newest event of a type of change, among any number of token events, and no other app's", async () => {
+        const changed = 'changes-app';
+        assert.equal(await store.events.lastChange(changed, 'app.secret_exposed'), undefined);
+        await store.events.append([
+          makeEvent(changed, { type: 'app.secret_exposed', details: { n: 1 } }),
+          ...Array.from({ length: 50 }, () => makeEvent(changed, { type: 'token.issued' })),
+          makeEvent(changed, { type: 'app.secret_rotated', details: { n: 2 } }),
+          makeEvent(changed, { type: 'app.secret_exposed', details: { n: 3 } }),
+          ...Array.from({ length: 50 }, () => makeEvent(changed, { type: 'token.refused', principal: null })),
+          makeEvent('another-app', { type: 'app.secret_exposed', details: { n: 4 } }),
+        ]);
+        const exposed = await store.events.lastChange(changed, 'app.secret_exposed');
+        assert.equal(exposed?.details.n, 3);
+        assert.equal(exposed?.appId, changed);
+        assert.equal(exposed?.type, 'app.secret_exposed');
+        assert.equal((await store.events.lastChange(changed, 'app.secret_rotated'))?.details.n, 2);
+        assert.equal(await store.events.lastChange(changed, 'app.owner_changed'), undefined);
+        assert.equal((await store.events.lastChange('another-app', 'app.secret_exposed'))?.details.n, 4);
+      });
+
       it('trims an app to its newest events of each class, in batches, never one of the other class', async () => {
         // Interleaved: 12 audit events and 12 refusals, oldest first.
         for (let i = 0; i < 12; i++) {

@@ -2,7 +2,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
 import type { OwnedApp } from '../../apps/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
-import { html } from '../html.js';
+import type { AppAttention } from '../../apps/attention.js';
+import { fieldText } from '../event-view.js';
+import { html, type Html } from '../html.js';
+import { utcTime } from '../time.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
@@ -12,7 +15,7 @@ import { keyRow } from './keys.js';
 import { quickstarts } from './quickstarts.js';
 
 /** The developer's apps, and a new one. */
-export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, ownedApps, publicUrl, secureCookies }) => {
+export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, ownedApps, publicUrl, secureCookies }) => {
   const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
@@ -22,8 +25,12 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
     const memberships = await members.appsOf(developer.id);
     const context = asDeveloper(request);
     const described = await Promise.all(
-      memberships.map(async (membership) => ({ membership, app: await apps.show(membership.appId, context) })),
+      memberships.map(async (membership) => {
+        const [app, attention] = await Promise.all([apps.show(membership.appId, context), events.attention(membership.appId, context)]);
+        return { membership, app, attention };
+      }),
     );
+    const needingAttention = described.filter(({ attention }) => flagsOf(attention) > 0).length;
     const csrfToken = reply.generateCsrf();
     return sendPage(
       reply,
@@ -36,13 +43,15 @@ export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { member
   <a class="button" href="/portal/apps/new">New app</a>
 </div>
 ${deleted ? html`<p class="notice success" role="status">The app is deleted, with its keys, tokens and events.</p>` : null}
+${needingAttention === 0 ? null : html`<p class="alert">${needingAttention === 1 ? 'One of your apps needs' : `${needingAttention} of your apps need`} attention: see the flags below.</p>`}
 ${
   described.length === 0
     ? html`<p class="empty">You have no app yet. Create one: it gets its four keys at once.</p>`
     : html`<ul class="cards">${described.map(
-        ({ membership, app: described }) => html`<li>
+        ({ membership, app: described, attention }) => html`<li${flagsOf(attention) > 0 ? html` class="flagged"` : null}>
     <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
     <span class="meta">AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span>
+    ${attentionFlags(described.appId, attention)}
   </li>`,
       )}</ul>`
 }`,
@@ -69,6 +78,32 @@ ${
     return sendPage(reply, createdPage(request, reply, created, publicUrl), 201);
   });
 };
+
+function flagsOf({ leakedSecret, refusalBurst }: AppAttention): number {
+  return (leakedSecret === null ? 0 : 1) + (refusalBurst === null ? 0 : 1);
+}
+
+/**
+ * An app's flags in the list: its ClientSecret leaked into a web page (to the overview, which says
+ * what happened and leads to rotation), a burst of refused key requests in the last hour (to that
+ * minute's events).
+ */
+function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttention): Html | null {
+  if (leakedSecret === null && refusalBurst === null) return null;
+  const minute = refusalBurst === null ? 0 : Date.parse(refusalBurst.minute);
+  return html`<ul class="flags">
+    ${
+      leakedSecret === null
+        ? null
+        : html`<li data-flag="leaked-secret"><a href="/portal/apps/${appId}">ClientSecret leaked into a web page</a> ${utcTime(leakedSecret.lastExposedAt, 'minute')}: rotate it.</li>`
+    }
+    ${
+      refusalBurst === null
+        ? null
+        : html`<li data-flag="refusal-burst"><a href="/portal/apps/${appId}/events?${new URLSearchParams({ range: 'custom', from: fieldText(minute), to: fieldText(minute + 60_000) }).toString()}">${refusalBurst.refused} key requests refused in one minute</a>, ${utcTime(refusalBurst.minute, 'minute')}: someone guessing, or a deployment with an old secret.</li>`
+    }
+  </ul>`;
+}
 
 function newAppForm(
   request: FastifyRequest,

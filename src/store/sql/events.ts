@@ -37,6 +37,12 @@ const CLASS_CONDITION: Record<EventClass, string> = {
 const EVENT_COLUMNS = 'id, app_id, type, at, principal, client_address, details';
 
 /**
+ * The rows of the index of changes (`events_changes_by_app`, migration 9): every type but token
+ * traffic (`ChangeEventType`). Written out exactly as in the index, so that the database uses it.
+ */
+const CHANGE_CONDITION = "type NOT IN ('token.issued', 'token.revoked', 'token.refused')";
+
+/**
  * What differs between the dialects in a list of events: a field of JSON (`details.reason`), and the
  * range of instants. PostgreSQL is given the range through a subquery, so that it plans without
  * its values: with them, it would take a narrow range for a few rows among the app's, read them all
@@ -133,6 +139,13 @@ export function sqlEventStore(db: SqlRunner): EventStore {
           ? await db.all<EventRow>(LIST_NEWEST_FIRST, { ...filter, beforeId: beforeId ?? Number.MAX_SAFE_INTEGER })
           : await db.all<EventRow>(LIST_OLDEST_FIRST, { ...filter, afterId });
       return rows.map(toEvent);
+    },
+    async lastChange(appId, type) {
+      const row = await db.get<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE app_id = :appId AND type = :type AND ${CHANGE_CONDITION} ORDER BY id DESC LIMIT 1`,
+        { appId, type },
+      );
+      return row === undefined ? undefined : toEvent(row);
     },
     async trimApp(appId, eventClass, keep, batch) {
       const condition = CLASS_CONDITION[eventClass];

@@ -1,0 +1,60 @@
+import { eventCountQuery, type EventCountsDescription } from '../events/counts.js';
+import type { EventLog } from '../events/log.js';
+import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
+
+/** What about an app calls for its developer's attention, as the portal's list of apps flags it. */
+export interface AppAttention {
+  /** The ClientSecret was sent from a web page and has not been rotated since; null otherwise. */
+  leakedSecret: SecretExposure | null;
+  /** The busiest minute of the last hour for refused key requests, when it reached `REFUSAL_BURST_PER_MINUTE`; null otherwise. */
+  refusalBurst: RefusalBurst | null;
+}
+
+export interface RefusalBurst {
+  /** The start of the minute (ISO 8601, UTC). */
+  minute: string;
+  /** Key requests refused in it, throttled ones included. */
+  refused: number;
+}
+
+/**
+ * Refused key requests in one minute that make a burst: as many wrong ClientSecrets as one address
+ * may send an app in a minute before it is throttled, by default. A person mistyping a secret does
+ * not get there; a script guessing, or a deployment with an old secret, does within seconds.
+ */
+export const REFUSAL_BURST_PER_MINUTE = 10;
+
+/** How far back the list of apps looks for a burst. */
+export const REFUSAL_BURST_WINDOW_MS = 3_600_000;
+
+/**
+ * Requests for tokens refused for their keys: a wrong ClientSecret or AppKey (`token.refused`
+ * `invalid_client`), an admin attempt throttled after too many (`token.throttled`), a credential's
+ * right secret from the wrong address or after its expiry (`credential.refused`). A refused bearer
+ * token (`invalid_token`) is left out: clients that still hold expired tokens send those all day.
+ */
+function isKeyRefusal(kind: { type: string; reason: string | null }): boolean {
+  if (kind.type === 'token.refused') return kind.reason !== 'invalid_token';
+  return kind.type === 'token.throttled' || kind.type === 'credential.refused';
+}
+
+/** The minute with the most refused key requests, when they reached `REFUSAL_BURST_PER_MINUTE` (the earliest of equals). */
+export function refusalBurstOf(counts: EventCountsDescription): RefusalBurst | null {
+  let busiest: RefusalBurst | null = null;
+  for (const bucket of counts.buckets) {
+    let refused = 0;
+    for (const kind of bucket.counts) if (isKeyRefusal(kind)) refused += kind.count;
+    if (refused >= REFUSAL_BURST_PER_MINUTE && refused > (busiest?.refused ?? 0)) busiest = { minute: bucket.start, refused };
+  }
+  return busiest;
+}
+
+/** The app's attention: an unrotated leaked secret, and a burst of refusals in the last hour. */
+export async function appAttention(log: EventLog, appId: string, now: number): Promise<AppAttention> {
+  const lastHour = eventCountQuery({ per: 'minute', since: now - REFUSAL_BURST_WINDOW_MS + 1, until: now + 1 }, now);
+  const [exposure, counts] = await Promise.all([lastSecretExposure(log, appId), log.counts(appId, lastHour)]);
+  return {
+    leakedSecret: exposure !== null && exposure.rotatedAt === null ? exposure : null,
+    refusalBurst: refusalBurstOf(counts),
+  };
+}
