@@ -66,6 +66,6 @@ export function formSentAlready(): TesseraError {
   return new TesseraError(
     'CONFLICT',
     'This form was sent already (a reload of the page that answered it sends it again), or it was opened over an hour ago. ' +
-      'Nothing was done this time: go back to the app, and open the form again if you still need it.',
+      'Nothing was done this time: open the form again from its page if you still need it.',
   );
 }

@@ -18,6 +18,7 @@ import {
   type AppRecord,
 } from './app.js';
 import { generateAppKeys, type AppKeys } from './keys.js';
+import { MAX_ALLOWED_ORIGINS } from './origins.js';
 import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
@@ -127,7 +128,8 @@ export class AppService {
     const ownerChanged: NewAuditEvent = {
       ...stamp,
       type: 'app.owner_changed',
-      details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null },
+      // `created`: the app's first event, the owner it was made with (not a change of owner).
+      details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null, created: true },
     };
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
     const insertion = await this.store
@@ -210,6 +212,39 @@ export class AppService {
     if (updated === undefined) throw appNotFound();
     this.onChange(appId);
     return describeApp(updated);
+  }
+
+  /**
+   * Adds an origin to the app's allowed origins, the others kept; the list is read and written with
+   * the app's row held, so that origins added at the same moment are all kept. `added` is false
+   * when it was listed already. `invalid_request` when the list is full.
+   */
+  async allowOrigin(appId: string, origin: string, context: RequestContext): Promise<{ app: AppDescription; added: boolean }> {
+    await this.access.authorize(appId, 'change_configuration', context);
+    const stamp = await this.events.stamp(appId, context);
+    const changed = await this.store.changeConfiguration(
+      appId,
+      ({ allowedOrigins }) => {
+        if (allowedOrigins.includes(origin)) return null;
+        if (allowedOrigins.length >= MAX_ALLOWED_ORIGINS) {
+          throw new TesseraError(
+            'invalid_request',
+            `The app allows ${MAX_ALLOWED_ORIGINS} origins already, as many as it may: remove one in Settings first.`,
+          );
+        }
+        return { allowedOrigins: [...allowedOrigins, origin] };
+      },
+      ({ configuration }) => [
+        {
+          ...stamp,
+          type: 'app.configuration_changed',
+          details: { allowedOrigins: configuration.allowedOrigins, ...developerDetails(context) },
+        },
+      ],
+    );
+    if (changed === undefined) throw appNotFound();
+    if (changed.changed) this.onChange(appId);
+    return { app: describeApp(changed.app), added: changed.changed };
   }
 
   /**

@@ -15,9 +15,10 @@ export interface SnippetValues {
   appKey: string;
   clientId: string;
   /**
-   * The ClientSecret, on the page that shows it once (the new app); undefined elsewhere, where
-   * the commands read it from `$TESSERA_CLIENT_SECRET`. The programs always read it from the
-   * environment: a secret does not belong in code.
+   * The ClientSecret, for the first-run banner alone, which prints it anyway: its commands set
+   * `TESSERA_CLIENT_SECRET` first. Everywhere else the code and the commands read it from the
+   * environment, where `SET_CLIENT_SECRET_COMMAND` puts it: a secret belongs neither in code nor
+   * in a shell's history.
    */
   clientSecret?: string | undefined;
 }
@@ -126,31 +127,43 @@ console.log(tokens.expires_in, await me.json());
 }
 
 /**
- * Commands to paste into bash, as the first-run banner and the new-app page give them: an admin
- * token (asked to live 15 minutes) and an anonymous token, with the seed's `Basic AppID:anything`
- * header, then whoami in the three modes. Without the ClientSecret, the admin token request reads
- * it from `$TESSERA_CLIENT_SECRET`.
+ * Commands to paste into bash or zsh, as the first-run banner and the portal give them: an admin
+ * token (asked to live 15 minutes) and an anonymous token, form-encoded as RFC 6749 has it, with the
+ * seed's `Basic AppID:anything` header, then whoami in the three modes. The ClientSecret is read
+ * from `$TESSERA_CLIENT_SECRET`; only the banner, which prints it anyway, sets it on the first line.
  */
 export function curlCommands({ baseUrl, appId, appKey, clientId, clientSecret }: SnippetValues): string {
-  const tokenRequest = (fields: string) =>
-    `curl -s -u '${appId}:anything' -H 'Content-Type: application/json' \\\n` +
-    `    -d '{"grant_type":"client_credentials",${fields}}' \\\n` +
-    `    "$BASE/api/apps/${appId}/oauth2/token" | tee /dev/stderr | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`;
-  const secret = clientSecret ?? `'"$TESSERA_CLIENT_SECRET"'`;
+  const basic = `-u ${sh(`${appId}:anything`)}`;
+  const tokenRequest = (name: string, fields: string[]) => [
+    `${name}=$(curl -s "$APP_URL/oauth2/token" ${basic} \\`,
+    ...fields.map((field) => `  ${field} \\`),
+    `  | tee /dev/stderr | sed -E 's/.*"access_token":"([^"]+)".*/\\1/'); echo`,
+  ];
   return [
-    `BASE=${sh(baseUrl)}`,
-    ...(clientSecret === undefined ? ['# TESSERA_CLIENT_SECRET: the ClientSecret, from your configuration'] : []),
+    `APP_URL=${sh(`${baseUrl}/api/apps/${appId}`)}`,
+    ...(clientSecret === undefined ? [] : [`TESSERA_CLIENT_SECRET=${sh(clientSecret)}`]),
     '# an admin token (ClientID + ClientSecret) that expires in 15 minutes',
     `EXPIRES_AT=$(( ($(date +%s) + ${ADMIN_TOKEN_LIFETIME_SECONDS}) * 1000 ))`,
-    `ADMIN_TOKEN=$(${tokenRequest(`"client_id":"${clientId}","client_secret":"${secret}","expiresAt":'"$EXPIRES_AT"'`)}; echo`,
+    ...tokenRequest('ADMIN_TOKEN', [
+      '-d grant_type=client_credentials',
+      `-d client_id=${sh(clientId)}`,
+      '--data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
+      '-d expiresAt="$EXPIRES_AT"',
+    ]),
     '# an anonymous token (AppID + AppKey)',
-    `ANON_TOKEN=$(${tokenRequest(`"client_id":"${appId}","client_secret":"${appKey}"`)}; echo`,
+    ...tokenRequest('ANON_TOKEN', ['-d grant_type=client_credentials', `-d client_id=${sh(appId)}`, `-d client_secret=${sh(appKey)}`]),
     '# whoami in the three modes',
-    `curl -s -u '${appId}:anything' "$BASE/api/apps/${appId}/whoami"; echo`,
-    `curl -s -H "Authorization: Bearer $ANON_TOKEN" "$BASE/api/apps/${appId}/whoami"; echo`,
-    `curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$BASE/api/apps/${appId}/whoami"; echo`,
+    `curl -s "$APP_URL/whoami" ${basic}; echo`,
+    'curl -s "$APP_URL/whoami" -H "Authorization: Bearer $ANON_TOKEN"; echo',
+    'curl -s "$APP_URL/whoami" -H "Authorization: Bearer $ADMIN_TOKEN"; echo',
   ].join('\n');
 }
+
+/**
+ * The command that puts the ClientSecret into a terminal's environment for the server code and curl
+ * to read, without showing it or keeping it in the shell's history: it is pasted at its prompt.
+ */
+export const SET_CLIENT_SECRET_COMMAND = 'read -rs TESSERA_CLIENT_SECRET && export TESSERA_CLIENT_SECRET';
 
 /** The deployed JavaScript SDK, pointed at Tessera: an admin token, then whoami with it. */
 export function kiiSdk({ baseUrl, appId, appKey, clientId }: SnippetValues): string {

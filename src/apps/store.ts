@@ -101,6 +101,17 @@ export interface AppStore {
    */
   updateConfiguration(appId: string, changes: Partial<AppConfiguration>, audit: AuditOf<AppRecord>): Promise<AppRecord | undefined>;
   /**
+   * The configuration's changes computed from the app as it is, with its row held until they are
+   * written, so that a change made meanwhile is not lost (adding an origin to the list). `change`
+   * returns null for none (nothing written), or throws to write nothing. Undefined if there is no
+   * such app.
+   */
+  changeConfiguration(
+    appId: string,
+    change: (current: AppConfiguration) => Partial<AppConfiguration> | null,
+    audit: AuditOf<AppRecord>,
+  ): Promise<{ app: AppRecord; changed: boolean } | undefined>;
+  /**
    * Deletes the app and every token, event, membership and invitation of it, and writes the events
    * `audit` builds of what was deleted to its members' account logs (the app's own log goes with
    * it), in one transaction: if the events cannot be written, nothing is deleted. False (and

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
+import { REFUSAL_BURST_PER_MINUTE } from '../../src/apps/attention.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
@@ -148,6 +149,19 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await page.goto(`${server.baseUrl}/portal/`);
     await assertAccessible(page, 'the apps list, with an app');
     await page.close();
+  });
+
+  it('the apps list with an app that needs attention: a leaked ClientSecret, a burst of refusals', async () => {
+    const flagged = appOn(server, await server.tessera.ownedApps.create('Flagged', owner.email, OPERATOR));
+    assert.equal((await requestToken(flagged, adminFields(flagged), { origin: 'https://flagged.example' })).status, 400);
+    for (let index = 0; index < REFUSAL_BURST_PER_MINUTE; index++)
+      assert.equal((await requestToken(flagged, adminFields(flagged, { client_secret: 'guess' }))).status, 401);
+    await server.tessera.events.flush();
+    const page = await signedInPage(browser, server, owner.email);
+    assert.equal(await page.locator('[data-flag]').count(), 2);
+    await assertAccessible(page, 'the apps list, flagged');
+    await page.close();
+    await server.tessera.apps.delete(flagged.appId, OPERATOR);
   });
 
   it("an app's overview, owner and collaborator", async () => {

@@ -54,8 +54,8 @@ describe("an app's owner in the portal", () => {
     await follow(page, () => page.getByRole('link', { name: 'Settings', exact: true }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/settings`);
     await page.getByLabel('Web pages allowed to call the service').fill(`${browser.origin}\nhttps://*.example.com`);
-    await page.getByLabel('Longest anonymous token', { exact: true }).fill('1');
-    await page.getByLabel('Unit of the longest anonymous token').selectOption('day');
+    await page.getByLabel('Longest lifetime of an anonymous token', { exact: true }).fill('1');
+    await page.getByLabel('Unit of the longest lifetime of an anonymous token').selectOption('day');
     await follow(page, () => page.getByRole('button', { name: 'Save settings' }).click());
     assert.equal(await page.getByRole('status').textContent(), 'The settings are saved. They apply to the next token request.');
     assert.equal(await page.getByLabel('Web pages allowed to call the service').inputValue(), `${browser.origin}\nhttps://*.example.com`);

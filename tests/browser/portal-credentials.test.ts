@@ -96,11 +96,12 @@ describe("an app's credentials in the portal", () => {
     await follow(page, () => page.getByRole('button', { name: 'Create credential' }).click());
     assert.equal(await page.getByRole('heading', { level: 2 }).textContent(), 'New credential: CI: read events');
     const keys = await keysShown(page);
-    const command = (await page.locator('pre.commands').textContent()) ?? '';
+    const command = (await page.locator('[data-snippet=credential-token]').textContent()) ?? '';
     assert.equal(
       command,
-      `curl -u '${keys.clientId}:${keys.clientSecret}' \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
+      `curl -u "${keys.clientId}:$TESSERA_CLIENT_SECRET" \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
     );
+    assert.ok(!command.includes(keys.clientSecret), "the secret is not on the command line, where the shell's history keeps it");
     await screenshots(page, 'credential-created');
     await page.setViewportSize({ width: 390, height: 800 });
     assert.deepEqual(await fitsWidth(page), [], 'the secret page fits a phone');

@@ -87,7 +87,7 @@ describe('the quickstarts in Chromium', () => {
     await portal.getByText('curl', { exact: true }).click();
     assert.ok(await portal.locator('[data-snippet=curl]').isVisible(), 'a quickstart opens with its summary');
     await portal.getByRole('button', { name: 'Copy the curl commands' }).click();
-    assert.match(await portal.evaluate<string>('navigator.clipboard.readText()'), /^BASE=http:\/\/127\.0\.0\.1:/);
+    assert.match(await portal.evaluate<string>('navigator.clipboard.readText()'), /^APP_URL=http:\/\/127\.0\.0\.1:/);
 
     // Served from an origin the app does not list: the browser refuses Tessera's answers.
     const web = await browser.openPage(webSnippet);
@@ -136,11 +136,14 @@ describe('the quickstarts in Chromium', () => {
       portal.locator('form[data-add-origin]').evaluate((form) => (form as unknown as { submit(): void }).submit()),
     );
     assert.equal(new URL(portal.url()).pathname, `/portal/apps/${appId}`);
-    assert.equal(new URL(portal.url()).hash, '#quickstart-web');
+    assert.equal(new URL(portal.url()).hash, '#web-page-origins');
     assert.equal(
       await portal.locator('[data-origin-status]').textContent(),
       'The origin is added: reload your page, and its calls get through.',
     );
+    const { top, bottom } = await portal.locator('[data-origin-status]').evaluate((status) => status.getBoundingClientRect().toJSON());
+    const height = portal.viewportSize()!.height;
+    assert.ok(top >= 0 && bottom <= height, `the answer in sight, not below the fold: ${top} to ${bottom} of ${height}`);
     assert.deepEqual(await originsListed(portal), [browser.origin, browser.otherOrigin]);
 
     assert.equal((await reloadWatching(web)).who, 'anonymous (bearer)');

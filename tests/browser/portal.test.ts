@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { browserForSuite } from '../helpers/browser.js';
-import { adminFields, anonymousFields, requestToken } from '../helpers/http.js';
+import { REFUSAL_BURST_PER_MINUTE } from '../../src/apps/attention.js';
+import { adminFields, anonymousFields, appOn, requestToken } from '../helpers/http.js';
 import { OPERATOR } from '../../src/request-context.js';
-import { createDeveloper, follow, screenshot, screenshots, signIn } from '../helpers/portal.js';
+import { createDeveloper, follow, PHONE_WIDTH, screenshot, screenshots, signIn } from '../helpers/portal.js';
 import { serverForSuite, startServer } from '../helpers/server.js';
 
 // The developer portal in Chromium, as a developer uses it: sign in, create an app, copy its keys,
@@ -78,7 +79,10 @@ describe('a developer in the portal', () => {
     assert.equal(admin.status, 200, admin.text);
     const anonymous = await requestToken(target, anonymousFields(target));
     assert.equal(anonymous.status, 200, anonymous.text);
-    assert.match((await page.locator('[data-snippet=curl]').textContent()) ?? '', new RegExp(`^BASE=${server.baseUrl}\n`));
+    assert.match(
+      (await page.locator('[data-snippet=curl]').textContent()) ?? '',
+      new RegExp(`^APP_URL=${server.baseUrl}/api/apps/${keys.appId}\n`),
+    );
 
     await follow(page, () => page.getByRole('link', { name: "Go to the app's page" }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${keys.appId}`);
@@ -94,6 +98,38 @@ describe('a developer in the portal', () => {
     assert.equal(await page.getByRole('status').textContent(), 'You are signed out.');
     await page.goto(`${server.baseUrl}/portal/apps/${keys.appId}`);
     assert.equal(new URL(page.url()).pathname, '/portal/sign-in', 'signed out: the app page asks to sign in again');
+    await page.close();
+  });
+
+  it('sees which app needs attention in the list, and each flag leads to where to look', async () => {
+    const developer = await createDeveloper(server, 'flags@example.com');
+    const calm = await server.tessera.ownedApps.create('Blog', developer.email, OPERATOR);
+    const guessed = appOn(server, await server.tessera.ownedApps.create('Shop', developer.email, OPERATOR));
+    assert.equal((await requestToken(guessed, adminFields(guessed), { origin: 'https://shop.example' })).status, 400);
+    for (let i = 0; i < REFUSAL_BURST_PER_MINUTE; i++) {
+      assert.equal((await requestToken(guessed, adminFields(guessed, { client_secret: `guess-${i}` }))).status, 401);
+    }
+    await server.tessera.events.flush();
+    const page = await browser.newPage();
+    await page.goto(`${server.baseUrl}/portal/sign-in`);
+    await signIn(page, server, developer.email);
+    assert.equal(await page.locator('.alert').textContent(), 'One of your apps needs attention: see the flags below.');
+    const card = page.locator('li.flagged');
+    assert.equal(await card.count(), 1);
+    assert.match((await card.textContent()) ?? '', new RegExp(guessed.appId));
+    assert.equal(await page.locator('li', { hasText: calm.appId }).locator('[data-flag]').count(), 0);
+    await page.setViewportSize({ width: PHONE_WIDTH, height: 800 });
+    assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), PHONE_WIDTH, 'nothing wider than a phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await screenshots(page, 'apps-attention');
+
+    await follow(page, () => page.getByRole('link', { name: `${REFUSAL_BURST_PER_MINUTE} key requests refused in one minute` }).click());
+    assert.equal(new URL(page.url()).pathname, `/portal/apps/${guessed.appId}/events`);
+    assert.equal(await page.locator('[data-type="token.refused"]').count(), REFUSAL_BURST_PER_MINUTE);
+    await page.goBack();
+    await follow(page, () => page.getByRole('link', { name: 'ClientSecret leaked into a web page' }).click());
+    assert.equal(new URL(page.url()).pathname, `/portal/apps/${guessed.appId}`);
+    assert.equal(await page.locator('[data-warning="secret-exposed"]').count(), 1);
     await page.close();
   });
 

@@ -21,7 +21,7 @@ export function decodeHtml(text: string): string {
 }
 
 /** The snippet `name` of a page (`<pre data-snippet="name"><code>…</code></pre>`), as it would be copied. */
-export function snippetOf(html: string, name: SnippetName): string {
+export function snippetOf(html: string, name: SnippetName | 'set-secret' | 'credential-token'): string {
   const match = new RegExp(`<pre [^>]*data-snippet="${name}"[^>]*><code>([\\s\\S]*?)</code></pre>`).exec(html);
   assert.ok(match !== null, `the page has the ${name} quickstart`);
   return decodeHtml(match[1]!);
@@ -87,9 +87,16 @@ export function runNode(source: string, file: string, env: Record<string, string
  * the socket Node gives a child for a pipe cannot be opened, so the commands' output goes through
  * pipes of bash's own on its way to the files.
  */
-export function runBash(source: string, env: Record<string, string> = {}): Promise<RunResult> {
-  const throughPipes = 'set -o pipefail; exec 3>&1; { bash commands.sh | cat >&3; } 2>&1 | cat >&2';
-  return runInProject({ 'commands.sh': source }, 'bash', ['-c', throughPipes], env);
+export function runBash(source: string, env: Record<string, string> = {}, typed?: string): Promise<RunResult> {
+  // What a person types at the commands' prompts (a `read`), a line each.
+  const input = typed === undefined ? '' : ' < typed.txt';
+  const throughPipes = `set -o pipefail; exec 3>&1; { bash commands.sh${input} | cat >&3; } 2>&1 | cat >&2`;
+  return runInProject(
+    { 'commands.sh': source, ...(typed === undefined ? {} : { 'typed.txt': `${typed}\n` }) },
+    'bash',
+    ['-c', throughPipes],
+    env,
+  );
 }
 
 /** The run went well: exit code 0. */

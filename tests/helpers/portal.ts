@@ -78,11 +78,14 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(folder, `${name}.png`), fullPage: true });
 }
 
+/** The width of the phone the portal's screenshots show (a common one: an iPhone's 390 CSS pixels). */
+export const PHONE_WIDTH = 390;
+
 /** `screenshot`, and the same page at a phone's width (`NAME-phone`). */
 export async function screenshots(page: Page, name: string): Promise<void> {
   await screenshot(page, name);
   const size = page.viewportSize();
-  await page.setViewportSize({ width: 375, height: 800 });
+  await page.setViewportSize({ width: PHONE_WIDTH, height: 800 });
   await screenshot(page, `${name}-phone`);
   if (size !== null) await page.setViewportSize(size);
 }

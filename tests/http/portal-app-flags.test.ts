@@ -94,7 +94,10 @@ describe('the list of apps', () => {
     await wrongSecrets(shop, 3);
     const { page, card } = await listed(owner, shop.appId);
     assert.match(card, /class="flagged"/);
-    assert.match(card, new RegExp(`data-flag="refusal-burst"><a href="([^"]+)">${REFUSAL_BURST_PER_MINUTE + 2} key requests refused in one minute</a>`));
+    assert.match(
+      card,
+      new RegExp(`data-flag="refusal-burst"><a href="([^"]+)">${REFUSAL_BURST_PER_MINUTE + 2} key requests refused in one minute</a>`),
+    );
     assert.match(card, /<time datetime="2026-11-27T14:03:00.000Z">2026-11-27 14:03 UTC<\/time>/);
     assert.match(page, /<p class="alert">One of your apps needs attention/);
     assert.doesNotMatch(cardOf(page, quiet.appId), /data-flag/, 'only the app it concerns');
@@ -119,7 +122,10 @@ describe('the list of apps', () => {
     const exposed = await requestToken(quiet, adminFields(quiet), { origin: 'https://quiet.example' });
     assert.equal(exposed.status, 400, exposed.text);
     const { page, card } = await listed(owner, quiet.appId);
-    assert.match(card, new RegExp(`data-flag="leaked-secret"><a href="/portal/apps/${quiet.appId}">ClientSecret leaked into a web page</a>`));
+    assert.match(
+      card,
+      new RegExp(`data-flag="leaked-secret"><a href="/portal/apps/${quiet.appId}">ClientSecret leaked into a web page</a>`),
+    );
     assert.match(page, /<p class="alert">2 of your apps need attention/);
     const overview = await owner.get(`/portal/apps/${quiet.appId}`);
     assert.match(overview.text, /data-warning="secret-exposed"/);

@@ -418,10 +418,10 @@ describe("an app's settings in the portal", () => {
       ],
       [{ allowedOrigins: 'x'.repeat(40_000) }, /too long/],
       [{ allowedOrigins: Array.from({ length: 101 }, (_, index) => `https://a${index}.example`).join('\n') }, /at most 100 origins/],
-      [{ adminMax: '-1' }, /longest admin token must be a whole number/],
-      [{ adminMax: '0' }, /longest admin token must be a whole number/],
-      [{ anonymousMax: '99999', anonymousMaxUnit: 'day' }, /longest anonymous token must be a whole number/],
-      [{ adminMaxUnit: 'fortnight' }, /longest admin token must be a whole number/],
+      [{ adminMax: '-1' }, /longest lifetime of an admin token must be a whole number/],
+      [{ adminMax: '0' }, /longest lifetime of an admin token must be a whole number/],
+      [{ anonymousMax: '99999', anonymousMaxUnit: 'day' }, /longest lifetime of an anonymous token must be a whole number/],
+      [{ adminMaxUnit: 'fortnight' }, /longest lifetime of an admin token must be a whole number/],
     ] as const) {
       const response = await owner.post(`/portal/apps/${app.appId}/settings`, { ...valid, ...fields });
       assert.equal(response.status, 400, JSON.stringify(fields).slice(0, 100));

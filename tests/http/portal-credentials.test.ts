@@ -6,6 +6,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { basic, bearer, formBody, request, whoami, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient, type PortalResponse } from '../helpers/portal-http.js';
+import { assertRan, runBash, snippetOf } from '../helpers/portal-quickstarts.js';
 import { serverForSuite } from '../helpers/server.js';
 
 // An app's Credentials page over plain HTTP, on both stores: a credential made through the form
@@ -125,11 +126,12 @@ describe("an app's Credentials page", () => {
     ]);
     assert.equal(created.status, 201, created.text.slice(0, 500));
     const keys = keysOf(created.text);
-    assert.ok(
-      created.text.includes(
-        `curl -u &#39;${keys.clientId}:${keys.clientSecret}&#39; \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
-      ),
-      'the page shows the token request with the new keys',
+    // The token request the page gives, run as a person does: the command that sets the secret,
+    // the secret pasted at its prompt, then the request, in the same shell.
+    const tokenCommand = snippetOf(created.text, 'credential-token');
+    assert.equal(
+      tokenCommand,
+      `curl -u "${keys.clientId}:$TESSERA_CLIENT_SECRET" \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
     );
 
     const [stored] = await credentialsOf(app);
@@ -150,10 +152,13 @@ describe("an app's Credentials page", () => {
     assert.match(list.text, /<code>127\.0\.0\.0\/8<\/code>/);
     assert.ok(list.text.includes(`<time datetime="${expiry}:00.000Z">`), 'the expiry');
 
-    const token = await tokenRequest(app, keys);
-    assert.equal(token.status, 200, token.text);
-    assert.equal(token.body.scope, 'app:read events:read reports:read');
-    assert.equal((await whoami(app.appUrl, bearer(token.body.access_token))).body.scope, 'app:read events:read reports:read');
+    const ran = await runBash(`${snippetOf(created.text, 'set-secret')}\n${tokenCommand}`, {}, keys.clientSecret);
+    assertRan(ran, 'the token request');
+    const token = JSON.parse(ran.stdout) as { access_token: string; scope: string };
+    assert.equal(token.scope, 'app:read events:read reports:read');
+    const me = (await whoami(app.appUrl, bearer(token.access_token))).body;
+    assert.equal(me.scope, 'app:read events:read reports:read');
+    assert.equal(me.clientId, keys.clientId);
     await eventually(async () => (await credentialsOf(app))[0]?.lastUsedAt !== null, 'the last use is recorded');
     assert.doesNotMatch((await owner.page(listPath(app))).text, /<dt>Last used<\/dt><dd>Never<\/dd>/);
 

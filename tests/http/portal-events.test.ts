@@ -623,7 +623,10 @@ describe('the events page for an investigation: a time range, filters, and one e
     const creation = await get(shopEvents(`/${creationId}`));
     assert.match(creation.text, /<div><dt>Who<\/dt><dd>The operator \(command line\)<\/dd><\/div>/);
     assert.match(creation.text, /<div><dt>From<\/dt><dd class="event-from">The command line: no client address<\/dd><\/div>/);
-    assert.match(creation.text, /<li>Owner: investigator@example\.com<\/li><li>Previous owner: none<\/li>/);
+    // The app's creation, with its owner: not a change of owner from "none".
+    assert.match(creation.text, /<h2 class="event-page-title[^"]*"[^>]*>App created<\/h2>/);
+    assert.match(creation.text, /<li>Owner: investigator@example\.com<\/li>/);
+    assert.doesNotMatch(creation.text, /Previous owner|Created: yes/);
   });
 
   it('says what a revocation did on its page', async () => {

@@ -85,15 +85,21 @@ describe('the quickstarts', () => {
         assert.ok(code.includes('process.env.TESSERA_CLIENT_SECRET'), `${page}, ${name}: the ClientSecret from the environment`);
         assert.ok(!code.includes(app.clientSecret), `${page}, ${name}: never the ClientSecret in the code`);
       }
-      assert.ok(snippetOf(text, 'curl').startsWith(`BASE=${server.baseUrl}\n`), `${page}: curl's BASE`);
-      // Every quickstart can be opened without JavaScript, and each has its copy target.
+      const curl = snippetOf(text, 'curl');
+      assert.ok(curl.startsWith(`APP_URL=${server.baseUrl}/api/apps/${app.appId}\n`), `${page}: curl's APP_URL`);
+      assert.ok(
+        curl.includes('--data-urlencode client_secret="$TESSERA_CLIENT_SECRET"'),
+        `${page}: curl reads the ClientSecret from the environment`,
+      );
+      assert.ok(!curl.includes(app.clientSecret), `${page}: never the ClientSecret on a command line, where the shell's history keeps it`);
+      assert.equal(snippetOf(text, 'set-secret'), 'read -rs TESSERA_CLIENT_SECRET && export TESSERA_CLIENT_SECRET', page);
+      assert.match(text, /<code class="run">node server\.mjs<\/code>/, `${page}: how to run it`);
+      // Every quickstart can be opened without JavaScript, and each has its copy target (and the command that sets the secret).
       assert.equal(text.match(/<details class="quickstart"/g)?.length, 5, page);
-      assert.equal(text.match(/data-copyable="[^"]+"/g)?.length, 5, page);
+      assert.equal(text.match(/data-copyable="[^"]+"/g)?.length, 6, page);
     }
-    assert.ok(app.created.includes(`TESSERA_CLIENT_SECRET=${app.clientSecret} node server.mjs`), 'the new-app page says how to run it');
-    assert.ok(snippetOf(app.created, 'curl').includes(`"client_secret":"${app.clientSecret}"`));
+    assert.equal(app.created.split(app.clientSecret).length, 2, 'the new-app page shows the ClientSecret once, among the keys');
     assert.ok(!app.overview.includes(app.clientSecret), 'the overview never shows the ClientSecret');
-    assert.ok(snippetOf(app.overview, 'curl').includes(`"client_secret":"'"$TESSERA_CLIENT_SECRET"'"`));
     // The module the web page imports is there, for any origin.
     const module = await fetch(`${server.baseUrl}/tessera-client.js`, { headers: { origin: 'http://localhost:5173' } });
     assert.equal(module.status, 200);
@@ -149,7 +155,13 @@ describe('the quickstarts', () => {
       ['overview', { TESSERA_CLIENT_SECRET: app.clientSecret }],
     ] as const) {
       const startedAt = Date.now();
-      const result: RunResult = await runBash(snippetOf(page === 'new app' ? app.created : app.overview, 'curl'), env);
+      const text = page === 'new app' ? app.created : app.overview;
+      // On the new-app page, as a person does: the command that sets the secret, the secret pasted
+      // at its prompt, then the commands, in the same shell.
+      const result: RunResult =
+        page === 'new app'
+          ? await runBash(`${snippetOf(text, 'set-secret')}\n${snippetOf(text, 'curl')}`, env, app.clientSecret)
+          : await runBash(snippetOf(text, 'curl'), env);
       assertRan(result, `curl (${page})`);
       // The token answers, as `tee /dev/stderr` shows them (a terminal shows each on its line, after
       // the `echo` on standard output); the whoami answers on standard output.
@@ -196,7 +208,7 @@ describe('the quickstarts', () => {
         assert.ok(snippetOf(page, 'node').includes("baseUrl: 'https://tessera.example.com'"));
         assert.ok(snippetOf(page, 'openid-client').includes("const issuer = 'https://tessera.example.com/api/apps/"));
         assert.ok(!snippetOf(page, 'openid-client').includes('allowInsecureRequests'));
-        assert.ok(snippetOf(page, 'curl').startsWith('BASE=https://tessera.example.com\n'));
+        assert.ok(snippetOf(page, 'curl').startsWith('APP_URL=https://tessera.example.com/api/apps/'));
         assert.ok(snippetOf(page, 'kii-cloud-sdk').includes("'https://tessera.example.com/api')"));
         assert.ok(!page.includes(published.baseUrl), 'nothing on the address the test used');
       }
@@ -222,15 +234,29 @@ describe("the quickstarts' form that adds a web page's origin", () => {
     await server.tessera.apps.configure(app.appId, { allowedOrigins: ['https://shop.example.com'] }, OPERATOR);
     const added = await owner.post(path(), { _csrf: csrf, origin: ' HTTP://LocalHost:5173/ ' });
     assert.equal(added.status, 303, added.text);
-    assert.equal(added.location, `/portal/apps/${app.appId}?done=origin-added#quickstart-web`);
+    assert.equal(added.location, `/portal/apps/${app.appId}?done=origin-added#web-page-origins`);
     assert.deepEqual(await originsOf(), ['https://shop.example.com', 'http://localhost:5173']);
     const overview = await owner.page(added.location.replace(/#.*/, ''));
     assert.match(overview.text, /The origin is added: reload your page/);
     assert.match(overview.text, /data-allowed-origins><code>https:\/\/shop\.example\.com<\/code>, <code>http:\/\/localhost:5173<\/code>/);
 
     const again = await owner.post(path(), { _csrf: csrf, origin: 'http://localhost:5173' });
-    assert.equal(again.location, `/portal/apps/${app.appId}?done=origin-listed#quickstart-web`);
+    assert.equal(again.location, `/portal/apps/${app.appId}?done=origin-listed#web-page-origins`);
     assert.deepEqual(await originsOf(), ['https://shop.example.com', 'http://localhost:5173'], 'not twice');
+  });
+
+  it('keeps every origin of developers adding theirs at the same moment', async () => {
+    const busy = await createApp(owner, 'Busy');
+    const form = await owner.page(`/portal/apps/${busy.appId}`);
+    const origins = Array.from({ length: 12 }, (_, index) => `http://localhost:${5100 + index}`);
+    const answers = await Promise.all(
+      origins.map((origin) => owner.post(`/portal/apps/${busy.appId}/allowed-origins`, { _csrf: form.csrf, origin })),
+    );
+    assert.deepEqual(
+      answers.map((answer) => answer.location),
+      origins.map(() => `/portal/apps/${busy.appId}?done=origin-added#web-page-origins`),
+    );
+    assert.deepEqual([...(await originsOf(busy.appId))].sort(), [...origins].sort());
   });
 
   it("answers the portal's script with JSON: the origins now, or the mistake", async () => {

@@ -150,8 +150,8 @@ function configurationOf(form: SettingsForm): Partial<AppConfiguration> {
     (index) => `Line ${listed[index]!.number}`,
   );
   return parseConfigurationChanges({
-    adminTokenMaxLifetimeSeconds: lifetimeOf(form.adminMax, form.adminMaxUnit, 'The longest admin token'),
-    anonymousTokenMaxLifetimeSeconds: lifetimeOf(form.anonymousMax, form.anonymousMaxUnit, 'The longest anonymous token'),
+    adminTokenMaxLifetimeSeconds: lifetimeOf(form.adminMax, form.adminMaxUnit, 'The longest lifetime of an admin token'),
+    anonymousTokenMaxLifetimeSeconds: lifetimeOf(form.anonymousMax, form.anonymousMaxUnit, 'The longest lifetime of an anonymous token'),
     requireAppKey: form.requireAppKey,
     allowedOrigins: origins,
   });
@@ -205,8 +205,8 @@ ${state.done === undefined ? null : html`<p class="notice success" role="status"
 ${mistakeOf('settings')}
 <form method="post" action="${base}/settings" class="stack">
   ${csrfField(csrfToken)}
-  ${lifetimeField('admin-max', 'adminMax', 'Longest admin token', form.adminMax, form.adminMaxUnit)}
-  ${lifetimeField('anonymous-max', 'anonymousMax', 'Longest anonymous token', form.anonymousMax, form.anonymousMaxUnit)}
+  ${lifetimeField('admin-max', 'adminMax', 'Longest lifetime of an admin token', form.adminMax, form.adminMaxUnit)}
+  ${lifetimeField('anonymous-max', 'anonymousMax', 'Longest lifetime of an anonymous token', form.anonymousMax, form.anonymousMaxUnit)}
   <p class="hint" id="lifetime-hint">Empty: no limit. A token requested without an expiry gets the longest lifetime; one asked to live longer is refused.</p>
   <div class="choice">
     <input type="checkbox" id="require-app-key" name="requireAppKey" value="yes"${form.requireAppKey ? html` checked` : null} aria-describedby="require-app-key-hint">
@@ -221,7 +221,7 @@ ${mistakeOf('settings')}
 </section>
 <section class="danger-zone" aria-labelledby="danger-zone">
 <h2 id="danger-zone">Danger zone</h2>
-<p>What cannot be undone: apart from the routine settings above, each behind a confirmation of its own.</p>
+<p>What cannot be undone, kept apart from the settings above. Each asks you to confirm it first.</p>
 <section class="app-form" aria-labelledby="revoke-tokens">
 <h3 id="revoke-tokens">Revoke tokens</h3>
 <p>Every token of the kind stops working at once, wherever it is; clients get new ones with the app's keys.</p>

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
-import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
+import { MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
 import { mayAct, type AppRole } from '../../developers/roles.js';
 import { TesseraError } from '../../errors.js';
 import { serviceBaseUrl } from '../base-url.js';
@@ -51,8 +51,8 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
   // The quickstarts' "Your page's origin": the app's allowed origins become those it had and this
   // one (owner and collaborators may change the configuration). A form of the overview and of the
   // new-app page; the portal's script sends it with `Accept: application/json` and shows the answer
-  // in place, so that the new-app page, with its ClientSecret, stays. The list is read, then written
-  // whole (as the settings form does): an origin added elsewhere in between is lost.
+  // in place, so that the new-app page, with its ClientSecret, stays. Origins added at the same
+  // moment are all kept (`AppService.allowOrigin`).
   app.post<AppParams>(
     '/apps/:appId/allowed-origins',
     { onRequest: requireSession, preValidation: csrfCheck(app) },
@@ -62,27 +62,20 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
       const context = asDeveloper(request);
       const typed = (formField(request, 'origin') ?? '').slice(0, MAX_ORIGIN_LENGTH + 1);
       const wantsJson = (request.headers.accept ?? '').startsWith('application/json');
-      let allowed = (await apps.show(appId, context)).configuration.allowedOrigins;
+      let allowed: readonly string[];
       let outcome: keyof typeof DONE;
       try {
-        const origin = originOf(typed.trim());
-        if (allowed.includes(origin)) outcome = 'origin-listed';
-        else {
-          if (allowed.length >= MAX_ALLOWED_ORIGINS)
-            throw new TesseraError(
-              'invalid_request',
-              `The app allows ${MAX_ALLOWED_ORIGINS} origins already, as many as it may: remove one in Settings first.`,
-            );
-          allowed = (await apps.configure(appId, { allowedOrigins: [...allowed, origin] }, context)).configuration.allowedOrigins;
-          outcome = 'origin-added';
-        }
+        const { app: updated, added } = await apps.allowOrigin(appId, originOf(typed.trim()), context);
+        allowed = updated.configuration.allowedOrigins;
+        outcome = added ? 'origin-added' : 'origin-listed';
       } catch (error) {
         const message = mistakeIn(error);
-        if (wantsJson) return reply.status(400).send({ message, allowedOrigins: allowed });
+        if (wantsJson)
+          return reply.status(400).send({ message, allowedOrigins: (await apps.show(appId, context)).configuration.allowedOrigins });
         return sendPage(reply, await overview(request, reply, appId, role, { mistake: { message, typed } }), 400);
       }
       if (wantsJson) return reply.send({ message: DONE[outcome], allowedOrigins: allowed });
-      return seeOther(reply, `/portal/apps/${appId}?done=${outcome}#quickstart-web`);
+      return seeOther(reply, `/portal/apps/${appId}?done=${outcome}#web-page-origins`);
     },
   );
 };
@@ -135,8 +128,8 @@ ${quickstarts({
 })}
 <h2>Token settings</h2>
 <dl class="settings">
-  <div><dt>Longest admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
-  <div><dt>Longest anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>Longest lifetime of an admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
+  <div><dt>Longest lifetime of an anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
   <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
 </dl>

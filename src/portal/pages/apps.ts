@@ -3,6 +3,7 @@ import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
 import type { OwnedApp } from '../../apps/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
 import type { AppAttention } from '../../apps/attention.js';
+import type { AppRole } from '../../developers/roles.js';
 import { fieldText } from '../event-view.js';
 import { html, type Html } from '../html.js';
 import { utcTime } from '../time.js';
@@ -51,7 +52,7 @@ ${
         ({ membership, app: described, attention }) => html`<li${flagsOf(attention) > 0 ? html` class="flagged"` : null}>
     <a href="/portal/apps/${described.appId}"><strong>${described.name}</strong></a>
     <span class="meta">AppID <code>${described.appId}</code> · ${membership.role === 'owner' ? 'owner' : 'collaborator'}</span>
-    ${attentionFlags(described.appId, attention)}
+    ${attentionFlags(described.appId, attention, membership.role)}
   </li>`,
       )}</ul>`
 }`,
@@ -88,14 +89,14 @@ function flagsOf({ leakedSecret, refusalBurst }: AppAttention): number {
  * what happened and leads to rotation), a burst of refused key requests in the last hour (to that
  * minute's events).
  */
-function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttention): Html | null {
+function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttention, role: AppRole): Html | null {
   if (leakedSecret === null && refusalBurst === null) return null;
   const minute = refusalBurst === null ? 0 : Date.parse(refusalBurst.minute);
   return html`<ul class="flags">
     ${
       leakedSecret === null
         ? null
-        : html`<li data-flag="leaked-secret"><a href="/portal/apps/${appId}">ClientSecret leaked into a web page</a> ${utcTime(leakedSecret.lastExposedAt, 'minute')}: rotate it.</li>`
+        : html`<li data-flag="leaked-secret"><a href="/portal/apps/${appId}">ClientSecret leaked into a web page</a> on ${utcTime(leakedSecret.lastExposedAt, 'minute')}: ${role === 'owner' ? 'rotate it' : 'ask the owner to rotate it'}.</li>`
     }
     ${
       refusalBurst === null
@@ -146,16 +147,11 @@ function createdPage(request: FastifyRequest, reply: FastifyReply, created: Owne
   ${keyRow('ClientSecret', 'clientSecret', created.clientSecret, 'Secret: server code only. Shown once.')}
 </dl>
 ${quickstarts({
-  values: { baseUrl: serviceBaseUrl(request, publicUrl), ...keysOf(created) },
+  values: { baseUrl: serviceBaseUrl(request, publicUrl), appId: created.appId, appKey: created.appKey, clientId: created.clientId },
   allowedOrigins: [], // a new app allows none
   csrfToken,
   keepThisPage: true,
 })}
 <p><a class="button" href="/portal/apps/${created.appId}">Go to the app's page</a></p>`,
   });
-}
-
-/** What the quickstarts are filled in with: every key, the ClientSecret too, on the one page that shows it. */
-function keysOf({ appId, appKey, clientId, clientSecret }: OwnedApp) {
-  return { appId, appKey, clientId, clientSecret };
 }

@@ -19,6 +19,7 @@ import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys, rotationOutcome } from './rotation.js';
 import { keyRow } from './keys.js';
+import { setSecretStep } from './set-secret.js';
 
 type CredentialParams = { Params: { appId: string; clientId: string } };
 
@@ -454,7 +455,7 @@ function createdPage(
   now: number,
 ) {
   const command = [
-    `curl -u '${created.clientId}:${created.clientSecret}' \\`,
+    `curl -u "${created.clientId}:$TESSERA_CLIENT_SECRET" \\`,
     '  -d grant_type=client_credentials \\',
     `  ${base}/api/apps/${app.appId}/oauth2/token`,
   ].join('\n');
@@ -475,8 +476,9 @@ function createdPage(
   <div><dt>Allowed addresses</dt><dd>${addressesText(created.allowFrom)}</dd></div>
 </dl>
 <h3>Get a token</h3>
-<p>An admin token with the credential's scopes, from a terminal (add <code>-d scope=…</code> to ask for fewer):</p>
-<pre class="commands shell" data-copyable tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
+${setSecretStep("this credential's ClientSecret")}
+<p>Then an admin token with the credential's scopes (add <code>-d scope=…</code> to ask for fewer):</p>
+<pre class="commands" data-snippet="credential-token" data-copyable="the token request" tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });
 }

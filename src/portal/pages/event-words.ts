@@ -47,6 +47,7 @@ export function eventTitle(event: AuditEvent): string {
     if (attempted === 'admin') return 'Admin token request refused';
     if (attempted === 'anonymous') return 'Anonymous token request refused';
   }
+  if (event.type === 'app.owner_changed' && event.details.created === true) return 'App created';
   if (event.type === 'token.revoked') {
     const { kind, scope } = event.details;
     if (scope === 'app') {
@@ -136,6 +137,8 @@ export function detailsOf(event: AuditEvent, emails: Map<string, string>, { with
   const shown: string[] = revocation === null ? [] : [revocation];
   for (const [key, value] of Object.entries(event.details)) {
     if (key === 'byDeveloperId' || (key === 'reason' && !withReason)) continue;
+    // An app's creation (`eventTitle`): its owner, not "previous owner: none".
+    if (event.details.created === true && (key === 'created' || key === 'previousOwnerId')) continue;
     if (key === 'reason' && event.type === 'token.refused' && value === 'invalid_token') {
       shown.push('invalid, expired or revoked token');
       continue;

@@ -115,13 +115,13 @@ ${form}`;
 <div class="charts" data-charts>${chartHtml}</div>
 <h2 id="log">Events</h2>
 ${viewSummary(appId, view, beforeId !== undefined)}
+<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the chart, not listed one by one. Events are kept for a limited time.</p>
 ${live ? html`<p class="live-status" role="status" aria-live="polite" data-live-status></p>` : null}
 ${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(appId, view, beforeId !== undefined)}</p>` : null}
 <ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${viewQuery(view)}" data-newest="${newest}"` : null}>
 ${listed.events.map((event) => eventItem(event, emails, links))}
 </ol>
-${pager(appId, view, beforeId, listed.nextCursor)}
-<p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the chart but not listed one by one. Events are kept for a limited time.</p>`;
+${pager(appId, view, beforeId, listed.nextCursor)}`;
     return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body }));
   });
 

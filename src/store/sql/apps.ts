@@ -40,6 +40,21 @@ function selectApps(rest: string): { sqlite: string; postgres: string } {
   };
 }
 
+/**
+ * An app, its row locked on PostgreSQL until the transaction ends (SQLite's write transactions,
+ * `BEGIN IMMEDIATE`, hold the whole file already).
+ */
+const SELECT_APP_FOR_UPDATE = (() => {
+  const select = selectApps('WHERE app_id = :appId');
+  return { sqlite: select.sqlite, postgres: `${select.postgres} FOR UPDATE OF apps` };
+})();
+
+/** Sets the configuration fields of `:changes` (JSON), leaving the others as they are. */
+const PATCH_CONFIGURATION = {
+  sqlite: `UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId`,
+  postgres: `UPDATE apps SET configuration = configuration || :changes::jsonb WHERE app_id = :appId`,
+};
+
 const insertAppBatch = batchInsert('apps', [
   ['app_id', 'text'],
   ['name', 'text'],
@@ -206,13 +221,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     },
     async updateConfiguration(appId, changes, audit) {
       return db.transaction(async (tx) => {
-        const changed = await tx.run(
-          {
-            sqlite: `UPDATE apps SET configuration = json_patch(configuration, :changes) WHERE app_id = :appId`,
-            postgres: `UPDATE apps SET configuration = configuration || :changes::jsonb WHERE app_id = :appId`,
-          },
-          { appId, changes: JSON.stringify(changes) },
-        );
+        const changed = await tx.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) });
         const row = changed === 0 ? undefined : await tx.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId });
         if (row === undefined) return undefined;
         const updated = toApp(row);
@@ -220,13 +229,25 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         return updated;
       });
     },
+    async changeConfiguration(appId, change, audit) {
+      return db.transaction(async (tx) => {
+        const row = await tx.get<AppRow>(SELECT_APP_FOR_UPDATE, { appId });
+        if (row === undefined) return undefined;
+        const app = toApp(row);
+        const changes = change(app.configuration);
+        if (changes === null) return { app, changed: false };
+        await tx.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) });
+        const updated = { ...app, configuration: { ...app.configuration, ...changes } };
+        await insertEvents(tx, audit(updated));
+        return { app: updated, changed: true };
+      });
+    },
     async delete(appId, audit) {
       return db.transaction(async (tx) => {
         // Locked first on PostgreSQL, so that no one becomes a member or the owner between reading
         // the members and the deletion, which takes the memberships with it: an owner change locks
         // the app's row too, and adding a collaborator checks its reference to the row, which waits.
-        const select = selectApps('WHERE app_id = :appId');
-        const row = await tx.get<AppRow>({ sqlite: select.sqlite, postgres: `${select.postgres} FOR UPDATE OF apps` }, { appId });
+        const row = await tx.get<AppRow>(SELECT_APP_FOR_UPDATE, { appId });
         if (row === undefined) return false;
         const members = await tx.all<{ developer_id: string; role: AppRole }>(
           "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
