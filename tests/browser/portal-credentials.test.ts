@@ -99,7 +99,13 @@ describe("an app's credentials in the portal", () => {
     const command = (await page.locator('[data-snippet=credential-token]').textContent()) ?? '';
     assert.equal(
       command,
-      `curl -u "${keys.clientId}:$TESSERA_CLIENT_SECRET" \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
+      [
+        `APP_URL=${server.baseUrl}/api/apps/${app.appId}`,
+        'curl -s "$APP_URL/oauth2/token" \\',
+        '  -d grant_type=client_credentials \\',
+        `  -d client_id=${keys.clientId} \\`,
+        '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
+      ].join('\n'),
     );
     assert.ok(!command.includes(keys.clientSecret), "the secret is not on the command line, where the shell's history keeps it");
     await screenshots(page, 'credential-created');

@@ -131,7 +131,13 @@ describe("an app's Credentials page", () => {
     const tokenCommand = snippetOf(created.text, 'credential-token');
     assert.equal(
       tokenCommand,
-      `curl -u "${keys.clientId}:$TESSERA_CLIENT_SECRET" \\\n  -d grant_type=client_credentials \\\n  ${server.baseUrl}/api/apps/${app.appId}/oauth2/token`,
+      [
+        `APP_URL=${server.baseUrl}/api/apps/${app.appId}`,
+        'curl -s "$APP_URL/oauth2/token" \\',
+        '  -d grant_type=client_credentials \\',
+        `  -d client_id=${keys.clientId} \\`,
+        '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
+      ].join('\n'),
     );
 
     const [stored] = await credentialsOf(app);

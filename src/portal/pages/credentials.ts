@@ -454,10 +454,13 @@ function createdPage(
   base: string,
   now: number,
 ) {
+  // As the quickstarts' curl lines (src/apps/snippets.ts): short lines, the secret from the environment.
   const command = [
-    `curl -u "${created.clientId}:$TESSERA_CLIENT_SECRET" \\`,
+    `APP_URL=${base}/api/apps/${app.appId}`,
+    'curl -s "$APP_URL/oauth2/token" \\',
     '  -d grant_type=client_credentials \\',
-    `  ${base}/api/apps/${app.appId}/oauth2/token`,
+    `  -d client_id=${created.clientId} \\`,
+    '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
   ].join('\n');
   return page({
     title: `New credential · ${app.name}`,
