@@ -90,7 +90,7 @@ function originsForm(appId: string, allowed: readonly string[], csrfToken: strin
       <input type="text" id="page-origin" name="origin" inputmode="url" maxlength="${MAX_ORIGIN_LENGTH}" autocomplete="off" spellcheck="false" autocapitalize="off" placeholder="http://localhost:5173" value="${state.mistake?.typed ?? ''}" aria-describedby="page-origin-hint"${invalid ? html` aria-invalid="true"` : null}>
       <button type="submit">Allow this origin</button>
     </div>
-    <p class="hint" id="page-origin-hint"><code>scheme://host:port</code>, as the address bar shows it, without a path. The app's other origins stay.</p>
+    <p class="hint" id="page-origin-hint"><code>scheme://host:port</code>, as the address bar shows it, without a path. The app's other origins stay.${keepThisPage ? ' The answer shows here (in a new tab, without JavaScript), and this page with its ClientSecret stays.' : ''}</p>
   </form>
 </div>`;
 }
