@@ -97,16 +97,9 @@ describe("an app's credentials in the portal", () => {
     assert.equal(await page.getByRole('heading', { level: 2 }).textContent(), 'New credential: CI: read events');
     const keys = await keysShown(page);
     const command = (await page.locator('[data-snippet=credential-token]').textContent()) ?? '';
-    assert.equal(
-      command,
-      [
-        `APP_URL=${server.baseUrl}/api/apps/${app.appId}`,
-        'curl -s "$APP_URL/oauth2/token" \\',
-        '  -d grant_type=client_credentials \\',
-        `  -d client_id=${keys.clientId} \\`,
-        '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
-      ].join('\n'),
-    );
+    // Its text is checked, and run in bash, by tests/http/portal-credentials.test.ts.
+    assert.ok(command.startsWith(`APP_URL=${server.baseUrl}/api/apps/${app.appId}\n`), command);
+    assert.ok(command.includes(`-d client_id=${keys.clientId} `), command);
     assert.ok(!command.includes(keys.clientSecret), "the secret is not on the command line, where the shell's history keeps it");
     await screenshots(page, 'credential-created');
     await page.setViewportSize({ width: 390, height: 800 });
