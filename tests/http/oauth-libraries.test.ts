@@ -203,6 +203,18 @@ describe('simple-oauth2', () => {
       }
     });
   }
+
+  it('getToken({ expiresAt }): an admin token of 15 minutes, as the README says to ask for', async () => {
+    const asked = Date.now() + 900_000;
+    const accessToken = await client(admin).getToken({ expiresAt: String(asked) });
+    assert.ok(
+      Number(accessToken.token.expires_in) > 890 && Number(accessToken.token.expires_in) <= 900,
+      String(accessToken.token.expires_in),
+    );
+    const me = await whoami(`${proxy.baseUrl}${appPath()}`, bearer(accessToken.token.access_token as string));
+    assert.equal(me.body.principal, 'admin');
+    assert.equal(me.body.expiresAt, asked);
+  });
 });
 
 describe('@badgateway/oauth2-client', () => {
