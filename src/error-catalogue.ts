@@ -66,6 +66,7 @@ export function formSentAlready(): TesseraError {
   return new TesseraError(
     'CONFLICT',
     'This form was sent already (a reload of the page that answered it sends it again), or it was opened over an hour ago. ' +
-      'Nothing was done this time: open the form again from its page if you still need it.',
+      'Nothing was done this time, and what the first send did stands: a new app is in your apps, a rotation is done. ' +
+      'A secret it showed cannot be shown again: if you did not copy it, rotate it on its app\u2019s page.',
   );
 }

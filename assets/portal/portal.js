@@ -82,6 +82,20 @@ for (const form of document.querySelectorAll('form[data-add-origin]')) {
         list.append(code);
       });
       if (answer.allowedOrigins.length === 0) list.textContent = 'none';
+      // The overview's settings list them too.
+      const setting = document.querySelector('[data-allowed-origins-setting]');
+      if (setting) {
+        const items = document.createElement('ul');
+        items.className = 'plain';
+        for (const origin of answer.allowedOrigins) {
+          const item = document.createElement('li');
+          const code = document.createElement('code');
+          code.textContent = origin;
+          item.append(code);
+          items.append(item);
+        }
+        setting.replaceChildren(answer.allowedOrigins.length === 0 ? 'none' : items);
+      }
     }
   });
 }

@@ -6,19 +6,21 @@ import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
 export interface AppAttention {
   /** The ClientSecret was sent from a web page and has not been rotated since; null otherwise. */
   leakedSecret: SecretExposure | null;
-  /** The busiest minute of the last hour for refused key requests, when it reached `REFUSAL_BURST_PER_MINUTE`; null otherwise. */
+  /** The busiest minute of the last hour for token requests refused for their keys, when it reached `REFUSAL_BURST_PER_MINUTE`; null otherwise. */
   refusalBurst: RefusalBurst | null;
 }
 
 export interface RefusalBurst {
   /** The start of the minute (ISO 8601, UTC). */
   minute: string;
-  /** Key requests refused in it, throttled ones included. */
+  /** Token requests refused in it for their keys, throttled ones included. */
   refused: number;
+  /** Of those, admin attempts throttled (429) after too many wrong secrets. */
+  throttled: number;
 }
 
 /**
- * Refused key requests in one minute that make a burst: as many wrong ClientSecrets as one address
+ * Token requests refused for their keys in one minute that make a burst: as many wrong ClientSecrets as one address
  * may send an app in a minute before it is throttled, by default. A person mistyping a secret does
  * not get there; a script guessing, or a deployment with an old secret, does within seconds.
  */
@@ -28,7 +30,7 @@ export const REFUSAL_BURST_PER_MINUTE = 10;
 export const REFUSAL_BURST_WINDOW_MS = 3_600_000;
 
 /**
- * Requests for tokens refused for their keys: a wrong ClientSecret or AppKey (`token.refused`
+ * Token requests refused for their keys: a wrong ClientSecret or AppKey (`token.refused`
  * `invalid_client`), an admin attempt throttled after too many (`token.throttled`), a credential's
  * right secret from the wrong address or after its expiry (`credential.refused`). A refused bearer
  * token (`invalid_token`) is left out: clients that still hold expired tokens send those all day.
@@ -38,13 +40,17 @@ function isKeyRefusal(kind: { type: string; reason: string | null }): boolean {
   return kind.type === 'token.throttled' || kind.type === 'credential.refused';
 }
 
-/** The minute with the most refused key requests, when they reached `REFUSAL_BURST_PER_MINUTE` (the earliest of equals). */
+/** The minute with the most token requests refused for their keys, when they reached `REFUSAL_BURST_PER_MINUTE` (the earliest of equals). */
 export function refusalBurstOf(counts: EventCountsDescription): RefusalBurst | null {
   let busiest: RefusalBurst | null = null;
   for (const bucket of counts.buckets) {
     let refused = 0;
-    for (const kind of bucket.counts) if (isKeyRefusal(kind)) refused += kind.count;
-    if (refused >= REFUSAL_BURST_PER_MINUTE && refused > (busiest?.refused ?? 0)) busiest = { minute: bucket.start, refused };
+    let throttled = 0;
+    for (const kind of bucket.counts) {
+      if (isKeyRefusal(kind)) refused += kind.count;
+      if (kind.type === 'token.throttled') throttled += kind.count;
+    }
+    if (refused >= REFUSAL_BURST_PER_MINUTE && refused > (busiest?.refused ?? 0)) busiest = { minute: bucket.start, refused, throttled };
   }
   return busiest;
 }

@@ -56,7 +56,7 @@ export class AppEvents {
     return lastSecretExposure(this.log, appId);
   }
 
-  /** What about the app calls for attention now: a leaked ClientSecret not rotated since, a burst of refused key requests. */
+  /** What about the app calls for attention now: a leaked ClientSecret not rotated since, a burst of token requests refused for their keys. */
   async attention(appId: string, context: RequestContext): Promise<AppAttention> {
     await this.access.authorize(appId, 'view_events', context);
     return appAttention(this.log, appId, this.clock.now());

@@ -80,7 +80,7 @@ export function webPage({ baseUrl, appId, appKey }: SnippetValues): string {
 
 /** Server code with `tessera-tokens/client`: admin tokens of 15 minutes, renewed; whoami and the app. */
 export function nodeServer({ baseUrl, appId, clientId }: SnippetValues): string {
-  return `// server.mjs (Node 22 or later): TESSERA_CLIENT_SECRET=… node server.mjs
+  return `// server.mjs (Node 22 or later): node server.mjs, with TESSERA_CLIENT_SECRET set
 import { TesseraClient } from 'tessera-tokens/client';
 
 const tessera = new TesseraClient({
@@ -105,7 +105,7 @@ console.log(app.name, app.configuration);
 export function openidClient({ baseUrl, appId, clientId }: SnippetValues): string {
   const issuer = `${baseUrl}/api/apps/${appId}`;
   const insecure = baseUrl.startsWith('http:') ? `client.allowInsecureRequests(config); // for http:// only\n` : '';
-  return `// oauth.mjs: npm install openid-client; TESSERA_CLIENT_SECRET=… node oauth.mjs
+  return `// oauth.mjs: npm install openid-client; node oauth.mjs, with TESSERA_CLIENT_SECRET set
 import * as client from 'openid-client';
 
 const issuer = ${js(issuer)};
@@ -162,12 +162,14 @@ export function curlCommands({ baseUrl, appId, appKey, clientId, clientSecret }:
 /**
  * The command that puts the ClientSecret into a terminal's environment for the server code and curl
  * to read, without showing it or keeping it in the shell's history: it is pasted at its prompt.
+ * `printf` makes the prompt, which bash's `read -p` and zsh's `read '…?'` would make each its own way.
  */
-export const SET_CLIENT_SECRET_COMMAND = 'read -rs TESSERA_CLIENT_SECRET && export TESSERA_CLIENT_SECRET';
+export const SET_CLIENT_SECRET_COMMAND =
+  "printf 'ClientSecret: ' && read -rs TESSERA_CLIENT_SECRET && echo && export TESSERA_CLIENT_SECRET";
 
 /** The deployed JavaScript SDK, pointed at Tessera: an admin token, then whoami with it. */
 export function kiiSdk({ baseUrl, appId, appKey, clientId }: SnippetValues): string {
-  return `// sdk.mjs: npm install kii-cloud-sdk; TESSERA_CLIENT_SECRET=… node sdk.mjs
+  return `// sdk.mjs: npm install kii-cloud-sdk; node sdk.mjs, with TESSERA_CLIENT_SECRET set
 import kii from 'kii-cloud-sdk';
 
 const { Kii } = kii.create();

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
 import { isTesseraError } from '../errors.js';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { packageVersion } from '../package-root.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
@@ -106,8 +104,8 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined ? 2 : 0;
     }
     if (command === '--version' || command === 'version') {
-      const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
-      out.result({ version: pkg.version }, () => pkg.version);
+      const version = packageVersion();
+      out.result({ version }, () => version);
       return 0;
     }
     if (command === 'store') return await runStore(rest, out);

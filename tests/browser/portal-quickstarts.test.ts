@@ -152,6 +152,14 @@ describe('the quickstarts in Chromium', () => {
     // Once more: nothing changes, and the page says so.
     assert.equal(await addOrigin(portal, browser.otherOrigin), 'That origin was allowed already: nothing changed.');
     assert.deepEqual(await originsListed(portal), [browser.origin, browser.otherOrigin]);
+
+    // One more through the script: the overview's settings list it too, without a reload.
+    assert.equal(await addOrigin(portal, 'http://localhost:5173'), 'The origin is added: reload your page, and its calls get through.');
+    assert.deepEqual(await portal.locator('[data-allowed-origins-setting] code').allTextContents(), [
+      browser.origin,
+      browser.otherOrigin,
+      'http://localhost:5173',
+    ]);
     for (const width of [390, 1280]) assert.deepEqual(await sidewaysAt(portal, width), [], `the overview at ${width} px`);
     await portal.close();
   });

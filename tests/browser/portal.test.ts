@@ -123,7 +123,7 @@ describe('a developer in the portal', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await screenshots(page, 'apps-attention');
 
-    await follow(page, () => page.getByRole('link', { name: `${REFUSAL_BURST_PER_MINUTE} key requests refused in one minute` }).click());
+    await follow(page, () => page.getByRole('link', { name: `${REFUSAL_BURST_PER_MINUTE} token requests refused in one minute` }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${guessed.appId}/events`);
     assert.equal(await page.locator('[data-type="token.refused"]').count(), REFUSAL_BURST_PER_MINUTE);
     await page.goBack();

@@ -96,7 +96,9 @@ describe('the list of apps', () => {
     assert.match(card, /class="flagged"/);
     assert.match(
       card,
-      new RegExp(`data-flag="refusal-burst"><a href="([^"]+)">${REFUSAL_BURST_PER_MINUTE + 2} key requests refused in one minute</a>`),
+      new RegExp(
+        `data-flag="refusal-burst"><a href="([^"]+)">${REFUSAL_BURST_PER_MINUTE + 2} token requests refused in one minute</a> \\(${REFUSAL_BURST_PER_MINUTE + 2 - LIMIT_PER_ADDRESS} throttled\\)`,
+      ),
     );
     assert.match(card, /<time datetime="2026-11-27T14:03:00.000Z">2026-11-27 14:03 UTC<\/time>/);
     assert.match(page, /<p class="alert">One of your apps needs attention/);

@@ -160,7 +160,9 @@ describe("an app's Credentials page", () => {
 
     const ran = await runBash(`${snippetOf(created.text, 'set-secret')}\n${tokenCommand}`, {}, keys.clientSecret);
     assertRan(ran, 'the token request');
-    const token = JSON.parse(ran.stdout) as { access_token: string; scope: string };
+    // Standard output has the prompt ("ClientSecret: "), then the answer.
+    assert.match(ran.stdout, /^ClientSecret: \n\{/);
+    const token = JSON.parse(ran.stdout.slice(ran.stdout.indexOf('{'))) as { access_token: string; scope: string };
     assert.equal(token.scope, 'app:read events:read reports:read');
     const me = (await whoami(app.appUrl, bearer(token.access_token))).body;
     assert.equal(me.scope, 'app:read events:read reports:read');

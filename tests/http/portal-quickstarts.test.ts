@@ -92,7 +92,11 @@ describe('the quickstarts', () => {
         `${page}: curl reads the ClientSecret from the environment`,
       );
       assert.ok(!curl.includes(app.clientSecret), `${page}: never the ClientSecret on a command line, where the shell's history keeps it`);
-      assert.equal(snippetOf(text, 'set-secret'), 'read -rs TESSERA_CLIENT_SECRET && export TESSERA_CLIENT_SECRET', page);
+      assert.equal(
+        snippetOf(text, 'set-secret'),
+        "printf 'ClientSecret: ' && read -rs TESSERA_CLIENT_SECRET && echo && export TESSERA_CLIENT_SECRET",
+        page,
+      );
       assert.match(text, /<code class="run">node server\.mjs<\/code>/, `${page}: how to run it`);
       // Every quickstart can be opened without JavaScript, and each has its copy target (and the command that sets the secret).
       assert.equal(text.match(/<details class="quickstart"/g)?.length, 5, page);

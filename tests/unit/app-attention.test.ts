@@ -33,6 +33,7 @@ describe('a burst of refused key requests', () => {
     assert.deepEqual(refusalBurstOf(countsOf({ '2026-11-27T13:05:00.000Z': [wrongSecrets(REFUSAL_BURST_PER_MINUTE)] })), {
       minute: '2026-11-27T13:05:00.000Z',
       refused: REFUSAL_BURST_PER_MINUTE,
+      throttled: 0,
     });
   });
 
@@ -50,7 +51,7 @@ describe('a burst of refused key requests', () => {
           ],
         }),
       ),
-      { minute, refused: 10 },
+      { minute, refused: 10, throttled: 4 },
     );
     assert.equal(refusalBurstOf(countsOf({ [minute]: [{ type: 'token.refused', reason: 'invalid_token', count: 500 }] })), null);
   });
@@ -63,6 +64,6 @@ describe('a burst of refused key requests', () => {
         '2026-11-27T13:40:00.000Z': [wrongSecrets(40)],
       }),
     );
-    assert.deepEqual(burst, { minute: '2026-11-27T13:20:00.000Z', refused: 40 });
+    assert.deepEqual(burst, { minute: '2026-11-27T13:20:00.000Z', refused: 40, throttled: 0 });
   });
 });

@@ -131,7 +131,7 @@ ${quickstarts({
   <div><dt>Longest lifetime of an admin token</dt><dd>${lifetime(configuration.adminTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>Longest lifetime of an anonymous token</dt><dd>${lifetime(configuration.anonymousTokenMaxLifetimeSeconds)}</dd></div>
   <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
-  <div><dt>Web pages allowed to call the service</dt><dd>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
+  <div><dt>Web pages allowed to call the service</dt><dd data-allowed-origins-setting>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
 </dl>
 <p><a href="${base}/settings">Change the settings</a></p>`;
 }

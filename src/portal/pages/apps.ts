@@ -86,7 +86,7 @@ function flagsOf({ leakedSecret, refusalBurst }: AppAttention): number {
 
 /**
  * An app's flags in the list: its ClientSecret leaked into a web page (to the overview, which says
- * what happened and leads to rotation), a burst of refused key requests in the last hour (to that
+ * what happened and leads to rotation), a burst of token requests refused for their keys in the last hour (to that
  * minute's events).
  */
 function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttention, role: AppRole): Html | null {
@@ -101,7 +101,7 @@ function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttent
     ${
       refusalBurst === null
         ? null
-        : html`<li data-flag="refusal-burst"><a href="/portal/apps/${appId}/events?${new URLSearchParams({ range: 'custom', from: fieldText(minute), to: fieldText(minute + 60_000) }).toString()}">${refusalBurst.refused} key requests refused in one minute</a>, ${utcTime(refusalBurst.minute, 'minute')}: someone guessing, or a deployment with an old secret.</li>`
+        : html`<li data-flag="refusal-burst"><a href="/portal/apps/${appId}/events?${new URLSearchParams({ range: 'custom', from: fieldText(minute), to: fieldText(minute + 60_000) }).toString()}">${refusalBurst.refused} token requests refused in one minute</a>${refusalBurst.throttled === 0 ? null : ` (${refusalBurst.throttled} throttled)`}, ${utcTime(refusalBurst.minute, 'minute')}: wrong ClientSecrets or AppKeys, someone guessing or a deployment with an old secret.</li>`
     }
   </ul>`;
 }

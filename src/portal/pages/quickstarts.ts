@@ -2,6 +2,7 @@ import { MAX_ORIGIN_LENGTH } from '../../apps/origins.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField } from '../layout.js';
 import { ADMIN_TOKEN_LIFETIME_SECONDS, snippets, type SnippetValues } from '../../apps/snippets.js';
+import { packageVersion } from '../../package-root.js';
 import { setSecretStep } from './set-secret.js';
 
 /** What the add-origin form says after it was sent: a change made, or a mistake with what was typed. */
@@ -33,6 +34,7 @@ export interface QuickstartsInput {
 export function quickstarts({ values, allowedOrigins, csrfToken, origin = {}, keepThisPage = false }: QuickstartsInput): Html {
   const code = snippets(values);
   const { appId } = values;
+  const version = packageVersion();
   const run = (file: string) => html`<code class="run">node ${file}</code>`;
   return html`<section class="quickstarts" aria-labelledby="quickstarts">
 <h2 id="quickstarts">Quickstarts</h2>
@@ -46,7 +48,7 @@ ${setSecretStep(`the ClientSecret (${keepThisPage ? 'shown above' : 'from your c
 </details>
 <details class="quickstart" id="quickstart-node">
   <summary>Node server code, with <code>tessera-tokens/client</code></summary>
-  <p>Install the package <code>tessera-tokens</code>: until it is published, from its tarball, which <code>npm pack --pack-destination /tmp</code> makes in Tessera's checkout (<code>npm install /tmp/tessera-tokens-*.tgz</code>); then <code>npm install tessera-tokens</code>. Save the code as <code>server.mjs</code> and run ${run('server.mjs')}. The client gets an admin token, keeps it, and renews it before its ${ADMIN_TOKEN_LIFETIME_SECONDS / 60} minutes end.</p>
+  <p>Install the package <code>tessera-tokens</code>. Until it is published, from its tarball: <code>npm pack --pack-destination /tmp</code> in Tessera's checkout, then <code>npm install /tmp/tessera-tokens-${version}.tgz</code> in your project (npm may note that the package has a <code>prepare</code> script: it is not run for a tarball). Once published: <code>npm install tessera-tokens</code>. Save the code as <code>server.mjs</code> and run ${run('server.mjs')}. The client gets an admin token, keeps it, and renews it before its ${ADMIN_TOKEN_LIFETIME_SECONDS / 60} minutes end.</p>
   ${snippet('node', 'the Node code', code.node)}
 </details>
 <details class="quickstart" id="quickstart-openid-client">
@@ -90,7 +92,7 @@ function originsForm(appId: string, allowed: readonly string[], csrfToken: strin
       <input type="text" id="page-origin" name="origin" inputmode="url" maxlength="${MAX_ORIGIN_LENGTH}" autocomplete="off" spellcheck="false" autocapitalize="off" placeholder="http://localhost:5173" value="${state.mistake?.typed ?? ''}" aria-describedby="page-origin-hint"${invalid ? html` aria-invalid="true"` : null}>
       <button type="submit">Allow this origin</button>
     </div>
-    <p class="hint" id="page-origin-hint"><code>scheme://host:port</code>, as the address bar shows it, without a path. The app's other origins stay.${keepThisPage ? ' The answer shows here (in a new tab, without JavaScript), and this page with its ClientSecret stays.' : ''}</p>
+    <p class="hint" id="page-origin-hint"><code>scheme://host:port</code>, as the address bar shows it, without a path. The app's other origins stay.${keepThisPage ? ' The answer shows below; without JavaScript it opens in a new tab, so that this page and its ClientSecret stay.' : ''}</p>
   </form>
 </div>`;
 }
