@@ -63,14 +63,17 @@ export function webPage({ baseUrl, appId, appKey }: SnippetValues): string {
     baseUrl: ${js(baseUrl)},
     appId: ${js(appId)},
     mode: 'anonymous',
-    appKey: ${js(appKey)}, // public: made to be in web pages
+    // The AppKey is public, made for web pages.
+    appKey: ${js(appKey)},
   });
   const who = document.querySelector('#who');
   try {
-    const me = await tessera.whoami(); // an anonymous token, then GET …/whoami
+    // An anonymous token, then whoami.
+    const me = await tessera.whoami();
     who.textContent = \`\${me.principal} (\${me.auth})\`;
   } catch (error) {
-    // This page's origin not allowed: TypeError: Failed to fetch (CORS)
+    // This page's origin not allowed (CORS):
+    // TypeError: Failed to fetch.
     who.textContent = \`\${error.name}: \${error.message}\`;
     console.error(error);
   }
@@ -80,7 +83,8 @@ export function webPage({ baseUrl, appId, appKey }: SnippetValues): string {
 
 /** Server code with `tessera-tokens/client`: admin tokens of 15 minutes, renewed; whoami and the app. */
 export function nodeServer({ baseUrl, appId, clientId }: SnippetValues): string {
-  return `// server.mjs (Node 22 or later): node server.mjs, with TESSERA_CLIENT_SECRET set
+  return `// server.mjs (Node 22 or later): run it
+// where TESSERA_CLIENT_SECRET is set.
 import { TesseraClient } from 'tessera-tokens/client';
 
 const tessera = new TesseraClient({
@@ -89,14 +93,17 @@ const tessera = new TesseraClient({
   mode: 'admin',
   clientId: ${js(clientId)},
   clientSecret: process.env.TESSERA_CLIENT_SECRET,
-  // Each admin token lives 15 minutes and is renewed before it ends:
-  // a leaked one opens all of the app's data, but not for long.
+  // Admin tokens live 15 minutes and are
+  // renewed: a leaked one opens the app's
+  // data, but not for long.
   adminTokenLifetimeSeconds: ${ADMIN_TOKEN_LIFETIME_SECONDS},
 });
 
-const me = await tessera.whoami(); // GET /api/apps/${appId}/whoami
+// Who the token is: GET …/whoami.
+const me = await tessera.whoami();
 console.log(me);
-const app = await tessera.json(tessera.appUrl); // GET /api/apps/${appId}: admins only
+// The app itself, for admins only.
+const app = await tessera.json(tessera.appUrl);
 console.log(app.name, app.configuration);
 `;
 }
@@ -104,8 +111,9 @@ console.log(app.name, app.configuration);
 /** openid-client v6: the client credentials grant with `expiresAt` (a field of Tessera's own), then whoami. */
 export function openidClient({ baseUrl, appId, clientId }: SnippetValues): string {
   const issuer = `${baseUrl}/api/apps/${appId}`;
-  const insecure = baseUrl.startsWith('http:') ? `client.allowInsecureRequests(config); // for http:// only\n` : '';
-  return `// oauth.mjs: npm install openid-client; node oauth.mjs, with TESSERA_CLIENT_SECRET set
+  const insecure = baseUrl.startsWith('http:') ? `// For http:// only.\nclient.allowInsecureRequests(config);\n` : '';
+  return `// oauth.mjs: npm install openid-client,
+// and TESSERA_CLIENT_SECRET set.
 import * as client from 'openid-client';
 
 const issuer = ${js(issuer)};
@@ -115,7 +123,8 @@ const config = new client.Configuration(
   process.env.TESSERA_CLIENT_SECRET,
 );
 ${insecure}
-// expiresAt (UNIX ms) is Tessera's own field: an admin token of 15 minutes.
+// expiresAt (UNIX ms) is Tessera's own
+// field: an admin token of 15 minutes.
 const tokens = await client.clientCredentialsGrant(config, {
   expiresAt: String(Date.now() + ${ADMIN_TOKEN_LIFETIME_SECONDS}_000),
 });
@@ -169,7 +178,8 @@ export const SET_CLIENT_SECRET_COMMAND =
 
 /** The deployed JavaScript SDK, pointed at Tessera: an admin token, then whoami with it. */
 export function kiiSdk({ baseUrl, appId, appKey, clientId }: SnippetValues): string {
-  return `// sdk.mjs: npm install kii-cloud-sdk; node sdk.mjs, with TESSERA_CLIENT_SECRET set
+  return `// sdk.mjs: npm install kii-cloud-sdk,
+// and TESSERA_CLIENT_SECRET set.
 import kii from 'kii-cloud-sdk';
 
 const { Kii } = kii.create();
