@@ -154,7 +154,8 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
   it('the apps list with an app that needs attention: a leaked ClientSecret, a burst of refusals', async () => {
     const flagged = appOn(server, await server.tessera.ownedApps.create('Flagged', owner.email, OPERATOR));
     assert.equal((await requestToken(flagged, adminFields(flagged), { origin: 'https://flagged.example' })).status, 400);
-    for (let index = 0; index < REFUSAL_BURST_PER_MINUTE; index++)
+    // Twice a burst but one: whichever minute they fall in, one minute has a burst of them.
+    for (let index = 0; index < 2 * REFUSAL_BURST_PER_MINUTE - 1; index++)
       assert.equal((await requestToken(flagged, adminFields(flagged, { client_secret: 'guess' }))).status, 401);
     await server.tessera.events.flush();
     const page = await signedInPage(browser, server, owner.email);

@@ -106,7 +106,8 @@ describe('a developer in the portal', () => {
     const calm = await server.tessera.ownedApps.create('Blog', developer.email, OPERATOR);
     const guessed = appOn(server, await server.tessera.ownedApps.create('Shop', developer.email, OPERATOR));
     assert.equal((await requestToken(guessed, adminFields(guessed), { origin: 'https://shop.example' })).status, 400);
-    for (let i = 0; i < REFUSAL_BURST_PER_MINUTE; i++) {
+    // Twice a burst but one: whichever minute they fall in, one minute has a burst of them.
+    for (let i = 0; i < 2 * REFUSAL_BURST_PER_MINUTE - 1; i++) {
       assert.equal((await requestToken(guessed, adminFields(guessed, { client_secret: `guess-${i}` }))).status, 401);
     }
     await server.tessera.events.flush();
@@ -123,9 +124,12 @@ describe('a developer in the portal', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await screenshots(page, 'apps-attention');
 
-    await follow(page, () => page.getByRole('link', { name: `${REFUSAL_BURST_PER_MINUTE} token requests refused in one minute` }).click());
+    const burst = page.getByRole('link', { name: /^\d+ token requests refused in one minute$/ });
+    const refused = Number(/^\d+/.exec((await burst.textContent()) ?? '')![0]);
+    assert.ok(refused >= REFUSAL_BURST_PER_MINUTE, String(refused));
+    await follow(page, () => burst.click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${guessed.appId}/events`);
-    assert.equal(await page.locator('[data-type="token.refused"]').count(), REFUSAL_BURST_PER_MINUTE);
+    assert.equal(await page.locator('[data-type="token.refused"]').count(), refused, "that minute's refusals");
     await page.goBack();
     await follow(page, () => page.getByRole('link', { name: 'ClientSecret leaked into a web page' }).click());
     assert.equal(new URL(page.url()).pathname, `/portal/apps/${guessed.appId}`);
