@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { MAX_APP_NAME_LENGTH, type AppRecord } from '../../src/apps/app.js';
+import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from '../../src/apps/app.js';
 import { AppConflictError } from '../../src/apps/store.js';
 import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
@@ -489,6 +489,55 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           requireAppKey: true,
           allowedOrigins: [],
         });
+      });
+
+      it('changes the configuration from what it is, the row held: changes computed at once on two connections all hold', async () => {
+        const app = makeApp();
+        await store.apps.insert(app);
+        const addOrigin = (origin: string) => (current: AppConfiguration) =>
+          current.allowedOrigins.includes(origin) ? null : { allowedOrigins: [...current.allowedOrigins, origin] };
+        const second = await openSecondConnection(testStore);
+        try {
+          await Promise.all(
+            Array.from({ length: 8 }, (_, index) =>
+              (index % 2 === 0 ? store : second).apps.changeConfiguration(
+                app.appId,
+                addOrigin(`http://localhost:${5000 + index}`),
+                noEvents,
+              ),
+            ),
+          );
+        } finally {
+          await second.close();
+        }
+        const origins = (await store.apps.findById(app.appId))!.configuration.allowedOrigins;
+        assert.deepEqual(
+          [...origins].sort(),
+          Array.from({ length: 8 }, (_, index) => `http://localhost:${5000 + index}`),
+        );
+
+        // No change: nothing written, no event.
+        const same = await store.apps.changeConfiguration(app.appId, addOrigin('http://localhost:5000'), () => [
+          makeEvent(app.appId, { type: 'app.configuration_changed' }),
+        ]);
+        assert.equal(same?.changed, false);
+        assert.equal((await store.events.list({ appId: app.appId, limit: 10 })).length, 0);
+        // A change that throws, or whose events cannot be written: nothing written.
+        await assert.rejects(
+          store.apps.changeConfiguration(
+            app.appId,
+            () => {
+              throw new Error('refused');
+            },
+            noEvents,
+          ),
+          /refused/,
+        );
+        await assert.rejects(
+          store.apps.changeConfiguration(app.appId, addOrigin('http://localhost:6000'), () => [unwritableEvent(app.appId)]),
+        );
+        assert.deepEqual((await store.apps.findById(app.appId))!.configuration.allowedOrigins, origins);
+        assert.equal(await store.apps.changeConfiguration('0000000000000000', addOrigin('http://localhost:1'), noEvents), undefined);
       });
 
       it("deletes the events of a deleted app, and no other app's", async () => {

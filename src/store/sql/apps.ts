@@ -9,7 +9,7 @@ import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
 import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
-import { withRowLock, type SqlDialect, type SqlRunner } from './runner.js';
+import { withRowLock, type SqlDialect, type SqlRunner, type Statement } from './runner.js';
 import { bytesColumn, jsonColumn } from './rows.js';
 import { credentialsColumn, CREDENTIALS_OF_APP } from './credentials.js';
 import { deleteTokensOfApp } from './tokens.js';
@@ -41,13 +41,18 @@ function selectApps(rest: string): { sqlite: string; postgres: string } {
 }
 
 /**
- * An app, its row locked on PostgreSQL until the transaction ends (SQLite's write transactions,
- * `BEGIN IMMEDIATE`, hold the whole file already).
+ * An app, its row locked on PostgreSQL until the transaction ends, as `withRowLock` locks a row
+ * (SQLite's write transactions, `BEGIN IMMEDIATE`, hold the whole file already): `UPDATE` for its
+ * deletion, `NO KEY UPDATE` for a change that keeps its key, which leaves rows referring to the app
+ * free to be written meanwhile.
  */
-const SELECT_APP_FOR_UPDATE = (() => {
+function selectAppLocked(lock: 'UPDATE' | 'NO KEY UPDATE'): Statement {
   const select = selectApps('WHERE app_id = :appId');
-  return { sqlite: select.sqlite, postgres: `${select.postgres} FOR UPDATE OF apps` };
-})();
+  return { sqlite: select.sqlite, postgres: `${select.postgres} FOR ${lock} OF apps` };
+}
+
+const SELECT_APP_TO_DELETE = selectAppLocked('UPDATE');
+const SELECT_APP_TO_CHANGE = selectAppLocked('NO KEY UPDATE');
 
 /** Sets the configuration fields of `:changes` (JSON), leaving the others as they are. */
 const PATCH_CONFIGURATION = {
@@ -231,7 +236,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     },
     async changeConfiguration(appId, change, audit) {
       return db.transaction(async (tx) => {
-        const row = await tx.get<AppRow>(SELECT_APP_FOR_UPDATE, { appId });
+        const row = await tx.get<AppRow>(SELECT_APP_TO_CHANGE, { appId });
         if (row === undefined) return undefined;
         const app = toApp(row);
         const changes = change(app.configuration);
@@ -247,7 +252,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         // Locked first on PostgreSQL, so that no one becomes a member or the owner between reading
         // the members and the deletion, which takes the memberships with it: an owner change locks
         // the app's row too, and adding a collaborator checks its reference to the row, which waits.
-        const row = await tx.get<AppRow>(SELECT_APP_FOR_UPDATE, { appId });
+        const row = await tx.get<AppRow>(SELECT_APP_TO_DELETE, { appId });
         if (row === undefined) return false;
         const members = await tx.all<{ developer_id: string; role: AppRole }>(
           "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
