@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
+import type { AppConfiguration } from '../../src/apps/app.js';
 import { openPool } from '../../src/store/postgres/connection.js';
 import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
@@ -45,6 +46,43 @@ describe('PostgreSQL store specifics', () => {
       await locker.query('COMMIT');
       assert.deepEqual((await testStore.store.apps.findById(app.appId))?.credentials, [], 'nothing was stored');
       assert.equal(await testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []), 'inserted', 'the store works on');
+    } finally {
+      await Promise.all([admin.end(), locker.end()]);
+      await testStore.dispose();
+    }
+  });
+
+  it("a configuration change whose connection is terminated while it waits on the app's row answers 503, and changes nothing", async () => {
+    const testStore = await createPostgresTestStore();
+    const app = makeApp();
+    await testStore.store.apps.insert(app);
+    const addOrigin = (current: AppConfiguration) => ({ allowedOrigins: [...current.allowedOrigins, 'http://localhost:5173'] });
+    const admin = new pg.Client({ connectionString: testStore.databaseUrl });
+    const locker = new pg.Client({ connectionString: testStore.databaseUrl });
+    await Promise.all([admin.connect(), locker.connect()]);
+    try {
+      // Another transaction holds the app's row: the change waits for it, and is terminated there.
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
+      const changing = testStore.store.apps.changeConfiguration(app.appId, addOrigin, () => []);
+      const refused = assert.rejects(
+        changing,
+        (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503,
+      );
+      let pid: number | undefined;
+      for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const result = await admin.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE OF apps%'",
+        );
+        pid = result.rows[0]?.pid;
+      }
+      assert.ok(pid !== undefined, 'the change never waited on the app');
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await refused;
+      await locker.query('COMMIT');
+      assert.deepEqual((await testStore.store.apps.findById(app.appId))?.configuration.allowedOrigins, [], 'nothing was changed');
+      assert.equal((await testStore.store.apps.changeConfiguration(app.appId, addOrigin, () => []))?.changed, true, 'the store works on');
     } finally {
       await Promise.all([admin.end(), locker.end()]);
       await testStore.dispose();
