@@ -67,16 +67,19 @@ async function seedTokens(store: Store, appId: string, count: number): Promise<v
       Array.from({ length: chunk }, () => {
         const issuedAt = Date.now();
         const { selector, verifierHash } = generateAccessToken(issuedAt);
-        return store.tokens.insert({
-          selector,
-          verifierHash,
-          appId,
-          kind: 'admin',
-          issuedAt,
-          expiresAt: null,
-          clientId: null,
-          scopes: null,
-        });
+        return store.tokens.insert(
+          {
+            selector,
+            verifierHash,
+            appId,
+            kind: 'admin',
+            issuedAt,
+            expiresAt: null,
+            clientId: null,
+            scopes: null,
+          },
+          0,
+        );
       }),
     );
     done += chunk;

@@ -47,6 +47,12 @@ export interface AppRecord {
    * revocation of all of the app's anonymous tokens, or null if there was none.
    */
   anonymousCutoff: number | null;
+  /**
+   * Counts the changes that took admin authority away (rotations, revocations). A token is stored
+   * only if the app's count is still the one of the record its request was authenticated against:
+   * a request that raced a revocation is authenticated again (`TokenIssuer`).
+   */
+  adminGeneration: number;
   /** Its further credentials (`src/credentials/`), oldest first: read with the app, so that a cached app has them. */
   credentials: readonly CredentialRecord[];
 }

@@ -10,6 +10,7 @@ import {
   type CredentialRecord,
 } from '../credentials/credential.js';
 import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
+import { escapedLimit, limitsWithin, type EscapedLimit } from '../credentials/limits.js';
 import type { CredentialStore } from '../credentials/store.js';
 import { appNotFound, formSentAlready, insufficientScope, notFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
@@ -38,6 +39,8 @@ export interface RevokedCredential {
   clientId: string;
   /** Admin tokens issued from it, removed with it. */
   tokensRevoked: number;
+  /** The credentials its admin tokens made (and theirs made…), revoked with it: each with its tokens removed. */
+  credentialsRevoked: { clientId: string; name: string; tokensRevoked: number }[];
 }
 
 /** The one scope a collaborator may not grant: it would let a credential do what the collaborator may not. */
@@ -73,6 +76,9 @@ export class CredentialService {
     const input = parseNewCredential(fields, this.clock.now());
     const app = await this.#app(appId);
     await this.#checkGrant(appId, input.scopes, context);
+    const maker = makerOf(app, context);
+    const limits = maker === null ? input : limitsWithin(input, maker);
+    if ('escaped' in limits) throw limitEscaped(limits.escaped, maker!);
     const clientSecret = generateClientSecret();
     const stamp = await this.events.stamp(appId, context);
     const record: CredentialRecord = {
@@ -80,8 +86,8 @@ export class CredentialService {
       appId,
       name: input.name,
       scopes: input.scopes,
-      expiresAt: input.expiresAt,
-      allowFrom: input.allowFrom,
+      expiresAt: limits.expiresAt,
+      allowFrom: limits.allowFrom,
       secretHash: clientSecretDigest(clientSecret),
       previousSecret: null,
       createdAt: stamp.at,
@@ -124,8 +130,12 @@ export class CredentialService {
   ): Promise<RotatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
-    const credential = await this.#require(appId, clientId);
+    const app = await this.#app(appId);
+    const credential = requireCredential(app, clientId);
     await this.#checkGrant(appId, credential.scopes, context);
+    const maker = makerOf(app, context);
+    const escaped = maker === null ? null : escapedLimit(credential, maker);
+    if (escaped !== null) throw limitEscaped(escaped, maker!);
     const clientSecret = generateClientSecret();
     const stamp = await this.events.stamp(appId, context);
     const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
@@ -155,29 +165,43 @@ export class CredentialService {
     };
   }
 
-  /** Deletes the credential; every token issued from it is refused at once, on every instance within a second. With `once`, as `create`. */
+  /**
+   * Deletes the credential, and every credential its admin tokens made (which must not outlive it:
+   * a leaked credential's revocation ends what it made too); every token issued from any of them is
+   * refused at once. With `once`, as `create`.
+   */
   async revoke(appId: string, clientId: string, context: RequestContext, once?: string): Promise<RevokedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
-    const credential = await this.#require(appId, clientId);
+    await this.#require(appId, clientId);
     const stamp = await this.events.stamp(appId, context);
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
-    const tokensRevoked = await this.store
+    const revoked = await this.store
       .delete(
         appId,
         clientId,
-        (count) => [
-          {
+        (credentials) =>
+          credentials.map(({ clientId: revokedId, name, madeBy, tokensRevoked }) => ({
             ...stamp,
             type: 'credential.revoked',
-            details: { ...credentialDetails(credential), tokensRevoked: count, ...actingDetails(context) },
-          },
-        ],
+            details: {
+              clientId: revokedId,
+              name,
+              tokensRevoked,
+              ...(madeBy === null ? {} : { madeBy, revokedWith: clientId }),
+              ...actingDetails(context),
+            },
+          })),
         claim,
       )
       .catch(sentAlready);
-    if (tokensRevoked === undefined) throw credentialNotFound();
+    if (revoked === undefined) throw credentialNotFound();
     this.onChange(appId);
-    return { clientId, tokensRevoked };
+    const [named, ...made] = revoked;
+    return {
+      clientId,
+      tokensRevoked: named!.tokensRevoked,
+      credentialsRevoked: made.map(({ clientId: madeId, name, tokensRevoked }) => ({ clientId: madeId, name, tokensRevoked })),
+    };
   }
 
   async #app(appId: string): Promise<AppRecord> {
@@ -191,9 +215,7 @@ export class CredentialService {
   }
 
   async #require(appId: string, clientId: string): Promise<CredentialRecord> {
-    const credential = (await this.#credentialsOf(appId)).find((candidate) => candidate.clientId === clientId);
-    if (credential === undefined) throw credentialNotFound();
-    return credential;
+    return requireCredential(await this.#app(appId), clientId);
   }
 
   /** Throws unless whoever asks may hand over `scopes` (see the class's comment). */
@@ -210,6 +232,36 @@ export class CredentialService {
     const missing = by.scopes === null ? undefined : scopes.find((scope) => !by.scopes!.includes(scope));
     if (missing !== undefined) throw insufficientScope(missing);
   }
+}
+
+function requireCredential(app: AppRecord, clientId: string): CredentialRecord {
+  const credential = app.credentials.find((candidate) => candidate.clientId === clientId);
+  if (credential === undefined) throw credentialNotFound();
+  return credential;
+}
+
+/**
+ * The credential whose admin token asks (with `credentials:manage`), whose limits bound what it
+ * makes and hands over (`limitsWithin`); null for anyone else (the operator, a developer, a token of
+ * the app's own ClientID).
+ */
+function makerOf(app: AppRecord, context: RequestContext): CredentialRecord | null {
+  const { by } = context;
+  if (by === null || by === 'operator' || by.kind !== 'admin' || by.clientId === null) return null;
+  const maker = app.credentials.find((credential) => credential.clientId === by.clientId);
+  if (maker === undefined) throw new TesseraError('FORBIDDEN', 'The credential this admin token was issued from has been revoked.');
+  return maker;
+}
+
+function limitEscaped(limit: EscapedLimit, maker: CredentialRecord): TesseraError {
+  const what =
+    limit === 'expiresAt'
+      ? `expire no later than it does (${new Date(maker.expiresAt!).toISOString()})`
+      : `be used only from addresses on its own list (${maker.allowFrom.join(', ')})`;
+  return new TesseraError(
+    'FORBIDDEN',
+    `${limit} goes beyond the credential this admin token was issued from: what a credential makes or rotates must ${what}.`,
+  );
 }
 
 /** A once value claimed before: the form was sent already. */

@@ -424,6 +424,7 @@ function recordOf(app: AppToImport, at: number): AppRecord {
     createdAt: at,
     configuration: app.configuration,
     anonymousCutoff: null,
+    adminGeneration: 0,
     credentials: [],
   };
 }

@@ -109,6 +109,7 @@ export class AppService {
         createdAt: this.clock.now(),
         configuration: { ...DEFAULT_APP_CONFIGURATION },
         anonymousCutoff: null,
+        adminGeneration: 0,
         previousSecret: null,
         credentials: [],
       };

@@ -53,10 +53,14 @@ export async function runCredentialsCommand(tessera: Tessera, command: ParsedCom
     case 'revoke': {
       if (clientId === undefined) throw new UsageError(USAGE);
       const revoked = await tessera.credentials.revoke(appId, clientId, OPERATOR);
-      return out.result(
-        revoked,
-        () =>
+      return out.result(revoked, () =>
+        [
           `Revoked credential ${clientId} of app ${appId}: its secret and its ${revoked.tokensRevoked} admin token(s) are refused from now on.`,
+          ...revoked.credentialsRevoked.map(
+            (made) =>
+              `Revoked with it, since its admin tokens made it: credential ${made.clientId} (${made.name}) and its ${made.tokensRevoked} admin token(s).`,
+          ),
+        ].join('\n'),
       );
     }
     default:

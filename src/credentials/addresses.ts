@@ -43,6 +43,26 @@ function canonicalCidr(entry: string): string | undefined {
   return `${canonical}/${prefix}`;
 }
 
+/**
+ * Whether every address of the canonical CIDR `inner` is in the canonical CIDR `outer`: the same
+ * family, a prefix at least as long, and the same network on `outer`'s prefix.
+ */
+export function cidrWithin(inner: string, outer: string): boolean {
+  const [innerNetwork, innerPrefix] = splitCidr(inner);
+  const [outerNetwork, outerPrefix] = splitCidr(outer);
+  const family = innerNetwork.includes(':') ? 6 : 4;
+  if (family !== (outerNetwork.includes(':') ? 6 : 4) || innerPrefix < outerPrefix) return false;
+  const value = (network: string) => (family === 4 ? ipv4Value(network) : ipv6Value(network));
+  const hostBits = BigInt((family === 4 ? 32 : 128) - outerPrefix);
+  const [a, b] = [value(innerNetwork), value(outerNetwork)];
+  return a !== undefined && b !== undefined && a >> hostBits === b >> hostBits;
+}
+
+function splitCidr(cidr: string): [network: string, prefix: number] {
+  const slash = cidr.indexOf('/');
+  return [cidr.slice(0, slash), Number(cidr.slice(slash + 1))];
+}
+
 /** The address in its shortest form, as the URL parser writes it; undefined for one it refuses (a zone, `fe80::1%eth0`). */
 function canonicalIpv6(address: string): string | undefined {
   if (address.includes('%')) return undefined;

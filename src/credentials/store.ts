@@ -2,6 +2,15 @@ import type { AuditOf } from '../events/event.js';
 import type { OnceClaim } from '../once.js';
 import type { CredentialRecord } from './credential.js';
 
+/** A credential revoked, and how many of its tokens went with it. */
+export interface RevokedCredentialRecord {
+  clientId: string;
+  name: string;
+  /** The credential whose admin token made it, when it was revoked with that one; null for the one named. */
+  madeBy: string | null;
+  tokensRevoked: number;
+}
+
 /**
  * The credentials' storage seam; one implementation per backend under `src/store/`. Credentials are
  * read with their app (`AppRecord.credentials`), so that a cached app has them, and a change to one
@@ -29,11 +38,17 @@ export interface CredentialStore {
     once?: OnceClaim,
   ): Promise<boolean>;
   /**
-   * Deletes the credential and every token issued from it, and writes the events `audit` builds of
-   * how many tokens that was, in one transaction; returns that number, or undefined (nothing
+   * Deletes the credential, every credential its admin tokens made (and those theirs made, and so
+   * on), and every token issued from any of them, and writes the events `audit` builds of what was
+   * revoked, in one transaction; returns that, the named credential first, or undefined (nothing
    * written) if the app has no such credential. With `once`, as `insert`.
    */
-  delete(appId: string, clientId: string, audit: AuditOf<number>, once?: OnceClaim): Promise<number | undefined>;
+  delete(
+    appId: string,
+    clientId: string,
+    audit: AuditOf<RevokedCredentialRecord[]>,
+    once?: OnceClaim,
+  ): Promise<RevokedCredentialRecord[] | undefined>;
   /** Sets when the credential was last used to `at`, unless that was written less than `minIntervalMs` before. */
   markUsed(clientId: string, at: number, minIntervalMs: number): Promise<void>;
 }

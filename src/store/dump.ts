@@ -42,6 +42,7 @@ export const TABLES: readonly TableSpec[] = [
       anonymous_cutoff: 'integer',
       previous_secret_hash: 'blob',
       previous_secret_valid_until: 'integer',
+      admin_generation: 'integer',
     }),
     key: ['app_id'],
   },

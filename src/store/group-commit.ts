@@ -3,17 +3,17 @@ import type { MaybePromise } from '../maybe-promise.js';
 /** `seconds`: how long the batch's transaction took. */
 export type BatchListener = (size: number, seconds: number) => void;
 
-interface Pending<T> {
+interface Pending<T, R> {
   item: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (error: unknown) => void;
 }
 
-export interface GroupCommitOptions<T> {
-  /** Writes a batch in one transaction; throws if any item fails. */
-  writeBatch(items: T[]): MaybePromise<void>;
+export interface GroupCommitOptions<T, R> {
+  /** Writes a batch in one transaction; throws if any item fails. Resolves with each item's result, in their order. */
+  writeBatch(items: T[]): MaybePromise<R[]>;
   /** Writes one item on its own (after a batch failed, so that one bad item fails alone). */
-  writeOne(item: T): MaybePromise<void>;
+  writeOne(item: T): MaybePromise<R>;
   /** An error after which writing items one by one is pointless (the database is unreachable). */
   failsEverything?(error: unknown): boolean;
   maxBatch?: number;
@@ -26,21 +26,22 @@ export interface GroupCommitOptions<T> {
  * transaction, and each caller learns of its write only once that transaction has committed. A
  * commit is the expensive part of a write, so under load many writes share one.
  */
-export class GroupCommit<T> {
-  #queue: Pending<T>[] = [];
+export class GroupCommit<T, R> {
+  #queue: Pending<T, R>[] = [];
   #inFlight = 0;
   #scheduled = false;
   #drained: (() => void)[] = [];
   #onBatch: BatchListener | undefined;
 
-  constructor(private readonly options: GroupCommitOptions<T>) {}
+  constructor(private readonly options: GroupCommitOptions<T, R>) {}
 
   /** Told the size and duration of every batch written (the metrics); one listener at most. */
   onBatch(listener: BatchListener): void {
     this.#onBatch = listener;
   }
 
-  add(item: T): Promise<void> {
+  /** Resolves with the item's result once its batch has committed. */
+  add(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
       this.#schedule();
@@ -72,17 +73,16 @@ export class GroupCommit<T> {
     this.#schedule(); // another batch may start while this one is written
     const started = this.#onBatch === undefined ? 0 : performance.now();
     try {
-      await this.options.writeBatch(batch.map((pending) => pending.item));
+      const results = await this.options.writeBatch(batch.map((pending) => pending.item));
       this.#onBatch?.(batch.length, (performance.now() - started) / 1000);
-      for (const pending of batch) pending.resolve();
+      batch.forEach((pending, index) => pending.resolve(results[index]!));
     } catch (error) {
       if (this.options.failsEverything?.(error) === true) {
         for (const pending of batch) pending.reject(error);
       } else {
         for (const pending of batch) {
           try {
-            await this.options.writeOne(pending.item);
-            pending.resolve();
+            pending.resolve(await this.options.writeOne(pending.item));
           } catch (itemError) {
             pending.reject(itemError);
           }

@@ -6,6 +6,7 @@ import type { CredentialRecord } from '../credentials/credential.js';
 import { scopeProblemText } from '../credentials/input.js';
 import { narrowScopes } from '../credentials/scopes.js';
 import { parseScopeParameter } from './request.js';
+import { appNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { invalidClient, type ClientCredentials } from './credentials.js';
 import type { EventLog } from '../events/log.js';
@@ -49,6 +50,8 @@ export class TokenIssuer {
     private readonly clock: Clock,
     private readonly admins: AdminAuthentication,
     private readonly events: EventLog,
+    /** The app as the store has it now (not as a cache had it): after a rotation or revocation raced a token request. */
+    private readonly reload: (appId: string) => Promise<AppRecord | undefined>,
   ) {}
 
   async issue(
@@ -64,36 +67,38 @@ export class TokenIssuer {
       this.events.record('token.issued', app.appId, context, 'anonymous', { expiresAt });
       return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
     }
-    const { secret, credential } = client;
-    const scopes = grantedScopes(credential, scope);
-    const resolved = resolveExpiry(now, requested, app.configuration.adminTokenMaxLifetimeSeconds);
-    // A token issued from a credential never outlives it.
-    const expiresAt =
-      credential?.expiresAt == null || (resolved !== null && resolved <= credential.expiresAt) ? resolved : credential.expiresAt;
-    const clientId = credential?.clientId ?? null;
-    const accessToken = await this.#storedToken(app, now, expiresAt, clientId, scopes);
-    // Which secret an admin token was issued with, so that the operator sees when, after a rotation
-    // with a grace period, the previous one is no longer used; and from which credential, with what.
-    this.events.record(
-      'token.issued',
-      app.appId,
-      context,
-      'admin',
-      clientId === null && scopes === null ? { expiresAt, secret } : { expiresAt, secret, clientId, scopes },
-    );
-    return { id: app.adminId, accessToken, expiresIn: expiresInSeconds(now, expiresAt), kind: 'admin', scopes };
-  }
-
-  async #storedToken(
-    app: AppRecord,
-    now: number,
-    expiresAt: number | null,
-    clientId: string | null,
-    scopes: readonly string[] | null,
-  ): Promise<string> {
-    const { token, selector, verifierHash } = generateAccessToken(now);
-    await this.tokens.insert({ selector, verifierHash, appId: app.appId, kind: 'admin', issuedAt: now, expiresAt, clientId, scopes });
-    return token;
+    let admin: AuthenticatedAdmin = client;
+    let current = app;
+    for (let attempt = 1; ; attempt++) {
+      const { secret, credential } = admin;
+      const scopes = grantedScopes(credential, scope);
+      const resolved = resolveExpiry(now, requested, current.configuration.adminTokenMaxLifetimeSeconds);
+      // A token issued from a credential never outlives it.
+      const expiresAt =
+        credential?.expiresAt == null || (resolved !== null && resolved <= credential.expiresAt) ? resolved : credential.expiresAt;
+      const clientId = credential?.clientId ?? null;
+      const { token, selector, verifierHash } = generateAccessToken(now);
+      const record = { selector, verifierHash, appId: app.appId, kind: 'admin' as const, issuedAt: now, expiresAt, clientId, scopes };
+      if (await this.tokens.insert(record, current.adminGeneration)) {
+        // Which secret an admin token was issued with, so that the operator sees when, after a rotation
+        // with a grace period, the previous one is no longer used; and from which credential, with what.
+        this.events.record(
+          'token.issued',
+          app.appId,
+          context,
+          'admin',
+          clientId === null && scopes === null ? { expiresAt, secret } : { expiresAt, secret, clientId, scopes },
+        );
+        return { id: current.adminId, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'admin', scopes };
+      }
+      // A rotation or revocation committed since the app was read (on another instance, or while
+      // the insert waited its turn): what the request is worth is decided anew, on the app as it now is.
+      if (attempt === MAX_ISSUE_ATTEMPTS) throw appChangingTooOften();
+      const reloaded = await this.reload(app.appId);
+      if (reloaded === undefined) throw appNotFound();
+      current = reloaded;
+      admin = await this.admins.authenticate(current, credentials, context);
+    }
   }
 
   /**
@@ -117,6 +122,17 @@ export class TokenIssuer {
     if (origin !== undefined) return refuseBrowserAdminAttempt(this.admins, this.events, app, credentials, { ...context, origin });
     return { kind: 'admin', ...(await this.admins.authenticate(app, credentials, context)) };
   }
+}
+
+/** Tries at storing a token while revocations keep changing its app, before the request is answered 503. */
+const MAX_ISSUE_ATTEMPTS = 3;
+
+function appChangingTooOften(): TesseraError {
+  return new TesseraError(
+    'SERVICE_UNAVAILABLE',
+    'The app\u2019s secrets or tokens were changed while this token was being issued, several times over; try again.',
+    { retryAfterSeconds: 1 },
+  );
 }
 
 /**

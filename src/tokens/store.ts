@@ -21,8 +21,13 @@ export interface TokenRecord {
 
 /** The tokens' storage seam; one implementation per backend under `src/store/`. */
 export interface TokenStore {
-  /** Resolves once the token is durable: a 200 is never answered for a token a crash could lose. */
-  insert(token: TokenRecord): Promise<void>;
+  /**
+   * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app
+   * record its request was authenticated against (`AppRecord.adminGeneration`); false, with nothing
+   * stored, if a rotation or revocation changed it meanwhile, or the app is gone. Resolves once the
+   * token is durable: a 200 is never answered for a token a crash could lose.
+   */
+  insert(token: TokenRecord, adminGeneration: number): Promise<boolean>;
   /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
   findBySelector(selector: Buffer): MaybePromise<TokenRecord | undefined>;
   /** Removes one token; false if there was none. */

@@ -28,6 +28,7 @@ export function makeApp(overrides: Partial<AppRecord> = {}): AppRecord {
     createdAt: T0 + sequence,
     configuration: { ...DEFAULT_APP_CONFIGURATION },
     anonymousCutoff: null,
+    adminGeneration: 0,
     previousSecret: null,
     credentials: [],
     ...overrides,

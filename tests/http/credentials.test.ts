@@ -315,7 +315,7 @@ describe('credentials: rotation and revocation', () => {
 
     const revoked = await requestAs(`${app.appUrl}/credentials/${credential.clientId}`, bearer(unrelated), 'DELETE');
     assert.equal(revoked.status, 200, revoked.text);
-    assert.deepEqual(revoked.body, { clientId: credential.clientId, tokensRevoked: 1 });
+    assert.deepEqual(revoked.body, { clientId: credential.clientId, tokensRevoked: 1, credentialsRevoked: [] });
     assert.equal((await whoami(app.appUrl, bearer(token))).status, 401);
     assertError(await tokenRequest(app, credential), 401, 'invalid_client');
 
@@ -328,6 +328,86 @@ describe('credentials: rotation and revocation', () => {
     assert.ok(refusedElsewhere, 'the other instance refuses the token within a second');
     assertError(await tokenRequest(elsewhere, credential), 401, 'invalid_client');
     assert.equal((await whoami(app.appUrl, bearer(unrelated))).status, 200, 'tokens of the app\u2019s own ClientID are untouched');
+  });
+});
+
+describe('credentials made by credentials: never less limited than their maker, and revoked with it', () => {
+  it("a credential's token makes credentials within its own expiry and addresses (its own when left out); more is 403 naming the field", async () => {
+    const app = await newApp();
+    const expiresAt = clock.now() + 6_000;
+    const maker = await credentialOf(app, {
+      scopes: ['credentials:manage', 'events:read'],
+      expiresAt: new Date(expiresAt).toISOString(),
+      allowFrom: ['127.0.0.1', '::1'],
+    });
+    const token = await scopedToken(app, maker);
+    const create = (fields: Record<string, unknown>) =>
+      postAs(`${app.appUrl}/credentials`, bearer(token), { scopes: ['events:read'], ...fields });
+
+    const inherited = await create({ name: 'inherits' });
+    assert.equal(inherited.status, 201, inherited.text);
+    assert.equal(inherited.body.expiresAt, new Date(expiresAt).toISOString());
+    assert.deepEqual(inherited.body.allowFrom, ['127.0.0.1/32', '::1/128']);
+    const narrower = await create({ name: 'narrower', expiresAt: new Date(expiresAt - 1_000).toISOString(), allowFrom: ['127.0.0.1/32'] });
+    assert.equal(narrower.status, 201, narrower.text);
+
+    const later = await create({ name: 'later', expiresAt: new Date(expiresAt + 1_000).toISOString() });
+    assertError(later, 403, 'FORBIDDEN');
+    assert.ok((later.body.message as string).startsWith('expiresAt '), later.text);
+    const wider = await create({ name: 'wider', allowFrom: ['127.0.0.0/8'] });
+    assertError(wider, 403, 'FORBIDDEN');
+    assert.ok((wider.body.message as string).startsWith('allowFrom '), wider.text);
+    assertError(await create({ name: 'elsewhere', allowFrom: ['203.0.113.0/24'] }), 403, 'FORBIDDEN');
+
+    // Rotating hands over what a credential can do: only one at most as limited as the maker.
+    const unlimited = await credentialOf(app, { name: 'Unlimited', scopes: ['events:read'] });
+    assertError(await postAs(`${app.appUrl}/credentials/${unlimited.clientId}/rotate`, bearer(token), {}), 403, 'FORBIDDEN');
+    const rotated = await postAs(`${app.appUrl}/credentials/${inherited.body.clientId as string}/rotate`, bearer(token), {});
+    assert.equal(rotated.status, 200, rotated.text);
+    const names = (await server.tessera.credentials.list(app.appId, OPERATOR)).map((credential) => credential.name);
+    assert.deepEqual(names.sort(), ['A credential', 'Unlimited', 'inherits', 'narrower']);
+  });
+
+  it("revoking a credential revokes what its tokens made, and theirs in turn, with their tokens: after the maker's expiry, nothing it made works", async () => {
+    const app = await newApp();
+    const maker = await credentialOf(app, { name: 'Maker', scopes: ['credentials:manage', 'events:read'] });
+    const makerToken = await scopedToken(app, maker);
+    const made = await postAs(`${app.appUrl}/credentials`, bearer(makerToken), {
+      name: 'Made',
+      scopes: ['credentials:manage', 'events:read'],
+    });
+    assert.equal(made.status, 201, made.text);
+    const madeCredential = made.body as unknown as CreatedCredential;
+    const madeToken = await scopedToken(app, madeCredential);
+    const grandchild = await postAs(`${app.appUrl}/credentials`, bearer(madeToken), { name: 'Made by made', scopes: ['events:read'] });
+    assert.equal(grandchild.status, 201, grandchild.text);
+    const grandchildToken = await scopedToken(app, grandchild.body);
+    const bystander = await credentialOf(app, { name: 'Bystander', scopes: ['events:read'] });
+    const bystanderToken = await scopedToken(app, bystander);
+
+    const admin = await adminTokenOf(app);
+    const revoked = await requestAs(`${app.appUrl}/credentials/${maker.clientId}`, bearer(admin), 'DELETE');
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.deepEqual(revoked.body, {
+      clientId: maker.clientId,
+      tokensRevoked: 1,
+      credentialsRevoked: [
+        { clientId: madeCredential.clientId, name: 'Made', tokensRevoked: 1 },
+        { clientId: grandchild.body.clientId, name: 'Made by made', tokensRevoked: 1 },
+      ],
+    });
+    for (const token of [makerToken, madeToken, grandchildToken]) assert.equal((await whoami(app.appUrl, bearer(token))).status, 401);
+    assertError(await tokenRequest(app, madeCredential), 401, 'invalid_client');
+    assert.equal((await whoami(app.appUrl, bearer(bystanderToken))).status, 200, 'a credential it did not make is untouched');
+    const events = (await eventsOf(app)).filter((event) => event.type === 'credential.revoked');
+    assert.deepEqual(
+      events.map((event) => [event.details.name, event.details.madeBy ?? null, event.details.revokedWith ?? null]),
+      [
+        ['Made by made', madeCredential.clientId, maker.clientId],
+        ['Made', maker.clientId, maker.clientId],
+        ['Maker', null, null],
+      ],
+    );
   });
 });
 

@@ -85,7 +85,7 @@ describe('copyStore: counters and refusals', () => {
     const app = makeApp();
     await store.apps.insert(app);
     await store.events.append([makeEvent(app.appId), makeEvent(app.appId)]);
-    for (let i = 0; i < 5; i++) await store.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
+    for (let i = 0; i < 5; i++) await store.tokens.insert(makeToken(app.appId, { kind: 'admin' }), 0);
     await store.close();
 
     // Targets that change what they are given, as a faulty disk or driver would.

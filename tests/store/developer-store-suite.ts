@@ -666,7 +666,7 @@ export function developerStoreSuite(current: () => Store): void {
       const app = await storedApp();
       await store().members.setOwner(app.appId, ada.id, T0, none);
       const token = makeToken(app.appId, { kind: 'admin' });
-      await current().tokens.insert(token);
+      await current().tokens.insert(token, 0);
       await current().events.append([makeEvent(app.appId)]);
       const failures = [
         () => [developerEvent(ada.id, { type: 'developer.app_deleted' }), ...unwritable(ada.id).developer!],

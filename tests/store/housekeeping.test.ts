@@ -46,7 +46,7 @@ for (const [backend, open] of [
       const now = clock.now();
       const expired = Array.from({ length: 2_500 }, (_, i) => makeToken(app.appId, { expiresAt: now - 1 - i }));
       const kept = [makeToken(app.appId, { expiresAt: now + 1 }), makeToken(app.appId, { expiresAt: null })];
-      await Promise.all([...expired, ...kept].map((token) => store.tokens.insert(token)));
+      await Promise.all([...expired, ...kept].map((token) => store.tokens.insert(token, 0)));
 
       // It yields between batches: other work runs before it is done.
       let ranMeanwhile = false;

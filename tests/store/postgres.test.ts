@@ -6,7 +6,7 @@ import { openPool } from '../../src/store/postgres/connection.js';
 import { postgresRunner } from '../../src/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { makeApp, makeCredential } from '../helpers/fixtures.js';
+import { makeApp, makeCredential, makeToken } from '../helpers/fixtures.js';
 import { createPostgresDatabase, createPostgresTestStore } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
@@ -15,6 +15,57 @@ import { storeSuite } from './store-suite.js';
 storeSuite('postgres', createPostgresTestStore);
 
 describe('PostgreSQL store specifics', () => {
+  it('a token insert that waits on a revocation of its app inserts nothing; a revocation that waits on a token insert removes its token', async () => {
+    const testStore = await createPostgresTestStore();
+    const { store } = testStore;
+    const app = makeApp();
+    await store.apps.insert(app);
+    const other = new pg.Client({ connectionString: testStore.databaseUrl });
+    await other.connect();
+    const waitingOnLock = async (what: string) => {
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const result = await other.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", [`${what}%`]);
+        if ((result.rowCount ?? 0) > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.fail(`nothing waited: ${what}`);
+    };
+    const locker = new pg.Client({ connectionString: testStore.databaseUrl });
+    await locker.connect();
+    try {
+      // A revocation holds the app's row (withdrawAdminGrants) when the insert comes: it waits, then inserts nothing.
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
+      await locker.query('UPDATE apps SET admin_generation = admin_generation + 1 WHERE app_id = $1', [app.appId]);
+      const late = makeToken(app.appId, { kind: 'admin' });
+      const inserting = store.tokens.insert(late, 0);
+      await waitingOnLock('INSERT INTO tokens');
+      await locker.query('COMMIT');
+      assert.equal(await inserting, false, 'the insert found the generation changed');
+      assert.equal(await store.tokens.findBySelector(late.selector), undefined);
+
+      // An insert holds the app's row (FOR KEY SHARE, not committed yet) when the revocation comes:
+      // the revocation waits for it, then removes its token with the others.
+      await locker.query('BEGIN');
+      const early = makeToken(app.appId, { kind: 'admin' });
+      const inserted = await locker.query(
+        `INSERT INTO tokens (selector, verifier_hash, app_id, kind, issued_at, expires_at)
+         SELECT $1, $2, apps.app_id, 'admin', $3, NULL FROM apps WHERE app_id = $4 AND admin_generation = 1 FOR KEY SHARE OF apps`,
+        [early.selector, early.verifierHash, early.issuedAt, app.appId],
+      );
+      assert.equal(inserted.rowCount, 1);
+      const revoking = store.tokens.revokeAll(app.appId, 'admin', Date.now(), () => []);
+      await waitingOnLock('SELECT 1 AS found FROM apps');
+      await locker.query('COMMIT');
+      assert.equal(await revoking, 1, 'the revocation removed the token whose insert it waited for');
+      assert.equal(await store.tokens.findBySelector(early.selector), undefined);
+      assert.equal((await store.apps.findById(app.appId))?.adminGeneration, 2);
+    } finally {
+      await Promise.all([other.end(), locker.end()]);
+      await testStore.dispose();
+    }
+  });
+
   it("a credential's creation whose connection is terminated while it waits answers 503, and stores nothing", async () => {
     const testStore = await createPostgresTestStore();
     const app = makeApp();

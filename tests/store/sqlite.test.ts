@@ -48,7 +48,7 @@ describe('SQLite store specifics', () => {
     const token = makeToken(app.appId, { kind: 'admin', expiresAt: Date.now() + 60_000 });
     const first = openSqliteStore(path);
     await first.apps.insert(app);
-    await first.tokens.insert(token);
+    await first.tokens.insert(token, 0);
     await first.close();
 
     for (let i = 0; i < 2; i++) {
@@ -98,7 +98,7 @@ describe('SQLite store specifics', () => {
       assert.deepEqual(await b.apps.findById(appA.appId), appA);
       assert.deepEqual(await a.apps.findById(appB.appId), appB);
       const token = makeToken(appB.appId);
-      await a.tokens.insert(token);
+      await a.tokens.insert(token, 0);
       assert.deepEqual(await b.tokens.findBySelector(token.selector), token);
       await assert.rejects(b.apps.insert(makeApp({ clientId: appA.clientId })), { name: 'AppConflictError' });
       assert.equal(await a.apps.count(), 2);

@@ -5,6 +5,7 @@ import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from '../.
 import { AppConflictError } from '../../src/apps/store.js';
 import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
+import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
@@ -157,7 +158,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         await store.apps.insert(other);
         const admin = makeToken(app.appId, { kind: 'admin' });
-        await store.tokens.insert(admin);
+        await store.tokens.insert(admin, 0);
         const rotated = randomBytes(32);
         const seen: unknown[] = [];
         const rotation = await store.apps.rotateClientSecret(
@@ -171,7 +172,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         );
         assert.deepEqual(rotation, { adminTokensRevoked: 0 });
         assert.deepEqual(seen, [{ adminTokensRevoked: 0 }]);
-        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: rotated });
+        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: rotated, adminGeneration: 1 });
         assert.deepEqual(await store.apps.findById(other.appId), other);
         assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin, 'admin tokens are kept unless asked');
         const events = await store.events.list({ appId: app.appId, limit: 10 });
@@ -188,7 +189,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         const admins = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId, { kind: 'admin' })];
         const kept = [makeToken(app.appId), makeToken(other.appId, { kind: 'admin' })];
-        for (const token of [...admins, ...kept]) await store.tokens.insert(token);
+        for (const token of [...admins, ...kept]) await store.tokens.insert(token, 0);
         const rotated = randomBytes(32);
         const rotation = await store.apps.rotateClientSecret(
           app.appId,
@@ -217,7 +218,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp();
         await store.apps.insert(app);
         const admin = makeToken(app.appId, { kind: 'admin' });
-        await store.tokens.insert(admin);
+        await store.tokens.insert(admin, 0);
         const failures: Array<() => NewAuditEvent[]> = [
           () => [makeEvent(app.appId, { type: 'app.secret_rotated' }), unwritableEvent(app.appId)],
           () => {
@@ -280,6 +281,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ...app,
           clientSecretHash: rotated,
           previousSecret: { hash: app.clientSecretHash, validUntil },
+          adminGeneration: 1,
         });
         assert.deepEqual(await store.apps.findById(other.appId), other);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
@@ -301,9 +303,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ...app,
           clientSecretHash: third,
           previousSecret: { hash: second, validUntil: T0 + 2000 },
+          adminGeneration: 2,
         });
         await rotate(fourth, null);
-        assert.deepEqual(await store.apps.findById(app.appId), { ...app, clientSecretHash: fourth, previousSecret: null });
+        assert.deepEqual(await store.apps.findById(app.appId), {
+          ...app,
+          clientSecretHash: fourth,
+          previousSecret: null,
+          adminGeneration: 3,
+        });
       });
 
       it('keeps the previous ClientSecret as it was when a rotation fails', async () => {
@@ -339,6 +347,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ...app,
           clientSecretHash: hashes[winner],
           previousSecret: { hash: app.clientSecretHash, validUntil: T0 + winner },
+          adminGeneration: 1,
         });
         await assert.rejects(
           store.apps.rotateClientSecret(
@@ -404,7 +413,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         const gone = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId), makeToken(app.appId, { expiresAt: T0 + 1 })];
         const kept = makeToken(other.appId, { kind: 'admin' });
-        for (const token of [...gone, kept]) await store.tokens.insert(token);
+        for (const token of [...gone, kept]) await store.tokens.insert(token, 0);
         assert.equal(await store.apps.delete(app.appId, () => []), true);
         for (const token of gone) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(kept.selector), kept);
@@ -630,7 +639,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           // The latest expiry the service accepts must survive the store as an exact number.
           makeToken(app.appId, { kind: 'anonymous', expiresAt: MAX_INSTANT }),
         ];
-        for (const token of tokens) await store.tokens.insert(token);
+        for (const token of tokens) await store.tokens.insert(token, 0);
         for (const token of tokens) {
           const found = await store.tokens.findBySelector(Buffer.from(token.selector));
           assert.deepEqual(found, token);
@@ -639,7 +648,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('answers undefined for an unknown selector, even one byte off or a prefix', async () => {
         const token = makeToken(app.appId);
-        await store.tokens.insert(token);
+        await store.tokens.insert(token, 0);
         const oneByteOff = Buffer.from(token.selector);
         oneByteOff[15] = oneByteOff[15]! ^ 1;
         assert.equal(await store.tokens.findBySelector(oneByteOff), undefined);
@@ -650,7 +659,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('finds each of many tokens asked for at once, and none that is not there', async () => {
         const tokens = Array.from({ length: 30 }, (_, index) => makeToken(app.appId, { kind: index % 2 === 0 ? 'admin' : 'anonymous' }));
-        for (const token of tokens) await store.tokens.insert(token);
+        for (const token of tokens) await store.tokens.insert(token, 0);
         const selectors = [...tokens.map((token) => Buffer.from(token.selector)), randomBytes(16), tokens[0]!.selector.subarray(0, 15)];
         const found = await Promise.all(selectors.map(async (selector) => store.tokens.findBySelector(selector)));
         assert.deepEqual(found, [...tokens, undefined, undefined]);
@@ -658,19 +667,19 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('stores every one of many tokens inserted at once', async () => {
         const tokens = Array.from({ length: 2_000 }, () => makeToken(app.appId));
-        await Promise.all(tokens.map((token) => store.tokens.insert(token)));
+        await Promise.all(tokens.map((token) => store.tokens.insert(token, 0)));
         for (const token of tokens) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
       });
 
       it('answers a failed insert on its own, and stores its neighbours', async () => {
         const taken = makeToken(app.appId);
-        await store.tokens.insert(taken);
+        await store.tokens.insert(taken, 0);
         const before = makeToken(app.appId);
         const after = makeToken(app.appId);
         const results = await Promise.allSettled([
-          store.tokens.insert(before),
-          store.tokens.insert({ ...makeToken(app.appId), selector: taken.selector }),
-          store.tokens.insert(after),
+          store.tokens.insert(before, 0),
+          store.tokens.insert({ ...makeToken(app.appId), selector: taken.selector }, 0),
+          store.tokens.insert(after, 0),
         ]);
         assert.deepEqual(
           results.map((result) => result.status),
@@ -680,10 +689,41 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.tokens.findBySelector(after.selector), after);
       });
 
+      it("stores a token only while its app's admin generation is the one given; every withdrawal of admin authority counts one", async () => {
+        const generation = async () => (await store.apps.findById(app.appId))!.adminGeneration;
+        assert.equal(await generation(), 0);
+        const credential = makeCredential(app.appId);
+        await store.credentials.insert(credential, 50, noEvents);
+        await store.tokens.revokeAll(app.appId, 'anonymous', T0, noEvents);
+        assert.equal(await generation(), 0, 'neither a new credential nor revoking anonymous tokens takes admin authority away');
+        await store.tokens.revokeAll(app.appId, 'admin', T0, noEvents);
+        await store.tokens.revokeAll(app.appId, 'all', T0, noEvents);
+        await store.apps.rotateClientSecret(
+          app.appId,
+          randomBytes(32),
+          { revokeAdminTokens: false, previousSecretValidUntil: null },
+          noEvents,
+        );
+        await store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
+        await store.credentials.delete(app.appId, credential.clientId, noEvents);
+        assert.equal(await generation(), 5);
+
+        const [stale, current, elsewhere] = [makeToken(app.appId), makeToken(app.appId), makeToken('0000000000000000')];
+        const results = await Promise.all([
+          store.tokens.insert(stale, 4),
+          store.tokens.insert(current, 5),
+          store.tokens.insert(elsewhere, 0),
+        ]);
+        assert.deepEqual(results, [false, true, false], 'in one batch: a stale generation and an app that is not there store nothing');
+        assert.equal(await store.tokens.findBySelector(stale.selector), undefined);
+        assert.deepEqual(await store.tokens.findBySelector(current.selector), current);
+        assert.equal(await store.tokens.findBySelector(elsewhere.selector), undefined);
+      });
+
       it('deletes one token by its selector, and only that one', async () => {
         const [a, b] = [makeToken(app.appId), makeToken(app.appId)];
-        await store.tokens.insert(a);
-        await store.tokens.insert(b);
+        await store.tokens.insert(a, 0);
+        await store.tokens.insert(b, 0);
         assert.equal(await store.tokens.delete(a.selector), true);
         assert.equal(await store.tokens.delete(a.selector), false);
         assert.equal(await store.tokens.delete(randomBytes(16)), false);
@@ -697,7 +737,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const admin = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId, { kind: 'admin' })];
         const anonymous = [makeToken(app.appId), makeToken(app.appId), makeToken(app.appId)];
         const others = [makeToken(other.appId, { kind: 'admin' }), makeToken(other.appId)];
-        for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token);
+        for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token, 0);
 
         const revoked = (kind: string) => (count: number) => [makeEvent(app.appId, { type: 'token.revoked', details: { kind, count } })];
         assert.equal(await store.tokens.revokeAll(app.appId, 'admin', T0, revoked('admin')), 2);
@@ -720,7 +760,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('deletes no token when the events of the deletion cannot be written', async () => {
         const tokens = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId)];
-        for (const token of tokens) await store.tokens.insert(token);
+        for (const token of tokens) await store.tokens.insert(token, 0);
         for (const kind of ['admin', 'anonymous', 'all'] as const) {
           await assert.rejects(store.tokens.revokeAll(app.appId, kind, T0, () => [unwritableEvent(app.appId)]));
         }
@@ -732,7 +772,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const now = T0 + 1_000_000;
         const expired = Array.from({ length: 25 }, (_, i) => makeToken(app.appId, { expiresAt: now - i }));
         const valid = [makeToken(app.appId, { expiresAt: now + 1 }), makeToken(app.appId, { expiresAt: null })];
-        for (const token of [...expired, ...valid]) await store.tokens.insert(token);
+        for (const token of [...expired, ...valid]) await store.tokens.insert(token, 0);
         assert.equal(await store.tokens.deleteExpired(now, 10), 10);
         assert.equal(await store.tokens.deleteExpired(now, 10), 10);
         assert.equal(await store.tokens.deleteExpired(now, 10), 5);
@@ -743,7 +783,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('keeps tokens whose insert was under way when the store was closed', async () => {
         const token = makeToken(app.appId);
-        const inserted = store.tokens.insert(token);
+        const inserted = store.tokens.insert(token, 0);
         await testStore.store.close();
         await inserted;
         const reopened = await openSecondConnection(testStore);
@@ -823,11 +863,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const scoped = [1, 2].map(() => makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['events:read'] }));
         const other = makeToken(app.appId, { kind: 'admin', clientId: kept.clientId, scopes: ['a', 'b'] });
         const own = makeToken(app.appId, { kind: 'admin' });
-        for (const token of [...scoped, other, own]) await store.tokens.insert(token);
+        for (const token of [...scoped, other, own]) await store.tokens.insert(token, 0);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other, 'a token carries its ClientID and scopes');
-        let counted: number | undefined;
-        assert.equal(await store.credentials.delete(app.appId, credential.clientId, (count) => ((counted = count), [])), 2);
-        assert.equal(counted, 2);
+        let counted: RevokedCredentialRecord[] | undefined;
+        const revoked = [{ clientId: credential.clientId, name: credential.name, madeBy: null, tokensRevoked: 2 }];
+        assert.deepEqual(await store.credentials.delete(app.appId, credential.clientId, (found) => ((counted = found), [])), revoked);
+        assert.deepEqual(counted, revoked);
         for (const token of scoped) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other);
         assert.deepEqual(await store.tokens.findBySelector(own.selector), own);
@@ -835,6 +876,32 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal(await store.apps.delete(app.appId, () => []), true);
         await store.apps.insert(app);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [], 'none outlived their app');
+      });
+
+      it('deletes with a credential every credential its tokens made, and theirs in turn, with all their tokens; nothing else', async () => {
+        const madeBy = (maker: { clientId: string }) => ({ createdBy: { kind: 'admin' as const, clientId: maker.clientId } });
+        const root = makeCredential(app.appId, { createdAt: T0 });
+        const child = makeCredential(app.appId, { ...madeBy(root), createdAt: T0 + 1 });
+        const grandchild = makeCredential(app.appId, { ...madeBy(child), createdAt: T0 + 2 });
+        const sibling = makeCredential(app.appId, { createdAt: T0 + 3 });
+        const byAppAdmin = makeCredential(app.appId, { ...madeBy(app), createdAt: T0 + 4 });
+        for (const credential of [root, child, grandchild, sibling, byAppAdmin]) await store.credentials.insert(credential, 50, noEvents);
+        const tokenOf = (credential: { clientId: string }) =>
+          makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['a'] });
+        const [rootToken, grandchildToken, siblingToken] = [tokenOf(root), tokenOf(grandchild), tokenOf(sibling)];
+        for (const token of [rootToken, grandchildToken, siblingToken]) await store.tokens.insert(token, 0);
+
+        assert.deepEqual(await store.credentials.delete(app.appId, root.clientId, noEvents), [
+          { clientId: root.clientId, name: root.name, madeBy: null, tokensRevoked: 1 },
+          { clientId: child.clientId, name: child.name, madeBy: root.clientId, tokensRevoked: 0 },
+          { clientId: grandchild.clientId, name: grandchild.name, madeBy: child.clientId, tokensRevoked: 1 },
+        ]);
+        assert.deepEqual(
+          (await store.apps.findById(app.appId))!.credentials.map((credential) => credential.clientId),
+          [sibling.clientId, byAppAdmin.clientId],
+        );
+        for (const token of [rootToken, grandchildToken]) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
+        assert.deepEqual(await store.tokens.findBySelector(siblingToken.selector), siblingToken);
       });
 
       it('writes when a credential was last used at most once an interval', async () => {
@@ -1375,12 +1442,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('is noticed when a token is revoked, and when all tokens of an app are', async () => {
         const token = makeToken(app.appId);
-        await second.tokens.insert(token);
+        await second.tokens.insert(token, 0);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         let since = Date.now();
         assert.equal(await second.tokens.delete(token.selector), true);
         await noticedWithin(app.appId, since);
-        await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }));
+        await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }), 0);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
         assert.equal(await second.tokens.revokeAll(app.appId, 'admin', T0, noEvents), 1);

@@ -220,7 +220,14 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const event = revocations.find((candidate) => candidate.details.clientId === clientId);
     if (event === undefined) return undefined;
     const { name, tokensRevoked } = event.details;
-    return { name: typeof name === 'string' ? name : clientId, tokensRevoked: typeof tokensRevoked === 'number' ? tokensRevoked : 0 };
+    const madeNames = revocations
+      .filter((candidate) => candidate.details.revokedWith === clientId && candidate.id !== event.id)
+      .map((candidate) => (typeof candidate.details.name === 'string' ? candidate.details.name : String(candidate.details.clientId)));
+    return {
+      name: typeof name === 'string' ? name : clientId,
+      tokensRevoked: typeof tokensRevoked === 'number' ? tokensRevoked : 0,
+      madeNames,
+    };
   }
 };
 
@@ -284,6 +291,8 @@ function mistakeOf(error: unknown): [number, Mistake] {
 interface RevokedNotice {
   name: string;
   tokensRevoked: number;
+  /** The credentials its admin tokens made, revoked with it. */
+  madeNames: string[];
 }
 
 interface ListState {
@@ -382,7 +391,11 @@ function credentialsPage(request: FastifyRequest, reply: FastifyReply, input: Li
 ${
   revoked === undefined
     ? null
-    : html`<p class="notice success" role="status" data-revoked-tokens="${revoked.tokensRevoked}">The credential <strong>${revoked.name}</strong> is revoked: its secret no longer works, ${revokedTokensText(revoked.tokensRevoked)}.</p>`
+    : html`<p class="notice success" role="status" data-revoked-tokens="${revoked.tokensRevoked}">The credential <strong>${revoked.name}</strong> is revoked: its secret no longer works, ${revokedTokensText(revoked.tokensRevoked)}.${
+        revoked.madeNames.length === 0
+          ? null
+          : html` Its admin tokens had made ${revoked.madeNames.length === 1 ? 'a credential' : `${revoked.madeNames.length} credentials`}, revoked with it: ${revoked.madeNames.map((name, index) => html`${index === 0 ? '' : ', '}<strong>${name}</strong>`)}.`
+      }</p>`
 }
 <h2 id="credentials-heading">Credentials</h2>
 <p class="lead">A credential is a further ClientID and ClientSecret of the app whose admin tokens may do only what its scopes allow, until its expiry, from its addresses: least privilege for server code.</p>

@@ -3,6 +3,7 @@ import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
 import { AppConflictError, type AppStore } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
+import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
 import { insertDeveloperEvents } from './developer-events.js';
 import { isUniqueViolation } from './errors.js';
@@ -24,13 +25,14 @@ interface AppRow {
   created_at: number;
   configuration: unknown;
   anonymous_cutoff: number | null;
+  admin_generation: number;
   previous_secret_hash: Buffer | null;
   previous_secret_valid_until: number | null;
   credentials: unknown;
 }
 
 const APP_COLUMN_LIST = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
-                     previous_secret_hash, previous_secret_valid_until`;
+                     previous_secret_hash, previous_secret_valid_until, admin_generation`;
 
 /** `select` of `APP_COLUMN_LIST` and the app's credentials (`CREDENTIALS_OF_APP`) from `apps`, then `rest`. */
 function selectApps(rest: string): { sqlite: string; postgres: string } {
@@ -209,6 +211,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     },
     async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil, once }, audit) {
       return db.transaction(async (tx) => {
+        if (!(await withdrawAdminGrants(tx, appId))) return undefined;
         // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
         const updated = await tx.run(
           `UPDATE apps SET previous_secret_hash = CASE WHEN CAST(:validUntil AS BIGINT) IS NULL THEN NULL ELSE client_secret_hash END,
@@ -306,6 +309,7 @@ function toApp(row: AppRow): AppRecord {
     createdAt: row.created_at,
     configuration: { ...DEFAULT_APP_CONFIGURATION, ...jsonColumn<Partial<AppConfiguration>>(row.configuration) },
     anonymousCutoff: row.anonymous_cutoff,
+    adminGeneration: row.admin_generation,
     previousSecret:
       row.previous_secret_hash === null || row.previous_secret_valid_until === null
         ? null

@@ -1,7 +1,8 @@
 import type { CredentialCreator, CredentialRecord } from '../../credentials/credential.js';
-import type { CredentialStore } from '../../credentials/store.js';
+import type { CredentialStore, RevokedCredentialRecord } from '../../credentials/store.js';
 import { bytesColumn, jsonColumn } from './rows.js';
 import { insertEvents } from './events.js';
+import { withdrawAdminGrants } from './admin-grants.js';
 import { claimOnce } from './once-claims.js';
 import { withRowLock, type SqlRunner, type Statement } from './runner.js';
 
@@ -89,6 +90,22 @@ async function deleteTokensOfCredential(tx: SqlRunner, appId: string, clientId: 
   return tx.run('DELETE FROM tokens WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
 }
 
+/**
+ * A credential of the app, and every credential its admin tokens made, and theirs in turn, the named
+ * one first: what revoking it revokes (`CredentialStore.delete`).
+ */
+const WITH_WHAT_IT_MADE = `
+  WITH RECURSIVE revoked (client_id, depth) AS (
+    SELECT client_id, 0 FROM credentials WHERE app_id = :appId AND client_id = :clientId
+    UNION
+    SELECT made.client_id, revoked.depth + 1 FROM credentials made
+      JOIN revoked ON made.created_by = 'admin' AND made.created_by_id = revoked.client_id
+    WHERE made.app_id = :appId AND revoked.depth < 50
+  )
+  SELECT credentials.client_id, credentials.name, credentials.created_by_id, revoked.depth
+  FROM credentials JOIN revoked ON revoked.client_id = credentials.client_id
+  ORDER BY revoked.depth, credentials.created_at, credentials.client_id`;
+
 const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE');
 
 export function sqlCredentialStore(db: SqlRunner): CredentialStore {
@@ -134,6 +151,7 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
           { appId, clientId, secretHash, validUntil: previousSecretValidUntil },
         );
         if (updated === 0) return false;
+        await withdrawAdminGrants(tx, appId);
         await claimOnce(tx, once);
         await insertEvents(tx, audit());
         return true;
@@ -141,12 +159,26 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
     },
     async delete(appId, clientId, audit, once) {
       return db.transaction(async (tx) => {
-        const deleted = await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId });
-        if (deleted === 0) return undefined;
+        const found = await tx.all<{ client_id: string; name: string; created_by_id: string | null; depth: number }>(WITH_WHAT_IT_MADE, {
+          appId,
+          clientId,
+        });
+        if (found.length === 0) return undefined;
+        await withdrawAdminGrants(tx, appId);
         await claimOnce(tx, once);
-        const tokensRevoked = await deleteTokensOfCredential(tx, appId, clientId);
-        await insertEvents(tx, audit(tokensRevoked));
-        return tokensRevoked;
+        const revoked: RevokedCredentialRecord[] = [];
+        for (const row of found) {
+          await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId: row.client_id });
+          const tokensRevoked = await deleteTokensOfCredential(tx, appId, row.client_id);
+          revoked.push({
+            clientId: row.client_id,
+            name: row.name,
+            madeBy: row.client_id === clientId ? null : row.created_by_id,
+            tokensRevoked,
+          });
+        }
+        await insertEvents(tx, audit(revoked));
+        return revoked;
       });
     },
     async markUsed(clientId, at, minIntervalMs) {

@@ -5,7 +5,8 @@ import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
-import { batchInsert } from './batch.js';
+import { withdrawAdminGrants } from './admin-grants.js';
+import { batchRows, type BatchColumn } from './batch.js';
 import { insertEvents } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
@@ -21,7 +22,9 @@ interface TokenRow {
   scopes: string | null;
 }
 
-const insertTokenBatch = batchInsert('tokens', [
+const TOKEN_COLUMNS = 'selector, verifier_hash, app_id, kind, issued_at, expires_at, client_id, scopes';
+
+const TOKEN_BATCH_COLUMNS: readonly BatchColumn[] = [
   ['selector', 'bytes'],
   ['verifier_hash', 'bytes'],
   ['app_id', 'text'],
@@ -30,9 +33,33 @@ const insertTokenBatch = batchInsert('tokens', [
   ['expires_at', 'bigint'],
   ['client_id', 'text'],
   ['scopes', 'text'],
-]);
+  // Not stored: what the app's generation must still be (`AppRecord.adminGeneration`).
+  ['admin_generation', 'bigint'],
+];
 
-const TOKEN_COLUMNS = 'selector, verifier_hash, app_id, kind, issued_at, expires_at, client_id, scopes';
+const tokenRows = batchRows(TOKEN_BATCH_COLUMNS, 'issued');
+const ISSUED_COLUMNS = TOKEN_COLUMNS.split(', ')
+  .map((column) => `issued.${column}`)
+  .join(', ');
+
+/**
+ * A batch of tokens, each inserted only if its app's admin generation is still the one its request
+ * was authenticated against: a token whose request raced a revocation is not inserted (and its
+ * selector not returned). PostgreSQL holds each app's row FOR KEY SHARE until the commit, which a
+ * revocation waits for (`withdrawAdminGrants`); a revocation committed first makes the row read
+ * anew, its generation changed.
+ */
+const GUARDED_TOKEN_INSERT = {
+  sqlite: `INSERT INTO tokens (${TOKEN_COLUMNS})
+           SELECT ${ISSUED_COLUMNS} FROM ${tokenRows.from.sqlite}
+           JOIN apps ON apps.app_id = issued.app_id AND apps.admin_generation = issued.admin_generation
+           WHERE true RETURNING selector`,
+  postgres: `INSERT INTO tokens (${TOKEN_COLUMNS})
+             SELECT ${ISSUED_COLUMNS} FROM ${tokenRows.from.postgres}
+             JOIN apps ON apps.app_id = issued.app_id AND apps.admin_generation = issued.admin_generation
+             FOR KEY SHARE OF apps
+             RETURNING selector`,
+};
 
 function toToken(row: TokenRow): TokenRecord {
   return {
@@ -45,6 +72,12 @@ function toToken(row: TokenRow): TokenRecord {
     clientId: row.client_id,
     scopes: row.scopes === null ? null : Object.freeze(row.scopes.split(' ')),
   };
+}
+
+/** A token to insert, and the admin generation its app must still have. */
+interface NewToken {
+  token: TokenRecord;
+  adminGeneration: number;
 }
 
 /** Removes the app's tokens, or those of one kind, in the caller's transaction; returns how many. */
@@ -65,27 +98,25 @@ export interface SqlTokens {
 export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   // One statement and one commit for every batch of tokens (group commit): a token is durable when
   // its request is answered.
-  const tokenWriter = new GroupCommit<TokenRecord>({
-    writeBatch: async (batch) => {
-      const rows = batch.map((token) => [
-        token.selector,
-        token.verifierHash,
-        token.appId,
-        token.kind,
-        token.issuedAt,
-        token.expiresAt,
-        token.clientId,
-        token.scopes?.join(' ') ?? null,
-      ]);
-      await db.run(insertTokenBatch.statement, insertTokenBatch.params(db.dialect, rows));
-    },
-    writeOne: async (token) => {
-      await db.run(
-        `INSERT INTO tokens (${TOKEN_COLUMNS})
-         VALUES (:selector, :verifierHash, :appId, :kind, :issuedAt, :expiresAt, :clientId, :scopes)`,
-        { ...token, scopes: token.scopes?.join(' ') ?? null },
-      );
-    },
+  const writeTokens = async (batch: readonly NewToken[]): Promise<boolean[]> => {
+    const rows = batch.map(({ token, adminGeneration }) => [
+      token.selector,
+      token.verifierHash,
+      token.appId,
+      token.kind,
+      token.issuedAt,
+      token.expiresAt,
+      token.clientId,
+      token.scopes?.join(' ') ?? null,
+      adminGeneration,
+    ]);
+    const inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));
+    const selectors = new Set(inserted.map((row) => Buffer.from(row.selector).toString('latin1')));
+    return batch.map(({ token }) => selectors.has(token.selector.toString('latin1')));
+  };
+  const tokenWriter = new GroupCommit<NewToken, boolean>({
+    writeBatch: writeTokens,
+    writeOne: async (token) => (await writeTokens([token]))[0]!,
     failsEverything: isServiceUnavailable,
     maxInFlight,
   });
@@ -100,8 +131,8 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   });
 
   const store: TokenStore = {
-    insert(token) {
-      return tokenWriter.add(token);
+    insert(token, adminGeneration) {
+      return tokenWriter.add({ token, adminGeneration });
     },
     findBySelector: db.dialect === 'postgres' ? (selector) => batchedReads.read(selector) : findOne,
     async delete(selector) {
@@ -109,6 +140,7 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
     },
     async revokeAll(appId, kind, at, audit) {
       return db.transaction(async (tx) => {
+        if (kind !== 'anonymous') await withdrawAdminGrants(tx, appId);
         const count = await deleteTokensOfApp(tx, appId, kind);
         if (kind !== 'admin') {
           await tx.run('UPDATE apps SET anonymous_cutoff = :at WHERE app_id = :appId', { appId, at });

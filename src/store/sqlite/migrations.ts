@@ -272,4 +272,14 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
         WHERE type NOT IN ('token.issued', 'token.revoked', 'token.refused');
     `,
   },
+  {
+    version: 10,
+    sql: `
+      -- Counts the changes that took admin authority away: a rotation of the app's ClientSecret or
+      -- of a credential's, a credential revoked, the admin tokens revoked. A token is inserted only
+      -- if its app's count is still the one its request was authenticated against
+      -- (src/store/sql/tokens.ts), so that a revocation wins every race with issuance.
+      ALTER TABLE apps ADD COLUMN admin_generation INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
