@@ -8,7 +8,7 @@ import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { quoted } from '../text.js';
-import { CLIENT_SECRET_FORM } from './secret-format.js';
+import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from './secret-format.js';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { checkedAppName } from './service.js';
@@ -28,6 +28,12 @@ import { AppConflictError, type AppStore, type NewImportedApp } from './store.js
 export const MAX_IMPORT_FILE_BYTES = 64 * 1024 * 1024;
 /** The longest line: a configuration listing the most origins of the longest length fits with room to spare. */
 export const MAX_IMPORT_LINE_BYTES = 64 * 1024;
+/**
+ * The problems an import lists; past them, lines with problems are only counted. A file of bad
+ * lines is refused whole either way, and listing millions of problems would take more memory than
+ * the file (a 15 MiB file of `{}` lines is 8 million of them).
+ */
+export const MAX_LISTED_PROBLEMS = 1_000;
 
 /**
  * The key formats accepted. Only the AppID's length tells them apart: AppKey and ClientID are 32
@@ -78,7 +84,10 @@ export interface ImportProblem {
 /** A file read line by line: the apps of the good lines, and the problems of the others. */
 export interface ParsedImport {
   apps: AppToImport[];
+  /** The first `MAX_LISTED_PROBLEMS`. */
   problems: ImportProblem[];
+  /** Problems found past those, counted only. */
+  unlistedProblems: number;
   /** Lines in the file, blank ones included. */
   lines: number;
   blankLines: number;
@@ -111,9 +120,16 @@ export class ImportRefused extends Error {
   constructor(
     readonly problems: readonly ImportProblem[],
     readonly lines: number,
+    /** Problems past the listed ones, counted only (`MAX_LISTED_PROBLEMS`). */
+    readonly unlistedProblems = 0,
   ) {
     const badLines = new Set(problems.map((problem) => problem.line)).size;
-    super(`Nothing was imported: ${badLines} of the ${lines} lines have problems; fix them and run the import again.`);
+    super(
+      unlistedProblems === 0
+        ? `Nothing was imported: ${badLines} of the ${lines} lines have problems; fix them and run the import again.`
+        : `Nothing was imported: the file has ${problems.length + unlistedProblems} problems in its ${lines} lines; ` +
+            `the first ${problems.length} are listed. Fix them and run the import again.`,
+    );
     this.name = 'ImportRefused';
   }
 }
@@ -130,6 +146,12 @@ export function parseImportFile(bytes: Uint8Array): ParsedImport {
   if (bytes.length > MAX_IMPORT_FILE_BYTES) throw fileTooLarge(bytes.length);
   const apps: AppToImport[] = [];
   const problems: ImportProblem[] = [];
+  let unlistedProblems = 0;
+  const report = (found: readonly ImportProblem[]) => {
+    const room = Math.max(0, MAX_LISTED_PROBLEMS - problems.length);
+    problems.push(...found.slice(0, room));
+    unlistedProblems += found.length - Math.min(room, found.length);
+  };
   let lines = 0;
   let blankLines = 0;
   const appIdLines = new Map<string, number>();
@@ -145,8 +167,7 @@ export function parseImportFile(bytes: Uint8Array): ParsedImport {
       blankLines++;
       continue;
     }
-    const found = problems.length;
-    problems.push(...checked.problems);
+    const lineProblems = [...checked.problems];
     // The same key twice: a second line with it would be refused by the store, so say which lines.
     for (const [key, seen] of [
       ['appId', appIdLines],
@@ -156,11 +177,13 @@ export function parseImportFile(bytes: Uint8Array): ParsedImport {
       if (value === undefined) continue;
       const first = seen.get(value);
       if (first === undefined) seen.set(value, line);
-      else problems.push({ line, message: `${key} ${quoted(value)} is on line ${first} already.` });
+      else lineProblems.push({ line, message: `${key} ${quoted(value)} is on line ${first} already.` });
     }
-    if (problems.length === found && checked.app !== undefined) apps.push(checked.app);
+    report(lineProblems);
+    // Once the file is refused whatever else it holds, its apps are no longer kept.
+    if (lineProblems.length === 0 && unlistedProblems === 0 && checked.app !== undefined) apps.push(checked.app);
   }
-  return { apps, problems, lines, blankLines };
+  return { apps, problems, unlistedProblems, lines, blankLines };
 }
 
 interface CheckedLine {
@@ -213,9 +236,13 @@ function checkLine(raw: Uint8Array, line: number): CheckedLine | 'blank' {
   for (const key of Object.keys(KEY_PATTERNS) as (keyof typeof KEY_PATTERNS)[]) {
     if (!Object.hasOwn(object, key)) continue;
     const given = object[key];
-    if (typeof given === 'string' && KEY_PATTERNS[key].test(given)) keys[key] = given;
-    else if (key === 'clientSecret')
-      add(`clientSecret must be ${KEY_RULES[key]}.`); // never echoed
+    if (key === 'clientSecret' && typeof given === 'string' && KEY_PATTERNS[key].test(given)) {
+      // Never echoed, whatever is wrong with it.
+      const weakness = clientSecretWeakness(given);
+      if (weakness === null) keys[key] = given;
+      else add(weakness);
+    } else if (typeof given === 'string' && KEY_PATTERNS[key].test(given)) keys[key] = given;
+    else if (key === 'clientSecret') add(`clientSecret must be ${KEY_RULES[key]}.`);
     else add(`${key} ${typeof given === 'string' ? quoted(given) : `(a ${typeName(given)})`} must be ${KEY_RULES[key]}.`);
   }
   if (keys.appId !== undefined) fields.appId = keys.appId;
@@ -272,6 +299,30 @@ function caught<T>(check: () => T, add: (message: string) => void): T | undefine
   }
 }
 
+/**
+ * Why a ClientSecret of the right form must not be imported, or null: a `tessera_` secret whose
+ * checksum is wrong (mistyped, or made up), or 64 hex characters that no random source would make
+ * (one repeated pattern, such as 64 zeros or `deadbeef` eight times; fewer than 10 of the 16 hex
+ * digits; a run of 10 of the same): a secret anyone can guess issues admin tokens to anyone. A
+ * random secret fails these by chance less than once in a billion.
+ */
+export function clientSecretWeakness(secret: string): string | null {
+  if (secret.startsWith(CLIENT_SECRET_PREFIX)) {
+    return isTesseraClientSecret(secret)
+      ? null
+      : 'clientSecret starts with tessera_ but its checksum is wrong: it is mistyped, or was not made by Tessera; copy it again.';
+  }
+  const repeatsPattern = [1, 2, 4, 8, 16, 32].some((period) => secret === secret.slice(0, period).repeat(secret.length / period));
+  const distinct = new Set(secret).size;
+  if (repeatsPattern || distinct < 10 || /(.)\1{9}/.test(secret)) {
+    return (
+      'clientSecret is too easy to guess (a repeated pattern, few different characters or a long run of one): it was not made at random, ' +
+      'and anyone who guesses it would get admin tokens. Give the app a random one (openssl rand -hex 32), import that, and hand it to its server code.'
+    );
+  }
+  return null;
+}
+
 function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value;
 }
@@ -304,7 +355,10 @@ export class AppImports {
     const parsed = parseImportFile(bytes);
     const problems = [...parsed.problems];
     const [, owners] = await Promise.all([this.#takenKeys(parsed.apps, problems), this.#owners(parsed.apps, problems)]);
-    if (problems.length > 0) throw new ImportRefused(sortedByLine(problems), parsed.lines);
+    if (problems.length > 0 || parsed.unlistedProblems > 0) {
+      const listed = sortedByLine(problems).slice(0, MAX_LISTED_PROBLEMS);
+      throw new ImportRefused(listed, parsed.lines, parsed.unlistedProblems + problems.length - listed.length);
+    }
 
     const at = this.clock.now();
     const records: NewImportedApp[] = parsed.apps.map((app) => ({

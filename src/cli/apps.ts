@@ -131,7 +131,7 @@ async function importFile(tessera: Tessera, file: string): Promise<ImportSummary
     if (!(error instanceof ImportRefused)) throw error;
     throw new CommandFailed('IMPORT_REFUSED', error.message, {
       lines: error.problems.map((problem) => `line ${problem.line}: ${problem.message}`),
-      details: { lines: error.lines, problems: error.problems },
+      details: { lines: error.lines, problems: error.problems, unlistedProblems: error.unlistedProblems },
     });
   }
 }

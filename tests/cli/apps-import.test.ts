@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import kiiSdk from 'kii-cloud-sdk';
+import { MAX_LISTED_PROBLEMS } from '../../src/apps/import.js';
 import { clientSecretDigest } from '../../src/crypto.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
@@ -220,8 +221,10 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
       { name: '', ...establishedKeys() }, // 13
       '', // 14: blank, fine
       goodToo, // 15
+      { name: 'Zeros', ...establishedKeys(), clientSecret: '0'.repeat(64) }, // 16: anyone could guess it
+      { name: 'Wrong checksum', ...tesseraKeys(), clientSecret: `tessera_${'A'.repeat(49)}` }, // 17
     ];
-    const wrong = [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+    const wrong = [2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17];
     const file = fileOf(jsonLines(lines));
     const count = await appCount();
 
@@ -237,13 +240,28 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
     assert.equal(json.code, 1);
     const refusal = parseJson(json.stderr, 'apps import --json refusal');
     assert.equal(refusal.errorCode, 'IMPORT_REFUSED');
-    assert.equal(refusal.lines, 15);
+    assert.equal(refusal.lines, 17);
     assert.deepEqual([...new Set(refusal.problems.map((problem: { line: number }) => problem.line))], wrong);
     for (const problem of refusal.problems) assert.equal(typeof problem.message, 'string');
 
     // All or nothing: not even the good lines.
     assert.equal(await appCount(), count);
     for (const app of [good, goodToo, duplicate]) assert.equal(await tessera.store.apps.findById(app.appId), undefined);
+  });
+
+  it('a 15 MiB file of empty objects is refused with its first problems listed and the rest counted, not 5 million lines of them', async () => {
+    const lines = Math.floor((15 * 1024 * 1024) / 3);
+    const refused = await cli(['apps', 'import', fileOf('{}\n'.repeat(lines)), '--json']);
+    assert.equal(refused.code, 1);
+    assert.ok(refused.stderr.length < 500_000, `${refused.stderr.length} characters of problems`);
+    const refusal = parseJson(refused.stderr, 'apps import --json refusal');
+    assert.equal(refusal.lines, lines);
+    assert.equal(refusal.problems.length, MAX_LISTED_PROBLEMS);
+    assert.equal(refusal.unlistedProblems, lines - MAX_LISTED_PROBLEMS);
+    assert.match(
+      refusal.message,
+      new RegExp(`the file has ${lines} problems in its ${lines} lines; the first ${MAX_LISTED_PROBLEMS} are listed`),
+    );
   });
 
   it('refuses a file it cannot read, and wrong usage', async () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION } from '../../src/apps/app.js';
-import { MAX_IMPORT_LINE_BYTES, parseImportFile } from '../../src/apps/import.js';
+import { clientSecretWeakness, MAX_IMPORT_LINE_BYTES, MAX_LISTED_PROBLEMS, parseImportFile } from '../../src/apps/import.js';
+import { randomBytes } from 'node:crypto';
 import { generateClientSecret } from '../../src/apps/secret-format.js';
 
 // The lines of `tessera apps import` as the domain reads them, before any store is asked.
@@ -10,7 +11,7 @@ const KEYS = {
   appId: '0a1b2c3d',
   appKey: '00112233445566778899aabbccddeeff',
   clientId: 'ffeeddccbbaa99887766554433221100',
-  clientSecret: '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+  clientSecret: '3f9c0a7e5d21b84c6e0f9a3d7b52c81e04a6d9f3c2b7e15a8d0c4f6b39e2a71d',
 };
 
 const parse = (text: string) => parseImportFile(Buffer.from(text));
@@ -64,6 +65,41 @@ describe('parseImportFile: the lines of an import', () => {
     assert.equal(messages.length, 4, messages.join('\n'));
     assert.ok(messages.every((message) => message.startsWith('1: ')));
     assert.ok(!messages.join('\n').includes(badSecret));
+  });
+
+  it('refuses a ClientSecret anyone could guess, and a tessera_ secret whose checksum is wrong, never repeating either', () => {
+    const weak = [
+      '0'.repeat(64),
+      'deadbeef'.repeat(8),
+      '0123456789abcdef'.repeat(4),
+      'ab'.repeat(32),
+      `${'a'.repeat(10)}${KEYS.clientSecret.slice(10)}`,
+      '0101010101010101232323234545454567676767010101012323232345454545',
+    ];
+    const made = generateClientSecret();
+    const mistyped = `${made.slice(0, 20)}${made[20] === 'A' ? 'B' : 'A'}${made.slice(21)}`;
+    for (const secret of [...weak, mistyped]) {
+      const messages = messagesOf(JSON.stringify({ name: 'A', ...KEYS, clientSecret: secret }));
+      assert.equal(messages.length, 1, `${secret}: ${messages.join('; ')}`);
+      assert.match(
+        messages[0]!,
+        secret === mistyped ? /^1: clientSecret starts with tessera_ but its checksum is wrong/ : /^1: clientSecret is too easy to guess/,
+      );
+      assert.ok(!messages[0]!.includes(secret));
+    }
+    // Random secrets pass, whatever their form.
+    for (let i = 0; i < 2_000; i++) assert.equal(clientSecretWeakness(randomBytes(32).toString('hex')), null);
+    for (let i = 0; i < 200; i++) assert.equal(clientSecretWeakness(generateClientSecret()), null);
+  });
+
+  it(`lists at most ${MAX_LISTED_PROBLEMS} problems and keeps no app once the file is refused: memory bounded by the problems, not the lines`, () => {
+    const lines = 200_000;
+    const parsed = parseImportFile(Buffer.from('{}\n'.repeat(lines)));
+    assert.equal(parsed.lines, lines);
+    assert.equal(parsed.problems.length, MAX_LISTED_PROBLEMS);
+    assert.equal(parsed.unlistedProblems, lines - MAX_LISTED_PROBLEMS);
+    const mixed = parseImportFile(Buffer.from(`${'{}\n'.repeat(MAX_LISTED_PROBLEMS + 1)}${JSON.stringify({ name: 'A', ...KEYS })}\n`));
+    assert.deepEqual(mixed.apps, [], 'an app after the listed problems is not kept');
   });
 
   it('refuses an AppID or a ClientID that a line before has, naming that line', () => {
