@@ -150,7 +150,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     authenticator: checking.authenticator,
     limits,
     events,
-    appEvents: new AppEvents(events, access, clock),
+    appEvents: new AppEvents(events, access, clock, (appId) => store.apps.findById(appId)),
     developers,
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,

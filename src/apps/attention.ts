@@ -1,11 +1,12 @@
 import { eventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import type { EventLog } from '../events/log.js';
-import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
+import type { AppRecord } from './app.js';
+import { secretExposures, stillLeaked, type SecretExposure } from './secret-exposure.js';
 
 /** What about an app calls for its developer's attention, as the portal's list of apps flags it. */
 export interface AppAttention {
-  /** The ClientSecret was sent from a web page and has not been rotated since; null otherwise. */
-  leakedSecret: SecretExposure | null;
+  /** The app's ClientSecret, or a credential's, sent from a web page and still working (not rotated since, or in a rotation's grace period), newest first. */
+  leakedSecrets: SecretExposure[];
   /** The busiest minute of the last hour for token requests refused for their keys, when it reached `REFUSAL_BURST_PER_MINUTE`; null otherwise. */
   refusalBurst: RefusalBurst | null;
 }
@@ -55,12 +56,9 @@ export function refusalBurstOf(counts: EventCountsDescription): RefusalBurst | n
   return busiest;
 }
 
-/** The app's attention: an unrotated leaked secret, and a burst of refusals in the last hour. */
-export async function appAttention(log: EventLog, appId: string, now: number): Promise<AppAttention> {
+/** The app's attention: its leaked secrets that still work, and a burst of refusals in the last hour. */
+export async function appAttention(log: EventLog, app: AppRecord, now: number): Promise<AppAttention> {
   const lastHour = eventCountQuery({ per: 'minute', since: now - REFUSAL_BURST_WINDOW_MS + 1, until: now + 1 }, now);
-  const [exposure, counts] = await Promise.all([lastSecretExposure(log, appId), log.counts(appId, lastHour)]);
-  return {
-    leakedSecret: exposure !== null && exposure.rotatedAt === null ? exposure : null,
-    refusalBurst: refusalBurstOf(counts),
-  };
+  const [exposures, counts] = await Promise.all([secretExposures(log, app, now), log.counts(app.appId, lastHour)]);
+  return { leakedSecrets: exposures.filter(stillLeaked), refusalBurst: refusalBurstOf(counts) };
 }

@@ -166,6 +166,31 @@ export class CredentialService {
   }
 
   /**
+   * Ends the secret the credential's last rotation replaced, before its grace period is over
+   * (`AppService.endPreviousSecret`). Returns the end it had (ISO 8601), or null when no previous
+   * secret was working.
+   */
+  async endPreviousSecret(
+    appId: string,
+    clientId: string,
+    context: RequestContext,
+  ): Promise<{ clientId: string; endedPreviousSecretValidUntil: string | null }> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    const credential = await this.#require(appId, clientId);
+    const stamp = await this.events.stamp(appId, context);
+    const ended = await this.store.endPreviousSecret(appId, clientId, stamp.at, (validUntil) => [
+      {
+        ...stamp,
+        type: 'credential.previous_secret_ended',
+        details: { ...credentialDetails(credential), previousSecretValidUntil: validUntil, ...actingDetails(context) },
+      },
+    ]);
+    if (ended === undefined) throw credentialNotFound();
+    if (ended !== null) this.onChange(appId);
+    return { clientId, endedPreviousSecretValidUntil: ended === null ? null : new Date(ended).toISOString() };
+  }
+
+  /**
    * Deletes the credential, and every credential its admin tokens made (which must not outlive it:
    * a leaked credential's revocation ends what it made too); every token issued from any of them is
    * refused at once. With `once`, as `create`.

@@ -6,7 +6,10 @@ import type { EventLog, EventPage } from '../events/log.js';
 import type { EventFilter, EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
 import { appAttention, type AppAttention } from './attention.js';
-import { lastSecretExposure, type SecretExposure } from './secret-exposure.js';
+import { appNotFound } from '../error-catalogue.js';
+import type { MaybePromise } from '../maybe-promise.js';
+import type { AppRecord } from './app.js';
+import { secretExposures, type SecretExposure } from './secret-exposure.js';
 
 /** The events after the newest one a reader has, oldest first: what a page following the log adds. */
 export interface EventsAfterQuery extends EventFilter {
@@ -25,6 +28,8 @@ export class AppEvents {
     private readonly log: EventLog,
     private readonly access: AppAccess,
     private readonly clock: Clock,
+    /** The app as stored: its credentials and previous secrets, which tell what became of an exposed secret. */
+    private readonly findApp: (appId: string) => MaybePromise<AppRecord | undefined>,
   ) {}
 
   /** Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`). */
@@ -50,15 +55,21 @@ export class AppEvents {
     return this.log.counts(appId, query);
   }
 
-  /** The last time the app's ClientSecret was sent from a browser, while its log still has it (`lastSecretExposure`). */
-  async lastSecretExposure(appId: string, context: RequestContext): Promise<SecretExposure | null> {
+  /** The newest time each of the app's ClientSecrets was sent from a browser, while its log still has it (`secretExposures`). */
+  async secretExposures(appId: string, context: RequestContext): Promise<SecretExposure[]> {
     await this.access.authorize(appId, 'view_events', context);
-    return lastSecretExposure(this.log, appId);
+    return secretExposures(this.log, await this.#app(appId), this.clock.now());
   }
 
   /** What about the app calls for attention now: a leaked ClientSecret not rotated since, a burst of token requests refused for their keys. */
   async attention(appId: string, context: RequestContext): Promise<AppAttention> {
     await this.access.authorize(appId, 'view_events', context);
-    return appAttention(this.log, appId, this.clock.now());
+    return appAttention(this.log, await this.#app(appId), this.clock.now());
+  }
+
+  async #app(appId: string): Promise<AppRecord> {
+    const app = await this.findApp(appId);
+    if (app === undefined) throw appNotFound();
+    return app;
   }
 }

@@ -204,6 +204,23 @@ export class AppService {
     };
   }
 
+  /**
+   * Ends the ClientSecret the last rotation replaced before its grace period is over (once the
+   * server code has the new one, or when the old one turns out to have leaked): it is refused from
+   * now on, on every instance, a token request racing this included. Who may rotate may end it.
+   * Returns the end it had (ISO 8601), or null when no previous secret was working.
+   */
+  async endPreviousSecret(appId: string, context: RequestContext): Promise<{ endedPreviousSecretValidUntil: string | null }> {
+    await this.access.authorize(appId, 'rotate_secret', context);
+    const stamp = await this.events.stamp(appId, context);
+    const ended = await this.store.endPreviousSecret(appId, stamp.at, (validUntil) => [
+      { ...stamp, type: 'app.previous_secret_ended', details: { ...developerDetails(context), previousSecretValidUntil: validUntil } },
+    ]);
+    if (ended === undefined) throw appNotFound();
+    if (ended !== null) this.onChange(appId);
+    return { endedPreviousSecretValidUntil: isoOrNull(ended) };
+  }
+
   /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
   async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
     await this.access.authorize(appId, 'change_configuration', context);

@@ -95,6 +95,13 @@ export interface AppStore {
     audit: AuditOf<SecretRotation>,
   ): Promise<SecretRotation | undefined>;
   /**
+   * Ends the ClientSecret the last rotation replaced, if it still works at `now` (its grace period
+   * has not run out), and writes the events `audit` builds of the end it had, in one transaction:
+   * that end (UNIX ms); null (nothing written) when no previous secret works; undefined when there
+   * is no such app.
+   */
+  endPreviousSecret(appId: string, now: number, audit: AuditOf<number>): Promise<number | null | undefined>;
+  /**
    * Sets the given configuration fields and leaves the others as they are (concurrent changes of
    * different fields both hold), and writes the events `audit` builds of the updated app, in one
    * transaction. The updated app, or undefined (and nothing written) if there is no such app.

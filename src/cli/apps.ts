@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { AppDescription } from '../apps/app.js';
 import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportSummary } from '../apps/import.js';
-import { lastSecretExposure, type SecretExposure } from '../apps/secret-exposure.js';
+import type { SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
 import { OPERATOR } from '../request-context.js';
@@ -67,15 +67,15 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'show': {
       const app = await tessera.apps.show(needsAppId(), OPERATOR);
-      const [browserExposure, memberships] = await Promise.all([
-        lastSecretExposure(tessera.events, app.appId),
+      const [browserExposures, memberships] = await Promise.all([
+        tessera.appEvents.secretExposures(app.appId, OPERATOR),
         tessera.members.membersOf(app.appId, OPERATOR),
       ]);
       const members = memberships.map(({ email, role }) => ({ email, role }));
-      return out.result({ ...app, members, browserExposure }, () => [
+      return out.result({ ...app, members, browserExposures }, () => [
         ...describe(app, tessera.clock.now()),
         ...describeMembers(members),
-        ...describeExposure(app.appId, browserExposure),
+        ...browserExposures.flatMap((exposure) => describeExposure(app.appId, exposure)),
       ]);
     }
     case 'rotate-secret': {
@@ -87,6 +87,17 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
         OPERATOR,
       );
       return out.result(rotated, () => describeRotated(rotated, revokeAdminTokens));
+    }
+    case 'end-previous-secret': {
+      const id = needsAppId();
+      const ended = await tessera.apps.endPreviousSecret(id, OPERATOR);
+      return out.result({ appId: id, ...ended }, () =>
+        ended.endedPreviousSecretValidUntil === null
+          ? `App ${id} has no previous ClientSecret that still works: nothing to end.`
+          : `The previous ClientSecret of app ${id}, which would have worked until ${ended.endedPreviousSecretValidUntil}, is refused from now on. ` +
+            'Tokens issued with it keep working until they expire; if it leaked, revoke them too: tessera tokens revoke-all ' +
+            `${id} --kind admin`,
+      );
     }
     case 'delete': {
       const id = needsAppId();
@@ -108,7 +119,9 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
       return;
     }
     default:
-      throw new UsageError('usage: tessera apps create|list|show|rotate-secret|transfer|delete|import|export … [--json]');
+      throw new UsageError(
+        'usage: tessera apps create|list|show|rotate-secret|end-previous-secret|transfer|delete|import|export … [--json]',
+      );
   }
 }
 
@@ -214,15 +227,27 @@ function describeMembers(members: readonly { email: string; role: string }[]): s
   ];
 }
 
-/** The last time the ClientSecret reached a browser, and what to do about it. */
-function describeExposure(appId: string, exposure: SecretExposure | null): string[] {
-  if (exposure === null) return [];
+/** The last time a ClientSecret of the app (its own, or a credential's) reached a browser, and what to do about it. */
+function describeExposure(appId: string, exposure: SecretExposure): string[] {
+  const { credential } = exposure;
   const where = `from ${exposure.origin === null ? 'a web page' : `a page of ${exposure.origin}`} (${exposure.clientAddress ?? 'unknown address'})`;
-  const seen = `  ClientSecret sent from a browser  ${exposure.lastExposedAt}, ${where}`;
-  if (exposure.rotatedAt !== null) return [seen, `    rotated since, at ${exposure.rotatedAt}`];
+  const whose = credential === null ? 'ClientSecret' : `Credential ${credential.clientId} (${credential.name})`;
+  const seen = `  ${whose} sent from a browser  ${exposure.lastExposedAt}, ${where}`;
+  if (exposure.worksUntil !== null) {
+    return [
+      seen,
+      `    rotated at ${exposure.rotatedAt!}, with a grace period: the leaked secret works until ${exposure.worksUntil}. End it now:`,
+      credential === null
+        ? `    tessera apps end-previous-secret ${appId}`
+        : `    tessera credentials end-previous-secret ${appId} ${credential.clientId}`,
+    ];
+  }
+  if (exposure.rotatedAt !== null) return [seen, `    ${exposure.revoked ? 'revoked' : 'rotated'} since, at ${exposure.rotatedAt}`];
   return [
     seen,
-    '    The ClientSecret is in a web page, where anyone can read it. Move admin-token requests to server-side code,',
-    `    then rotate it: tessera apps rotate-secret ${appId} --revoke-admin-tokens`,
+    '    The secret is in a web page, where anyone can read it. Move admin-token requests to server-side code, then',
+    credential === null
+      ? `    rotate it: tessera apps rotate-secret ${appId} --revoke-admin-tokens`
+      : `    revoke the credential: tessera credentials revoke ${appId} ${credential.clientId}`,
   ];
 }

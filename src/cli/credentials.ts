@@ -12,6 +12,7 @@ const USAGE =
   'usage: tessera credentials create APP_ID --name NAME --scope SCOPE… [--expires-at RFC3339] [--allow-from CIDR…] [--json]\n' +
   '       tessera credentials list APP_ID [--json]\n' +
   '       tessera credentials rotate APP_ID CLIENT_ID [--grace SECONDS] [--json]\n' +
+  '       tessera credentials end-previous-secret APP_ID CLIENT_ID [--json]\n' +
   '       tessera credentials revoke APP_ID CLIENT_ID [--json]';
 
 /** `tessera credentials <verb>`: an app's further credentials, each with its scopes (docs/security.md, "Least privilege"). */
@@ -49,6 +50,15 @@ export async function runCredentialsCommand(tessera: Tessera, command: ParsedCom
       const graceSeconds = grace === undefined ? undefined : flagValue(() => parseGraceSeconds(grace));
       const rotated = await tessera.credentials.rotate(appId, clientId, graceSeconds === undefined ? {} : { graceSeconds }, OPERATOR);
       return out.result(rotated, () => describeRotated(rotated));
+    }
+    case 'end-previous-secret': {
+      if (clientId === undefined) throw new UsageError(USAGE);
+      const ended = await tessera.credentials.endPreviousSecret(appId, clientId, OPERATOR);
+      return out.result(ended, () =>
+        ended.endedPreviousSecretValidUntil === null
+          ? `Credential ${clientId} has no previous secret that still works: nothing to end.`
+          : `The previous secret of credential ${clientId}, which would have worked until ${ended.endedPreviousSecretValidUntil}, is refused from now on.`,
+      );
     }
     case 'revoke': {
       if (clientId === undefined) throw new UsageError(USAGE);

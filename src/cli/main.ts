@@ -26,6 +26,9 @@ Usage:
                                              … the old one works SECONDS more (at most 30 days)
   tessera apps rotate-secret APP_ID --revoke-admin-tokens
                                              … and revoke every admin token of the app
+  tessera apps end-previous-secret APP_ID [--json]
+                                             end the grace period of the last rotation now: the
+                                             replaced ClientSecret is refused from now on
   tessera apps create --name NAME --owner EMAIL [--json]
                                              … owned by a developer (see tessera developers)
   tessera apps transfer APP_ID --owner EMAIL [--json]
@@ -47,9 +50,11 @@ Usage:
   tessera credentials rotate APP_ID CLIENT_ID [--grace SECONDS] [--json]
                                              a new secret; the old one stops at once, or works
                                              SECONDS more (at most 30 days)
+  tessera credentials end-previous-secret APP_ID CLIENT_ID [--json]
+                                             end the grace period of its last rotation now
   tessera credentials revoke APP_ID CLIENT_ID [--json]
-                                             delete a credential: its secret and its tokens are
-                                             refused at once
+                                             delete a credential, and those its admin tokens made:
+                                             their secrets and tokens are refused at once
   tessera developers create --email EMAIL [--password-stdin] [--json]
                                              create a developer account (the portal's users); with
                                              --password-stdin its password is read from standard

@@ -49,6 +49,8 @@ export interface CredentialStore {
     audit: AuditOf<RevokedCredentialRecord[]>,
     once?: OnceClaim,
   ): Promise<RevokedCredentialRecord[] | undefined>;
+  /** As `AppStore.endPreviousSecret`, for the credential's previous secret; undefined when the app has no such credential. */
+  endPreviousSecret(appId: string, clientId: string, now: number, audit: AuditOf<number>): Promise<number | null | undefined>;
   /** Sets when the credential was last used to `at`, unless that was written less than `minIntervalMs` before. */
   markUsed(clientId: string, at: number, minIntervalMs: number): Promise<void>;
 }

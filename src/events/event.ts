@@ -12,6 +12,8 @@ export const EVENT_TYPES = [
   'app.secret_rotated',
   'app.configuration_changed',
   'app.secret_exposed',
+  // The ClientSecret a rotation replaced, ended before its grace period was over; `previousSecretValidUntil`: the end it had.
+  'app.previous_secret_ended',
   // Memberships (src/developers/): details name developers by id, never a secret or a link's token.
   'app.owner_changed',
   'app.collaborator_invited',
@@ -22,6 +24,8 @@ export const EVENT_TYPES = [
   'credential.created',
   'credential.rotated',
   'credential.revoked',
+  // As app.previous_secret_ended, for a credential (`clientId`, `name`).
+  'credential.previous_secret_ended',
   // A credential's right secret refused for its expiry or its address (`reason`): only a holder of
   // the secret can cause it, so it is kept with the audit events, with no actor.
   'credential.refused',
@@ -32,7 +36,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /**
  * The types of token traffic: nearly every event, caused by requests. Every other type is a change
  * that people or server code make now and then, whose newest one the stores find at once
- * (`EventStore.lastChange`).
+ * (`EventStore.lastChanges`).
  */
 export type TokenEventType = Extract<EventType, `token.${string}`>;
 export type ChangeEventType = Exclude<EventType, TokenEventType>;

@@ -227,8 +227,13 @@ export class EventLog {
 
   /** The app's newest event of a type of change (a rotation, an exposed secret, …), or undefined. */
   async lastChange(appId: string, type: ChangeEventType): Promise<AuditEvent | undefined> {
+    return (await this.lastChanges(appId, type, 1))[0];
+  }
+
+  /** The app's newest `limit` events of a type of change, newest first. */
+  async lastChanges(appId: string, type: ChangeEventType, limit: number): Promise<AuditEvent[]> {
     await this.flush();
-    return this.store.lastChange(appId, type);
+    return this.store.lastChanges(appId, type, limit);
   }
 
   /** The app's event of this id, or undefined. */

@@ -36,8 +36,8 @@ export interface EventStore {
   append(events: NewAuditEvent[]): Promise<void>;
   /** Newest first, or oldest first with `afterId`. */
   list(query: EventQuery): Promise<AuditEvent[]>;
-  /** The app's newest event of a type of change, found through an index of those alone (`events_changes_by_app`). */
-  lastChange(appId: string, type: ChangeEventType): Promise<AuditEvent | undefined>;
+  /** The app's newest `limit` events of a type of change, newest first, found through an index of those alone (`events_changes_by_app`). */
+  lastChanges(appId: string, type: ChangeEventType, limit: number): Promise<AuditEvent[]>;
   /**
    * Deletes up to `batch` of the app's oldest events of a class (`retention.ts`) beyond its newest
    * `keep` of that class; returns how many.

@@ -15,6 +15,7 @@ export const EVENT_COUNTS_PATH = '/api/apps/:appId/events/counts';
 export const CREDENTIALS_PATH = '/api/apps/:appId/credentials';
 export const CREDENTIAL_PATH = '/api/apps/:appId/credentials/:clientId';
 export const CREDENTIAL_ROTATION_PATH = '/api/apps/:appId/credentials/:clientId/rotate';
+export const CREDENTIAL_PREVIOUS_SECRET_PATH = '/api/apps/:appId/credentials/:clientId/previous-secret';
 
 export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
 /** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */

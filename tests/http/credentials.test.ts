@@ -303,6 +303,36 @@ describe('credentials: rotation and revocation', () => {
     assert.equal((await tokenRequest(app, { clientId: credential.clientId, clientSecret: atOnce.clientSecret })).status, 200);
   });
 
+  it("DELETE /previous-secret ends a rotation's grace period now: the replaced secret is refused, the new one works; again, nothing to end", async () => {
+    const app = await newApp();
+    const credential = await credentialOf(app, { scopes: ['events:read'] });
+    const admin = await adminTokenOf(app);
+    const rotated = await postAs(`${app.appUrl}/credentials/${credential.clientId}/rotate`, bearer(admin), { graceSeconds: 3600 });
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.equal((await tokenRequest(app, credential)).status, 200, 'the replaced secret in its grace period');
+    const path = `${app.appUrl}/credentials/${credential.clientId}/previous-secret`;
+    const ended = await requestAs(path, bearer(admin), 'DELETE');
+    assert.equal(ended.status, 200, ended.text);
+    assert.deepEqual(ended.body, { clientId: credential.clientId, endedPreviousSecretValidUntil: rotated.body.previousSecretValidUntil });
+    assertError(await tokenRequest(app, credential), 401, 'invalid_client');
+    const current = { clientId: credential.clientId, clientSecret: rotated.body.clientSecret as string };
+    assert.equal((await tokenRequest(app, current)).status, 200);
+    assert.deepEqual((await requestAs(path, bearer(admin), 'DELETE')).body, {
+      clientId: credential.clientId,
+      endedPreviousSecretValidUntil: null,
+    });
+    const events = (await eventsOf(app)).filter((event) => event.type === 'credential.previous_secret_ended');
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!.details.previousSecretValidUntil, Date.parse(rotated.body.previousSecretValidUntil as string));
+    const scoped = await scopedToken(app, await credentialOf(app, { scopes: ['events:read'] }));
+    assertError(await requestAs(path, bearer(scoped), 'DELETE'), 403, 'INSUFFICIENT_SCOPE');
+    assertError(
+      await requestAs(`${app.appUrl}/credentials/tcl_000000000000000000000000/previous-secret`, bearer(admin), 'DELETE'),
+      404,
+      'NOT_FOUND',
+    );
+  });
+
   it('revoking a credential refuses its secret and its tokens at once, here and on another instance within a second', async () => {
     const other = await startServer({ clock, testStore: { ...(await secondStoreOf(server)), dispose: async () => {} } });
     after(() => other.close());

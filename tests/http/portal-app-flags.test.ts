@@ -126,7 +126,9 @@ describe('the list of apps', () => {
     const { page, card } = await listed(owner, quiet.appId);
     assert.match(
       card,
-      new RegExp(`data-flag="leaked-secret"><a href="/portal/apps/${quiet.appId}">ClientSecret leaked into a web page</a>`),
+      new RegExp(
+        `data-flag="leaked-secret" data-client-id=""><a href="/portal/apps/${quiet.appId}">ClientSecret leaked into a web page</a>`,
+      ),
     );
     assert.match(page, /<p class="alert">2 of your apps need attention/);
     const overview = await owner.get(`/portal/apps/${quiet.appId}`);
@@ -134,6 +136,66 @@ describe('the list of apps', () => {
 
     await server.tessera.apps.rotateSecret(quiet.appId, {}, OPERATOR);
     assert.doesNotMatch((await listed(owner, quiet.appId)).card, /data-flag/);
+  });
+
+  it("flags a credential's secret sent from a web page as the credential's: rotating the app's own does not end it, revoking the credential does", async () => {
+    const credential = await server.tessera.credentials.create(quiet.appId, { name: 'Build job', scopes: ['events:read'] }, OPERATOR);
+    const fields = adminFields(quiet, { client_id: credential.clientId, client_secret: credential.clientSecret });
+    assert.equal((await requestToken(quiet, fields, { origin: 'https://quiet.example' })).status, 400);
+    const flagged = (await listed(owner, quiet.appId)).card;
+    assert.match(
+      flagged,
+      new RegExp(
+        `data-flag="leaked-secret" data-client-id="${credential.clientId}"><a href="/portal/apps/${quiet.appId}">The credential <q>Build job</q>'s ClientSecret leaked into a web page</a> on .*: revoke the credential or rotate its secret\\.`,
+      ),
+    );
+    assert.doesNotMatch(flagged, /data-client-id=""/, "the app's own ClientSecret is not said to have leaked");
+    const overview = await owner.get(`/portal/apps/${quiet.appId}`);
+    assert.match(overview.text, /The ClientSecret of the credential <q>Build job<\/q> has leaked into a web page/);
+    assert.match(overview.text, new RegExp(`/portal/apps/${quiet.appId}/credentials/${credential.clientId}/revoke`));
+
+    await server.tessera.apps.rotateSecret(quiet.appId, {}, OPERATOR);
+    assert.match(
+      (await listed(owner, quiet.appId)).card,
+      /data-flag="leaked-secret"/,
+      "rotating the app's own secret does not end a credential's",
+    );
+    await server.tessera.credentials.revoke(quiet.appId, credential.clientId, OPERATOR);
+    assert.doesNotMatch((await listed(owner, quiet.appId)).card, /data-flag/);
+  });
+
+  it('keeps the flag while a rotation with a grace period keeps the leaked secret working, until the owner ends the grace period', async () => {
+    const leaked = (await server.tessera.apps.rotateSecret(quiet.appId, {}, OPERATOR)).clientSecret;
+    const leakedApp = { ...quiet, clientSecret: leaked };
+    assert.equal((await requestToken(leakedApp, adminFields(leakedApp), { origin: 'https://quiet.example' })).status, 400);
+    await server.tessera.apps.rotateSecret(quiet.appId, { graceSeconds: 86_400 }, OPERATOR);
+    assert.equal((await requestToken(leakedApp, adminFields(leakedApp))).status, 200, 'the leaked secret works for the grace period');
+    assert.match(
+      (await listed(owner, quiet.appId)).card,
+      /data-flag="leaked-secret" data-client-id="">.*: rotated with a grace period, it works until <time[^>]*>[^<]*<\/time>: end it now\./,
+    );
+    const overview = await owner.get(`/portal/apps/${quiet.appId}`);
+    assert.match(overview.text, /the leaked secret still works until/);
+    assert.match(
+      overview.text,
+      new RegExp(`href="/portal/apps/${quiet.appId}/rotate-secret#end-previous-secret">End the grace period now`),
+    );
+
+    const rotatePage = await owner.page(`/portal/apps/${quiet.appId}/rotate-secret`);
+    assert.match(rotatePage.text, /<section id="end-previous-secret"/);
+    // Only the owner may: a collaborator of another app is refused there.
+    const collaboratorsCsrf = (await collaborator.page(`/portal/apps/${shop.appId}`)).csrf;
+    assert.equal((await collaborator.post(`/portal/apps/${shop.appId}/end-previous-secret`, { _csrf: collaboratorsCsrf })).status, 403);
+    const ended = await owner.post(`/portal/apps/${quiet.appId}/end-previous-secret`, { _csrf: rotatePage.csrf });
+    assert.equal(ended.status, 303, ended.text);
+    assert.equal(ended.location, `/portal/apps/${quiet.appId}/rotate-secret?ended=yes`);
+    const after = await owner.get(ended.location);
+    assert.match(after.text, /data-ended="yes">The previous secret is refused from now on/);
+    assert.doesNotMatch(after.text, /<section id="end-previous-secret"/);
+    assert.equal((await requestToken(leakedApp, adminFields(leakedApp))).status, 401, 'the leaked secret is refused');
+    assert.doesNotMatch((await listed(owner, quiet.appId)).card, /data-flag/);
+    const again = await owner.post(`/portal/apps/${quiet.appId}/end-previous-secret`, { _csrf: rotatePage.csrf });
+    assert.equal(again.location, `/portal/apps/${quiet.appId}/rotate-secret?ended=none`);
   });
 
   it('forgets a burst an hour later', async () => {

@@ -7,7 +7,7 @@ import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
-import type { NewAuditEvent } from '../../src/events/event.js';
+import type { ChangeEventType, NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import { makeApp, makeCredential, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
@@ -1156,9 +1156,11 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         );
       });
 
-      it("finds an app's newest event of a type of change, among any number of token events, and no other app's", async () => {
+      it("finds an app's newest events of a type of change, newest first, among any number of token events, and no other app's", async () => {
         const changed = 'changes-app';
-        assert.equal(await store.events.lastChange(changed, 'app.secret_exposed'), undefined);
+        const newest = async (appId: string, type: ChangeEventType, limit = 1) =>
+          (await store.events.lastChanges(appId, type, limit)).map((event) => event.details.n);
+        assert.deepEqual(await newest(changed, 'app.secret_exposed'), []);
         await store.events.append([
           makeEvent(changed, { type: 'app.secret_exposed', details: { n: 1 } }),
           ...Array.from({ length: 50 }, () => makeEvent(changed, { type: 'token.issued' })),
@@ -1167,13 +1169,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ...Array.from({ length: 50 }, () => makeEvent(changed, { type: 'token.refused', principal: null })),
           makeEvent('another-app', { type: 'app.secret_exposed', details: { n: 4 } }),
         ]);
-        const exposed = await store.events.lastChange(changed, 'app.secret_exposed');
-        assert.equal(exposed?.details.n, 3);
+        const [exposed] = await store.events.lastChanges(changed, 'app.secret_exposed', 1);
         assert.equal(exposed?.appId, changed);
         assert.equal(exposed?.type, 'app.secret_exposed');
-        assert.equal((await store.events.lastChange(changed, 'app.secret_rotated'))?.details.n, 2);
-        assert.equal(await store.events.lastChange(changed, 'app.owner_changed'), undefined);
-        assert.equal((await store.events.lastChange('another-app', 'app.secret_exposed'))?.details.n, 4);
+        assert.deepEqual(await newest(changed, 'app.secret_exposed'), [3]);
+        assert.deepEqual(await newest(changed, 'app.secret_exposed', 10), [3, 1]);
+        assert.deepEqual(await newest(changed, 'app.secret_rotated'), [2]);
+        assert.deepEqual(await newest(changed, 'app.owner_changed'), []);
+        assert.deepEqual(await newest('another-app', 'app.secret_exposed'), [4]);
       });
 
       it('trims an app to its newest events of each class, in batches, never one of the other class', async () => {

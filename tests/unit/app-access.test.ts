@@ -182,8 +182,8 @@ const READS: Operation[] = [
     expected: BY_ADMIN_TOKEN_OR_MEMBER,
   },
   {
-    name: 'its last secret exposure',
-    run: (tessera, { appId }, context) => tessera.appEvents.lastSecretExposure(appId, context),
+    name: 'its secret exposures',
+    run: (tessera, { appId }, context) => tessera.appEvents.secretExposures(appId, context),
     expected: BY_ADMIN_TOKEN_OR_MEMBER,
   },
 ];
@@ -312,7 +312,7 @@ describe('the services authorize whoever acts on an app, whichever page or route
       assert.deepEqual(outcomes, read.expected, read.name);
     }
     assert.deepEqual(wrongAnswers, [], 'a caller let in read something else than the operator');
-    assert.equal((await tessera.appEvents.lastSecretExposure(app.appId, OPERATOR))?.origin, 'https://shop.example', 'an exposure to read');
+    assert.equal((await tessera.appEvents.secretExposures(app.appId, OPERATOR))[0]?.origin, 'https://shop.example', 'an exposure to read');
     assert.deepEqual(await stateOf(app), before);
   });
 

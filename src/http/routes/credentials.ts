@@ -6,7 +6,7 @@ import { refuseBodies } from '../content-types.js';
 import { preventCaching } from '../headers.js';
 import { refuseOtherMethods } from '../methods.js';
 import { requireAdmin } from '../middleware/fastify.js';
-import { CREDENTIAL_PATH, CREDENTIAL_ROTATION_PATH, CREDENTIALS_PATH } from '../paths.js';
+import { CREDENTIAL_PATH, CREDENTIAL_PREVIOUS_SECRET_PATH, CREDENTIAL_ROTATION_PATH, CREDENTIALS_PATH } from '../paths.js';
 
 type CredentialsParams = { Params: { appId: string } };
 type CredentialParams = { Params: { appId: string; clientId: string } };
@@ -63,11 +63,15 @@ export const credentialRoutes: FastifyPluginAsync<{ credentials: CredentialServi
     scope.delete<CredentialParams>(CREDENTIAL_PATH, { onRequest: requireAdmin }, async (request) =>
       credentials.revoke(request.params.appId, request.params.clientId, { clientAddress: request.ip, by: request.principal }),
     );
+    scope.delete<CredentialParams>(CREDENTIAL_PREVIOUS_SECRET_PATH, { onRequest: requireAdmin }, async (request) =>
+      credentials.endPreviousSecret(request.params.appId, request.params.clientId, { clientAddress: request.ip, by: request.principal }),
+    );
   });
 
   refuseOtherMethods(app, CREDENTIALS_PATH, ['GET', 'POST']);
   refuseOtherMethods(app, CREDENTIAL_PATH, ['DELETE']);
   refuseOtherMethods(app, CREDENTIAL_ROTATION_PATH, ['POST']);
+  refuseOtherMethods(app, CREDENTIAL_PREVIOUS_SECRET_PATH, ['DELETE']);
 };
 
 function jsonObject(body: unknown): Record<string, unknown> {

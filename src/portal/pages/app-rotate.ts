@@ -6,11 +6,19 @@ import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
-import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../respond.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys, rotationOutcome } from './rotation.js';
+import {
+  endedNotice,
+  endPreviousSecretForm,
+  graceFieldset,
+  graceSecondsOf,
+  replacedSecretOutcome,
+  rotatedSecretKeys,
+  rotationOutcome,
+} from './rotation.js';
 
 /** What the form had, to show it again after a mistake (never a secret: the form has none). */
 interface RotationForm {
@@ -31,11 +39,21 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
   const once = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
-  app.get<AppParams>('/apps/:appId/rotate-secret', async (request, reply) => {
+  app.get<AppParams & { Querystring: { ended?: unknown } }>('/apps/:appId/rotate-secret', async (request, reply) => {
     const { appId } = request.params;
     await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
     const described = await apps.show(appId, asDeveloper(request));
-    return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), described, clock.now(), EMPTY_FORM));
+    return sendPage(
+      reply,
+      rotationPage(request, reply, issueOnce(reply, once), described, clock.now(), EMPTY_FORM, undefined, request.query.ended),
+    );
+  });
+
+  app.post<AppParams>('/apps/:appId/end-previous-secret', { preValidation: csrfCheck(app) }, async (request, reply) => {
+    const { appId } = request.params;
+    await members.authorize(appId, sessionOf(request).developer.id, 'rotate_secret');
+    const { endedPreviousSecretValidUntil } = await apps.endPreviousSecret(appId, asDeveloper(request));
+    return seeOther(reply, `/portal/apps/${appId}/rotate-secret?ended=${endedPreviousSecretValidUntil === null ? 'none' : 'yes'}`);
   });
 
   app.post<AppParams>('/apps/:appId/rotate-secret', { preValidation: csrfCheck(app) }, async (request, reply) => {
@@ -80,6 +98,7 @@ function rotationPage(
   now: number,
   form: RotationForm,
   message?: string,
+  ended?: unknown,
 ) {
   const csrfToken = reply.generateCsrf();
   return page({
@@ -89,11 +108,13 @@ function rotationPage(
     body: html`${appHeader(app.appId, app.name, 'Overview')}
 <section class="app-form">
 <h2>Rotate the ClientSecret</h2>
+${endedNotice(ended)}
 <p>A new ClientSecret replaces the current one, and is shown once. Server code that gets admin tokens needs the new one.</p>
 ${
   app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
     ? null
-    : html`<p class="alert" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The ClientSecret before the current one still works, until ${utcTime(app.previousSecretValidUntil, 'second')}, kept by the last rotation. Rotating again makes it stop at once: first make sure that no server uses it any more.</p>`
+    : html`${endPreviousSecretForm(`/portal/apps/${app.appId}/end-previous-secret`, csrfToken, app.previousSecretValidUntil, 'ClientSecret')}
+<p class="alert">Rotating again also makes the previous ClientSecret stop at once: first make sure that no server uses it any more.</p>`
 }
 ${alert(message)}
 <form method="post" action="/portal/apps/${app.appId}/rotate-secret" class="stack">

@@ -13,7 +13,7 @@ import { lifetime, mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
 import { keyRow } from './keys.js';
 import { quickstarts, type OriginFormState } from './quickstarts.js';
-import { secretExposureWarning } from './secret-exposure-warning.js';
+import { secretExposureWarnings } from './secret-exposure-warning.js';
 
 /** What the overview says after its add-origin form, by the `done` of its address (nothing else is shown from it). */
 const DONE: Record<string, string> = {
@@ -32,10 +32,10 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
   async function overview(request: FastifyRequest, reply: FastifyReply, appId: string, role: AppRole, origin: OriginFormState) {
     const { developer } = sessionOf(request);
     const context = asDeveloper(request);
-    const [described, exposure] = await Promise.all([apps.show(appId, context), events.lastSecretExposure(appId, context)]);
+    const [described, exposure] = await Promise.all([apps.show(appId, context), events.secretExposures(appId, context)]);
     const csrfToken = reply.generateCsrf();
     const input = { role, now: clock.now(), baseUrl: serviceBaseUrl(request, publicUrl), csrfToken, origin };
-    const body = appBody(described, input, secretExposureWarning(described.appId, exposure, role));
+    const body = appBody(described, input, secretExposureWarnings(described.appId, exposure, role));
     return page({ title: described.name, developer, csrfToken, body });
   }
 

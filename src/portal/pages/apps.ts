@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_APP_NAME_LENGTH } from '../../apps/app.js';
 import type { OwnedApp } from '../../apps/owned-apps.js';
 import { isTesseraError } from '../../errors.js';
+import type { SecretExposure } from '../../apps/secret-exposure.js';
 import type { AppAttention } from '../../apps/attention.js';
 import type { AppRole } from '../../developers/roles.js';
 import { fieldText } from '../event-view.js';
@@ -80,8 +81,8 @@ ${
   });
 };
 
-function flagsOf({ leakedSecret, refusalBurst }: AppAttention): number {
-  return (leakedSecret === null ? 0 : 1) + (refusalBurst === null ? 0 : 1);
+function flagsOf({ leakedSecrets, refusalBurst }: AppAttention): number {
+  return leakedSecrets.length + (refusalBurst === null ? 0 : 1);
 }
 
 /**
@@ -89,21 +90,32 @@ function flagsOf({ leakedSecret, refusalBurst }: AppAttention): number {
  * what happened and leads to rotation), a burst of token requests refused for their keys in the last hour (to that
  * minute's events).
  */
-function attentionFlags(appId: string, { leakedSecret, refusalBurst }: AppAttention, role: AppRole): Html | null {
-  if (leakedSecret === null && refusalBurst === null) return null;
+function attentionFlags(appId: string, { leakedSecrets, refusalBurst }: AppAttention, role: AppRole): Html | null {
+  if (leakedSecrets.length === 0 && refusalBurst === null) return null;
   const minute = refusalBurst === null ? 0 : Date.parse(refusalBurst.minute);
   return html`<ul class="flags">
-    ${
-      leakedSecret === null
-        ? null
-        : html`<li data-flag="leaked-secret"><a href="/portal/apps/${appId}">ClientSecret leaked into a web page</a> on ${utcTime(leakedSecret.lastExposedAt, 'minute')}: ${role === 'owner' ? 'rotate it' : 'ask the owner to rotate it'}.</li>`
-    }
+    ${leakedSecrets.map((leaked) => leakedSecretFlag(appId, leaked, role))}
     ${
       refusalBurst === null
         ? null
         : html`<li data-flag="refusal-burst"><a href="/portal/apps/${appId}/events?${new URLSearchParams({ range: 'custom', from: fieldText(minute), to: fieldText(minute + 60_000) }).toString()}">${refusalBurst.refused} token requests refused in one minute</a>${refusalBurst.throttled === 0 ? null : ` (${refusalBurst.throttled} throttled)`}, ${utcTime(refusalBurst.minute, 'minute')}: wrong ClientSecrets or AppKeys, someone guessing or a deployment with an old secret.</li>`
     }
   </ul>`;
+}
+
+/** A secret of the app sent from a web page that still works: whose, when, and what ends it. */
+function leakedSecretFlag(appId: string, leaked: SecretExposure, role: AppRole): Html {
+  const { credential } = leaked;
+  const what = credential === null ? 'ClientSecret' : html`The credential <q>${credential.name}</q>'s ClientSecret`;
+  const toDo =
+    leaked.worksUntil !== null
+      ? html`rotated with a grace period, it works until ${utcTime(leaked.worksUntil, 'minute')}: ${credential === null && role !== 'owner' ? 'ask the owner to end it now' : 'end it now'}`
+      : credential !== null
+        ? 'revoke the credential or rotate its secret'
+        : role === 'owner'
+          ? 'rotate it'
+          : 'ask the owner to rotate it';
+  return html`<li data-flag="leaked-secret" data-client-id="${credential?.clientId ?? ''}"><a href="/portal/apps/${appId}">${what} leaked into a web page</a> on ${utcTime(leaked.lastExposedAt, 'minute')}: ${toDo}.</li>`;
 }
 
 function newAppForm(

@@ -17,7 +17,15 @@ import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf }
 import { utcText, utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
-import { graceFieldset, graceSecondsOf, replacedSecretOutcome, rotatedSecretKeys, rotationOutcome } from './rotation.js';
+import {
+  endedNotice,
+  endPreviousSecretForm,
+  graceFieldset,
+  graceSecondsOf,
+  replacedSecretOutcome,
+  rotatedSecretKeys,
+  rotationOutcome,
+} from './rotation.js';
 import { keyRow } from './keys.js';
 import { setSecretStep } from './set-secret.js';
 
@@ -159,15 +167,27 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     return sendPage(reply, createdPage(request, reply, described, created, base, clock.now()), 201);
   });
 
-  app.get<CredentialParams>('/apps/:appId/credentials/:clientId/rotate', async (request, reply) => {
+  app.get<CredentialParams & { Querystring: { ended?: unknown } }>('/apps/:appId/credentials/:clientId/rotate', async (request, reply) => {
     const { appId, clientId } = request.params;
     const role = await authorize(request, appId);
     const context = asDeveloper(request);
     const credential = await credentialOf(appId, clientId, context);
     const described = await apps.show(appId, context);
-    const input = { app: described, credential, role, now: clock.now(), grace: '3600', graceSeconds: '' };
+    const input = { app: described, credential, role, now: clock.now(), grace: '3600', graceSeconds: '', ended: request.query.ended };
     return sendPage(reply, rotationPage(request, reply, issueOnce(reply, once), input));
   });
+
+  app.post<CredentialParams>(
+    '/apps/:appId/credentials/:clientId/end-previous-secret',
+    { preValidation: csrfCheck(app) },
+    async (request, reply) => {
+      const { appId, clientId } = request.params;
+      await authorize(request, appId);
+      const { endedPreviousSecretValidUntil } = await credentials.endPreviousSecret(appId, clientId, asDeveloper(request));
+      const ended = endedPreviousSecretValidUntil === null ? 'none' : 'yes';
+      return seeOther(reply, `/portal/apps/${appId}/credentials/${clientId}/rotate?ended=${ended}`);
+    },
+  );
 
   app.post<CredentialParams>('/apps/:appId/credentials/:clientId/rotate', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId, clientId } = request.params;
@@ -506,10 +526,12 @@ interface RotationInput {
   now: number;
   grace: string;
   graceSeconds: string;
+  /** The `ended` of the page's address, after its end-of-grace form. */
+  ended?: unknown;
 }
 
 function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string, input: RotationInput, message?: string) {
-  const { app, credential, role, now, grace, graceSeconds } = input;
+  const { app, credential, role, now, grace, graceSeconds, ended } = input;
   const csrfToken = reply.generateCsrf();
   const list = `/portal/apps/${app.appId}/credentials`;
   const graceUntil = credential.previousSecretValidUntil;
@@ -520,14 +542,16 @@ function rotationPage(request: FastifyRequest, reply: FastifyReply, once: string
     body: html`${appHeader(app.appId, app.name, 'Credentials')}
 <section class="app-form">
 <h2>Rotate the secret of ${credential.name}</h2>
+${endedNotice(ended)}
 <p>A new ClientSecret replaces the current one of <code>${credential.clientId}</code>, and is shown once. Its ClientID, scopes, expiry and addresses stay as they are.</p>
 ${
+  graceUntil === null || Date.parse(graceUntil) <= now
+    ? null
+    : endPreviousSecretForm(`${list}/${credential.clientId}/end-previous-secret`, csrfToken, graceUntil, 'secret')
+}
+${
   mayRotate(role, credential)
-    ? html`${
-        graceUntil === null || Date.parse(graceUntil) <= now
-          ? null
-          : html`<p class="alert" data-previous-secret-valid-until="${graceUntil}">The secret before the current one still works, until ${utcTime(graceUntil, 'second')}, kept by the last rotation. Rotating again makes it stop at once.</p>`
-      }
+    ? html`${graceUntil === null || Date.parse(graceUntil) <= now ? null : html`<p class="alert">Rotating again also makes the previous secret stop at once.</p>`}
 ${alert(message)}
 <form method="post" action="${list}/${credential.clientId}/rotate" class="stack">
   ${csrfField(csrfToken)}

@@ -15,6 +15,7 @@ export const TYPE_WORDS: Record<EventType, string> = {
   'app.secret_rotated': 'ClientSecret rotated',
   'app.configuration_changed': 'Settings changed',
   'app.secret_exposed': 'ClientSecret sent from a browser',
+  'app.previous_secret_ended': 'Previous ClientSecret ended',
   'app.owner_changed': 'Owner changed',
   'app.collaborator_invited': 'Collaborator invited',
   'app.collaborator_added': 'Collaborator added',
@@ -23,6 +24,7 @@ export const TYPE_WORDS: Record<EventType, string> = {
   'credential.created': 'Credential created',
   'credential.rotated': 'Credential\u2019s secret rotated',
   'credential.revoked': 'Credential revoked',
+  'credential.previous_secret_ended': 'Credential\u2019s previous secret ended',
   'credential.refused': 'Credential refused',
 };
 

@@ -27,7 +27,7 @@ import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js'
 import { utcText, utcTime } from '../time.js';
 import { appHeader } from './app-nav.js';
 import { attemptedWords, detailsOf, eventTitle, LISTED_REASONS, reasonExplained, reasonLabel, TYPE_WORDS, whoOf } from './event-words.js';
-import { secretExposureWarning } from './secret-exposure-warning.js';
+import { secretExposureWarnings } from './secret-exposure-warning.js';
 
 type EventsRequest = {
   Params: { appId: string };
@@ -92,7 +92,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const shown = apps.show(appId, context);
     const [described, exposure, emails, listed, chartHtml] = await Promise.all([
       shown,
-      events.lastSecretExposure(appId, context),
+      events.secretExposures(appId, context),
       emailsOf(appId, context),
       view === undefined
         ? undefined
@@ -101,7 +101,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     ]);
     const form = viewForm(appId, view === undefined ? typedState(raw) : stateOf(view), now, mistake);
     const top = html`${appHeader(appId, described.name, 'Events')}
-${secretExposureWarning(appId, exposure, role)}
+${secretExposureWarnings(appId, exposure, role)}
 ${form}`;
     if (view === undefined || listed === undefined || chartHtml === undefined) {
       return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body: top }), 400);

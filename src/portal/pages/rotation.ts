@@ -3,6 +3,7 @@ import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-r
 import { TesseraError } from '../../errors.js';
 import { html, type Html } from '../html.js';
 import { utcTime } from '../time.js';
+import { csrfField } from '../layout.js';
 import { keyRow } from './keys.js';
 
 /** The grace periods offered, besides "none" and a number of seconds typed. */
@@ -75,4 +76,32 @@ export function rotationOutcome(items: readonly (Html | null)[]): Html {
   return html`<ul class="outcome">
   ${said.map((item) => html`<li>${item}</li>`)}
 </ul>`;
+}
+
+/** What an end-of-grace form's answer says, by the `ended` of the rotate page's address (nothing else is shown from it). */
+export const ENDED_NOTICES: Record<string, string> = {
+  yes: 'The previous secret is refused from now on. Tokens issued with it keep working until they expire.',
+  none: 'No previous secret was working: nothing changed.',
+};
+
+/** The notice for a rotate page's `ended` query parameter, or nothing. */
+export function endedNotice(ended: unknown): Html | null {
+  const text = typeof ended === 'string' && Object.hasOwn(ENDED_NOTICES, ended) ? ENDED_NOTICES[ended] : undefined;
+  return text === undefined ? null : html`<p class="notice success" role="status" data-ended="${ended as string}">${text}</p>`;
+}
+
+/**
+ * While the secret a rotation replaced still works (its grace period), a form that ends it now:
+ * once every server has the new secret, or at once when the old one turns out to have leaked.
+ * `action` is where it is sent; `secret` names it.
+ */
+export function endPreviousSecretForm(action: string, csrfToken: string, validUntil: string, secret: string): Html {
+  return html`<section id="end-previous-secret" class="end-previous-secret" aria-labelledby="end-previous-secret-heading" data-previous-secret-valid-until="${validUntil}">
+<h3 id="end-previous-secret-heading">End the grace period now</h3>
+<p>The ${secret} before the current one still works, until ${utcTime(validUntil, 'second')}, kept by the last rotation. Once every server uses the new one, or at once if the old one leaked, end it: it is refused from then on, and the current one stays as it is.</p>
+<form method="post" action="${action}">
+  ${csrfField(csrfToken)}
+  <button type="submit" class="danger">End the previous ${secret} now</button>
+</form>
+</section>`;
 }

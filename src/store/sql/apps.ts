@@ -227,6 +227,22 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         return rotation;
       });
     },
+    async endPreviousSecret(appId, now, audit) {
+      return db.transaction(async (tx) => {
+        const read = () =>
+          tx.get<{ until: number | null }>('SELECT previous_secret_valid_until AS until FROM apps WHERE app_id = :appId', { appId });
+        const seen = await read();
+        if (seen === undefined) return undefined;
+        if (seen.until === null || seen.until <= now) return null;
+        await withdrawAdminGrants(tx, appId);
+        // Read again under the app's lock: a rotation meanwhile replaced the previous secret.
+        const row = (await read())!;
+        if (row.until === null || row.until <= now) return null;
+        await tx.run('UPDATE apps SET previous_secret_hash = NULL, previous_secret_valid_until = NULL WHERE app_id = :appId', { appId });
+        await insertEvents(tx, audit(row.until));
+        return row.until;
+      });
+    },
     async updateConfiguration(appId, changes, audit) {
       return db.transaction(async (tx) => {
         const changed = await tx.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) });

@@ -181,6 +181,29 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
         return revoked;
       });
     },
+    async endPreviousSecret(appId, clientId, now, audit) {
+      return db.transaction(async (tx) => {
+        const read = () =>
+          tx.get<{ until: number | null }>(
+            'SELECT previous_secret_valid_until AS until FROM credentials WHERE app_id = :appId AND client_id = :clientId',
+            { appId, clientId },
+          );
+        const seen = await read();
+        if (seen === undefined) return undefined;
+        if (seen.until === null || seen.until <= now) return null;
+        await withdrawAdminGrants(tx, appId);
+        // Read again under the app's lock: a rotation (or revocation) meanwhile changed it.
+        const row = await read();
+        if (row === undefined || row.until === null || row.until <= now) return null;
+        await tx.run(
+          `UPDATE credentials SET previous_secret_hash = NULL, previous_secret_valid_until = NULL
+           WHERE app_id = :appId AND client_id = :clientId`,
+          { appId, clientId },
+        );
+        await insertEvents(tx, audit(row.until));
+        return row.until;
+      });
+    },
     async markUsed(clientId, at, minIntervalMs) {
       // Conditional, so that instances using one credential write it at most once a minute between them.
       await db.run(

@@ -140,12 +140,12 @@ export function sqlEventStore(db: SqlRunner): EventStore {
           : await db.all<EventRow>(LIST_OLDEST_FIRST, { ...filter, afterId });
       return rows.map(toEvent);
     },
-    async lastChange(appId, type) {
-      const row = await db.get<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE app_id = :appId AND type = :type AND ${CHANGE_CONDITION} ORDER BY id DESC LIMIT 1`,
-        { appId, type },
+    async lastChanges(appId, type, limit) {
+      const rows = await db.all<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE app_id = :appId AND type = :type AND ${CHANGE_CONDITION} ORDER BY id DESC LIMIT :limit`,
+        { appId, type, limit },
       );
-      return row === undefined ? undefined : toEvent(row);
+      return rows.map(toEvent);
     },
     async trimApp(appId, eventClass, keep, batch) {
       const condition = CLASS_CONDITION[eventClass];
