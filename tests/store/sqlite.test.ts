@@ -42,6 +42,58 @@ describe('SQLite store specifics', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('migration 11 sums the counts per minute written before it into hours, and counts written by any process after it (an earlier release too) roll up', async () => {
+    const path = newFile();
+    const HOUR = 3_600_000;
+    const T = 1_790_000_000_000 - (1_790_000_000_000 % HOUR);
+    // A database as the release before migration 11 left it, with counts in two hours.
+    const before = new Database((mkdirSync(dirname(path), { recursive: true }), path));
+    before.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
+    for (const migration of SQLITE_MIGRATIONS.filter((step) => step.version < 11)) {
+      before.exec(migration.sql);
+      before.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(migration.version);
+    }
+    const insertCount = (db: Database.Database, bucket: number, count: number) =>
+      db
+        .prepare(
+          `INSERT INTO event_counts (app_id, bucket, type, principal, reason, count) VALUES ('a1', ?, 'token.issued', 'admin', '', ?)
+           ON CONFLICT (app_id, bucket, type, principal, reason) DO UPDATE SET count = event_counts.count + excluded.count`,
+        )
+        .run(bucket, count);
+    insertCount(before, T + 60_000, 2);
+    insertCount(before, T + 120_000, 3);
+    insertCount(before, T + HOUR, 5);
+    before.close();
+
+    const store = openSqliteStore(path);
+    try {
+      // As an instance of the earlier release still running would write: straight into the counts per minute.
+      inspect(path, (db) => {
+        insertCount(db, T + 60_000, 10);
+        insertCount(db, T + 2 * HOUR + 60_000, 7);
+      });
+      await store.events.addCounts([
+        { appId: 'a1', bucket: T + 2 * HOUR, type: 'token.issued', principal: 'admin', reason: null, count: 1 },
+      ]);
+      const hourly = inspect(path, (db) => db.prepare('SELECT bucket, count FROM event_counts_hourly ORDER BY bucket').all());
+      assert.deepEqual(
+        (hourly as { bucket: number; count: number }[]).map(({ bucket, count }) => [bucket - T, count]),
+        [
+          [0, 15],
+          [HOUR, 5],
+          [2 * HOUR, 8],
+        ],
+      );
+      const perDay = await store.events.listCounts({ appId: 'a1', bucketMs: 86_400_000, since: T - (T % 86_400_000), until: T + 3 * HOUR });
+      assert.equal(
+        perDay.reduce((sum, row) => sum + row.count, 0),
+        28,
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   it('keeps apps and tokens across reopening; migrations are applied once', async () => {
     const path = newFile();
     const app = makeApp();

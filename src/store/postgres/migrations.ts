@@ -418,4 +418,42 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       ALTER TABLE apps ADD COLUMN admin_generation bigint NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 11,
+    sql: `
+      -- The event counts per app and UTC hour, kept by a trigger from the counts per minute
+      -- (event_counts, which writes never stop adding to), so that a chart of days or hours reads
+      -- 24 times fewer rows: 30 days of an app are 720 buckets rather than 43,200. A trigger keeps
+      -- them also for the counts an instance of an earlier release writes during an upgrade. The
+      -- hours already counted are summed once, here.
+      CREATE TABLE event_counts_hourly (
+        app_id    text   NOT NULL,
+        bucket    bigint NOT NULL,
+        type      text   NOT NULL,
+        principal text   NOT NULL,
+        reason    text   NOT NULL,
+        count     bigint NOT NULL,
+        PRIMARY KEY (app_id, bucket, type, principal, reason)
+      );
+
+      CREATE INDEX event_counts_hourly_by_bucket ON event_counts_hourly (bucket);
+
+      INSERT INTO event_counts_hourly (app_id, bucket, type, principal, reason, count)
+        SELECT app_id, bucket - bucket % 3600000, type, principal, reason, sum(count)
+        FROM event_counts GROUP BY 1, 2, 3, 4, 5;
+
+      -- What a count per minute adds (inserted, or added to), added to its hour.
+      CREATE FUNCTION tessera_count_hourly() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO event_counts_hourly (app_id, bucket, type, principal, reason, count)
+          VALUES (NEW.app_id, NEW.bucket - NEW.bucket % 3600000, NEW.type, NEW.principal, NEW.reason,
+                  NEW.count - CASE WHEN TG_OP = 'UPDATE' THEN OLD.count ELSE 0 END)
+          ON CONFLICT (app_id, bucket, type, principal, reason)
+          DO UPDATE SET count = event_counts_hourly.count + excluded.count;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER event_counts_hourly AFTER INSERT OR UPDATE OF count ON event_counts
+        FOR EACH ROW EXECUTE FUNCTION tessera_count_hourly();
+    `,
+  },
 ];

@@ -117,6 +117,28 @@ export async function insertEvents(db: SqlRunner, batch: readonly NewAuditEvent[
 export async function deleteEventsOfApp(tx: SqlRunner, appId: string): Promise<void> {
   await tx.run('DELETE FROM events WHERE app_id = :appId', { appId });
   await tx.run('DELETE FROM event_counts WHERE app_id = :appId', { appId });
+  await tx.run('DELETE FROM event_counts_hourly WHERE app_id = :appId', { appId });
+}
+
+const HOUR_MS = 3_600_000;
+
+/** Up to `:batch` rows of a table of counts whose bucket starts before `:cutoff`. */
+function deleteCountsBefore(table: 'event_counts' | 'event_counts_hourly'): Statement {
+  return {
+    sqlite: `DELETE FROM ${table} WHERE (app_id, bucket, type, principal, reason) IN
+               (SELECT app_id, bucket, type, principal, reason FROM ${table} WHERE bucket < :cutoff LIMIT :batch)`,
+    // SKIP LOCKED: instances running housekeeping at once take different rows.
+    postgres: `DELETE FROM ${table} WHERE ctid = ANY (ARRAY
+                 (SELECT ctid FROM ${table} WHERE bucket < :cutoff LIMIT :batch FOR UPDATE SKIP LOCKED))`,
+  };
+}
+
+function compareKeys(a: readonly (string | number)[], b: readonly (string | number)[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! < b[i]!) return -1;
+    if (a[i]! > b[i]!) return 1;
+  }
+  return 0;
 }
 
 export function sqlEventStore(db: SqlRunner): EventStore {
@@ -166,17 +188,31 @@ export function sqlEventStore(db: SqlRunner): EventStore {
     },
     async addCounts(counts) {
       if (counts.length === 0) return;
-      const rows = counts.map(
-        (count) => [count.appId, count.bucket, count.type, count.principal ?? '', count.reason ?? '', count.count] as const,
-      );
+      const rows = counts
+        .map((count) => [count.appId, count.bucket, count.type, count.principal ?? '', count.reason ?? '', count.count] as const)
+        // In one order, (app, type, principal, reason, minute), that also orders the hours the
+        // trigger adds to: instances writing the same hour at once lock its rows in the same order.
+        .sort(
+          ([a, aBucket, ...aKind], [b, bBucket, ...bKind]) =>
+            compareKeys([a, ...aKind.slice(0, 3)], [b, ...bKind.slice(0, 3)]) || aBucket - bBucket,
+        );
       await db.run(addCountBatch.statement, addCountBatch.params(db.dialect, rows));
     },
     async listCounts({ appId, bucketMs, since, until, type }) {
+      // Hours and days from the counts per hour, but for the hour `until` falls in, which counts per
+      // minute end exactly: at most 60 minutes of rows, whatever the span.
+      const hourly = bucketMs % HOUR_MS === 0 && since % HOUR_MS === 0;
+      const split = hourly ? Math.max(since, until - (until % HOUR_MS)) : since;
       const rows = await db.all<CountRow>(
-        `SELECT bucket - bucket % :bucketMs AS bucket, type, principal, reason, sum(count) AS count FROM event_counts
-         WHERE app_id = :appId AND bucket >= :since AND bucket < :until AND (CAST(:type AS TEXT) IS NULL OR type = :type)
+        `SELECT bucket - bucket % :bucketMs AS bucket, type, principal, reason, sum(count) AS count FROM (
+           SELECT bucket, type, principal, reason, count FROM event_counts_hourly
+           WHERE app_id = :appId AND bucket >= :since AND bucket < :split AND (CAST(:type AS TEXT) IS NULL OR type = :type)
+           UNION ALL
+           SELECT bucket, type, principal, reason, count FROM event_counts
+           WHERE app_id = :appId AND bucket >= :split AND bucket < :until AND (CAST(:type AS TEXT) IS NULL OR type = :type)
+         ) AS counted
          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
-        { appId, bucketMs, since, until, type },
+        { appId, bucketMs, since, split, until, type },
       );
       return rows.map((row) => ({
         appId,
@@ -188,16 +224,10 @@ export function sqlEventStore(db: SqlRunner): EventStore {
       }));
     },
     async deleteCountsOlderThan(cutoff, batch) {
-      return db.run(
-        {
-          sqlite: `DELETE FROM event_counts WHERE (app_id, bucket, type, principal, reason) IN
-                     (SELECT app_id, bucket, type, principal, reason FROM event_counts WHERE bucket < :cutoff LIMIT :batch)`,
-          // SKIP LOCKED: instances running housekeeping at once take different rows.
-          postgres: `DELETE FROM event_counts WHERE ctid = ANY (ARRAY
-                       (SELECT ctid FROM event_counts WHERE bucket < :cutoff LIMIT :batch FOR UPDATE SKIP LOCKED))`,
-        },
-        { cutoff, batch },
-      );
+      const minutes = await db.run(deleteCountsBefore('event_counts'), { cutoff, batch });
+      if (minutes >= batch) return minutes;
+      // An hour goes once all of it is past the cut-off.
+      return minutes + (await db.run(deleteCountsBefore('event_counts_hourly'), { cutoff: cutoff - HOUR_MS + 1, batch: batch - minutes }));
     },
   };
 }

@@ -282,4 +282,41 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       ALTER TABLE apps ADD COLUMN admin_generation INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 11,
+    sql: `
+      -- The event counts per app and UTC hour, kept by triggers from the counts per minute
+      -- (event_counts, which writes never stop adding to), so that a chart of days or hours reads
+      -- 24 times fewer rows: 30 days of an app are 720 buckets rather than 43,200. Triggers keep
+      -- them also for the counts a process of an earlier release writes during an upgrade. The
+      -- hours already counted are summed once, here.
+      CREATE TABLE event_counts_hourly (
+        app_id    TEXT    NOT NULL,
+        bucket    INTEGER NOT NULL,
+        type      TEXT    NOT NULL,
+        principal TEXT    NOT NULL,
+        reason    TEXT    NOT NULL,
+        count     INTEGER NOT NULL,
+        PRIMARY KEY (app_id, bucket, type, principal, reason)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE INDEX event_counts_hourly_by_bucket ON event_counts_hourly (bucket);
+
+      INSERT INTO event_counts_hourly (app_id, bucket, type, principal, reason, count)
+        SELECT app_id, bucket - bucket % 3600000, type, principal, reason, sum(count)
+        FROM event_counts GROUP BY 1, 2, 3, 4, 5;
+
+      -- What a count per minute adds (inserted, or added to), added to its hour.
+      CREATE TRIGGER event_counts_hourly_insert AFTER INSERT ON event_counts BEGIN
+        INSERT INTO event_counts_hourly (app_id, bucket, type, principal, reason, count)
+          VALUES (NEW.app_id, NEW.bucket - NEW.bucket % 3600000, NEW.type, NEW.principal, NEW.reason, NEW.count)
+          ON CONFLICT (app_id, bucket, type, principal, reason) DO UPDATE SET count = count + excluded.count;
+      END;
+      CREATE TRIGGER event_counts_hourly_update AFTER UPDATE OF count ON event_counts BEGIN
+        INSERT INTO event_counts_hourly (app_id, bucket, type, principal, reason, count)
+          VALUES (NEW.app_id, NEW.bucket - NEW.bucket % 3600000, NEW.type, NEW.principal, NEW.reason, NEW.count - OLD.count)
+          ON CONFLICT (app_id, bucket, type, principal, reason) DO UPDATE SET count = count + excluded.count;
+      END;
+    `,
+  },
 ];
