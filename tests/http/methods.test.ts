@@ -35,6 +35,7 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/credentials': 'GET, HEAD, POST',
   '/api/apps/{appId}/credentials/{clientId}': 'DELETE',
   '/api/apps/{appId}/credentials/{clientId}/rotate': 'POST',
+  '/api/apps/{appId}/credentials/{clientId}/previous-secret': 'DELETE',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = [

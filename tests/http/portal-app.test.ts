@@ -212,8 +212,9 @@ describe('rotating the ClientSecret in the portal', () => {
     const again = await owner.page(path);
     assert.match(
       again.text,
-      /<p class="alert" data-previous-secret-valid-until="[^"]+">The ClientSecret before the current one still works, until <time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>, kept by the last rotation\. Rotating again makes it stop at once/,
+      /<section id="end-previous-secret"[^>]* data-previous-secret-valid-until="[^"]+">\n<h3 id="end-previous-secret-heading">End the grace period now<\/h3>\n<p>The ClientSecret before the current one still works, until <time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>, kept by the last rotation\./,
     );
+    assert.match(again.text, /<p class="alert">Rotating again also makes the previous ClientSecret stop at once/);
   });
 
   it('needs the ClientID typed: a wrong one is 400 with a message and rotates nothing', async () => {

@@ -110,7 +110,11 @@ ${warning}
 ${
   app.previousSecretValidUntil === null || Date.parse(app.previousSecretValidUntil) <= now
     ? null
-    : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil, 'second')}.</p>`
+    : html`<p class="notice" data-previous-secret-valid-until="${app.previousSecretValidUntil}">The previous ClientSecret still works, until ${utcTime(app.previousSecretValidUntil, 'second')}.${
+        mayAct(role, 'rotate_secret')
+          ? html` <a href="${base}/rotate-secret#end-previous-secret">End it now</a> once every server has the new one.`
+          : null
+      }</p>`
 }
 ${
   mayAct(role, 'rotate_secret')
