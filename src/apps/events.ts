@@ -2,7 +2,7 @@ import type { AppAccess } from '../app-access.js';
 import type { Clock } from '../clock.js';
 import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
 import type { AuditEvent } from '../events/event.js';
-import type { EventLog, EventPage } from '../events/log.js';
+import type { EventLog, EventPage, EventsAfter } from '../events/log.js';
 import type { EventFilter, EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
 import { appAttention, type AppAttention } from './attention.js';
@@ -38,7 +38,7 @@ export class AppEvents {
     return this.log.list(appId, query);
   }
 
-  async listAfter(appId: string, { afterId, limit, ...filter }: EventsAfterQuery, context: RequestContext): Promise<AuditEvent[]> {
+  async listAfter(appId: string, { afterId, limit, ...filter }: EventsAfterQuery, context: RequestContext): Promise<EventsAfter> {
     await this.access.authorize(appId, 'view_events', context);
     return this.log.listAfter(appId, afterId, filter, limit);
   }

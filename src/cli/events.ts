@@ -55,10 +55,9 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   while (!stopped.aborted) {
     await sleep(FOLLOW_INTERVAL_MS, undefined, { signal: stopped }).catch(() => {});
     if (stopped.aborted) return;
-    for (const event of await tessera.events.listAfter(appId, lastId, type === undefined ? {} : { type })) {
-      print(event);
-      lastId = event.id;
-    }
+    const { events, readTo } = await tessera.events.listAfter(appId, lastId, type === undefined ? {} : { type });
+    events.forEach(print);
+    lastId = readTo;
   }
 }
 

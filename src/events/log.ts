@@ -12,6 +12,7 @@ import {
 } from './counts.js';
 import type { AuditEvent, ChangeEventType, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
 import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from './query.js';
+import { ReadLane } from './read-lane.js';
 import { retentionOf } from './retention.js';
 import type { EventStore } from './store.js';
 
@@ -46,6 +47,32 @@ const MAX_BATCH = 1000;
  * event-loop turn makes batches of hundreds, which cost less per event (docs/benchmarks.md, item 9).
  */
 export const EVENT_FLUSH_DELAY_MS = 20;
+
+/**
+ * A read with a filter (a type, a range, a reason, an address) examines the app's events this many
+ * at a time, each window one step in the `ReadLane` (measured: about 2 ms of SQLite's event loop),
+ * and at most `EVENT_SCAN_MAX` for one request: a filter that matches few of the 110,000 events an
+ * app may keep answers a page of fewer than asked, even none, with a cursor to go on from.
+ */
+export const EVENT_SCAN_STEP = 2_000;
+export const EVENT_SCAN_MAX = 20_000;
+
+/** What `EventLog.listAfter` found, and the id the next read goes on after. */
+export interface EventsAfter {
+  events: AuditEvent[];
+  readTo: number;
+}
+
+/** Whether a read has a condition besides its page: then it may examine many events for few. */
+function isFiltered(filter: EventFilter): boolean {
+  return (
+    filter.type !== undefined ||
+    filter.since !== undefined ||
+    filter.until !== undefined ||
+    filter.reason !== undefined ||
+    filter.clientAddress !== undefined
+  );
+}
 /** How long events whose write failed because the store could not be reached wait for another try. */
 export const EVENT_RETRY_DELAY_MS = 1_000;
 /**
@@ -78,6 +105,9 @@ export class EventLog {
   #writing: Promise<void> = Promise.resolve();
   /** Events taken from the buffer whose write has not ended yet. */
   #beingWritten = 0;
+
+  /** Where filtered reads take turns, a window at a time. */
+  readonly #lane = new ReadLane();
 
   constructor(
     private readonly store: EventStore,
@@ -198,31 +228,76 @@ export class EventLog {
    * Newest first, `limit` at a time, older than `beforeId` (the previous page's `nextCursor`), of
    * the events the filter (type, range, reason, client address) lets through.
    */
-  async list(appId: string, { limit, ...filter }: EventPageQuery): Promise<EventPage> {
+  async list(appId: string, { limit, beforeId, ...filter }: EventPageQuery): Promise<EventPage> {
     await this.flush();
     // One more than asked tells whether there is a next page.
-    const events = await this.store.list({ appId, ...filter, limit: limit + 1 });
+    const { events, edge } = isFiltered(filter)
+      ? await this.#scan(appId, filter, { beforeId: beforeId ?? Number.MAX_SAFE_INTEGER }, limit + 1)
+      : { events: await this.store.list({ appId, ...(beforeId === undefined ? {} : { beforeId }), limit: limit + 1 }), edge: undefined };
     const page = events.slice(0, limit);
-    return { events: page, nextCursor: events.length > limit ? String(page[page.length - 1]!.id) : null };
+    if (events.length > limit) return { events: page, nextCursor: String(page[page.length - 1]!.id) };
+    // The events examined ended before the log did: the next page goes on below them.
+    return { events: page, nextCursor: edge === undefined ? null : String(edge) };
+  }
+
+  /**
+   * A filtered read, a window of `EVENT_SCAN_STEP` of the app's events at a time (newest first
+   * below `beforeId`, or oldest first above `afterId`), in the lane (`ReadLane`), until `limit`
+   * events match, the log ends, or `EVENT_SCAN_MAX` were examined. `edge`: the id of the last event
+   * examined when the log goes on past it (undefined when it was read to its end, or `limit` matched).
+   */
+  async #scan(
+    appId: string,
+    filter: EventFilter,
+    from: { beforeId: number } | { afterId: number },
+    limit: number,
+  ): Promise<{ events: AuditEvent[]; edge: number | undefined }> {
+    return this.#lane.run(appId, async (step) => {
+      const events: AuditEvent[] = [];
+      let position = from;
+      for (let examined = 0; ; examined += EVENT_SCAN_STEP) {
+        const found = await step(async () => {
+          const edge = await this.store.windowEdge(appId, position, EVENT_SCAN_STEP);
+          const bound = 'beforeId' in position ? { atLeastId: edge ?? 0 } : { atMostId: edge ?? Number.MAX_SAFE_INTEGER };
+          return { edge, rows: await this.store.list({ appId, ...filter, ...position, ...bound, limit: limit - events.length }) };
+        });
+        events.push(...found.rows);
+        if (events.length >= limit || found.edge === undefined) return { events, edge: undefined };
+        if (examined + EVENT_SCAN_STEP >= EVENT_SCAN_MAX) return { events, edge: found.edge };
+        position = 'beforeId' in position ? { beforeId: found.edge } : { afterId: found.edge };
+      }
+    });
   }
 
   /** The app's counts per minute, hour or day (`GET …/events/counts`), optionally of one type. */
   async counts(appId: string, query: EventCountQuery, type?: EventType): Promise<EventCountsDescription> {
     await this.flush();
-    const rows = await this.store.listCounts({
-      appId,
-      bucketMs: COUNT_PERIODS[query.per],
-      since: query.since,
-      until: query.until,
-      ...(type === undefined ? {} : { type }),
-    });
+    // Up to a few thousand rows (30 days of hours): a step in the lane, as a window of a filtered read.
+    const rows = await this.#lane.run(appId, (step) =>
+      step(() =>
+        this.store.listCounts({
+          appId,
+          bucketMs: COUNT_PERIODS[query.per],
+          since: query.since,
+          until: query.until,
+          ...(type === undefined ? {} : { type }),
+        }),
+      ),
+    );
     return describeCounts(appId, query, rows);
   }
 
-  /** Oldest first, after `afterId` (for following the log), of the events the filter lets through. */
-  async listAfter(appId: string, afterId: number, filter: EventFilter = {}, limit = MAX_EVENT_PAGE): Promise<AuditEvent[]> {
+  /**
+   * Oldest first, after `afterId` (for following the log), of the events the filter lets through,
+   * and the id to follow on from: the last one returned, or, when a filter's read stopped at
+   * `EVENT_SCAN_MAX` events examined, the last one examined.
+   */
+  async listAfter(appId: string, afterId: number, filter: EventFilter = {}, limit = MAX_EVENT_PAGE): Promise<EventsAfter> {
     await this.flush();
-    return this.store.list({ appId, ...filter, afterId, limit });
+    const { events, edge } = isFiltered(filter)
+      ? await this.#scan(appId, filter, { afterId }, limit)
+      : { events: await this.store.list({ appId, afterId, limit }), edge: undefined };
+    return { events, readTo: edge ?? events.at(-1)?.id ?? afterId };
   }
 
   /** The app's newest event of a type of change (a rotation, an exposed secret, …), or undefined. */

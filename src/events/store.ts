@@ -16,6 +16,10 @@ export interface EventQuery extends EventFilter {
   beforeId?: number;
   /** Only events with a larger id (`tessera events --follow`). */
   afterId?: number;
+  /** Only events with an id at least this: the far edge of a window read newest first (`windowEdge`). */
+  atLeastId?: number;
+  /** Only events with an id at most this: the far edge of a window read oldest first. */
+  atMostId?: number;
   limit: number;
 }
 
@@ -38,6 +42,12 @@ export interface EventStore {
   list(query: EventQuery): Promise<AuditEvent[]>;
   /** The app's newest `limit` events of a type of change, newest first, found through an index of those alone (`events_changes_by_app`). */
   lastChanges(appId: string, type: ChangeEventType, limit: number): Promise<AuditEvent[]>;
+  /**
+   * The id of the app's `size`-th event below `beforeId` (newest first) or above `afterId` (oldest
+   * first), read from the app's index of ids alone; undefined when fewer are left. Bounds what a
+   * filtered read examines in one step (`EventLog`).
+   */
+  windowEdge(appId: string, from: { beforeId: number } | { afterId: number }, size: number): Promise<number | undefined>;
   /**
    * Deletes up to `batch` of the app's oldest events of a class (`retention.ts`) beyond its newest
    * `keep` of that class; returns how many.

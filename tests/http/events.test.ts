@@ -18,6 +18,8 @@ import {
   type JsonResponse,
 } from '../helpers/http.js';
 import { ADDRESS_A, ADDRESS_B, recordTheMorning } from '../helpers/investigation.js';
+import { EVENT_SCAN_MAX } from '../../src/events/log.js';
+import { makeEvent } from '../helpers/fixtures.js';
 import { serverForSuite } from '../helpers/server.js';
 
 let admin: string;
@@ -441,5 +443,64 @@ describe('GET /api/apps/{appId}/events by time, reason and client address', () =
       cursor = page.body.nextCursor;
     }
     assert.deepEqual(paged, ['14:04:59', '14:03:20', '14:02:00']);
+  });
+});
+
+describe('GET /api/apps/{appId}/events with a filter that matches few of many events', () => {
+  const big = serverForSuite();
+
+  it(`examines at most ${EVENT_SCAN_MAX} events a request: a page of fewer than asked, even none, and a cursor that reads on to every match`, async () => {
+    const app = await createConfiguredApp(big, {}, 'Busy');
+    const token = (await requestToken(app, adminFields(app))).body.access_token as string;
+    // 45,000 token events from one address, and a refusal from another among the oldest and one among the newest 20,000.
+    const total = 45_000;
+    const rare = new Set([1_000, 30_000]);
+    const store = big.testStore.store;
+    await big.tessera.events.flush(); // the token request's event, before the others
+    for (let start = 0; start < total; start += 5_000) {
+      await store.events.append(
+        Array.from({ length: 5_000 }, (_, i) =>
+          rare.has(start + i)
+            ? makeEvent(app.appId, {
+                type: 'token.refused',
+                principal: null,
+                clientAddress: '198.51.100.77',
+                details: { reason: 'invalid_client' },
+              })
+            : makeEvent(app.appId, { at: Date.now() }),
+        ),
+      );
+    }
+    const pages: { found: number; cursor: string | null }[] = [];
+    let cursor: string | null = null;
+    const found: number[] = [];
+    do {
+      const response = await events(
+        `?clientAddress=198.51.100.77&limit=10${cursor === null ? '' : `&cursor=${cursor}`}`,
+        app.appUrl,
+        token,
+      );
+      assert.equal(response.status, 200, response.text);
+      found.push(...response.body.events.map((event: { id: string }) => Number(event.id)));
+      cursor = response.body.nextCursor;
+      pages.push({ found: response.body.events.length, cursor });
+    } while (cursor !== null && pages.length < 10);
+    assert.equal(found.length, 2, JSON.stringify(pages));
+    assert.ok(found[0]! > found[1]!, 'newest first');
+    // 45,000 events at 20,000 a request: three requests, the second of which finds nothing.
+    assert.deepEqual(
+      pages.map((page) => page.found),
+      [1, 0, 1],
+    );
+    assert.equal(pages.at(-1)!.cursor, null);
+
+    // Following the log with a filter goes on past what it examined, whatever it found.
+    const followed = await big.tessera.events.listAfter(app.appId, 0, { clientAddress: '198.51.100.77' });
+    assert.equal(followed.events.length, 1, 'the oldest match, within the first events examined');
+    assert.ok(followed.readTo > followed.events[0]!.id, 'it goes on from the last event it examined, past its match');
+    const next = await big.tessera.events.listAfter(app.appId, followed.readTo, { clientAddress: '198.51.100.77' });
+    assert.equal(next.events.length, 1, 'the next read finds the other match');
+    const last = await big.tessera.events.listAfter(app.appId, next.readTo, { clientAddress: '198.51.100.77' });
+    assert.deepEqual(last.events, []);
   });
 });

@@ -236,7 +236,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
    */
   async function revokedNotice(appId: string, clientId: unknown, context: RequestContext): Promise<RevokedNotice | undefined> {
     if (typeof clientId !== 'string' || !CREDENTIAL_CLIENT_ID_PATTERN.test(clientId)) return undefined;
-    const { events: revocations } = await events.list(appId, { type: 'credential.revoked', limit: 20 }, context);
+    const { events: revocations } = await events.list(appId, { type: 'credential.revoked', limit: 60 }, context);
     const event = revocations.find((candidate) => candidate.details.clientId === clientId);
     if (event === undefined) return undefined;
     const { name, tokensRevoked } = event.details;

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { EVENT_SCAN_MAX } from '../../events/log.js';
 import { notFound } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 import { describeEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
@@ -117,7 +118,7 @@ ${form}`;
 ${viewSummary(appId, view, beforeId !== undefined)}
 <p class="hint">Anonymous tokens issued, tokens that revoke themselves, and admin attempts throttled after too many wrong secrets are counted in the chart, not listed one by one. Events are kept for a limited time.</p>
 ${live ? html`<p class="live-status" role="status" aria-live="polite" data-live-status></p>` : null}
-${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(appId, view, beforeId !== undefined)}</p>` : null}
+${listed.events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(appId, view, beforeId !== undefined, listed.nextCursor !== null)}</p>` : null}
 <ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${viewQuery(view)}" data-newest="${newest}"` : null}>
 ${listed.events.map((event) => eventItem(event, emails, links))}
 </ol>
@@ -144,11 +145,11 @@ ${pager(appId, view, beforeId, listed.nextCursor)}`;
         emailsOf(appId, context),
         shown.then((described) => chartOf(appId, view, Date.parse(described.createdAt), context)),
       ]);
-      const newestFirst = added.reverse();
+      const newestFirst = added.events.reverse();
       const links = eventLinks(appId, view);
       return reply.type('application/json; charset=utf-8').send({
         count: newestFirst.length,
-        newest: newestFirst[0]?.id ?? after,
+        newest: added.readTo,
         items: html`${newestFirst.map((event) => eventItem(event, emails, links))}`.text,
         charts: chartHtml.text,
       });
@@ -346,7 +347,10 @@ function viewSummary(appId: string, view: EventView, older: boolean): Html {
   return html`<p class="view-summary" data-view-summary>Events ${range}${parts}, ${when}newest first.${liveness}${clear}</p>`;
 }
 
-function emptyText(appId: string, view: EventView, older: boolean): Html | string {
+function emptyText(appId: string, view: EventView, older: boolean, readOn: boolean): Html | string {
+  // A filter's read stops after so many of the app's events (`EVENT_SCAN_MAX`): the next page reads on.
+  if (readOn)
+    return `None ${older ? 'of the older events' : 'of the newest events'} read for this page (${EVENT_SCAN_MAX.toLocaleString('en')} at most) is like these; "Older events" reads on.`;
   if (older) return 'No older events.';
   if (view.type === 'token.throttled') return 'Admin attempts throttled after too many wrong secrets are counted in the chart, not listed.';
   const what = isFiltered(view) ? 'No events like these' : 'No events';

@@ -67,7 +67,7 @@ const DIALECT: Record<SqlRunner['dialect'], { reason: string; range: string }> =
 function listStatement(order: 'newest first' | 'oldest first'): Statement {
   const text = ({ reason, range }: (typeof DIALECT)[keyof typeof DIALECT]) =>
     `SELECT ${EVENT_COLUMNS} FROM events
-     WHERE app_id = :appId AND ${order === 'newest first' ? 'id < :beforeId' : 'id > :afterId'}
+     WHERE app_id = :appId AND ${order === 'newest first' ? 'id < :beforeId AND id >= :atLeastId' : 'id > :afterId AND id <= :atMostId'}
        AND (CAST(:type AS TEXT) IS NULL OR type = :type)
        AND ${range}
        AND (CAST(:clientAddress AS TEXT) IS NULL OR client_address = :clientAddress)
@@ -146,7 +146,7 @@ export function sqlEventStore(db: SqlRunner): EventStore {
     async append(batch) {
       await insertEvents(db, batch);
     },
-    async list({ appId, type, beforeId, afterId, since, until, reason, clientAddress, limit }) {
+    async list({ appId, type, beforeId, afterId, atLeastId, atMostId, since, until, reason, clientAddress, limit }) {
       const filter = {
         appId,
         type,
@@ -158,9 +158,34 @@ export function sqlEventStore(db: SqlRunner): EventStore {
       };
       const rows =
         afterId === undefined
-          ? await db.all<EventRow>(LIST_NEWEST_FIRST, { ...filter, beforeId: beforeId ?? Number.MAX_SAFE_INTEGER })
-          : await db.all<EventRow>(LIST_OLDEST_FIRST, { ...filter, afterId });
+          ? await db.all<EventRow>(LIST_NEWEST_FIRST, {
+              ...filter,
+              beforeId: beforeId ?? Number.MAX_SAFE_INTEGER,
+              atLeastId: atLeastId ?? 0,
+            })
+          : await db.all<EventRow>(LIST_OLDEST_FIRST, { ...filter, afterId, atMostId: atMostId ?? Number.MAX_SAFE_INTEGER });
       return rows.map(toEvent);
+    },
+    async windowEdge(appId, from, size) {
+      const row =
+        'beforeId' in from
+          ? await db.get<{ id: number }>(
+              'SELECT id FROM events WHERE app_id = :appId AND id < :beforeId ORDER BY id DESC LIMIT 1 OFFSET :offset',
+              {
+                appId,
+                beforeId: from.beforeId,
+                offset: size - 1,
+              },
+            )
+          : await db.get<{ id: number }>(
+              'SELECT id FROM events WHERE app_id = :appId AND id > :afterId ORDER BY id LIMIT 1 OFFSET :offset',
+              {
+                appId,
+                afterId: from.afterId,
+                offset: size - 1,
+              },
+            );
+      return row?.id;
     },
     async lastChanges(appId, type, limit) {
       const rows = await db.all<EventRow>(
