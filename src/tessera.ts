@@ -125,7 +125,10 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
   );
   const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, checking.forget);
-  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, links);
+  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, {
+    ...links,
+    onChange: checking.forget,
+  });
   return {
     store,
     clock,

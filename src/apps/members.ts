@@ -6,7 +6,7 @@ import { checkedEmail, normaliseEmail } from '../developers/email.js';
 import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from '../developers/one-time-link.js';
 import type { AppAction, AppRole } from '../developers/roles.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from '../developers/secret-token.js';
-import type { AppMembership, DeveloperStore } from '../developers/store.js';
+import type { AppMembership, DeveloperStore, RemovedMember } from '../developers/store.js';
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
@@ -52,6 +52,8 @@ export interface AcceptedInvitation {
 export interface AppMembersOptions {
   /** The portal's public URL (`PUBLIC_URL`), for whole links; without it, links are paths. */
   publicUrl?: string | undefined;
+  /** Called after a change that took authority away (credentials revoked with a member), so that this process's caches drop the app at once. */
+  onChange?: (appId: string) => void;
 }
 
 /**
@@ -232,7 +234,7 @@ export class AppMembers {
    * Removes a collaborator: the operator, the owner, or the collaborator itself (leaving). The
    * owner is not removed this way: the operator transfers the app instead.
    */
-  async removeCollaborator(appId: string, developerId: string, context: RequestContext): Promise<void> {
+  async removeCollaborator(appId: string, developerId: string, context: RequestContext): Promise<RemovedMember> {
     const leaving = actingDeveloperId(context) === developerId;
     await this.access.authorize(appId, leaving ? 'view_app' : 'manage_collaborators', context);
     const role = await this.store.members.roleOf(appId, developerId);
@@ -240,10 +242,26 @@ export class AppMembers {
     if (role === 'owner')
       throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
     const stamp = await this.events.stamp(appId, context);
-    const removed = await this.store.members.remove(appId, developerId, (was) => ({
-      app: [{ ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: was } }],
+    const removed = await this.store.members.remove(appId, developerId, ({ role: was, credentialsRevoked }) => ({
+      app: [
+        { ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: was } },
+        ...credentialsRevoked.map(({ clientId, name, madeBy, tokensRevoked }) => ({
+          ...stamp,
+          type: 'credential.revoked' as const,
+          details: {
+            clientId,
+            name,
+            tokensRevoked,
+            // Made by the developer removed, or by a credential of theirs.
+            ...(madeBy === null ? { madeByDeveloperId: developerId } : { madeBy }),
+            ...developerDetails(context),
+          },
+        })),
+      ],
     }));
     if (removed === undefined) throw appNotFound();
+    if (removed.credentialsRevoked.length > 0) this.options.onChange?.(appId);
+    return removed;
   }
 
   /** The app's members, the owner first: for whoever may see the app. */

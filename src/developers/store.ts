@@ -1,8 +1,15 @@
 import type { DeveloperRecord } from './developer.js';
 import type { AccountAuditOf, DeveloperEvent, NewDeveloperEvent } from './events.js';
 import type { OneTimeLinkRecord } from './one-time-link.js';
+import type { RevokedCredentialRecord } from '../credentials/store.js';
 import type { AppRole } from './roles.js';
 import type { SessionRecord } from './session.js';
+
+/** A member removed from an app: its role, and the credentials it had made there, revoked with it. */
+export interface RemovedMember {
+  role: AppRole;
+  credentialsRevoked: RevokedCredentialRecord[];
+}
 
 /**
  * The storage seam of developer accounts, their sessions and one-time links, and app memberships;
@@ -127,8 +134,12 @@ export interface AppMemberStore {
     at: number,
     audit: AccountAuditOf<{ appId: string; role: AppRole; added: boolean }>,
   ): Promise<{ appId: string; role: AppRole; added: boolean } | undefined>;
-  /** Removes the developer from the app; the role it had, or undefined (nothing written) if it was none. */
-  remove(appId: string, developerId: string, audit: AccountAuditOf<AppRole>): Promise<AppRole | undefined>;
+  /**
+   * Removes the developer from the app, and revokes the credentials it made there in the portal
+   * (and what they made: `CredentialStore.delete`), in one transaction: the role it had and what was
+   * revoked, or undefined (nothing written) if it was no member.
+   */
+  remove(appId: string, developerId: string, audit: AccountAuditOf<RemovedMember>): Promise<RemovedMember | undefined>;
   roleOf(appId: string, developerId: string): Promise<AppRole | undefined>;
   /** The app's members, the owner first, then by when they were added. */
   ofApp(appId: string): Promise<AppMembership[]>;

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { DEFAULT_SIGN_IN_LIMITS } from '../../src/developers/sign-in-limits.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { addCollaborator, createDeveloper, createSharedApp, linkTokenOf, PASSWORD } from '../helpers/portal.js';
+import { adminFields, appUrlOf, bearer, requestToken, whoami } from '../helpers/http.js';
 import { portalClient, signInOverHttp } from '../helpers/portal-http.js';
 import { NO_LIMITS, serverForSuite, startServer } from '../helpers/server.js';
 
@@ -73,6 +74,41 @@ describe('the people page over HTTP', () => {
     // The owner is not removed this way: 404, as for no member at all.
     assert.equal((await owner.client.post(`/portal/apps/${app.appId}/people/${owner.id}/remove`, { _csrf: confirm.csrf })).status, 404);
     assert.equal((await owner.client.post(`/portal/apps/${app.appId}/people/not-a-uuid/remove`, { _csrf: confirm.csrf })).status, 404);
+  });
+
+  it('revokes with a removed collaborator the credentials they made, after saying so; nothing else', async () => {
+    const { app, owner, collaborator } = await appWithPeople('credentials');
+    const appUrl = appUrlOf(server.baseUrl, app.appId);
+    const byCollaborator = { clientAddress: null, by: { kind: 'developer' as const, developerId: collaborator.id } };
+    const theirs = await server.tessera.credentials.create(app.appId, { name: 'Their job', scopes: ['events:read'] }, byCollaborator);
+    const operators = await server.tessera.credentials.create(app.appId, { name: 'Operator job', scopes: ['events:read'] }, OPERATOR);
+    const tokenOf = async (credential: { clientId: string; clientSecret: string }) =>
+      (
+        await requestToken(
+          { app, appUrl },
+          adminFields({ app, appUrl }, { client_id: credential.clientId, client_secret: credential.clientSecret }),
+        )
+      ).body.access_token as string;
+    const theirToken = await tokenOf(theirs);
+    const operatorsToken = await tokenOf(operators);
+
+    const confirm = await owner.client.page(`/portal/apps/${app.appId}/people/${collaborator.id}/remove`);
+    assert.match(confirm.text, /data-revoked-with-member="1">The credentials they made for this app are revoked with theirs/);
+    assert.match(confirm.text, new RegExp(`<strong>Their job</strong> \\(<code>${theirs.clientId}</code>\\)`));
+    const removed = await owner.client.post(`/portal/apps/${app.appId}/people/${collaborator.id}/remove`, { _csrf: confirm.csrf });
+    assert.equal(removed.status, 303);
+    assert.deepEqual(
+      (await server.tessera.credentials.list(app.appId, OPERATOR)).map((credential) => credential.name),
+      ['Operator job'],
+    );
+    assert.equal((await whoami(appUrl, bearer(theirToken))).status, 401);
+    assert.equal((await whoami(appUrl, bearer(operatorsToken))).status, 200);
+    await server.tessera.events.flush();
+    const revoked = (await server.tessera.events.list(app.appId, { type: 'credential.revoked', limit: 10 })).events;
+    assert.deepEqual(
+      revoked.map((event) => [event.details.name, event.details.madeByDeveloperId]),
+      [['Their job', collaborator.id]],
+    );
   });
 
   it('shows a collaborator the people but no form; its posts are 403; it may leave', async () => {

@@ -595,9 +595,9 @@ export function developerStoreSuite(current: () => Store): void {
       await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
       await assert.rejects(store().members.remove(app.appId, bob.id, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
       assert.equal(await store().members.roleOf(app.appId, bob.id), 'collaborator');
-      assert.equal(await store().members.remove(app.appId, bob.id, none), 'collaborator');
+      assert.deepEqual(await store().members.remove(app.appId, bob.id, none), { role: 'collaborator', credentialsRevoked: [] });
       assert.equal(await store().members.remove(app.appId, bob.id, none), undefined);
-      assert.equal(await store().members.remove(app.appId, ada.id, none), 'owner');
+      assert.deepEqual(await store().members.remove(app.appId, ada.id, none), { role: 'owner', credentialsRevoked: [] });
       assert.deepEqual(await store().members.ofApp(app.appId), []);
     });
 

@@ -25,7 +25,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * to pass on by hand) and removes collaborators; a collaborator may leave. Every action asks the
  * domain first (`members.authorize`), on the POST as on the GET.
  */
-export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, publicUrl }) => {
+export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, credentials, publicUrl }) => {
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams>('/apps/:appId/people', async (request, reply) => {
@@ -80,6 +80,9 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const member = await collaborator(request, appId, developerId);
     const described = await apps.show(appId, asDeveloper(request));
     const leaving = developerId === developer.id;
+    const theirs = (await credentials.list(appId, asDeveloper(request))).filter(
+      (credential) => credential.createdBy === 'developer' && credential.createdByDeveloperId === developerId,
+    );
     const csrfToken = reply.generateCsrf();
     return sendPage(
       reply,
@@ -95,6 +98,11 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
             ? 'You will no longer see this app or its keys. Only a new invitation from its owner brings you back.'
             : html`<strong>${member.email}</strong> will no longer see this app or its keys. Keys they copied keep working: rotate the ClientSecret if they had it.`
         }</p>
+${
+  theirs.length === 0
+    ? null
+    : html`<p class="alert" data-revoked-with-member="${theirs.length}">${leaving ? 'The credentials you made' : 'The credentials they made'} for this app are revoked with ${leaving ? 'your membership' : 'theirs'}, since ${leaving ? 'you' : 'they'} saw their secrets: ${theirs.map((credential, index) => html`${index === 0 ? '' : ', '}<strong>${credential.name}</strong> (<code>${credential.clientId}</code>)`)}, with every admin token issued from them, and any credential their tokens made. Make new ones for the server code that uses them first.</p>`
+}
 <form method="post" action="/portal/apps/${appId}/people/${developerId}/remove" class="actions">
   ${csrfField(csrfToken)}
   <button type="submit" class="danger">${leaving ? 'Leave the app' : 'Remove the collaborator'}</button>

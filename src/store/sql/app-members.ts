@@ -1,6 +1,7 @@
 import type { AppRole } from '../../developers/roles.js';
 import type { AppMemberStore, AppMembership } from '../../developers/store.js';
 import { writeAccountAudit } from './account-audit.js';
+import { revokeCredentials } from './credentials.js';
 import { withRowLock, type SqlRunner } from './runner.js';
 
 interface MemberRow {
@@ -81,8 +82,10 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
           },
         );
         if (removed === undefined) return undefined;
-        await writeAccountAudit(tx, audit(removed.role));
-        return removed.role;
+        // What the developer made in the portal for the app goes with its membership: its secrets were shown to them.
+        const credentialsRevoked = await revokeCredentials(tx, appId, { developerId });
+        await writeAccountAudit(tx, audit({ role: removed.role, credentialsRevoked }));
+        return { role: removed.role, credentialsRevoked };
       });
     },
     async roleOf(appId, developerId) {

@@ -91,12 +91,13 @@ async function deleteTokensOfCredential(tx: SqlRunner, appId: string, clientId: 
 }
 
 /**
- * A credential of the app, and every credential its admin tokens made, and theirs in turn, the named
- * one first: what revoking it revokes (`CredentialStore.delete`).
+ * Credentials of the app (those `roots` names: one by its ClientID, or those a developer made in the
+ * portal), and every credential their admin tokens made, and theirs in turn, the roots first: what
+ * revoking them revokes.
  */
-const WITH_WHAT_IT_MADE = `
+const WITH_WHAT_THEY_MADE = (roots: string) => `
   WITH RECURSIVE revoked (client_id, depth) AS (
-    SELECT client_id, 0 FROM credentials WHERE app_id = :appId AND client_id = :clientId
+    SELECT client_id, 0 FROM credentials WHERE app_id = :appId AND ${roots}
     UNION
     SELECT made.client_id, revoked.depth + 1 FROM credentials made
       JOIN revoked ON made.created_by = 'admin' AND made.created_by_id = revoked.client_id
@@ -105,6 +106,34 @@ const WITH_WHAT_IT_MADE = `
   SELECT credentials.client_id, credentials.name, credentials.created_by_id, revoked.depth
   FROM credentials JOIN revoked ON revoked.client_id = credentials.client_id
   ORDER BY revoked.depth, credentials.created_at, credentials.client_id`;
+
+const REVOKED_WITH_ONE = WITH_WHAT_THEY_MADE('client_id = :clientId');
+const REVOKED_WITH_DEVELOPERS = WITH_WHAT_THEY_MADE("created_by = 'developer' AND created_by_id = :developerId");
+
+/**
+ * Revokes, in the caller's transaction, the credentials `roots` names and all they made
+ * (`WITH_WHAT_THEY_MADE`), with every token issued from them; returns what was revoked, the roots
+ * first (none: nothing written).
+ */
+export async function revokeCredentials(
+  tx: SqlRunner,
+  appId: string,
+  roots: { clientId: string } | { developerId: string },
+): Promise<RevokedCredentialRecord[]> {
+  const found = await tx.all<{ client_id: string; name: string; created_by_id: string | null; depth: number }>(
+    'clientId' in roots ? REVOKED_WITH_ONE : REVOKED_WITH_DEVELOPERS,
+    { appId, ...roots },
+  );
+  if (found.length === 0) return [];
+  await withdrawAdminGrants(tx, appId);
+  const revoked: RevokedCredentialRecord[] = [];
+  for (const row of found) {
+    await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId: row.client_id });
+    const tokensRevoked = await deleteTokensOfCredential(tx, appId, row.client_id);
+    revoked.push({ clientId: row.client_id, name: row.name, madeBy: row.depth === 0 ? null : row.created_by_id, tokensRevoked });
+  }
+  return revoked;
+}
 
 const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE');
 
@@ -159,24 +188,9 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
     },
     async delete(appId, clientId, audit, once) {
       return db.transaction(async (tx) => {
-        const found = await tx.all<{ client_id: string; name: string; created_by_id: string | null; depth: number }>(WITH_WHAT_IT_MADE, {
-          appId,
-          clientId,
-        });
-        if (found.length === 0) return undefined;
-        await withdrawAdminGrants(tx, appId);
+        const revoked = await revokeCredentials(tx, appId, { clientId });
+        if (revoked.length === 0) return undefined;
         await claimOnce(tx, once);
-        const revoked: RevokedCredentialRecord[] = [];
-        for (const row of found) {
-          await tx.run('DELETE FROM credentials WHERE app_id = :appId AND client_id = :clientId', { appId, clientId: row.client_id });
-          const tokensRevoked = await deleteTokensOfCredential(tx, appId, row.client_id);
-          revoked.push({
-            clientId: row.client_id,
-            name: row.name,
-            madeBy: row.client_id === clientId ? null : row.created_by_id,
-            tokensRevoked,
-          });
-        }
         await insertEvents(tx, audit(revoked));
         return revoked;
       });
