@@ -1,5 +1,6 @@
 import { eventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import type { EventLog } from '../events/log.js';
+import type { AuditEvent } from '../events/event.js';
 import type { AppRecord } from './app.js';
 import { secretExposures, stillLeaked, type SecretExposure } from './secret-exposure.js';
 
@@ -9,6 +10,20 @@ export interface AppAttention {
   leakedSecrets: SecretExposure[];
   /** The busiest minute of the last hour for token requests refused for their keys, when it reached `REFUSAL_BURST_PER_MINUTE`; null otherwise. */
   refusalBurst: RefusalBurst | null;
+  /**
+   * Credentials whose right secret was sent from an address they do not allow in the last hour
+   * (`credential.refused`, `address_not_allowed`), still not revoked: a leaked secret at work, or a
+   * service that moved. The newest refusal of each.
+   */
+  refusedElsewhere: RefusedElsewhere[];
+}
+
+export interface RefusedElsewhere {
+  clientId: string;
+  name: string;
+  /** ISO 8601. */
+  at: string;
+  clientAddress: string | null;
 }
 
 export interface RefusalBurst {
@@ -59,6 +74,27 @@ export function refusalBurstOf(counts: EventCountsDescription): RefusalBurst | n
 /** The app's attention: its leaked secrets that still work, and a burst of refusals in the last hour. */
 export async function appAttention(log: EventLog, app: AppRecord, now: number): Promise<AppAttention> {
   const lastHour = eventCountQuery({ per: 'minute', since: now - REFUSAL_BURST_WINDOW_MS + 1, until: now + 1 }, now);
-  const [exposures, counts] = await Promise.all([secretExposures(log, app, now), log.counts(app.appId, lastHour)]);
-  return { leakedSecrets: exposures.filter(stillLeaked), refusalBurst: refusalBurstOf(counts) };
+  const [exposures, counts, refusals] = await Promise.all([
+    secretExposures(log, app, now),
+    log.counts(app.appId, lastHour),
+    app.credentials.length === 0 ? [] : log.lastChanges(app.appId, 'credential.refused', 100),
+  ]);
+  return {
+    leakedSecrets: exposures.filter(stillLeaked),
+    refusalBurst: refusalBurstOf(counts),
+    refusedElsewhere: refusedElsewhere(app, refusals, now),
+  };
+}
+
+/** Of the app's credentials, those refused for their address in the last hour (`AppAttention.refusedElsewhere`). */
+function refusedElsewhere(app: AppRecord, refusals: readonly AuditEvent[], now: number): RefusedElsewhere[] {
+  const flagged = new Map<string, RefusedElsewhere>();
+  for (const event of refusals) {
+    const { clientId, reason } = event.details;
+    if (event.at <= now - REFUSAL_BURST_WINDOW_MS || reason !== 'address_not_allowed' || typeof clientId !== 'string') continue;
+    const credential = app.credentials.find((candidate) => candidate.clientId === clientId);
+    if (credential === undefined || flagged.has(clientId)) continue;
+    flagged.set(clientId, { clientId, name: credential.name, at: new Date(event.at).toISOString(), clientAddress: event.clientAddress });
+  }
+  return [...flagged.values()];
 }

@@ -182,10 +182,29 @@ export function createRateLimits(
 /** `adminLimit`: for the limits on failed admin attempts, which one refused. */
 export function tooManyRequests(rejection: unknown, adminLimit?: AdminLimit): TesseraError {
   if (!(rejection instanceof RateLimiterRes)) throw rejection;
-  return new TesseraError('TOO_MANY_REQUESTS', 'Too many requests; try again later.', {
-    retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
-    ...(adminLimit === undefined ? {} : { adminLimit }),
-  });
+  const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+  return new TesseraError(
+    'TOO_MANY_REQUESTS',
+    adminLimit === undefined ? 'Too many requests; try again later.' : adminLimitMessage(adminLimit, retryAfterSeconds),
+    {
+      retryAfterSeconds,
+      ...(adminLimit === undefined ? {} : { adminLimit }),
+    },
+  );
+}
+
+/**
+ * Why an admin attempt is refused, the right secret too: whoever holds the right secret is told
+ * that wrong ones were sent, and from where they count, so that a client behind a shared address
+ * (a NAT) knows that someone else's mistakes or guesses lock it out for a while.
+ */
+function adminLimitMessage(limit: AdminLimit, retryAfterSeconds: number): string {
+  const wait = waitInWords(retryAfterSeconds);
+  return limit === 'address'
+    ? `Too many wrong ClientSecrets were sent for this app from this address in the last minute: every admin attempt from it is refused for ${wait}, ` +
+        'the right secret too. Behind a shared address (a NAT, a proxy), the mistakes of every client behind it count.'
+    : `Too many wrong ClientSecrets were sent for this app in the last minute, from any address: every admin attempt is refused for ${wait}, ` +
+        'the right secret too. Someone may be guessing; the app\u2019s events say from where.';
 }
 
 /** A wait as a person says it: seconds up to a minute, then whole minutes (rounded up). */

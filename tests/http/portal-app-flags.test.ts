@@ -198,6 +198,27 @@ describe('the list of apps', () => {
     assert.equal(again.location, `/portal/apps/${quiet.appId}/rotate-secret?ended=none`);
   });
 
+  it('flags a credential whose right secret came from an address it does not allow: a leaked secret at work, or a moved service', async () => {
+    const credential = await server.tessera.credentials.create(
+      quiet.appId,
+      { name: 'Office job', scopes: ['events:read'], allowFrom: ['203.0.113.0/24'] },
+      OPERATOR,
+    );
+    const fields = adminFields(quiet, { client_id: credential.clientId, client_secret: credential.clientSecret });
+    assert.equal((await requestToken(quiet, fields)).status, 401, 'refused from 127.0.0.1');
+    const { card } = await listed(owner, quiet.appId);
+    assert.match(
+      card,
+      new RegExp(
+        `data-flag="refused-elsewhere" data-client-id="${credential.clientId}"><a href="/portal/apps/${quiet.appId}/events\\?type=credential\\.refused&amp;range=1h">The credential <q>Office job</q>'s right secret was sent from 127\\.0\\.0\\.1, which it does not allow</a>`,
+      ),
+    );
+    const events = await owner.get(`/portal/apps/${quiet.appId}/events?type=credential.refused&range=1h`);
+    assert.match(events.text, /someone with the ClientSecret of \u201cOffice job\u201d/);
+    await server.tessera.credentials.revoke(quiet.appId, credential.clientId, OPERATOR);
+    assert.doesNotMatch((await listed(owner, quiet.appId)).card, /data-flag/);
+  });
+
   it('forgets a burst an hour later', async () => {
     // Past the portal's idle timeout: signed in again.
     clock.advance(59 * 60_000);

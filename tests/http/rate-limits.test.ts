@@ -135,8 +135,13 @@ describe('per-address limit on failed admin attempts on an app', () => {
     }
   });
 
-  it('then refuses admin attempts on that app from that address with 429 and Retry-After, even with the right secret', async () => {
-    assertTooManyRequests(await requestToken(server, adminFields(server)));
+  it('then refuses admin attempts on that app from that address with 429 and Retry-After, even with the right secret, saying why', async () => {
+    const rightSecret = await requestToken(server, adminFields(server));
+    assertTooManyRequests(rightSecret);
+    assert.match(
+      rightSecret.body.message as string,
+      /^Too many wrong ClientSecrets were sent for this app from this address in the last minute: every admin attempt from it is refused for (\d+ seconds?|1 minute), the right secret too\. Behind a shared address/,
+    );
     assertTooManyRequests(await requestToken(server, adminFields(server, { client_secret: WRONG_SECRET })));
     for (const response of await adminRequestsByOtherRoutes(server)) assertTooManyRequests(response);
   });
@@ -204,7 +209,9 @@ describe('per-app ceiling on failed admin attempts', () => {
     const addresses = Array.from({ length: APP_CEILING }, (_, i) => (i % 2 === 0 ? `203.0.113.${i + 1}` : `2001:db8:${i}::1`));
     for (const address of addresses) assertError(await adminTokenFrom(server, app, address, WRONG_SECRET), 401, 'invalid_client');
     assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.200', WRONG_SECRET));
-    assertTooManyRequests(await adminTokenFrom(server, app, '198.51.100.201'));
+    const fresh = await adminTokenFrom(server, app, '198.51.100.201');
+    assertTooManyRequests(fresh);
+    assert.match(fresh.body.message as string, /^Too many wrong ClientSecrets were sent for this app in the last minute, from any address/);
     const target = appOn(server, app);
     const anonymous = await requestToken(target, anonymousFields(target), { 'x-forwarded-for': '198.51.100.202' });
     assert.equal(anonymous.status, 200, 'anonymous tokens are not affected');

@@ -81,8 +81,8 @@ ${
   });
 };
 
-function flagsOf({ leakedSecrets, refusalBurst }: AppAttention): number {
-  return leakedSecrets.length + (refusalBurst === null ? 0 : 1);
+function flagsOf({ leakedSecrets, refusalBurst, refusedElsewhere }: AppAttention): number {
+  return leakedSecrets.length + refusedElsewhere.length + (refusalBurst === null ? 0 : 1);
 }
 
 /**
@@ -90,11 +90,15 @@ function flagsOf({ leakedSecrets, refusalBurst }: AppAttention): number {
  * what happened and leads to rotation), a burst of token requests refused for their keys in the last hour (to that
  * minute's events).
  */
-function attentionFlags(appId: string, { leakedSecrets, refusalBurst }: AppAttention, role: AppRole): Html | null {
-  if (leakedSecrets.length === 0 && refusalBurst === null) return null;
+function attentionFlags(appId: string, { leakedSecrets, refusalBurst, refusedElsewhere }: AppAttention, role: AppRole): Html | null {
+  if (leakedSecrets.length === 0 && refusalBurst === null && refusedElsewhere.length === 0) return null;
   const minute = refusalBurst === null ? 0 : Date.parse(refusalBurst.minute);
   return html`<ul class="flags">
     ${leakedSecrets.map((leaked) => leakedSecretFlag(appId, leaked, role))}
+    ${refusedElsewhere.map(
+      (refused) =>
+        html`<li data-flag="refused-elsewhere" data-client-id="${refused.clientId}"><a href="/portal/apps/${appId}/events?${new URLSearchParams({ type: 'credential.refused', range: '1h' }).toString()}">The credential <q>${refused.name}</q>'s right secret was sent from ${refused.clientAddress ?? 'an address'}, which it does not allow</a>, ${utcTime(refused.at, 'minute')}: its secret may have leaked; revoke it, or rotate it if its service moved.</li>`,
+    )}
     ${
       refusalBurst === null
         ? null

@@ -73,11 +73,26 @@ const ACTORS: Record<Actor, string> = {
 /** Who did it; for a refused request, nobody known (the title says what it asked for, the address where from). */
 export function whoOf(event: AuditEvent, emails: Map<string, string>): string {
   const { principal } = actorOfEvent(event.type, event.principal);
+  const credential = credentialNamed(event);
+  // Only a holder of the credential's secret gets its right secret refused: not "someone without valid credentials".
+  if (event.type === 'credential.refused') return `someone with the ClientSecret of ${credential ?? 'a credential'}`;
   if (principal === null) return 'someone without valid credentials';
+  // An admin token or a request of a credential's: that credential, not "the admin".
+  if (principal === 'admin' && credential !== null && (event.type === 'token.issued' || event.type === 'app.secret_exposed'))
+    return `the credential ${credential}`;
+  if (principal === 'admin' && typeof event.details.byClientId === 'string')
+    return `an admin token of the credential ${event.details.byClientId}`;
   if (principal === 'developer' && typeof event.details.byDeveloperId === 'string') {
     return emails.get(event.details.byDeveloperId) ?? `Developer ${event.details.byDeveloperId}`;
   }
   return ACTORS[principal] ?? principal;
+}
+
+/** The credential an event names (its name and ClientID), or null. */
+function credentialNamed(event: AuditEvent): string | null {
+  const { clientId, name } = event.details;
+  if (typeof clientId !== 'string') return null;
+  return typeof name === 'string' ? `\u201c${shorten(name)}\u201d (${clientId})` : clientId;
 }
 
 /** What a refused request asked for, in words; null for an event that is no refusal, or a bad token (it asked for nothing). */
@@ -197,7 +212,7 @@ function detailOf(key: string, value: AuditEvent['details'][string], emails: Map
         ? `previous ClientSecret works until ${instantText(value)}`
         : 'previous ClientSecret stopped at once';
     case 'secret':
-      return `with the ${shorten(String(value))} ClientSecret`;
+      return `with the ${shorten(String(value))} secret`;
     case 'reason':
       if (value === 'credential_expired') return 'the credential has expired';
       if (value === 'address_not_allowed') return 'from an address the credential does not allow';
