@@ -108,6 +108,52 @@ console.log(app.name, app.configuration);
 `;
 }
 
+/**
+ * A credential's admin tokens, as the page that shows its secret gives them: curl, asking for 15
+ * minutes as every command here does, and server code with `tessera-tokens/client` (its `scope`
+ * narrows a token to some of the credential's scopes).
+ */
+export function credentialCommands({ baseUrl, appId, clientId }: Pick<SnippetValues, 'baseUrl' | 'appId' | 'clientId'>): string {
+  return [
+    `APP_URL=${sh(`${baseUrl}/api/apps/${appId}`)}`,
+    "# an admin token with the credential's scopes that expires in 15 minutes",
+    `EXPIRES_AT=$(( ($(date +%s) + ${ADMIN_TOKEN_LIFETIME_SECONDS}) * 1000 ))`,
+    'curl -s "$APP_URL/oauth2/token" \\',
+    '  -d grant_type=client_credentials \\',
+    `  -d client_id=${sh(clientId)} \\`,
+    '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET" \\',
+    '  -d expiresAt="$EXPIRES_AT"; echo',
+  ].join('\n');
+}
+
+/** Server code with a credential: `TesseraClient` with its `tcl_` ClientID, tokens of 15 minutes renewed, whoami. */
+export function credentialNodeScript({
+  baseUrl,
+  appId,
+  clientId,
+  scopes,
+}: Pick<SnippetValues, 'baseUrl' | 'appId' | 'clientId'> & { scopes: readonly string[] }): string {
+  return `// job.mjs (Node 22 or later): run it
+// where TESSERA_CLIENT_SECRET is set.
+import { TesseraClient } from 'tessera-tokens/client';
+
+const tessera = new TesseraClient({
+  baseUrl: ${js(baseUrl)},
+  appId: ${js(appId)},
+  mode: 'admin',
+  clientId: ${js(clientId)},
+  clientSecret: process.env.TESSERA_CLIENT_SECRET,
+  adminTokenLifetimeSeconds: ${ADMIN_TOKEN_LIFETIME_SECONDS},
+  // Its scopes, or fewer if this code
+  // needs fewer.
+  scope: [${scopes.map(js).join(', ')}],
+});
+
+// Its scopes and ClientID: GET …/whoami.
+console.log(await tessera.whoami());
+`;
+}
+
 /** openid-client v6: the client credentials grant with `expiresAt` (a field of Tessera's own), then whoami. */
 export function openidClient({ baseUrl, appId, clientId }: SnippetValues): string {
   const issuer = `${baseUrl}/api/apps/${appId}`;

@@ -141,6 +141,12 @@ export interface AdminOptions extends CommonOptions {
   clientSecret: string;
   /** How long each admin token is asked to live, in seconds (default 3600). At most the app's `adminTokenMaxLifetimeSeconds`. */
   adminTokenLifetimeSeconds?: number;
+  /**
+   * With a credential's ClientID (`tcl_…`): only these of its scopes for each token (RFC 6749
+   * `scope`; default: all of the credential's). More than the credential has is `invalid_scope`.
+   * The app's own ClientID ignores it.
+   */
+  scope?: readonly string[];
 }
 
 export type TesseraClientOptions = AnonymousOptions | BasicOptions | AdminOptions;
@@ -197,6 +203,9 @@ export class TesseraClient {
       requireText(options.clientId, 'clientId');
       requireText(options.clientSecret, 'clientSecret');
       requireNumber(options.adminTokenLifetimeSeconds ?? DEFAULT_ADMIN_TOKEN_LIFETIME_SECONDS, 'adminTokenLifetimeSeconds', 1);
+      if (options.scope !== undefined && (!Array.isArray(options.scope) || options.scope.length === 0))
+        throw new TypeError('scope must be a list of at least one scope, such as ["events:read"].');
+      for (const scope of options.scope ?? []) requireText(scope, 'scope');
     }
     this.#options = options;
     this.mode = options.mode;
@@ -335,6 +344,7 @@ export class TesseraClient {
             client_secret: options.clientSecret,
             // The seed's advice: a short expiry for admin tokens, since a leaked one exposes all app data.
             expiresAt: now + (options.adminTokenLifetimeSeconds ?? DEFAULT_ADMIN_TOKEN_LIFETIME_SECONDS) * 1000,
+            ...(options.scope === undefined ? {} : { scope: options.scope.join(' ') }),
           }
         : { grant_type: 'client_credentials', client_id: options.appId, client_secret: (options as AnonymousOptions).appKey };
     const request = new Request(`${this.appUrl}/oauth2/token`, {

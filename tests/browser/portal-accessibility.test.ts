@@ -316,7 +316,7 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     assert.equal(await page.locator('[data-warning=secret-exposed]').count(), 1);
     await assertAccessible(page, 'the overview with the leaked-secret warning');
-    await submit(page, 'Rotate ClientSecret');
+    await follow(page, () => page.getByRole('link', { name: 'Rotate ClientSecret' }).click());
     await assertAccessible(page, 'rotate-secret');
     await page.getByLabel('Type the ClientID to confirm').fill(app.appId);
     await submit(page, 'Rotate ClientSecret');

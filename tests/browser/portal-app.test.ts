@@ -24,8 +24,9 @@ const newApp = (name: string) => createSharedApp(server, name, 'owner@example.co
 /** From the app's overview, through the confirmation form, to the new secret: its value. */
 async function rotateThroughTheForm(page: Page, app: CreatedApp, grace: (page: Page) => Promise<void>, shots = false): Promise<string> {
   await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
-  await follow(page, () => page.getByRole('button', { name: 'Rotate ClientSecret' }).click());
-  assert.equal(new URL(page.url()).pathname, `/portal/apps/${app.appId}/rotate-secret`);
+  await follow(page, () => page.getByRole('link', { name: 'Rotate ClientSecret' }).click());
+  // The rotate page's own address, with nothing after it (a link, not a form sent with GET).
+  assert.equal(page.url(), `${server.baseUrl}/portal/apps/${app.appId}/rotate-secret`);
   await grace(page);
   await page.getByLabel('Type the ClientID to confirm').fill(app.clientId);
   if (shots) await screenshot(page, 'app-rotate');
@@ -213,6 +214,7 @@ describe('a collaborator in the portal', () => {
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}`);
     assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Shared');
     assert.equal(await page.getByRole('button', { name: 'Rotate ClientSecret' }).count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'Rotate ClientSecret' }).count(), 0);
     await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/settings`);
     assert.equal(await page.getByRole('button', { name: 'Save settings' }).count(), 1);
     assert.equal(await page.getByRole('button', { name: 'Delete app' }).count(), 0);

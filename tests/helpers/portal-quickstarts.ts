@@ -21,7 +21,7 @@ export function decodeHtml(text: string): string {
 }
 
 /** The snippet `name` of a page (`<pre data-snippet="name"><code>…</code></pre>`), as it would be copied. */
-export function snippetOf(html: string, name: SnippetName | 'set-secret' | 'credential-token'): string {
+export function snippetOf(html: string, name: SnippetName | 'set-secret' | 'credential-token' | 'credential-node'): string {
   const match = new RegExp(`<pre [^>]*data-snippet="${name}"[^>]*><code>([\\s\\S]*?)</code></pre>`).exec(html);
   assert.ok(match !== null, `the page has the ${name} quickstart`);
   return decodeHtml(match[1]!);

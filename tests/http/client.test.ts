@@ -89,6 +89,26 @@ describe('tessera-tokens/client on the real clock', () => {
     assert.equal(described.appId, app.appId);
   });
 
+  it("admin with a credential's ClientID and a scope: tokens with only that scope; asking for more than the credential has is invalid_scope", async () => {
+    const credential = await server.tessera.credentials.create(
+      app.appId,
+      { name: 'Client test', scopes: ['app:read', 'events:read'] },
+      OPERATOR,
+    );
+    const withCredential = { clientId: credential.clientId, clientSecret: credential.clientSecret };
+    const { client } = clientOf(server, app, admin(app, { ...withCredential, scope: ['events:read'] }));
+    const me = await client.json<{ scope?: string; clientId?: string }>(`${client.appUrl}/whoami`);
+    assert.equal(me.scope, 'events:read');
+    assert.equal(me.clientId, credential.clientId);
+    const refused = await client.fetch(client.appUrl);
+    assert.equal(refused.status, 403, 'app:read was not asked for');
+    const everything = clientOf(server, app, admin(app, withCredential)).client;
+    assert.equal((await everything.json<{ scope?: string }>(`${everything.appUrl}/whoami`)).scope, 'app:read events:read');
+    const tooMuch = clientOf(server, app, admin(app, { ...withCredential, scope: ['tokens:revoke'] })).client;
+    await assert.rejects(tooMuch.whoami(), (error: unknown) => error instanceof TesseraClientError && error.errorCode === 'invalid_scope');
+    assert.throws(() => clientOf(server, app, admin(app, { ...withCredential, scope: [] })), TypeError);
+  });
+
   it('admin across a real expiry: a 2 s token is renewed, and the expired one is refused by the server', async () => {
     const { client, counted } = clientOf(server, app, admin(app, { adminTokenLifetimeSeconds: 2 }));
     const first = await client.token();

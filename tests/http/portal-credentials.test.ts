@@ -6,7 +6,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { basic, bearer, formBody, request, whoami, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, createSharedApp } from '../helpers/portal.js';
 import { signInOverHttp, type PortalClient, type PortalResponse } from '../helpers/portal-http.js';
-import { assertRan, runBash, snippetOf } from '../helpers/portal-quickstarts.js';
+import { assertRan, runBash, runNode, snippetOf } from '../helpers/portal-quickstarts.js';
 import { serverForSuite } from '../helpers/server.js';
 
 // An app's Credentials page over plain HTTP, on both stores: a credential made through the form
@@ -133,10 +133,13 @@ describe("an app's Credentials page", () => {
       tokenCommand,
       [
         `APP_URL=${server.baseUrl}/api/apps/${app.appId}`,
+        "# an admin token with the credential's scopes that expires in 15 minutes",
+        'EXPIRES_AT=$(( ($(date +%s) + 900) * 1000 ))',
         'curl -s "$APP_URL/oauth2/token" \\',
         '  -d grant_type=client_credentials \\',
         `  -d client_id=${keys.clientId} \\`,
-        '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
+        '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET" \\',
+        '  -d expiresAt="$EXPIRES_AT"; echo',
       ].join('\n'),
     );
 
@@ -162,8 +165,14 @@ describe("an app's Credentials page", () => {
     assertRan(ran, 'the token request');
     // Standard output has the prompt ("ClientSecret: "), then the answer.
     assert.match(ran.stdout, /^ClientSecret: \n\{/);
-    const token = JSON.parse(ran.stdout.slice(ran.stdout.indexOf('{'))) as { access_token: string; scope: string };
+    const token = JSON.parse(ran.stdout.slice(ran.stdout.indexOf('{'))) as { access_token: string; scope: string; expires_in: number };
     assert.equal(token.scope, 'app:read events:read reports:read');
+    assert.ok(token.expires_in > 850 && token.expires_in <= 900, `expires_in ${token.expires_in}: asked for 15 minutes`);
+    // The server code the page gives, run as it is with the secret in the environment.
+    const job = await runNode(snippetOf(created.text, 'credential-node'), 'job.mjs', { TESSERA_CLIENT_SECRET: keys.clientSecret });
+    assertRan(job, 'the server code');
+    assert.match(job.stdout, new RegExp(`scope: 'app:read events:read reports:read'`));
+    assert.match(job.stdout, new RegExp(`clientId: '${keys.clientId}'`));
     const me = (await whoami(app.appUrl, bearer(token.access_token))).body;
     assert.equal(me.scope, 'app:read events:read reports:read');
     assert.equal(me.clientId, keys.clientId);

@@ -118,10 +118,10 @@ ${
 }
 ${
   mayAct(role, 'rotate_secret')
-    ? html`<form method="get" action="${base}/rotate-secret" class="action">
-  <button type="submit" class="secondary">Rotate ClientSecret</button>
+    ? html`<p class="action">
+  <a class="button secondary" href="${base}/rotate-secret">Rotate ClientSecret</a>
   <span class="hint">A new ClientSecret, shown once; you choose how long the current one keeps working.</span>
-</form>`
+</p>`
     : null
 }
 ${quickstarts({

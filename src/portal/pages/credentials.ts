@@ -17,6 +17,7 @@ import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf }
 import { utcText, utcTime } from '../time.js';
 import { mistakeIn, type AppParams } from './app-common.js';
 import { appHeader } from './app-nav.js';
+import { credentialCommands, credentialNodeScript } from '../../apps/snippets.js';
 import {
   endedNotice,
   endPreviousSecretForm,
@@ -487,14 +488,10 @@ function createdPage(
   base: string,
   now: number,
 ) {
-  // As the quickstarts' curl lines (src/apps/snippets.ts): short lines, the secret from the environment.
-  const command = [
-    `APP_URL=${base}/api/apps/${app.appId}`,
-    'curl -s "$APP_URL/oauth2/token" \\',
-    '  -d grant_type=client_credentials \\',
-    `  -d client_id=${created.clientId} \\`,
-    '  --data-urlencode client_secret="$TESSERA_CLIENT_SECRET"',
-  ].join('\n');
+  // As the quickstarts (src/apps/snippets.ts): short lines, the secret from the environment, 15 minutes.
+  const values = { baseUrl: base, appId: app.appId, clientId: created.clientId };
+  const command = credentialCommands(values);
+  const script = credentialNodeScript({ ...values, scopes: created.scopes });
   return page({
     title: `New credential · ${app.name}`,
     developer: sessionOf(request).developer,
@@ -513,8 +510,10 @@ function createdPage(
 </dl>
 <h3>Get a token</h3>
 ${setSecretStep("this credential's ClientSecret")}
-<p>Then an admin token with the credential's scopes (add <code>-d scope=…</code> to ask for fewer):</p>
+<p>Then an admin token with the credential's scopes, asked to live 15 minutes (add <code>-d scope=…</code> to ask for fewer):</p>
 <pre class="commands" data-snippet="credential-token" data-copyable="the token request" tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
+<p>Or in server code, with <code>tessera-tokens/client</code>, which renews its tokens before they expire (the app's quickstarts say how to install it):</p>
+<pre class="commands" data-snippet="credential-node" data-copyable="the server code" tabindex="0" aria-label="Server code with the new credential"><code>${script}</code></pre>
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });
 }
