@@ -222,7 +222,10 @@ export function curlCommands({ baseUrl, appId, appKey, clientId, clientSecret }:
 export const SET_CLIENT_SECRET_COMMAND =
   "printf 'ClientSecret: ' && read -rs TESSERA_CLIENT_SECRET && echo && export TESSERA_CLIENT_SECRET";
 
-/** The deployed JavaScript SDK, pointed at Tessera: an admin token, then whoami with it. */
+/**
+ * The deployed JavaScript SDK, pointed at Tessera: a mobile app's own calls (no token: the AppID and
+ * AppKey in the SDK's headers, Basic anonymous access), then server code's admin token; whoami with each.
+ */
 export function kiiSdk({ baseUrl, appId, appKey, clientId }: SnippetValues): string {
   return `// sdk.mjs: npm install kii-cloud-sdk,
 // and TESSERA_CLIENT_SECRET set.
@@ -230,13 +233,23 @@ import kii from 'kii-cloud-sdk';
 
 const { Kii } = kii.create();
 Kii.initializeWithSite(${js(appId)}, ${js(appKey)}, ${js(`${baseUrl}/api`)});
+const whoami = ${js(`${baseUrl}/api/apps/${appId}/whoami`)};
+
+// A mobile app's own calls carry no token:
+// the SDK sends the AppID and AppKey.
+const app = await fetch(whoami, {
+  headers: { 'x-kii-appid': ${js(appId)}, 'x-kii-appkey': ${js(appKey)} },
+});
+console.log('mobile app:', await app.json());
+
+// Server code: an admin token.
 const admin = await Kii.authenticateAsAppAdmin(
   ${js(clientId)},
   process.env.TESSERA_CLIENT_SECRET,
 );
-const me = await fetch(${js(`${baseUrl}/api/apps/${appId}/whoami`)}, {
+const me = await fetch(whoami, {
   headers: { authorization: \`Bearer \${admin.getAccessToken()}\` },
 });
-console.log(await me.json());
+console.log('server code:', await me.json());
 `;
 }

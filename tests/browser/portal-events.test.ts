@@ -4,7 +4,7 @@ import type { Locator, Page } from 'playwright-core';
 import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { createDeveloper, follow, screenshots, signIn } from '../helpers/portal.js';
+import { createDeveloper, follow, PHONE_WIDTH, screenshot, screenshots, signIn } from '../helpers/portal.js';
 import { serverForSuite } from '../helpers/server.js';
 
 // The events page in Chromium, as a developer watches their app: its events, the range and the
@@ -109,6 +109,15 @@ describe("an app's events in the portal", () => {
       25,
     );
     assert.equal(await page.locator('html').evaluate((root) => root.scrollWidth), 375, 'the table scrolls on its own');
+    // At a phone's width, every column of the table is in sight: nothing to scroll to.
+    await page.setViewportSize({ width: PHONE_WIDTH, height: 800 });
+    const numbers = page.locator('details.chart-numbers').first();
+    const [tableWidth, frameWidth] = await numbers.evaluate((details) => [
+      details.querySelector('table')!.scrollWidth,
+      details.clientWidth,
+    ]);
+    assert.ok(tableWidth! <= frameWidth!, `the table is ${tableWidth} px wide in ${frameWidth}`);
+    await screenshot(page, 'events-numbers-phone');
 
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.getByLabel('Last 30 days', { exact: true }).check();

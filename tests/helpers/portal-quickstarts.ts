@@ -24,7 +24,8 @@ export function decodeHtml(text: string): string {
 export function snippetOf(html: string, name: SnippetName | 'set-secret' | 'credential-token' | 'credential-node'): string {
   const match = new RegExp(`<pre [^>]*data-snippet="${name}"[^>]*><code>([\\s\\S]*?)</code></pre>`).exec(html);
   assert.ok(match !== null, `the page has the ${name} quickstart`);
-  return decodeHtml(match[1]!);
+  // The text as copied: the spans that keep words whole on a phone are no part of it.
+  return decodeHtml(match[1]!.replace(/<[^>]*>/g, ''));
 }
 
 export interface RunResult {

@@ -142,11 +142,14 @@ describe('the quickstarts', () => {
     }
   });
 
-  it('the deployed SDK (kii-cloud-sdk) runs: Kii.authenticateAsAppAdmin gets an admin token that works', async () => {
+  it("the deployed SDK (kii-cloud-sdk) runs: a mobile app's own calls are Basic anonymous; Kii.authenticateAsAppAdmin gets an admin token that works", async () => {
     for (const page of [app.created, app.overview]) {
       const result = await runNode(snippetOf(page, 'kii-cloud-sdk'), 'sdk.mjs', { TESSERA_CLIENT_SECRET: app.clientSecret });
       assertRan(result, 'sdk.mjs');
-      const me = whoamiPrinted(result.stdout);
+      const [mobile, server] = result.stdout.split('server code:');
+      assert.ok(mobile!.startsWith('mobile app:') && server !== undefined, result.stdout);
+      assert.deepEqual(whoamiPrinted(mobile!), { principal: 'anonymous', auth: 'basic', expiresAt: null });
+      const me = whoamiPrinted(server);
       // The SDK asks for no expiry, as the page says: the token lives as the app's settings allow.
       assert.deepEqual(me, { principal: 'admin', auth: 'bearer', expiresAt: null });
     }

@@ -1,3 +1,4 @@
+import { codeText } from './code-text.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
 import type { CreatedCredential, RotatedCredential } from '../../apps/credentials.js';
@@ -511,9 +512,9 @@ function createdPage(
 <h3>Get a token</h3>
 ${setSecretStep("this credential's ClientSecret")}
 <p>Then an admin token with the credential's scopes, asked to live 15 minutes (add <code>-d scope=…</code> to ask for fewer):</p>
-<pre class="commands" data-snippet="credential-token" data-copyable="the token request" tabindex="0" aria-label="A token request with the new credential"><code>${command}</code></pre>
-<p>Or in server code, with <code>tessera-tokens/client</code>, which renews its tokens before they expire (the app's quickstarts say how to install it):</p>
-<pre class="commands" data-snippet="credential-node" data-copyable="the server code" tabindex="0" aria-label="Server code with the new credential"><code>${script}</code></pre>
+<pre class="commands" data-snippet="credential-token" data-copyable="the token request" tabindex="0" aria-label="A token request with the new credential"><code>${codeText(command)}</code></pre>
+<p>Or in server code, with <code class="nowrap">tessera-tokens/client</code>, which renews its tokens before they expire (the app's quickstarts say how to install it):</p>
+<pre class="commands" data-snippet="credential-node" data-copyable="the server code" tabindex="0" aria-label="Server code with the new credential"><code>${codeText(script)}</code></pre>
 <p><a class="button" href="/portal/apps/${app.appId}/credentials">Back to the credentials</a></p>`,
   });
 }

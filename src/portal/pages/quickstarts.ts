@@ -1,3 +1,4 @@
+import { codeText } from './code-text.js';
 import { MAX_ORIGIN_LENGTH } from '../../apps/origins.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField } from '../layout.js';
@@ -63,14 +64,14 @@ ${setSecretStep(`the ClientSecret (${keepThisPage ? 'shown above' : 'from your c
 </details>
 <details class="quickstart" id="quickstart-kii-cloud-sdk">
   <summary>The deployed SDK: kii-cloud-sdk</summary>
-  <p><code>Kii.authenticateAsAppAdmin</code> works unchanged, with the site at <code>${values.baseUrl}/api</code>. <code>npm install kii-cloud-sdk</code>, save the code as <code>sdk.mjs</code> and run ${run('sdk.mjs')}. The SDK asks for no expiry: its admin tokens never expire unless the app limits their lifetime (<a href="/portal/apps/${appId}/settings">Settings</a>).</p>
+  <p>A mobile app's own calls carry no token: the SDK sends the AppID and AppKey (<code>X-Kii-AppID</code>, <code>X-Kii-AppKey</code>), which Tessera takes as Basic anonymous access on every path. Server code's <code>Kii.authenticateAsAppAdmin</code> works unchanged, with the site at <code>${values.baseUrl}/api</code>. <code>npm install kii-cloud-sdk</code>, save the code as <code>sdk.mjs</code> and run ${run('sdk.mjs')}. The SDK asks for no expiry: its admin tokens never expire unless the app limits their lifetime (<a href="/portal/apps/${appId}/settings">Settings</a>).</p>
   ${snippet('kii-cloud-sdk', 'the SDK code', code['kii-cloud-sdk'])}
 </details>
 </section>`;
 }
 
 function snippet(name: string, label: string, text: string): Html {
-  return html`<pre class="commands" data-snippet="${name}" data-copyable="${label}"><code>${text}</code></pre>`;
+  return html`<pre class="commands" data-snippet="${name}" data-copyable="${label}"><code>${codeText(text)}</code></pre>`;
 }
 
 /** The app's allowed origins, what a refusal looks like, and a form to add one. */
