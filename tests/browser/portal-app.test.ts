@@ -178,6 +178,16 @@ describe("an app's owner in the portal", () => {
     const hourLater = await page.locator('[data-previous-secret-valid-until]').getAttribute('data-previous-secret-valid-until');
     assert.ok(hourLater !== null && Math.abs(Date.parse(hourLater) - (Date.now() + 3_600_000)) < 10_000, `until ${hourLater}`);
     assert.equal((await adminTokenWith(app, newSecret)).status, 200, 'the secret replaced an hour ago still works');
+
+    // Every server has the new one: the grace period is ended from the overview's link, on the rotate page.
+    await follow(page, () => page.getByRole('link', { name: 'End it now' }).click());
+    assert.equal(new URL(page.url()).hash, '#end-previous-secret');
+    assert.equal(await page.getByRole('heading', { name: 'End the grace period now' }).count(), 1);
+    await screenshots(page, 'app-rotate-grace');
+    await follow(page, () => page.getByRole('button', { name: 'End the previous ClientSecret now' }).click());
+    assert.match((await page.getByRole('status').first().textContent()) ?? '', /The previous secret is refused from now on/);
+    assert.equal(await page.getByRole('heading', { name: 'End the grace period now' }).count(), 0);
+    assert.equal((await adminTokenWith(app, newSecret)).status, 401, 'the replaced secret is refused at once');
     await page.close();
   });
 
