@@ -82,8 +82,31 @@ export function webPage({ baseUrl, appId, appKey }: SnippetValues): string {
 }
 
 /** Server code with `tessera-tokens/client`: admin tokens of 15 minutes, renewed; whoami and the app. */
-export function nodeServer({ baseUrl, appId, clientId }: SnippetValues): string {
-  return `// server.mjs (Node 22 or later): run it
+export function nodeServer(values: SnippetValues): string {
+  return `${adminClientScript('server.mjs', values, [
+    '// Admin tokens live 15 minutes and are',
+    "// renewed: a leaked one opens the app's",
+    '// data, but not for long.',
+  ])}
+// Who the token is: GET …/whoami.
+const me = await tessera.whoami();
+console.log(me);
+// The app itself, for admins only.
+const app = await tessera.json(tessera.appUrl);
+console.log(app.name, app.configuration);
+`;
+}
+
+/**
+ * The start of a Node script with `tessera-tokens/client` in admin mode (`file`, with how to run it):
+ * tokens of 15 minutes, and `options`, lines of more options with their comments.
+ */
+function adminClientScript(
+  file: string,
+  { baseUrl, appId, clientId }: Pick<SnippetValues, 'baseUrl' | 'appId' | 'clientId'>,
+  options: string[],
+): string {
+  return `// ${file} (Node 22 or later): run it
 // where TESSERA_CLIENT_SECRET is set.
 import { TesseraClient } from 'tessera-tokens/client';
 
@@ -93,18 +116,8 @@ const tessera = new TesseraClient({
   mode: 'admin',
   clientId: ${js(clientId)},
   clientSecret: process.env.TESSERA_CLIENT_SECRET,
-  // Admin tokens live 15 minutes and are
-  // renewed: a leaked one opens the app's
-  // data, but not for long.
-  adminTokenLifetimeSeconds: ${ADMIN_TOKEN_LIFETIME_SECONDS},
+${options.map((line) => `  ${line}\n`).join('')}  adminTokenLifetimeSeconds: ${ADMIN_TOKEN_LIFETIME_SECONDS},
 });
-
-// Who the token is: GET …/whoami.
-const me = await tessera.whoami();
-console.log(me);
-// The app itself, for admins only.
-const app = await tessera.json(tessera.appUrl);
-console.log(app.name, app.configuration);
 `;
 }
 
@@ -127,28 +140,14 @@ export function credentialCommands({ baseUrl, appId, clientId }: Pick<SnippetVal
 }
 
 /** Server code with a credential: `TesseraClient` with its `tcl_` ClientID, tokens of 15 minutes renewed, whoami. */
-export function credentialNodeScript({
-  baseUrl,
-  appId,
-  clientId,
-  scopes,
-}: Pick<SnippetValues, 'baseUrl' | 'appId' | 'clientId'> & { scopes: readonly string[] }): string {
-  return `// job.mjs (Node 22 or later): run it
-// where TESSERA_CLIENT_SECRET is set.
-import { TesseraClient } from 'tessera-tokens/client';
-
-const tessera = new TesseraClient({
-  baseUrl: ${js(baseUrl)},
-  appId: ${js(appId)},
-  mode: 'admin',
-  clientId: ${js(clientId)},
-  clientSecret: process.env.TESSERA_CLIENT_SECRET,
-  adminTokenLifetimeSeconds: ${ADMIN_TOKEN_LIFETIME_SECONDS},
-  // Its scopes, or fewer if this code
-  // needs fewer.
-  scope: [${scopes.map(js).join(', ')}],
-});
-
+export function credentialNodeScript(
+  values: Pick<SnippetValues, 'baseUrl' | 'appId' | 'clientId'> & { scopes: readonly string[] },
+): string {
+  return `${adminClientScript('job.mjs', values, [
+    '// Its scopes, or fewer if this code',
+    '// needs fewer.',
+    `scope: [${values.scopes.map(js).join(', ')}],`,
+  ])}
 // Its scopes and ClientID: GET …/whoami.
 console.log(await tessera.whoami());
 `;
