@@ -92,6 +92,48 @@ describe('the token services, over a real store with a fake clock', () => {
     });
   });
 
+  describe('TokenIssuer against revocations', () => {
+    it('authenticates anew a request authenticated against an app read before a rotation: the old secret is refused, not stored', async () => {
+      const stale = await tessera.appCache.require(created.appId);
+      const old = { clientId: created.clientId, clientSecret: created.clientSecret };
+      const rotated = await tessera.apps.rotateSecret(created.appId, {}, OPERATOR);
+      created = { ...created, clientSecret: rotated.clientSecret };
+      app = await tessera.appCache.require(created.appId);
+      // The old secret matches the record read before the rotation; the insert finds the app changed.
+      assert.equal(await codeOf(tessera.issuer.issue(stale, { credentials: old, expiresAt: null }, FROM)), 'invalid_client');
+      assert.equal((await admin()).kind, 'admin', 'the new secret works');
+    });
+
+    it('answers 503 with Retry-After when revocations win three tries in a row, and stores nothing', async () => {
+      const inserts: number[] = [];
+      const racing = createTessera({
+        store: {
+          ...testStore.store,
+          tokens: { ...testStore.store.tokens, insert: async (_token, generation) => (inserts.push(generation), false) },
+        },
+        clock,
+        rateLimits: NO_LIMITS,
+      });
+      try {
+        const current = await racing.appCache.require(created.appId);
+        const refused = racing.issuer.issue(
+          current,
+          { credentials: { clientId: created.clientId, clientSecret: created.clientSecret }, expiresAt: null },
+          FROM,
+        );
+        await assert.rejects(
+          refused,
+          (error: { code?: string; status?: number; details?: { retryAfterSeconds?: number } }) =>
+            error.code === 'SERVICE_UNAVAILABLE' && error.status === 503 && error.details?.retryAfterSeconds === 1,
+        );
+        assert.equal(inserts.length, 3);
+      } finally {
+        // Not closed: it shares the store of the other tests, which closes it.
+        await racing.events.flush();
+      }
+    });
+  });
+
   describe('TokenChecker', () => {
     it('gives the principal of a token of this app, with its selector, and undefined for anything else', async () => {
       const token = await admin();
