@@ -53,10 +53,14 @@ export async function secretExposures(events: EventLog, app: AppRecord, now: num
     const clientId = typeof event.details.clientId === 'string' ? event.details.clientId : null;
     if (!newestPerClient.has(clientId)) newestPerClient.set(clientId, event);
   }
+  // A credential's rotations and revocations are read only when one of its secrets was exposed.
+  const credentialExposed = [...newestPerClient.keys()].some((clientId) => clientId !== null);
+  const credentialChanges = (type: 'credential.rotated' | 'credential.revoked') =>
+    credentialExposed ? events.lastChanges(app.appId, type, RECENT_CHANGES) : Promise.resolve([]);
   const [appRotations, credentialRotations, credentialRevocations] = await Promise.all([
     events.lastChanges(app.appId, 'app.secret_rotated', RECENT_CHANGES),
-    newestPerClient.size > (newestPerClient.has(null) ? 1 : 0) ? events.lastChanges(app.appId, 'credential.rotated', RECENT_CHANGES) : [],
-    newestPerClient.size > (newestPerClient.has(null) ? 1 : 0) ? events.lastChanges(app.appId, 'credential.revoked', RECENT_CHANGES) : [],
+    credentialChanges('credential.rotated'),
+    credentialChanges('credential.revoked'),
   ]);
   const ofClient = (list: readonly AuditEvent[], clientId: string) => list.filter((event) => event.details.clientId === clientId);
   return [...newestPerClient].map(([clientId, event]) => {
