@@ -12,6 +12,7 @@ import { browserAccess } from './http/cors.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
 import { refuseOtherMethods } from './http/methods.js';
+import { echoRequestIds, requestIdOf } from './http/request-id.js';
 import { tesseraAuth } from './http/middleware/fastify.js';
 import { PORTAL_PREFIX } from './http/paths.js';
 import { appRoutes } from './http/routes/app.js';
@@ -78,6 +79,9 @@ export function buildServer({
     // than refused: the client loses nothing, and `Connection: close` (Fastify adds it) sends its
     // next request to another instance.
     return503OnClosing: false,
+    // X-Request-Id is read by requestIdOf, which checks it, rather than taken as it comes.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     clientErrorHandler: answerClientError,
     frameworkErrors: (error, _request, reply) => {
       sendError(reply, toTesseraError(error));
@@ -100,6 +104,7 @@ export function buildServer({
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
   answerConnectRequests(app);
+  echoRequestIds(app);
   batchAnswers(app, tessera.metrics.requestDurations);
   app.addHook('onRequest', (request, _reply, done) => {
     const encoding = request.headers['content-encoding'];
@@ -134,7 +139,7 @@ export function buildServer({
   if (logger !== undefined && logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
       logger.info(
-        { req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) },
+        { reqId: request.id, req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) },
         'request completed',
       );
       done();

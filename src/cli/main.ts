@@ -4,6 +4,7 @@ import { packageVersion } from '../package-root.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
+import { tracingRequested } from '../tracing/requested.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { CommandFailed, parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import { CREDENTIALS_FLAGS, runCredentialsCommand } from './credentials.js';
@@ -124,9 +125,12 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     if (run === undefined) {
       if (parsed.positionals.length > 0) throw new UsageError('usage: tessera serve');
+      // Tracing starts before the store's and the server's modules load: its instrumentation of `pg`
+      // patches the module as it is imported. Without the OTEL_* variables, nothing of it is loaded.
+      const tracing = tracingRequested(process.env) ? await (await import('../tracing/start.js')).startTracing() : undefined;
       // The HTTP server's modules are loaded for `serve` alone: every other command starts without them.
       const { serve } = await import('./serve.js');
-      await serve(config);
+      await serve(config, tracing);
       return -1; // keeps running until a signal
     }
     // A command fails at once when the database cannot be reached (exit 1): its operator runs it again.

@@ -8,10 +8,18 @@ import { loadPrometheusMetrics } from '../prometheus/load.js';
 import { listenForMetrics, type MetricsListener } from '../http/metrics-listener.js';
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
+import type { Tracing } from '../tracing/start.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
 
-/** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
-export async function serve(config: Config): Promise<void> {
+/** How long a stopping server waits for the last spans to be sent. */
+const TRACES_FLUSH_MS = 3_000;
+
+/**
+ * `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. With
+ * `tracing` (started by the caller, before this module loaded), the store, the token check and
+ * issuance make spans of their own.
+ */
+export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const logger = createLogger(config.logLevel, config.logFormat);
   // Without METRICS_PORT, prom-client is not even loaded, and the services count nothing.
   const metrics = config.metrics === undefined ? undefined : await loadPrometheusMetrics();
@@ -25,7 +33,8 @@ export async function serve(config: Config): Promise<void> {
       { cause: error },
     );
   });
-  const store = metrics === undefined ? openedStore : metrics.instrument(openedStore);
+  const measured = metrics === undefined ? openedStore : metrics.instrument(openedStore);
+  const store = tracing === undefined ? measured : tracing.spans.traceStore(measured);
   const tessera = createTessera({
     store,
     ...(metrics === undefined ? {} : { metrics }),
@@ -37,6 +46,7 @@ export async function serve(config: Config): Promise<void> {
     publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
+  tracing?.spans.traceServices(tessera);
 
   // Shared limits from the first request, if Redis answers within 2 s; per instance until it does otherwise.
   await tessera.limits.ready();
@@ -84,6 +94,7 @@ export async function serve(config: Config): Promise<void> {
   tessera.housekeeping.start();
   logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
   if (metricsListener !== undefined) logger.info({ url: metricsListener.url }, `metrics on ${metricsListener.url}`);
+  if (tracing !== undefined) logger.info(tracing.summary, 'tracing on: OpenTelemetry spans are exported');
   if (publicBaseUrl(config.publicUrl, server.server) === undefined) {
     logger.warn('PUBLIC_URL is not set and the server does not listen on a loopback address: OAuth metadata (RFC 8414) is not served');
   }
@@ -97,6 +108,7 @@ export async function serve(config: Config): Promise<void> {
     try {
       await Promise.all([server.close(), metricsListener?.close()]);
       await tessera.close();
+      await tracing?.shutdown(TRACES_FLUSH_MS);
       logger.info('stopped');
       logger.flush();
       process.exitCode = 0;

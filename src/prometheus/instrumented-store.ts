@@ -1,17 +1,6 @@
+import { methodNames, STORE_PARTS } from '../store/methods.js';
 import type { Store } from '../store/store.js';
 import { CountSeries, DURATION_BUCKETS, HistogramSeries } from './series.js';
-
-/** The parts of the store whose calls are timed, and the prefix of their operations' names. */
-const PARTS = {
-  apps: 'apps',
-  tokens: 'tokens',
-  credentials: 'credentials',
-  revokedTokens: 'revoked_tokens',
-  keys: 'keys',
-  events: 'events',
-  developers: 'developers',
-  onceClaims: 'once_claims',
-} as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The timings and failures of one store operation (`tokens.insert`). */
 export interface StoreOperation {
@@ -29,7 +18,7 @@ export interface StoreOperation {
 export function instrumentStore(store: Store): { store: Store; operations: StoreOperation[] } {
   const operations: StoreOperation[] = [];
   const instrumented: Store = Object.create(store) as Store;
-  for (const [part, prefix] of Object.entries(PARTS) as [keyof typeof PARTS, string][]) {
+  for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
     const target = store[part] as unknown as Record<string, unknown>;
     const timed: Record<string, unknown> = Object.create(target) as Record<string, unknown>;
     for (const method of methodNames(target)) {
@@ -44,21 +33,6 @@ export function instrumentStore(store: Store): { store: Store; operations: Store
     Object.defineProperty(instrumented, part, { value: timed, enumerable: true });
   }
   return { store: instrumented, operations };
-}
-
-/** The functions of an object, own or inherited from its class. */
-function methodNames(target: Record<string, unknown>): string[] {
-  const names = new Set<string>();
-  for (
-    let object: object | null = target;
-    object !== null && object !== Object.prototype;
-    object = Object.getPrototypeOf(object) as object | null
-  ) {
-    for (const name of Object.getOwnPropertyNames(object)) {
-      if (name !== 'constructor' && typeof target[name] === 'function') names.add(name);
-    }
-  }
-  return [...names];
 }
 
 function timedCall(target: object, method: (...args: unknown[]) => unknown, operation: StoreOperation): (...args: unknown[]) => unknown {

@@ -12,7 +12,7 @@ const withPortal = serverForSuite();
 const withoutPortal = serverForSuite({ portal: false });
 
 /** Headers whose values differ from one answer to the next whatever the server. */
-const VARYING = new Set(['date', 'content-length', 'keep-alive', 'connection']);
+const VARYING = new Set(['date', 'content-length', 'keep-alive', 'connection', 'x-request-id']);
 
 /** An answer's headers, less those that vary from one request to the next. */
 function stableHeaders(response: JsonResponse): Record<string, string> {

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** The longest `X-Request-Id` taken from a client: a UUID is 36 characters, a W3C trace id 32. */
+export const MAX_REQUEST_ID_LENGTH = 128;
+
+/**
+ * What an `X-Request-Id` taken from a client may hold: letters, digits and `-_.:;=+/@`, enough for
+ * UUIDs, nginx's `$request_id`, Heroku's and AWS's ids. No space, quote, comma, `<` or control
+ * character, so that the id can go into a header, a log line or a search box as it is. Two headers
+ * (Node joins them with ", ") are refused too.
+ */
+const SAFE_REQUEST_ID = new RegExp(`^[A-Za-z0-9._:;=+/@-]{1,${MAX_REQUEST_ID_LENGTH}}$`);
+
+/** `version-traceid-parentid-flags` (W3C Trace Context); a trace id of zeros is invalid. */
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
+const ZERO_TRACE_ID = '0'.repeat(32);
+
+/**
+ * Fastify's `genReqId`: the client's `X-Request-Id` when it is short and safe; otherwise, the trace
+ * id of a valid W3C `traceparent` (so that a request's log line and its trace share an id); otherwise
+ * a new UUID. What a client sends beyond that is never echoed nor logged.
+ */
+export function requestIdOf(request: IncomingMessage): string {
+  const sent = request.headers[REQUEST_ID_HEADER];
+  if (typeof sent === 'string' && SAFE_REQUEST_ID.test(sent)) return sent;
+  const traceparent = request.headers.traceparent;
+  if (typeof traceparent === 'string') {
+    const traceId = TRACEPARENT.exec(traceparent)?.[1];
+    if (traceId !== undefined && traceId !== ZERO_TRACE_ID && !traceparent.startsWith('ff')) return traceId;
+  }
+  return randomUUID();
+}
+
+/** Every answer carries its request's id, errors and 404s too, for the client to quote. */
+export function echoRequestIds(app: FastifyInstance): void {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+    done(null, payload);
+  });
+}

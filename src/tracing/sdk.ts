@@ -1,0 +1,115 @@
+import { createRequire } from 'node:module';
+import type { Span } from '@opentelemetry/api';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { NodeSDK, resources, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+import type { FastifyRequest } from 'fastify';
+import { HEALTH_PATH, READINESS_PATH } from '../http/paths.js';
+import { TesseraSpans } from './spans.js';
+
+type Instrumentation = NonNullable<NodeSDKConfiguration['instrumentations']>[number];
+
+/**
+ * `@fastify/otel`, loaded without its type declarations: they would declare, for every Fastify
+ * request and route of the program, members that exist only while tracing is on.
+ */
+const { FastifyOtelInstrumentation } = createRequire(import.meta.url)('@fastify/otel') as {
+  FastifyOtelInstrumentation: new (options: {
+    registerOnInitialization: boolean;
+    instrumentHooks: boolean;
+    ignorePaths: (route: { url: string }) => boolean;
+    requestHook: (span: Span, request: FastifyRequest) => void;
+  }) => Instrumentation;
+};
+
+/** What `tessera serve` holds of tracing once it is on. */
+export interface Tracing {
+  readonly spans: TesseraSpans;
+  /** Where spans go and which are kept, for the start-up log line (never a header or a credential). */
+  readonly summary: { exporter: string; endpoint?: string; sampler: string; ratio?: string };
+  /** Sends the spans not yet sent, within `timeoutMs`, then stops. */
+  shutdown(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * OpenTelemetry's Node SDK, configured by the standard `OTEL_*` variables (exporter and protocol,
+ * endpoint and headers, sampler, propagators, resource attributes, batch sizes), for traces only:
+ * Tessera's metrics are Prometheus' and its logs are on stdout, so the SDK's own metrics and logs
+ * exporters are left out, whatever `OTEL_METRICS_EXPORTER` and `OTEL_LOGS_EXPORTER` say.
+ *
+ * Started before the store and the server are imported: the PostgreSQL instrumentation patches
+ * `pg` as it loads. `@fastify/otel` needs no patching: it hears each Fastify instance being made
+ * (a diagnostics channel) and adds its hooks, which open the request's span, continuing a caller's
+ * W3C `traceparent`.
+ */
+export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
+  const sdk = new NodeSDK({
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK, override these.
+    resource: resources
+      .defaultResource()
+      .merge(resources.resourceFromAttributes({ 'service.name': 'tessera', 'service.version': version })),
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        // The request's span and the handler's; Tessera's own spans show the work inside hooks.
+        instrumentHooks: false,
+        // Load balancers' and orchestrators' probes, every few seconds: no traces.
+        ignorePaths: ({ url }) => {
+          const path = url.split('?', 1)[0];
+          return path === HEALTH_PATH || path === READINESS_PATH;
+        },
+        requestHook: (span, request) => {
+          if (!span.isRecording()) return;
+          // HTTP semantic conventions: `{method} {route}`, the route's template rather than its path.
+          const route = request.routeOptions.url;
+          span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
+          // @fastify/otel puts the URL as sent: its query string, which a client may have put a token in, goes.
+          span.setAttribute('url.path', request.url.split('?', 1)[0] ?? '');
+          span.setAttribute('tessera.request_id', request.id);
+        },
+      }),
+      // No parameters are recorded (they hold hashes of secrets); queries outside a request (the
+      // change signal's heartbeats, housekeeping) make no traces of their own.
+      new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+    ],
+  });
+  sdk.start();
+  return {
+    spans: new TesseraSpans(version),
+    summary: summaryOf(env),
+    async shutdown(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs).unref()));
+      try {
+        await Promise.race([sdk.shutdown().catch(() => {}), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+function summaryOf(env: NodeJS.ProcessEnv): Tracing['summary'] {
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim() || 'otlp';
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf';
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return {
+    exporter: exporter === 'otlp' ? `otlp (${protocol})` : exporter,
+    ...(endpoint === undefined || endpoint === '' ? {} : { endpoint: withoutCredentials(endpoint) }),
+    sampler: env.OTEL_TRACES_SAMPLER?.trim() || 'parentbased_always_on',
+    ...(env.OTEL_TRACES_SAMPLER_ARG?.trim() ? { ratio: env.OTEL_TRACES_SAMPLER_ARG.trim() } : {}),
+  };
+}
+
+function withoutCredentials(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return '(not a URL)';
+  }
+}

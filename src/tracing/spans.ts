@@ -1,0 +1,117 @@
+import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { isTesseraError } from '../errors.js';
+import type { Principal } from '../principal.js';
+import { methodNames, STORE_PARTS } from '../store/methods.js';
+import type { Store } from '../store/store.js';
+import type { Tessera } from '../tessera.js';
+import type { IssuedToken } from '../tokens/issuer.js';
+
+/**
+ * Tessera's own spans: the token check, token issuance, and each call of the store, as children of
+ * the request's span (`@fastify/otel`). Loaded only when tracing is on; the services are wrapped
+ * here, once, rather than asking on every call whether to trace, so that with tracing off their code
+ * and cost are what they were. A span is made only inside a sampled trace: an unsampled request, or
+ * work outside a request (housekeeping, the change signal), costs one look at the active span.
+ */
+export class TesseraSpans {
+  readonly #tracer: Tracer;
+
+  constructor(version: string) {
+    this.#tracer = trace.getTracer('tessera', version);
+  }
+
+  /** The store with every call of its parts in a span, `store tokens.insert`. */
+  traceStore(store: Store): Store {
+    const traced: Store = Object.create(store) as Store;
+    const system = store.backend === 'postgres' ? 'postgresql' : 'sqlite';
+    for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
+      const target = store[part] as unknown as Record<string, unknown>;
+      const wrapped: Record<string, unknown> = Object.create(target) as Record<string, unknown>;
+      for (const method of methodNames(target)) {
+        const operation = `${prefix}.${method}`;
+        const attributes = { 'tessera.store.operation': operation, 'db.system.name': system };
+        wrapped[method] = this.#wrap(
+          `store ${operation}`,
+          (target[method] as (...args: unknown[]) => unknown).bind(target),
+          () => attributes,
+        );
+      }
+      Object.defineProperty(traced, part, { value: wrapped, enumerable: true });
+    }
+    return traced;
+  }
+
+  /**
+   * The checker's and the issuer's methods replaced, on these objects, by traced ones: the
+   * authenticator, the routes and the middleware hold these objects, and call them as before.
+   */
+  traceServices(tessera: Pick<Tessera, 'checker' | 'issuer'>): void {
+    const { checker, issuer } = tessera;
+    checker.principal = this.#wrap('tessera.token.check', checker.principal.bind(checker), (app) => ({ 'tessera.app_id': app.appId }), {
+      onResult: (span, principal: Principal | undefined) => {
+        span.setAttribute('tessera.token.valid', principal !== undefined);
+        if (principal !== undefined) span.setAttribute('tessera.token.kind', principal.kind);
+      },
+    });
+    checker.introspect = this.#wrap('tessera.token.introspect', checker.introspect.bind(checker), (app) => ({
+      'tessera.app_id': app.appId,
+    }));
+    issuer.issue = this.#wrap('tessera.token.issue', issuer.issue.bind(issuer), (app) => ({ 'tessera.app_id': app.appId }), {
+      onResult: (span, issued: IssuedToken) => span.setAttribute('tessera.token.kind', issued.kind),
+    });
+  }
+
+  #wrap<A extends unknown[], R>(
+    name: string,
+    method: (...args: A) => R,
+    attributesOf: (...args: A) => Attributes,
+    { onResult }: { onResult?: (span: Span, result: Awaited<R>) => void } = {},
+  ): (...args: A) => R {
+    const tracer = this.#tracer;
+    return (...args: A): R => {
+      const parent = context.active();
+      if (trace.getSpan(parent)?.isRecording() !== true) return method(...args);
+      const span = tracer.startSpan(name, { attributes: attributesOf(...args) }, parent);
+      let result: R;
+      try {
+        result = context.with(trace.setSpan(parent, span), () => method(...args));
+      } catch (error) {
+        failed(span, error);
+        throw error;
+      }
+      if (!(result instanceof Promise)) {
+        onResult?.(span, result as Awaited<R>);
+        span.end();
+        return result;
+      }
+      return result.then(
+        (value: Awaited<R>) => {
+          onResult?.(span, value);
+          span.end();
+          return value;
+        },
+        (error: unknown) => {
+          failed(span, error);
+          throw error;
+        },
+      ) as R;
+    };
+  }
+}
+
+/**
+ * A refusal in the contract's terms (a 4xx: a wrong secret, an unknown app) is an answer, not a
+ * failure: the span says which; a 5xx or an unexpected error marks the span as failed.
+ */
+function failed(span: Span, error: unknown): void {
+  if (isTesseraError(error)) {
+    span.setAttribute('tessera.error.code', error.code);
+    if (error.status < 500) {
+      span.end();
+      return;
+    }
+  }
+  span.recordException(error as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+  span.end();
+}
