@@ -47,6 +47,12 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     onWarning: (message, error) => logger.warn({ err: error }, message),
   });
   tracing?.spans.traceServices(tessera);
+  tracing?.onProblem((message, leftOut) =>
+    logger.warn(
+      { leftOut },
+      `tracing (OpenTelemetry): ${message}${leftOut > 0 ? ` (${leftOut} more such problems since the last one logged)` : ''}`,
+    ),
+  );
 
   // Shared limits from the first request, if Redis answers within 2 s; per instance until it does otherwise.
   await tessera.limits.ready();

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Span } from '@opentelemetry/api';
+import { diag, DiagLogLevel, type Span } from '@opentelemetry/api';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK, resources, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import type { FastifyRequest } from 'fastify';
@@ -26,6 +26,12 @@ export interface Tracing {
   readonly spans: TesseraSpans;
   /** Where spans go and which are kept, for the start-up log line (never a header or a credential). */
   readonly summary: { exporter: string; endpoint?: string; sampler: string; ratio?: string };
+  /**
+   * Where OpenTelemetry's own warnings and errors go (an export that failed: the collector is away),
+   * at most one a minute, with how many were left out before it. Unless `OTEL_LOG_LEVEL` is set:
+   * then the SDK writes them itself, to the console, as its documentation says.
+   */
+  onProblem(listener: (message: string, leftOut: number) => void): void;
   /** Sends the spans not yet sent, within `timeoutMs`, then stops. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -74,10 +80,17 @@ export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
     ],
   });
+  const problems = new Problems();
+  if ((env.OTEL_LOG_LEVEL?.trim() ?? '') === '') {
+    const say = (message: string, ...args: unknown[]) => problems.report([readable(message), ...args.map(String)].join(' '));
+    const quiet = () => {};
+    diag.setLogger({ error: say, warn: say, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
+  }
   sdk.start();
   return {
     spans: new TesseraSpans(version),
     summary: summaryOf(env),
+    onProblem: (listener) => problems.listen(listener),
     async shutdown(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs).unref()));
@@ -88,6 +101,41 @@ export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
       }
     },
   };
+}
+
+/** How often OpenTelemetry's problems are logged, at most. */
+const PROBLEM_INTERVAL_MS = 60_000;
+
+class Problems {
+  #listener: ((message: string, leftOut: number) => void) | undefined;
+  #lastAt = -Infinity;
+  #leftOut = 0;
+
+  listen(listener: (message: string, leftOut: number) => void): void {
+    this.#listener = listener;
+  }
+
+  report(message: string): void {
+    const now = performance.now();
+    if (this.#listener === undefined || now - this.#lastAt < PROBLEM_INTERVAL_MS) {
+      this.#leftOut++;
+      return;
+    }
+    this.#lastAt = now;
+    this.#listener(message.slice(0, 1_000), this.#leftOut);
+    this.#leftOut = 0;
+  }
+}
+
+/** The SDK reports a failed export as the error's JSON: its message says it. */
+function readable(message: string): string {
+  try {
+    const parsed = JSON.parse(message) as { message?: unknown };
+    if (typeof parsed.message === 'string') return parsed.message;
+  } catch {
+    // not JSON: as it is
+  }
+  return message;
 }
 
 function summaryOf(env: NodeJS.ProcessEnv): Tracing['summary'] {

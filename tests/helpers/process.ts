@@ -50,6 +50,8 @@ const CONFIG_VARIABLES = [
 export function childEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARIABLES) delete env[name];
+  // OpenTelemetry's standard variables turn tracing on: a test that wants it sets them.
+  for (const name of Object.keys(env)) if (name.startsWith('OTEL_')) delete env[name];
   delete env.NODE_TEST_CONTEXT; // a child must not think it is a test runner's worker
   return { ...env, ...extra };
 }
