@@ -8,8 +8,20 @@
  * `--metrics off|on|alternate` (default off): the server without or with Prometheus metrics
  * (METRICS_PORT=0); `alternate` runs two servers, one of each, and alternates their runs, so that
  * the machine's drift falls on both alike: the cost of the metrics is the difference.
+ *
+ * `--tracing off|alternate` (default off): `alternate` adds two servers with OpenTelemetry on,
+ * exporting OTLP (http/protobuf, the default) to a receiver in this process that drops what it
+ * gets: one sampling 1 % of requests (`+trace1%`, parentbased_traceidratio 0.01), one every request
+ * (`+trace100%`). The requests carry no `traceparent`: the server decides, as for a client's.
+ *
+ * `--paired`: the servers' runs at the same time (one load each, the servers sharing their core)
+ * rather than one after the other, and each server's CPU per request divided by the first's, run
+ * by run: whatever else the machine does then falls on all of them in the same seconds, and the
+ * median ratio is the figure to read (docs/benchmarks.md, "Tracing"). `--control` adds a second
+ * server like the first (`+control`), whose ratio shows what the method itself makes of no change.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { failuresOf, runLoad } from './processes.js';
 import { CASE_NAMES, startSingleServer, type SingleServer } from './single-server.js';
 
@@ -24,6 +36,10 @@ const seconds = Number(option('--seconds', '3'));
 const connections = Number(option('--connections', '50'));
 const metricsMode = option('--metrics', 'off');
 if (!['off', 'on', 'alternate'].includes(metricsMode)) throw new Error('--metrics is off, on or alternate');
+const paired = argv.includes('--paired');
+const control = argv.includes('--control');
+const tracingMode = option('--tracing', 'off');
+if (!['off', 'alternate'].includes(tracingMode)) throw new Error('--tracing is off or alternate');
 for (const name of chosen) {
   if (!(CASE_NAMES as readonly string[]).includes(name)) throw new Error(`cases are ${CASE_NAMES.join(', ')}`);
 }
@@ -40,19 +56,51 @@ function cpuTicks(pid: number): number {
 
 /** The servers measured, each with its label in the results (`admin`, `admin+metrics`). */
 const servers: { suffix: string; single: SingleServer }[] = [];
+// An OTLP receiver that answers every export with an empty (valid) response.
+const collector = createServer((request, response) => {
+  request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+});
+await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+const collectorAddress = collector.address();
+const tracingEnv = (ratio: string) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${typeof collectorAddress === 'object' && collectorAddress !== null ? collectorAddress.port : 0}`,
+  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+  OTEL_TRACES_SAMPLER_ARG: ratio,
+});
 try {
   if (metricsMode !== 'on') servers.push({ suffix: '', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
+  if (control) servers.push({ suffix: '+control', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
   if (metricsMode !== 'off') servers.push({ suffix: '+metrics', single: await startSingleServer(undefined, { METRICS_PORT: '0' }) });
+  if (tracingMode === 'alternate') {
+    servers.push({ suffix: '+trace1%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...tracingEnv('0.01') }) });
+    servers.push({ suffix: '+trace100%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...tracingEnv('1') }) });
+  }
 } catch (error) {
   await Promise.all(servers.map(({ single }) => single.stop()));
+  collector.close();
   throw error;
 }
-const results: Record<string, { minUs: number; medianUs: number; runsUs: number[]; requestsPerSecond: number }> = {};
+const results: Record<
+  string,
+  { minUs: number; medianUs: number; runsUs: number[]; requestsPerSecond: number; medianRatioToFirst?: number; ratiosToFirst?: number[] }
+> = {};
 try {
   for (const name of chosen) {
     const measured = servers.map(({ suffix, single }) => ({ label: `${name}${suffix}`, single, perRequest: [] as number[], rate: 0 }));
     for (const { single } of measured) await runLoad(single.cases.get(name)!.load, connections, 1);
     for (let run = 0; run < runs; run++) {
+      if (paired) {
+        const before = measured.map((server) => cpuTicks(server.single.server.child.pid!));
+        const loads = await Promise.all(measured.map((server) => runLoad(server.single.cases.get(name)!.load, connections, seconds)));
+        measured.forEach((server, index) => {
+          const result = loads[index]!;
+          if (failuresOf(result) > 0) throw new Error(`${server.label}: ${JSON.stringify(result.errors)}`);
+          const ticks = cpuTicks(server.single.server.child.pid!) - before[index]!;
+          server.perRequest.push((ticks / TICKS_PER_SECOND / result.requests) * 1e6);
+          server.rate = Math.max(server.rate, result.requestsPerSecond);
+        });
+        continue;
+      }
       for (const server of measured) {
         const pid = server.single.server.child.pid!;
         const before = cpuTicks(pid);
@@ -66,18 +114,27 @@ try {
     for (const { label, perRequest, rate } of measured) {
       const sorted = [...perRequest].sort((a, b) => a - b);
       const round = (us: number) => Math.round(us * 10) / 10;
+      const first = measured[0]!.perRequest;
+      const ratios = paired && perRequest !== first ? perRequest.map((us, run) => us / first[run]!).sort((a, b) => a - b) : undefined;
+      const median = (values: number[]) => values[Math.floor((values.length - 1) / 2)]!;
+      const thousandths = (ratio: number) => Math.round(ratio * 1000) / 1000;
       results[label] = {
         minUs: round(sorted[0]!),
-        medianUs: round(sorted[Math.floor((sorted.length - 1) / 2)]!),
+        medianUs: round(median(sorted)),
         runsUs: perRequest.map(round),
         requestsPerSecond: Math.round(rate),
+        ...(ratios === undefined ? {} : { medianRatioToFirst: thousandths(median(ratios)), ratiosToFirst: ratios.map(thousandths) }),
       };
+      const result = results[label];
       process.stderr.write(
-        `${label.padEnd(26)} min ${results[label].minUs} µs  median ${results[label].medianUs} µs  (${results[label].runsUs.join(', ')})\n`,
+        `${label.padEnd(26)} min ${result.minUs} µs  median ${result.medianUs} µs  (${result.runsUs.join(', ')})  ${result.requestsPerSecond} req/s` +
+          (ratios === undefined ? '' : `  ×${result.medianRatioToFirst} of the first (${result.ratiosToFirst!.join(', ')})`) +
+          '\n',
       );
     }
   }
 } finally {
   await Promise.all(servers.map(({ single }) => single.stop()));
+  collector.close();
 }
-console.log(JSON.stringify({ connections, seconds, runs, metrics: metricsMode, results }));
+console.log(JSON.stringify({ connections, seconds, runs, paired, metrics: metricsMode, tracing: tracingMode, results }));

@@ -1,6 +1,6 @@
-import { METHODS } from 'node:http';
+import { createServer, METHODS, type IncomingMessage, type ServerOptions as HttpServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginCallback, type FastifyServerFactory } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdminPathRule } from './auth/forward.js';
 import { notFound } from './error-catalogue.js';
@@ -50,19 +50,92 @@ export interface ServerOptions {
   portal?: boolean;
   /** PORTAL_SIGNUP: whether anyone may make a portal account (`open`) or only the operator (`invite`, the default). */
   portalSignup?: 'open' | 'invite';
+  /** OpenTelemetry's instrumentation of the requests (the `OTEL_*` variables; `src/tracing/`), when tracing is on. */
+  tracing?: RequestTracing;
 }
 
-export function buildServer({
-  tessera,
-  logger,
-  logRequests = false,
-  forwardAuthAdminPaths = [],
-  trustedProxies = [],
-  timeouts = DEFAULT_HTTP_TIMEOUTS,
-  publicUrl,
-  portal: withPortal = true,
-  portalSignup = 'invite',
-}: ServerOptions): FastifyInstance {
+/** How requests are traced: what `src/tracing/` gives the server. */
+export interface RequestTracing {
+  /** `@fastify/otel`'s plugin, which makes each request's span. */
+  plugin: FastifyPluginCallback;
+  /**
+   * Whether a request is traced, decided as it arrives, from its headers; undefined when only the
+   * SDK can tell (its propagators are not W3C's), and then every request goes through the plugin.
+   */
+  sampled?: (request: IncomingMessage) => boolean;
+}
+
+/**
+ * The server. With tracing whose decision is made as a request arrives, two instances of the same
+ * routes over the same services: the one that listens, and a twin with `@fastify/otel`, which is
+ * handed the requests to trace. `@fastify/otel`'s hooks cost every request they see, traced or not
+ * (a span not recorded, the context entered, timings of the answer): a fifth of a token check's
+ * CPU at 1 % sampling, measured (docs/benchmarks.md). Requests not traced pay one decision instead.
+ * The twin is as another instance behind the same load balancer would be: nothing a request
+ * needs is held by an instance of Fastify rather than by the services or the client.
+ */
+export function buildServer(options: ServerOptions): FastifyInstance {
+  const { tracing, timeouts = DEFAULT_HTTP_TIMEOUTS } = options;
+  if (tracing?.sampled === undefined) return buildApp(options, { instrument: tracing?.plugin });
+  const sampled = tracing.sampled;
+  let tracedHandler: ((request: IncomingMessage, response: ServerResponse) => void) | undefined;
+  const traced = buildApp(options, {
+    instrument: tracing.plugin,
+    // The twin never listens: its handler is called by the server below.
+    serverFactory: (handler) => {
+      tracedHandler = handler;
+      return createServer();
+    },
+  });
+  let draining = false;
+  const app = buildApp(options, {
+    // As Fastify makes its server, with the twin's handler for the requests traced.
+    serverFactory: (handler) => {
+      const server = createServer(httpOptions(timeouts), (request, response) => {
+        // While draining, every request gets the listening instance's `Connection: close`.
+        if (!draining && tracedHandler !== undefined && sampled(request)) tracedHandler(request, response);
+        else handler(request, response);
+      });
+      // What Fastify sets on a server it makes (fastify/lib/server.js) from the options buildApp gives it.
+      server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
+      server.requestTimeout = timeouts.requestTimeoutMs;
+      server.setTimeout(connectionTimeoutMs(timeouts));
+      return server;
+    },
+  });
+  app.addHook('onReady', async () => {
+    await traced.ready();
+  });
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
+  app.addHook('onClose', async () => {
+    await traced.close();
+  });
+  return app;
+}
+
+interface Twin {
+  /** Registered before anything else. */
+  instrument?: FastifyPluginCallback | undefined;
+  serverFactory?: FastifyServerFactory;
+}
+
+function buildApp(
+  {
+    tessera,
+    logger,
+    logRequests = false,
+    forwardAuthAdminPaths = [],
+    trustedProxies = [],
+    timeouts = DEFAULT_HTTP_TIMEOUTS,
+    publicUrl,
+    portal: withPortal = true,
+    portalSignup = 'invite',
+  }: ServerOptions,
+  { instrument, serverFactory }: Twin,
+): FastifyInstance {
   // Fastify gets no logger: carrying one costs every request a few microseconds even when nothing
   // is logged. The service logs through its own: start and stop, failed requests, and (when asked)
   // one line per request.
@@ -72,8 +145,7 @@ export function buildServer({
     routerOptions: { maxParamLength: 256 },
     requestTimeout: timeouts.requestTimeoutMs,
     keepAliveTimeout: timeouts.keepAliveTimeoutMs,
-    // A socket with nothing happening on it for this long is closed, whatever its state.
-    connectionTimeout: timeouts.requestTimeoutMs + timeouts.keepAliveTimeoutMs,
+    connectionTimeout: connectionTimeoutMs(timeouts),
     ...(trustedProxies.length > 0 ? { trustProxy: [...trustedProxies] } : {}),
     // While draining after SIGTERM, a request arriving on an open connection is still served rather
     // than refused: the client loses nothing, and `Connection: close` (Fastify adds it) sends its
@@ -86,15 +158,11 @@ export function buildServer({
     frameworkErrors: (error, _request, reply) => {
       sendError(reply, toTesseraError(error));
     },
-    // Node would answer a request without Host itself, with an empty body; the hook below does it.
-    http: {
-      requireHostHeader: false,
-      headersTimeout: timeouts.headersTimeoutMs,
-      // How often Node looks for requests past their timeouts (its default, 30 s, would let a slow
-      // client keep a connection long after its time is up).
-      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
-    },
+    http: httpOptions(timeouts),
+    ...(serverFactory === undefined ? {} : { serverFactory }),
   }) as unknown as FastifyInstance;
+  // At once, as @fastify/otel registers itself when asked to: its hooks come first, and it sees every route added.
+  instrument?.(app, {}, () => {});
 
   if (trustedProxies.length > 0) keepForwardedAddressesOnly(app);
 
@@ -199,6 +267,22 @@ export function buildServer({
   app.register(openapiRoute);
 
   return app;
+}
+
+/** A socket with nothing happening on it for this long is closed, whatever its state. */
+function connectionTimeoutMs(timeouts: HttpTimeouts): number {
+  return timeouts.requestTimeoutMs + timeouts.keepAliveTimeoutMs;
+}
+
+function httpOptions(timeouts: HttpTimeouts): HttpServerOptions {
+  return {
+    // Node would answer a request without Host itself, with an empty body; buildApp's first hook does it.
+    requireHostHeader: false,
+    headersTimeout: timeouts.headersTimeoutMs,
+    // How often Node looks for requests past their timeouts (its default, 30 s, would let a slow
+    // client keep a connection long after its time is up).
+    connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+  };
 }
 
 /** Malformed HTTP never reaches a route: answer it in the contract's shape and close. */

@@ -73,6 +73,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     publicUrl: config.publicUrl,
     portal: config.portal,
     portalSignup: config.portalSignup,
+    ...(tracing === undefined ? {} : { tracing: tracing.requests }),
   });
   try {
     await server.listen({ host: config.host, port: config.port });

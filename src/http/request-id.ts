@@ -15,9 +15,18 @@ export const MAX_REQUEST_ID_LENGTH = 128;
  */
 const SAFE_REQUEST_ID = new RegExp(`^[A-Za-z0-9._:;=+/@-]{1,${MAX_REQUEST_ID_LENGTH}}$`);
 
-/** `version-traceid-parentid-flags` (W3C Trace Context); a trace id of zeros is invalid. */
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
-const ZERO_TRACE_ID = '0'.repeat(32);
+/** `version-traceid-parentid-flags[-more]` (W3C Trace Context), as OpenTelemetry's propagator reads it. */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const ZEROS = /^0+$/;
+
+/** The caller's trace in a W3C `traceparent`, or undefined if the header is not a valid one. */
+export function parseTraceparent(header: string): { traceId: string; sampled: boolean } | undefined {
+  const match = TRACEPARENT.exec(header);
+  if (match === null) return undefined;
+  const [, version, traceId, parentId, flags, rest] = match as unknown as [string, string, string, string, string, string | undefined];
+  if (version === 'ff' || (version === '00' && rest !== undefined) || ZEROS.test(traceId) || ZEROS.test(parentId)) return undefined;
+  return { traceId, sampled: (parseInt(flags, 16) & 1) === 1 };
+}
 
 /**
  * Fastify's `genReqId`: the client's `X-Request-Id` when it is short and safe; otherwise, the trace
@@ -28,11 +37,8 @@ export function requestIdOf(request: IncomingMessage): string {
   const sent = request.headers[REQUEST_ID_HEADER];
   if (typeof sent === 'string' && SAFE_REQUEST_ID.test(sent)) return sent;
   const traceparent = request.headers.traceparent;
-  if (typeof traceparent === 'string') {
-    const traceId = TRACEPARENT.exec(traceparent)?.[1];
-    if (traceId !== undefined && traceId !== ZERO_TRACE_ID && !traceparent.startsWith('ff')) return traceId;
-  }
-  return randomUUID();
+  const traceId = typeof traceparent === 'string' ? parseTraceparent(traceparent)?.traceId : undefined;
+  return traceId ?? randomUUID();
 }
 
 /** Every answer carries its request's id, errors and 404s too, for the client to quote. */

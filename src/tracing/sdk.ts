@@ -1,10 +1,19 @@
+import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { diag, DiagLogLevel, type Span } from '@opentelemetry/api';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { NodeSDK, resources, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
-import type { FastifyRequest } from 'fastify';
+import { NodeSDK, resources, tracing, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { HEALTH_PATH, READINESS_PATH } from '../http/paths.js';
+import { requestSampler } from './sampling.js';
 import { TesseraSpans } from './spans.js';
+
+/** What the request's span is named and labelled from: a Fastify request's (Fastify is the edge's to import). */
+interface TracedRequest {
+  id: string;
+  method: string;
+  url: string;
+  routeOptions: { url?: string };
+}
 
 type Instrumentation = NonNullable<NodeSDKConfiguration['instrumentations']>[number];
 
@@ -16,13 +25,19 @@ const { FastifyOtelInstrumentation } = createRequire(import.meta.url)('@fastify/
   FastifyOtelInstrumentation: new (options: {
     registerOnInitialization: boolean;
     instrumentHooks: boolean;
-    ignorePaths: (route: { url: string }) => boolean;
-    requestHook: (span: Span, request: FastifyRequest) => void;
-  }) => Instrumentation;
+    instrumentHandler: boolean;
+    ignorePaths: (route: { url: string; handler?: unknown }) => boolean;
+    requestHook: (span: Span, request: TracedRequest) => void;
+  }) => Instrumentation & { plugin(): Tracing['requests']['plugin'] };
 };
 
 /** What `tessera serve` holds of tracing once it is on. */
 export interface Tracing {
+  /** For `buildServer` (`RequestTracing`): `@fastify/otel`'s plugin, and which requests it is given. */
+  readonly requests: {
+    plugin: (instance: unknown, options: unknown, done: (error?: Error) => void) => void;
+    sampled?: (request: IncomingMessage) => boolean;
+  };
   readonly spans: TesseraSpans;
   /** Where spans go and which are kept, for the start-up log line (never a header or a credential). */
   readonly summary: { exporter: string; endpoint?: string; sampler: string; ratio?: string };
@@ -43,38 +58,49 @@ export interface Tracing {
  * exporters are left out, whatever `OTEL_METRICS_EXPORTER` and `OTEL_LOGS_EXPORTER` say.
  *
  * Started before the store and the server are imported: the PostgreSQL instrumentation patches
- * `pg` as it loads. `@fastify/otel` needs no patching: it hears each Fastify instance being made
- * (a diagnostics channel) and adds its hooks, which open the request's span, continuing a caller's
- * W3C `traceparent`.
+ * `pg` as it loads. `@fastify/otel` needs no patching: its plugin, registered by the server,
+ * opens each request's span, continuing a caller's W3C `traceparent`.
+ *
+ * Which requests are traced is decided as each arrives (`requestSampler`: the sampler the variables
+ * name, applied to the request's `traceparent`), and only those go through `@fastify/otel`
+ * (`buildServer`); the SDK then keeps every span it is asked for. Where only the SDK can decide
+ * (propagators other than W3C's), every request goes through it, and the SDK samples.
  */
 export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
+  const sampled = requestSampler(env);
+  // Registered by the server on the Fastify instance that serves the requests traced (`buildServer`).
+  const fastify = new FastifyOtelInstrumentation({
+    registerOnInitialization: false,
+    // The request's span only: Tessera's own spans show what the hooks and handlers do. A handler
+    // runs in the context of the request's span all the same.
+    instrumentHooks: false,
+    instrumentHandler: false,
+    // Load balancers' and orchestrators' probes, every few seconds: no traces.
+    ignorePaths: ({ url }) => {
+      const path = url.split('?', 1)[0];
+      return path === HEALTH_PATH || path === READINESS_PATH;
+    },
+    requestHook: (span, request) => {
+      if (!span.isRecording()) return;
+      // HTTP semantic conventions: `{method} {route}`, the route's template rather than its path.
+      const route = request.routeOptions.url;
+      span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
+      // @fastify/otel puts the URL as sent: its query string, which a client may have put a token in, goes.
+      span.setAttribute('url.path', request.url.split('?', 1)[0] ?? '');
+      span.setAttribute('tessera.request_id', request.id);
+    },
+  });
   const sdk = new NodeSDK({
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK, override these.
     resource: resources
       .defaultResource()
       .merge(resources.resourceFromAttributes({ 'service.name': 'tessera', 'service.version': version })),
+    // The requests to trace are decided as they arrive; every span of theirs is kept.
+    ...(sampled === undefined ? {} : { sampler: new tracing.AlwaysOnSampler() }),
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
-      new FastifyOtelInstrumentation({
-        registerOnInitialization: true,
-        // The request's span and the handler's; Tessera's own spans show the work inside hooks.
-        instrumentHooks: false,
-        // Load balancers' and orchestrators' probes, every few seconds: no traces.
-        ignorePaths: ({ url }) => {
-          const path = url.split('?', 1)[0];
-          return path === HEALTH_PATH || path === READINESS_PATH;
-        },
-        requestHook: (span, request) => {
-          if (!span.isRecording()) return;
-          // HTTP semantic conventions: `{method} {route}`, the route's template rather than its path.
-          const route = request.routeOptions.url;
-          span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
-          // @fastify/otel puts the URL as sent: its query string, which a client may have put a token in, goes.
-          span.setAttribute('url.path', request.url.split('?', 1)[0] ?? '');
-          span.setAttribute('tessera.request_id', request.id);
-        },
-      }),
+      fastify,
       // No parameters are recorded (they hold hashes of secrets); queries outside a request (the
       // change signal's heartbeats, housekeeping) make no traces of their own.
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
@@ -88,6 +114,7 @@ export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
   }
   sdk.start();
   return {
+    requests: { plugin: fastify.plugin(), ...(sampled === undefined ? {} : { sampled: (request) => sampled(request.headers) }) },
     spans: new TesseraSpans(version),
     summary: summaryOf(env),
     onProblem: (listener) => problems.listen(listener),
