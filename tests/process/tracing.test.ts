@@ -306,3 +306,26 @@ describe('a collector that cannot be reached', () => {
     assert.equal(JSON.parse(warnings()[0]!).level, 40);
   });
 });
+
+describe('stopping a traced server', () => {
+  it('sends the spans not yet sent, then exits 0', async () => {
+    const receiver = await OtlpReceiver.start();
+    cleanup(() => receiver.close());
+    const { server } = await tracedServer('sqlite', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      // Nothing is sent before the stop.
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+    });
+    const caller = newTraceparent();
+    assert.equal((await request(`${server.baseUrl}/no/such/path`, { headers: { traceparent: caller.header } })).status, 404);
+    await sleep(200);
+    assert.deepEqual(receiver.spans, []);
+    const { code } = await terminate(server);
+    assert.equal(code, 0, server.stderr());
+    const [span] = receiver.trace(caller.traceId);
+    assert.equal(span?.kind, SERVER);
+    assert.equal(span?.attributes['http.response.status_code'], 404);
+    assert.match(server.stdout(), /"msg":"stopped"/);
+  });
+});
