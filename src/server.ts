@@ -12,7 +12,7 @@ import { browserAccess } from './http/cors.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
 import { refuseOtherMethods } from './http/methods.js';
-import { echoRequestIds, requestIdOf } from './http/request-id.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './http/request-id.js';
 import { tesseraAuth } from './http/middleware/fastify.js';
 import { PORTAL_PREFIX } from './http/paths.js';
 import { appRoutes } from './http/routes/app.js';
@@ -155,7 +155,8 @@ function buildApp(
     requestIdHeader: false,
     genReqId: requestIdOf,
     clientErrorHandler: answerClientError,
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error, request, reply) => {
+      reply.header(REQUEST_ID_HEADER, request.id);
       sendError(reply, toTesseraError(error));
     },
     http: httpOptions(timeouts),
@@ -172,9 +173,10 @@ function buildApp(
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
   answerConnectRequests(app);
-  echoRequestIds(app);
   batchAnswers(app, tessera.metrics.requestDurations);
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
+    // Set first, in the hook every request runs: every answer carries it, errors and 404s too.
+    reply.header(REQUEST_ID_HEADER, request.id);
     const encoding = request.headers['content-encoding'];
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       done(new TesseraError('invalid_request', 'HTTP/1.1 requests need a Host header.'));

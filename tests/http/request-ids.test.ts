@@ -4,7 +4,8 @@ import { MAX_REQUEST_ID_LENGTH } from '../../src/http/request-id.js';
 import { adminTokenOf, basic, bearer, request } from '../helpers/http.js';
 import { serverForSuite } from '../helpers/server.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** A made id: the process's random prefix and a count. */
+const MADE = /^[0-9a-f]{16}-[0-9a-z]+$/;
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
 
@@ -27,12 +28,13 @@ describe('X-Request-Id: taken when short and safe, made otherwise, and on every 
     }
   });
 
-  it('none sent: a new UUID each time', async () => {
+  it('none sent: a new one each time, with the process’s prefix', async () => {
     const first = await idOf('/healthz');
     const second = await idOf('/healthz');
-    assert.match(first ?? '', UUID);
-    assert.match(second ?? '', UUID);
+    assert.match(first ?? '', MADE);
+    assert.match(second ?? '', MADE);
     assert.notEqual(first, second);
+    assert.equal(first?.split('-')[0], second?.split('-')[0]);
   });
 
   it(`too long (over ${MAX_REQUEST_ID_LENGTH} characters), or with unsafe characters: replaced by a new one, never echoed`, async () => {
@@ -46,7 +48,7 @@ describe('X-Request-Id: taken when short and safe, made otherwise, and on every 
       'back\\slash',
     ]) {
       const echoed = await idOf('/healthz', { 'x-request-id': id });
-      assert.match(echoed ?? '', UUID, `${JSON.stringify(id)} gave ${echoed}`);
+      assert.match(echoed ?? '', MADE, `${JSON.stringify(id)} gave ${echoed}`);
     }
   });
 
@@ -56,7 +58,7 @@ describe('X-Request-Id: taken when short and safe, made otherwise, and on every 
     headers.append('x-request-id', 'two');
     const response = await fetch(`${server.baseUrl}/healthz`, { headers });
     await response.arrayBuffer();
-    assert.match(response.headers.get('x-request-id') ?? '', UUID);
+    assert.match(response.headers.get('x-request-id') ?? '', MADE);
   });
 
   it('no X-Request-Id but a valid W3C traceparent: the trace id, so that the log line and the trace share it', async () => {
@@ -68,7 +70,7 @@ describe('X-Request-Id: taken when short and safe, made otherwise, and on every 
       `00-${TRACE_ID.toUpperCase()}-00f067aa0ba902b7-01`,
       'nonsense',
     ]) {
-      assert.match((await idOf('/healthz', { traceparent: invalid })) ?? '', UUID, invalid);
+      assert.match((await idOf('/healthz', { traceparent: invalid })) ?? '', MADE, invalid);
     }
   });
 
@@ -78,6 +80,7 @@ describe('X-Request-Id: taken when short and safe, made otherwise, and on every 
     assert.equal(await idOf(`/api/apps/${server.app.appId}/whoami`, headers), 'err-1'); // 401
     assert.equal(await idOf(`/api/apps/${server.app.appId}/whoami`, { ...headers, authorization: bearer('not-a-token') }), 'err-1');
     assert.equal(await idOf('/healthz', headers, { method: 'DELETE' }), 'err-1'); // 405
+    assert.equal(await idOf('/api/apps/%zz/whoami', headers), 'err-1'); // a bad percent-escape: refused before any hook
     const tooLarge = await request(`${server.baseUrl}/api/apps/${server.app.appId}/oauth2/token`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json', authorization: basic(server.app.appId) },
