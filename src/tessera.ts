@@ -67,7 +67,7 @@ export interface Tessera {
   readonly housekeeping: Housekeeping;
   /** What the services count for Prometheus (METRICS_PORT); `NO_METRICS` otherwise. */
   readonly metrics: Metrics;
-  /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
+  /** Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the limits and the store. */
   close(): Promise<void>;
 }
 
@@ -86,6 +86,8 @@ export interface TesseraOptions {
   publicUrl?: string | undefined;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
   onWarning?: (message: string, error: unknown) => void;
+  /** Told when something that failed works again (audit events written after an outage). */
+  onNotice?: (message: string) => void;
   /** Told what to count for Prometheus (METRICS_PORT); nothing by default. */
   metrics?: Metrics;
   /** What the caches of apps and tokens may take in all (CACHE_MEMORY_MB); `DEFAULT_CACHE_MEMORY_MB` by default. */
@@ -98,7 +100,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const warn = options.onWarning ?? (() => {});
   const metrics = options.metrics ?? NO_METRICS;
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
-  const events = new EventLog(store.events, clock, warn, metrics);
+  const events = new EventLog(store.events, clock, { onWarning: warn, onNotice: options.onNotice, metrics });
   const checking = createTokenChecking(store, { clock, events, metrics, cacheMemoryMb: options.cacheMemoryMb });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
@@ -163,7 +165,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
     async close() {
       await housekeeping.stop();
-      await events.flush();
+      await events.close();
       await limits.close();
       await store.close();
     },

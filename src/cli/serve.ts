@@ -36,6 +36,7 @@ export async function serve(config: Config): Promise<void> {
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),
+    onNotice: (message) => logger.info(message),
   });
 
   // Shared limits from the first request, if Redis answers within 2 s; per instance until it does otherwise.

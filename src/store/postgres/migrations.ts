@@ -456,4 +456,30 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
         FOR EACH ROW EXECUTE FUNCTION tessera_count_hourly();
     `,
   },
+  // Version 12 is another change's; the runner applies whatever versions are missing, in order.
+  {
+    version: 13,
+    sql: `
+      -- An id of its own for each event a request records (src/events/log.ts): a batch written
+      -- again after a write whose commit is in doubt (its connection lost after the insert was
+      -- sent, a statement the client stopped waiting for that the server still ran) skips the
+      -- events already stored (ON CONFLICT DO NOTHING), so each is stored once. Null for the events
+      -- written with their change, and for those an earlier release writes during an upgrade.
+      --
+      -- Adding the column rewrites nothing. Building the index reads the whole table, with writes
+      -- to it (and, in this transaction, reads) waiting meanwhile: on a large table an operator
+      -- builds both beforehand without that wait (docs/deployment.md, "Upgrading"), which the
+      -- IF NOT EXISTS then find. An index left invalid by a CONCURRENTLY build that failed would
+      -- enforce nothing: it stops the migration, with what to do.
+      ALTER TABLE events ADD COLUMN IF NOT EXISTS idempotency_key bytea;
+      DO $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('events_by_idempotency_key') AND NOT indisvalid) THEN
+          RAISE EXCEPTION 'the index events_by_idempotency_key is invalid (a CREATE INDEX CONCURRENTLY that failed): DROP INDEX events_by_idempotency_key, then migrate again';
+        END IF;
+      END $$;
+      CREATE UNIQUE INDEX IF NOT EXISTS events_by_idempotency_key ON events (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];

@@ -319,4 +319,16 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
       END;
     `,
   },
+  // Version 12 is another change's; the runner applies whatever versions are missing, in order.
+  {
+    version: 13,
+    sql: `
+      -- An id of its own for each event a request records (src/events/log.ts): a batch written
+      -- again after a write that failed without saying whether it committed skips the events
+      -- already stored (ON CONFLICT DO NOTHING), so each is stored once. Null for the events written
+      -- with their change, and for those an earlier release writes during an upgrade.
+      ALTER TABLE events ADD COLUMN idempotency_key BLOB;
+      CREATE UNIQUE INDEX events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
