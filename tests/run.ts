@@ -32,6 +32,8 @@ const SERIAL = [
   'process/cli.test.js',
   'process/logs.test.js',
   'process/postgres-connection-loss.test.js',
+  // A PostgreSQL of its own hung (SIGSTOP) for seconds, timed against PG_QUERY_TIMEOUT_MS.
+  'process/event-outage.test.js',
   'process/prometheus.test.js',
   'process/shutdown.test.js',
   'crash/terminate-connections.test.js',

@@ -176,6 +176,47 @@ describe('PostgreSQL store specifics', () => {
     }
   });
 
+  it('migration 13 finds the column and unique index an operator built beforehand (CONCURRENTLY), and stops on an index left invalid', async () => {
+    const database = await createPostgresDatabase();
+    const client = new pg.Client({ connectionString: database.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+      for (const migration of POSTGRES_MIGRATIONS.filter(({ version }) => version < 13)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [migration.version]);
+      }
+      // As docs/deployment.md ("Upgrading") has it, first a build that fails (two rows with one key).
+      const prepare = 'ALTER TABLE events ADD COLUMN IF NOT EXISTS idempotency_key bytea';
+      const build =
+        'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL';
+      await client.query(prepare);
+      await client.query(
+        "INSERT INTO events (app_id, type, at, details, idempotency_key) VALUES ('a', 'token.issued', 1, '{}', '\\x01'), ('a', 'token.issued', 2, '{}', '\\x01')",
+      );
+      await assert.rejects(client.query(build), /could not create unique index/);
+      await assert.rejects(
+        openPostgresStore(database.databaseUrl),
+        /the index events_by_idempotency_key is invalid .*DROP INDEX events_by_idempotency_key, then migrate again/,
+      );
+
+      await client.query('DROP INDEX events_by_idempotency_key');
+      await client.query('DELETE FROM events WHERE at = 2');
+      await client.query(build);
+      const store = await openPostgresStore(database.databaseUrl);
+      await store.close();
+      const { rows } = await client.query<{ version: number }>('SELECT max(version) AS version FROM schema_migrations');
+      assert.equal(rows[0]!.version, POSTGRES_MIGRATIONS.at(-1)!.version);
+      const inserted = await client.query(
+        "INSERT INTO events (app_id, type, at, details, idempotency_key) VALUES ('a', 'token.issued', 3, '{}', '\\x01') ON CONFLICT DO NOTHING",
+      );
+      assert.equal(inserted.rowCount, 0, 'the index built beforehand is the one that holds');
+    } finally {
+      await client.end();
+      await database.drop();
+    }
+  });
+
   it('migrates a new database once when several instances open it at the same moment', async () => {
     const database = await createPostgresDatabase();
     try {

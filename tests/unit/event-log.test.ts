@@ -6,8 +6,10 @@ import type { KeyedAuditEvent, NewAuditEvent } from '../../src/events/event.js';
 import { EVENT_RETRY_DELAY_MS, EventLog, type LossReason, type LostPart } from '../../src/events/log.js';
 import type { EventStore } from '../../src/events/store.js';
 import { NO_METRICS, type Metrics } from '../../src/metrics/port.js';
+import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
+import { parsePrometheusText, Scrape } from '../helpers/prometheus.js';
 
 // The audit log's writes when the store fails: an outage (503) loses nothing and is said twice (when
 // it starts, when the events are written again), never per attempt; what is lost (a write refused,
@@ -207,6 +209,28 @@ describe('the event log when the store fails', () => {
       told.notices[0]!,
       /: 5 events, and the counts of 8 events, kept meanwhile are written; 3 events recorded while the buffer was full are lost$/,
     );
+  });
+
+  it('shows what it loses in tessera_events_lost_total, apart from the writes that failed, each series at 0 from the start', async () => {
+    const metrics = await loadPrometheusMetrics();
+    const read = async () => new Scrape(parsePrometheusText((await metrics.scrape()).body));
+    const lostSeries = (scraped: Scrape) => scraped.samples.filter((sample) => sample.name === 'tessera_events_lost_total');
+    const before = await read();
+    assert.equal(lostSeries(before).length, 6, 'events and counts, by three reasons');
+    assert.ok(lostSeries(before).every((sample) => sample.value === 0));
+
+    const { store, state } = flakyStore();
+    const log = new EventLog(store, new FakeClock(), { metrics, maxKeptForRetry: 2 });
+    state.down = true;
+    for (let n = 1; n <= 5; n++) refusal(log, n);
+    await log.flush();
+    const during = await read();
+    assert.equal(during.value('tessera_events_lost_total', { part: 'events', reason: 'buffer_full' }), 3);
+    assert.equal(during.value('tessera_event_write_failures_total'), 1);
+    await log.close();
+    const after = await read();
+    assert.equal(after.value('tessera_events_lost_total', { part: 'events', reason: 'stopped' }), 2);
+    assert.equal(after.value('tessera_events_lost_total', { part: 'counts', reason: 'stopped' }), 5);
   });
 
   it('says and counts what it could not write when it closes while the database is away', async () => {
