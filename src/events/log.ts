@@ -115,7 +115,7 @@ export const EVENT_RETRY_DELAY_MS = 1_000;
  */
 export const MAX_KEPT_FOR_RETRY = 100_000;
 
-/** Writes failing because the database cannot be reached, from the first failure to the first write that empties what was kept. */
+/** Writes failing because the database cannot be reached: from the first failure to the first turn of the writer that writes everything. */
 interface Outage {
   /** `performance.now()` at the first failure. */
   startedAt: number;
@@ -158,6 +158,8 @@ export class EventLog {
   #flushTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** The turn of the writer queued behind `#writing`, until it starts. */
+  #nextTurn: Promise<void> | undefined;
   /** Events taken from the buffer whose write has not ended yet. */
   #beingWritten = 0;
   #outage: Outage | undefined;
@@ -256,8 +258,16 @@ export class EventLog {
   flush(): Promise<void> {
     clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
-    this.#writing = this.#writing.then(() => this.#writeBuffered());
-    return this.#writing;
+    // A turn not started yet takes everything recorded until it starts: one is enough, however
+    // many flushes come while a slow write is under way.
+    if (this.#nextTurn !== undefined) return this.#nextTurn;
+    const turn = this.#writing.then(() => {
+      this.#nextTurn = undefined;
+      return this.#writeBuffered();
+    });
+    this.#nextTurn = turn;
+    this.#writing = turn;
+    return turn;
   }
 
   /**
