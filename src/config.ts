@@ -9,6 +9,7 @@ import { DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
+import { DEFAULT_FINALIZE_AFTER_MS } from './upgrade/registry.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
 export interface Config {
@@ -53,6 +54,11 @@ export interface Config {
   revokedTokensMaxPerApp: number;
   /** What the caches of apps and tokens may take in all, in MiB (`CACHE_MEMORY_MB`; `src/cache/budget.ts`). */
   cacheMemoryMb: number;
+  /**
+   * How long no instance of an older release must have been seen on the store before an instance
+   * finalizes it for its own release by itself (`UPGRADE_FINALIZE_AFTER_SECONDS`; `src/upgrade/`).
+   */
+  upgradeFinalizeAfterMs: number;
   /**
    * Where clients reach the service (`PUBLIC_URL`), without a trailing slash: the base of OAuth
    * metadata and of the links the service hands out (the portal's one-time links).
@@ -120,6 +126,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       redisKeyPrefix: env.REDIS_KEY_PREFIX?.trim() || 'tessera',
     },
     cacheMemoryMb: integer(env, 'CACHE_MEMORY_MB', DEFAULT_CACHE_MEMORY_MB, 1, 1_048_576),
+    upgradeFinalizeAfterMs: 1000 * integer(env, 'UPGRADE_FINALIZE_AFTER_SECONDS', DEFAULT_FINALIZE_AFTER_MS / 1000, 1, 30 * 86_400),
     demoApp: onOff(env, 'DEMO_APP', true),
     portal: onOff(env, 'PORTAL', true),
     portalSignup: oneOf(env, 'PORTAL_SIGNUP', 'invite', ['open', 'invite']) as PortalSignup,

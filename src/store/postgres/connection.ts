@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { currentBuild } from '../../release.js';
 import { parsePostgresUrl, type PostgresHost, type PostgresUrl, type TargetSessionAttrs } from './multi-host-url.js';
 
 export interface PostgresStoreOptions {
@@ -53,7 +54,7 @@ export interface PostgresConnector {
 
 export function openPool(url: string, options: PostgresStoreOptions, warn: Warn): PostgresConnection {
   const queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
-  const settings = { application_name: 'tessera', connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
+  const settings = { application_name: `tessera/${currentBuild().version}`, connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
   const main = connectionTo(url, 'DATABASE_URL', warn);
   const pool = new pg.Pool({
     ...main.config,
@@ -322,4 +323,21 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * A pool of one connection of its own for `tessera migrate`, to `url` as given (DATABASE_DIRECT_URL
+ * when there is one): its application_name is not release 0.1.0's, whose sessions it ends.
+ */
+export function openMigrationPool(url: string, connectTimeoutMs: number): pg.Pool {
+  const { Client, config } = connectionTo(url, 'DATABASE_URL', () => {});
+  const pool = new pg.Pool({
+    ...config,
+    Client,
+    application_name: `tessera/${currentBuild().version} migrate`,
+    connectionTimeoutMillis: connectTimeoutMs,
+    max: 1,
+  });
+  heedConnectionErrors(pool, () => {});
+  return pool;
 }
