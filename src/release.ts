@@ -60,3 +60,8 @@ function releaseParts(release: string): [number, number, number] {
   if (match === null) throw new Error(`not a release: ${JSON.stringify(release)}`);
   return [Number(match[1]), Number(match[2]), Number(match[3])];
 }
+
+/** The error of a build that may not serve on a schema or store: said as it is, at start-up and by `tessera migrate`. */
+export class SchemaRefused extends Error {
+  override readonly name = 'SchemaRefused';
+}

@@ -1,4 +1,5 @@
 import { compareReleases, OLDEST_RELEASE_SERVED, type BuildInfo } from '../release.js';
+export { SchemaRefused } from '../release.js';
 
 /** The first migration that records its release (`schema_migrations.release`, `serves_from`) and the upgrade state. */
 export const RELEASES_RECORDED_FROM = 12;
@@ -56,11 +57,6 @@ export function schemaVerdict(known: readonly number[], state: SchemaState, buil
 /** What a migration applied now records of itself, from `RELEASES_RECORDED_FROM` on. */
 export function migrationRecord(build: BuildInfo): { release: string; servesFrom: string } {
   return { release: build.version, servesFrom: OLDEST_RELEASE_SERVED };
-}
-
-/** The error of a build that may not serve on a schema: said as it is, at start-up and by `tessera migrate`. */
-export class SchemaRefused extends Error {
-  override readonly name = 'SchemaRefused';
 }
 
 /** `SELECT * FROM schema_migrations`'s rows as `AppliedMigration`s, whichever columns the schema has yet. */

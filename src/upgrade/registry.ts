@@ -2,8 +2,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
-import { compareReleases, type BuildInfo } from '../release.js';
-import { SchemaRefused } from '../store/schema.js';
+import { compareReleases, SchemaRefused, type BuildInfo } from '../release.js';
 import type { Capabilities } from './capabilities.js';
 import type { Heartbeat, HeartbeatDecision, InstanceRecord, UpgradeStore } from './store.js';
 

@@ -611,10 +611,12 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       -- before would still be stored. These triggers count it for whichever release made it: they
       -- take the app's row FOR UPDATE first, as withdrawAdminGrants does, so that a token insert
       -- holding it FOR KEY SHARE is decided after the change. Housekeeping's deletes of expired
-      -- tokens (tessera.quiet) take nothing away.
+      -- tokens (tessera.quiet) take nothing away; a change that withdrawAdminGrants counted
+      -- (tessera.withdrawn) is not counted twice.
       CREATE FUNCTION tessera_secret_rotated() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.client_secret_hash IS DISTINCT FROM OLD.client_secret_hash THEN
+        IF NEW.client_secret_hash IS DISTINCT FROM OLD.client_secret_hash
+           AND current_setting('tessera.withdrawn', true) IS DISTINCT FROM 'on' THEN
           PERFORM 1 FROM apps WHERE app_id = NEW.app_id FOR UPDATE;
           NEW.admin_generation := NEW.admin_generation + 1;
         END IF;
@@ -625,7 +627,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
 
       CREATE FUNCTION tessera_admin_tokens_removed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF current_setting('tessera.quiet', true) IS DISTINCT FROM 'on' THEN
+        IF current_setting('tessera.quiet', true) IS DISTINCT FROM 'on'
+           AND current_setting('tessera.withdrawn', true) IS DISTINCT FROM 'on' THEN
           PERFORM 1 FROM apps WHERE app_id IN (SELECT app_id FROM removed WHERE kind = 'admin') ORDER BY app_id FOR UPDATE;
           UPDATE apps SET admin_generation = admin_generation + 1
             WHERE app_id IN (SELECT app_id FROM removed WHERE kind = 'admin');
