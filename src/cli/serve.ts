@@ -9,7 +9,7 @@ import { listenForMetrics, type MetricsListener } from '../http/metrics-listener
 import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
-import { compareReleases, currentBuild, describeBuild } from '../release.js';
+import { compareReleases, currentBuild } from '../release.js';
 import { InstanceRegistry } from '../upgrade/registry.js';
 
 /** `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. */
@@ -108,7 +108,7 @@ export async function serve(config: Config): Promise<void> {
   tessera.housekeeping.start();
   logger.info(
     { url: baseUrl, store: store.backend, version: build.version, commit: build.commit, schemaVersion: build.schemaVersion },
-    `Tessera ${describeBuild(build)} is listening`,
+    'Tessera is listening',
   );
   const state = tessera.capabilities.state;
   if (state !== undefined && compareReleases(state.finalizedRelease, build.version) < 0) {
