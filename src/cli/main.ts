@@ -81,7 +81,8 @@ Usage:
                                              (PostgreSQL: pg_dump, see docs/deployment.md)
   tessera --version
 
-The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
+The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db), or
+DATABASE_URL_FILE, a file that holds it (so do DATABASE_DIRECT_URL_FILE and REDIS_URL_FILE).
 One-time links are printed as whole URLs when PUBLIC_URL is set, as paths on the server otherwise.
 Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
 `;
