@@ -37,10 +37,16 @@ Usage:
                                              give an app to another developer; the previous owner
                                              is no longer a member (collaborators stay)
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
-  tessera apps import FILE [--json]          bring apps in with the keys they have: JSON Lines, one
+  tessera apps import FILE [--dry-run] [--skip-existing] [--json]
+                                             bring apps in with the keys they have: JSON Lines, one
                                              {"name","appId","appKey","clientId","clientSecret"}
                                              a line (optionally "owner": EMAIL, "configuration");
-                                             every line is checked first, then all or nothing
+                                             every line is checked first, then all or nothing; the
+                                             first 20 problems are printed, the rest counted
+                                             --dry-run: check and count, write nothing
+                                             --skip-existing: skip (and count) an app stored already
+                                             with the same four keys; one whose AppID or ClientID is
+                                             stored with other keys still refuses the import
   tessera apps export [--json]               every app as JSON Lines, the shape import reads,
                                              without ClientSecrets (only their digests are kept)
   tessera credentials create APP_ID --name NAME --scope SCOPE [--scope SCOPE]… [--expires-at RFC3339]
@@ -91,7 +97,8 @@ Usage:
                                              an instance of an older release serves)
   tessera --version                          release, commit and schema version of this build
 
-The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
+The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db), or
+DATABASE_URL_FILE, a file that holds it (so do DATABASE_DIRECT_URL_FILE and REDIS_URL_FILE).
 One-time links are printed as whole URLs when PUBLIC_URL is set, as paths on the server otherwise.
 Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
 `;
