@@ -19,6 +19,7 @@ export async function serve(config: Config): Promise<void> {
   const metrics = config.metrics === undefined ? undefined : await loadPrometheusMetrics();
   const openedStore = await openStore(config.databaseUrl, {
     ...config.postgres,
+    checkGrants: true,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   }).catch((error: unknown) => {
     if (!isServiceUnavailable(error)) throw error;

@@ -29,6 +29,11 @@ export interface PostgresStoreOptions {
   startupRetryMs?: number;
   /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
   onWarning?: Warn;
+  /**
+   * Whether opening checks that the role may read and write the rows of every table (`tessera
+   * serve`'s, `missingGrants`); not a verifier's, which only reads.
+   */
+  checkGrants?: boolean;
 }
 
 export type Warn = (message: string, error?: unknown) => void;

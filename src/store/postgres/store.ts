@@ -10,6 +10,7 @@ import { reasonOf, unavailableOr } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 import { readUpgradeState } from '../sql/upgrade.js';
+import { missingGrants } from './grants.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
 export type { PostgresStoreOptions } from './connection.js';
@@ -78,6 +79,10 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
   let upgradeState: UpgradeState | undefined;
   try {
     await migrateDirectly(pool, direct, pooled, warn);
+    if (options.checkGrants === true) {
+      const missing = await missingGrants(sql);
+      if (missing !== undefined) throw missing;
+    }
     await createFirstKey(sql, Date.now());
     upgradeState = await readUpgradeState(sql);
     changes = new ChangeListener(
