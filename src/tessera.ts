@@ -148,10 +148,18 @@ export function createTessera(options: TesseraOptions): Tessera {
     apps,
     credentials,
     appCache: checking.apps,
-    issuer: new TokenIssuer(store.tokens, checking.anonymous, clock, admins, events, async (appId) => {
-      checking.apps.invalidate(appId);
-      return checking.apps.get(appId);
-    }, capabilities),
+    issuer: new TokenIssuer(
+      store.tokens,
+      checking.anonymous,
+      clock,
+      admins,
+      events,
+      async (appId) => {
+        checking.apps.invalidate(appId);
+        return checking.apps.get(appId);
+      },
+      capabilities,
+    ),
     admins,
     callers: new EndpointCallers(checking.authenticator, admins, events),
     checker: checking.tokens,

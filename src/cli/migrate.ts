@@ -84,7 +84,9 @@ export async function runMigrateCommand(command: ParsedCommand, config: Config, 
 }
 
 function describe(result: MigrateResult): string[] {
-  const lines = [`Tessera ${describeBuild({ version: result.release, commit: result.commit, schemaVersion: result.schemaVersion })} on ${result.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`];
+  const lines = [
+    `Tessera ${describeBuild({ version: result.release, commit: result.commit, schemaVersion: result.schemaVersion })} on ${result.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+  ];
   const last = result.applied.at(-1);
   lines.push(
     last === undefined

@@ -43,13 +43,14 @@ export async function serve(config: Config): Promise<void> {
   });
 
   const build = currentBuild();
-  let stop: ((signal: string, exitCode?: number) => Promise<void>) | undefined;
+  // Set once the server listens: what a refusal found by a heartbeat stops.
+  const stopping: { stop?: (signal: string, exitCode?: number) => Promise<void> } = {};
   const registry = new InstanceRegistry(store.upgrade, tessera.capabilities, tessera.clock, build, {
     finalizeAfterMs: config.upgradeFinalizeAfterMs,
     onWarning: (message, error) => logger.warn({ err: error }, message),
     onRefused: (error) => {
       logger.error(`${error.message} This instance stops.`);
-      void stop?.('UPGRADE_FINALIZED', 1);
+      void stopping.stop?.('UPGRADE_FINALIZED', 1);
     },
     onFinalized: (release) =>
       logger.info({ release }, `the store is finalized for Tessera ${release}: no older release has served on it for a while`),
@@ -124,10 +125,10 @@ export async function serve(config: Config): Promise<void> {
   }
   if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl, demoLink));
 
-  let stopping = false;
-  stop = async (signal: string, exitCode = 0) => {
-    if (stopping) return;
-    stopping = true;
+  let stopped = false;
+  const stop = async (signal: string, exitCode = 0) => {
+    if (stopped) return;
+    stopped = true;
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
       await Promise.all([server.close(), metricsListener?.close()]);
@@ -142,6 +143,7 @@ export async function serve(config: Config): Promise<void> {
       process.exitCode = 1;
     }
   };
-  process.once('SIGTERM', () => void stop?.('SIGTERM'));
-  process.once('SIGINT', () => void stop?.('SIGINT'));
+  stopping.stop = stop;
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
 }

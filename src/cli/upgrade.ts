@@ -45,9 +45,14 @@ export async function runUpgradeCommand(tessera: Tessera, command: ParsedCommand
       const before = await tessera.store.upgrade.read(seenSince());
       if (compareReleases(before.state.finalizedRelease, build.version) >= 0) {
         const status = describeStatus(before);
-        return out.result(status, () => [`The store is finalized for Tessera ${before.state.finalizedRelease} already.`, ...statusLines(status)]);
+        return out.result(status, () => [
+          `The store is finalized for Tessera ${before.state.finalizedRelease} already.`,
+          ...statusLines(status),
+        ]);
       }
-      await tessera.store.upgrade.finalize(build.version, seenSince(), tessera.clock.now(), (seen) => refuseFinalizeWhileOlderServe(seen, build));
+      await tessera.store.upgrade.finalize(build.version, seenSince(), tessera.clock.now(), (seen) =>
+        refuseFinalizeWhileOlderServe(seen, build),
+      );
       const status = describeStatus(await tessera.store.upgrade.read(seenSince()));
       return out.result(status, () => [
         `The store is finalized for Tessera ${build.version}: what an older release would misread is available, and no older release may serve on it again.`,
@@ -89,7 +94,9 @@ function statusLines(status: UpgradeStatus): string[] {
   lines.push(`Waiting for finalization: ${status.waiting.length === 0 ? 'nothing' : status.waiting.join('; ')}`);
   lines.push(`Instances seen in the last ${INSTANCE_SEEN_WITHIN_MS / 1000} s:`);
   for (const instance of status.instances) {
-    lines.push(`  ${instance.release.padEnd(8)} ${instance.commit.padEnd(14)} ${instance.host} pid ${instance.pid}, since ${instance.startedAt}`);
+    lines.push(
+      `  ${instance.release.padEnd(8)} ${instance.commit.padEnd(14)} ${instance.host} pid ${instance.pid}, since ${instance.startedAt}`,
+    );
   }
   if (status.unregisteredSessions > 0) lines.push(`  0.1.0    ${status.unregisteredSessions} database session(s) named "tessera"`);
   return lines;

@@ -114,7 +114,16 @@ export class TokenIssuer {
     let current = app;
     for (let attempt = 1; ; attempt++) {
       const { token, selector, verifierHash } = generateAccessToken(now);
-      const record = { selector, verifierHash, appId: app.appId, kind: 'anonymous' as const, issuedAt: now, expiresAt, clientId: null, scopes: null };
+      const record = {
+        selector,
+        verifierHash,
+        appId: app.appId,
+        kind: 'anonymous' as const,
+        issuedAt: now,
+        expiresAt,
+        clientId: null,
+        scopes: null,
+      };
       if (await this.tokens.insert(record, current.adminGeneration)) return { token };
       if (attempt === MAX_ISSUE_ATTEMPTS) throw appChangingTooOften();
       const reloaded = await this.reload(app.appId);

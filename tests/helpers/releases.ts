@@ -60,7 +60,7 @@ export async function buildRelease(commit: string, dir: string): Promise<OtherBu
     });
   }
   mkdirSync(dir, { recursive: true });
-  await run('sh', ['-c', `git -C "$1" archive "$2" src bin package.json | tar -x -C "$3"`, 'sh', REPO_ROOT, commit, dir]);
+  await run('sh', ['-c', `git -C "$1" archive "$2" src bin docs/openapi.json package.json | tar -x -C "$3"`, 'sh', REPO_ROOT, commit, dir]);
   await compile(dir);
   const { version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
   return { dir, version, entry: join(dir, 'dist', 'src', 'cli', 'main.js') };
@@ -73,7 +73,9 @@ export async function buildRelease(commit: string, dir: string): Promise<OtherBu
  */
 export async function buildNextRelease(dir: string, version: string, sql: string): Promise<OtherBuild> {
   mkdirSync(dir, { recursive: true });
-  for (const part of ['src', 'bin', 'assets', 'package.json']) cpSync(join(REPO_ROOT, part), join(dir, part), { recursive: true });
+  for (const part of ['src', 'bin', 'assets', 'docs/openapi.json', 'package.json']) {
+    cpSync(join(REPO_ROOT, part), join(dir, part), { recursive: true });
+  }
   const currentVersion = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   const packageJson = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...packageJson, version }, null, 2));

@@ -66,7 +66,8 @@ describe('tessera serve as a role with only the documented grants, after tessera
   let server: ServerProcess | undefined;
   const ownerUrl = urlAs(owner, database);
   const servingUrl = urlAs(serving, database);
-  const cli = (url: string, args: string[]): Promise<CliResult> => runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: url }, args);
+  const cli = (url: string, args: string[]): Promise<CliResult> =>
+    runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: url }, args);
   const serve = () =>
     startServerProcess({
       entry: TESSERA_MAIN,
@@ -78,7 +79,10 @@ describe('tessera serve as a role with only the documented grants, after tessera
     const { cluster, inDatabase } = documentedRoles(owner, serving, database);
     const base = new URL(POSTGRES_ADMIN_URL).pathname.slice(1);
     // CREATE DATABASE may not run in a transaction: one statement at a time.
-    for (const statement of cluster.split(';').map((part) => part.trim()).filter((part) => part !== '')) {
+    for (const statement of cluster
+      .split(';')
+      .map((part) => part.trim())
+      .filter((part) => part !== '')) {
       await asSuperuser(base, statement);
     }
     await asSuperuser(database, inDatabase);
@@ -94,7 +98,10 @@ describe('tessera serve as a role with only the documented grants, after tessera
 
   it('refuses to serve on a schema its role may not create, naming tessera migrate', async () => {
     await assert.rejects(serve(), (error: Error) => {
-      assert.match(error.message, /The database's schema lacks migrations 1, 2, .* of Tessera \d+\.\d+\.\d+, and this database role may not make them \(permission denied for schema public\)/);
+      assert.match(
+        error.message,
+        /The database's schema lacks migrations 1, 2, .* of Tessera \d+\.\d+\.\d+, and this database role may not make them \(permission denied for schema public\)/,
+      );
       assert.match(error.message, /Run `tessera migrate` as the role that owns the schema/);
       return true;
     });
@@ -104,7 +111,10 @@ describe('tessera serve as a role with only the documented grants, after tessera
     const dryRun = await cli(ownerUrl, ['migrate', '--dry-run', '--json']);
     assert.equal(dryRun.code, 0, dryRun.stderr);
     const planned = JSON.parse(dryRun.stdout) as { applied: unknown[]; pending: number[]; appliedNow: number[]; dryRun: boolean };
-    assert.deepEqual({ applied: planned.applied, appliedNow: planned.appliedNow, dryRun: planned.dryRun }, { applied: [], appliedNow: [], dryRun: true });
+    assert.deepEqual(
+      { applied: planned.applied, appliedNow: planned.appliedNow, dryRun: planned.dryRun },
+      { applied: [], appliedNow: [], dryRun: true },
+    );
     assert.ok(planned.pending.length >= 12);
     const again = await cli(ownerUrl, ['migrate', '--dry-run', '--json']);
     assert.deepEqual((JSON.parse(again.stdout) as { pending: number[] }).pending, planned.pending, 'a dry run applied nothing');
@@ -133,7 +143,11 @@ describe('tessera serve as a role with only the documented grants, after tessera
     expectOk(anonymous, 'anonymous token');
     expectOk(await whoami(server.baseUrl, app.appId, anonymous.body.access_token as string), 'whoami');
     expectOk(await whoami(server.baseUrl, app.appId, undefined), 'Basic anonymous');
-    const introspected = await call(`${appUrl}/oauth2/introspect`, { method: 'POST', headers: asAdmin, body: JSON.stringify({ token: adminToken }) });
+    const introspected = await call(`${appUrl}/oauth2/introspect`, {
+      method: 'POST',
+      headers: asAdmin,
+      body: JSON.stringify({ token: adminToken }),
+    });
     expectOk(introspected, 'introspection');
     const revoked = await call(`${appUrl}/oauth2/revoke`, {
       method: 'POST',
@@ -141,14 +155,37 @@ describe('tessera serve as a role with only the documented grants, after tessera
       body: JSON.stringify({ token: anonymous.body.access_token as string }),
     });
     expectOk(revoked, 'RFC 7009 revocation');
-    expectOk(await call(`${appUrl}/configuration`, { method: 'PATCH', headers: { ...asAdmin, 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ requireAppKey: true }) }), 'configuration');
-    const credential = await call(`${appUrl}/credentials`, { method: 'POST', headers: asAdmin, body: JSON.stringify({ name: 'reader', scopes: ['events:read'] }) });
+    expectOk(
+      await call(`${appUrl}/configuration`, {
+        method: 'PATCH',
+        headers: { ...asAdmin, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({ requireAppKey: true }),
+      }),
+      'configuration',
+    );
+    const credential = await call(`${appUrl}/credentials`, {
+      method: 'POST',
+      headers: asAdmin,
+      body: JSON.stringify({ name: 'reader', scopes: ['events:read'] }),
+    });
     expectOk(credential, 'a credential', 201);
-    const scoped = await adminTokenRequest(server.baseUrl, { appId: app.appId, clientId: credential.body.clientId as string, clientSecret: credential.body.clientSecret as string });
+    const scoped = await adminTokenRequest(server.baseUrl, {
+      appId: app.appId,
+      clientId: credential.body.clientId as string,
+      clientSecret: credential.body.clientSecret as string,
+    });
     expectOk(scoped, "a credential's token");
     expectOk(await call(`${appUrl}/events?limit=10`, { headers: { authorization: bearer(scoped.body.access_token as string) } }), 'events');
-    expectOk(await call(`${appUrl}/events/counts?per=hour&since=${new Date(Date.now() - 86_400_000).toISOString()}`, { headers: { authorization: bearer(adminToken) } }), 'event counts');
-    expectOk(await call(`${appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(adminToken) } }), 'revoke-all');
+    expectOk(
+      await call(`${appUrl}/events/counts?per=hour&since=${new Date(Date.now() - 86_400_000).toISOString()}`, {
+        headers: { authorization: bearer(adminToken) },
+      }),
+      'event counts',
+    );
+    expectOk(
+      await call(`${appUrl}/tokens?kind=anonymous`, { method: 'DELETE', headers: { authorization: bearer(adminToken) } }),
+      'revoke-all',
+    );
     for (const args of [
       ['apps', 'rotate-secret', app.appId, '--grace', '60', '--json'],
       ['apps', 'end-previous-secret', app.appId, '--json'],

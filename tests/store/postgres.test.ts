@@ -103,7 +103,9 @@ describe('PostgreSQL store specifics', () => {
       await other.connect();
       try {
         for (let attempt = 0; ; attempt++) {
-          const waiting = await other.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tokens%'");
+          const waiting = await other.query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tokens%'",
+          );
           if ((waiting.rowCount ?? 0) > 0) break;
           assert.ok(attempt < 100, 'the insert waited for the rotation');
           await new Promise((resolve) => setTimeout(resolve, 20));

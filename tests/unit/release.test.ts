@@ -43,7 +43,11 @@ describe('releases', () => {
     assert.match(changelog, section, `CHANGELOG.md has a section for ${version}`);
     const body = changelog.slice(changelog.search(section)).split(/^## /m)[1]!;
     assert.match(body, new RegExp(`Schema version: ${SCHEMA_VERSION}\\b`));
-    assert.match(body, new RegExp(`serves from ${OLDEST_RELEASE_SERVED.replaceAll('.', '\\.')}\\b`), 'and which release may serve beside it');
+    assert.match(
+      body,
+      new RegExp(`serves from ${OLDEST_RELEASE_SERVED.replaceAll('.', '\\.')}\\b`),
+      'and which release may serve beside it',
+    );
     assert.match(describeBuild(build), /^0\.2\.0 \(commit abc, schema 12\)$/);
   });
 
@@ -76,7 +80,10 @@ describe('the start-up guard (schemaVerdict)', () => {
     const contracted: AppliedMigration = { version: 13, appliedAt: T0, release: '0.3.0', servesFrom: '0.3.0' };
     const verdict = schemaVerdict(known, { applied: [...applied(1, 2, 3, 12), contracted], finalizedRelease: '0.2.0' }, build);
     assert.ok('refused' in verdict);
-    assert.match(verdict.refused, /Tessera 0\.2\.0 \(schema 12\) does not serve on this database: .*migration 13, applied by release 0\.3\.0, which needs release 0\.3\.0 or later/);
+    assert.match(
+      verdict.refused,
+      /Tessera 0\.2\.0 \(schema 12\) does not serve on this database: .*migration 13, applied by release 0\.3\.0, which needs release 0\.3\.0 or later/,
+    );
     const unknown = schemaVerdict(known, { applied: applied(1, 2, 3, 12, 14), finalizedRelease: '0.2.0' }, build);
     assert.ok('refused' in unknown, 'a migration that says nothing of itself is not served on');
   });
@@ -94,7 +101,10 @@ describe('the upgrade heartbeat (heartbeatDecision)', () => {
   it('records an older release seen: registered, or release 0.1.0 by its sessions', () => {
     assert.deepEqual(heartbeatDecision(seen({}, [instance('0.2.0')], 2), build, T0, afterMs), { olderSeen: true });
     assert.deepEqual(heartbeatDecision(seen({ finalizedRelease: '0.2.0' }, [instance('0.1.5')]), build, T0, afterMs), { olderSeen: true });
-    assert.deepEqual(olderReleasesServing(seen({}, [instance('0.1.5'), instance('0.2.0'), instance('0.3.0')], 1), build), ['0.1.0', '0.1.5']);
+    assert.deepEqual(olderReleasesServing(seen({}, [instance('0.1.5'), instance('0.2.0'), instance('0.3.0')], 1), build), [
+      '0.1.0',
+      '0.1.5',
+    ]);
   });
 
   it('finalizes for its own release once no older one has been seen for the while, not before', () => {
@@ -140,7 +150,11 @@ describe('Capabilities', () => {
     stored = { ...stored, finalizedRelease: '0.2.0' };
     await capabilities.require('scopedCredentials');
     assert.equal(capabilities.allows('selfVerifyingAnonymousTokens'), true, 'read anew before a refusal, and kept');
-    assert.equal(new Capabilities(undefined, build, async () => stored, 1).allows('scopedCredentials'), false, 'nothing before a state is read');
+    assert.equal(
+      new Capabilities(undefined, build, async () => stored, 1).allows('scopedCredentials'),
+      false,
+      'nothing before a state is read',
+    );
     for (const capability of Object.values(CAPABILITIES)) assert.ok(compareReleases(capability.since, build.version) <= 0);
   });
 });

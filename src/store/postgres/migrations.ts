@@ -1,13 +1,6 @@
 import type pg from 'pg';
 import { currentBuild, type BuildInfo } from '../../release.js';
-import {
-  appliedMigrations,
-  migrationRecord,
-  RELEASES_RECORDED_FROM,
-  SchemaRefused,
-  schemaVerdict,
-  type SchemaState,
-} from '../schema.js';
+import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
 
 /** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;
@@ -148,7 +141,8 @@ async function endSessionsOfReleaseBeforeRegistration(pool: pg.Pool, notice: ((m
       [RELEASE_BEFORE_REGISTRATION_APPLICATION_NAME],
     );
     const ended = rows.filter((row) => row.ended).length;
-    if (ended > 0) notice?.(`ended ${ended} database session(s) of Tessera 0.1.0, so that it prepares its statements again on the new schema`);
+    if (ended > 0)
+      notice?.(`ended ${ended} database session(s) of Tessera 0.1.0, so that it prepares its statements again on the new schema`);
   } catch (error) {
     notice?.(
       `the database sessions of Tessera 0.1.0 could not be ended (${(error as Error).message}): restart its instances, ` +

@@ -1,12 +1,5 @@
 import { compareReleases, currentBuild, type BuildInfo } from '../../release.js';
-import {
-  appliedMigrations,
-  migrationRecord,
-  RELEASES_RECORDED_FROM,
-  SchemaRefused,
-  schemaVerdict,
-  type SchemaState,
-} from '../schema.js';
+import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
 import type { SqliteDatabase } from './connection.js';
 
 export interface SqliteMigrateOptions {
@@ -78,7 +71,12 @@ export function readSchemaState(db: SqliteDatabase): SchemaState {
   const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
   if (!hasTable) return { applied: [], finalizedRelease: null };
   const applied = appliedMigrations(
-    db.prepare('SELECT * FROM schema_migrations').all() as { version: number; applied_at: number; release?: string | null; serves_from?: string | null }[],
+    db.prepare('SELECT * FROM schema_migrations').all() as {
+      version: number;
+      applied_at: number;
+      release?: string | null;
+      serves_from?: string | null;
+    }[],
   );
   if (!applied.some((migration) => migration.version === RELEASES_RECORDED_FROM)) return { applied, finalizedRelease: null };
   return { applied, finalizedRelease: finalizedRelease(db) };

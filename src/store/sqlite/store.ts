@@ -53,7 +53,6 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 /** The upgrade state, read synchronously as the file was opened. */
 function readUpgradeStateNow(db: ReturnType<typeof openDatabase>): UpgradeState | undefined {
   const row = db.prepare('SELECT finalized_release, finalized_at, older_seen_at FROM upgrade_state WHERE id = 1').get() as
-    | { finalized_release: string; finalized_at: number | null; older_seen_at: number }
-    | undefined;
+    { finalized_release: string; finalized_at: number | null; older_seen_at: number } | undefined;
   return row && { finalizedRelease: row.finalized_release, finalizedAt: row.finalized_at, olderSeenAt: row.older_seen_at };
 }
