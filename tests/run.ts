@@ -50,6 +50,8 @@ const SERIAL = [
   'http/slow-clients.test.js',
   // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
   'browser/',
+  // Two releases under load, a change on one awaited on the other within a second.
+  'upgrade/rolling.test.js',
 ];
 
 /** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */

@@ -11,6 +11,7 @@ const PARTS = {
   events: 'events',
   developers: 'developers',
   onceClaims: 'once_claims',
+  upgrade: 'upgrade',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The timings and failures of one store operation (`tokens.insert`). */

@@ -1,3 +1,4 @@
+import type { BuildInfo } from '../release.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
 import type { LossReason, LostPart } from '../events/log.js';
@@ -66,7 +67,7 @@ export class PrometheusMetrics implements Metrics {
   #storeOperations: StoreOperation[] = [];
   #unwrittenEvents: () => number = () => 0;
 
-  constructor(version: string) {
+  constructor(build: BuildInfo) {
     const registry = this.registry;
     collectDefaultMetrics({ register: registry });
     for (const [reason, kind] of KNOWN_REFUSALS) this.#refusal(reason, kind);
@@ -181,10 +182,12 @@ export class PrometheusMetrics implements Metrics {
         this.set(unwritten());
       },
     });
-    new Gauge({ name: 'tessera_build_info', help: 'The running release.', labelNames: ['version'], registers: [registry] }).set(
-      { version },
-      1,
-    );
+    new Gauge({
+      name: 'tessera_build_info',
+      help: 'The running build: its release, the commit it was built from, and the schema version it writes.',
+      labelNames: ['version', 'commit', 'schema_version'],
+      registers: [registry],
+    }).set({ version: build.version, commit: build.commit, schema_version: String(build.schemaVersion) }, 1);
   }
 
   /**

@@ -3,6 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SECRET_SETTINGS } from '../../src/config.js';
 
 // This file compiles to <root>/<outDir>/tests/helpers/process.js.
 /** The compiled CLI, `<outDir>/src/cli/main.js`, for tests that spawn `tessera`. */
@@ -44,6 +45,7 @@ const CONFIG_VARIABLES = [
   'FORWARD_AUTH_ADMIN_PATHS',
   'METRICS_PORT',
   'METRICS_HOST',
+  ...SECRET_SETTINGS.map((name) => `${name}_FILE`),
 ];
 
 /** The environment for a child `tessera` process: this one's, minus Tessera's settings, plus `extra`. */

@@ -67,9 +67,9 @@ describe('audit events whose commit is in doubt (PostgreSQL)', () => {
     assert.match(warnings[0]!, /^audit events cannot be written: Connection terminated/);
 
     log.record('token.refused', appId, OPERATOR, 'admin', { reason: 'invalid_client', n: 4 });
-    // Written again by the retry timer, with the one recorded meanwhile.
+    // Written again by the retry timer, with the one recorded meanwhile: events, then counts, then the notice.
     const deadline = Date.now() + EVENT_RETRY_DELAY_MS * 5;
-    while (log.unwritten > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while (notices.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(log.unwritten, 0);
     const rows = await stored(appId);
     assert.deepEqual(

@@ -591,9 +591,19 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal((await store.events.list({ appId: apps[1]!.appId, limit: 10 })).length, 0);
 
         const other = makeApp();
+        const keysOf = (app: AppRecord) => ({
+          appId: app.appId,
+          appKey: app.appKey,
+          clientId: app.clientId,
+          clientSecretHash: app.clientSecretHash,
+        });
+        const found = await store.apps.findByKeys(
+          [apps[5]!.appId, other.appId, apps[7]!.clientId, apps[9]!.appId],
+          [apps[6]!.clientId, other.clientId, apps[8]!.appId, apps[9]!.clientId],
+        );
         assert.deepEqual(
-          await store.apps.takenKeys([apps[5]!.appId, other.appId, apps[7]!.clientId], [apps[6]!.clientId, other.clientId, apps[8]!.appId]),
-          { appIds: [apps[5]!.appId], clientIds: [apps[6]!.clientId] },
+          found.sort((a, b) => a.appId.localeCompare(b.appId)),
+          [apps[5]!, apps[6]!, apps[9]!].map(keysOf).sort((a, b) => a.appId.localeCompare(b.appId)),
         );
       });
 

@@ -67,6 +67,7 @@ describe('instrumentStore', () => {
       events: {},
       developers: {},
       onceClaims: {},
+      upgrade: {},
       credentials: {},
       ping: async () => {},
     } as unknown as Store;
