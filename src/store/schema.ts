@@ -33,12 +33,16 @@ export function schemaVerdict(known: readonly number[], state: SchemaState, buil
     if (knownVersions.has(migration.version)) continue;
     const servesFrom = migration.servesFrom;
     if (servesFrom === null || compareReleases(servesFrom, build.version) > 0) {
-      const by = migration.release === null ? 'a later release' : `release ${migration.release}`;
+      const needed = servesFrom ?? migration.release;
+      const by = migration.release === null ? 'a release that did not record itself' : `release ${migration.release}`;
       return {
         refused:
           `Tessera ${build.version} (schema ${build.schemaVersion}) does not serve on this database: its schema has migration ` +
-          `${migration.version}, applied by ${by}, which needs release ${servesFrom ?? migration.release ?? 'the one that applied it'} ` +
-          'or later. Run that release (docs/deployment.md, "Upgrading").',
+          `${migration.version}, applied by ${by}` +
+          (needed === null
+            ? '. Run the release that applied it'
+            : `, which needs release ${needed} or later. Run release ${needed} or later`) +
+          ' (docs/deployment.md, "Upgrading").',
       };
     }
   }

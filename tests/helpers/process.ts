@@ -1,3 +1,4 @@
+import { currentBuild } from '../../src/release.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -11,6 +12,9 @@ export const TESSERA_MAIN = fileURLToPath(new URL('../../src/cli/main.js', impor
 /** The repository's root. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The `tessera` command of the checkout (`bin/tessera`), as an operator runs it. */
+/** The application_name of every PostgreSQL connection of this build's (src/store/postgres/connection.ts). */
+export const TESSERA_APPLICATION_NAME = `tessera/${currentBuild().version}`;
+
 export const TESSERA_BIN = fileURLToPath(new URL('../../../bin/tessera', import.meta.url));
 
 /** Settings a child process must not inherit from whoever runs the tests. */
