@@ -34,6 +34,8 @@ export type Capability = keyof typeof CAPABILITIES;
  */
 export class Capabilities {
   #state: UpgradeState | undefined;
+  /** What the state allows, worked out when it is read: `allows` is on the token endpoint's path. */
+  #allowed = new Set<Capability>();
 
   constructor(
     initialState: UpgradeState | undefined,
@@ -42,7 +44,7 @@ export class Capabilities {
     /** How long no older release must have been seen before a heartbeat finalizes by itself. */
     private readonly finalizeAfterMs: number,
   ) {
-    this.#state = initialState;
+    this.update(initialState);
   }
 
   /** The state last read; undefined before the first. */
@@ -50,14 +52,18 @@ export class Capabilities {
     return this.#state;
   }
 
-  update(state: UpgradeState): void {
+  update(state: UpgradeState | undefined): void {
     this.#state = state;
+    this.#allowed = new Set(
+      (Object.keys(CAPABILITIES) as Capability[]).filter(
+        (capability) => state !== undefined && compareReleases(state.finalizedRelease, CAPABILITIES[capability].since) >= 0,
+      ),
+    );
   }
 
   /** Whether the state last read allows `capability`; false before any was read. */
   allows(capability: Capability): boolean {
-    const state = this.#state;
-    return state !== undefined && compareReleases(state.finalizedRelease, CAPABILITIES[capability].since) >= 0;
+    return this.#allowed.has(capability);
   }
 
   /** Resolves if the store allows `capability` now; `409 CONFLICT` saying what it waits for otherwise. */
