@@ -1,4 +1,5 @@
 import { parseAdminPathRules, type AdminPathRule } from './auth/forward.js';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { DEFAULT_APPS_PER_DEVELOPER } from './developers/developer-limits.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
@@ -9,6 +10,7 @@ import { DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
+import { DEFAULT_FINALIZE_AFTER_MS } from './upgrade/registry.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
 export interface Config {
@@ -54,6 +56,11 @@ export interface Config {
   /** What the caches of apps and tokens may take in all, in MiB (`CACHE_MEMORY_MB`; `src/cache/budget.ts`). */
   cacheMemoryMb: number;
   /**
+   * How long no instance of an older release must have been seen on the store before an instance
+   * finalizes it for its own release by itself (`UPGRADE_FINALIZE_AFTER_SECONDS`; `src/upgrade/`).
+   */
+  upgradeFinalizeAfterMs: number;
+  /**
    * Where clients reach the service (`PUBLIC_URL`), without a trailing slash: the base of OAuth
    * metadata and of the links the service hands out (the portal's one-time links).
    */
@@ -77,12 +84,92 @@ export type LogFormat = 'auto' | 'json' | 'pretty';
 
 export class ConfigError extends Error {}
 
+/**
+ * The settings that hold a secret (a password in a URL). Each may be read instead from the file its
+ * `_FILE` twin names (`DATABASE_URL_FILE=/run/secrets/database-url`), as container images do: the
+ * secret then stays out of the environment, which `docker inspect` and `/proc/PID/environ` show.
+ */
+export const SECRET_SETTINGS = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL'] as const;
+
+/** The largest secret file read: a URL is far shorter, so a larger file is not the one meant. */
+export const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const config = readConfig(env);
+  const { values, files } = withSecretFiles(env);
+  let config: Config;
+  try {
+    config = readConfig(values);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // The operator looks for the value in the environment: say where it came from instead.
+    const sources = [...files]
+      .filter(([name]) => new RegExp(`\\b${name}\\b`).test(error.message))
+      .map(([name, path]) => `${name} was read from ${path} (${name}_FILE).`);
+    throw sources.length === 0 ? error : new ConfigError([error.message, ...sources].join(' '));
+  }
   if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS must not be longer than HTTP_REQUEST_TIMEOUT_MS.');
   }
   return config;
+}
+
+/**
+ * `env` with each secret setting whose `X_FILE` is set read from that file, and the files read (by
+ * setting). Setting both `X` and `X_FILE` is an error: which one wins would be a guess.
+ */
+export function withSecretFiles(env: NodeJS.ProcessEnv): { values: NodeJS.ProcessEnv; files: Map<string, string> } {
+  const values: NodeJS.ProcessEnv = { ...env };
+  const files = new Map<string, string>();
+  for (const name of SECRET_SETTINGS) {
+    const path = env[`${name}_FILE`]?.trim() ?? '';
+    if (path === '') continue;
+    if ((env[name]?.trim() ?? '') !== '') throw new ConfigError(`${name} and ${name}_FILE are both set: set only one of them.`);
+    values[name] = secretFromFile(`${name}_FILE`, path);
+    files.set(name, path);
+  }
+  return { values, files };
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The file's text without one trailing newline; no error repeats what the file holds. */
+function secretFromFile(setting: string, path: string): string {
+  const bytes = readAtMost(setting, path, MAX_SECRET_FILE_BYTES);
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw new ConfigError(`${setting}: ${path} is not UTF-8 text.`);
+  }
+  const value = text.replace(/\r?\n$/, '');
+  if (value.trim() === '') throw new ConfigError(`${setting}: ${path} is empty; it must hold the value itself.`);
+  if (/[\r\n]/.test(value)) throw new ConfigError(`${setting}: ${path} holds several lines; it must hold the value alone, on one line.`);
+  return value;
+}
+
+/** The file's bytes, read up to one past `limit` so that a larger one (or an endless device) is refused. */
+function readAtMost(setting: string, path: string, limit: number): Uint8Array {
+  let fd: number | undefined;
+  try {
+    if (statSync(path).isDirectory()) throw new ConfigError(`${setting}: ${path} is a directory, not a file.`);
+    fd = openSync(path, 'r');
+    const buffer = Buffer.alloc(limit + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+    }
+    if (length > limit) throw new ConfigError(`${setting}: ${path} is larger than ${limit / 1024} KiB; it must hold the value alone.`);
+    return buffer.subarray(0, length);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? (error as Error).message);
+    throw new ConfigError(`${setting}: cannot read ${path} (${reason}).`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 function readConfig(env: NodeJS.ProcessEnv): Config {
@@ -120,6 +207,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       redisKeyPrefix: env.REDIS_KEY_PREFIX?.trim() || 'tessera',
     },
     cacheMemoryMb: integer(env, 'CACHE_MEMORY_MB', DEFAULT_CACHE_MEMORY_MB, 1, 1_048_576),
+    upgradeFinalizeAfterMs: 1000 * integer(env, 'UPGRADE_FINALIZE_AFTER_SECONDS', DEFAULT_FINALIZE_AFTER_MS / 1000, 1, 30 * 86_400),
     demoApp: onOff(env, 'DEMO_APP', true),
     portal: onOff(env, 'PORTAL', true),
     portalSignup: oneOf(env, 'PORTAL_SIGNUP', 'invite', ['open', 'invite']) as PortalSignup,

@@ -47,6 +47,17 @@ export function isServiceUnavailable(error: unknown): boolean {
   return error instanceof TesseraError && error.code === 'SERVICE_UNAVAILABLE';
 }
 
+/**
+ * The code and message of what made a `503` (the cause a store attaches to it), or of any other
+ * error: for the logs, never for the client.
+ */
+export function reasonOf(error: unknown): string {
+  const cause = error instanceof TesseraError ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  const { code, message } = (cause ?? error) as { code?: string; message?: string };
+  const text = message ?? String(error);
+  return code === undefined || text.includes(code) ? text : `${text} (${code})`;
+}
+
 export function developerNotFound(): TesseraError {
   return new TesseraError('DEVELOPER_NOT_FOUND', 'No developer has this email address.');
 }

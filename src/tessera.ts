@@ -26,6 +26,9 @@ import { AdminAuthentication } from './tokens/client-authentication.js';
 import { EndpointCallers } from './auth/endpoint-callers.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
+import { currentBuild } from './release.js';
+import { Capabilities } from './upgrade/capabilities.js';
+import { DEFAULT_FINALIZE_AFTER_MS, INSTANCE_SEEN_WITHIN_MS } from './upgrade/registry.js';
 
 /**
  * The domain services wired to one store: the composition root of the HTTP server and the CLI.
@@ -67,7 +70,9 @@ export interface Tessera {
   readonly housekeeping: Housekeeping;
   /** What the services count for Prometheus (METRICS_PORT); `NO_METRICS` otherwise. */
   readonly metrics: Metrics;
-  /** Stops housekeeping, writes the buffered audit events, then closes the limits and the store. */
+  /** What the store's upgrade state allows: the capabilities an older release sharing it would misread wait for its finalization. */
+  readonly capabilities: Capabilities;
+  /** Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the limits and the store. */
   close(): Promise<void>;
 }
 
@@ -86,10 +91,14 @@ export interface TesseraOptions {
   publicUrl?: string | undefined;
   /** Told about failures that do not fail a request (an audit event that could not be written). */
   onWarning?: (message: string, error: unknown) => void;
+  /** Told when something that failed works again (audit events written after an outage). */
+  onNotice?: (message: string) => void;
   /** Told what to count for Prometheus (METRICS_PORT); nothing by default. */
   metrics?: Metrics;
   /** What the caches of apps and tokens may take in all (CACHE_MEMORY_MB); `DEFAULT_CACHE_MEMORY_MB` by default. */
   cacheMemoryMb?: number;
+  /** UPGRADE_FINALIZE_AFTER_SECONDS, in ms: said in the 409 of a capability that waits for it. */
+  upgradeFinalizeAfterMs?: number;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
@@ -97,8 +106,14 @@ export function createTessera(options: TesseraOptions): Tessera {
   const clock = options.clock ?? systemClock;
   const warn = options.onWarning ?? (() => {});
   const metrics = options.metrics ?? NO_METRICS;
+  const capabilities = new Capabilities(
+    store.upgrade.stateAtOpen,
+    currentBuild(),
+    async () => (await store.upgrade.read(clock.now() - INSTANCE_SEEN_WITHIN_MS)).state,
+    options.upgradeFinalizeAfterMs ?? DEFAULT_FINALIZE_AFTER_MS,
+  );
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
-  const events = new EventLog(store.events, clock, warn, metrics);
+  const events = new EventLog(store.events, clock, { onWarning: warn, onNotice: options.onNotice, metrics });
   const checking = createTokenChecking(store, { clock, events, metrics, cacheMemoryMb: options.cacheMemoryMb });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
@@ -114,7 +129,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const links = { publicUrl: options.publicUrl };
   // Every service that acts on an app asks this first, whichever page, route or command calls it.
   const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
-  const apps = new AppService(store.apps, clock, events, access, checking.forget);
+  const apps = new AppService(store.apps, clock, events, access, capabilities, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
   const developerLimits = new DeveloperLimits(
     limits,
@@ -124,7 +139,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     warn,
     metrics,
   );
-  const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, checking.forget);
+  const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, capabilities, checking.forget);
   const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,
@@ -135,10 +150,18 @@ export function createTessera(options: TesseraOptions): Tessera {
     apps,
     credentials,
     appCache: checking.apps,
-    issuer: new TokenIssuer(store.tokens, checking.anonymous, clock, admins, events, async (appId) => {
-      checking.apps.invalidate(appId);
-      return checking.apps.get(appId);
-    }),
+    issuer: new TokenIssuer(
+      store.tokens,
+      checking.anonymous,
+      clock,
+      admins,
+      events,
+      async (appId) => {
+        checking.apps.invalidate(appId);
+        return checking.apps.get(appId);
+      },
+      capabilities,
+    ),
     admins,
     callers: new EndpointCallers(checking.authenticator, admins, events),
     checker: checking.tokens,
@@ -161,9 +184,10 @@ export function createTessera(options: TesseraOptions): Tessera {
     appImports: new AppImports(store.apps, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
     metrics,
+    capabilities,
     async close() {
       await housekeeping.stop();
-      await events.flush();
+      await events.close();
       await limits.close();
       await store.close();
     },

@@ -32,6 +32,8 @@ const SERIAL = [
   'process/cli.test.js',
   'process/logs.test.js',
   'process/postgres-connection-loss.test.js',
+  // A PostgreSQL of its own hung (SIGSTOP) for seconds, timed against PG_QUERY_TIMEOUT_MS.
+  'process/event-outage.test.js',
   'process/prometheus.test.js',
   'process/shutdown.test.js',
   'crash/terminate-connections.test.js',
@@ -48,6 +50,8 @@ const SERIAL = [
   'http/slow-clients.test.js',
   // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
   'browser/',
+  // Two releases under load, a change on one awaited on the other within a second.
+  'upgrade/rolling.test.js',
 ];
 
 /** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */

@@ -1,3 +1,4 @@
+import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppAccess } from '../app-access.js';
 import type { Clock } from '../clock.js';
 import { clientSecretDigest } from '../crypto.js';
@@ -60,6 +61,8 @@ export class CredentialService {
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly access: AppAccess,
+    /** Whether every instance may honour credentials and grace periods (`src/upgrade/`). */
+    private readonly capabilities: Capabilities,
     /** Called after a change, so that this process's caches drop the app at once. */
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
@@ -74,6 +77,7 @@ export class CredentialService {
   async create(appId: string, fields: NewCredentialFields, context: RequestContext, once?: string): Promise<CreatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const input = parseNewCredential(fields, this.clock.now());
+    await this.capabilities.require('scopedCredentials');
     const app = await this.#app(appId);
     await this.#checkGrant(appId, input.scopes, context);
     const maker = makerOf(app, context);
@@ -130,6 +134,7 @@ export class CredentialService {
   ): Promise<RotatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const graceSeconds = options.graceSeconds === undefined ? null : checkedGraceSeconds(options.graceSeconds);
+    if (graceSeconds !== null) await this.capabilities.require('secretGracePeriods');
     const app = await this.#app(appId);
     const credential = requireCredential(app, clientId);
     await this.#checkGrant(appId, credential.scopes, context);

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { clientSecretDigest, randomUUID } from '../crypto.js';
+import { clientSecretDigest, digestsEqual, randomUUID } from '../crypto.js';
 import type { DeveloperRecord } from '../developers/developer.js';
 import { normaliseEmail } from '../developers/email.js';
 import type { DeveloperAccountStore } from '../developers/store.js';
@@ -12,7 +12,7 @@ import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from 
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { checkedAppName } from './service.js';
-import { AppConflictError, type AppStore, type NewImportedApp } from './store.js';
+import { AppConflictError, type AppStore, type NewImportedApp, type StoredAppKeys } from './store.js';
 
 /**
  * Bringing apps in with the keys they have (`tessera apps import`), and writing them out in the same
@@ -93,14 +93,26 @@ export interface ParsedImport {
   blankLines: number;
 }
 
-/** What an import did. */
+/** How an import runs, for an operator who may run it more than once. */
+export interface ImportOptions {
+  /** Check everything and count what would be imported and skipped, but write nothing. */
+  dryRun?: boolean;
+  /** An app stored already with the same keys (AppID, AppKey, ClientID, ClientSecret) is skipped and counted, not refused. */
+  skipExisting?: boolean;
+}
+
+/** What an import did, or with `dryRun` would do. */
 export interface ImportSummary {
+  /** Written (with `dryRun`: to be written). */
   imported: number;
+  /** Stored already with the same keys, and left as they are (`skipExisting`). */
+  skipped: number;
+  dryRun: boolean;
   lines: number;
   blankLines: number;
-  /** Apps given an owner. */
+  /** Apps imported given an owner. */
   owned: number;
-  /** By AppID format. */
+  /** The apps imported, by AppID format. */
   establishedFormat: number;
   tesseraFormat: number;
 }
@@ -115,26 +127,29 @@ export interface ExportedApp {
   configuration: AppConfiguration;
 }
 
-/** Some lines of the file are wrong: nothing was imported. */
+/** Some lines of the file are wrong: nothing was imported (with `dryRun`, nothing would be). */
 export class ImportRefused extends Error {
   constructor(
     readonly problems: readonly ImportProblem[],
     readonly lines: number,
     /** Problems past the listed ones, counted only (`MAX_LISTED_PROBLEMS`). */
     readonly unlistedProblems = 0,
+    readonly dryRun = false,
   ) {
     const badLines = new Set(problems.map((problem) => problem.line)).size;
+    const outcome = dryRun ? 'The import would be refused, nothing imported' : 'Nothing was imported';
     super(
       unlistedProblems === 0
-        ? `Nothing was imported: ${badLines} of the ${lines} lines have problems; fix them and run the import again.`
-        : `Nothing was imported: the file has ${problems.length + unlistedProblems} problems in its ${lines} lines; ` +
-            `the first ${problems.length} are listed. Fix them and run the import again.`,
+        ? `${outcome}: ${badLines} of the ${lines} lines have problems; fix them and run the import again.`
+        : `${outcome}: the file has ${problems.length + unlistedProblems} problems in its ${lines} lines; fix them and run the import again.`,
     );
     this.name = 'ImportRefused';
   }
 }
 
 const NEWLINE = 0x0a;
+/** Keys named in a sentence: `appKey and clientSecret`. */
+const KEY_LIST = new Intl.ListFormat('en', { type: 'conjunction' });
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /**
@@ -350,22 +365,41 @@ export class AppImports {
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
 
-  /** Imports the file's apps, or throws `ImportRefused` with every problem found (and writes nothing). */
-  async importApps(bytes: Uint8Array, context: RequestContext): Promise<ImportSummary> {
+  /**
+   * Imports the file's apps, or throws `ImportRefused` with every problem found (and writes nothing).
+   * With `dryRun`, checks the same and counts, but writes nothing either way.
+   */
+  async importApps(bytes: Uint8Array, context: RequestContext, options: ImportOptions = {}): Promise<ImportSummary> {
+    const dryRun = options.dryRun === true;
     const parsed = parseImportFile(bytes);
     const problems = [...parsed.problems];
-    const [, owners] = await Promise.all([this.#takenKeys(parsed.apps, problems), this.#owners(parsed.apps, problems)]);
+    const { toImport, existing } = await this.#againstStore(parsed.apps, options.skipExisting === true, problems);
+    // A skipped app is left as it is: its owner need not exist any more.
+    const owners = await this.#owners(toImport, problems);
     if (problems.length > 0 || parsed.unlistedProblems > 0) {
       const listed = sortedByLine(problems).slice(0, MAX_LISTED_PROBLEMS);
-      throw new ImportRefused(listed, parsed.lines, parsed.unlistedProblems + problems.length - listed.length);
+      throw new ImportRefused(listed, parsed.lines, parsed.unlistedProblems + problems.length - listed.length, dryRun);
     }
 
     const at = this.clock.now();
-    const records: NewImportedApp[] = parsed.apps.map((app) => ({
+    const records: NewImportedApp[] = toImport.map((app) => ({
       app: recordOf(app, at),
       ownerId: app.ownerEmail === null ? null : owners.get(app.ownerEmail)!.id,
     }));
     const owned = records.filter((record) => record.ownerId !== null);
+    const established = toImport.filter((app) => appIdFormat(app.appId) === 'established').length;
+    const summary: ImportSummary = {
+      imported: records.length,
+      skipped: existing.length,
+      dryRun,
+      lines: parsed.lines,
+      blankLines: parsed.blankLines,
+      owned: owned.length,
+      establishedFormat: established,
+      tesseraFormat: records.length - established,
+    };
+    if (dryRun || records.length === 0) return summary;
+
     // As for an app created with an owner (`AppService.create`): `app.owner_changed` in the app's log.
     const stamp = owned.length === 0 ? undefined : await this.events.stamp(owned[0]!.app.appId, context);
     const audit = (): NewAuditEvent[] =>
@@ -396,15 +430,7 @@ export class AppImports {
       );
     }
     for (const { app } of records) this.onChange(app.appId);
-    const established = parsed.apps.filter((app) => appIdFormat(app.appId) === 'established').length;
-    return {
-      imported: records.length,
-      lines: parsed.lines,
-      blankLines: parsed.blankLines,
-      owned: owned.length,
-      establishedFormat: established,
-      tesseraFormat: records.length - established,
-    };
+    return summary;
   }
 
   /** Every app, oldest first, as `import` reads it, without the ClientSecret (only its digest is kept). */
@@ -419,22 +445,56 @@ export class AppImports {
     }));
   }
 
-  /** Adds a problem for each AppID and ClientID that a stored app has already. */
-  async #takenKeys(apps: readonly AppToImport[], problems: ImportProblem[]): Promise<void> {
-    if (apps.length === 0) return;
-    const taken = await this.store.takenKeys(
+  /**
+   * The file's apps that the store has no key of, to import; those stored already with the same
+   * keys, skipped with `skipExisting`; and a problem for every other AppID or ClientID the store has.
+   */
+  async #againstStore(
+    apps: readonly AppToImport[],
+    skipExisting: boolean,
+    problems: ImportProblem[],
+  ): Promise<{ toImport: AppToImport[]; existing: AppToImport[] }> {
+    if (apps.length === 0) return { toImport: [], existing: [] };
+    const stored = await this.store.findByKeys(
       apps.map((app) => app.appId),
       apps.map((app) => app.clientId),
     );
-    const appIds = new Set(taken.appIds);
-    const clientIds = new Set(taken.clientIds);
+    const byAppId = new Map(stored.map((keys) => [keys.appId, keys]));
+    const byClientId = new Map(stored.map((keys) => [keys.clientId, keys]));
+    const toImport: AppToImport[] = [];
+    const existing: AppToImport[] = [];
     for (const app of apps) {
-      if (appIds.has(app.appId))
-        problems.push({ line: app.line, message: `appId ${quoted(app.appId)} is taken: an app in the store has it.` });
-      if (clientIds.has(app.clientId)) {
-        problems.push({ line: app.line, message: `clientId ${quoted(app.clientId)} is taken: an app in the store has it.` });
+      const withAppId = byAppId.get(app.appId);
+      const withClientId = byClientId.get(app.clientId);
+      if (withAppId === undefined && withClientId === undefined) {
+        toImport.push(app);
+        continue;
+      }
+      const differing = withAppId === undefined ? undefined : keysDiffering(app, withAppId);
+      if (differing?.length === 0) {
+        if (skipExisting) existing.push(app);
+        else {
+          problems.push({
+            line: app.line,
+            message: `appId ${quoted(app.appId)} is in the store already, with the same keys: --skip-existing skips such apps.`,
+          });
+        }
+        continue;
+      }
+      if (differing !== undefined) {
+        problems.push({
+          line: app.line,
+          message: `appId ${quoted(app.appId)} is taken: the app in the store with it has another ${KEY_LIST.format(differing)}.`,
+        });
+      }
+      if (withClientId !== undefined && withClientId !== withAppId) {
+        problems.push({
+          line: app.line,
+          message: `clientId ${quoted(app.clientId)} is taken: the app ${quoted(withClientId.appId)} in the store has it.`,
+        });
       }
     }
+    return { toImport, existing };
   }
 
   /** The owners by email; a problem for each line whose owner has no account or is disabled. */
@@ -463,6 +523,18 @@ export class AppImports {
     }
     return found;
   }
+}
+
+/**
+ * Which of the line's keys the stored app with its AppID has otherwise (none: it is the same app).
+ * The ClientSecret is compared as its digest, the only form stored, in constant time.
+ */
+function keysDiffering(app: AppToImport, stored: StoredAppKeys): string[] {
+  return [
+    ...(app.appKey === stored.appKey ? [] : ['appKey']),
+    ...(app.clientId === stored.clientId ? [] : ['clientId']),
+    ...(digestsEqual(clientSecretDigest(app.clientSecret), stored.clientSecretHash) ? [] : ['clientSecret']),
+  ];
 }
 
 function recordOf(app: AppToImport, at: number): AppRecord {

@@ -1,3 +1,4 @@
+import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppAccess } from '../app-access.js';
 import { clientSecretDigest } from '../crypto.js';
 import { appNotFound, developerNotFound, formSentAlready } from '../error-catalogue.js';
@@ -85,6 +86,8 @@ export class AppService {
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly access: AppAccess,
+    /** Whether every instance may honour a grace period (`src/upgrade/`). */
+    private readonly capabilities: Capabilities,
     /** Called after a change, so that this process's caches drop the app at once. */
     private readonly onChange: (appId: string) => void = () => {},
   ) {}
@@ -172,6 +175,7 @@ export class AppService {
         'A grace period and revoking the admin tokens do not go together: a leaked secret must stop at once.',
       );
     }
+    if (graceSeconds !== null) await this.capabilities.require('secretGracePeriods');
     const app = await this.store.findById(appId);
     if (app === undefined) throw appNotFound();
     const clientSecret = generateClientSecret();

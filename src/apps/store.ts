@@ -46,6 +46,14 @@ export interface NewImportedApp {
   ownerId: string | null;
 }
 
+/** A stored app's keys, as an import compares them with a file's (`findByKeys`). */
+export interface StoredAppKeys {
+  appId: string;
+  appKey: string;
+  clientId: string;
+  clientSecretHash: Buffer;
+}
+
 /** An app with its owner's email (null: none), as `listWithOwners` reads them. */
 export interface AppWithOwner {
   app: AppRecord;
@@ -70,8 +78,8 @@ export interface AppStore {
    * exist or is disabled. No limit on how many apps an owner has (the operator's import).
    */
   insertMany(apps: readonly NewImportedApp[], audit: AuditOf<void>): Promise<boolean>;
-  /** Which of these AppIDs and which of these ClientIDs a stored app has. */
-  takenKeys(appIds: readonly string[], clientIds: readonly string[]): Promise<{ appIds: string[]; clientIds: string[] }>;
+  /** The keys of every stored app that has one of these AppIDs or one of these ClientIDs, each app once. */
+  findByKeys(appIds: readonly string[], clientIds: readonly string[]): Promise<StoredAppKeys[]>;
   /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
   findById(appId: string): MaybePromise<AppRecord | undefined>;
   /** Oldest first. */

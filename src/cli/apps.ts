@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { AppDescription } from '../apps/app.js';
-import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportSummary } from '../apps/import.js';
+import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportOptions, type ImportSummary } from '../apps/import.js';
 import type { SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CreatedApp, RotatedSecret } from '../apps/service.js';
@@ -9,7 +9,19 @@ import type { Tessera } from '../tessera.js';
 import { CommandFailed, flagValue, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const APPS_FLAGS: FlagSpec = { name: true, owner: true, 'revoke-admin-tokens': false, grace: true };
+export const APPS_FLAGS: FlagSpec = {
+  name: true,
+  owner: true,
+  'revoke-admin-tokens': false,
+  grace: true,
+  'dry-run': false,
+  'skip-existing': false,
+};
+
+/** The problems of a refused import printed as text; the rest are counted (`--json` lists up to `MAX_LISTED_PROBLEMS` of them). */
+export const SHOWN_IMPORT_PROBLEMS = 20;
+
+const IMPORT_USAGE = 'usage: tessera apps import FILE [--dry-run] [--skip-existing] [--json]';
 
 /** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
 export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
@@ -23,6 +35,9 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
   if (grace !== undefined && revokeAdminTokens) {
     throw new UsageError('--grace and --revoke-admin-tokens do not go together: after a leak, the old secret must stop at once');
   }
+  const importOptions: ImportOptions = { dryRun: command.flags['dry-run'] === true, skipExisting: command.flags['skip-existing'] === true };
+  if ((importOptions.dryRun || importOptions.skipExisting) && verb !== 'import')
+    throw new UsageError('--dry-run and --skip-existing are for tessera apps import');
   const owner = stringFlag(command, 'owner');
   if (owner !== undefined && verb !== 'create' && verb !== 'transfer')
     throw new UsageError('--owner is for tessera apps create and apps transfer');
@@ -106,9 +121,9 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'import': {
       const file = appId;
-      if (file === undefined || extra.length > 0) throw new UsageError('usage: tessera apps import FILE [--json]');
+      if (file === undefined || extra.length > 0) throw new UsageError(IMPORT_USAGE);
       const started = performance.now();
-      const summary = await importFile(tessera, file);
+      const summary = await importFile(tessera, file, importOptions);
       const seconds = (performance.now() - started) / 1000;
       return out.result(summary, () => describeImport(summary, file, seconds));
     }
@@ -126,7 +141,7 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
 }
 
 /** `tessera apps import FILE`: the file read whole (it is checked whole before anything is written). */
-async function importFile(tessera: Tessera, file: string): Promise<ImportSummary> {
+async function importFile(tessera: Tessera, file: string, options: ImportOptions): Promise<ImportSummary> {
   let bytes: Buffer;
   try {
     const { size } = await stat(file);
@@ -139,12 +154,22 @@ async function importFile(tessera: Tessera, file: string): Promise<ImportSummary
     throw new CommandFailed('FAILED', `Cannot read ${file}: ${(error as Error).message}`);
   }
   try {
-    return await tessera.appImports.importApps(bytes, OPERATOR);
+    return await tessera.appImports.importApps(bytes, OPERATOR, options);
   } catch (error) {
     if (!(error instanceof ImportRefused)) throw error;
+    // A person reads the first problems, which are often one mistake repeated, and how many more there are.
+    const shown = error.problems.slice(0, SHOWN_IMPORT_PROBLEMS);
+    const more = error.problems.length - shown.length + error.unlistedProblems;
     throw new CommandFailed('IMPORT_REFUSED', error.message, {
-      lines: error.problems.map((problem) => `line ${problem.line}: ${problem.message}`),
-      details: { lines: error.lines, problems: error.problems, unlistedProblems: error.unlistedProblems },
+      lines: [
+        ...shown.map((problem) => `line ${problem.line}: ${problem.message}`),
+        ...(more === 0
+          ? []
+          : [
+              `… and ${more} more problem(s); --json lists ${error.unlistedProblems === 0 ? 'every one' : `the first ${error.problems.length}`}.`,
+            ]),
+      ],
+      details: { dryRun: error.dryRun, lines: error.lines, problems: error.problems, unlistedProblems: error.unlistedProblems },
     });
   }
 }
@@ -154,9 +179,18 @@ function describeImport(summary: ImportSummary, file: string, seconds: number): 
     ...(summary.establishedFormat > 0 ? [`${summary.establishedFormat} with the established service's 8-character AppIDs`] : []),
     ...(summary.tesseraFormat > 0 ? [`${summary.tesseraFormat} with Tessera's 16-character AppIDs`] : []),
   ];
+  const keys = formats.length === 0 ? '.' : `: ${formats.join(', ')}.`;
+  const skipped = `${summary.skipped} skipped (in the store already with the same keys, and left as they are)`;
+  if (summary.dryRun) {
+    return [
+      `Dry run of ${file}, checked in ${seconds.toFixed(1)} s; nothing was written. It would import ${summary.imported} app(s)${keys}`,
+      `  ${summary.imported} to import, ${skipped}.`,
+      `  ${summary.lines} line(s), ${summary.blankLines} blank; ${summary.owned} app(s) would be given an owner.`,
+    ];
+  }
   return [
-    `Imported ${summary.imported} app(s) from ${file} in ${seconds.toFixed(1)} s, with the keys they had` +
-      (formats.length === 0 ? '.' : `: ${formats.join(', ')}.`),
+    `Imported ${summary.imported} app(s) from ${file} in ${seconds.toFixed(1)} s, with the keys they had${keys}`,
+    `  ${summary.imported} imported, ${skipped}.`,
     `  ${summary.lines} line(s), ${summary.blankLines} blank; ${summary.owned} app(s) given an owner.`,
     '  Their ClientSecrets are stored only as digests: `tessera apps export` writes every app without them.',
   ];

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config.js';
 import { isTesseraError } from '../errors.js';
-import { packageVersion } from '../package-root.js';
+import { currentBuild, describeBuild } from '../release.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
 import { quoted } from '../text.js';
@@ -11,7 +11,9 @@ import { CREDENTIALS_FLAGS, runCredentialsCommand } from './credentials.js';
 import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
 import { KEYS_FLAGS, runKeysCommand } from './keys.js';
+import { MIGRATE_FLAGS, runMigrateCommand } from './migrate.js';
 import { runStoreCommand, STORE_FLAGS } from './store.js';
+import { runUpgradeCommand, UPGRADE_FLAGS } from './upgrade.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
 import { Output } from './output.js';
 
@@ -36,10 +38,16 @@ Usage:
                                              give an app to another developer; the previous owner
                                              is no longer a member (collaborators stay)
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
-  tessera apps import FILE [--json]          bring apps in with the keys they have: JSON Lines, one
+  tessera apps import FILE [--dry-run] [--skip-existing] [--json]
+                                             bring apps in with the keys they have: JSON Lines, one
                                              {"name","appId","appKey","clientId","clientSecret"}
                                              a line (optionally "owner": EMAIL, "configuration");
-                                             every line is checked first, then all or nothing
+                                             every line is checked first, then all or nothing; the
+                                             first 20 problems are printed, the rest counted
+                                             --dry-run: check and count, write nothing
+                                             --skip-existing: skip (and count) an app stored already
+                                             with the same four keys; one whose AppID or ClientID is
+                                             stored with other keys still refuses the import
   tessera apps export [--json]               every app as JSON Lines, the shape import reads,
                                              without ClientSecrets (only their digests are kept)
   tessera credentials create APP_ID --name NAME --scope SCOPE [--scope SCOPE]… [--expires-at RFC3339]
@@ -80,9 +88,18 @@ Usage:
                                              sqlite:PATH, postgres://…); stop the server first
   tessera store backup PATH [--json]         a consistent copy of the SQLite store, while it runs
                                              (PostgreSQL: pg_dump, see docs/deployment.md)
-  tessera --version
+  tessera migrate [--dry-run] [--json]      apply the migrations the store lacks, as the role that
+                                             owns the schema (DATABASE_DIRECT_URL if set); --dry-run:
+                                             list the applied and pending ones, apply nothing
+  tessera upgrade status [--json]            the release the store is finalized for, the instances
+                                             serving on it by release, what waits for finalization
+  tessera upgrade finalize [--json]          finalize the store for this release now: what an older
+                                             release would misread becomes available (refused while
+                                             an instance of an older release serves)
+  tessera --version                          release, commit and schema version of this build
 
-The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db).
+The CLI and the server find the store through DATABASE_URL (default: ./data/tessera.db), or
+DATABASE_URL_FILE, a file that holds it (so do DATABASE_DIRECT_URL_FILE and REDIS_URL_FILE).
 One-time links are printed as whole URLs when PUBLIC_URL is set, as paths on the server otherwise.
 Exit codes: 0 done, 1 failed (e.g. no such app), 2 wrong usage.
 `;
@@ -98,6 +115,7 @@ const STORE_COMMANDS: Record<
   tokens: { flags: TOKENS_FLAGS, execute: runTokensCommand },
   events: { flags: EVENTS_FLAGS, execute: runEventsCommand },
   keys: { flags: KEYS_FLAGS, execute: runKeysCommand },
+  upgrade: { flags: UPGRADE_FLAGS, execute: runUpgradeCommand },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -110,11 +128,20 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined ? 2 : 0;
     }
     if (command === '--version' || command === 'version') {
-      const version = packageVersion();
-      out.result({ version }, () => version);
+      const build = currentBuild();
+      out.result(build, () => `tessera ${describeBuild(build)}`);
       return 0;
     }
     if (command === 'store') return await runStore(rest, out);
+    if (command === 'migrate') {
+      const parsed = parseCommand(rest, MIGRATE_FLAGS);
+      if (parsed.help) {
+        process.stdout.write(HELP);
+        return 0;
+      }
+      await runMigrateCommand(parsed, loadConfig(), out);
+      return 0;
+    }
     const run = Object.hasOwn(STORE_COMMANDS, command) ? STORE_COMMANDS[command] : undefined;
     if (command !== 'serve' && run === undefined) throw new UsageError(`unknown command ${quoted(command)}; see tessera --help`);
     const parsed = parseCommand(rest, run?.flags ?? {});

@@ -10,6 +10,8 @@ import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
 import type { Tracing } from '../tracing/start.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
+import { compareReleases, currentBuild } from '../release.js';
+import { InstanceRegistry } from '../upgrade/registry.js';
 
 /** How long a stopping server waits for the last spans to be sent. */
 const TRACES_FLUSH_MS = 3_000;
@@ -25,6 +27,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const metrics = config.metrics === undefined ? undefined : await loadPrometheusMetrics();
   const openedStore = await openStore(config.databaseUrl, {
     ...config.postgres,
+    checkGrants: true,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   }).catch((error: unknown) => {
     if (!isServiceUnavailable(error)) throw error;
@@ -42,9 +45,11 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     housekeeping: config.housekeeping,
     revokedTokensMaxPerApp: config.revokedTokensMaxPerApp,
     cacheMemoryMb: config.cacheMemoryMb,
+    upgradeFinalizeAfterMs: config.upgradeFinalizeAfterMs,
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
     onWarning: (message, error) => logger.warn({ err: error }, message),
+    onNotice: (message) => logger.info(message),
   });
   tracing?.spans.traceServices(tessera);
   tracing?.onProblem((message, leftOut) =>
@@ -53,6 +58,26 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
       `tracing (OpenTelemetry): ${message}${leftOut > 0 ? ` (${leftOut} more such problems since the last one logged)` : ''}`,
     ),
   );
+
+  const build = currentBuild();
+  // Set once the server listens: what a refusal found by a heartbeat stops.
+  const stopping: { stop?: (signal: string, exitCode?: number) => Promise<void> } = {};
+  const registry = new InstanceRegistry(store.upgrade, tessera.capabilities, tessera.clock, build, {
+    finalizeAfterMs: config.upgradeFinalizeAfterMs,
+    onWarning: (message, error) => logger.warn({ err: error }, message),
+    onRefused: (error) => {
+      logger.error(`${error.message} This instance stops.`);
+      void stopping.stop?.('UPGRADE_FINALIZED', 1);
+    },
+    onFinalized: (release) =>
+      logger.info({ release }, `the store is finalized for Tessera ${release}: no older release has served on it for a while`),
+  });
+  try {
+    await registry.start();
+  } catch (error) {
+    await tessera.close();
+    throw error;
+  }
 
   // Shared limits from the first request, if Redis answers within 2 s; per instance until it does otherwise.
   await tessera.limits.ready();
@@ -78,6 +103,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   try {
     await server.listen({ host: config.host, port: config.port });
   } catch (error) {
+    await registry.stop();
     await tessera.close();
     throw new Error(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`, { cause: error });
   }
@@ -88,6 +114,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
       metricsListener = await listenForMetrics(() => metrics.scrape(), config.metrics.host, config.metrics.port);
     } catch (error) {
       await server.close();
+      await registry.stop();
       await tessera.close();
       throw new Error(`cannot listen on ${config.metrics.host}:${config.metrics.port} for metrics: ${(error as Error).message}`, {
         cause: error,
@@ -99,7 +126,17 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   tessera.housekeeping.start();
-  logger.info({ url: baseUrl, store: store.backend }, 'Tessera is listening');
+  logger.info(
+    { url: baseUrl, store: store.backend, version: build.version, commit: build.commit, schemaVersion: build.schemaVersion },
+    'Tessera is listening',
+  );
+  const state = tessera.capabilities.state;
+  if (state !== undefined && compareReleases(state.finalizedRelease, build.version) < 0) {
+    logger.warn(
+      `the store is finalized for Tessera ${state.finalizedRelease}: what an older release would misread waits until none has been seen ` +
+        `for ${config.upgradeFinalizeAfterMs / 1000} s, or \`tessera upgrade finalize\` (docs/deployment.md, "Upgrading")`,
+    );
+  }
   if (metricsListener !== undefined) logger.info({ url: metricsListener.url }, `metrics on ${metricsListener.url}`);
   if (tracing !== undefined) logger.info(tracing.summary, 'tracing on: OpenTelemetry spans are exported');
   if (publicBaseUrl(config.publicUrl, server.server) === undefined) {
@@ -107,24 +144,26 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   }
   if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl, demoLink));
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  let stopped = false;
+  const stop = async (signal: string, exitCode = 0) => {
+    if (stopped) return;
+    stopped = true;
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
       await Promise.all([server.close(), metricsListener?.close()]);
+      await registry.stop();
       await tessera.close();
       await tracing?.shutdown(TRACES_FLUSH_MS);
       logger.info('stopped');
       logger.flush();
-      process.exitCode = 0;
+      process.exitCode = exitCode;
     } catch (error) {
       logger.error({ err: error }, 'failed to stop cleanly');
       logger.flush();
       process.exitCode = 1;
     }
   };
+  stopping.stop = stop;
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 }

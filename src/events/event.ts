@@ -1,5 +1,6 @@
 import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
+import { randomBytes } from 'node:crypto';
 
 /** What the audit log records. */
 export const EVENT_TYPES = [
@@ -57,6 +58,35 @@ export interface NewAuditEvent {
   /** The client's address as the server saw it; null for the CLI. */
   clientAddress: string | null;
   details: EventDetails;
+}
+
+/**
+ * An event recorded by a request (`EventLog.record`), buffered until written, with an id of its own
+ * given when it was recorded: a write tried again after one whose commit is in doubt (the connection
+ * lost after the insert was sent) skips the events already stored, so that each is stored once
+ * (`EventStore.append`). Events written with their change (`stamp`) have none: their transaction
+ * commits or fails with the change, and is never tried again.
+ */
+export interface KeyedAuditEvent extends NewAuditEvent {
+  idempotencyKey: Buffer;
+}
+
+/** Random once per process: what tells apart the keys of processes that record at the same instant. */
+const PROCESS_KEY_PART = randomBytes(6);
+let keysGiven = 0;
+
+/**
+ * 16 bytes, unique without a random draw per event: the instant in ms (6 bytes, so that new keys go
+ * to the end of the unique index as the ids do, not to random pages of it), this process's random
+ * part (6 bytes), and a counter of the keys it gave (4 bytes).
+ */
+export function newIdempotencyKey(at: number): Buffer {
+  const key = Buffer.allocUnsafe(16);
+  key.writeUIntBE(Math.max(0, Math.floor(at)) % 2 ** 48, 0, 6);
+  PROCESS_KEY_PART.copy(key, 6);
+  key.writeUInt32BE(keysGiven, 12);
+  keysGiven = (keysGiven + 1) % 2 ** 32;
+  return key;
 }
 
 /** Who, when and from where: the part of an event known before the change it describes (`EventLog.stamp`). */

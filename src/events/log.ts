@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { isServiceUnavailable } from '../error-catalogue.js';
+import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import {
   COUNT_PERIODS,
@@ -10,7 +10,15 @@ import {
   type EventCountQuery,
   type EventCountsDescription,
 } from './counts.js';
-import type { AuditEvent, ChangeEventType, EventDetails, EventStamp, EventType, NewAuditEvent } from './event.js';
+import {
+  newIdempotencyKey,
+  type AuditEvent,
+  type ChangeEventType,
+  type EventDetails,
+  type EventStamp,
+  type EventType,
+  type KeyedAuditEvent,
+} from './event.js';
 import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from './query.js';
 import { ReadLane } from './read-lane.js';
 import { retentionOf } from './retention.js';
@@ -34,11 +42,36 @@ export interface EventLogMetrics {
   eventsCounted(type: EventType, principal: Actor | null, reason: string | null, count: number): void;
   /** A group commit: `size` events (or counts) written in one transaction, in `seconds`. */
   batchWritten(writer: 'events', size: number, seconds: number): void;
-  /** A batch of audit events (or of their counts) that could not be written. */
+  /** A write of audit events (or of their counts) that failed, whether it is tried again or given up. */
   eventWriteFailed(): void;
+  /**
+   * `count` events given up: their rows (`events`), or their part of the counts (`counts`), never
+   * to be written.
+   */
+  eventsLost(part: LostPart, reason: LossReason, count: number): void;
 }
 
-const NO_EVENT_LOG_METRICS: EventLogMetrics = { eventsCounted() {}, batchWritten() {}, eventWriteFailed() {} };
+/** What of an event is lost: its row in the log, or its part of the counts. */
+export type LostPart = 'events' | 'counts';
+
+/**
+ * Why: the database refused the write (`refused`); the database could not be reached while the
+ * events kept for another try reached their bound (`buffer_full`); the process stopped before the
+ * database could be reached again (`stopped`).
+ */
+export type LossReason = 'refused' | 'buffer_full' | 'stopped';
+
+const NO_EVENT_LOG_METRICS: EventLogMetrics = { eventsCounted() {}, batchWritten() {}, eventWriteFailed() {}, eventsLost() {} };
+
+export interface EventLogOptions {
+  /** Told of events lost, and when writes start failing: once per outage, not per attempt. */
+  onWarning?: (message: string, error: unknown) => void;
+  /** Told when writes succeed again after failing: how long, and how many events waited. */
+  onNotice?: (message: string) => void;
+  metrics?: EventLogMetrics;
+  /** Events kept for another try at most (`MAX_KEPT_FOR_RETRY`); tests lower it. */
+  maxKeptForRetry?: number;
+}
 
 /** Events, or counts, written in one transaction at most. */
 const MAX_BATCH = 1000;
@@ -76,18 +109,38 @@ function isFiltered(filter: EventFilter): boolean {
 /** How long events whose write failed because the store could not be reached wait for another try. */
 export const EVENT_RETRY_DELAY_MS = 1_000;
 /**
- * Events (and counts) kept for another try at most: past it, an outage's events are given up rather
- * than grow the process without bound. At the default token limit one address makes 1200 a minute.
+ * Events (and counts) kept for another try at most: past it, an outage's new events are given up
+ * rather than grow the process without bound. At the default token limit one address makes 1200 a
+ * minute.
  */
-const MAX_KEPT_FOR_RETRY = 100_000;
+export const MAX_KEPT_FOR_RETRY = 100_000;
+
+/** Writes failing because the database cannot be reached: from the first failure to the first turn of the writer that writes everything. */
+interface Outage {
+  /** `performance.now()` at the first failure. */
+  startedAt: number;
+  failedAttempts: number;
+  /** Events (rows) and counts written while it lasted: what waited, and what was recorded meanwhile. */
+  writtenEvents: number;
+  writtenCounts: number;
+}
 
 /**
  * The audit log. Recording never delays or fails the operation it describes: events are buffered
- * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`. A
- * write that fails because the store cannot be reached (a terminated connection, a failover) is
- * tried again after `EVENT_RETRY_DELAY_MS`, with whatever was recorded meanwhile, so that an outage
- * loses no event; any other failure, or an outage's events past `MAX_KEPT_FOR_RETRY`, is reported
- * through `onError` and given up. Reads through this log write the buffer first.
+ * and written together (no promise per event on the hot path) within `EVENT_FLUSH_DELAY_MS`, one
+ * write at a time, in the order they were recorded. Each buffered event has an id of its own
+ * (`KeyedAuditEvent`), so that writing a batch again after a write whose commit is in doubt stores
+ * it once.
+ *
+ * A write that fails because the store cannot be reached (a terminated connection, a failover, a
+ * database that hangs) is an outage: its events and counts are kept, in order, and tried again every
+ * `EVENT_RETRY_DELAY_MS` (and by any read or change that needs the log written first), with what is
+ * recorded meanwhile, so that an outage loses nothing. It is said once when it starts (`onWarning`,
+ * with the reason) and once when the events are written again (`onNotice`, how long and how many),
+ * never per attempt. Events are lost only when the database refuses a write, when an outage's events
+ * reach `MAX_KEPT_FOR_RETRY`, or when the process stops before the database is back: each is said,
+ * and counted (`eventsLost`). Reads through this log write the buffer first.
+ *
  * Every recorded event is counted (per app, UTC minute, type, principal and reason: the counts of
  * a flush are added to the stored ones in one statement); `retentionOf` says which are also rows,
  * and of which class. Operators' and admins' changes are the exception: their events are written
@@ -97,25 +150,40 @@ const MAX_KEPT_FOR_RETRY = 100_000;
 export class EventLog {
   /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
   #recorded = new Set<string>();
-  #buffer: NewAuditEvent[] = [];
+  #buffer: KeyedAuditEvent[] = [];
   /** The counts recorded since the last flush, by app, minute, type, principal and reason. */
   #counts = new Map<string, EventCount>();
+  /** Counts taken from `#counts` (and told to the metrics) whose write has not succeeded yet. */
+  #countsToWrite = new Map<string, EventCount>();
   #flushTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** The turn of the writer queued behind `#writing`, until it starts. */
+  #nextTurn: Promise<void> | undefined;
   /** Events taken from the buffer whose write has not ended yet. */
   #beingWritten = 0;
+  #outage: Outage | undefined;
+  /** Events not buffered, the buffer being full, since a turn of the writer last wrote everything. */
+  #droppedEvents = 0;
 
   /** Where filtered reads take turns, a window at a time. */
   readonly #lane = new ReadLane();
 
+  readonly #warn: (message: string, error: unknown) => void;
+  readonly #notice: (message: string) => void;
+  readonly #metrics: EventLogMetrics;
+  readonly #maxKept: number;
+
   constructor(
     private readonly store: EventStore,
     private readonly clock: Clock,
-    /** Told of events and counts not written: `message` says how many, and whether they are tried again. */
-    private readonly onError: (message: string, error: unknown) => void = () => {},
-    private readonly metrics: EventLogMetrics = NO_EVENT_LOG_METRICS,
-  ) {}
+    options: EventLogOptions = {},
+  ) {
+    this.#warn = options.onWarning ?? (() => {});
+    this.#notice = options.onNotice ?? (() => {});
+    this.#metrics = options.metrics ?? NO_EVENT_LOG_METRICS;
+    this.#maxKept = options.maxKeptForRetry ?? MAX_KEPT_FOR_RETRY;
+  }
 
   /** Events recorded and not written yet (the `tessera_event_buffer_events` gauge, read when scraped). */
   get unwritten(): number {
@@ -124,19 +192,52 @@ export class EventLog {
 
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
     const at = this.clock.now();
-    this.#count(appId, countBucketOf(at), type, principal, countReasonOf(details));
+    this.#count(this.#counts, appId, countBucketOf(at), type, principal, countReasonOf(details));
     if (retentionOf(type, principal) !== 'counted') {
       this.#recorded.add(appId);
-      this.#buffer.push({ type, appId, at, principal, clientAddress: context.clientAddress, details });
+      if (this.#buffer.length < this.#maxKept) {
+        this.#buffer.push({
+          type,
+          appId,
+          at,
+          principal,
+          clientAddress: context.clientAddress,
+          details,
+          idempotencyKey: newIdempotencyKey(at),
+        });
+      } else {
+        this.#bufferFull();
+      }
     }
-    this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
+    // While writes fail, the retry timer tries them again, not every flush.
+    if (this.#outage === undefined) this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
   }
 
-  #count(appId: string, bucket: number, type: EventType, principal: Actor | null, reason: string | null, count = 1): void {
+  #count(
+    into: Map<string, EventCount>,
+    appId: string,
+    bucket: number,
+    type: EventType,
+    principal: Actor | null,
+    reason: string | null,
+    count = 1,
+  ): void {
     const key = `${appId} ${bucket} ${type} ${principal} ${reason}`;
-    const counted = this.#counts.get(key);
-    if (counted === undefined) this.#counts.set(key, { appId, bucket, type, principal, reason, count });
+    const counted = into.get(key);
+    if (counted === undefined) into.set(key, { appId, bucket, type, principal, reason, count });
     else counted.count += count;
+  }
+
+  /** An event whose row cannot be kept: the buffer holds `#maxKept` already (while writes fail, in practice). */
+  #bufferFull(): void {
+    this.#metrics.eventsLost('events', 'buffer_full', 1);
+    if (this.#droppedEvents++ > 0) return;
+    this.#warn(
+      `audit events are being lost: ${this.#maxKept} are waiting to be written already` +
+        (this.#outage === undefined ? '' : ' while the database cannot be reached') +
+        '; events recorded from now on are counted but not stored until the writes catch up',
+      undefined,
+    );
   }
 
   /**
@@ -150,72 +251,183 @@ export class EventLog {
     return { appId, at: this.clock.now(), principal: actorOf(context), clientAddress: context.clientAddress };
   }
 
-  /** Writes what is buffered; resolves once everything recorded before the call is written (or failed). */
+  /**
+   * Writes what is buffered; resolves once everything recorded before the call is written, given
+   * up, or kept for another try (the database cannot be reached).
+   */
   flush(): Promise<void> {
     clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
-    while (this.#buffer.length > 0) {
-      const batch = this.#buffer.splice(0, MAX_BATCH);
-      this.#beingWritten += batch.length;
-      // One write at a time, so events are stored in the order they were recorded. `#write` handles
-      // its own failures and chains the write onto `#writing`, which this method returns.
-      void this.#write(
-        'audit events',
-        batch.length,
-        () => this.store.append(batch),
-        () => this.#buffer.unshift(...batch),
-      ).finally(() => (this.#beingWritten -= batch.length));
-    }
-    if (this.#counts.size > 0) {
-      // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock
-      // them in the same order and never wait for each other in a cycle.
-      const counts = [...this.#counts.values()].sort(byCountKey);
-      this.#counts.clear();
-      for (const { type, principal, reason, count } of counts) this.metrics.eventsCounted(type, principal, reason, count);
-      for (let start = 0; start < counts.length; start += MAX_BATCH) {
-        const batch = counts.slice(start, start + MAX_BATCH);
-        const keep = () => {
-          for (const { appId, bucket, type, principal, reason, count } of batch) this.#count(appId, bucket, type, principal, reason, count);
-        };
-        void this.#write('event counts', batch.length, () => this.store.addCounts(batch), keep);
-      }
-    }
-    return this.#writing;
+    // A turn not started yet takes everything recorded until it starts: one is enough, however
+    // many flushes come while a slow write is under way.
+    if (this.#nextTurn !== undefined) return this.#nextTurn;
+    const turn = this.#writing.then(() => {
+      this.#nextTurn = undefined;
+      return this.#writeBuffered();
+    });
+    this.#nextTurn = turn;
+    this.#writing = turn;
+    return turn;
   }
 
   /**
-   * Queues one write after the others. One that failed because the store could not be reached is
-   * kept (`keep` puts it back) and tried again later; any other failure is reported and given up.
-   * Either way the next write goes on.
+   * Writes the log one last time before the store closes: what still cannot be written (the
+   * database cannot be reached) is lost, and said so.
    */
-  #write(what: string, size: number, write: () => Promise<void>, keep: () => void): Promise<void> {
-    this.#writing = this.#writing
-      .then(async () => {
-        const started = performance.now();
-        await write();
-        this.metrics.batchWritten('events', size, (performance.now() - started) / 1000);
-      })
-      .catch((error: unknown) => {
-        this.metrics.eventWriteFailed();
-        if (!isServiceUnavailable(error) || this.#buffer.length + this.#counts.size + size > MAX_KEPT_FOR_RETRY) {
-          this.onError(`${size} ${what} could not be written and are lost`, error);
-          return;
-        }
-        keep();
-        if (this.#retryTimer !== undefined) return;
-        // The error is always the same 503: the message says it all.
-        this.onError(
-          `${size} ${what} could not be written while the database cannot be reached; they are tried again every ${EVENT_RETRY_DELAY_MS / 1000} s`,
-          undefined,
-        );
-        this.#retryTimer = setTimeout(() => {
-          this.#retryTimer = undefined;
-          void this.flush();
-        }, EVENT_RETRY_DELAY_MS);
-        // A process stopping while the database is away is not held up by it (its last flush says what is lost).
-        this.#retryTimer.unref();
-      });
-    return this.#writing;
+  async close(): Promise<void> {
+    await this.flush();
+    // What was recorded while that turn wrote (it writes only what it found).
+    if (this.#outage === undefined && (this.#buffer.length > 0 || this.#counts.size > 0)) await this.flush();
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    const events = this.#buffer.length;
+    const counted = sumOfCounts([...this.#countsToWrite.values(), ...this.#counts.values()]);
+    if (events === 0 && counted === 0) return;
+    this.#buffer = [];
+    this.#countsToWrite.clear();
+    this.#counts.clear();
+    this.#metrics.eventsLost('events', 'stopped', events);
+    this.#metrics.eventsLost('counts', 'stopped', counted);
+    this.#warn(
+      `${events} audit events, and the counts of ${counted} events, could not be written before stopping and are lost` +
+        (this.#outage === undefined ? '' : ` (the database could not be reached for ${secondsSince(this.#outage.startedAt)} s)`),
+      undefined,
+    );
+  }
+
+  /**
+   * One turn of the writer (turns run one after the other): the events buffered when it starts, a
+   * batch at a time, then the counts. It stops at the first write that finds the database away,
+   * putting that batch back in front, so that the order of recording is kept for the next turn.
+   * Never throws.
+   */
+  async #writeBuffered(): Promise<void> {
+    for (const counted of this.#counts.values()) {
+      this.#metrics.eventsCounted(counted.type, counted.principal, counted.reason, counted.count);
+      const { appId, bucket, type, principal, reason, count } = counted;
+      this.#count(this.#countsToWrite, appId, bucket, type, principal, reason, count);
+    }
+    this.#counts.clear();
+
+    let left = this.#buffer.length;
+    while (left > 0) {
+      const batch = this.#buffer.splice(0, Math.min(MAX_BATCH, left));
+      left -= batch.length;
+      this.#beingWritten += batch.length;
+      const outcome = await this.#attempt('events', batch.length, () => this.store.append(batch));
+      this.#beingWritten -= batch.length;
+      if (outcome === 'kept') {
+        this.#buffer.unshift(...batch);
+        return;
+      }
+    }
+
+    // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock them
+    // in the same order and never wait for each other in a cycle.
+    const counts = [...this.#countsToWrite.entries()].sort(([, a], [, b]) => byCountKey(a, b));
+    for (let start = 0; start < counts.length; start += MAX_BATCH) {
+      const batch = counts.slice(start, start + MAX_BATCH);
+      const outcome = await this.#attempt(
+        'counts',
+        batch.length,
+        () => this.store.addCounts(batch.map(([, count]) => count)),
+        () => sumOfCounts(batch.map(([, count]) => count)),
+      );
+      if (outcome === 'kept') {
+        if (this.#countsToWrite.size <= this.#maxKept) return;
+        // Counts grow by kind and minute, not by event: only a very long outage of many apps gets here.
+        const dropped = counts.slice(start);
+        for (const [key] of dropped) this.#countsToWrite.delete(key);
+        this.#lose('counts', 'buffer_full', sumOfCounts(dropped.map(([, count]) => count)), undefined);
+        return;
+      }
+      for (const [key] of batch) this.#countsToWrite.delete(key);
+    }
+    this.#everythingWritten();
+  }
+
+  /**
+   * Writes one batch. `kept`: it failed because the database cannot be reached, and is to be tried
+   * again; `lost`: it failed otherwise, and is given up.
+   */
+  async #attempt(
+    part: LostPart,
+    size: number,
+    write: () => Promise<void>,
+    eventsIn: () => number = () => size,
+  ): Promise<'written' | 'kept' | 'lost'> {
+    const started = performance.now();
+    try {
+      await write();
+    } catch (error) {
+      this.#metrics.eventWriteFailed();
+      if (isServiceUnavailable(error)) {
+        this.#writesFailing(error);
+        return 'kept';
+      }
+      this.#lose(part, 'refused', eventsIn(), error);
+      return 'lost';
+    }
+    this.#metrics.batchWritten('events', size, (performance.now() - started) / 1000);
+    if (this.#outage !== undefined) {
+      if (part === 'events') this.#outage.writtenEvents += size;
+      else this.#outage.writtenCounts += eventsIn();
+    }
+    return 'written';
+  }
+
+  #lose(part: LostPart, reason: LossReason, events: number, error: unknown): void {
+    this.#metrics.eventsLost(part, reason, events);
+    const what = part === 'events' ? `${events} audit events` : `the counts of ${events} events`;
+    this.#warn(
+      reason === 'refused'
+        ? `${what} could not be written and are lost`
+        : `${what} are lost: more than ${this.#maxKept} were kept while the database cannot be reached`,
+      error,
+    );
+  }
+
+  /** A write found the database away: said once for the outage, and tried again in a while. */
+  #writesFailing(error: unknown): void {
+    if (this.#outage === undefined) {
+      this.#outage = { startedAt: performance.now(), failedAttempts: 0, writtenEvents: 0, writtenCounts: 0 };
+      // The error is a 503 whose stack says nothing: its reason says it all.
+      this.#warn(
+        `audit events cannot be written: ${reasonOf(error)}. They are kept in memory (at most ${this.#maxKept}) and ` +
+          `tried again every ${EVENT_RETRY_DELAY_MS / 1000} s; a line says when they are written again`,
+        undefined,
+      );
+    }
+    this.#outage.failedAttempts++;
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#retryTimer !== undefined) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.flush();
+    }, EVENT_RETRY_DELAY_MS);
+    // A process stopping while the database is away is not held up by it (`close` says what is lost).
+    this.#retryTimer.unref();
+  }
+
+  /** A turn of the writer wrote everything it took: what an outage kept is written. */
+  #everythingWritten(): void {
+    const [outage, dropped] = [this.#outage, this.#droppedEvents];
+    this.#droppedEvents = 0;
+    if (outage === undefined) {
+      if (dropped > 0) this.#warn(`the audit events caught up; ${dropped} events recorded while the buffer was full are lost`, undefined);
+      return;
+    }
+    this.#outage = undefined;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#notice(
+      `audit events are written again, after ${secondsSince(outage.startedAt)} s in which ${outage.failedAttempts} writes failed: ` +
+        `${outage.writtenEvents} events, and the counts of ${outage.writtenCounts} events, kept meanwhile are written` +
+        (dropped === 0 ? '; none lost' : `; ${dropped} events recorded while the buffer was full are lost`),
+    );
+    // Events recorded during the outage wait for no retry timer now.
+    if (this.#buffer.length > 0 || this.#counts.size > 0) this.#flushTimer ??= setTimeout(() => void this.flush(), EVENT_FLUSH_DELAY_MS);
   }
 
   takeAppsRecorded(): string[] {
@@ -317,6 +529,16 @@ export class EventLog {
     const [event] = await this.store.list({ appId, beforeId: id + 1, limit: 1 });
     return event?.id === id ? event : undefined;
   }
+}
+
+function sumOfCounts(counts: Iterable<EventCount>): number {
+  let sum = 0;
+  for (const { count } of counts) sum += count;
+  return sum;
+}
+
+function secondsSince(start: number): number {
+  return Math.round((performance.now() - start) / 1000);
 }
 
 function byCountKey(a: EventCount, b: EventCount): number {

@@ -1,5 +1,5 @@
 import type { EventCount } from './counts.js';
-import type { AuditEvent, ChangeEventType, EventType, NewAuditEvent } from './event.js';
+import type { AuditEvent, ChangeEventType, EventType, KeyedAuditEvent, NewAuditEvent } from './event.js';
 import type { EventFilter } from './query.js';
 import type { EventClass } from './retention.js';
 
@@ -36,8 +36,11 @@ export interface EventCountsQuery {
 
 /** The audit log's storage seam; one implementation per backend under `src/store/`. */
 export interface EventStore {
-  /** Writes the events in one transaction, in order. */
-  append(events: NewAuditEvent[]): Promise<void>;
+  /**
+   * Writes the events in one transaction, in order, but those whose idempotency key is stored
+   * already: a batch written again after a write whose commit is in doubt stores each event once.
+   */
+  append(events: readonly (NewAuditEvent | KeyedAuditEvent)[]): Promise<void>;
   /** Newest first, or oldest first with `afterId`. */
   list(query: EventQuery): Promise<AuditEvent[]>;
   /** The app's newest `limit` events of a type of change, newest first, found through an index of those alone (`events_changes_by_app`). */

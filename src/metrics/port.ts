@@ -69,4 +69,5 @@ export const NO_METRICS: Metrics = Object.freeze({
   cacheLookups: () => NO_CACHE_LOOKUPS,
   batchWritten() {},
   eventWriteFailed() {},
+  eventsLost() {},
 });

@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { currentBuild } from '../release.js';
 import type * as MetricsModule from './metrics.js';
 import type { PrometheusMetrics } from './metrics.js';
 
@@ -19,6 +17,5 @@ export async function loadPrometheusMetrics(): Promise<PrometheusMetrics> {
     }
     throw error;
   }
-  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
-  return new module.PrometheusMetrics(version);
+  return new module.PrometheusMetrics(currentBuild());
 }

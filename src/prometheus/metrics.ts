@@ -1,5 +1,7 @@
+import type { BuildInfo } from '../release.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
+import type { LossReason, LostPart } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
 import type { Actor } from '../request-context.js';
 import type { Store } from '../store/store.js';
@@ -30,6 +32,8 @@ const LIMITS: readonly RateLimitName[] = [
   'invitations',
 ];
 const WRITERS: readonly BatchWriter[] = ['tokens', 'events'];
+const LOST_PARTS: readonly LostPart[] = ['events', 'counts'];
+const LOSS_REASONS: readonly LossReason[] = ['refused', 'buffer_full', 'stopped'];
 /** The refusals the services record, shown as 0 from the start (others appear when they happen). */
 const KNOWN_REFUSALS: readonly (readonly [reason: string, kind: string])[] = [
   ['invalid_client', 'admin'],
@@ -56,11 +60,14 @@ export class PrometheusMetrics implements Metrics {
   readonly #batchSizes = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, BATCH_SIZE_BUCKETS)]));
   readonly #batchDurations = new Map(WRITERS.map((writer) => [writer, new HistogramSeries({ writer }, DURATION_BUCKETS)]));
   readonly #eventWriteFailures = new CountSeries({});
+  readonly #eventsLost = new Map(
+    LOST_PARTS.flatMap((part) => LOSS_REASONS.map((reason) => [`${part} ${reason}`, new CountSeries({ part, reason })] as const)),
+  );
   readonly #routes = new Map<string, RouteSeries>();
   #storeOperations: StoreOperation[] = [];
   #unwrittenEvents: () => number = () => 0;
 
-  constructor(version: string) {
+  constructor(build: BuildInfo) {
     const registry = this.registry;
     collectDefaultMetrics({ register: registry });
     for (const [reason, kind] of KNOWN_REFUSALS) this.#refusal(reason, kind);
@@ -152,9 +159,20 @@ export class PrometheusMetrics implements Metrics {
         .filter((operation) => operation.durations.count > 0 || operation.errors.value > 0)
         .map((operation) => operation.errors),
     );
-    collectedCounter(registry, 'tessera_event_write_failures_total', 'Audit-event batches whose write failed.', [], () => [
-      this.#eventWriteFailures,
-    ]);
+    collectedCounter(
+      registry,
+      'tessera_event_write_failures_total',
+      'Writes of audit events (or of their counts) that failed, whether tried again or given up.',
+      [],
+      () => [this.#eventWriteFailures],
+    );
+    collectedCounter(
+      registry,
+      'tessera_events_lost_total',
+      'Audit events given up: their rows (part="events") or their counts (part="counts"), by reason.',
+      ['part', 'reason'],
+      () => this.#eventsLost.values(),
+    );
     const unwritten = () => this.#unwrittenEvents();
     new Gauge({
       name: 'tessera_event_buffer_events',
@@ -164,10 +182,12 @@ export class PrometheusMetrics implements Metrics {
         this.set(unwritten());
       },
     });
-    new Gauge({ name: 'tessera_build_info', help: 'The running release.', labelNames: ['version'], registers: [registry] }).set(
-      { version },
-      1,
-    );
+    new Gauge({
+      name: 'tessera_build_info',
+      help: 'The running build: its release, the commit it was built from, and the schema version it writes.',
+      labelNames: ['version', 'commit', 'schema_version'],
+      registers: [registry],
+    }).set({ version: build.version, commit: build.commit, schema_version: String(build.schemaVersion) }, 1);
   }
 
   /**
@@ -244,6 +264,10 @@ export class PrometheusMetrics implements Metrics {
 
   eventWriteFailed(): void {
     this.#eventWriteFailures.add();
+  }
+
+  eventsLost(part: LostPart, reason: LossReason, count: number): void {
+    this.#eventsLost.get(`${part} ${reason}`)!.add(count);
   }
 
   #refusal(reason: string, kind: string): CountSeries {

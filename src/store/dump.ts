@@ -101,6 +101,7 @@ export const TABLES: readonly TableSpec[] = [
       principal: 'text',
       client_address: 'text',
       details: 'json',
+      idempotency_key: 'blob',
     }),
     key: ['id'],
     counter: 'id',

@@ -10,6 +10,7 @@ export const STORE_PARTS = {
   events: 'events',
   developers: 'developers',
   onceClaims: 'once_claims',
+  upgrade: 'upgrade',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The functions of an object, own or inherited from its class. */

@@ -6,6 +6,7 @@ import type { KeyStore } from '../keys/store.js';
 import type { OnceClaimStore } from '../once.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
+import type { UpgradeStore } from '../upgrade/store.js';
 import type { BatchListener } from './group-commit.js';
 
 /**
@@ -44,6 +45,8 @@ export interface Store {
   readonly developers: DeveloperStore;
   /** The portal's once values claimed by the changes they went with (`src/once.ts`). */
   readonly onceClaims: OnceClaimStore;
+  /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
+  readonly upgrade: UpgradeStore;
   /**
    * Registers a listener called when something may have been changed by another process sharing the
    * store. It is called within one second of the change; caches drop what it names.

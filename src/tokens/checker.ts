@@ -127,7 +127,7 @@ export class TokenChecker {
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     const facts = await this.#find(presented, presented.selector.toString('latin1'));
-    if (facts === undefined || facts.appId !== app.appId || isExpired(this.clock.now(), facts.expiresAt)) return undefined;
+    if (facts === undefined || !this.#valid(app, facts)) return undefined;
     const { kind, issuedAt, expiresAt, scopes } = facts;
     return {
       appId: app.appId,
@@ -196,8 +196,17 @@ export class TokenChecker {
     return stored;
   }
 
+  /**
+   * Whether a stored token is valid now in this app: not expired, and, for an anonymous one, issued
+   * after the app's cut-off (a revoke-all removes them, but one stored while it ran would stay).
+   */
+  #valid(app: AppRecord, token: TokenFacts): boolean {
+    if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) return false;
+    return token.kind === 'admin' || app.anonymousCutoff === null || token.issuedAt > app.anonymousCutoff;
+  }
+
   #principalOf(app: AppRecord, key: string, token: TokenFacts): Principal | undefined {
-    if (token.appId !== app.appId || isExpired(this.clock.now(), token.expiresAt)) return undefined;
+    if (!this.#valid(app, token)) return undefined;
     return {
       appId: app.appId,
       kind: token.kind,

@@ -1,3 +1,4 @@
+import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppRecord } from '../apps/app.js';
 import type { Clock } from '../clock.js';
 import { credentialsEqual } from '../crypto.js';
@@ -52,6 +53,8 @@ export class TokenIssuer {
     private readonly events: EventLog,
     /** The app as the store has it now (not as a cache had it): after a rotation or revocation raced a token request. */
     private readonly reload: (appId: string) => Promise<AppRecord | undefined>,
+    /** Whether every instance can check a self-verifying anonymous token (`src/upgrade/`). */
+    private readonly capabilities: Capabilities,
   ) {}
 
   async issue(
@@ -63,7 +66,9 @@ export class TokenIssuer {
     const client = await this.#authenticateClient(app, credentials, context);
     if (client.kind === 'anonymous') {
       const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
-      const { token } = await this.anonymous.issue(app, now, expiresAt);
+      const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
+        ? await this.anonymous.issue(app, now, expiresAt)
+        : await this.#storedAnonymousToken(app, now, expiresAt);
       this.events.record('token.issued', app.appId, context, 'anonymous', { expiresAt });
       return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
     }
@@ -98,6 +103,32 @@ export class TokenIssuer {
       if (reloaded === undefined) throw appNotFound();
       current = reloaded;
       admin = await this.admins.authenticate(current, credentials, context);
+    }
+  }
+
+  /**
+   * An anonymous token stored as release 0.1.0 stores them, which an instance of it, serving beside
+   * this one during a rolling upgrade, accepts and revokes: until the store is finalized.
+   */
+  async #storedAnonymousToken(app: AppRecord, now: number, expiresAt: number | null): Promise<{ token: string }> {
+    let current = app;
+    for (let attempt = 1; ; attempt++) {
+      const { token, selector, verifierHash } = generateAccessToken(now);
+      const record = {
+        selector,
+        verifierHash,
+        appId: app.appId,
+        kind: 'anonymous' as const,
+        issuedAt: now,
+        expiresAt,
+        clientId: null,
+        scopes: null,
+      };
+      if (await this.tokens.insert(record, current.adminGeneration)) return { token };
+      if (attempt === MAX_ISSUE_ATTEMPTS) throw appChangingTooOften();
+      const reloaded = await this.reload(app.appId);
+      if (reloaded === undefined) throw appNotFound();
+      current = reloaded;
     }
   }
 

@@ -188,6 +188,8 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(parseJson(result.stdout, 'apps import --json'), {
       imported: 2,
+      skipped: 0,
+      dryRun: false,
       lines: 3,
       blankLines: 1,
       owned: 0,
@@ -258,10 +260,7 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
     assert.equal(refusal.lines, lines);
     assert.equal(refusal.problems.length, MAX_LISTED_PROBLEMS);
     assert.equal(refusal.unlistedProblems, lines - MAX_LISTED_PROBLEMS);
-    assert.match(
-      refusal.message,
-      new RegExp(`the file has ${lines} problems in its ${lines} lines; the first ${MAX_LISTED_PROBLEMS} are listed`),
-    );
+    assert.match(refusal.message, new RegExp(`the file has ${lines} problems in its ${lines} lines`));
   });
 
   it('refuses a file it cannot read, and wrong usage', async () => {

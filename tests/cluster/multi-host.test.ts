@@ -22,7 +22,7 @@ import {
   type Outcome,
 } from '../helpers/fleet.js';
 import { findPostgresBinaries, PostgresServers, type PostgresServer } from '../helpers/postgres-servers.js';
-import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, TESSERA_APPLICATION_NAME, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 
 // A multi-host DATABASE_URL as libpq reads it, with no proxy in front of PostgreSQL: servers of the
 // test's own (a primary, a real streaming standby, a third host down at first), the old primary
@@ -43,12 +43,12 @@ async function query<Row extends pg.QueryResultRow>(url: string, text: string, v
   }
 }
 
-/** What Tessera's connections on `server` are doing (application_name tessera): their last statements. */
+/** What Tessera's connections on `server` are doing (TESSERA_APPLICATION_NAME): their last statements. */
 async function tesseraSessions(server: PostgresServer): Promise<string[]> {
   const rows = await query<{ query: string }>(
     server.url(),
-    "SELECT query FROM pg_stat_activity WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid()",
-    [DATABASE],
+    'SELECT query FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND pid <> pg_backend_pid()',
+    [DATABASE, TESSERA_APPLICATION_NAME],
   );
   return rows.map((row) => row.query);
 }

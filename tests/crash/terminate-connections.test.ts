@@ -25,7 +25,7 @@ import {
 } from '../helpers/fleet.js';
 import { PASSWORD } from '../helpers/portal.js';
 import { portalClient } from '../helpers/portal-http.js';
-import { childEnvironment, REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
+import { childEnvironment, REPO_ROOT, TESSERA_APPLICATION_NAME, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
 // What every planned PostgreSQL switchover does: pg_terminate_backend() of the service's
@@ -38,7 +38,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // still works. Then a CLI command terminated inside its transaction: a one-line message.
 
 /** The application_name of every connection of Tessera's (src/store/postgres/connection.ts). */
-const APPLICATION_NAME = 'tessera';
+const APPLICATION_NAME = TESSERA_APPLICATION_NAME;
 const ROUNDS = 10;
 const ROUND_MS = 350;
 /** How long a revocation's transaction is held on the lock before its connection is terminated. */

@@ -19,7 +19,7 @@ import {
   type Outcome,
 } from './fleet.js';
 import type { HaCluster } from './patroni.js';
-import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from './process.js';
+import { REPO_ROOT, TESSERA_APPLICATION_NAME, TESSERA_MAIN, type ServerProcess } from './process.js';
 
 /**
  * The failover scenario of a high-availability PostgreSQL (helpers/patroni.ts), watched at once by
@@ -118,7 +118,7 @@ const ANSWER_BOUND_MS = 2_000 + 5_000 + 1_000;
 /** A request still unanswered after this long keeps its instance from counting as serving steadily. */
 const PENDING_MS = 1_000;
 /** The application_name of every connection of Tessera's (src/store/postgres/connection.ts): how its LISTEN connections are found. */
-const APPLICATION_NAME = 'tessera';
+const APPLICATION_NAME = TESSERA_APPLICATION_NAME;
 /** The application_name of the test's own connections, spared by the terminations. */
 const TEST_APPLICATION_NAME = 'tessera-test';
 

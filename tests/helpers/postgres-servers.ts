@@ -46,6 +46,13 @@ export interface PostgresServer {
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Starts it again after a stop. */
   start(): Promise<void>;
+  /**
+   * Hangs it, as a machine or a volume that stops answering does: SIGSTOP to the postmaster and to
+   * every process it started. Connections stay open and accept bytes; nothing answers.
+   */
+  pause(): void;
+  /** SIGCONT to the processes `pause` stopped. */
+  resume(): void;
   /** Its log so far, for failure messages. */
   log(): string;
 }
@@ -172,8 +179,31 @@ class Server implements PostgresServer {
   }
 
   async stop(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    this.resume();
     if (this.#pid() === undefined) return;
     await this.run('pg_ctl', ['-D', this.dataDir, '-m', mode, '-w', '-t', '30', 'stop']);
+  }
+
+  #paused: number[] = [];
+
+  pause(): void {
+    const postmaster = this.#pid();
+    if (postmaster === undefined) throw new Error(`${this.name} is not running`);
+    process.kill(postmaster, 'SIGSTOP');
+    // Its children, once it can start no more of them.
+    this.#paused = [postmaster, ...childrenOf(postmaster)];
+    for (const pid of this.#paused.slice(1)) process.kill(pid, 'SIGSTOP');
+  }
+
+  resume(): void {
+    for (const pid of this.#paused.reverse()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // a child that ended meanwhile
+      }
+    }
+    this.#paused = [];
   }
 
   log(): string {
@@ -197,9 +227,26 @@ class Server implements PostgresServer {
 
   /** SIGQUIT to the postmaster (an immediate shutdown): the synchronous last resort. */
   killNow(): void {
+    this.resume();
     const pid = this.#pid();
     if (pid !== undefined) process.kill(pid, 'SIGQUIT');
   }
+}
+
+/** The processes whose parent is `pid`, from /proc. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^[0-9]+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after its last ')'.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 /** The user a server runs as when the tests run as root: `postgres` if there is one, else `nobody`. */

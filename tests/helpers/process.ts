@@ -1,8 +1,10 @@
+import { currentBuild } from '../../src/release.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SECRET_SETTINGS } from '../../src/config.js';
 
 // This file compiles to <root>/<outDir>/tests/helpers/process.js.
 /** The compiled CLI, `<outDir>/src/cli/main.js`, for tests that spawn `tessera`. */
@@ -10,6 +12,9 @@ export const TESSERA_MAIN = fileURLToPath(new URL('../../src/cli/main.js', impor
 /** The repository's root. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The `tessera` command of the checkout (`bin/tessera`), as an operator runs it. */
+/** The application_name of every PostgreSQL connection of this build's (src/store/postgres/connection.ts). */
+export const TESSERA_APPLICATION_NAME = `tessera/${currentBuild().version}`;
+
 export const TESSERA_BIN = fileURLToPath(new URL('../../../bin/tessera', import.meta.url));
 
 /** Settings a child process must not inherit from whoever runs the tests. */
@@ -44,6 +49,7 @@ const CONFIG_VARIABLES = [
   'FORWARD_AUTH_ADMIN_PATHS',
   'METRICS_PORT',
   'METRICS_HOST',
+  ...SECRET_SETTINGS.map((name) => `${name}_FILE`),
 ];
 
 /** The environment for a child `tessera` process: this one's, minus Tessera's settings, plus `extra`. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { childrenOfFile, runCli, sleep, startCli, terminate, type CliResult } from '../helpers/fleet.js';
-import { REPO_ROOT, startServerProcess, TESSERA_MAIN } from '../helpers/process.js';
+import { REPO_ROOT, startServerProcess, TESSERA_APPLICATION_NAME, TESSERA_MAIN } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -117,7 +117,7 @@ describe('connections lost while tessera starts and migrates', () => {
         }),
         ['serve'],
       );
-      await waitingSessions(observer, 'tessera', /pg_try_advisory_xact_lock/);
+      await waitingSessions(observer, TESSERA_APPLICATION_NAME, /pg_try_advisory_xact_lock/);
       await proxy.cut();
       const cutAt = Date.now();
       const ended = await exitWithin(serving, 10_000, 'tessera serve');
@@ -151,9 +151,9 @@ describe('connections lost while tessera starts and migrates', () => {
         (server) => server,
         (error: unknown) => error as Error,
       );
-      const pids = await waitingSessions(observer, 'tessera', /pg_try_advisory_xact_lock/);
+      const pids = await waitingSessions(observer, TESSERA_APPLICATION_NAME, /pg_try_advisory_xact_lock/);
       await observer.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
-      await waitingSessions(observer, 'tessera', /pg_try_advisory_xact_lock/); // waiting again, on a new connection
+      await waitingSessions(observer, TESSERA_APPLICATION_NAME, /pg_try_advisory_xact_lock/); // waiting again, on a new connection
       await observer.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
       released = true;
       const server = await started;
@@ -200,7 +200,7 @@ describe('connections lost while a CLI command runs', () => {
     args: string[],
     url: string,
     lose: (pids: number[]) => Promise<void>,
-    applicationName = 'tessera',
+    applicationName = TESSERA_APPLICATION_NAME,
   ): Promise<CliResult> {
     // Another session than the observer's: pg_stat_activity is read once per transaction.
     const locker = new pg.Client({ connectionString: database.databaseUrl });
@@ -258,7 +258,7 @@ describe('connections lost while a CLI command runs', () => {
 
   it('events --follow, its connection cut: exit 1 instead of following nothing', async () => {
     const running = startCli(children, options(proxy.urlFor(database.databaseUrl)), ['events', appId, '--follow']);
-    await sessionOpened(observer, 'tessera');
+    await sessionOpened(observer, TESSERA_APPLICATION_NAME);
     await sleep(2_000); // following by now: the store is open, the latest events printed
     await proxy.cut();
     const result = await exitWithin(running, 10_000, 'tessera events --follow');

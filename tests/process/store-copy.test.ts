@@ -207,7 +207,15 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
     const newer = join(dir, 'newer.db');
     await (await openStore(`sqlite:${newer}`)).close();
     const db = new Database(newer);
-    db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :at)').run({ version: 99, at: Date.now() });
+    // A later release's migration that says this one may serve on it: the copy, not the start-up guard, refuses.
+    db.prepare(
+      'INSERT INTO schema_migrations (version, applied_at, release, serves_from) VALUES (:version, :at, :release, :servesFrom)',
+    ).run({
+      version: 99,
+      at: Date.now(),
+      release: '9.0.0',
+      servesFrom: '0.1.0',
+    });
     db.close();
     const mismatch = await cli(['store', 'copy', '--from', sqliteUrl, '--to', newer]);
     assert.equal(mismatch.code, 1);

@@ -39,7 +39,7 @@ async function waitForLockWaiter(observer: pg.Client): Promise<number> {
   while (Date.now() < deadline) {
     const { rows } = await observer.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name = 'tessera' AND query LIKE '%pg_try_advisory_xact_lock%'`,
+        WHERE datname = current_database() AND application_name LIKE 'tessera/%' AND query LIKE '%pg_try_advisory_xact_lock%'`,
     );
     if (rows[0] !== undefined) return rows[0].pid;
     await sleep(50);
@@ -65,7 +65,7 @@ describe('PostgreSQL store at start-up', () => {
   it('gives up waiting for a migrations lock held too long, names who holds it, and leaves nothing open', async () => {
     await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const pool = new pg.Pool({ connectionString: database.databaseUrl, application_name: 'tessera', max: 2 });
+    const pool = new pg.Pool({ connectionString: database.databaseUrl, application_name: 'tessera/test', max: 2 });
     const waiting: string[] = [];
     try {
       const started = Date.now();

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pg from 'pg';
@@ -55,13 +56,68 @@ describe('PostgreSQL store specifics', () => {
       );
       assert.equal(inserted.rowCount, 1);
       const revoking = store.tokens.revokeAll(app.appId, 'admin', Date.now(), () => []);
-      await waitingOnLock('SELECT 1 AS found FROM apps');
+      await waitingOnLock("SELECT set_config('tessera.withdrawn'");
       await locker.query('COMMIT');
       assert.equal(await revoking, 1, 'the revocation removed the token whose insert it waited for');
       assert.equal(await store.tokens.findBySelector(early.selector), undefined);
       assert.equal((await store.apps.findById(app.appId))?.adminGeneration, 2);
     } finally {
       await Promise.all([other.end(), locker.end()]);
+      await testStore.dispose();
+    }
+  });
+
+  it('counts the rotations and revoke-alls release 0.1.0 makes in the admin generation, once, and a token insert waits for them', async () => {
+    const testStore = await createPostgresTestStore();
+    const { store } = testStore;
+    const app = makeApp();
+    await store.apps.insert(app);
+    const generation = async () => (await store.apps.findById(app.appId))!.adminGeneration;
+    // Release 0.1.0's own statements (src/store/postgres/apps.ts and tokens.ts of its commit).
+    const legacy = new pg.Client({ connectionString: testStore.databaseUrl, application_name: 'tessera' });
+    await legacy.connect();
+    try {
+      await legacy.query('UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', [app.appId, randomBytes(32)]);
+      assert.equal(await generation(), 1, 'a rotation');
+      await legacy.query('UPDATE apps SET configuration = configuration || $2::jsonb WHERE app_id = $1', [app.appId, '{}']);
+      assert.equal(await generation(), 1, 'a configuration change takes nothing away');
+
+      await store.tokens.insert(makeToken(app.appId, { kind: 'anonymous' }), 1);
+      await legacy.query('DELETE FROM tokens WHERE app_id = $1 AND kind = $2', [app.appId, 'anonymous']);
+      assert.equal(await generation(), 1, 'removing anonymous tokens takes no admin authority away');
+      await store.tokens.insert(makeToken(app.appId, { kind: 'admin' }), 1);
+      await legacy.query('DELETE FROM tokens WHERE app_id = $1 AND kind = $2', [app.appId, 'admin']);
+      assert.equal(await generation(), 2, 'a revoke-all of admin tokens');
+      await store.tokens.insert(makeToken(app.appId, { kind: 'admin', expiresAt: 1 }), 2);
+      assert.equal(await store.tokens.deleteExpired(Date.now(), 100), 1);
+      assert.equal(await generation(), 2, "housekeeping's removal of expired tokens takes nothing away");
+      await store.tokens.revokeAll(app.appId, 'admin', Date.now(), () => []);
+      assert.equal(await generation(), 3, "this release's own revoke-all counts once");
+
+      // A token request authenticated before 0.1.0's rotation waits for it, then stores nothing.
+      await legacy.query('BEGIN');
+      await legacy.query('UPDATE apps SET client_secret_hash = $2 WHERE app_id = $1', [app.appId, randomBytes(32)]);
+      const late = makeToken(app.appId, { kind: 'admin' });
+      const inserting = store.tokens.insert(late, 3);
+      const other = new pg.Client({ connectionString: testStore.databaseUrl });
+      await other.connect();
+      try {
+        for (let attempt = 0; ; attempt++) {
+          const waiting = await other.query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO tokens%'",
+          );
+          if ((waiting.rowCount ?? 0) > 0) break;
+          assert.ok(attempt < 100, 'the insert waited for the rotation');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await other.end();
+      }
+      await legacy.query('COMMIT');
+      assert.equal(await inserting, false);
+      assert.equal(await generation(), 4);
+    } finally {
+      await legacy.end();
       await testStore.dispose();
     }
   });
@@ -172,6 +228,47 @@ describe('PostgreSQL store specifics', () => {
         await store.close();
       }
     } finally {
+      await database.drop();
+    }
+  });
+
+  it('migration 13 finds the column and unique index an operator built beforehand (CONCURRENTLY), and stops on an index left invalid', async () => {
+    const database = await createPostgresDatabase();
+    const client = new pg.Client({ connectionString: database.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+      for (const migration of POSTGRES_MIGRATIONS.filter(({ version }) => version < 13)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [migration.version]);
+      }
+      // As docs/deployment.md ("Upgrading") has it, first a build that fails (two rows with one key).
+      const prepare = 'ALTER TABLE events ADD COLUMN IF NOT EXISTS idempotency_key bytea';
+      const build =
+        'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL';
+      await client.query(prepare);
+      await client.query(
+        "INSERT INTO events (app_id, type, at, details, idempotency_key) VALUES ('a', 'token.issued', 1, '{}', '\\x01'), ('a', 'token.issued', 2, '{}', '\\x01')",
+      );
+      await assert.rejects(client.query(build), /could not create unique index/);
+      await assert.rejects(
+        openPostgresStore(database.databaseUrl),
+        /the index events_by_idempotency_key is invalid .*DROP INDEX events_by_idempotency_key, then migrate again/,
+      );
+
+      await client.query('DROP INDEX events_by_idempotency_key');
+      await client.query('DELETE FROM events WHERE at = 2');
+      await client.query(build);
+      const store = await openPostgresStore(database.databaseUrl);
+      await store.close();
+      const { rows } = await client.query<{ version: number }>('SELECT max(version) AS version FROM schema_migrations');
+      assert.equal(rows[0]!.version, POSTGRES_MIGRATIONS.at(-1)!.version);
+      const inserted = await client.query(
+        "INSERT INTO events (app_id, type, at, details, idempotency_key) VALUES ('a', 'token.issued', 3, '{}', '\\x01') ON CONFLICT DO NOTHING",
+      );
+      assert.equal(inserted.rowCount, 0, 'the index built beforehand is the one that holds');
+    } finally {
+      await client.end();
       await database.drop();
     }
   });

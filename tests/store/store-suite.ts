@@ -7,7 +7,7 @@ import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
-import type { ChangeEventType, NewAuditEvent } from '../../src/events/event.js';
+import { newIdempotencyKey, type ChangeEventType, type NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import { makeApp, makeCredential, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
@@ -591,9 +591,19 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.equal((await store.events.list({ appId: apps[1]!.appId, limit: 10 })).length, 0);
 
         const other = makeApp();
+        const keysOf = (app: AppRecord) => ({
+          appId: app.appId,
+          appKey: app.appKey,
+          clientId: app.clientId,
+          clientSecretHash: app.clientSecretHash,
+        });
+        const found = await store.apps.findByKeys(
+          [apps[5]!.appId, other.appId, apps[7]!.clientId, apps[9]!.appId],
+          [apps[6]!.clientId, other.clientId, apps[8]!.appId, apps[9]!.clientId],
+        );
         assert.deepEqual(
-          await store.apps.takenKeys([apps[5]!.appId, other.appId, apps[7]!.clientId], [apps[6]!.clientId, other.clientId, apps[8]!.appId]),
-          { appIds: [apps[5]!.appId], clientIds: [apps[6]!.clientId] },
+          found.sort((a, b) => a.appId.localeCompare(b.appId)),
+          [apps[5]!, apps[6]!, apps[9]!].map(keysOf).sort((a, b) => a.appId.localeCompare(b.appId)),
         );
       });
 
@@ -1045,6 +1055,17 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ids,
           [...ids].sort((a, b) => b - a),
         );
+      });
+
+      it('stores a keyed event once however often its batch is appended (a write tried again after a commit in doubt), and every unkeyed one', async () => {
+        const keyed = (n: number) => ({ ...makeEvent(appId, { details: { n } }), idempotencyKey: newIdempotencyKey(T0 + n) });
+        const first = [keyed(1), keyed(2)];
+        await store.events.append(first);
+        // Tried again with what was recorded meanwhile, and the events of a change (no key), twice.
+        await store.events.append([...first, keyed(3), makeEvent(appId, { details: { n: 'change' } })]);
+        await store.events.append([makeEvent(appId, { details: { n: 'change' } })]);
+        const listed = await store.events.list({ appId, limit: 10 });
+        assert.deepEqual(listed.map((event) => event.details.n).reverse(), [1, 2, 3, 'change', 'change']);
       });
 
       it('keeps the order of a batch of events', async () => {

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       trustedProxies: [],
       revokedTokensMaxPerApp: 100_000,
       cacheMemoryMb: 512,
+      upgradeFinalizeAfterMs: 600_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
       publicUrl: undefined,
       metrics: undefined,
@@ -88,6 +89,7 @@ describe('loadConfig', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
       REVOKED_TOKENS_MAX_PER_APP: '500',
       CACHE_MEMORY_MB: '64',
+      UPGRADE_FINALIZE_AFTER_SECONDS: '90',
       PUBLIC_URL: ' https://Tokens.Example.com/ ',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
@@ -122,6 +124,7 @@ describe('loadConfig', () => {
       http: { headersTimeoutMs: 2_000, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 },
       revokedTokensMaxPerApp: 500,
       cacheMemoryMb: 64,
+      upgradeFinalizeAfterMs: 90_000,
       publicUrl: 'https://tokens.example.com',
       metrics: { host: '10.0.0.5', port: 9464 },
     });

@@ -2,70 +2,262 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { serviceUnavailable } from '../../src/error-catalogue.js';
 import type { EventCount } from '../../src/events/counts.js';
-import type { NewAuditEvent } from '../../src/events/event.js';
-import { EVENT_RETRY_DELAY_MS, EventLog } from '../../src/events/log.js';
+import type { KeyedAuditEvent, NewAuditEvent } from '../../src/events/event.js';
+import { EVENT_RETRY_DELAY_MS, EventLog, type LossReason, type LostPart } from '../../src/events/log.js';
 import type { EventStore } from '../../src/events/store.js';
+import { NO_METRICS, type Metrics } from '../../src/metrics/port.js';
+import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
+import { parsePrometheusText, Scrape } from '../helpers/prometheus.js';
 
-// The audit log's writes when the store fails: an outage (503) loses nothing, any other failure is
-// reported and given up. Over a store whose writes fail as told, with real timers.
+// The audit log's writes when the store fails: an outage (503) loses nothing and is said twice (when
+// it starts, when the events are written again), never per attempt; what is lost (a write refused,
+// the buffer's bound, a stop during an outage) is said and counted. Over a store whose writes fail
+// as told, with real timers.
 
-/** A store that keeps what it is given, failing each write with what `failures` holds next. */
-function flakyStore(failures: (Error | null)[]) {
-  const events: NewAuditEvent[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A store that keeps what it is given, failing each write with what `failures` holds next (or, while
+ * `down` is set, with a 503). `committedThenLost`: the next append stores its events, then fails as
+ * a connection lost after the commit would. Stores each idempotency key once, as the SQL stores do.
+ */
+function flakyStore(failures: (Error | null)[] = []) {
+  const events: (NewAuditEvent | KeyedAuditEvent)[] = [];
   const counts: EventCount[] = [];
+  const keys = new Set<string>();
+  const state = { down: false, committedThenLost: false, appends: 0 };
   const store = {
-    append: async (batch: NewAuditEvent[]) => {
+    append: async (batch: (NewAuditEvent | KeyedAuditEvent)[]) => {
+      state.appends++;
       const failure = failures.shift() ?? null;
       if (failure !== null) throw failure;
-      events.push(...batch);
+      if (state.down) throw serviceUnavailable();
+      for (const event of batch) {
+        const key = 'idempotencyKey' in event ? event.idempotencyKey.toString('hex') : undefined;
+        if (key !== undefined && keys.has(key)) continue;
+        if (key !== undefined) keys.add(key);
+        events.push(event);
+      }
+      if (state.committedThenLost) {
+        state.committedThenLost = false;
+        throw serviceUnavailable();
+      }
     },
     addCounts: async (batch: EventCount[]) => {
-      counts.push(...batch);
+      if (state.down) throw serviceUnavailable();
+      counts.push(...batch.map((count) => ({ ...count })));
     },
   } as unknown as EventStore;
-  return { store, events, counts };
+  return { store, events, counts, state };
+}
+
+/** What the log says and counts, as lines. */
+function listener() {
+  const warnings: string[] = [];
+  const notices: string[] = [];
+  const lost: string[] = [];
+  let failures = 0;
+  const metrics: Metrics = {
+    ...NO_METRICS,
+    eventWriteFailed: () => failures++,
+    eventsLost: (part: LostPart, reason: LossReason, count: number) => lost.push(`${part} ${reason} ${count}`),
+  };
+  return {
+    warnings,
+    notices,
+    lost,
+    failures: () => failures,
+    options: { onWarning: (message: string) => warnings.push(message), onNotice: (message: string) => notices.push(message), metrics },
+  };
 }
 
 const refusal = (log: EventLog, n: number) => log.record('token.refused', 'app1', OPERATOR, 'admin', { reason: 'invalid_client', n });
 
 describe('the event log when the store fails', () => {
-  it('writes again, in order, the events whose write met an unreachable database, with those recorded meanwhile', async () => {
-    const { store, events } = flakyStore([serviceUnavailable(), serviceUnavailable()]);
-    const told: string[] = [];
-    const log = new EventLog(store, new FakeClock(), (message) => told.push(message));
+  it('writes again, in order, the events whose write met an unreachable database, with those recorded meanwhile: one warning, one notice', async () => {
+    const { store, events, counts, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
     refusal(log, 1);
     refusal(log, 2);
+    state.down = true;
     await log.flush();
     assert.equal(log.unwritten, 2, 'kept');
     refusal(log, 3);
     await log.flush(); // fails again: all three kept, in order
     assert.equal(log.unwritten, 3);
-    await new Promise((resolve) => setTimeout(resolve, EVENT_RETRY_DELAY_MS + 200));
+    await sleep(EVENT_RETRY_DELAY_MS * 2.5); // tried again, and failed, by the retry timer
+    for (let n = 4; n <= 50; n++) refusal(log, n);
+    await sleep(100);
+    assert.ok(state.appends <= 6, `tried once a second while the database is away, not at every flush: ${state.appends} appends`);
+    assert.deepEqual(told.warnings.length, 1, `one warning for the outage: ${told.warnings.join(' | ')}`);
+    assert.match(told.warnings[0]!, /^audit events cannot be written: The service cannot reach its database.*tried again every 1 s/);
+    assert.deepEqual(told.notices, []);
+
+    state.down = false;
+    await sleep(EVENT_RETRY_DELAY_MS + 200);
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    assert.equal(log.unwritten, 0);
+    assert.equal(
+      counts.reduce((sum, count) => sum + count.count, 0),
+      50,
+    );
+    assert.equal(told.warnings.length, 1, told.warnings.join(' | '));
+    assert.equal(told.notices.length, 1, told.notices.join(' | '));
+    assert.match(
+      told.notices[0]!,
+      new RegExp(
+        `^audit events are written again, after [0-9]+ s in which ${told.failures()} writes failed: 50 events, and the counts of 50 events, kept meanwhile are written; none lost$`,
+      ),
+    );
+    assert.deepEqual(told.lost, [], 'nothing lost');
+
+    // A second outage is said again.
+    state.down = true;
+    refusal(log, 51);
     await log.flush();
+    assert.equal(told.warnings.length, 2);
+    state.down = false;
+    await log.flush();
+    assert.equal(told.notices.length, 2);
+    assert.match(told.notices[1]!, /: 1 events, and the counts of 1 events, kept meanwhile are written; none lost$/);
+  });
+
+  it('keeps the order of recording across batches when a later batch of a turn finds the database away', async () => {
+    const { store, events } = flakyStore([null, serviceUnavailable()]);
+    const log = new EventLog(store, new FakeClock());
+    for (let n = 0; n < 2_500; n++) refusal(log, n);
+    await log.flush(); // the first 1000 written, the second batch fails: it and the third wait
+    assert.equal(events.length, 1_000);
+    assert.equal(log.unwritten, 1_500);
+    await log.flush();
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      Array.from({ length: 2_500 }, (_, i) => i),
+    );
+  });
+
+  it('writes a batch whose commit was in doubt again with the same keys: each event is stored once', async () => {
+    const { store, events, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    refusal(log, 1);
+    refusal(log, 2);
+    state.committedThenLost = true;
+    await log.flush();
+    assert.equal(log.unwritten, 2, 'kept: the log cannot tell that they were stored');
+    refusal(log, 3);
+    await log.flush();
+    assert.equal(state.appends, 2);
     assert.deepEqual(
       events.map((event) => event.details.n),
       [1, 2, 3],
     );
-    assert.equal(log.unwritten, 0);
-    assert.equal(told.length, 1, `one warning for the outage: ${told.join(' | ')}`);
-    assert.match(told[0]!, /tried again/);
+    assert.equal(told.notices.length, 1);
   });
 
-  it('gives up a write that failed otherwise, and says the events are lost', async () => {
+  it('gives up a write that failed otherwise, says the events are lost, and counts them', async () => {
     const { store, events } = flakyStore([new Error('value too long')]);
-    const told: string[] = [];
-    const log = new EventLog(store, new FakeClock(), (message) => told.push(message));
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
     refusal(log, 1);
     await log.flush();
     assert.equal(log.unwritten, 0);
-    assert.deepEqual(told, ['1 audit events could not be written and are lost']);
+    assert.deepEqual(told.warnings, ['1 audit events could not be written and are lost']);
+    assert.deepEqual(told.lost, ['events refused 1']);
     refusal(log, 2);
     await log.flush();
     assert.deepEqual(
       events.map((event) => event.details.n),
       [2],
     );
+  });
+
+  it('loses, says once and counts the events recorded past its bound while the database is away; counts them still', async () => {
+    const { store, events, counts, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), { ...told.options, maxKeptForRetry: 5 });
+    state.down = true;
+    refusal(log, 1);
+    await log.flush();
+    for (let n = 2; n <= 8; n++) refusal(log, n);
+    assert.equal(log.unwritten, 5);
+    assert.deepEqual(told.lost, ['events buffer_full 1', 'events buffer_full 1', 'events buffer_full 1']);
+    assert.equal(told.warnings.length, 2, told.warnings.join(' | '));
+    assert.match(
+      told.warnings[1]!,
+      /^audit events are being lost: 5 are waiting to be written already while the database cannot be reached/,
+    );
+    state.down = false;
+    await log.flush();
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      [1, 2, 3, 4, 5],
+    );
+    assert.equal(
+      counts.reduce((sum, count) => sum + count.count, 0),
+      8,
+      'every event counted',
+    );
+    assert.equal(told.notices.length, 1);
+    assert.match(
+      told.notices[0]!,
+      /: 5 events, and the counts of 8 events, kept meanwhile are written; 3 events recorded while the buffer was full are lost$/,
+    );
+  });
+
+  it('shows what it loses in tessera_events_lost_total, apart from the writes that failed, each series at 0 from the start', async () => {
+    const metrics = await loadPrometheusMetrics();
+    const read = async () => new Scrape(parsePrometheusText((await metrics.scrape()).body));
+    const lostSeries = (scraped: Scrape) => scraped.samples.filter((sample) => sample.name === 'tessera_events_lost_total');
+    const before = await read();
+    assert.equal(lostSeries(before).length, 6, 'events and counts, by three reasons');
+    assert.ok(lostSeries(before).every((sample) => sample.value === 0));
+
+    const { store, state } = flakyStore();
+    const log = new EventLog(store, new FakeClock(), { metrics, maxKeptForRetry: 2 });
+    state.down = true;
+    for (let n = 1; n <= 5; n++) refusal(log, n);
+    await log.flush();
+    const during = await read();
+    assert.equal(during.value('tessera_events_lost_total', { part: 'events', reason: 'buffer_full' }), 3);
+    assert.equal(during.value('tessera_event_write_failures_total'), 1);
+    await log.close();
+    const after = await read();
+    assert.equal(after.value('tessera_events_lost_total', { part: 'events', reason: 'stopped' }), 2);
+    assert.equal(after.value('tessera_events_lost_total', { part: 'counts', reason: 'stopped' }), 5);
+  });
+
+  it('says and counts what it could not write when it closes while the database is away', async () => {
+    const { store, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    state.down = true;
+    refusal(log, 1);
+    refusal(log, 2);
+    log.record('token.issued', 'app1', OPERATOR, 'anonymous');
+    await log.close();
+    assert.deepEqual(told.lost, ['events stopped 2', 'counts stopped 3']);
+    assert.equal(told.warnings.length, 2);
+    assert.match(
+      told.warnings[1]!,
+      /^2 audit events, and the counts of 3 events, could not be written before stopping and are lost \(the database could not be reached for \d+ s\)$/,
+    );
+  });
+
+  it('loses nothing when it closes with the database there', async () => {
+    const { store, events } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    refusal(log, 1);
+    await log.close();
+    assert.equal(events.length, 1);
+    assert.deepEqual(told.warnings, []);
+    assert.deepEqual(told.lost, []);
   });
 });

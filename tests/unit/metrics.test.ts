@@ -67,6 +67,7 @@ describe('instrumentStore', () => {
       events: {},
       developers: {},
       onceClaims: {},
+      upgrade: {},
       credentials: {},
       ping: async () => {},
     } as unknown as Store;
@@ -96,6 +97,7 @@ describe('EventLog and the metrics', () => {
       eventsCounted: (type, principal, reason, count) => told.push(`counted ${type} ${principal} ${reason} ${count}`),
       batchWritten: (writer, size) => told.push(`written ${writer} ${size}`),
       eventWriteFailed: () => told.push('failed'),
+      eventsLost: (part, reason, count) => told.push(`lost ${part} ${reason} ${count}`),
     };
     let failAppend = true;
     const store = {
@@ -105,7 +107,7 @@ describe('EventLog and the metrics', () => {
       addCounts: async () => {},
     } as unknown as EventStore;
     const errors: unknown[] = [];
-    const log = new EventLog(store, systemClock, (_message, error) => errors.push(error), metrics);
+    const log = new EventLog(store, systemClock, { onWarning: (_message, error) => errors.push(error), metrics });
     log.record('token.issued', 'app1', OPERATOR, 'anonymous');
     log.record('token.issued', 'app2', OPERATOR, 'anonymous');
     log.record('token.refused', 'app1', OPERATOR, 'admin', { reason: 'invalid_client' });
@@ -117,6 +119,7 @@ describe('EventLog and the metrics', () => {
       'counted token.issued anonymous null 1',
       'counted token.refused admin invalid_client 1',
       'failed',
+      'lost events refused 1',
       'written events 3',
     ]);
     assert.equal(errors.length, 1);

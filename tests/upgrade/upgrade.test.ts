@@ -323,18 +323,22 @@ for (const [storeName, { open, migrations }] of Object.entries(STORES)) {
       for (const token of live(second, 'admin')) await assertWorks(appUrl(second), second, token);
     });
 
-    it("rotates a legacy app's ClientSecret with a grace period (the columns migration 5 added): both secrets work", async () => {
+    it("rotates a legacy app's ClientSecret with a grace period (the columns migration 5 added) once finalized: both secrets work", async () => {
       const app = apps[1]!;
       const children = new Children();
+      const cli = (args: string[]) => runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store.databaseUrl }, args);
+      const rotate = () => cli(['apps', 'rotate-secret', app.appId, '--grace', '600', '--json']);
       try {
-        const rotated = await runCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store.databaseUrl }, [
-          'apps',
-          'rotate-secret',
-          app.appId,
-          '--grace',
-          '600',
-          '--json',
-        ]);
+        if (storeName === 'postgres') {
+          // Instances of the previous release may still serve on it, and would refuse the previous
+          // secret at once: a grace period waits for finalization (docs/deployment.md, "Upgrading").
+          const waiting = await rotate();
+          assert.equal(waiting.code, 1, waiting.stdout);
+          assert.match(waiting.stderr, /"errorCode":"CONFLICT".*A rotation with a grace period wait until every instance/);
+          const finalized = await cli(['upgrade', 'finalize', '--json']);
+          assert.equal(finalized.code, 0, finalized.stderr);
+        }
+        const rotated = await rotate();
         assert.equal(rotated.code, 0, rotated.stderr);
         const { clientSecret, previousSecretValidUntil } = JSON.parse(rotated.stdout) as {
           clientSecret: string;

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { currentBuild } from '../../release.js';
 import { parsePostgresUrl, type PostgresHost, type PostgresUrl, type TargetSessionAttrs } from './multi-host-url.js';
 
 export interface PostgresStoreOptions {
@@ -28,6 +29,11 @@ export interface PostgresStoreOptions {
   startupRetryMs?: number;
   /** Told about trouble the service survives (a lost notification connection, an idle client's error). */
   onWarning?: Warn;
+  /**
+   * Whether opening checks that the role may read and write the rows of every table (`tessera
+   * serve`'s, `missingGrants`); not a verifier's, which only reads.
+   */
+  checkGrants?: boolean;
 }
 
 export type Warn = (message: string, error?: unknown) => void;
@@ -53,7 +59,7 @@ export interface PostgresConnector {
 
 export function openPool(url: string, options: PostgresStoreOptions, warn: Warn): PostgresConnection {
   const queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
-  const settings = { application_name: 'tessera', connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
+  const settings = { application_name: `tessera/${currentBuild().version}`, connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000 };
   const main = connectionTo(url, 'DATABASE_URL', warn);
   const pool = new pg.Pool({
     ...main.config,
@@ -322,4 +328,21 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * A pool of one connection of its own for `tessera migrate`, to `url` as given (DATABASE_DIRECT_URL
+ * when there is one): its application_name is not release 0.1.0's, whose sessions it ends.
+ */
+export function openMigrationPool(url: string, connectTimeoutMs: number): pg.Pool {
+  const { Client, config } = connectionTo(url, 'DATABASE_URL', () => {});
+  const pool = new pg.Pool({
+    ...config,
+    Client,
+    application_name: `tessera/${currentBuild().version} migrate`,
+    connectionTimeoutMillis: connectTimeoutMs,
+    max: 1,
+  });
+  heedConnectionErrors(pool, () => {});
+  return pool;
 }

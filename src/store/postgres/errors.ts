@@ -55,10 +55,4 @@ export function withCause(error: TesseraError, cause: { code: string | undefined
   return error;
 }
 
-/** The code and message of what made a `503` (`withCause`), or of any other error. */
-export function reasonOf(error: unknown): string {
-  const cause = error instanceof TesseraError ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
-  const { code, message } = (cause ?? error) as { code?: string; message?: string };
-  const text = message ?? String(error);
-  return code === undefined || text.includes(code) ? text : `${text} (${code})`;
-}
+export { reasonOf } from '../../error-catalogue.js';

@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import { currentBuild, type BuildInfo } from '../../release.js';
+import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
 
 /** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;
@@ -11,32 +13,141 @@ export interface MigrateOptions {
   lockWaitMs?: number;
   /** Told once per migration step that has to wait for another session's lock, and who holds it. */
   onWaiting?: (message: string) => void;
+  /** Told what was done beyond the schema: the sessions of release 0.1.0 ended after a migration. */
+  onNotice?: (message: string) => void;
+  /** Says what would be applied, and applies nothing (`tessera migrate --dry-run`). */
+  dryRun?: boolean;
+  /** This build, as it records itself; `currentBuild()` unless told (tests of other releases). */
+  build?: BuildInfo;
+  /** The migrations this build knows; `POSTGRES_MIGRATIONS` unless told (tests of a later release). */
+  migrations?: readonly Migration[];
+}
+
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/** What `migrate` found and did: the schema as it was, and the migrations applied now (or, with `dryRun`, pending). */
+export interface MigrationReport {
+  before: SchemaState;
+  pending: readonly number[];
+  applied: readonly number[];
 }
 
 /**
- * Applies the migrations this database has not had yet (`POSTGRES_MIGRATIONS`, below). Each step is
- * one transaction that first takes a transaction-level advisory lock, so that instances starting
- * together take turns, and nothing outlives the transaction: a transaction pooler (PgBouncer's
- * `pool_mode = transaction`) carries it, and a connection lost midway leaves neither a lock nor a
- * half-applied step behind. A session-level lock taken by an older release conflicts with it too.
+ * The application_name of release 0.1.0, which registers nowhere: its sessions are how PostgreSQL
+ * shows that it still serves (`src/upgrade/`), and those ended after a migration
+ * (`endSessionsOfReleaseBeforeRegistration`).
  */
-export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<void> {
-  // Up to date already: nothing to write, so a role that may only read (another service's
-  // TesseraVerifier) can open the store.
-  const applied = await pool
-    .query<{ version: number }>('SELECT version FROM schema_migrations')
-    .then((result) => new Set(result.rows.map((row) => row.version)))
-    .catch(() => new Set<number>());
-  for (const migration of POSTGRES_MIGRATIONS) {
-    if (applied.has(migration.version)) continue;
-    await inTransaction(pool, async (client) => {
-      await lockMigrations(client, options);
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
-      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
-      if ((done.rowCount ?? 0) > 0) return; // another instance applied it while this one waited
-      await client.query(migration.sql);
-      await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+export const RELEASE_BEFORE_REGISTRATION_APPLICATION_NAME = 'tessera';
+
+/**
+ * Applies the migrations this database has not had yet (`POSTGRES_MIGRATIONS`, below), after the
+ * start-up guard (`schemaVerdict`) said this build may serve on it. Each step is one transaction
+ * that first takes a transaction-level advisory lock, so that instances starting together take
+ * turns, and nothing outlives the transaction: a transaction pooler (PgBouncer's `pool_mode =
+ * transaction`) carries it, and a connection lost midway leaves neither a lock nor a half-applied
+ * step behind. A session-level lock taken by an older release conflicts with it too. A new
+ * database is finalized for this release at once: no older release has served on it.
+ */
+export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<MigrationReport> {
+  const build = options.build ?? currentBuild();
+  const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
+  // Up to date already: nothing to write, so a role that may only read and write rows (`tessera
+  // serve`'s, docs/deployment.md) or only read (another service's TesseraVerifier) opens the store.
+  const before = await readSchemaState(pool);
+  const verdict = schemaVerdict(
+    migrations.map((migration) => migration.version),
+    before,
+    build,
+  );
+  if ('refused' in verdict) throw new SchemaRefused(verdict.refused);
+  const { pending } = verdict;
+  if (pending.length === 0 || options.dryRun === true) return { before, pending, applied: [] };
+  const applied: number[] = [];
+  try {
+    for (const migration of migrations) {
+      if (!pending.includes(migration.version)) continue;
+      await inTransaction(pool, async (client) => {
+        await lockMigrations(client, options);
+        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+        const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
+        if ((done.rowCount ?? 0) > 0) return; // another instance applied it while this one waited
+        await client.query(migration.sql);
+        if (migration.version < RELEASES_RECORDED_FROM) {
+          await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+        } else {
+          const { release, servesFrom } = migrationRecord(build);
+          await client.query('INSERT INTO schema_migrations (version, applied_at, release, serves_from) VALUES ($1, $2, $3, $4)', [
+            migration.version,
+            Date.now(),
+            release,
+            servesFrom,
+          ]);
+        }
+        applied.push(migration.version);
+      });
+    }
+    if (before.applied.length === 0) {
+      await pool.query('UPDATE upgrade_state SET finalized_release = $1, finalized_at = $2 WHERE id = 1', [build.version, Date.now()]);
+    }
+  } catch (error) {
+    throw migrationFailed(error, pending, build);
+  }
+  if (applied.length > 0) await endSessionsOfReleaseBeforeRegistration(pool, options.onNotice);
+  return { before, pending, applied };
+}
+
+/** The migrations applied, and the release the database was finalized for; an empty state for a new database. */
+export async function readSchemaState(pool: pg.Pool): Promise<SchemaState> {
+  const rows = await pool
+    .query<{ version: number; applied_at: string; release?: string | null; serves_from?: string | null }>('SELECT * FROM schema_migrations')
+    .then((result) => result.rows)
+    .catch((error: { code?: string }) => {
+      if (error.code === '42P01') return []; // undefined_table: a new database
+      throw error;
     });
+  const applied = appliedMigrations(rows);
+  if (!applied.some((migration) => migration.version === RELEASES_RECORDED_FROM)) return { applied, finalizedRelease: null };
+  const state = await pool.query<{ finalized_release: string }>('SELECT finalized_release FROM upgrade_state WHERE id = 1');
+  return { applied, finalizedRelease: state.rows[0]?.finalized_release ?? null };
+}
+
+/** A migration that failed, said for an operator: a role that may not change the schema is told to run `tessera migrate` as its owner. */
+function migrationFailed(error: unknown, pending: readonly number[], build: BuildInfo): unknown {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code !== '42501') return error; // insufficient_privilege
+  return new SchemaRefused(
+    `The database's schema lacks migration${pending.length === 1 ? '' : 's'} ${pending.join(', ')} of Tessera ${build.version}, ` +
+      `and this database role may not make ${pending.length === 1 ? 'it' : 'them'} (${message ?? code}). Run \`tessera migrate\` ` +
+      'as the role that owns the schema, then start again (docs/deployment.md, "Upgrading").',
+  );
+}
+
+/**
+ * Ends the database sessions of release 0.1.0 after a migration. It prepares `SELECT * FROM apps`
+ * and `SELECT * FROM events` as named statements, which fail with "cached plan must not change
+ * result type" (a 500) on every connection that prepared them before a column was added, until that
+ * connection is closed. Ended, its pool opens new connections that prepare them again: a statement
+ * running at that instant is answered 503 (Retry-After) by that release, never a 500 afterwards.
+ * Later releases name every column they read, so that a column added leaves their statements be.
+ */
+async function endSessionsOfReleaseBeforeRegistration(pool: pg.Pool, notice: ((message: string) => void) | undefined): Promise<void> {
+  try {
+    const { rows } = await pool.query<{ ended: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()`,
+      [RELEASE_BEFORE_REGISTRATION_APPLICATION_NAME],
+    );
+    const ended = rows.filter((row) => row.ended).length;
+    if (ended > 0)
+      notice?.(`ended ${ended} database session(s) of Tessera 0.1.0, so that it prepares its statements again on the new schema`);
+  } catch (error) {
+    notice?.(
+      `the database sessions of Tessera 0.1.0 could not be ended (${(error as Error).message}): restart its instances, ` +
+        'whose statements prepared before this migration fail with "cached plan must not change result type" until they reconnect',
+    );
   }
 }
 
@@ -102,7 +213,7 @@ async function lockHolder(client: pg.PoolClient): Promise<string> {
 }
 
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */
-export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = [
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     sql: `
@@ -454,6 +565,97 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; sql: string }[] = 
       END $$;
       CREATE TRIGGER event_counts_hourly AFTER INSERT OR UPDATE OF count ON event_counts
         FOR EACH ROW EXECUTE FUNCTION tessera_count_hourly();
+    `,
+  },
+  {
+    version: 12,
+    sql: `
+      -- Which release applied each migration from here on, and the oldest release that may serve on
+      -- the schema it made (src/release.ts): later releases' start-up guard reads them.
+      ALTER TABLE schema_migrations ADD COLUMN release text;
+      ALTER TABLE schema_migrations ADD COLUMN serves_from text;
+
+      -- The instances serving on this database, as each last said (src/upgrade/registry.ts): an
+      -- older release among them holds back the capabilities it would misread.
+      CREATE TABLE instances (
+        id           text    PRIMARY KEY,
+        release      text    NOT NULL,
+        build_commit text    NOT NULL,
+        host         text    NOT NULL,
+        pid          integer NOT NULL,
+        started_at   bigint  NOT NULL,
+        seen_at      bigint  NOT NULL
+      );
+
+      -- One row: the release whose capabilities every instance may use (finalized_release), and
+      -- when an instance of an older release was last seen. A database that had a schema before
+      -- this migration was served by release 0.1.0 or a build before it; migrate() finalizes a new
+      -- database for its own release at once.
+      CREATE TABLE upgrade_state (
+        id                integer PRIMARY KEY CHECK (id = 1),
+        finalized_release text    NOT NULL,
+        finalized_at      bigint,
+        older_seen_at     bigint  NOT NULL
+      );
+      INSERT INTO upgrade_state (id, finalized_release, finalized_at, older_seen_at)
+        VALUES (1, '0.1.0', NULL, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+
+      -- Release 0.1.0 rotates a ClientSecret and revokes admin tokens without counting the change
+      -- in admin_generation (migration 10), so that a token request another instance authenticated
+      -- before would still be stored. These triggers count it for whichever release made it: they
+      -- take the app's row FOR UPDATE first, as withdrawAdminGrants does, so that a token insert
+      -- holding it FOR KEY SHARE is decided after the change. Housekeeping's deletes of expired
+      -- tokens (tessera.quiet) take nothing away; a change that withdrawAdminGrants counted
+      -- (tessera.withdrawn) is not counted twice.
+      CREATE FUNCTION tessera_secret_rotated() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.client_secret_hash IS DISTINCT FROM OLD.client_secret_hash
+           AND current_setting('tessera.withdrawn', true) IS DISTINCT FROM 'on' THEN
+          PERFORM 1 FROM apps WHERE app_id = NEW.app_id FOR UPDATE;
+          NEW.admin_generation := NEW.admin_generation + 1;
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER apps_secret_rotated BEFORE UPDATE OF client_secret_hash ON apps
+        FOR EACH ROW EXECUTE FUNCTION tessera_secret_rotated();
+
+      CREATE FUNCTION tessera_admin_tokens_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF current_setting('tessera.quiet', true) IS DISTINCT FROM 'on'
+           AND current_setting('tessera.withdrawn', true) IS DISTINCT FROM 'on' THEN
+          PERFORM 1 FROM apps WHERE app_id IN (SELECT app_id FROM removed WHERE kind = 'admin') ORDER BY app_id FOR UPDATE;
+          UPDATE apps SET admin_generation = admin_generation + 1
+            WHERE app_id IN (SELECT app_id FROM removed WHERE kind = 'admin');
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER tokens_admin_removed AFTER DELETE ON tokens REFERENCING OLD TABLE AS removed
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_admin_tokens_removed();
+    `,
+  },
+  {
+    version: 13,
+    sql: `
+      -- An id of its own for each event a request records (src/events/log.ts): a batch written
+      -- again after a write whose commit is in doubt (its connection lost after the insert was
+      -- sent, a statement the client stopped waiting for that the server still ran) skips the
+      -- events already stored (ON CONFLICT DO NOTHING), so each is stored once. Null for the events
+      -- written with their change, and for those an earlier release writes during an upgrade.
+      --
+      -- Adding the column rewrites nothing. Building the index reads the whole table, with writes
+      -- to it (and, in this transaction, reads) waiting meanwhile: on a large table an operator
+      -- builds both beforehand without that wait (docs/deployment.md, "Upgrading"), which the
+      -- IF NOT EXISTS then find. An index left invalid by a CONCURRENTLY build that failed would
+      -- enforce nothing: it stops the migration, with what to do.
+      ALTER TABLE events ADD COLUMN IF NOT EXISTS idempotency_key bytea;
+      DO $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('events_by_idempotency_key') AND NOT indisvalid) THEN
+          RAISE EXCEPTION 'the index events_by_idempotency_key is invalid (a CREATE INDEX CONCURRENTLY that failed): DROP INDEX events_by_idempotency_key, then migrate again';
+        END IF;
+      END $$;
+      CREATE UNIQUE INDEX IF NOT EXISTS events_by_idempotency_key ON events (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
     `,
   },
 ];

@@ -9,6 +9,9 @@ import { heedConnectionErrors, openPool, type PostgresConnector, type PostgresSt
 import { reasonOf, unavailableOr } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
+import { readUpgradeState } from '../sql/upgrade.js';
+import { missingGrants } from './grants.js';
+import type { UpgradeState } from '../../upgrade/store.js';
 
 export type { PostgresStoreOptions } from './connection.js';
 
@@ -73,9 +76,15 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
     },
   });
   let changes: ChangeListener | undefined;
+  let upgradeState: UpgradeState | undefined;
   try {
     await migrateDirectly(pool, direct, pooled, warn);
+    if (options.checkGrants === true) {
+      const missing = await missingGrants(sql);
+      if (missing !== undefined) throw missing;
+    }
     await createFirstKey(sql, Date.now());
+    upgradeState = await readUpgradeState(sql);
     changes = new ChangeListener(
       () => direct.newClient(),
       warn,
@@ -95,6 +104,7 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
   return sqlStore({
     backend: 'postgres',
     sql,
+    upgradeState,
     // Half the pool, the other half for everything else.
     tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
     onChange: (change) => listener.listeners.push(change),
@@ -158,8 +168,11 @@ function startupError(error: unknown, namedStatementsFailed: { message: string }
  * is transaction-level, so a transaction pooler would carry them too: `store copy` relies on it).
  */
 async function migrateDirectly(pool: pg.Pool, direct: PostgresConnector, pooled: boolean, warn: Warn): Promise<void> {
-  const options = { onWaiting: (message: string) => warn(message) };
-  if (!pooled) return migrate(pool, options);
+  const options = { onWaiting: (message: string) => warn(message), onNotice: (message: string) => warn(message) };
+  if (!pooled) {
+    await migrate(pool, options);
+    return;
+  }
   const directPool = direct.newPool(1);
   heedConnectionErrors(directPool, warn);
   try {

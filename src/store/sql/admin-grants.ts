@@ -1,6 +1,13 @@
 import { withRowLock, type SqlRunner } from './runner.js';
 
-const LOCK_APP_AGAINST_ISSUANCE = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'UPDATE');
+/**
+ * Also says, for the transaction, that this change is counted here (`tessera.withdrawn`): the
+ * triggers that count the changes release 0.1.0 makes (migration 12) then leave it be.
+ */
+const LOCK_APP_AGAINST_ISSUANCE = withRowLock(
+  "SELECT set_config('tessera.withdrawn', 'on', true) AS found FROM apps WHERE app_id = :appId",
+  'UPDATE',
+);
 
 /**
  * Takes admin authority away, in the caller's transaction, before it changes a secret or removes

@@ -1,7 +1,7 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
-import { AppConflictError, type AppStore } from '../../apps/store.js';
+import { AppConflictError, type AppStore, type StoredAppKeys } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
@@ -80,7 +80,7 @@ const insertOwnerBatch = batchInsert('app_members', [
   ['added_at', 'bigint'],
 ]);
 
-/** Rows a statement of `insertMany` and ids a lookup of `takenKeys`: each well under the statement timeout. */
+/** Rows a statement of `insertMany` and ids a lookup of `findByKeys`: each well under the statement timeout. */
 const BATCH_ROWS = 2_000;
 const LOOKUP_IDS = 10_000;
 
@@ -182,16 +182,28 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         }),
       );
     },
-    async takenKeys(appIds, clientIds) {
-      const taken = async (column: 'app_id' | 'client_id', ids: readonly string[]) => {
-        const found: string[] = [];
+    async findByKeys(appIds, clientIds) {
+      const found = new Map<string, StoredAppKeys>();
+      for (const [column, ids] of [
+        ['app_id', appIds],
+        ['client_id', clientIds],
+      ] as const) {
         for (const batch of chunks(ids, LOOKUP_IDS)) {
-          const rows = await db.all<{ id: string }>(selectAmong(`SELECT ${column} AS id FROM apps`, column), idsParam(db.dialect, batch));
-          found.push(...rows.map((row) => row.id));
+          const rows = await db.all<Pick<AppRow, 'app_id' | 'app_key' | 'client_id' | 'client_secret_hash'>>(
+            selectAmong('SELECT app_id, app_key, client_id, client_secret_hash FROM apps', column),
+            idsParam(db.dialect, batch),
+          );
+          for (const row of rows) {
+            found.set(row.app_id, {
+              appId: row.app_id,
+              appKey: row.app_key,
+              clientId: row.client_id,
+              clientSecretHash: bytesColumn(row.client_secret_hash),
+            });
+          }
         }
-        return found;
-      };
-      return { appIds: await taken('app_id', appIds), clientIds: await taken('client_id', clientIds) };
+      }
+      return [...found.values()];
     },
     findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
     async list() {

@@ -70,7 +70,8 @@ function batchParams(columns: readonly BatchColumn[]): BatchInsert['params'] {
   const hasBytes = bytes.includes(true);
   return (dialect, rows) => {
     if (dialect === 'sqlite') {
-      const hex = (row: readonly unknown[]) => row.map((value, index) => (bytes[index] ? (value as Buffer).toString('hex') : value));
+      const hex = (row: readonly unknown[]) =>
+        row.map((value, index) => (bytes[index] && value !== null ? (value as Buffer).toString('hex') : value));
       return { rows: JSON.stringify(hasBytes ? rows.map(hex) : rows) };
     }
     return Object.fromEntries(columns.map((_, index) => [`c${index}`, rows.map((row) => row[index])]));

@@ -1,5 +1,5 @@
 import type { EventCount } from '../../events/counts.js';
-import type { AuditEvent, NewAuditEvent } from '../../events/event.js';
+import type { AuditEvent, KeyedAuditEvent, NewAuditEvent } from '../../events/event.js';
 import type { EventClass } from '../../events/retention.js';
 import type { EventStore } from '../../events/store.js';
 import { batchInsert } from './batch.js';
@@ -79,14 +79,24 @@ function listStatement(order: 'newest first' | 'oldest first'): Statement {
 const LIST_NEWEST_FIRST = listStatement('newest first');
 const LIST_OLDEST_FIRST = listStatement('oldest first');
 
-const insertEventBatch = batchInsert('events', [
-  ['app_id', 'text'],
-  ['type', 'text'],
-  ['at', 'bigint'],
-  ['principal', 'text'],
-  ['client_address', 'text'],
-  ['details', 'json'],
-]);
+/**
+ * An event whose `idempotency_key` is stored already (its earlier write committed, though its
+ * writer never heard so) is skipped: the unique index (migration 13) is the only one an insert can
+ * conflict with, the ids being given by the database.
+ */
+const insertEventBatch = batchInsert(
+  'events',
+  [
+    ['app_id', 'text'],
+    ['type', 'text'],
+    ['at', 'bigint'],
+    ['principal', 'text'],
+    ['client_address', 'text'],
+    ['details', 'json'],
+    ['idempotency_key', 'bytes'],
+  ],
+  'ON CONFLICT DO NOTHING',
+);
 
 const addCountBatch = batchInsert(
   'event_counts',
@@ -102,13 +112,22 @@ const addCountBatch = batchInsert(
 );
 
 /**
- * Writes a batch of events in one statement. A change's audit events are written so in the change's
- * own transaction: both are written, or neither.
+ * Writes a batch of events in one statement, but those whose idempotency key is stored already. A
+ * change's audit events are written so in the change's own transaction: both are written, or neither.
  */
-export async function insertEvents(db: SqlRunner, batch: readonly NewAuditEvent[]): Promise<void> {
+export async function insertEvents(db: SqlRunner, batch: readonly (NewAuditEvent | KeyedAuditEvent)[]): Promise<void> {
   if (batch.length === 0) return;
   const rows = batch.map(
-    (event) => [event.appId, event.type, event.at, event.principal, event.clientAddress, JSON.stringify(event.details)] as const,
+    (event) =>
+      [
+        event.appId,
+        event.type,
+        event.at,
+        event.principal,
+        event.clientAddress,
+        JSON.stringify(event.details),
+        'idempotencyKey' in event ? event.idempotencyKey : null,
+      ] as const,
   );
   await db.run(insertEventBatch.statement, insertEventBatch.params(db.dialect, rows));
 }

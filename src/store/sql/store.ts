@@ -8,6 +8,8 @@ import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
 import { sqlTokens } from './tokens.js';
+import { sqlUpgradeStore } from './upgrade.js';
+import type { UpgradeState } from '../../upgrade/store.js';
 
 /** What a dialect gives the one store: its runner, its change signal, and how it lets go of the database. */
 export interface StoreDriver {
@@ -17,6 +19,8 @@ export interface StoreDriver {
   readonly tokenBatchesInFlight: number;
   onChange(listener: (change: StoreChange) => void): void;
   changeSignal(): ChangeSignal;
+  /** The upgrade state read once the schema was migrated (`readUpgradeState`). */
+  readonly upgradeState: UpgradeState | undefined;
   /** Stops the change signal and closes the connections; called once, after the pending tokens are written. */
   close(): Promise<void>;
 }
@@ -36,6 +40,7 @@ export function sqlStore(driver: StoreDriver): Store {
     events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
+    upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     onChange: (listener) => driver.onChange(listener),
     changeSignal: () => (closed ? { up: false, problem: 'the store is closed', trustedUntil: 0 } : driver.changeSignal()),
     onTokenBatch: (listener) => tokens.onBatch(listener),

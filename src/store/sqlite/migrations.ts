@@ -1,25 +1,94 @@
+import { compareReleases, currentBuild, type BuildInfo } from '../../release.js';
+import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
 import type { SqliteDatabase } from './connection.js';
 
-/** Applies the migrations this file has not had yet (`SQLITE_MIGRATIONS`, below). */
-export function migrate(db: SqliteDatabase): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
-  // IMMEDIATE takes the write lock first, so processes starting together apply each step once.
-  const applyPending = db.transaction(() => {
-    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
-    for (const migration of SQLITE_MIGRATIONS) {
-      if (applied.has(migration.version)) continue;
+export interface SqliteMigrateOptions {
+  /** Says what would be applied, and applies nothing (`tessera migrate --dry-run`). */
+  dryRun?: boolean;
+  /** This build; `currentBuild()` unless told. */
+  build?: BuildInfo;
+  /** The migrations this build knows; `SQLITE_MIGRATIONS` unless told. */
+  migrations?: readonly Migration[];
+}
+
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/** What `migrate` found and did: the schema as it was, and the migrations applied now (or, with `dryRun`, pending). */
+export interface SqliteMigrationReport {
+  before: SchemaState;
+  pending: readonly number[];
+  applied: readonly number[];
+}
+
+/**
+ * Applies the migrations this file has not had yet (`SQLITE_MIGRATIONS`, below), after the start-up
+ * guard (`schemaVerdict`) said this build may serve on it. The embedded store is upgraded by
+ * stopping one release and starting the next: it is finalized for the newest release that opened it.
+ */
+export function migrate(db: SqliteDatabase, options: SqliteMigrateOptions = {}): SqliteMigrationReport {
+  const build = options.build ?? currentBuild();
+  const migrations = options.migrations ?? SQLITE_MIGRATIONS;
+  // IMMEDIATE takes the write lock first, so processes starting together apply each step once;
+  // a dry run only reads.
+  const run = db.transaction(() => {
+    const before = readSchemaState(db);
+    const verdict = schemaVerdict(
+      migrations.map((migration) => migration.version),
+      before,
+      build,
+    );
+    if ('refused' in verdict) throw new SchemaRefused(verdict.refused);
+    const { pending } = verdict;
+    if (options.dryRun === true) return { before, pending, applied: [] };
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT');
+    for (const migration of migrations) {
+      if (!pending.includes(migration.version)) continue;
       db.exec(migration.sql);
-      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :appliedAt)').run({
-        version: migration.version,
-        appliedAt: Date.now(),
+      const record = migration.version < RELEASES_RECORDED_FROM ? { release: null, servesFrom: null } : migrationRecord(build);
+      db.prepare(
+        migration.version < RELEASES_RECORDED_FROM
+          ? 'INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :appliedAt)'
+          : 'INSERT INTO schema_migrations (version, applied_at, release, serves_from) VALUES (:version, :appliedAt, :release, :servesFrom)',
+      ).run({ version: migration.version, appliedAt: Date.now(), ...(record.release === null ? {} : record) });
+    }
+    const finalized = finalizedRelease(db);
+    if (finalized !== null && compareReleases(finalized, build.version) < 0) {
+      db.prepare('UPDATE upgrade_state SET finalized_release = :release, finalized_at = :at WHERE id = 1').run({
+        release: build.version,
+        at: Date.now(),
       });
     }
+    return { before, pending, applied: pending };
   });
-  applyPending.immediate();
+  return options.dryRun === true ? run.deferred() : run.immediate();
+}
+
+/** The migrations applied, and the release the file was finalized for; an empty state for a new file. */
+export function readSchemaState(db: SqliteDatabase): SchemaState {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  if (!hasTable) return { applied: [], finalizedRelease: null };
+  const applied = appliedMigrations(
+    db.prepare('SELECT * FROM schema_migrations').all() as {
+      version: number;
+      applied_at: number;
+      release?: string | null;
+      serves_from?: string | null;
+    }[],
+  );
+  if (!applied.some((migration) => migration.version === RELEASES_RECORDED_FROM)) return { applied, finalizedRelease: null };
+  return { applied, finalizedRelease: finalizedRelease(db) };
+}
+
+function finalizedRelease(db: SqliteDatabase): string | null {
+  const row = db.prepare('SELECT finalized_release FROM upgrade_state WHERE id = 1').get() as { finalized_release: string } | undefined;
+  return row?.finalized_release ?? null;
 }
 
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */
-export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     sql: `
@@ -317,6 +386,49 @@ export const SQLITE_MIGRATIONS: readonly { version: number; sql: string }[] = [
           VALUES (NEW.app_id, NEW.bucket - NEW.bucket % 3600000, NEW.type, NEW.principal, NEW.reason, NEW.count - OLD.count)
           ON CONFLICT (app_id, bucket, type, principal, reason) DO UPDATE SET count = count + excluded.count;
       END;
+    `,
+  },
+  {
+    version: 12,
+    sql: `
+      -- Which release applied each migration from here on, and the oldest release that may serve on
+      -- the schema it made (src/release.ts): later releases' start-up guard reads them.
+      ALTER TABLE schema_migrations ADD COLUMN release TEXT;
+      ALTER TABLE schema_migrations ADD COLUMN serves_from TEXT;
+
+      -- The instances serving on this file, as each last said (src/upgrade/registry.ts).
+      CREATE TABLE instances (
+        id           TEXT    PRIMARY KEY,
+        release      TEXT    NOT NULL,
+        build_commit TEXT    NOT NULL,
+        host         TEXT    NOT NULL,
+        pid          INTEGER NOT NULL,
+        started_at   INTEGER NOT NULL,
+        seen_at      INTEGER NOT NULL
+      ) STRICT;
+
+      -- One row: the release whose capabilities every instance may use. The embedded store is
+      -- upgraded by stopping one release and starting the next, never both serving at once:
+      -- migrate() finalizes it for the release that migrated it.
+      CREATE TABLE upgrade_state (
+        id                INTEGER PRIMARY KEY CHECK (id = 1),
+        finalized_release TEXT    NOT NULL,
+        finalized_at      INTEGER,
+        older_seen_at     INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO upgrade_state (id, finalized_release, finalized_at, older_seen_at)
+        VALUES (1, '0.1.0', NULL, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
+    `,
+  },
+  {
+    version: 13,
+    sql: `
+      -- An id of its own for each event a request records (src/events/log.ts): a batch written
+      -- again after a write that failed without saying whether it committed skips the events
+      -- already stored (ON CONFLICT DO NOTHING), so each is stored once. Null for the events written
+      -- with their change, and for those an earlier release writes during an upgrade.
+      ALTER TABLE events ADD COLUMN idempotency_key BLOB;
+      CREATE UNIQUE INDEX events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL;
     `,
   },
 ];

@@ -5,6 +5,7 @@ import { ChangePoller } from './change-poller.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { migrate } from './migrations.js';
 import { sqliteRunner } from './runner.js';
+import type { UpgradeState } from '../../upgrade/store.js';
 
 export interface SqliteStoreOptions {
   /** How often to look for changes made by other processes (the CLI, other instances). */
@@ -18,14 +19,22 @@ export interface SqliteStoreOptions {
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
-  retryWhileBusy(() => migrate(db));
+  try {
+    retryWhileBusy(() => migrate(db));
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   const sql = sqliteRunner(db, path);
   retryWhileBusy(() => void createFirstKey(sql, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
+  let upgradeState: UpgradeState | undefined;
+  retryWhileBusy(() => void (upgradeState = readUpgradeStateNow(db)));
   return sqlStore({
     backend: 'sqlite',
     sql,
+    upgradeState,
     tokenBatchesInFlight: 1,
     onChange: (listener) => changes.listeners.push(listener),
     // The poller reads the file itself: nothing is trusted beyond what it read.
@@ -39,4 +48,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       db.close();
     },
   });
+}
+
+/** The upgrade state, read synchronously as the file was opened. */
+function readUpgradeStateNow(db: ReturnType<typeof openDatabase>): UpgradeState | undefined {
+  const row = db.prepare('SELECT finalized_release, finalized_at, older_seen_at FROM upgrade_state WHERE id = 1').get() as
+    { finalized_release: string; finalized_at: number | null; older_seen_at: number } | undefined;
+  return row && { finalizedRelease: row.finalized_release, finalizedAt: row.finalized_at, olderSeenAt: row.older_seen_at };
 }

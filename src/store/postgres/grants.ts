@@ -1,0 +1,50 @@
+import type { SqlRunner } from '../sql/runner.js';
+
+/** Every table `tessera serve` reads and writes rows of (a table a later release adds is listed by that release). */
+const TABLES = [
+  'apps',
+  'tokens',
+  'credentials',
+  'revoked_tokens',
+  'keys',
+  'events',
+  'event_counts',
+  'event_counts_hourly',
+  'developers',
+  'developer_sessions',
+  'one_time_links',
+  'app_members',
+  'developer_events',
+  'once_claims',
+  'instances',
+  'upgrade_state',
+] as const;
+
+const ROW_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const;
+
+/**
+ * What the database role `tessera serve` runs as lacks of the grants docs/deployment.md lists
+ * ("Database roles"): row privileges on every table, SELECT on schema_migrations. An error naming
+ * them, or undefined when it has them all. One query at start-up, so that a missing grant is said
+ * then, not as a 500 of the first request that needs it.
+ */
+export async function missingGrants(sql: SqlRunner): Promise<Error | undefined> {
+  const rows = await sql.all<{ role: string; table_name: string; privilege: string }>(
+    `SELECT current_user AS role, t.table_name, p.privilege
+       FROM unnest(CAST(:tables AS text[])) AS t(table_name)
+       CROSS JOIN unnest(CAST(:privileges AS text[])) AS p(privilege)
+      WHERE to_regclass(t.table_name) IS NOT NULL AND NOT has_table_privilege(to_regclass(t.table_name), p.privilege)
+     UNION ALL
+     SELECT current_user, 'schema_migrations', 'SELECT' WHERE NOT has_table_privilege('schema_migrations', 'SELECT')`,
+    { tables: [...TABLES], privileges: [...ROW_PRIVILEGES] },
+  );
+  if (rows.length === 0) return undefined;
+  const byTable = new Map<string, string[]>();
+  for (const row of rows) byTable.set(row.table_name, [...(byTable.get(row.table_name) ?? []), row.privilege]);
+  const missing = [...byTable].map(([table, privileges]) => `${privileges.join(', ')} on ${table}`).join('; ');
+  const role = rows[0]!.role;
+  return new Error(
+    `Tessera does not start: the database role ${JSON.stringify(role)} lacks ${missing}. Grant them as docs/deployment.md says ` +
+      `("Database roles"), e.g. GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; as the schema's owner.`,
+  );
+}

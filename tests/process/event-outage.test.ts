@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import {
+  childrenOfFile,
+  createAppWithCli,
+  describeOutcome,
+  exitWithin,
+  Load,
+  sleep,
+  startTessera,
+  tokenRequest,
+  type CreatedApp,
+} from '../helpers/fleet.js';
+import { findPostgresBinaries, PostgresServers, type PostgresServer } from '../helpers/postgres-servers.js';
+import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
+import { scrape } from '../helpers/prometheus.js';
+
+// `tessera serve` on a PostgreSQL of the test's own that hangs (every one of its processes stopped,
+// SIGSTOP, as a stuck machine or volume leaves it) while refused token requests keep recording audit
+// events, which an instance riding through the outage can answer from its cache. The log says the
+// outage twice (one warning when the writes start failing, one line when they are written again,
+// with the count), the events are all stored, each once (the write that hung was sent, and ran
+// once the server woke: a commit in doubt), and nothing counts as lost. Then a stop while it hangs
+// again: what could not be written is said as lost.
+
+const children = childrenOfFile();
+const DATABASE = 'tessera';
+const HANG_MS = 6_000;
+
+interface LogLine {
+  level: number;
+  msg: string;
+}
+
+function logLines(server: ServerProcess): LogLine[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await check();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+describe('audit events while the database hangs', () => {
+  let servers: PostgresServers;
+  let postgres: PostgresServer;
+  let server: ServerProcess;
+  let metricsUrl: string;
+  let app: CreatedApp;
+  let observer: pg.Client;
+
+  before(async () => {
+    const bin = findPostgresBinaries();
+    if (bin === undefined) throw new Error('PostgreSQL server programs (initdb, pg_ctl) not found: apt-get install -y postgresql');
+    servers = new PostgresServers(bin);
+    postgres = await servers.startPrimary('hangs');
+    const admin = new pg.Client({ connectionString: postgres.url() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${DATABASE}`);
+    await admin.end();
+    const databaseUrl = postgres.url(DATABASE);
+    app = await createAppWithCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl }, 'hung database');
+    server = await startTessera(children, {
+      entry: TESSERA_MAIN,
+      cwd: REPO_ROOT,
+      databaseUrl,
+      env: {
+        METRICS_PORT: '0',
+        PG_QUERY_TIMEOUT_MS: '1000',
+        PG_CONNECT_TIMEOUT_MS: '500',
+        // Rides through the hang: the app stays cached, so refusals are answered, and recorded.
+        PG_STALE_LIMIT_MS: '60000',
+      },
+    });
+    metricsUrl = await until('the metrics URL in the log', 10_000, () => /"metrics on (http:\/\/[^"]+)"/.exec(server.stdout())?.[1]);
+    observer = new pg.Client({ connectionString: databaseUrl });
+    await observer.connect();
+  });
+
+  after(async () => {
+    await observer?.end().catch(() => {});
+    await servers?.stopAll();
+  });
+
+  it('says once that writes fail and once that they are written again (with the count); stores every event once; counts nothing lost', async () => {
+    let refused = 0;
+    const unexpected: string[] = [];
+    const load = new Load();
+    load.start(
+      2,
+      async () => {
+        const outcome = await tokenRequest(server.baseUrl, app.appId, app.clientId, 'not-the-secret', 3_000);
+        if (outcome.status === 401 || outcome.status === 400) refused++;
+        else unexpected.push(describeOutcome(outcome));
+      },
+      20,
+    );
+    try {
+      await until('refusals written before the hang', 10_000, async () => {
+        const { rows } = await observer.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE type = 'token.refused'");
+        return rows[0]!.n > 10 ? true : undefined;
+      });
+      postgres.pause();
+      const refusedBefore = refused;
+      await sleep(HANG_MS);
+      assert.ok(refused - refusedBefore > 20, `refusals answered, and recorded, while it hangs: ${refused - refusedBefore}`);
+      const duringHang = await scrape(metricsUrl);
+      assert.ok(duringHang.value('tessera_event_buffer_events') > 0, 'events wait in memory');
+      postgres.resume();
+      await until('the events written again', 20_000, () =>
+        logLines(server).some((line) => line.msg.startsWith('audit events are written again')) ? true : undefined,
+      );
+    } finally {
+      postgres.resume();
+      await load.stop();
+    }
+    assert.deepEqual(unexpected, []);
+    await until('every event written', 10_000, async () =>
+      (await scrape(metricsUrl)).value('tessera_event_buffer_events') === 0 ? true : undefined,
+    );
+
+    const lines = logLines(server);
+    const failing = lines.filter((line) => line.msg.startsWith('audit events cannot be written'));
+    const again = lines.filter((line) => line.msg.startsWith('audit events are written again'));
+    const eventLines = lines.filter((line) => /audit events|events recorded/.test(line.msg));
+    assert.equal(failing.length, 1, JSON.stringify(eventLines));
+    assert.equal(failing[0]!.level, 40);
+    // The reason: a statement that was sent and never answered, or a connection that was never made.
+    assert.match(failing[0]!.msg, /^audit events cannot be written: .*(timeout|timed out).*tried again every 1 s/i);
+    assert.equal(again.length, 1, JSON.stringify(eventLines));
+    assert.equal(again[0]!.level, 30);
+    const [, seconds, failed, written] =
+      /after (\d+) s in which (\d+) writes failed: (\d+) events, .* none lost$/.exec(again[0]!.msg) ?? [];
+    assert.ok(written !== undefined, again[0]!.msg);
+    assert.ok(Number(seconds) >= HANG_MS / 1000 - 1, again[0]!.msg);
+    assert.ok(Number(failed) >= 2, again[0]!.msg);
+    assert.ok(Number(written) > 20, again[0]!.msg);
+    assert.deepEqual(
+      eventLines.filter((line) => line !== failing[0] && line !== again[0]),
+      [],
+      'no other line about audit events',
+    );
+
+    // Every refusal answered has its event, once: the write in doubt was not stored twice.
+    const { rows } = await observer.query<{ n: number; keys: number }>(
+      "SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys FROM events WHERE type = 'token.refused'",
+    );
+    assert.equal(rows[0]!.n, refused, `${rows[0]!.n} events stored for ${refused} refusals answered`);
+    assert.equal(rows[0]!.keys, refused);
+
+    const metrics = await scrape(metricsUrl);
+    assert.ok(metrics.value('tessera_event_write_failures_total') >= Number(failed));
+    for (const part of ['events', 'counts']) {
+      for (const reason of ['refused', 'buffer_full', 'stopped']) {
+        assert.equal(metrics.value('tessera_events_lost_total', { part, reason }), 0, `${part} ${reason}`);
+      }
+    }
+  });
+
+  it('says, when stopped while the database hangs, how many events it could not write and are lost', async () => {
+    postgres.pause();
+    try {
+      let refused = 0;
+      for (let i = 0; i < 5; i++) {
+        const outcome = await tokenRequest(server.baseUrl, app.appId, app.clientId, 'not-the-secret', 3_000);
+        if (outcome.status === 401 || outcome.status === 400) refused++;
+      }
+      assert.equal(refused, 5);
+      await until('the failed write said', 10_000, () =>
+        logLines(server).filter((line) => line.msg.startsWith('audit events cannot be written')).length === 2 ? true : undefined,
+      );
+      server.child.kill('SIGTERM');
+      await until('the events lost said', 10_000, () =>
+        logLines(server).some((line) => line.msg.includes('before stopping and are lost')) ? true : undefined,
+      );
+    } finally {
+      // Closing the store waits for the server to answer (its connections' ends), as before.
+      postgres.resume();
+    }
+    const exit = await exitWithin(server, 20_000);
+    assert.equal(exit.code, 0, server.stderr());
+    const lost = logLines(server).filter((line) => /could not be written before stopping and are lost/.test(line.msg));
+    assert.equal(lost.length, 1, server.stdout());
+    assert.equal(lost[0]!.level, 40);
+    assert.match(
+      lost[0]!.msg,
+      /^5 audit events, and the counts of 5 events, could not be written before stopping and are lost \(the database could not be reached for \d+ s\)$/,
+    );
+  });
+});
