@@ -96,11 +96,16 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       });
     }
 
-    it('says so at start, naming the exporter and the endpoint', () => {
-      const line = server
-        .stdout()
-        .split('\n')
-        .find((entry) => entry.includes('"tracing on'));
+    it('says so at start, naming the exporter and the endpoint', async () => {
+      // Written just after the line startServerProcess waits for, off the main thread: it may come a moment later.
+      const deadline = Date.now() + 5_000;
+      const tracingLine = () =>
+        server
+          .stdout()
+          .split('\n')
+          .find((entry) => entry.includes('"tracing on'));
+      while (tracingLine() === undefined && Date.now() < deadline) await sleep(25);
+      const line = tracingLine();
       assert.ok(line !== undefined, server.stdout());
       assert.equal(JSON.parse(line).exporter, 'otlp (http/json)');
       assert.equal(JSON.parse(line).endpoint, `${receiver.url}/`);
