@@ -69,8 +69,9 @@ export interface RequestTracing {
  * The server. With tracing whose decision is made as a request arrives, two instances of the same
  * routes over the same services: the one that listens, and a twin with `@fastify/otel`, which is
  * handed the requests to trace. `@fastify/otel`'s hooks cost every request they see, traced or not
- * (a span not recorded, the context entered, timings of the answer): a fifth of a token check's
- * CPU at 1 % sampling, measured (docs/benchmarks.md). Requests not traced pay one decision instead.
+ * (a span not recorded, the context entered, timings of the answer): 44 % of a token check's CPU
+ * at 1 % sampling, three times what the twin costs (docs/benchmarks.md, "Tracing and request ids").
+ * Requests not traced pay one decision instead.
  * The twin is as another instance behind the same load balancer would be: nothing a request
  * needs is held by an instance of Fastify rather than by the services or the client.
  */
