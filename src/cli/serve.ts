@@ -65,6 +65,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const registry = new InstanceRegistry(store.upgrade, tessera.capabilities, tessera.clock, build, {
     finalizeAfterMs: config.upgradeFinalizeAfterMs,
     onWarning: (message, error) => logger.warn({ err: error }, message),
+    onRecovered: (message) => logger.info(message),
     onRefused: (error) => {
       logger.error(`${error.message} This instance stops.`);
       void stopping.stop?.('UPGRADE_FINALIZED', 1);

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { compareReleases, SchemaRefused, type BuildInfo } from '../release.js';
 import type { Capabilities } from './capabilities.js';
@@ -63,6 +64,8 @@ export interface InstanceRegistryOptions {
   onWarning: (message: string, error: unknown) => void;
   /** Told when the store was finalized for a later release while this instance ran: it must stop serving. */
   onRefused: (error: SchemaRefused) => void;
+  /** Told when a heartbeat succeeds after failing. */
+  onRecovered: (message: string) => void;
   /** Told when this instance finalized the store by itself. */
   onFinalized: (release: string) => void;
 }
@@ -77,6 +80,8 @@ export class InstanceRegistry {
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
   #stopped = false;
+  /** Whether the last heartbeat failed: a failing heartbeat is said once, and its recovery once. */
+  #failing = false;
 
   constructor(
     private readonly store: UpgradeStore,
@@ -103,9 +108,22 @@ export class InstanceRegistry {
     const interval = heartbeatIntervalMs(this.options.finalizeAfterMs);
     this.#timer = setInterval(() => {
       this.#beating ??= this.#beat()
+        .then(() => {
+          if (!this.#failing) return;
+          this.#failing = false;
+          this.options.onRecovered('this instance says again that it serves (the upgrade heartbeat)');
+        })
         .catch((error: unknown) => {
-          if (error instanceof SchemaRefused) this.options.onRefused(error);
-          else this.options.onWarning('this instance could not say it serves (the upgrade heartbeat); it tries again', error);
+          if (error instanceof SchemaRefused) return this.options.onRefused(error);
+          if (this.#failing) return;
+          this.#failing = true;
+          // With the database away the error is a 503 whose stack says nothing: its reason says it all.
+          const unavailable = isServiceUnavailable(error);
+          this.options.onWarning(
+            `this instance cannot say it serves (the upgrade heartbeat)${unavailable ? `: ${reasonOf(error)}` : ''}; it tries again ` +
+              `every ${heartbeatIntervalMs(this.options.finalizeAfterMs) / 1000} s, and a line says when it succeeds`,
+            unavailable ? undefined : error,
+          );
         })
         .finally(() => (this.#beating = undefined));
     }, interval);

@@ -76,6 +76,8 @@ describe('audit events while the database hangs', () => {
       databaseUrl,
       env: {
         METRICS_PORT: '0',
+        // The upgrade heartbeat every second: it fails during the hang too, and is said once.
+        UPGRADE_FINALIZE_AFTER_SECONDS: '4',
         PG_QUERY_TIMEOUT_MS: '1000',
         PG_CONNECT_TIMEOUT_MS: '500',
         // Rides through the hang: the app stays cached, so refusals are answered, and recorded.
@@ -149,6 +151,23 @@ describe('audit events while the database hangs', () => {
       eventLines.filter((line) => line !== failing[0] && line !== again[0]),
       [],
       'no other line about audit events',
+    );
+    const heartbeat = lines.filter((line) => line.msg.includes('(the upgrade heartbeat)'));
+    assert.deepEqual(
+      heartbeat.map((line) => [line.level, line.msg.replace(/:.*;/, ': …;')]),
+      [
+        [40, 'this instance cannot say it serves (the upgrade heartbeat): …; it tries again every 1 s, and a line says when it succeeds'],
+        [30, 'this instance says again that it serves (the upgrade heartbeat)'],
+      ],
+      'the heartbeat failing said once, without a stack, and its recovery once',
+    );
+    assert.deepEqual(
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('\\n    at ')),
+      [],
+      'no stack trace logged for the database being away',
     );
 
     // Every refusal answered has its event, once: the write in doubt was not stored twice.
