@@ -65,3 +65,12 @@ function releaseParts(release: string): [number, number, number] {
 export class SchemaRefused extends Error {
   override readonly name = 'SchemaRefused';
 }
+
+/** Why `version` may not serve on a store finalized for the later `finalizedRelease`: by the start-up guard, and by a heartbeat. */
+export function finalizedForLaterRelease(finalizedRelease: string, version: string): SchemaRefused {
+  return new SchemaRefused(
+    `Tessera ${version} does not serve on this database: it was finalized for release ${finalizedRelease}, ` +
+      `whose capabilities may have written what ${version} would misread or not enforce. Run release ` +
+      `${finalizedRelease} or later (docs/deployment.md, "Upgrading": a rollback past a finalized upgrade is a restore).`,
+  );
+}

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { currentBuild, describeBuild } from '../release.js';
 import { importBackend, parseDatabaseUrl } from '../store/open.js';
-import { SchemaRefused, type AppliedMigration } from '../store/schema.js';
+import { SchemaRefused, type MigrationReport } from '../store/schema.js';
 import { CommandFailed, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -35,7 +35,7 @@ export async function runMigrateCommand(command: ParsedCommand, config: Config, 
   const dryRun = command.flags['dry-run'] === true;
   const build = currentBuild();
   const location = parseDatabaseUrl(config.databaseUrl);
-  let report: { before: { applied: readonly AppliedMigration[] }; pending: readonly number[]; applied: readonly number[] };
+  let report: MigrationReport;
   try {
     if (location.backend === 'sqlite') {
       const [{ openDatabase }, { migrate }] = await importBackend('libsql', () =>

@@ -1,8 +1,21 @@
-import { compareReleases, OLDEST_RELEASE_SERVED, type BuildInfo } from '../release.js';
+import { compareReleases, finalizedForLaterRelease, OLDEST_RELEASE_SERVED, type BuildInfo } from '../release.js';
 export { SchemaRefused } from '../release.js';
 
 /** The first migration that records its release (`schema_migrations.release`, `serves_from`) and the upgrade state. */
 export const RELEASES_RECORDED_FROM = 12;
+
+/** One step of a dialect's schema; each is applied once, in order, in one transaction. Never edit a shipped one. */
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+/** What a dialect's `migrate` found and did: the schema as it was, and the migrations applied now (or, with `dryRun`, pending). */
+export interface MigrationReport {
+  before: SchemaState;
+  pending: readonly number[];
+  applied: readonly number[];
+}
 
 /** A row of `schema_migrations`: release and serves_from are null for the migrations before `RELEASES_RECORDED_FROM`. */
 export interface AppliedMigration {
@@ -47,12 +60,7 @@ export function schemaVerdict(known: readonly number[], state: SchemaState, buil
     }
   }
   if (state.finalizedRelease !== null && compareReleases(state.finalizedRelease, build.version) > 0) {
-    return {
-      refused:
-        `Tessera ${build.version} does not serve on this database: it was finalized for release ${state.finalizedRelease}, ` +
-        `whose capabilities may have written what ${build.version} would misread or not enforce. Run release ` +
-        `${state.finalizedRelease} or later (docs/deployment.md, "Upgrading": a rollback past a finalized upgrade is a restore).`,
-    };
+    return { refused: finalizedForLaterRelease(state.finalizedRelease, build.version).message };
   }
   const applied = new Set(state.applied.map((migration) => migration.version));
   return { pending: known.filter((version) => !applied.has(version)) };

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
-import { compareReleases, SchemaRefused, type BuildInfo } from '../release.js';
+import { compareReleases, finalizedForLaterRelease, SchemaRefused, type BuildInfo } from '../release.js';
 import type { Capabilities } from './capabilities.js';
 import type { Heartbeat, HeartbeatDecision, InstanceRecord, UpgradeStore } from './store.js';
 
@@ -34,10 +34,7 @@ export function olderReleasesServing(seen: Heartbeat, build: BuildInfo): string[
 export function heartbeatDecision(seen: Heartbeat, build: BuildInfo, now: number, finalizeAfterMs: number): HeartbeatDecision {
   const { finalizedRelease, olderSeenAt } = seen.state;
   if (compareReleases(finalizedRelease, build.version) > 0) {
-    throw new SchemaRefused(
-      `Tessera ${build.version} does not serve on this database: it was finalized for release ${finalizedRelease}, ` +
-        `whose capabilities may have written what ${build.version} would misread or not enforce. Run release ${finalizedRelease} or later.`,
-    );
+    throw finalizedForLaterRelease(finalizedRelease, build.version);
   }
   if (olderReleasesServing(seen, build).length > 0) return { olderSeen: true };
   if (compareReleases(finalizedRelease, build.version) < 0 && now - olderSeenAt >= finalizeAfterMs) return { finalize: build.version };

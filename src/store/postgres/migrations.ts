@@ -1,6 +1,15 @@
 import type pg from 'pg';
 import { currentBuild, type BuildInfo } from '../../release.js';
-import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
+import {
+  appliedMigrations,
+  migrationRecord,
+  RELEASES_RECORDED_FROM,
+  SchemaRefused,
+  schemaVerdict,
+  type Migration,
+  type MigrationReport,
+  type SchemaState,
+} from '../schema.js';
 
 /** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;
@@ -17,22 +26,6 @@ export interface MigrateOptions {
   onNotice?: (message: string) => void;
   /** Says what would be applied, and applies nothing (`tessera migrate --dry-run`). */
   dryRun?: boolean;
-  /** This build, as it records itself; `currentBuild()` unless told (tests of other releases). */
-  build?: BuildInfo;
-  /** The migrations this build knows; `POSTGRES_MIGRATIONS` unless told (tests of a later release). */
-  migrations?: readonly Migration[];
-}
-
-export interface Migration {
-  version: number;
-  sql: string;
-}
-
-/** What `migrate` found and did: the schema as it was, and the migrations applied now (or, with `dryRun`, pending). */
-export interface MigrationReport {
-  before: SchemaState;
-  pending: readonly number[];
-  applied: readonly number[];
 }
 
 /**
@@ -52,8 +45,8 @@ export const RELEASE_BEFORE_REGISTRATION_APPLICATION_NAME = 'tessera';
  * database is finalized for this release at once: no older release has served on it.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<MigrationReport> {
-  const build = options.build ?? currentBuild();
-  const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
+  const build = currentBuild();
+  const migrations = POSTGRES_MIGRATIONS;
   // Up to date already: nothing to write, so a role that may only read and write rows (`tessera
   // serve`'s, docs/deployment.md) or only read (another service's TesseraVerifier) opens the store.
   const before = await readSchemaState(pool);

@@ -1,26 +1,19 @@
-import { compareReleases, currentBuild, type BuildInfo } from '../../release.js';
-import { appliedMigrations, migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type SchemaState } from '../schema.js';
+import { compareReleases, currentBuild } from '../../release.js';
+import {
+  appliedMigrations,
+  migrationRecord,
+  RELEASES_RECORDED_FROM,
+  SchemaRefused,
+  schemaVerdict,
+  type Migration,
+  type MigrationReport,
+  type SchemaState,
+} from '../schema.js';
 import type { SqliteDatabase } from './connection.js';
 
 export interface SqliteMigrateOptions {
   /** Says what would be applied, and applies nothing (`tessera migrate --dry-run`). */
   dryRun?: boolean;
-  /** This build; `currentBuild()` unless told. */
-  build?: BuildInfo;
-  /** The migrations this build knows; `SQLITE_MIGRATIONS` unless told. */
-  migrations?: readonly Migration[];
-}
-
-export interface Migration {
-  version: number;
-  sql: string;
-}
-
-/** What `migrate` found and did: the schema as it was, and the migrations applied now (or, with `dryRun`, pending). */
-export interface SqliteMigrationReport {
-  before: SchemaState;
-  pending: readonly number[];
-  applied: readonly number[];
 }
 
 /**
@@ -28,9 +21,9 @@ export interface SqliteMigrationReport {
  * guard (`schemaVerdict`) said this build may serve on it. The embedded store is upgraded by
  * stopping one release and starting the next: it is finalized for the newest release that opened it.
  */
-export function migrate(db: SqliteDatabase, options: SqliteMigrateOptions = {}): SqliteMigrationReport {
-  const build = options.build ?? currentBuild();
-  const migrations = options.migrations ?? SQLITE_MIGRATIONS;
+export function migrate(db: SqliteDatabase, options: SqliteMigrateOptions = {}): MigrationReport {
+  const build = currentBuild();
+  const migrations = SQLITE_MIGRATIONS;
   // IMMEDIATE takes the write lock first, so processes starting together apply each step once;
   // a dry run only reads.
   const run = db.transaction(() => {
