@@ -92,7 +92,8 @@ function statusLines(status: UpgradeStatus): string[] {
   const lines = [`Finalized for: ${status.finalizedRelease}${status.finalizedAt === null ? '' : ` (${status.finalizedAt})`}`];
   lines.push(`Older releases serving: ${status.olderServing.length === 0 ? 'none' : status.olderServing.join(', ')}`);
   lines.push(`Waiting for finalization: ${status.waiting.length === 0 ? 'nothing' : status.waiting.join('; ')}`);
-  lines.push(`Instances seen in the last ${INSTANCE_SEEN_WITHIN_MS / 1000} s:`);
+  const none = status.instances.length === 0 && status.unregisteredSessions === 0;
+  lines.push(`Instances seen in the last ${INSTANCE_SEEN_WITHIN_MS / 1000} s:${none ? ' none' : ''}`);
   for (const instance of status.instances) {
     lines.push(
       `  ${instance.release.padEnd(8)} ${instance.commit.padEnd(14)} ${instance.host} pid ${instance.pid}, since ${instance.startedAt}`,
