@@ -21,7 +21,7 @@
  * server like the first (`+control`), whose ratio shows what the method itself makes of no change.
  */
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { startOtlpReceiver } from './otlp-receiver.js';
 import { failuresOf, runLoad } from './processes.js';
 import { CASE_NAMES, startSingleServer, type SingleServer } from './single-server.js';
 
@@ -56,17 +56,8 @@ function cpuTicks(pid: number): number {
 
 /** The servers measured, each with its label in the results (`admin`, `admin+metrics`). */
 const servers: { suffix: string; single: SingleServer }[] = [];
-// An OTLP receiver that answers every export with an empty (valid) response.
-const collector = createServer((request, response) => {
-  request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
-});
-await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-const collectorAddress = collector.address();
-const tracingEnv = (ratio: string) => ({
-  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${typeof collectorAddress === 'object' && collectorAddress !== null ? collectorAddress.port : 0}`,
-  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-  OTEL_TRACES_SAMPLER_ARG: ratio,
-});
+const collector = await startOtlpReceiver();
+const { tracingEnv } = collector;
 try {
   if (metricsMode !== 'on') servers.push({ suffix: '', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
   if (control) servers.push({ suffix: '+control', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });

@@ -1,10 +1,12 @@
 /**
- * `npm run bench:profile -- [case]`: runs Tessera on SQLite under `node --cpu-prof` with one case
- * at 50 connections for 5 s, then prints the top frames by self time. Cases: `CASE_NAMES` of
- * `single-server.ts`.
+ * `npm run bench:profile -- [case] [--tracing RATIO]`: runs Tessera on SQLite under `node --cpu-prof`
+ * with one case at 50 connections for 5 s, then prints the top frames by self time. Cases:
+ * `CASE_NAMES` of `single-server.ts`. `--tracing 0.01` traces that ratio of the requests, exported
+ * over OTLP to a receiver that drops them (as `bench:cpu --tracing alternate`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { startOtlpReceiver } from './otlp-receiver.js';
 import { runLoad } from './processes.js';
 import { CASE_NAMES, startSingleServer } from './single-server.js';
 
@@ -15,15 +17,22 @@ interface ProfileNode {
   children?: number[];
 }
 
-const chosen = process.argv[2] ?? 'whoami-anonymous';
+const argv = process.argv.slice(2);
+const tracingIndex = argv.indexOf('--tracing');
+const tracingRatio = tracingIndex >= 0 ? argv.splice(tracingIndex, 2)[1] : undefined;
+const chosen = argv[0] ?? 'whoami-anonymous';
 if (!(CASE_NAMES as readonly string[]).includes(chosen)) throw new Error(`case must be one of ${CASE_NAMES.join(', ')}`);
 
-const single = await startSingleServer((work) => ['--cpu-prof', `--cpu-prof-dir=${work}`]);
+const receiver = tracingRatio === undefined ? undefined : await startOtlpReceiver();
+const single = await startSingleServer((work) => ['--cpu-prof', `--cpu-prof-dir=${work}`], {
+  ...(receiver === undefined || tracingRatio === undefined ? {} : receiver.tracingEnv(tracingRatio)),
+});
 const { server, work } = single;
 const benchCase = single.cases.get(chosen)!;
 await runLoad(benchCase.load, 50, 2);
 const result = await runLoad(benchCase.load, 50, 5);
 await server.stop();
+receiver?.close();
 
 const profileFile = readdirSync(work).find((file) => file.endsWith('.cpuprofile'));
 if (profileFile === undefined) throw new Error('no profile written');
@@ -63,7 +72,7 @@ for (const [frame, hits] of [...selfHits].sort((a, b) => b[1] - a[1]).slice(0, 2
 }
 console.log("\ninclusive time of this service's code and its libraries (top 30)");
 for (const [frame, hits] of [...inclusiveHits]
-  .filter(([frame]) => frame.includes('dist/src') || /fastify|pino|libsql|find-my-way|avvio|light-my-request/.test(frame))
+  .filter(([frame]) => frame.includes('dist/src') || /fastify|pino|libsql|find-my-way|avvio|light-my-request|opentelemetry/.test(frame))
   .sort((a, b) => b[1] - a[1])
   .slice(0, 30)) {
   console.log(`${((hits / total) * 100).toFixed(1).padStart(8)} %  ${frame}`);
