@@ -57,14 +57,13 @@ function cpuTicks(pid: number): number {
 /** The servers measured, each with its label in the results (`admin`, `admin+metrics`). */
 const servers: { suffix: string; single: SingleServer }[] = [];
 const collector = await startOtlpReceiver();
-const { tracingEnv } = collector;
 try {
   if (metricsMode !== 'on') servers.push({ suffix: '', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
   if (control) servers.push({ suffix: '+control', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
   if (metricsMode !== 'off') servers.push({ suffix: '+metrics', single: await startSingleServer(undefined, { METRICS_PORT: '0' }) });
   if (tracingMode === 'alternate') {
-    servers.push({ suffix: '+trace1%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...tracingEnv('0.01') }) });
-    servers.push({ suffix: '+trace100%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...tracingEnv('1') }) });
+    servers.push({ suffix: '+trace1%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('0.01') }) });
+    servers.push({ suffix: '+trace100%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('1') }) });
   }
 } catch (error) {
   await Promise.all(servers.map(({ single }) => single.stop()));
