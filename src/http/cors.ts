@@ -8,12 +8,22 @@ import { TesseraError } from '../errors.js';
 import { FORWARD_AUTH_PATH, PORTAL_PREFIX, SDK_TOKEN_PATH } from './paths.js';
 import { forwardedTarget } from './routes/forward-auth.js';
 
+// The lists below are the headers' values, written once: `@fastify/cors` would join an array again
+// for every request with `Origin`.
+
 /** Methods a page may send: the API's, and those of the rest of the backend behind forward authentication. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-/** Request headers the API reads: Authorization, Content-Type, and those of deployed SDK clients. */
-const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'X-Kii-AppID', 'X-Kii-AppKey', 'X-Kii-SDK'];
-/** What a page must read of an answer besides its status and body: the challenge of a 401, the wait of a 429 or 503. */
-const EXPOSED_HEADERS = ['WWW-Authenticate', 'Retry-After'];
+const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
+/**
+ * Request headers the API reads: Authorization, Content-Type, those of deployed SDK clients, and
+ * `X-Request-Id`, the page's own id for the request (taken when short and safe, src/http/request-id.ts).
+ */
+const REQUEST_HEADERS = 'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id';
+/**
+ * What a page must read of an answer besides its status and body: the challenge of a 401, the wait
+ * of a 429 or 503, and the request's id, which a web app reports with a problem (the `reqId` of the
+ * service's log lines).
+ */
+const EXPOSED_HEADERS = 'WWW-Authenticate, Retry-After, X-Request-Id';
 /** How long a browser may keep a preflight's answer: Chromium's ceiling. An origin removed from the list loses the answers at once anyway. */
 const MAX_AGE_SECONDS = 7200;
 

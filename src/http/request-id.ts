@@ -10,9 +10,11 @@ export const MAX_REQUEST_ID_LENGTH = 128;
  * What an `X-Request-Id` taken from a client may hold: letters, digits and `-_.:;=+/@`, enough for
  * UUIDs, nginx's `$request_id`, Heroku's and AWS's ids. No space, quote, comma, `<` or control
  * character, so that the id can go into a header, a log line or a search box as it is. Two headers
- * (Node joins them with ", ") are refused too.
+ * (Node joins them with ", ") are refused too. Every id the service makes matches it as well.
+ * docs/openapi.json declares the header with this pattern (tests/http/openapi.test.ts holds them equal).
  */
-const SAFE_REQUEST_ID = new RegExp(`^[A-Za-z0-9._:;=+/@-]{1,${MAX_REQUEST_ID_LENGTH}}$`);
+export const REQUEST_ID_PATTERN = `^[A-Za-z0-9._:;=+/@-]{1,${MAX_REQUEST_ID_LENGTH}}$`;
+const SAFE_REQUEST_ID = new RegExp(REQUEST_ID_PATTERN);
 
 /** `version-traceid-parentid-flags[-more]` (W3C Trace Context), as OpenTelemetry's propagator reads it. */
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;

@@ -25,8 +25,9 @@ interface Seen {
 }
 
 /**
- * The application behind nginx. It answers everything with what it saw, and (wrongly) allows every
- * origin itself: nginx must hide that, so that only Tessera decides who may read.
+ * The application behind nginx. It answers everything with what it saw, echoing the request's
+ * `X-Request-Id` as many applications do, and (wrongly) allows every origin itself: nginx must hide
+ * that, so that only Tessera decides who may read.
  */
 function startUpstream(seen: Seen[]): Promise<Server> {
   const server = createServer((req, res) => {
@@ -39,7 +40,12 @@ function startUpstream(seen: Seen[]): Promise<Server> {
       };
       seen.push(record);
       res
-        .writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*', 'retry-after': '7' })
+        .writeHead(200, {
+          'content-type': 'application/json',
+          'access-control-allow-origin': '*',
+          'retry-after': '7',
+          ...(record.requestId === undefined ? {} : { 'x-request-id': record.requestId }),
+        })
         .end(JSON.stringify(record));
     });
   });
@@ -98,13 +104,17 @@ describe('a web page calling the backend behind nginx and forward authentication
     assert.deepEqual(read.body, expected);
     assert.deepEqual(reached, [expected], 'the preflight must not reach the upstream; the request must, once');
     assert.equal(read.retryAfter, '7', "the upstream's Retry-After is readable: Tessera exposes it");
+    assert.equal(read.requestId, 'r-1', "the upstream's X-Request-Id too");
   });
 
   it('on an origin the app lists: a refusal is readable, 401 with its WWW-Authenticate, and reaches nothing', async () => {
-    const { read, reached } = await reaching(() => pageFetch(page, objects, { headers: { authorization: bearer('A'.repeat(43)) } }));
+    const { read, reached } = await reaching(() =>
+      pageFetch(page, objects, { headers: { authorization: bearer('A'.repeat(43)), 'x-request-id': 'r-401' } }),
+    );
     assert.equal(read.status, 401, JSON.stringify(read));
     assert.equal(read.body.errorCode, 'INVALID_TOKEN');
     assert.equal(read.wwwAuthenticate, 'Bearer error="invalid_token"');
+    assert.equal(read.requestId, 'r-401', "Tessera's refusal echoes the page's id, which the page reads");
     assert.deepEqual(reached, []);
     const anonymous = await pageFetch(page, objects);
     assert.equal(anonymous.status, 401);
@@ -127,7 +137,7 @@ describe('a web page calling the backend behind nginx and forward authentication
     assert.equal(response.headers.get('access-control-allow-origin'), null);
     const listed = await fetch(objects, { headers: { origin: browser.origin, authorization: basic(tessera.app.appId) } });
     assert.equal(listed.headers.get('access-control-allow-origin'), browser.origin, 'once, not with the upstream\'s "*" beside it');
-    assert.equal(listed.headers.get('access-control-expose-headers'), 'WWW-Authenticate, Retry-After');
+    assert.equal(listed.headers.get('access-control-expose-headers'), 'WWW-Authenticate, Retry-After, X-Request-Id');
     assert.match(listed.headers.get('vary') ?? '', /Origin/);
   });
 });

@@ -8,6 +8,8 @@ export interface PageRead {
   status?: number;
   wwwAuthenticate?: string | null;
   retryAfter?: string | null;
+  /** The answer's `X-Request-Id`, as the page's script reads it (null when the browser hides it, or there is none). */
+  requestId?: string | null;
   body?: any;
   refused?: string;
 }
@@ -16,7 +18,7 @@ export const FETCH_PAGE = `<!doctype html>
 <meta charset="utf-8">
 <title>A web app on another origin</title>
 <script>
-  // What any web app reads of an answer: its status, two headers, its JSON body. When the browser
+  // What any web app reads of an answer: its status, three headers, its JSON body. When the browser
   // does not let the page read the answer (CORS), fetch rejects, and that is all the page learns.
   async function call(url, init) {
     try {
@@ -25,6 +27,7 @@ export const FETCH_PAGE = `<!doctype html>
         status: response.status,
         wwwAuthenticate: response.headers.get('WWW-Authenticate'),
         retryAfter: response.headers.get('Retry-After'),
+        requestId: response.headers.get('X-Request-Id'),
         body: await response.json().catch(() => null),
       };
     } catch (error) {

@@ -54,11 +54,15 @@ function from(origin: string, url: string, init: RequestInit = {}): Promise<Json
   return request(url, { ...init, headers: { ...(init.headers as Record<string, string>), origin } });
 }
 
-/** What a browser needs to read the answer from `origin`: the origin itself, `Vary: Origin`, the exposed headers; never credentials. */
+/**
+ * What a browser needs to read the answer from `origin`: the origin itself, `Vary: Origin`, the
+ * exposed headers (the request's id among them, which every answer carries); never credentials.
+ */
 function assertReadableBy(response: JsonResponse, origin: string): void {
   assert.equal(response.headers.get('access-control-allow-origin'), origin, `${response.status} ${response.text}`);
   assert.match(response.headers.get('vary') ?? '', /\bOrigin\b/);
-  assert.equal(response.headers.get('access-control-expose-headers'), 'WWW-Authenticate, Retry-After');
+  assert.equal(response.headers.get('access-control-expose-headers'), 'WWW-Authenticate, Retry-After, X-Request-Id');
+  assert.ok(response.headers.get('x-request-id'), `no X-Request-Id on ${response.status}`);
   assert.equal(response.headers.get('access-control-allow-credentials'), null);
 }
 
@@ -158,7 +162,7 @@ describe('preflights under /api/apps/{appId}/, answered before authentication', 
         `${server.appUrl}${path}`,
         PAGE,
         method,
-        'authorization,content-type,x-kii-appid,x-kii-appkey,x-kii-sdk',
+        'authorization,content-type,x-kii-appid,x-kii-appkey,x-kii-sdk,x-request-id',
       );
       assert.equal(response.status, 204, `${path}: ${response.status} ${response.text}`);
       assert.equal(response.text, '');
@@ -166,7 +170,7 @@ describe('preflights under /api/apps/{appId}/, answered before authentication', 
       assert.equal(response.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, PUT, PATCH, DELETE');
       assert.equal(
         response.headers.get('access-control-allow-headers'),
-        'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK',
+        'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id',
       );
       assert.equal(response.headers.get('access-control-max-age'), '7200');
     }
@@ -318,6 +322,49 @@ describe('answers to an allowed origin carry what a browser needs to read them, 
     const nowhere = await preflight(`${server.baseUrl}/nowhere`, PAGE);
     assertError(nowhere, 404, 'NOT_FOUND');
     assertNoCors(nowhere);
+  });
+});
+
+describe("a page's request id: X-Request-Id, sent by the page and read back", () => {
+  it('preflights allow a page to send it, on every path of an app and on the SDK token path', async () => {
+    for (const [url, method, headers] of [
+      [`${server.appUrl}/whoami`, 'GET', 'x-request-id'],
+      [`${server.appUrl}/oauth2/token`, 'POST', 'content-type,x-request-id'],
+      [`${server.appUrl}/no/such/path`, 'GET', 'authorization,x-request-id'],
+      [`${server.baseUrl}/api/oauth2/token`, 'POST', 'content-type,x-kii-appid,x-kii-appkey,x-request-id'],
+    ] as const) {
+      const response = await preflight(url, PAGE, method, headers);
+      assert.equal(response.status, 204, `${url}: ${response.text}`);
+      assert.match(response.headers.get('access-control-allow-headers') ?? '', /(^|, )X-Request-Id(,|$)/, url);
+      assertReadableBy(response, PAGE);
+    }
+  });
+
+  it('the id a page sends is echoed on answers it can read, a token and errors alike; one the server would not take is replaced', async () => {
+    const token = await requestToken(server, anonymousFields(server), { origin: PAGE, 'x-request-id': 'page-token-1' });
+    assert.equal(token.status, 200, token.text);
+    assertReadableBy(token, PAGE);
+    assert.equal(token.headers.get('x-request-id'), 'page-token-1');
+    const unauthorized = await from(PAGE, `${server.appUrl}/whoami`, { headers: { 'x-request-id': 'page-401' } });
+    assertError(unauthorized, 401, 'UNAUTHORIZED');
+    assertReadableBy(unauthorized, PAGE);
+    assert.equal(unauthorized.headers.get('x-request-id'), 'page-401');
+    const refused = await requestToken(server, adminFields(server), { origin: PAGE, 'x-request-id': 'page-admin-400' });
+    assertError(refused, 400, 'unauthorized_client');
+    assertReadableBy(refused, PAGE);
+    assert.equal(refused.headers.get('x-request-id'), 'page-admin-400');
+    const unsafe = await from(PAGE, `${server.appUrl}/whoami`, {
+      headers: { authorization: basic(server.app.appId), 'x-request-id': '<script>' },
+    });
+    assert.equal(unsafe.status, 200);
+    assertReadableBy(unsafe, PAGE);
+    assert.match(unsafe.headers.get('x-request-id') ?? '', /^[0-9a-f]{16}-[0-9a-z]+$/, 'a made id, never the one sent');
+  });
+
+  it('an origin the app does not list still gets the id, and nothing that lets a page read it', async () => {
+    const response = await from(OTHER_PAGE, `${server.appUrl}/whoami`, { headers: { 'x-request-id': 'other-1' } });
+    assert.equal(response.headers.get('x-request-id'), 'other-1');
+    assertNoCors(response);
   });
 });
 

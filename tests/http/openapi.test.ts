@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { OPERATOR } from '../../src/request-context.js';
+import { MAX_REQUEST_ID_LENGTH, REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
 import { buildServer } from '../../src/server.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { createTessera } from '../../src/tessera.js';
@@ -11,8 +13,52 @@ import { serverForSuite } from '../helpers/server.js';
 import { createTestStore, type TestStore } from '../helpers/store.js';
 
 const documentPath = join(PACKAGE_ROOT, 'docs', 'openapi.json');
-const document = JSON.parse(readFileSync(documentPath, 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+const document = JSON.parse(readFileSync(documentPath, 'utf8')) as OpenApi;
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+interface Reference {
+  $ref?: string;
+}
+interface Response extends Reference {
+  headers?: Record<string, Reference>;
+}
+interface Operation {
+  parameters?: Reference[];
+  responses: Record<string, Response>;
+}
+interface OpenApi {
+  paths: Record<string, Record<string, unknown> & { parameters?: Reference[] }>;
+  components: {
+    parameters: Record<string, { name: string; in: string; required: boolean; schema: object }>;
+    headers: Record<string, { required?: boolean; description?: string; schema: { const?: string } }>;
+    responses: Record<string, Response>;
+  };
+}
+
+const REQUEST_ID_PARAMETER = '#/components/parameters/XRequestId';
+const REQUEST_ID_HEADER = '#/components/headers/XRequestId';
+/** What the server takes of a client's X-Request-Id, and what each id it answers with matches: src/http/request-id.ts. */
+const REQUEST_ID_SCHEMA = { type: 'string', maxLength: MAX_REQUEST_ID_LENGTH, pattern: REQUEST_ID_PATTERN };
+
+/** Every operation of the document: `get /healthz` and its path item. */
+function operations(): { name: string; item: OpenApi['paths'][string]; operation: Operation }[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    HTTP_METHODS.filter((method) => item[method] !== undefined).map((method) => ({
+      name: `${method} ${path}`,
+      item,
+      operation: item[method] as Operation,
+    })),
+  );
+}
+
+/** A response, or the one of components/responses it refers to. */
+function resolved(response: Response): Response {
+  if (response.$ref === undefined) return response;
+  const name = response.$ref.replace('#/components/responses/', '');
+  const component = document.components.responses[name];
+  assert.ok(component, `${response.$ref} is not in components/responses`);
+  return component;
+}
 
 /** `/api/apps/{appId}/{path}` -> `/api/apps/:appId/*` (the catch-all's last parameter is a wildcard). */
 function toRouteUrl(path: string): string {
@@ -23,6 +69,45 @@ describe('the OpenAPI document', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
     const result = await new Validator().validate(documentPath);
     assert.equal(result.valid, true, JSON.stringify(result.errors));
+  });
+
+  describe('X-Request-Id, declared once in components and referred to everywhere', () => {
+    it('the request header: optional, with the limits the server takes an id within', () => {
+      const parameter = document.components.parameters.XRequestId;
+      assert.ok(parameter, 'components/parameters/XRequestId');
+      assert.equal(parameter.name, 'X-Request-Id');
+      assert.equal(parameter.in, 'header');
+      assert.equal(parameter.required, false);
+      assert.deepEqual(parameter.schema, REQUEST_ID_SCHEMA);
+    });
+
+    it('the response header: always there, with the same limits', () => {
+      const header = document.components.headers.XRequestId;
+      assert.ok(header, 'components/headers/XRequestId');
+      assert.equal(header.required, true);
+      assert.deepEqual(header.schema, REQUEST_ID_SCHEMA);
+    });
+
+    it('every operation takes it (from its path) and every response of every operation carries it', () => {
+      const lacking: string[] = [];
+      let responses = 0;
+      for (const { name, item, operation } of operations()) {
+        const parameters = [...(item.parameters ?? []), ...(operation.parameters ?? [])];
+        if (!parameters.some((parameter) => parameter.$ref === REQUEST_ID_PARAMETER)) lacking.push(`${name}: the parameter`);
+        for (const [status, response] of Object.entries(operation.responses)) {
+          responses++;
+          if (resolved(response).headers?.['X-Request-Id']?.$ref !== REQUEST_ID_HEADER) lacking.push(`${name} ${status}: the header`);
+        }
+      }
+      assert.deepEqual(lacking, [], 'node scripts/openapi-request-id.mjs adds the references where they are missing');
+      assert.ok(operations().length >= 50 && responses >= 200, `only ${operations().length} operations, ${responses} responses`);
+    });
+
+    it('no path or operation writes out a parameter of its own for it: the component is the one definition', () => {
+      const inline = (parameters: Reference[] = []) =>
+        parameters.some((parameter) => (parameter as { name?: string }).name?.toLowerCase() === 'x-request-id');
+      for (const { name, item, operation } of operations()) assert.ok(!inline(item.parameters) && !inline(operation.parameters), name);
+    });
   });
 
   describe('against the routes of the server', () => {
@@ -74,6 +159,36 @@ describe('the OpenAPI document', () => {
       assert.equal(response.status, 200);
       assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
       assert.deepEqual(response.body, document);
+    });
+
+    it('the ids the server answers with match the documented pattern: one sent, a trace id, one made', async () => {
+      const pattern = new RegExp(REQUEST_ID_SCHEMA.pattern);
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      for (const [headers, expected] of [
+        [{ 'x-request-id': 'f81d4fae-7dec-11d0-a765-00a0c91e6bf6' }, 'f81d4fae-7dec-11d0-a765-00a0c91e6bf6'],
+        [{ traceparent: `00-${traceId}-00f067aa0ba902b7-01` }, traceId],
+        [{}, undefined],
+        [{ 'x-request-id': 'has space' }, undefined],
+      ] as const) {
+        const id = (await request(`${server.baseUrl}/openapi.json`, { headers })).headers.get('x-request-id') ?? '';
+        assert.match(id, pattern);
+        if (expected !== undefined) assert.equal(id, expected);
+      }
+    });
+
+    it('the CORS headers it documents are those the server sends to a page', async () => {
+      await server.tessera.apps.configure(server.app.appId, { allowedOrigins: ['https://app.example.com'] }, OPERATOR);
+      const headers = document.components.headers;
+      const preflight = await request(`${server.appUrl}/whoami`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+      });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-expose-headers'), headers.AccessControlExposeHeaders!.schema.const);
+      assert.equal(preflight.headers.get('access-control-allow-methods'), headers.AccessControlAllowMethods!.schema.const);
+      const allowHeaders = preflight.headers.get('access-control-allow-headers') ?? '';
+      assert.ok(headers.AccessControlAllowHeaders!.description?.startsWith(`\`${allowHeaders}\``), allowHeaders);
+      assert.match(preflight.headers.get('x-request-id') ?? '', new RegExp(REQUEST_ID_SCHEMA.pattern), 'preflights carry it too');
     });
   });
 });
