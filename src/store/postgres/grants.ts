@@ -10,6 +10,7 @@ const TABLES = [
   'events',
   'event_counts',
   'event_counts_hourly',
+  'event_count_writers',
   'developers',
   'developer_sessions',
   'one_time_links',
