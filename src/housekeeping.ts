@@ -24,6 +24,14 @@ export const DEFAULT_HOUSEKEEPING: Readonly<HousekeepingSettings> = Object.freez
 /** Rows removed per statement: small enough that requests are served between them. */
 const BATCH = 1000;
 
+/**
+ * How long the store remembers a writer of event counts that wrote nothing since
+ * (`event_count_writers`, one row per process): a batch of counts whose commit is in doubt is added
+ * once if it is written again within this time, which only an instance cut off from the database
+ * (and no other) for longer would miss.
+ */
+export const COUNT_WRITERS_KEPT_MS = 24 * 3600_000;
+
 export interface HousekeepingReport {
   expiredTokens: number;
   /** Single revocations of anonymous tokens that have expired since. */
@@ -31,6 +39,8 @@ export interface HousekeepingReport {
   events: number;
   /** Rows of `event_counts` (one per app, minute and kind of event). */
   eventCounts: number;
+  /** Writers of event counts (one per process) that wrote none for `COUNT_WRITERS_KEPT_MS`. */
+  countWriters: number;
   /** Developers' portal sessions past their expiry. */
   expiredSessions: number;
   /** One-time links (password links, invitations) past their expiry, unused. */
@@ -43,11 +53,11 @@ export interface HousekeepingReport {
 
 /**
  * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
- * that have expired since, expired portal sessions, one-time links and once claims, and audit events (of apps
- * and of developers' accounts) and counts beyond their retention. Each class of events
- * is trimmed to its own cap, so refusals never push audit events out. Works in small batches,
- * yielding to requests between them, so that it never
- * holds the store (or, with SQLite, the event loop) for long.
+ * that have expired since, expired portal sessions, one-time links and once claims, audit events
+ * (of apps and of developers' accounts) and counts beyond their retention, and the writers of
+ * counts gone quiet. Each class of events is trimmed to its own cap, so refusals never push audit
+ * events out. Works in small batches, yielding to requests between them, so that it never holds
+ * the store (or, with SQLite, the event loop) for long.
  */
 export class Housekeeping {
   #timer: NodeJS.Timeout | undefined;
@@ -91,6 +101,7 @@ export class Housekeeping {
     const expiredRevocations = await drain((batch) => this.store.revokedTokens.deleteExpired(now, batch));
     let events = await drain((batch) => this.store.events.deleteOlderThan(now - eventRetentionMs, batch));
     const eventCounts = await drain((batch) => this.store.events.deleteCountsOlderThan(now - eventRetentionMs, batch));
+    const countWriters = await drain((batch) => this.store.events.deleteCountWritersOlderThan(now - COUNT_WRITERS_KEPT_MS, batch));
     for (const appId of this.events.takeAppsRecorded()) {
       events += await drain((batch) => this.store.events.trimApp(appId, 'audit', maxEventsPerApp, batch));
       events += await drain((batch) => this.store.events.trimApp(appId, 'refusal', maxRefusalsPerApp, batch));
@@ -100,7 +111,17 @@ export class Housekeeping {
     const expiredLinks = await drain((batch) => developers.links.deleteExpired(now, batch));
     const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
     const expiredOnceClaims = await drain((batch) => this.store.onceClaims.deleteExpired(now, batch));
-    return { expiredTokens, expiredRevocations, events, eventCounts, expiredSessions, expiredLinks, developerEvents, expiredOnceClaims };
+    return {
+      expiredTokens,
+      expiredRevocations,
+      events,
+      eventCounts,
+      countWriters,
+      expiredSessions,
+      expiredLinks,
+      developerEvents,
+      expiredOnceClaims,
+    };
   }
 }
 

@@ -5,7 +5,7 @@ import { packageVersion } from './package-root.js';
  * The schema this release writes: the version of its last migration, the same on both dialects
  * (tests/unit/release.test.ts holds them to it).
  */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;
 
 /**
  * The oldest release that may serve on the schema this release migrates to. Each release's
@@ -30,7 +30,7 @@ export function currentBuild(): BuildInfo {
   return buildInfo;
 }
 
-/** What `tessera --version` and the start-up line say: `0.2.0 (commit 1a2b3c4d5e6f, schema 13)`. */
+/** What `tessera --version` and the start-up line say: `0.2.0 (commit 1a2b3c4d5e6f, schema 14)`. */
 export function describeBuild({ version, commit, schemaVersion }: BuildInfo = currentBuild()): string {
   return `${version} (commit ${commit}, schema ${schemaVersion})`;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
@@ -22,7 +23,7 @@ import {
 import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from './query.js';
 import { ReadLane } from './read-lane.js';
 import { retentionOf } from './retention.js';
-import type { EventStore } from './store.js';
+import type { CountBatch, EventStore } from './store.js';
 
 export interface EventPage {
   events: AuditEvent[];
@@ -142,10 +143,12 @@ interface Outage {
  * and counted (`eventsLost`). Reads through this log write the buffer first.
  *
  * Every recorded event is counted (per app, UTC minute, type, principal and reason: the counts of
- * a flush are added to the stored ones in one statement); `retentionOf` says which are also rows,
- * and of which class. Operators' and admins' changes are the exception: their events are written
- * in the change's own transaction (`stamp`), never buffered, so that no change is made without
- * its record.
+ * a flush are added to the stored ones in one transaction); `retentionOf` says which are also rows,
+ * and of which class. Each batch of counts has a number of its own (`CountBatch`), and a batch whose
+ * write met an unreachable database is tried again as it was, with that number, before any later
+ * one: the store adds it once, whatever the first try did. Operators' and admins' changes are the
+ * exception: their events are written in the change's own transaction (`stamp`), never buffered, so
+ * that no change is made without its record.
  */
 export class EventLog {
   /** Apps with events recorded since the last `takeAppsRecorded`: the ones housekeeping trims. */
@@ -155,6 +158,16 @@ export class EventLog {
   #counts = new Map<string, EventCount>();
   /** Counts taken from `#counts` (and told to the metrics) whose write has not succeeded yet. */
   #countsToWrite = new Map<string, EventCount>();
+  /**
+   * The batch of counts whose write failed as "cannot be reached", taken out of `#countsToWrite`:
+   * its first try may have committed, so it is tried again as it is, with its number, and no later
+   * batch is tried before it.
+   */
+  #countsInDoubt: { counts: EventCount[]; number: number } | undefined;
+  /** This log as a writer of counts (`CountBatch.writer`): no other log, here or elsewhere, has it. */
+  readonly #countWriter = randomBytes(16).toString('hex');
+  /** The number of the last batch of counts taken. */
+  #countBatches = 0;
   #flushTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
@@ -281,9 +294,11 @@ export class EventLog {
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
     const events = this.#buffer.length;
-    const counted = sumOfCounts([...this.#countsToWrite.values(), ...this.#counts.values()]);
+    // A batch in doubt is said lost too: the log cannot tell whether its first try committed.
+    const counted = sumOfCounts([...(this.#countsInDoubt?.counts ?? []), ...this.#countsToWrite.values(), ...this.#counts.values()]);
     if (events === 0 && counted === 0) return;
     this.#buffer = [];
+    this.#countsInDoubt = undefined;
     this.#countsToWrite.clear();
     this.#counts.clear();
     this.#metrics.eventsLost('events', 'stopped', events);
@@ -322,28 +337,54 @@ export class EventLog {
       }
     }
 
+    if (!(await this.#writeCounts())) {
+      const size = this.#countsToWrite.size;
+      if (size === 0 || size + (this.#countsInDoubt?.counts.length ?? 0) <= this.#maxKept) return;
+      // Counts grow by kind and minute, not by event: only a very long outage of many apps gets
+      // here. The batch in doubt is kept (at most `MAX_BATCH`): its first try may have added it.
+      const dropped = [...this.#countsToWrite.values()];
+      this.#countsToWrite.clear();
+      this.#lose('counts', 'buffer_full', sumOfCounts(dropped), undefined);
+      return;
+    }
+    this.#everythingWritten();
+  }
+
+  /**
+   * The batch in doubt, if any, then `#countsToWrite`, a batch at a time, each taken out of it with
+   * a number of its own as it is tried. False when a batch was kept for another try (it is then the
+   * batch in doubt, and the rest waits in `#countsToWrite`).
+   */
+  async #writeCounts(): Promise<boolean> {
+    if (this.#countsInDoubt !== undefined) {
+      if ((await this.#attemptCounts(this.#countsInDoubt)) === 'kept') return false;
+      this.#countsInDoubt = undefined;
+    }
     // In the order of their keys, so that instances adding to the same rows (PostgreSQL) lock them
     // in the same order and never wait for each other in a cycle.
     const counts = [...this.#countsToWrite.entries()].sort(([, a], [, b]) => byCountKey(a, b));
     for (let start = 0; start < counts.length; start += MAX_BATCH) {
-      const batch = counts.slice(start, start + MAX_BATCH);
-      const outcome = await this.#attempt(
-        'counts',
-        batch.length,
-        () => this.store.addCounts(batch.map(([, count]) => count)),
-        () => sumOfCounts(batch.map(([, count]) => count)),
-      );
-      if (outcome === 'kept') {
-        if (this.#countsToWrite.size <= this.#maxKept) return;
-        // Counts grow by kind and minute, not by event: only a very long outage of many apps gets here.
-        const dropped = counts.slice(start);
-        for (const [key] of dropped) this.#countsToWrite.delete(key);
-        this.#lose('counts', 'buffer_full', sumOfCounts(dropped.map(([, count]) => count)), undefined);
-        return;
+      const taken = counts.slice(start, start + MAX_BATCH);
+      for (const [key] of taken) this.#countsToWrite.delete(key);
+      const batch = { counts: taken.map(([, count]) => count), number: ++this.#countBatches };
+      if ((await this.#attemptCounts(batch)) === 'kept') {
+        this.#countsInDoubt = batch;
+        return false;
       }
-      for (const [key] of batch) this.#countsToWrite.delete(key);
     }
-    this.#everythingWritten();
+    return true;
+  }
+
+  #attemptCounts({ counts, number }: { counts: EventCount[]; number: number }): Promise<'written' | 'kept' | 'lost'> {
+    return this.#attempt(
+      'counts',
+      counts.length,
+      () => {
+        const batch: CountBatch = { writer: this.#countWriter, number, at: this.clock.now() };
+        return this.store.addCounts(counts, batch);
+      },
+      () => sumOfCounts(counts),
+    );
   }
 
   /**

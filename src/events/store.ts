@@ -60,11 +60,31 @@ export interface EventStore {
   deleteOlderThan(cutoff: number, batch: number): Promise<number>;
   /**
    * Adds each count to the stored count of its app, minute (`bucket`), type, principal and reason,
-   * in one transaction. At most one entry per key in a call.
+   * in one transaction. At most one entry per key in a call. With `batch`, only if the writer has
+   * not added this batch (or a later one) already, in the same transaction: a batch written again
+   * after a write whose commit is in doubt is added once.
    */
-  addCounts(counts: EventCount[]): Promise<void>;
+  addCounts(counts: EventCount[], batch?: CountBatch): Promise<void>;
   /** The app's counts summed per bucket of `bucketMs`, by bucket, type, principal and reason. */
   listCounts(query: EventCountsQuery): Promise<EventCount[]>;
   /** Deletes up to `batch` of the counts of minutes that start before `cutoff`; returns how many. */
   deleteCountsOlderThan(cutoff: number, batch: number): Promise<number>;
+  /**
+   * Deletes up to `batch` of the writers of counts (`CountBatch.writer`) that last added a batch
+   * before `cutoff`; returns how many.
+   */
+  deleteCountWritersOlderThan(cutoff: number, batch: number): Promise<number>;
+}
+
+/**
+ * Which batch of counts a write is: its writer (an `EventLog`, by an id drawn when it is made) and
+ * its number, which grows with each batch the writer takes. A writer tries a batch whose write
+ * failed again, as it was, before it tries any later one: so the store keeps, per writer, the number
+ * of the last batch added, and adds a batch only if its number is higher.
+ */
+export interface CountBatch {
+  writer: string;
+  number: number;
+  /** When it is written (UNIX ms): housekeeping removes the writers not written for a while. */
+  at: number;
 }

@@ -55,7 +55,9 @@ const SAMPLES: readonly { table: string; limit: number; where?: string }[] = [
  * the ids copied. Both are opened as the server opens them, so both are migrated; different schema
  * versions are refused, as is a target holding anything but the first key that opening a store
  * makes, and a SQLite file that another user could read. Verified at the end: counts per table, and
- * samples compared field by field.
+ * samples compared field by field. The tables are those of `TABLES` (`dump.ts`): not the writers of
+ * event counts (`event_count_writers`), which guard a running process's retries into its own
+ * database only (the comment there says why).
  */
 export async function copyStore(fromUrl: string, toUrl: string, options: CopyOptions = {}): Promise<CopyResult> {
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;

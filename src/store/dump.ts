@@ -111,6 +111,11 @@ export const TABLES: readonly TableSpec[] = [
     columns: columns({ app_id: 'text', bucket: 'integer', type: 'text', principal: 'text', reason: 'text', count: 'integer' }),
     key: ['app_id', 'bucket', 'type', 'principal', 'reason'],
   },
+  // Not `event_count_writers` (migration 14), deliberately: it remembers, for each process writing
+  // counts into this database, the last batch it added, so that a batch it writes again after a
+  // commit in doubt is added once. A process writes again only into the database it wrote to, and
+  // the processes that will write into the target are new ones, with writer ids of their own: the
+  // source's rows would guard nothing there (and are forgotten within a day anyway).
   {
     name: 'developers',
     columns: columns({ id: 'text', email: 'text', password_hash: 'text', created_at: 'integer', disabled_at: 'integer' }),

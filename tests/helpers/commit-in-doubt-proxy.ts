@@ -3,9 +3,11 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 /**
  * A TCP proxy in front of PostgreSQL that makes a commit in doubt on demand: once armed, the next
  * statement whose CommandComplete tag matches is let through to the server, which runs and commits
- * it; then, when the server says it is ready for the next query (the implicit transaction
- * committed), the client's connection is cut without that answer. The client sees its connection
- * lost, and cannot tell whether the statement committed: it did.
+ * it; then, when the server says it is ready for the next query outside a transaction (the
+ * statement's transaction committed: its own, implicit one, or the explicit one it ran in, at the
+ * client's COMMIT), the client's connection is cut without the answer to what committed. The client
+ * sees its connection lost, and cannot tell whether the statement committed: it did. A statement in
+ * an explicit transaction is answered as usual, and so is what follows it until the commit.
  *
  * It reads the server's side as PostgreSQL's messages (a type byte, then a 4-byte length that counts
  * itself), which every message from the server is, when the client does not ask for TLS.
@@ -32,7 +34,10 @@ export class CommitInDoubtProxy {
     return this.#cuts;
   }
 
-  /** The next statement whose CommandComplete tag (`INSERT 0 3`) matches `tag` commits, and its answer is lost. */
+  /**
+   * The next statement whose CommandComplete tag (`INSERT 0 3`) matches `tag` commits, and the answer
+   * to what committed it (the statement itself, or the COMMIT of its transaction) is lost.
+   */
   loseAnswerAfterCommit(tag: RegExp): void {
     this.#armed = tag;
   }
@@ -54,8 +59,12 @@ export class CommitInDoubtProxy {
       }
       client.on('data', (chunk: Buffer) => upstream.write(chunk));
       let pending = Buffer.alloc(0);
-      /** The statement armed for completed on this connection: its commit comes with the next ReadyForQuery. */
+      /**
+       * The statement armed for completed on this connection: its commit comes with the next
+       * ReadyForQuery outside a transaction. What the server answered since is withheld meanwhile.
+       */
       let completed = false;
+      let withheld: Buffer[] = [];
       upstream.on('data', (chunk: Buffer) => {
         pending = Buffer.concat([pending, chunk]);
         const passOn: Buffer[] = [];
@@ -70,14 +79,25 @@ export class CommitInDoubtProxy {
           if (!completed) {
             passOn.push(message);
           } else if (type === 'Z') {
-            this.#cuts++;
-            client.write(Buffer.concat(passOn), () => {
-              client.destroy();
-              upstream.destroy();
-            });
-            return;
+            // ReadyForQuery's status: idle (I), in a transaction (T), in a failed one (E).
+            const status = String.fromCharCode(message[5]!);
+            if (status === 'I') {
+              this.#cuts++;
+              client.write(Buffer.concat(passOn), () => {
+                client.destroy();
+                upstream.destroy();
+              });
+              return;
+            }
+            // Inside a transaction, not committed yet: answered as usual, until the transaction ends.
+            passOn.push(...withheld, message);
+            withheld = [];
+            // A transaction that failed commits nothing: there is no commit to lose.
+            if (status === 'E') completed = false;
+          } else {
+            // A part of an answer: lost if a commit follows it before the next ReadyForQuery.
+            withheld.push(message);
           }
-          // Else a part of the statement's answer, which never reaches the client.
         }
         if (passOn.length > 0) client.write(Buffer.concat(passOn));
       });

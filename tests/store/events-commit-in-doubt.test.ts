@@ -13,7 +13,8 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // the connection is lost before its answer arrives (a proxy cuts it once the server said the
 // transaction is over). The log cannot tell that it committed, keeps the batch and writes it again:
 // each event is stored once, by its idempotency key. An insert of an earlier release, which knows
-// no key, still works beside it.
+// no key, still works beside it. The same for a batch of counts: added once, by its writer's batch
+// number (event_count_writers).
 
 describe('audit events whose commit is in doubt (PostgreSQL)', () => {
   let database: { databaseUrl: string; drop: () => Promise<void> };
@@ -83,6 +84,58 @@ describe('audit events whose commit is in doubt (PostgreSQL)', () => {
     assert.match(
       notices[0]!,
       /^audit events are written again, after \d+ s in which 1 writes failed: 4 events, and the counts of 4 events, kept meanwhile are written; none lost$/,
+    );
+    await log.close();
+  });
+
+  it('adds the counts of a batch written again after its connection was lost past the commit once', async () => {
+    const warnings: string[] = [];
+    const notices: string[] = [];
+    const log = new EventLog(store.events, systemClock, {
+      onWarning: (message) => warnings.push(message),
+      onNotice: (message) => notices.push(message),
+    });
+    const appId = 'counts-in-doubt';
+    const counted = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          ['event_counts', 'event_counts_hourly'].map(async (table) => [
+            table,
+            (
+              await observer.query<{ type: string; count: string }>(
+                `SELECT type, sum(count)::text AS count FROM ${table} WHERE app_id = $1 GROUP BY type ORDER BY type`,
+                [appId],
+              )
+            ).rows.map((row) => `${row.type} ${row.count}`),
+          ]),
+        ),
+      );
+    // Counted only, no rows (anonymous tokens issued, and revoked by themselves): one batch of two counts.
+    for (let i = 0; i < 5; i++) log.record('token.issued', appId, OPERATOR, 'anonymous');
+    for (let i = 0; i < 2; i++) log.record('token.revoked', appId, OPERATOR, 'anonymous');
+    const cutsBefore = proxy.cuts;
+    proxy.loseAnswerAfterCommit(/^INSERT 0 2$/);
+    await log.flush();
+    assert.equal(proxy.cuts, cutsBefore + 1, 'the answer to the commit of the counts was lost');
+    const once = { event_counts: ['token.issued 5', 'token.revoked 2'], event_counts_hourly: ['token.issued 5', 'token.revoked 2'] };
+    assert.deepEqual(await counted(), once, 'committed, though its writer never heard so');
+    assert.equal(warnings.length, 1, warnings.join(' | '));
+    assert.match(warnings[0]!, /^audit events cannot be written: Connection terminated/);
+
+    log.record('token.issued', appId, OPERATOR, 'anonymous');
+    // Written again by the retry timer: the batch in doubt, then the count recorded meanwhile.
+    const deadline = Date.now() + EVENT_RETRY_DELAY_MS * 5;
+    while (notices.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(
+      await counted(),
+      { event_counts: ['token.issued 6', 'token.revoked 2'], event_counts_hourly: ['token.issued 6', 'token.revoked 2'] },
+      'the batch in doubt added once',
+    );
+    assert.equal(warnings.length, 1, warnings.join(' | '));
+    assert.equal(notices.length, 1, notices.join(' | '));
+    assert.match(
+      notices[0]!,
+      /^audit events are written again, after \d+ s in which 1 writes failed: 0 events, and the counts of 8 events, kept meanwhile are written; none lost$/,
     );
     await log.close();
   });

@@ -91,7 +91,14 @@ for (const [backend, open] of [
       assert.equal((await store.events.list({ appId: 'busy-app', limit: 500 })).length, 20 + 80);
 
       const report = await housekeeping.run();
-      assert.deepEqual(report, { expiredTokens: 0, expiredRevocations: 0, events: 1 + 50, eventCounts: 0, ...NOTHING_OF_DEVELOPERS });
+      assert.deepEqual(report, {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 1 + 50,
+        eventCounts: 0,
+        countWriters: 0,
+        ...NOTHING_OF_DEVELOPERS,
+      });
       const quiet = await store.events.list({ appId: 'quiet-app', limit: 10 });
       assert.deepEqual(
         quiet.map((event) => event.at),
@@ -112,6 +119,7 @@ for (const [backend, open] of [
         expiredRevocations: 0,
         events: 0,
         eventCounts: 0,
+        countWriters: 0,
         ...NOTHING_OF_DEVELOPERS,
       });
     });
@@ -140,12 +148,54 @@ for (const [backend, open] of [
         events: 1,
         // Two counts per minute, and the two counts per hour they were summed into.
         eventCounts: 4,
+        countWriters: 0,
         ...NOTHING_OF_DEVELOPERS,
       });
       assert.deepEqual(
         (await counts()).map((row) => [row.bucket, row.count]),
         [[clock.now() - (clock.now() % 60_000), 1]],
       );
+    });
+
+    it('forgets the writers of counts that wrote none for a day, and keeps the others; one forgotten adds its next batch', async () => {
+      const { store } = testStore;
+      const from = anonymousRequest('198.51.100.1');
+      // Two writers of counts (two instances, say), each with a batch added.
+      const quiet = new EventLog(store.events, clock);
+      const busy = new EventLog(store.events, clock);
+      quiet.record('token.issued', 'counted-app', from, 'anonymous');
+      await quiet.flush();
+      clock.advance(DAY / 2);
+      busy.record('token.issued', 'counted-app', from, 'anonymous');
+      await busy.flush();
+      const reportOf = (countWriters: number) => ({
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        countWriters,
+        ...NOTHING_OF_DEVELOPERS,
+      });
+
+      clock.advance(DAY / 2);
+      assert.deepEqual(await housekeeping.run(), reportOf(0), 'a day exactly: kept');
+      clock.advance(1);
+      assert.deepEqual(await housekeeping.run(), reportOf(1), 'the quiet one, past a day');
+      assert.deepEqual(await housekeeping.run(), reportOf(0));
+
+      // The quiet writer's next batch makes its row again, and is added.
+      quiet.record('token.issued', 'counted-app', from, 'anonymous');
+      await quiet.flush();
+      const total = async () =>
+        (await store.events.listCounts({ appId: 'counted-app', bucketMs: 60_000, since: 0, until: clock.now() + 1 })).reduce(
+          (sum, row) => sum + row.count,
+          0,
+        );
+      assert.equal(await total(), 3);
+      clock.advance(DAY + 1);
+      assert.deepEqual(await housekeeping.run(), reportOf(2));
+      await quiet.close();
+      await busy.close();
     });
 
     it("removes expired portal sessions and one-time links, and developers' account events past the retention", async () => {
@@ -178,6 +228,7 @@ for (const [backend, open] of [
         expiredRevocations: 0,
         events: 0,
         eventCounts: 0,
+        countWriters: 0,
         expiredSessions: 2,
         expiredLinks: 1,
         developerEvents: 1,
@@ -209,6 +260,7 @@ for (const [backend, open] of [
         expiredRevocations: 0,
         events: 0,
         eventCounts: 0,
+        countWriters: 0,
         ...NOTHING_OF_DEVELOPERS,
         expiredOnceClaims: 1,
       });

@@ -1338,6 +1338,48 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await list(MINUTE), [issued(DAY0 + 4 * MINUTE, 1), issued(DAY0 + 5 * MINUTE, 1), issued(DAY0 + 6 * MINUTE, 1)]);
       });
 
+      it('adds a batch of counts once, however often it is written: the writer’s batches are added in turn', async () => {
+        const batch = (writer: string, number: number) => ({ writer, number, at: T0 });
+        await store.events.addCounts([issued(DAY0, 1), refused(DAY0, 2, 'admin', 'invalid_client')], batch('writer-1', 1));
+        // Written again (its first write's commit was in doubt): nothing added.
+        await store.events.addCounts([issued(DAY0, 1), refused(DAY0, 2, 'admin', 'invalid_client')], batch('writer-1', 1));
+        await store.events.addCounts([issued(DAY0, 4)], batch('writer-1', 2));
+        await store.events.addCounts([issued(DAY0, 4)], batch('writer-1', 2));
+        // An earlier batch, once a later one was added: not added either.
+        await store.events.addCounts([issued(DAY0, 1)], batch('writer-1', 1));
+        // Another writer's batches are its own, numbered from 1.
+        await store.events.addCounts([issued(DAY0, 8)], batch('writer-2', 1));
+        // Without a batch (an earlier release during an upgrade; tools): added every time.
+        await store.events.addCounts([issued(DAY0, 16)]);
+        assert.deepEqual(await list(MINUTE), [issued(DAY0, 29), refused(DAY0, 2, 'admin', 'invalid_client')]);
+        assert.deepEqual(await list(HOUR), [issued(DAY0, 29), refused(DAY0, 2, 'admin', 'invalid_client')], 'and the hours once');
+      });
+
+      it('adds the batches of writers writing at once, and the same batch written twice at once once', async () => {
+        const writers = Array.from({ length: 8 }, (_, i) => `writer-${i}`);
+        await Promise.all(
+          writers.flatMap((writer) => [
+            store.events.addCounts([issued(DAY0, 1), issued(DAY0 + MINUTE, 2)], { writer, number: 1, at: T0 }),
+            store.events.addCounts([issued(DAY0, 1), issued(DAY0 + MINUTE, 2)], { writer, number: 1, at: T0 }),
+          ]),
+        );
+        assert.deepEqual(await list(MINUTE), [issued(DAY0, 8), issued(DAY0 + MINUTE, 16)]);
+      });
+
+      it('deletes the writers of counts not written since a time, in batches: one deleted adds its next batch anew', async () => {
+        for (let i = 0; i < 5; i++) await store.events.addCounts([issued(DAY0, 1)], { writer: `writer-${i}`, number: 1, at: T0 + i });
+        assert.equal(await store.events.deleteCountWritersOlderThan(T0 + 3, 2), 2);
+        assert.equal(await store.events.deleteCountWritersOlderThan(T0 + 3, 2), 1);
+        assert.equal(await store.events.deleteCountWritersOlderThan(T0 + 3, 2), 0);
+        // writer-3 is remembered: its batch 1 again is not added; writer-0 is forgotten: its batch 2 is.
+        await store.events.addCounts([issued(DAY0, 1)], { writer: 'writer-3', number: 1, at: T0 + 10 });
+        await store.events.addCounts([issued(DAY0, 1)], { writer: 'writer-0', number: 2, at: T0 + 10 });
+        assert.deepEqual(await list(MINUTE), [issued(DAY0, 6)]);
+        // writer-3's batch again wrote nothing, nor said when: it goes with writer-4.
+        assert.equal(await store.events.deleteCountWritersOlderThan(T0 + 10, 1000), 2);
+        assert.equal(await store.events.deleteCountWritersOlderThan(T0 + 11, 1000), 1, 'writer-0');
+      });
+
       it("deletes the counts of a deleted app, and no other app's", async () => {
         const app = makeApp();
         const other = makeApp();

@@ -4,7 +4,7 @@ import { serviceUnavailable } from '../../src/error-catalogue.js';
 import type { EventCount } from '../../src/events/counts.js';
 import type { KeyedAuditEvent, NewAuditEvent } from '../../src/events/event.js';
 import { EVENT_RETRY_DELAY_MS, EventLog, type LossReason, type LostPart } from '../../src/events/log.js';
-import type { EventStore } from '../../src/events/store.js';
+import type { CountBatch, EventStore } from '../../src/events/store.js';
 import { NO_METRICS, type Metrics } from '../../src/metrics/port.js';
 import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { OPERATOR } from '../../src/request-context.js';
@@ -21,13 +21,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * A store that keeps what it is given, failing each write with what `failures` holds next (or, while
  * `down` is set, with a 503). `committedThenLost`: the next append stores its events, then fails as
- * a connection lost after the commit would. Stores each idempotency key once, as the SQL stores do.
+ * a connection lost after the commit would; `countsCommittedThenLost`, the same for the next batch
+ * of counts. Stores each idempotency key once, and adds a writer's batch of counts only if its
+ * number is past the last one added, as the SQL stores do.
  */
 function flakyStore(failures: (Error | null)[] = []) {
   const events: (NewAuditEvent | KeyedAuditEvent)[] = [];
   const counts: EventCount[] = [];
   const keys = new Set<string>();
-  const state = { down: false, committedThenLost: false, appends: 0 };
+  const state = { down: false, committedThenLost: false, countsCommittedThenLost: false, appends: 0 };
+  /** Every write of counts tried: its batch's number, and its counts as `type reason count`. */
+  const countWrites: { number: number | undefined; counts: string[] }[] = [];
+  const lastBatches = new Map<string, number>();
   const store = {
     append: async (batch: (NewAuditEvent | KeyedAuditEvent)[]) => {
       state.appends++;
@@ -45,12 +50,20 @@ function flakyStore(failures: (Error | null)[] = []) {
         throw serviceUnavailable();
       }
     },
-    addCounts: async (batch: EventCount[]) => {
+    addCounts: async (batch: EventCount[], id?: CountBatch) => {
+      countWrites.push({ number: id?.number, counts: batch.map((count) => `${count.type} ${count.reason} ${count.count}`) });
       if (state.down) throw serviceUnavailable();
-      counts.push(...batch.map((count) => ({ ...count })));
+      if (id === undefined || (lastBatches.get(id.writer) ?? 0) < id.number) {
+        if (id !== undefined) lastBatches.set(id.writer, id.number);
+        counts.push(...batch.map((count) => ({ ...count })));
+      }
+      if (state.countsCommittedThenLost) {
+        state.countsCommittedThenLost = false;
+        throw serviceUnavailable();
+      }
     },
   } as unknown as EventStore;
-  return { store, events, counts, state };
+  return { store, events, counts, countWrites, lastBatches, state };
 }
 
 /** What the log says and counts, as lines. */
@@ -157,6 +170,70 @@ describe('the event log when the store fails', () => {
     assert.deepEqual(
       events.map((event) => event.details.n),
       [1, 2, 3],
+    );
+    assert.equal(told.notices.length, 1);
+  });
+
+  it('writes a batch of counts whose commit was in doubt again as it was, with its number, before any later one: added once', async () => {
+    const { store, counts, countWrites, lastBatches, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    const issued = () => log.record('token.issued', 'app1', OPERATOR, 'anonymous');
+    issued();
+    issued();
+    log.record('token.throttled', 'app1', OPERATOR, null, { reason: 'address' });
+    state.countsCommittedThenLost = true;
+    await log.flush();
+    // Recorded meanwhile, of a kind the batch in doubt has: not added to it, which its number would skip.
+    issued();
+    await log.flush();
+    assert.deepEqual(countWrites, [
+      { number: 1, counts: ['token.issued null 2', 'token.throttled address 1'] },
+      { number: 1, counts: ['token.issued null 2', 'token.throttled address 1'] },
+      { number: 2, counts: ['token.issued null 1'] },
+    ]);
+    assert.equal([...lastBatches.keys()].length, 1, 'one writer');
+    assert.equal(
+      counts.reduce((sum, count) => sum + count.count, 0),
+      4,
+      'each once',
+    );
+    assert.equal(told.notices.length, 1);
+    assert.match(told.notices[0]!, /: 0 events, and the counts of 4 events, kept meanwhile are written; none lost$/);
+
+    // Another log is another writer, whose batches are numbered on their own.
+    const other = new EventLog(store, new FakeClock());
+    other.record('token.issued', 'app1', OPERATOR, 'anonymous');
+    await other.flush();
+    assert.equal(countWrites.at(-1)!.number, 1);
+    assert.equal([...lastBatches.keys()].length, 2);
+    assert.equal(
+      counts.reduce((sum, count) => sum + count.count, 0),
+      5,
+    );
+  });
+
+  it('loses the counts recorded past its bound while the database is away, but keeps the batch in doubt', async () => {
+    const { store, counts, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), { ...told.options, maxKeptForRetry: 2 });
+    const throttled = (reason: string) => log.record('token.throttled', 'app1', OPERATOR, null, { reason });
+    throttled('a');
+    throttled('b');
+    throttled('c');
+    state.down = true;
+    await log.flush();
+    assert.deepEqual(told.lost, [], 'the batch in doubt is kept, past the bound as it may be');
+    throttled('d');
+    throttled('d');
+    await log.flush();
+    assert.deepEqual(told.lost, ['counts buffer_full 2']);
+    assert.match(told.warnings[1]!, /^the counts of 2 events are lost: more than 2 were kept while the database cannot be reached$/);
+    state.down = false;
+    await log.flush();
+    assert.deepEqual(
+      counts.map((count) => count.reason),
+      ['a', 'b', 'c'],
     );
     assert.equal(told.notices.length, 1);
   });

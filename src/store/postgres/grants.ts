@@ -10,6 +10,7 @@ const TABLES = [
   'events',
   'event_counts',
   'event_counts_hourly',
+  'event_count_writers',
   'developers',
   'developer_sessions',
   'one_time_links',
@@ -39,8 +40,16 @@ export async function missingGrants(sql: SqlRunner): Promise<Error | undefined> 
     { tables: [...TABLES], privileges: [...ROW_PRIVILEGES] },
   );
   if (rows.length === 0) return undefined;
+  // Said in the order of TABLES and ROW_PRIVILEGES (schema_migrations last), whatever order the plan
+  // gives the rows in.
+  const position = (row: (typeof rows)[number]) => {
+    const table = (TABLES as readonly string[]).indexOf(row.table_name);
+    return (table === -1 ? TABLES.length : table) * ROW_PRIVILEGES.length + (ROW_PRIVILEGES as readonly string[]).indexOf(row.privilege);
+  };
   const byTable = new Map<string, string[]>();
-  for (const row of rows) byTable.set(row.table_name, [...(byTable.get(row.table_name) ?? []), row.privilege]);
+  for (const row of [...rows].sort((a, b) => position(a) - position(b))) {
+    byTable.set(row.table_name, [...(byTable.get(row.table_name) ?? []), row.privilege]);
+  }
   const missing = [...byTable].map(([table, privileges]) => `${privileges.join(', ')} on ${table}`).join('; ');
   const role = rows[0]!.role;
   return new Error(

@@ -651,4 +651,20 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 14,
+    sql: `
+      -- Each writer of event counts (an EventLog: one per process) and the number of the last batch
+      -- of counts it added (src/store/sql/events.ts). A batch adds its counts in the transaction
+      -- that raises last_batch to its number, and only if that raises it: a batch written again
+      -- after a write whose commit is in doubt is added once. One row per writer, not per batch;
+      -- housekeeping removes those not written for a day. An earlier release, during an upgrade,
+      -- adds its counts without it, as before.
+      CREATE TABLE event_count_writers (
+        writer     text   PRIMARY KEY,
+        last_batch bigint NOT NULL,
+        written_at bigint NOT NULL
+      );
+    `,
+  },
 ];

@@ -112,6 +112,25 @@ const addCountBatch = batchInsert(
 );
 
 /**
+ * Records that the writer added its batch `:number`, unless it added this one (or a later one)
+ * already: 1 row when recorded, 0 when not. A writer's row is only ever updated by that writer,
+ * whose writes take turns; what it may wait for is its own earlier try of the same batch, still
+ * uncommitted on a database that stopped answering, and then it sees what that try did (PostgreSQL
+ * checks the condition again on the row as that try left it).
+ */
+const CLAIM_COUNT_BATCH = `INSERT INTO event_count_writers (writer, last_batch, written_at) VALUES (:writer, :number, :at)
+  ON CONFLICT (writer) DO UPDATE SET last_batch = excluded.last_batch, written_at = excluded.written_at
+  WHERE event_count_writers.last_batch < excluded.last_batch`;
+
+/**
+ * Up to `:batch` writers of counts not written since `:cutoff`. The condition is written again
+ * outside the subquery, so that PostgreSQL checks it again on a row that its writer updated while
+ * the delete waited for it.
+ */
+const DELETE_COUNT_WRITERS = `DELETE FROM event_count_writers WHERE written_at < :cutoff AND writer IN
+  (SELECT writer FROM event_count_writers WHERE written_at < :cutoff LIMIT :batch)`;
+
+/**
  * Writes a batch of events in one statement, but those whose idempotency key is stored already. A
  * change's audit events are written so in the change's own transaction: both are written, or neither.
  */
@@ -230,7 +249,7 @@ export function sqlEventStore(db: SqlRunner): EventStore {
         batch,
       });
     },
-    async addCounts(counts) {
+    async addCounts(counts, batch) {
       if (counts.length === 0) return;
       const rows = counts
         .map((count) => [count.appId, count.bucket, count.type, count.principal ?? '', count.reason ?? '', count.count] as const)
@@ -240,7 +259,15 @@ export function sqlEventStore(db: SqlRunner): EventStore {
           ([a, aBucket, ...aKind], [b, bBucket, ...bKind]) =>
             compareKeys([a, ...aKind.slice(0, 3)], [b, ...bKind.slice(0, 3)]) || aBucket - bBucket,
         );
-      await db.run(addCountBatch.statement, addCountBatch.params(db.dialect, rows));
+      const add = async (runner: SqlRunner) => {
+        await runner.run(addCountBatch.statement, addCountBatch.params(runner.dialect, rows));
+      };
+      if (batch === undefined) return add(db);
+      // The batch is recorded first, and its counts added only if that recorded it, in one transaction:
+      // either both are committed, or neither.
+      await db.transaction(async (tx) => {
+        if ((await tx.run(CLAIM_COUNT_BATCH, { writer: batch.writer, number: batch.number, at: batch.at })) > 0) await add(tx);
+      });
     },
     async listCounts({ appId, bucketMs, since, until, type }) {
       // Hours and days from the counts per hour, but for the hour `until` falls in, which counts per
@@ -272,6 +299,9 @@ export function sqlEventStore(db: SqlRunner): EventStore {
       if (minutes >= batch) return minutes;
       // An hour goes once all of it is past the cut-off.
       return minutes + (await db.run(deleteCountsBefore('event_counts_hourly'), { cutoff: cutoff - HOUR_MS + 1, batch: batch - minutes }));
+    },
+    async deleteCountWritersOlderThan(cutoff, batch) {
+      return db.run(DELETE_COUNT_WRITERS, { cutoff, batch });
     },
   };
 }

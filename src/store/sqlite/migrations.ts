@@ -424,4 +424,18 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX events_by_idempotency_key ON events (idempotency_key) WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 14,
+    sql: `
+      -- Each writer of event counts (an EventLog: one per process) and the number of the last batch
+      -- of counts it added: a batch adds its counts only in the transaction that raises last_batch
+      -- to its number, so a batch written again after a write that failed without saying whether it
+      -- committed is added once. Housekeeping removes the writers not written for a day.
+      CREATE TABLE event_count_writers (
+        writer     TEXT    PRIMARY KEY,
+        last_batch INTEGER NOT NULL,
+        written_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
