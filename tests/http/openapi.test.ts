@@ -6,7 +6,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { OPERATOR } from '../../src/request-context.js';
 import { MAX_REQUEST_ID_LENGTH, REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
 import { buildServer } from '../../src/server.js';
-import { PACKAGE_ROOT } from '../../src/package-root.js';
+import { PACKAGE_ROOT, packageVersion } from '../../src/package-root.js';
 import { createTessera } from '../../src/tessera.js';
 import { request } from '../helpers/http.js';
 import { serverForSuite } from '../helpers/server.js';
@@ -27,6 +27,7 @@ interface Operation {
   responses: Record<string, Response>;
 }
 interface OpenApi {
+  info: { version: string };
   paths: Record<string, Record<string, unknown> & { parameters?: Reference[] }>;
   components: {
     parameters: Record<string, { name: string; in: string; required: boolean; schema: object }>;
@@ -69,6 +70,10 @@ describe('the OpenAPI document', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
     const result = await new Validator().validate(documentPath);
     assert.equal(result.valid, true, JSON.stringify(result.errors));
+  });
+
+  it("names the package's release as its version", () => {
+    assert.equal(document.info.version, packageVersion());
   });
 
   describe('X-Request-Id, declared once in components and referred to everywhere', () => {
