@@ -63,6 +63,8 @@ export interface RequestTracing {
    * SDK can tell (its propagators are not W3C's), and then every request goes through the plugin.
    */
   sampled?: (request: IncomingMessage) => boolean;
+  /** Told of each request `sampled` chose, as it is handed to the instance that traces it. */
+  traced?: (response: ServerResponse) => void;
 }
 
 /**
@@ -78,7 +80,7 @@ export interface RequestTracing {
 export function buildServer(options: ServerOptions): FastifyInstance {
   const { tracing, timeouts = DEFAULT_HTTP_TIMEOUTS } = options;
   if (tracing?.sampled === undefined) return buildApp(options, { instrument: tracing?.plugin });
-  const sampled = tracing.sampled;
+  const { sampled, traced: onTraced } = tracing;
   let tracedHandler: ((request: IncomingMessage, response: ServerResponse) => void) | undefined;
   const traced = buildApp(options, {
     instrument: tracing.plugin,
@@ -94,8 +96,10 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     serverFactory: (handler) => {
       const server = createServer(httpOptions(timeouts), (request, response) => {
         // While draining, every request gets the listening instance's `Connection: close`.
-        if (!draining && tracedHandler !== undefined && sampled(request)) tracedHandler(request, response);
-        else handler(request, response);
+        if (!draining && tracedHandler !== undefined && sampled(request)) {
+          onTraced?.(response);
+          tracedHandler(request, response);
+        } else handler(request, response);
       });
       // What Fastify sets on a server it makes (fastify/lib/server.js) from the options buildApp gives it.
       server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { diag, DiagLogLevel, type Span } from '@opentelemetry/api';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -37,6 +37,7 @@ export interface Tracing {
   readonly requests: {
     plugin: (instance: unknown, options: unknown, done: (error?: Error) => void) => void;
     sampled?: (request: IncomingMessage) => boolean;
+    traced?: (response: ServerResponse) => void;
   };
   readonly spans: TesseraSpans;
   /** Where spans go and which are kept, for the start-up log line (never a header or a credential). */
@@ -113,9 +114,17 @@ export function startSdk(version: string, env: NodeJS.ProcessEnv): Tracing {
     diag.setLogger({ error: say, warn: say, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
   }
   sdk.start();
+  // Decided as requests arrive, the requests traced are known: Tessera's spans look for a recording
+  // span only while one of them is in flight.
+  const spans = new TesseraSpans(version, { requestsCounted: sampled !== undefined });
   return {
-    requests: { plugin: fastify.plugin(), ...(sampled === undefined ? {} : { sampled: (request) => sampled(request.headers) }) },
-    spans: new TesseraSpans(version),
+    requests: {
+      plugin: fastify.plugin(),
+      ...(sampled === undefined
+        ? {}
+        : { sampled: (request) => sampled(request.headers), traced: (response) => spans.requestTraced(response) }),
+    },
+    spans,
     summary: summaryOf(env),
     onProblem: (listener) => problems.listen(listener),
     async shutdown(timeoutMs) {
