@@ -7,12 +7,14 @@ import {
   describeOutcome,
   exitWithin,
   Load,
+  logLines,
   sleep,
   startTessera,
   tokenRequest,
+  until,
   type CreatedApp,
 } from '../helpers/fleet.js';
-import { findPostgresBinaries, PostgresServers, type PostgresServer } from '../helpers/postgres-servers.js';
+import { startOwnPostgres, type PostgresServer, type PostgresServers } from '../helpers/postgres-servers.js';
 import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { scrape } from '../helpers/prometheus.js';
 
@@ -28,29 +30,6 @@ const children = childrenOfFile();
 const DATABASE = 'tessera';
 const HANG_MS = 6_000;
 
-interface LogLine {
-  level: number;
-  msg: string;
-}
-
-function logLines(server: ServerProcess): LogLine[] {
-  return server
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as LogLine);
-}
-
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
-}
-
 describe('audit events while the database hangs', () => {
   let servers: PostgresServers;
   let postgres: PostgresServer;
@@ -60,15 +39,8 @@ describe('audit events while the database hangs', () => {
   let observer: pg.Client;
 
   before(async () => {
-    const bin = findPostgresBinaries();
-    if (bin === undefined) throw new Error('PostgreSQL server programs (initdb, pg_ctl) not found: apt-get install -y postgresql');
-    servers = new PostgresServers(bin);
-    postgres = await servers.startPrimary('hangs');
-    const admin = new pg.Client({ connectionString: postgres.url() });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${DATABASE}`);
-    await admin.end();
-    const databaseUrl = postgres.url(DATABASE);
+    let databaseUrl: string;
+    ({ servers, postgres, databaseUrl } = await startOwnPostgres('hangs', DATABASE));
     app = await createAppWithCli(children, { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl }, 'hung database');
     server = await startTessera(children, {
       entry: TESSERA_MAIN,
