@@ -46,6 +46,13 @@ export interface Config {
     directUrl?: string;
   };
   housekeeping: HousekeepingSettings;
+  /**
+   * How long `tessera serve`, once its HTTP requests are drained after SIGTERM or SIGINT, waits for
+   * its store to close (the last audit events and counts written, the instance's registration
+   * removed, the connections ended) before it gives up, says what it leaves undone and exits 1
+   * (`SHUTDOWN_STORE_TIMEOUT_MS`).
+   */
+  shutdownStoreTimeoutMs: number;
   /** Paths under `/api/apps/{appId}` that forward authentication admits for admin tokens only. */
   forwardAuthAdminPaths: AdminPathRule[];
   /** Addresses (IPs, CIDR ranges, or loopback/linklocal/uniquelocal) whose X-Forwarded-For is believed. */
@@ -71,6 +78,13 @@ export interface Config {
    */
   metrics: MetricsListenerConfig | undefined;
 }
+
+/**
+ * SHUTDOWN_STORE_TIMEOUT_MS's default: room for a statement that hangs to time out
+ * (PG_QUERY_TIMEOUT_MS, 5 s) and for the audit events to be tried again after it, within the 30 s
+ * that Kubernetes gives a pod to stop, after the HTTP drain.
+ */
+export const DEFAULT_SHUTDOWN_STORE_TIMEOUT_MS = 10_000;
 
 export interface MetricsListenerConfig {
   host: string;
@@ -226,6 +240,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       maxEventsPerApp: integer(env, 'EVENTS_MAX_PER_APP', DEFAULT_HOUSEKEEPING.maxEventsPerApp, 10, 100_000_000),
       maxRefusalsPerApp: integer(env, 'EVENTS_MAX_REFUSALS_PER_APP', DEFAULT_HOUSEKEEPING.maxRefusalsPerApp, 10, 100_000_000),
     },
+    shutdownStoreTimeoutMs: integer(env, 'SHUTDOWN_STORE_TIMEOUT_MS', DEFAULT_SHUTDOWN_STORE_TIMEOUT_MS, 100, 600_000),
     forwardAuthAdminPaths: adminPathRules(env),
     trustedProxies: trustedProxies(env),
     http: {

@@ -72,8 +72,12 @@ export interface Tessera {
   readonly metrics: Metrics;
   /** What the store's upgrade state allows: the capabilities an older release sharing it would misread wait for its finalization. */
   readonly capabilities: Capabilities;
-  /** Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the limits and the store. */
-  close(): Promise<void>;
+  /**
+   * Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the
+   * limits and the store. While the database cannot be reached, the events are tried again until
+   * `keepTryingUntil` aborts (`tessera serve`, SHUTDOWN_STORE_TIMEOUT_MS); without it, once.
+   */
+  close(keepTryingUntil?: AbortSignal): Promise<void>;
 }
 
 export interface TesseraOptions {
@@ -185,9 +189,9 @@ export function createTessera(options: TesseraOptions): Tessera {
     housekeeping,
     metrics,
     capabilities,
-    async close() {
+    async close(keepTryingUntil) {
       await housekeeping.stop();
-      await events.close();
+      await events.close(keepTryingUntil);
       await limits.close();
       await store.close();
     },

@@ -32,8 +32,10 @@ const SERIAL = [
   'process/cli.test.js',
   'process/logs.test.js',
   'process/postgres-connection-loss.test.js',
-  // A PostgreSQL of its own hung (SIGSTOP) for seconds, timed against PG_QUERY_TIMEOUT_MS.
+  // A PostgreSQL of its own hung (SIGSTOP) for seconds, timed against PG_QUERY_TIMEOUT_MS, and
+  // against SHUTDOWN_STORE_TIMEOUT_MS.
   'process/event-outage.test.js',
+  'process/shutdown-hung-database.test.js',
   'process/prometheus.test.js',
   'process/shutdown.test.js',
   'crash/terminate-connections.test.js',

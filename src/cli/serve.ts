@@ -11,13 +11,17 @@ import { createTessera } from '../tessera.js';
 import type { Tracing } from '../tracing/start.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
 import { compareReleases, currentBuild } from '../release.js';
-import { InstanceRegistry } from '../upgrade/registry.js';
+import { INSTANCE_SEEN_WITHIN_MS, InstanceRegistry } from '../upgrade/registry.js';
+import type { Unwritten } from '../events/log.js';
+import { constants as osConstants } from 'node:os';
 
 /** How long a stopping server waits for the last spans to be sent. */
 const TRACES_FLUSH_MS = 3_000;
 
 /**
- * `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0. With
+ * `tessera serve`: runs the HTTP server until SIGTERM or SIGINT, then drains and exits 0; exits 1
+ * when its store does not close within SHUTDOWN_STORE_TIMEOUT_MS after the drain, and at once (128
+ * + the signal's number) on a second signal, saying what it leaves undone. With
  * `tracing` (started by the caller, before this module loaded), the store, the token check and
  * issuance make spans of their own.
  */
@@ -145,26 +149,129 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   }
   if (demo !== undefined) process.stderr.write(demoBanner(demo, baseUrl, demoLink));
 
-  let stopped = false;
+  // Stopping: the HTTP drain, then the store within SHUTDOWN_STORE_TIMEOUT_MS, then the last spans.
+  let phase: StopPhase | undefined;
+  /** Whether this instance's row was removed from the store's registry of instances. */
+  let registryLeft = false;
+  const storeClosing = new AbortController();
+  /** Gives up what is left: says it, in one warning (`exitCode` included), and lets nothing more be written. */
+  const sayUndone = (why: string, exitCode: number, fields: Record<string, unknown>): void => {
+    const unwritten = phase === 'draining' || phase === 'closing' ? tessera.events.abandon() : { events: 0, eventsSent: 0, counts: 0 };
+    storeClosing.abort();
+    const undone = leftUndone(phase ?? 'draining', unwritten, registryLeft, metrics !== undefined);
+    // Only while closing is that known (draining, requests still record; after a stop given up, it was said).
+    const allWritten =
+      phase === 'closing' && unwritten.events === 0 && unwritten.counts === 0 ? ' Every audit event and count was written.' : '';
+    logger.warn(
+      {
+        ...fields,
+        eventsNotWritten: unwritten.events,
+        eventsSentUnanswered: unwritten.eventsSent,
+        countsNotWritten: unwritten.counts,
+        exitCode,
+      },
+      `${why}. Left undone: ${undone.join('; ')}.${allWritten} Exit code ${exitCode}.`,
+    );
+  };
+  const exitNow = (exitCode: number): never => {
+    logger.flush();
+    process.exit(exitCode);
+  };
   const stop = async (signal: string, exitCode = 0) => {
-    if (stopped) return;
-    stopped = true;
+    if (phase !== undefined) return;
+    phase = 'draining';
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     try {
       await Promise.all([server.close(), metricsListener?.close()]);
-      await registry.stop();
-      await tessera.close();
+      phase = 'closing';
+      const timeoutMs = config.shutdownStoreTimeoutMs;
+      const closed = await within(timeoutMs, async () => {
+        registryLeft = await registry.stop();
+        await tessera.close(storeClosing.signal);
+      });
+      if (!closed) {
+        sayUndone(
+          `stopping without finishing: the store did not close within SHUTDOWN_STORE_TIMEOUT_MS (${timeoutMs} ms), the database not answering in time`,
+          EXIT_STORE_NOT_CLOSED,
+          { signal, timeoutMs },
+        );
+        phase = 'tracing';
+        await tracing?.shutdown(TRACES_FLUSH_MS);
+        exitNow(EXIT_STORE_NOT_CLOSED);
+      }
+      phase = 'tracing';
       await tracing?.shutdown(TRACES_FLUSH_MS);
+      phase = 'stopped';
       logger.info('stopped');
       logger.flush();
       process.exitCode = exitCode;
     } catch (error) {
+      phase = 'stopped';
       logger.error({ err: error }, 'failed to stop cleanly');
       logger.flush();
       process.exitCode = 1;
     }
   };
   stopping.stop = stop;
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  // A second signal while stopping stops at once, with the code of a process that signal killed.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (phase === undefined) return void stop(signal);
+    if (phase === 'stopped') return exitNow(Number(process.exitCode ?? 0));
+    const exitCode = 128 + osConstants.signals[signal];
+    sayUndone(`${signal} again while stopping: stopping at once`, exitCode, { signal });
+    exitNow(exitCode);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** Where a stop is: draining HTTP, closing the store, sending the last spans, or done. */
+type StopPhase = 'draining' | 'closing' | 'tracing' | 'stopped';
+
+/** The exit code of a stop whose store did not close within SHUTDOWN_STORE_TIMEOUT_MS. */
+export const EXIT_STORE_NOT_CLOSED = 1;
+
+/** Whether `work` ended within `ms`; past it, it goes on regardless (the caller exits). Rejects if `work` fails first. */
+async function within(ms: number, work: () => Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work().then(() => true), timeUp]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The audit events and counts given up, and of those events the ones sent in writes the database
+ * did not answer: one it received before it stopped answering is carried out when it runs again.
+ */
+function unwrittenInWords({ events, eventsSent, counts }: Unwritten, metricsOn: boolean): string {
+  const what = `${events} audit events, and the counts of ${counts} events, were not written`;
+  const fate =
+    eventsSent === 0
+      ? ' and are lost'
+      : `: ${eventsSent === events ? 'all' : eventsSent} of these events ${eventsSent === 1 ? 'was' : 'were'} sent in writes the database has not answered, ` +
+        `and may be stored if it runs again${eventsSent < events ? `; the other ${events - eventsSent} are lost` : ''}`;
+  const counted = metricsOn
+    ? ' (counted as lost in tessera_events_lost_total{reason="stopped"}, which no scrape will read: this line is their record)'
+    : '';
+  return what + fate + counted;
+}
+
+/** What a stop that gives up at `phase` leaves undone, in words, for its one warning. */
+function leftUndone(phase: StopPhase, unwritten: Unwritten, registryLeft: boolean, metricsOn: boolean): string[] {
+  const undone: string[] = [];
+  if (phase === 'draining') undone.push('requests still in flight were cut off');
+  if (phase === 'draining' || phase === 'closing') {
+    if (unwritten.events > 0 || unwritten.counts > 0) undone.push(unwrittenInWords(unwritten, metricsOn));
+    if (!registryLeft) {
+      undone.push(
+        `this instance is still registered on the store (others take it as stopped once unseen for ${INSTANCE_SEEN_WITHIN_MS / 1000} s)`,
+      );
+    }
+    undone.push('the store was not closed (its connections are dropped as the process exits)');
+  }
+  if (phase === 'tracing') undone.push('the last spans were not all sent');
+  return undone;
 }

@@ -62,6 +62,18 @@ export type LostPart = 'events' | 'counts';
  */
 export type LossReason = 'refused' | 'buffer_full' | 'stopped';
 
+/** What `EventLog.abandon` gave up: audit events (their rows), and events whose counts were not added. */
+export interface Unwritten {
+  events: number;
+  /**
+   * Of `events`, those sent in a write the database did not answer (one under way, or one that
+   * found it away): a database that received it before it stopped answering carries it out when it
+   * runs again, so these may be stored after all. The others were never sent.
+   */
+  eventsSent: number;
+  counts: number;
+}
+
 const NO_EVENT_LOG_METRICS: EventLogMetrics = { eventsCounted() {}, batchWritten() {}, eventWriteFailed() {}, eventsLost() {} };
 
 export interface EventLogOptions {
@@ -175,9 +187,17 @@ export class EventLog {
   #nextTurn: Promise<void> | undefined;
   /** Events taken from the buffer whose write has not ended yet. */
   #beingWritten = 0;
+  /**
+   * How many of the buffer's first events were sent in a write that found the database away: in
+   * doubt, since a database that received the write before it stopped answering carries it out
+   * when it runs again. (A batch put back goes in front, so these are always the first ones.)
+   */
+  #sentAtFront = 0;
   #outage: Outage | undefined;
   /** Events not buffered, the buffer being full, since a turn of the writer last wrote everything. */
   #droppedEvents = 0;
+  /** Set by `abandon`: nothing is written, kept or said after it. */
+  #abandoned = false;
 
   /** Where filtered reads take turns, a window at a time. */
   readonly #lane = new ReadLane();
@@ -284,30 +304,63 @@ export class EventLog {
   }
 
   /**
-   * Writes the log one last time before the store closes: what still cannot be written (the
-   * database cannot be reached) is lost, and said so.
+   * Writes the log one last time before the store closes. While the database cannot be reached, it
+   * is tried again every `EVENT_RETRY_DELAY_MS` until `keepTryingUntil` aborts (`tessera serve`'s
+   * bound on closing the store); without it, once (the CLI). What still cannot be written is lost,
+   * and said so, unless `abandon` took it first (then its caller says it).
    */
-  async close(): Promise<void> {
+  async close(keepTryingUntil?: AbortSignal): Promise<void> {
     await this.flush();
-    // What was recorded while that turn wrote (it writes only what it found).
-    if (this.#outage === undefined && (this.#buffer.length > 0 || this.#counts.size > 0)) await this.flush();
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
-    const events = this.#buffer.length;
-    // A batch in doubt is said lost too: the log cannot tell whether its first try committed.
-    const counted = sumOfCounts([...(this.#countsInDoubt?.counts ?? []), ...this.#countsToWrite.values(), ...this.#counts.values()]);
-    if (events === 0 && counted === 0) return;
+    for (;;) {
+      if (this.#abandoned) return;
+      if (this.#buffer.length === 0 && this.#counts.size === 0 && this.#countsToWrite.size === 0 && this.#countsInDoubt === undefined)
+        break;
+      if (this.#outage === undefined) {
+        // What was recorded while that turn wrote (it writes only what it found).
+        await this.flush();
+        continue;
+      }
+      if (keepTryingUntil === undefined || keepTryingUntil.aborted) break;
+      await delay(EVENT_RETRY_DELAY_MS, keepTryingUntil);
+      if (keepTryingUntil.aborted || this.#abandoned) break;
+      await this.flush();
+    }
+    if (this.#abandoned) return;
+    const outage = this.#outage;
+    const { events, counts } = this.abandon();
+    if (events === 0 && counts === 0) return;
+    this.#warn(
+      `${events} audit events, and the counts of ${counts} events, could not be written before stopping and are lost` +
+        (outage === undefined ? '' : ` (the database could not be reached for ${secondsSince(outage.startedAt)} s)`),
+      undefined,
+    );
+  }
+
+  /**
+   * Gives up, at once, everything recorded and not written yet (a write under way included, whose
+   * outcome no longer matters): counted as lost (`stopped`), not said (the caller says it, with the
+   * rest of what it leaves undone). The log writes nothing after it. For a process that stops
+   * without waiting any longer for the database.
+   */
+  abandon(): Unwritten {
+    const unwritten = {
+      events: this.#buffer.length + this.#beingWritten,
+      eventsSent: this.#sentAtFront + this.#beingWritten,
+      // A batch in doubt is counted too: the log cannot tell whether its first try committed.
+      counts: sumOfCounts([...(this.#countsInDoubt?.counts ?? []), ...this.#countsToWrite.values(), ...this.#counts.values()]),
+    };
+    this.#sentAtFront = 0;
+    this.#abandoned = true;
     this.#buffer = [];
     this.#countsInDoubt = undefined;
     this.#countsToWrite.clear();
     this.#counts.clear();
-    this.#metrics.eventsLost('events', 'stopped', events);
-    this.#metrics.eventsLost('counts', 'stopped', counted);
-    this.#warn(
-      `${events} audit events, and the counts of ${counted} events, could not be written before stopping and are lost` +
-        (this.#outage === undefined ? '' : ` (the database could not be reached for ${secondsSince(this.#outage.startedAt)} s)`),
-      undefined,
-    );
+    clearTimeout(this.#flushTimer);
+    clearTimeout(this.#retryTimer);
+    this.#flushTimer = this.#retryTimer = undefined;
+    if (unwritten.events > 0) this.#metrics.eventsLost('events', 'stopped', unwritten.events);
+    if (unwritten.counts > 0) this.#metrics.eventsLost('counts', 'stopped', unwritten.counts);
+    return unwritten;
   }
 
   /**
@@ -317,6 +370,7 @@ export class EventLog {
    * Never throws.
    */
   async #writeBuffered(): Promise<void> {
+    if (this.#abandoned) return;
     for (const counted of this.#counts.values()) {
       this.#metrics.eventsCounted(counted.type, counted.principal, counted.reason, counted.count);
       const { appId, bucket, type, principal, reason, count } = counted;
@@ -327,17 +381,21 @@ export class EventLog {
     let left = this.#buffer.length;
     while (left > 0) {
       const batch = this.#buffer.splice(0, Math.min(MAX_BATCH, left));
+      this.#sentAtFront = Math.max(0, this.#sentAtFront - batch.length);
       left -= batch.length;
       this.#beingWritten += batch.length;
       const outcome = await this.#attempt('events', batch.length, () => this.store.append(batch));
       this.#beingWritten -= batch.length;
+      if (this.#abandoned) return;
       if (outcome === 'kept') {
         this.#buffer.unshift(...batch);
+        this.#sentAtFront += batch.length;
         return;
       }
     }
 
     if (!(await this.#writeCounts())) {
+      if (this.#abandoned) return;
       const size = this.#countsToWrite.size;
       if (size === 0 || size + (this.#countsInDoubt?.counts.length ?? 0) <= this.#maxKept) return;
       // Counts grow by kind and minute, not by event: only a very long outage of many apps gets
@@ -367,7 +425,9 @@ export class EventLog {
       const taken = counts.slice(start, start + MAX_BATCH);
       for (const [key] of taken) this.#countsToWrite.delete(key);
       const batch = { counts: taken.map(([, count]) => count), number: ++this.#countBatches };
-      if ((await this.#attemptCounts(batch)) === 'kept') {
+      const outcome = await this.#attemptCounts(batch);
+      if (this.#abandoned) return false;
+      if (outcome === 'kept') {
         this.#countsInDoubt = batch;
         return false;
       }
@@ -576,6 +636,19 @@ function sumOfCounts(counts: Iterable<EventCount>): number {
   let sum = 0;
   for (const { count } of counts) sum += count;
   return sum;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 function secondsSince(start: number): number {

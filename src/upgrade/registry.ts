@@ -127,12 +127,19 @@ export class InstanceRegistry {
     this.#timer.unref();
   }
 
-  async stop(): Promise<void> {
-    if (this.#stopped) return;
+  /**
+   * Stops beating and removes this instance's row; resolves whether it was removed (not when the
+   * database cannot be reached: the row then ages out, `INSTANCE_SEEN_WITHIN_MS`).
+   */
+  async stop(): Promise<boolean> {
+    if (this.#stopped) return false;
     this.#stopped = true;
     clearInterval(this.#timer);
     await this.#beating;
-    await this.store.leave(this.#instance.id, this.clock.now() - INSTANCE_FORGOTTEN_AFTER_MS).catch(() => {});
+    return this.store.leave(this.#instance.id, this.clock.now() - INSTANCE_FORGOTTEN_AFTER_MS).then(
+      () => true,
+      () => false,
+    );
   }
 
   async #beat(): Promise<void> {

@@ -335,6 +335,33 @@ export async function exitWithin(
   }
 }
 
+/** A JSON line of a server's log (LOG_FORMAT=json when piped): its level (30 info, 40 warn) and message, and its fields. */
+export interface LogLine {
+  level: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** The JSON lines the server has logged so far. */
+export function logLines(server: ServerProcess): LogLine[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
+/** What `check` finds (anything but undefined), asked every 50 ms; rejects, naming `what`, after `ms`. */
+export async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await check();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
 /** SIGTERM, then the exit; rejects if the process is still running after `ms`. */
 export async function terminate(server: ServerProcess, ms = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (server.child.exitCode !== null || server.child.signalCode !== null) return server.exited;

@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { appendFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import pg from 'pg';
 import { findExecutable, freePort } from './process.js';
 
 /**
@@ -33,6 +34,35 @@ export function findPostgresBinaries(): string | undefined {
     .sort((a, b) => Number(b) - Number(a))
     .map((major) => join(debian, major, 'bin'))
     .find(has);
+}
+
+/**
+ * A PostgreSQL primary of the test's own, with `database` created on it: a test that hangs it
+ * (`pause`) or stops it leaves the shared server alone. `servers.stopAll()` ends it, whatever
+ * happened (and the process's exit does if the test never gets there); if starting fails, nothing
+ * is left running. Throws if PostgreSQL's server programs are not installed.
+ */
+export async function startOwnPostgres(
+  name: string,
+  database: string,
+): Promise<{ servers: PostgresServers; postgres: PostgresServer; databaseUrl: string }> {
+  const bin = findPostgresBinaries();
+  if (bin === undefined) throw new Error('PostgreSQL server programs (initdb, pg_ctl) not found: apt-get install -y postgresql');
+  const servers = new PostgresServers(bin);
+  try {
+    const postgres = await servers.startPrimary(name);
+    const admin = new pg.Client({ connectionString: postgres.url() });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE DATABASE ${database}`);
+    } finally {
+      await admin.end();
+    }
+    return { servers, postgres, databaseUrl: postgres.url(database) };
+  } catch (error) {
+    await servers.stopAll();
+    throw error;
+  }
 }
 
 export interface PostgresServer {

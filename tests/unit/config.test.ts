@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       portalAppsPerDeveloper: 100,
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000, staleLimitMs: 2_000, startupRetryMs: 30_000 },
       housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000, maxRefusalsPerApp: 10_000 },
+      shutdownStoreTimeoutMs: 10_000,
       forwardAuthAdminPaths: [],
       trustedProxies: [],
       revokedTokensMaxPerApp: 100_000,
@@ -80,6 +81,7 @@ describe('loadConfig', () => {
       EVENTS_RETENTION_DAYS: '7',
       EVENTS_MAX_PER_APP: '1000',
       EVENTS_MAX_REFUSALS_PER_APP: '200',
+      SHUTDOWN_STORE_TIMEOUT_MS: '25000',
       FORWARD_AUTH_ADMIN_PATHS: '/configuration, DELETE /objects ,get /reports/',
       REDIS_URL: 'redis://127.0.0.1:6379/2',
       REDIS_KEY_PREFIX: 'staging',
@@ -115,6 +117,7 @@ describe('loadConfig', () => {
       portalAppsPerDeveloper: 25,
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500, staleLimitMs: 30_000, startupRetryMs: 0 },
       housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000, maxRefusalsPerApp: 200 },
+      shutdownStoreTimeoutMs: 25_000,
       forwardAuthAdminPaths: [
         { method: undefined, segments: ['configuration'] },
         { method: 'DELETE', segments: ['objects'] },
@@ -247,6 +250,19 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ PORTAL_APPS_PER_DEVELOPER: '1000000' }).portalAppsPerDeveloper, 1_000_000);
     for (const value of ['-1', '1000001', '10.5', 'many', '1e3']) {
       assert.throws(() => loadConfig({ PORTAL_APPS_PER_DEVELOPER: value }), ConfigError, value);
+    }
+  });
+
+  it('reads SHUTDOWN_STORE_TIMEOUT_MS: 10 s by default, 100 ms to 10 minutes, anything else refused', () => {
+    assert.equal(loadConfig({}).shutdownStoreTimeoutMs, 10_000);
+    assert.equal(loadConfig({ SHUTDOWN_STORE_TIMEOUT_MS: '100' }).shutdownStoreTimeoutMs, 100);
+    assert.equal(loadConfig({ SHUTDOWN_STORE_TIMEOUT_MS: '600000' }).shutdownStoreTimeoutMs, 600_000);
+    for (const value of ['0', '99', '600001', '5s', '-1', '1.5']) {
+      assert.throws(
+        () => loadConfig({ SHUTDOWN_STORE_TIMEOUT_MS: value }),
+        (error: unknown) =>
+          error instanceof ConfigError && /^SHUTDOWN_STORE_TIMEOUT_MS must be a whole number from 100 to 600000/.test(error.message),
+      );
     }
   });
 

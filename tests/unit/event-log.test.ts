@@ -327,6 +327,87 @@ describe('the event log when the store fails', () => {
     );
   });
 
+  it('keeps trying, when it closes while the database is away, until it answers: nothing lost, nothing said lost', async () => {
+    const { store, events, counts, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    state.down = true;
+    refusal(log, 1);
+    refusal(log, 2);
+    const closing = log.close(new AbortController().signal);
+    await sleep(EVENT_RETRY_DELAY_MS * 1.5);
+    assert.equal(log.unwritten, 2, 'still waiting');
+    state.down = false;
+    await closing;
+    assert.deepEqual(
+      events.map((event) => event.details.n),
+      [1, 2],
+    );
+    assert.equal(
+      counts.reduce((sum, count) => sum + count.count, 0),
+      2,
+    );
+    assert.deepEqual(told.lost, []);
+    assert.equal(told.warnings.length, 1, 'the outage, said once');
+    assert.equal(told.notices.length, 1, 'and its end');
+  });
+
+  it('gives up, when it closes while the database is away, once told to stop trying: says and counts what is lost', async () => {
+    const { store, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    state.down = true;
+    refusal(log, 1);
+    const stopTrying = new AbortController();
+    const closing = log.close(stopTrying.signal);
+    await sleep(EVENT_RETRY_DELAY_MS / 2);
+    const stopped = performance.now();
+    stopTrying.abort();
+    await closing;
+    assert.ok(performance.now() - stopped < EVENT_RETRY_DELAY_MS / 2, 'at once, not at the next retry');
+    assert.deepEqual(told.lost, ['events stopped 1', 'counts stopped 1']);
+    assert.match(told.warnings.at(-1)!, /^1 audit events, and the counts of 1 events, could not be written before stopping and are lost/);
+  });
+
+  it('abandons at once what it has not written, a write under way included: counted, not said, nothing written after', async () => {
+    const { store, events, state } = flakyStore();
+    const told = listener();
+    const log = new EventLog(store, new FakeClock(), told.options);
+    // A write that hangs (a database stopped): the first two events are sent and never answered.
+    let release: () => void = () => {};
+    const hanging = new Promise<void>((resolve) => (release = resolve));
+    const append = store.append.bind(store);
+    store.append = async (batch) => {
+      await hanging;
+      return append(batch);
+    };
+    refusal(log, 1);
+    refusal(log, 2);
+    void log.flush();
+    await sleep(5);
+    refusal(log, 3);
+    const closing = log.close(new AbortController().signal);
+    assert.deepEqual(log.abandon(), { events: 3, eventsSent: 2, counts: 3 });
+    assert.deepEqual(told.lost, ['events stopped 3', 'counts stopped 3']);
+    release();
+    await closing;
+    assert.equal(state.appends, 1, 'the write under way ends; none after it');
+    assert.equal(events.length, 2, 'what it sent may be stored after all');
+    assert.deepEqual(told.warnings, [], 'the caller says it');
+    assert.equal(log.unwritten, 0);
+  });
+
+  it('tells the events sent in writes that found the database away from those never sent', async () => {
+    const { store, state } = flakyStore();
+    const log = new EventLog(store, new FakeClock(), listener().options);
+    state.down = true;
+    refusal(log, 1);
+    refusal(log, 2);
+    await log.flush();
+    refusal(log, 3);
+    assert.deepEqual(log.abandon(), { events: 3, eventsSent: 2, counts: 3 });
+  });
+
   it('loses nothing when it closes with the database there', async () => {
     const { store, events } = flakyStore();
     const told = listener();
