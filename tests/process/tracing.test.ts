@@ -177,6 +177,35 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       }
     });
 
+    it('requests in sampled and unsampled traces at once: each sampled one has its spans, the others none', async () => {
+      // The choice is made as each request arrives and told to @fastify/otel while Fastify's handler
+      // runs; requests in flight at the same time must not take one another's.
+      const token = await adminTokenOf({ app, appUrl });
+      const callers = Array.from({ length: 40 }, (_, index) => ({ ...newTraceparent(index % 2 === 0), token: index % 4 < 2 }));
+      const answers = await Promise.all(
+        callers.map((caller) =>
+          caller.token
+            ? request(`${appUrl}/oauth2/token`, {
+                method: 'POST',
+                headers: { traceparent: caller.header, 'content-type': 'application/json', authorization: basic(app.appId) },
+                body: JSON.stringify(adminFields({ app, appUrl })),
+              })
+            : request(`${appUrl}/whoami`, { headers: { traceparent: caller.header, authorization: bearer(token) } }),
+        ),
+      );
+      for (const answer of answers) assert.equal(answer.status, 200, answer.text);
+      for (const caller of callers.filter((caller) => caller.header.endsWith('-01'))) {
+        const route = caller.token ? 'POST /api/apps/:appId/oauth2/token' : 'GET /api/apps/:appId/whoami';
+        const { trace, root } = await traceOf(caller.traceId, route, [caller.token ? 'tessera.token.issue' : 'tessera.token.check']);
+        assert.equal(root.parentSpanId, caller.parentId);
+        assert.equal(trace.filter((span) => span.kind === SERVER).length, 1, 'one request span');
+      }
+      await sleep(500);
+      for (const caller of callers.filter((caller) => caller.header.endsWith('-00'))) {
+        assert.deepEqual(receiver.trace(caller.traceId), [], `spans of an unsampled request (${caller.traceId})`);
+      }
+    });
+
     it('forward authentication and a refused token: spans too, the refusal an answer rather than a failure', async () => {
       const token = await anonymousTokenOf({ app, appUrl });
       const allowed = newTraceparent();
