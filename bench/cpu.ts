@@ -14,6 +14,8 @@
  * gets: one sampling 1 % of requests (`+trace1%`, parentbased_traceidratio 0.01), one every request
  * (`+trace100%`). The requests carry no `traceparent`: the server decides, as for a client's.
  *
+ * `--warmup S` (default 1): seconds of load on each server before its runs, for each case.
+ *
  * `--paired`: the servers' runs at the same time (one load each, the servers sharing their core)
  * rather than one after the other, and each server's CPU per request divided by the first's, run
  * by run: whatever else the machine does then falls on all of them in the same seconds, and the
@@ -34,6 +36,7 @@ const chosen = option('--cases', CASE_NAMES.join(',')).split(',');
 const runs = Number(option('--runs', '4'));
 const seconds = Number(option('--seconds', '3'));
 const connections = Number(option('--connections', '50'));
+const warmupSeconds = Number(option('--warmup', '1'));
 const metricsMode = option('--metrics', 'off');
 if (!['off', 'on', 'alternate'].includes(metricsMode)) throw new Error('--metrics is off, on or alternate');
 const paired = argv.includes('--paired');
@@ -77,7 +80,10 @@ const results: Record<
 try {
   for (const name of chosen) {
     const measured = servers.map(({ suffix, single }) => ({ label: `${name}${suffix}`, single, perRequest: [] as number[], rate: 0 }));
-    for (const { single } of measured) await runLoad(single.cases.get(name)!.load, connections, 1);
+    // Side by side when paired, as the runs are: code that only the traced requests run takes
+    // thousands of them before V8 has optimised it.
+    if (paired) await Promise.all(measured.map(({ single }) => runLoad(single.cases.get(name)!.load, connections, warmupSeconds)));
+    else for (const { single } of measured) await runLoad(single.cases.get(name)!.load, connections, warmupSeconds);
     for (let run = 0; run < runs; run++) {
       if (paired) {
         const before = measured.map((server) => cpuTicks(server.single.server.child.pid!));
