@@ -114,6 +114,15 @@ describe('a web page on an origin the app lists', () => {
     assert.match(unsafe.requestId ?? '', MADE_ID);
   });
 
+  it('sends W3C Trace Context headers, as a page traced with OpenTelemetry does (the preflight allows them); the trace id is the request id', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const traced = await pageFetch(page, `${server.appUrl}/whoami`, {
+      headers: { authorization: basic(server.app.appId), traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'web=1' },
+    });
+    assert.equal(traced.status, 200, JSON.stringify(traced));
+    assert.equal(traced.requestId, traceId);
+  });
+
   it('reads a 401 and its WWW-Authenticate', async () => {
     const unauthorized = await pageFetch(page, `${server.appUrl}/whoami`);
     assert.equal(unauthorized.status, 401);
