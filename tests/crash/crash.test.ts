@@ -157,6 +157,16 @@ function whenAnswered200(requests: Promise<Outcome>[], count: number): Promise<v
   });
 }
 
+/**
+ * Until the load has had `count` more tokens answered 200, at most 10 s (the round then says how
+ * many it had): on a busy machine, a fixed wait may see too few.
+ */
+async function untilIssued(context: RoundContext, count: number): Promise<void> {
+  const target = context.ledger.issued.length + count;
+  const deadline = now() + 10_000;
+  while (context.ledger.issued.length < target && now() < deadline) await sleep(20);
+}
+
 interface KillPoint {
   name: string;
   /** Runs the load and kills the server at this point; returns what was happening when it did. */
@@ -228,7 +238,7 @@ const KILL_POINTS: KillPoint[] = [
     name: 'the moment a revoke-all of anonymous tokens is answered',
     async run(context) {
       const load = new BackgroundLoad(context).start();
-      await sleep(400);
+      await untilIssued(context, 25);
       const outcome = await revokeAllRequest(context.baseUrl, context.app.appId, context.operator, 'anonymous');
       context.kill();
       context.ledger.recordRevokeAll(context.round, outcome);
@@ -241,7 +251,7 @@ const KILL_POINTS: KillPoint[] = [
     name: 'while a revoke-all of anonymous tokens is in flight',
     async run(context) {
       const load = new BackgroundLoad(context).start();
-      await sleep(400);
+      await untilIssued(context, 25);
       const delayMs = Math.random() * 5;
       const request = revokeAllRequest(context.baseUrl, context.app.appId, context.operator, 'anonymous');
       await sleep(delayMs);
@@ -256,11 +266,12 @@ const KILL_POINTS: KillPoint[] = [
     name: 'at a random moment of the steady load',
     async run(context) {
       const load = new BackgroundLoad(context).start({ revokeAllEveryMs: 200 });
-      const offsetMs = 300 + Math.random() * 700;
-      await sleep(offsetMs);
+      const startedAt = now();
+      await untilIssued(context, 25);
+      await sleep(Math.random() * 700);
       context.kill();
       await load.stop();
-      return `${Math.round(offsetMs)} ms into the load`;
+      return `${Math.round(now() - startedAt)} ms into the load`;
     },
   },
 ];
