@@ -38,6 +38,8 @@ async function startInstance(server: TestServer, rateLimits: RateLimitSettings):
     baseUrl: await listenLocally(app),
     async close() {
       await app.close();
+      // Its audit log writes to the shared store, which the server closes after.
+      await tessera.events.close();
       await tessera.limits.close();
     },
   };

@@ -97,6 +97,11 @@ describe('PostgreSQL store at start-up', () => {
         (error: unknown) => error,
       );
       const waiter = await waitForLockWaiter(holder);
+      // The wait is said once the holder is known, a moment after the wait begins: then the cut.
+      const saidAt = Date.now();
+      while (!warnings.some((warning) => warning.includes("waiting up to 60 s for the migrations' lock")) && Date.now() - saidAt < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       await holder.query('SELECT pg_terminate_backend($1)', [waiter]);
       const error = await outcome;
       assert.ok(isServiceUnavailable(error), String(error));

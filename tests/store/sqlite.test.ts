@@ -138,6 +138,15 @@ describe('SQLite store specifics', () => {
     assert.equal(mode.journal_mode, 'wal');
   });
 
+  it('a transaction on a closed store is an error, like a statement, rather than an abort of the process', async () => {
+    // libsql aborts (a Rust panic) on BEGIN, or on asking whether a transaction is open, once closed.
+    const store = openSqliteStore(newFile());
+    await store.close();
+    const counts = [{ appId: 'a'.repeat(16), bucket: 0, type: 'token.issued' as const, principal: null, reason: null, count: 1 }];
+    await assert.rejects(store.events.addCounts(counts, { writer: 'w', number: 1, at: 0 }), /database connection is not open/);
+    await assert.rejects(async () => store.events.addCounts(counts), /database connection is not open/);
+  });
+
   it('works with two stores open at once on the same new file', async () => {
     const path = newFile();
     const a = openSqliteStore(path);

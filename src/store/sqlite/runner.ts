@@ -49,15 +49,19 @@ export function sqliteRunner(db: SqliteDatabase, path: string): SqlRunner {
     run: (statement, params) => (gate.open === undefined ? runNow(statement, params) : afterOpen(() => runNow(statement, params))),
     async transaction(work) {
       while (gate.open !== undefined) await gate.open;
+      // libsql aborts the process on `exec` or `inTransaction` once the connection is closed (a
+      // panic, not an error), where a statement gets a TypeError: a transaction gets the same.
+      if (!db.open) throw new TypeError('The database connection is not open');
       let end!: () => void;
       gate.open = new Promise((resolve) => (end = resolve));
       try {
         db.exec('BEGIN IMMEDIATE');
         const result = await work(inside);
+        if (!db.open) throw new TypeError('The database connection is not open');
         db.exec('COMMIT');
         return result;
       } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK');
+        if (db.open && db.inTransaction) db.exec('ROLLBACK');
         throw error;
       } finally {
         gate.open = undefined;
