@@ -165,6 +165,10 @@ describe('tests/README.md', () => {
     assert.ok(serial.length >= 5, `only ${serial.length} entries read from SERIAL`);
     assert.deepEqual(listed, serial);
   });
+
+  it("is where the README's tests section leads", () => {
+    assert.match(sectionOf(readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8'), '## Tests'), /\]\(tests\/README\.md\)/);
+  });
 });
 
 describe('docs/decisions.md and docs/architecture.md', () => {
