@@ -9,7 +9,7 @@ import { batchAnswers } from './http/answer-batching.js';
 import { answerConnectRequests } from './http/connect.js';
 import { acceptJsonBodies } from './http/content-types.js';
 import { browserAccess } from './http/cors.js';
-import { logAnsweredError } from './http/error-log.js';
+import { answeredDetailOf, logAnsweredError } from './http/error-log.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
 import { refuseOtherMethods } from './http/methods.js';
@@ -213,8 +213,15 @@ function buildApp(
   });
   if (logger !== undefined && logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
+      const detail = answeredDetailOf(request);
       logger.info(
-        { reqId: request.id, req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) },
+        {
+          reqId: request.id,
+          req: request,
+          statusCode: reply.statusCode,
+          responseTimeMs: Number(reply.elapsedTime.toFixed(2)),
+          ...(detail === undefined ? {} : { detail }),
+        },
         'request completed',
       );
       done();

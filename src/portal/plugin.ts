@@ -108,7 +108,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
     reply.header('cache-control', 'no-store');
   });
   app.setErrorHandler((error, request, reply) => {
-    // Logged as the API's errors are.
+    // Logged as the API's errors are: a 5xx at once, any other error's internal detail with the request's line.
     logAnsweredError(logger, request, error, toTesseraError(error));
     return sendErrorPage(error, request, reply);
   });
