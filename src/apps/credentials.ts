@@ -249,8 +249,8 @@ export class CredentialService {
   }
 
   /**
-   * Throws unless whoever asks may hand over `scopes` (see the class's comment). Only the operator
-   * hands over anything: a context that names nobody is refused, not taken for the operator.
+   * Throws unless whoever asks may hand over `scopes` (see the class's comment). The operator hands
+   * over any scope unchecked; a context that names nobody hands over none, never taken for the operator.
    */
   async #checkGrant(appId: string, scopes: readonly string[], context: RequestContext): Promise<void> {
     const { by } = context;
