@@ -24,6 +24,11 @@ export function insufficientScope(scope: string | undefined): TesseraError {
   );
 }
 
+/** What only the operator may do (the CLI): refused to anyone else, and to a request that names nobody. */
+export function operatorRequired(): TesseraError {
+  return new TesseraError('FORBIDDEN', 'Only the operator of this service may do this (the tessera CLI).');
+}
+
 export function appNotFound(): TesseraError {
   return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

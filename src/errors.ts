@@ -44,6 +44,13 @@ export interface ErrorDetails {
   adminLimit?: AdminLimit;
   /** For INSUFFICIENT_SCOPE: the scope the feature needs (RFC 6750 §3's `scope` attribute). */
   scope?: string;
+  /**
+   * For the logs only (node-oidc-provider's `error_detail`): what the message does not tell the
+   * client, such as which of the framework's checks refused the request. Logged with the request's
+   * line when the error is answered (`src/http/error-log.ts`), never sent to the client; so never a
+   * secret either, nor anything the client sent that could hold one (a body, a query string).
+   */
+  internalDetail?: string;
 }
 
 /** The two limits on failed admin attempts: per app and address, and per app from every address. */

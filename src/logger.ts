@@ -8,8 +8,9 @@ import { ConfigError, type LogFormat } from './config.js';
  * an asynchronous destination, or, for a person at a terminal, readable lines formatted by
  * pino-pretty in a worker thread. The paths below are censored wherever they appear, before either
  * format sees the entry; no code logs a body, and request URLs are logged without their query string.
+ * `to` takes the JSON lines instead of stdout (the tests read them).
  */
-export function createLogger(level: string, format: LogFormat): Logger {
+export function createLogger(level: string, format: LogFormat, to?: DestinationStream): Logger {
   return pino(
     {
       level,
@@ -33,7 +34,7 @@ export function createLogger(level: string, format: LogFormat): Logger {
         }),
       },
     },
-    destination(format),
+    to ?? destination(format),
   );
 }
 

@@ -1,3 +1,4 @@
+import { operatorRequired } from './error-catalogue.js';
 import type { Principal, PrincipalKind } from './principal.js';
 
 /**
@@ -28,8 +29,16 @@ export interface RequestContext {
   origin?: string | undefined;
 }
 
-/** The operator's CLI (and the demo app): not asked for over the network. */
+/**
+ * The operator's CLI (and the demo app): not asked for over the network. The one way to act with
+ * the operator's authority: a context that names nobody (`by: null`) has none, nor an owner's.
+ */
 export const OPERATOR: RequestContext = Object.freeze({ clientAddress: null, by: 'operator' });
+
+/** Throws `FORBIDDEN` unless the operator asks: never for a context that names nobody. */
+export function requireOperator(context: RequestContext): void {
+  if (context.by !== 'operator') throw operatorRequired();
+}
 
 /** A request from `clientAddress` (and, from a browser, its `origin`) that no credentials have been checked for yet. */
 export function anonymousRequest(clientAddress: string | null, origin?: string): RequestContext {

@@ -9,6 +9,7 @@ import { batchAnswers } from './http/answer-batching.js';
 import { answerConnectRequests } from './http/connect.js';
 import { acceptJsonBodies } from './http/content-types.js';
 import { browserAccess } from './http/cors.js';
+import { answeredDetailOf, logAnsweredError } from './http/error-log.js';
 import { errorBody, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
 import { refuseOtherMethods } from './http/methods.js';
@@ -162,7 +163,9 @@ function buildApp(
     clientErrorHandler: answerClientError,
     frameworkErrors: (error, request, reply) => {
       reply.header(REQUEST_ID_HEADER, request.id);
-      sendError(reply, toTesseraError(error));
+      const answered = toTesseraError(error);
+      logAnsweredError(logger, request, error, answered);
+      sendError(reply, answered);
     },
     http: httpOptions(timeouts),
     ...(serverFactory === undefined ? {} : { serverFactory }),
@@ -205,16 +208,20 @@ function buildApp(
 
   app.setErrorHandler((error, request, reply) => {
     const tesseraError = toTesseraError(error);
-    // An unreachable database is reported by the store (once per outage), not once per request.
-    if (tesseraError.status >= 500 && tesseraError.code !== 'SERVICE_UNAVAILABLE') {
-      logger?.error({ err: error, reqId: request.id, req: request }, 'request failed');
-    }
+    logAnsweredError(logger, request, error, tesseraError);
     return sendError(reply, tesseraError);
   });
   if (logger !== undefined && logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
+      const detail = answeredDetailOf(request);
       logger.info(
-        { reqId: request.id, req: request, statusCode: reply.statusCode, responseTimeMs: Number(reply.elapsedTime.toFixed(2)) },
+        {
+          reqId: request.id,
+          req: request,
+          statusCode: reply.statusCode,
+          responseTimeMs: Number(reply.elapsedTime.toFixed(2)),
+          ...(detail === undefined ? {} : { detail }),
+        },
         'request completed',
       );
       done();
@@ -262,6 +269,7 @@ function buildApp(
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,
       signup: portalSignup,
+      logger,
     });
     app.get('/', async (request, reply) => {
       // `GET *` (an asterisk-form target) is routed here too: it names no resource.

@@ -13,7 +13,7 @@ import {
 import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
 import { escapedLimit, limitsWithin, type EscapedLimit } from '../credentials/limits.js';
 import type { CredentialStore } from '../credentials/store.js';
-import { appNotFound, formSentAlready, insufficientScope, notFound } from '../error-catalogue.js';
+import { adminRequired, appNotFound, formSentAlready, insufficientScope, notFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
@@ -248,10 +248,14 @@ export class CredentialService {
     return requireCredential(await this.#app(appId), clientId);
   }
 
-  /** Throws unless whoever asks may hand over `scopes` (see the class's comment). */
+  /**
+   * Throws unless whoever asks may hand over `scopes` (see the class's comment). The operator hands
+   * over any scope unchecked; a context that names nobody hands over none, never taken for the operator.
+   */
   async #checkGrant(appId: string, scopes: readonly string[], context: RequestContext): Promise<void> {
     const { by } = context;
-    if (by === 'operator' || by === null) return;
+    if (by === 'operator') return;
+    if (by === null) throw adminRequired();
     if (by.kind === 'developer') {
       const role = await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials');
       if (role !== 'owner' && scopes.includes(OWNER_ONLY_SCOPE)) {
@@ -304,9 +308,11 @@ function credentialNotFound(): TesseraError {
   return new TesseraError(error.code, 'This app has no credential with this ClientID.');
 }
 
+/** Who made the credential; never the operator for a context that names nobody (refused by `#checkGrant` before). */
 function creatorOf(context: RequestContext, app: AppRecord): CredentialCreator {
   const { by } = context;
-  if (by === 'operator' || by === null) return { kind: 'operator' };
+  if (by === 'operator') return { kind: 'operator' };
+  if (by === null) throw adminRequired();
   if (by.kind === 'developer') return { kind: 'developer', developerId: by.developerId };
   return { kind: 'admin', clientId: by.clientId ?? app.clientId };
 }

@@ -6,7 +6,7 @@ import type { DeveloperAccountStore } from '../developers/store.js';
 import { isTesseraError, TesseraError } from '../errors.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import { developerDetails, type RequestContext } from '../request-context.js';
+import { developerDetails, requireOperator, type RequestContext } from '../request-context.js';
 import { quoted } from '../text.js';
 import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from './secret-format.js';
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
@@ -367,9 +367,10 @@ export class AppImports {
 
   /**
    * Imports the file's apps, or throws `ImportRefused` with every problem found (and writes nothing).
-   * With `dryRun`, checks the same and counts, but writes nothing either way.
+   * With `dryRun`, checks the same and counts, but writes nothing either way. The operator's only.
    */
   async importApps(bytes: Uint8Array, context: RequestContext, options: ImportOptions = {}): Promise<ImportSummary> {
+    requireOperator(context);
     const dryRun = options.dryRun === true;
     const parsed = parseImportFile(bytes);
     const problems = [...parsed.problems];

@@ -10,7 +10,7 @@ import type { AppMembership, DeveloperStore, RemovedMember } from '../developers
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
-import { actingDeveloperId, developerDetails, type RequestContext } from '../request-context.js';
+import { actingDeveloperId, developerDetails, requireOperator, type RequestContext } from '../request-context.js';
 import type { AppStore } from './store.js';
 
 export interface OwnerChange {
@@ -116,7 +116,9 @@ export class AppMembers {
     await this.access.authorize(appId, 'manage_collaborators', context);
     const invitedBy = actingDeveloperId(context) ?? null;
     const invitee = checkedEmail(email);
-    if (invitedBy !== null) await this.limits.takeInvitation(invitedBy, appId, context);
+    // No developer invites: only the operator, without limits, never a context that names nobody.
+    if (invitedBy === null) requireOperator(context);
+    else await this.limits.takeInvitation(invitedBy, appId, context);
     const stamp = await this.events.stamp(appId, context);
     const secret = generateSecretToken();
     const link: OneTimeLinkRecord = {

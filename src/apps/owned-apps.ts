@@ -1,7 +1,8 @@
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperLimits } from '../developers/developer-limits.js';
+import { operatorRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
-import type { RequestContext } from '../request-context.js';
+import { actingDeveloperId, requireOperator, type RequestContext } from '../request-context.js';
 import { AppLimitReached, checkedAppName, type AppService, type CreatedApp } from './service.js';
 
 export type OwnedApp = CreatedApp & { owner: { id: string; email: string } };
@@ -19,9 +20,15 @@ export class OwnedApps {
    * that a wrong email creates nothing. A developer creating its own app in the portal is held by
    * its limits (`DeveloperLimits`): how many it may create an hour, taken before anything is
    * written, and how many it may own, counted as the app is written; the operator is held by none.
+   * Only the operator gives an app to someone else: a developer creates its own, and anyone else
+   * (a request that names nobody, an admin token) is refused.
    */
   async create(name: string, ownerEmail: string, context: RequestContext, { once }: { once?: string } = {}): Promise<OwnedApp> {
+    // Refused before the email is looked up: whoever may not give an app learns nothing of who exists.
+    const asking = actingDeveloperId(context);
+    if (asking === undefined) requireOperator(context);
     const developer = await this.developers.find(ownerEmail);
+    if (asking !== undefined && asking !== developer.id) throw operatorRequired();
     if (developer.disabledAt !== null) throw new TesseraError('invalid_request', 'This developer is disabled: choose another one.');
     const limited = context.by !== 'operator';
     if (limited) {

@@ -60,7 +60,7 @@ export interface AppWithOwner {
   ownerEmail: string | null;
 }
 
-/** The apps' storage seam; one implementation per backend under `src/store/`. */
+/** The apps' storage seam; one SQL implementation over both dialects (`src/store/sql/apps.ts`). */
 export interface AppStore {
   /** Throws `AppConflictError` if the AppID or ClientID is taken. */
   insert(app: AppRecord): Promise<void>;

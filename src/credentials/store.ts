@@ -12,9 +12,9 @@ export interface RevokedCredentialRecord {
 }
 
 /**
- * The credentials' storage seam; one implementation per backend under `src/store/`. Credentials are
- * read with their app (`AppRecord.credentials`), so that a cached app has them, and a change to one
- * reaches every instance with the app's change signal.
+ * The credentials' storage seam; one SQL implementation over both dialects (`src/store/sql/credentials.ts`).
+ * Credentials are read with their app (`AppRecord.credentials`), so that a cached app has them, and a
+ * change to one reaches every instance with the app's change signal.
  */
 export interface CredentialStore {
   /**

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { developerNotFound, invalidCredentials, invalidLink } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
-import type { RequestContext } from '../request-context.js';
+import { requireOperator, type RequestContext } from '../request-context.js';
 import { describeDeveloper, newDeveloperId, type DeveloperDescription, type DeveloperRecord } from './developer.js';
 import { checkedEmail, normaliseEmail } from './email.js';
 import type { NewDeveloperEvent } from './events.js';
@@ -45,10 +45,15 @@ export class DeveloperAccounts {
   ) {}
 
   /**
-   * A new developer. With a password, it can sign in at once; without, it gets a one-time link that
-   * sets one (the operator passes it on).
+   * A new developer, made by the operator. With a password, it can sign in at once; without, it
+   * gets a one-time link that sets one (the operator passes it on).
    */
   async create(email: string, password: string | null, context: RequestContext): Promise<CreatedDeveloper> {
+    requireOperator(context);
+    return this.#create(email, password, context);
+  }
+
+  async #create(email: string, password: string | null, context: RequestContext): Promise<CreatedDeveloper> {
     const normalisedEmail = checkedEmail(email);
     const passwordHash = password === null ? null : await hashPassword(checkedNewPassword(password));
     const now = this.clock.now();
@@ -75,7 +80,7 @@ export class DeveloperAccounts {
   async signUp(email: string, password: string, context: RequestContext): Promise<CreatedDeveloper> {
     const attempt = { email: undefined, clientAddress: context.clientAddress, trustedDevice: null };
     await this.limits.admit(attempt); // and never given back: every attempt counts
-    return this.create(email, password, context);
+    return this.#create(email, password, context);
   }
 
   async list(): Promise<DeveloperDescription[]> {
@@ -90,8 +95,9 @@ export class DeveloperAccounts {
     return developer;
   }
 
-  /** Disables the developer: no sign-in, every session ended, every password link removed. Memberships stay. */
+  /** The operator disables the developer: no sign-in, every session ended, every password link removed. Memberships stay. */
   async disable(email: string, context: RequestContext): Promise<DisabledDeveloper> {
+    requireOperator(context);
     const developer = await this.find(email);
     if (developer.disabledAt !== null) return { developer: describeDeveloper(developer), changed: false, sessionsEnded: 0 };
     const at = this.clock.now();
@@ -103,8 +109,9 @@ export class DeveloperAccounts {
     return { developer: describeDeveloper({ ...developer, disabledAt: at }), changed: true, sessionsEnded: disabled.sessionsEnded };
   }
 
-  /** A one-time link that sets a new password; it replaces the developer's earlier password links. */
+  /** A one-time link that sets a new password, for the operator to pass on; it replaces the developer's earlier password links. */
   async issueResetLink(email: string, context: RequestContext): Promise<IssuedLink & { email: string }> {
+    requireOperator(context);
     const developer = await this.find(email);
     if (developer.disabledAt !== null)
       throw new TesseraError('invalid_request', 'This developer is disabled: a reset link would not work.');

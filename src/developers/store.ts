@@ -13,8 +13,8 @@ export interface RemovedMember {
 
 /**
  * The storage seam of developer accounts, their sessions and one-time links, and app memberships;
- * one implementation per backend under `src/store/`. Every write that an audit event describes
- * takes an `AccountAuditOf` and writes the events in its own transaction.
+ * one SQL implementation over both dialects (`src/store/sql/developers.ts`). Every write that an audit
+ * event describes takes an `AccountAuditOf` and writes the events in its own transaction.
  */
 export interface DeveloperStore {
   readonly accounts: DeveloperAccountStore;

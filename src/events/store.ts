@@ -34,7 +34,7 @@ export interface EventCountsQuery {
   type?: EventType;
 }
 
-/** The audit log's storage seam; one implementation per backend under `src/store/`. */
+/** The audit log's storage seam; one SQL implementation over both dialects (`src/store/sql/events.ts`). */
 export interface EventStore {
   /**
    * Writes the events in one transaction, in order, but those whose idempotency key is stored

@@ -1,5 +1,6 @@
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
 import { TesseraError } from '../errors.js';
+import { notJson } from './errors.js';
 
 /** What the token endpoint accepts besides `application/json`. */
 export const KII_TOKEN_REQUEST_TYPE = 'application/vnd.kii.oauthtokenrequest+json';
@@ -91,13 +92,16 @@ function explainingJsonParser(parse: FastifyBodyParser<string>): FastifyBodyPars
   };
 }
 
-/** The parser's error, or what it refused in a body that is valid JSON. */
+/**
+ * What the parser refused: where a body that is not JSON broke (Fastify's own error says only that it
+ * is not), or what it refused in a body that is valid JSON.
+ */
 function explained(error: Error, body: string): Error {
   let value: unknown;
   try {
     value = JSON.parse(body.replace(/^\uFEFF/, ''));
-  } catch {
-    return error;
+  } catch (syntaxError) {
+    return notJson(syntaxError as Error);
   }
   const refused = prototypeKeyIn(value);
   return refused === undefined ? error : new TesseraError('invalid_request', `The request body must not contain ${refused}.`);

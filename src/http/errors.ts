@@ -35,33 +35,54 @@ const CHALLENGES: Partial<Record<ErrorCode, string>> = {
   UNAUTHORIZED: 'Basic realm="tessera", Bearer realm="tessera"',
 };
 
-/** Turns anything thrown (ours, Fastify's, a bug) into the contract's error. */
+/**
+ * Turns anything thrown (ours, Fastify's, a bug) into the contract's error. What the framework
+ * refused goes into the error's internal detail (its code, and where a body's JSON broke), for the
+ * logs: never its message, which may quote what the client sent. A bug's error is logged whole by
+ * whoever answers it (`src/http/error-log.ts`).
+ */
 export function toTesseraError(error: unknown): TesseraError {
   if (isTesseraError(error)) return error;
   const fastifyError = error as Partial<FastifyError>;
-  switch (fastifyError.code) {
+  const { code } = fastifyError;
+  switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return unsupportedMediaType();
+      return withInternalDetail(unsupportedMediaType(), code);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.');
+      return new TesseraError('REQUEST_TOO_LARGE', 'The request body is too large.', { internalDetail: code });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new TesseraError('invalid_request', 'The request body is empty; a JSON object is expected.');
+      return new TesseraError('invalid_request', 'The request body is empty; a JSON object is expected.', { internalDetail: code });
     case 'FST_ERR_BAD_URL':
-      return new TesseraError('invalid_request', 'The request URL is malformed.');
+      return new TesseraError('invalid_request', 'The request URL is malformed.', { internalDetail: code });
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // The path parameters are the AppID (at most 64 characters) and a credential's ClientID (28):
       // one this long names nothing; an app that no AppID this long can name is not found.
-      return appNotFound();
+      return withInternalDetail(appNotFound(), code);
   }
   const status = fastifyError.statusCode;
-  if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-    return new TesseraError('invalid_request', 'The request body is not valid JSON.');
-  }
+  if (error instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') return notJson(error as Error);
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    if (status === 404) return notFound();
-    if (status === 413) return new TesseraError('REQUEST_TOO_LARGE', 'The request is too large.');
-    if (status === 415) return unsupportedMediaType();
-    return new TesseraError('invalid_request', 'The request is malformed.');
+    const name = code ?? (error instanceof Error ? error.name : undefined);
+    const detail = name === undefined ? undefined : `${name} (${status})`;
+    if (status === 404) return withInternalDetail(notFound(), detail);
+    if (status === 413) return withInternalDetail(new TesseraError('REQUEST_TOO_LARGE', 'The request is too large.'), detail);
+    if (status === 415) return withInternalDetail(unsupportedMediaType(), detail);
+    return withInternalDetail(new TesseraError('invalid_request', 'The request is malformed.'), detail);
   }
   return new TesseraError('INTERNAL_ERROR', 'The service failed to handle this request.');
+}
+
+/** The error, with the same code, message and details, and `detail` for the logs (the error as it is without one). */
+export function withInternalDetail(error: TesseraError, detail: string | undefined): TesseraError {
+  return detail === undefined ? error : new TesseraError(error.code, error.message, { ...error.details, internalDetail: detail });
+}
+
+/**
+ * A body that is not JSON; for the logs, the parser's error and where the JSON broke, from its
+ * message, leaving out the excerpt of the body it may quote (and with it a secret).
+ */
+export function notJson(parserError: Error): TesseraError {
+  const where = /at position \d+(?: \(line \d+ column \d+\))?|Unexpected end of JSON input/.exec(parserError.message)?.[0];
+  const detail = `${(parserError as Partial<FastifyError>).code ?? parserError.name}${where === undefined ? '' : `: ${where}`}`;
+  return new TesseraError('invalid_request', 'The request body is not valid JSON.', { internalDetail: detail });
 }

@@ -1,6 +1,6 @@
 import type { StoredKey } from './key.js';
 
-/** The signing keys' storage seam; one implementation per backend under `src/store/`. */
+/** The signing keys' storage seam; one SQL implementation over both dialects (`src/store/sql/keys.ts`). */
 export interface KeyStore {
   /** Every key, retired ones included (without their secret). */
   list(): Promise<StoredKey[]>;

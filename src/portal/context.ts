@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { CredentialService } from '../apps/credentials.js';
 import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
@@ -28,6 +29,8 @@ export interface PortalOptions {
   publicUrl: string | undefined;
   /** PORTAL_SIGNUP: `open` serves the sign-up page; `invite` (the default) leaves accounts to the operator. */
   signup?: 'open' | 'invite';
+  /** The server's logger, for the pages' errors (`5xx`, as the API's are logged); none, nothing is logged. */
+  logger?: Logger | undefined;
 }
 
 /** What every page file is given. */

@@ -4,9 +4,12 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { CurrentSession } from '../developers/sessions.js';
 import { isTesseraError } from '../errors.js';
 import { acceptFormBodies } from '../http/content-types.js';
+import { logAnsweredError } from '../http/error-log.js';
+import { toTesseraError } from '../http/errors.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { formField, type BackgroundRouteConfig, type PortalContext, type PortalOptions } from './context.js';
 import { portalCookies } from './cookies.js';
@@ -57,6 +60,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     secureCookies,
     publicUrl,
     signup = 'invite',
+    logger,
   } = options;
   const context: PortalContext = {
     ...{ developers, sessions, members, ownedApps, apps, revoker, events, credentials, clock, secureCookies, publicUrl, signup },
@@ -82,10 +86,10 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     strictTransportSecurity: options.secureCookies,
   });
   await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false, wildcard: false });
-  await app.register(async (pages) => registerPages(pages, context));
+  await app.register(async (pages) => registerPages(pages, context, logger));
 };
 
-async function registerPages(app: FastifyInstance, context: PortalContext): Promise<void> {
+async function registerPages(app: FastifyInstance, context: PortalContext, logger: Logger | undefined): Promise<void> {
   const { cookies, sessions } = context;
   await app.register(fastifyCookie);
   await app.register(fastifyCsrf, {
@@ -103,7 +107,11 @@ async function registerPages(app: FastifyInstance, context: PortalContext): Prom
     // Pages show keys: no cache, no shared cache, no back-button copy.
     reply.header('cache-control', 'no-store');
   });
-  app.setErrorHandler((error, request, reply) => sendErrorPage(error, request, reply));
+  app.setErrorHandler((error, request, reply) => {
+    // Logged as the API's errors are: a 5xx at once, any other error's internal detail with the request's line.
+    logAnsweredError(logger, request, error, toTesseraError(error));
+    return sendErrorPage(error, request, reply);
+  });
   app.setNotFoundHandler((request, reply) => sendErrorPage({ statusCode: 404 }, request, reply));
 
   await app.register(signInPages, context);

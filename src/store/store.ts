@@ -15,7 +15,6 @@ import type { BatchListener } from './group-commit.js';
  */
 export type StoreChange = { appId: string } | 'revocations' | 'anything';
 
-/** Everything the service keeps: one implementation per backend (`sqlite/`, `postgres/`). */
 /** PG_STALE_LIMIT_MS's default: how long caches are trusted after the last proof that changes are heard. */
 export const DEFAULT_STALE_LIMIT_MS = 2_000;
 
@@ -32,6 +31,10 @@ export interface ChangeSignal {
   trustedUntil: number;
 }
 
+/**
+ * Everything the service keeps: one implementation, `sqlStore` (`sql/store.ts`), over either dialect's
+ * driver (`sqlite/store.ts`, `postgres/store.ts`).
+ */
 export interface Store {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;

@@ -16,7 +16,7 @@ export interface StoredRevocation extends RevokedToken {
   seq: number;
 }
 
-/** The revoked anonymous tokens' storage seam; one implementation per backend under `src/store/`. */
+/** The revoked anonymous tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/revoked-tokens.ts`). */
 export interface RevokedTokenStore {
   /** Writes the revocation, durable when it resolves; false if the token was revoked already. */
   add(revocation: RevokedToken): Promise<boolean>;

@@ -19,7 +19,7 @@ export interface TokenRecord {
   scopes: readonly string[] | null;
 }
 
-/** The tokens' storage seam; one implementation per backend under `src/store/`. */
+/** The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`). */
 export interface TokenStore {
   /**
    * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app

@@ -9,6 +9,7 @@ import { buildServer } from '../../src/server.js';
 import type { HttpTimeouts } from '../../src/http/timeouts.js';
 import type { RateLimitSettings } from '../../src/limits/rate-limits.js';
 import { listenForMetrics, type MetricsListener } from '../../src/http/metrics-listener.js';
+import { createLogger } from '../../src/logger.js';
 import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { appUrlOf } from './http.js';
@@ -60,6 +61,10 @@ export interface TestServerOptions {
   developerLimits?: DeveloperLimitSettings;
   /** Prometheus metrics, as with METRICS_PORT=0: their own listener on 127.0.0.1 (`metricsUrl`). */
   metrics?: boolean;
+  /** The server's log lines (JSON, at level info, through the service's own logger), pushed here as they are written. */
+  logs?: string[];
+  /** LOG_REQUESTS: one line per request (with `logs`). */
+  logRequests?: boolean;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -92,6 +97,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
     ...(options.portal === undefined ? {} : { portal: options.portal }),
     ...(options.portalSignup === undefined ? {} : { portalSignup: options.portalSignup }),
+    ...(options.logs === undefined ? {} : { logger: createLogger('info', 'json', { write: (line: string) => options.logs!.push(line) }) }),
+    ...(options.logRequests === undefined ? {} : { logRequests: options.logRequests }),
   });
   const baseUrl = await listenLocally(server);
   let metricsListener: MetricsListener | undefined;

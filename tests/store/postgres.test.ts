@@ -324,6 +324,36 @@ describe('PostgreSQL store specifics', () => {
     }
   });
 
+  it('refuses to open, naming the grant, as a role that may not read schema_migrations, rather than migrating again', async () => {
+    const database = await createPostgresDatabase();
+    const role = `tessera_blind_${Math.random().toString(36).slice(2, 10)}`;
+    const admin = new pg.Client({ connectionString: database.databaseUrl });
+    await admin.connect();
+    try {
+      await (await openPostgresStore(database.databaseUrl)).close();
+      const versions = async () => (await admin.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
+      const before = await versions();
+      await admin.query(`CREATE ROLE ${role} LOGIN`);
+      await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+      await admin.query(`REVOKE ALL ON schema_migrations FROM ${role}`);
+      const url = new URL(database.databaseUrl);
+      url.username = role;
+      await assert.rejects(
+        openPostgresStore(url.toString()),
+        /may not read schema_migrations \(permission denied.*Grant it SELECT on schema_migrations/,
+      );
+      assert.deepEqual(await versions(), before);
+    } finally {
+      await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
+      await admin.end();
+      await database.drop();
+      const cleanup = new pg.Client({ connectionString: database.databaseUrl.replace(/\/[^/]*$/, '/test') });
+      await cleanup.connect();
+      await cleanup.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+      await cleanup.end();
+    }
+  });
+
   it('answers 503 SERVICE_UNAVAILABLE, not a hang, while the database is unreachable, and recovers by itself', async () => {
     const database = await createPostgresDatabase();
     const proxy = TcpProxy.toDatabase(database.databaseUrl);

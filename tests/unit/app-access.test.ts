@@ -133,6 +133,12 @@ const OPERATIONS: Operation[] = [
     expected: BY_OWNER,
   },
   {
+    // Handing over scopes: a context that names nobody is never taken for the operator.
+    name: 'create a credential',
+    run: (tessera, { appId }, context) => tessera.credentials.create(appId, { name: 'Reports', scopes: ['events:read'] }, context),
+    expected: BY_ADMIN_TOKEN_OR_MEMBER,
+  },
+  {
     // The collaborator removed is the one who asks, when it is "collaborator": it leaves.
     name: 'remove the collaborator',
     run: async (tessera, { appId }, context) =>
@@ -314,6 +320,48 @@ describe('the services authorize whoever acts on an app, whichever page or route
     assert.deepEqual(wrongAnswers, [], 'a caller let in read something else than the operator');
     assert.equal((await tessera.appEvents.secretExposures(app.appId, OPERATOR))[0]?.origin, 'https://shop.example', 'an exposure to read');
     assert.deepEqual(await stateOf(app), before);
+  });
+
+  it('lets only the operator do what is the operator\u2019s, never a context that names nobody', async () => {
+    const app = await sharedApp();
+    await tessera.developers.create('given@example.com', PASSWORD, OPERATOR);
+    const operatorOnly: { name: string; run: (context: RequestContext, caller: Caller) => Promise<unknown> }[] = [
+      {
+        name: 'create a developer',
+        run: (context, caller) => tessera.developers.create(`made-by-${caller}@example.com`, PASSWORD, context),
+      },
+      { name: 'issue a reset link', run: (context) => tessera.developers.issueResetLink('fellow@example.com', context) },
+      {
+        name: 'disable a developer',
+        run: async (context, caller) => {
+          const email = `disabled-by-${caller}@example.com`;
+          await tessera.developers.create(email, PASSWORD, OPERATOR);
+          await tessera.developers.disable(email, context);
+        },
+      },
+      { name: 'create an app for someone else', run: (context) => tessera.ownedApps.create('Given', 'given@example.com', context) },
+      { name: 'import apps', run: (context) => tessera.appImports.importApps(new Uint8Array(), context) },
+    ];
+    for (const operation of operatorOnly) {
+      const outcomes: Partial<Record<Caller, Outcome>> = {};
+      for (const caller of CALLERS) outcomes[caller] = await outcomeOf(operation.run(contextOf(caller, app), caller));
+      const expected = Object.fromEntries(CALLERS.map((caller) => [caller, caller === 'operator' ? 'resolved' : 'FORBIDDEN']));
+      assert.deepEqual(outcomes, expected, operation.name);
+    }
+    for (const caller of CALLERS.filter((caller) => caller !== 'operator')) {
+      assert.equal((await tessera.developers.find(`disabled-by-${caller}@example.com`)).disabledAt, null, caller);
+      await assert.rejects(tessera.developers.find(`made-by-${caller}@example.com`), { code: 'DEVELOPER_NOT_FOUND' });
+    }
+    const given = (await tessera.store.apps.list()).filter((listed) => listed.name === 'Given');
+    assert.equal(given.length, 1, 'only the operator gave an app');
+    // A developer creates its own.
+    await tessera.developers.create('maker@example.com', PASSWORD, OPERATOR);
+    const maker = await tessera.developers.find('maker@example.com');
+    const own = await tessera.ownedApps.create('Mine', maker.email, {
+      clientAddress: ADDRESS,
+      by: { kind: 'developer', developerId: maker.id },
+    });
+    assert.equal(own.owner.id, maker.id);
   });
 
   it('tells whoever opens a working invitation link the app\u2019s name, and nothing else of the app', async () => {
