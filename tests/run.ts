@@ -50,10 +50,30 @@ const SERIAL = [
   'middleware/fastify.test.js',
   // Answers within 500 ms while 300 slow clients hold connections; cut-offs timed to the timeout.
   'http/slow-clients.test.js',
-  // Chromium: hundreds of MB and a core while it starts, which timed tests beside it would miss.
-  'browser/',
   // Two releases under load, a change on one awaited on the other within a second.
   'upgrade/rolling.test.js',
+];
+
+/**
+ * The files that take longest (the last runs' summary, below), started first in their pass, so that
+ * no long file starts last and leaves the other slots idle while it finishes. Chromium's files are
+ * among them: they run in parallel with files that time nothing, and the files that do time
+ * something run later, one at a time, without a browser beside them.
+ */
+const LONGEST_FIRST = [
+  'store/postgres.test.js',
+  'crash/operator-audit.test.js',
+  'browser/portal-accessibility.test.js',
+  'browser/portal-events.test.js',
+  'property/',
+  'process/developers-cli.test.js',
+  'package/install.test.js',
+  'process/least-privilege.test.js',
+  'storage/anonymous-tokens.test.js',
+  'process/leaks.test.js',
+  'store/housekeeping.test.js',
+  'crash/crash.test.js',
+  'browser/',
 ];
 
 /** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */
@@ -80,6 +100,16 @@ const under = (file: string) => relative(TESTS, file).split('\\').join('/');
 /** `entry` is a folder (ending in '/') that holds the file, or the file itself. */
 const names = (entry: string, file: string) => (entry.endsWith('/') ? under(file).startsWith(entry) : under(file) === entry);
 const isSerial = (file: string) => SERIAL.some((entry) => names(entry, file));
+const startRank = (file: string) => {
+  const rank = LONGEST_FIRST.findIndex((entry) => names(entry, file));
+  return rank === -1 ? LONGEST_FIRST.length : rank;
+};
+/** `files` (sorted by name) with the longest first, as `LONGEST_FIRST` says; the rest by name. */
+const longestFirst = (files: string[]) =>
+  files
+    .map((file) => ({ file, rank: startRank(file) }))
+    .sort((a, b) => a.rank - b.rank)
+    .map(({ file }) => file);
 
 interface Pass {
   name: string;
@@ -135,7 +165,7 @@ async function runPass(pass: Pass): Promise<Outcome> {
 
 async function main(): Promise<void> {
   const every = testFiles(TESTS);
-  const unmatched = SERIAL.filter((entry) => !every.some((file) => names(entry, file)));
+  const unmatched = [...SERIAL, ...LONGEST_FIRST].filter((entry) => !every.some((file) => names(entry, file)));
   if (unmatched.length > 0) throw new Error(`tests/run.ts names what is not there (renamed?): ${unmatched.join(', ')}`);
   const args = process.argv.slice(2);
   // The PostgreSQL passes run the same HTTP tests again on the other store: what they add does not
@@ -148,7 +178,7 @@ async function main(): Promise<void> {
   const absent = folders.filter((folder) => !every.some((file) => names(folder, file)));
   if (absent.length > 0) throw new Error(`No test files below tests/${absent.join(', tests/')}`);
   const all = folders.length === 0 ? every : every.filter((file) => folders.some((folder) => names(folder, file)));
-  const parallel = all.filter((file) => !isSerial(file));
+  const parallel = longestFirst(all.filter((file) => !isSerial(file)));
   const serial = all.filter(isSerial);
   const onEachStore = (files: string[]) => files.filter((file) => ON_EACH_STORE.some((folder) => under(file).startsWith(folder)));
   const storePasses: Pass[] = [

@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { currentBuild } from '../../src/release.js';
+import { migrate, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
@@ -43,9 +45,13 @@ export async function createSqliteTestStore(): Promise<TestStore> {
   };
 }
 
-/** A new database on the test server (`TEST_POSTGRES_URL`), dropped by `dispose`. */
+/**
+ * A new database on the test server (`TEST_POSTGRES_URL`), dropped by `dispose`: a copy of a migrated
+ * template, since a store suite makes one for each of its hundred tests, and migrating each took
+ * most of the time of the suite.
+ */
 export async function createPostgresTestStore(): Promise<TestStore> {
-  const { databaseUrl, drop } = await createPostgresDatabase();
+  const { databaseUrl, drop } = await createPostgresDatabase({ migrated: true });
   const store = await openPostgresStore(databaseUrl);
   return {
     store,
@@ -57,8 +63,31 @@ export async function createPostgresTestStore(): Promise<TestStore> {
   };
 }
 
-export async function createPostgresDatabase(): Promise<{ databaseUrl: string; drop: () => Promise<void> }> {
+/**
+ * A new database on the test server, empty, or with `migrated` a copy of the template of this
+ * build's migrations (`migratedTemplate`).
+ */
+export async function createPostgresDatabase({ migrated = false } = {}): Promise<{ databaseUrl: string; drop: () => Promise<void> }> {
   const name = `tessera_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const template = migrated ? await migratedTemplate() : undefined;
+  const admin = await adminClient();
+  try {
+    await admin.query(`CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    databaseUrl: databaseUrlOf(name),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+async function adminClient(): Promise<pg.Client> {
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5_000 });
   try {
     await admin.connect();
@@ -67,17 +96,58 @@ export async function createPostgresDatabase(): Promise<{ databaseUrl: string; d
       cause: error,
     });
   }
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+  return admin;
+}
+
+function databaseUrlOf(name: string): string {
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
-  return {
-    databaseUrl: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
+  return url.toString();
+}
+
+let template: Promise<string> | undefined;
+
+/**
+ * A database migrated by this build's migrations and nothing else (no instance, no event), named by
+ * a hash of them, made once for every test process of this build: the first makes it under another
+ * name and renames it when it is complete, so that no process copies a template half made. Those of
+ * other builds are dropped as it is made. Never connected to once made, as `CREATE DATABASE …
+ * TEMPLATE` requires.
+ */
+function migratedTemplate(): Promise<string> {
+  template ??= (async () => {
+    // The build is in the hash too: the migrations' records name the release that applied them.
+    const hash = createHash('sha256').update(JSON.stringify([currentBuild(), POSTGRES_MIGRATIONS]));
+    const name = `tessera_test_template_${hash.digest('hex').slice(0, 12)}`;
+    const admin = await adminClient();
+    try {
+      const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (found.rowCount === 0) {
+        const making = `tessera_test_making_${process.pid}_${randomBytes(4).toString('hex')}`;
+        await admin.query(`CREATE DATABASE ${making}`);
+        const pool = new pg.Pool({ connectionString: databaseUrlOf(making), max: 1 });
+        try {
+          await migrate(pool);
+        } finally {
+          await pool.end();
+        }
+        try {
+          await admin.query(`ALTER DATABASE ${making} RENAME TO ${name}`);
+        } catch (error) {
+          // Another process made it first (42P04, duplicate database): theirs serves.
+          await admin.query(`DROP DATABASE ${making}`);
+          if ((error as { code?: string }).code !== '42P04') throw error;
+        }
+        const stale = await admin.query<{ datname: string }>(
+          "SELECT datname FROM pg_database WHERE datname LIKE 'tessera\\_test\\_template\\_%' AND datname <> $1",
+          [name],
+        );
+        for (const { datname } of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => {});
+      }
+      return name;
+    } finally {
+      await admin.end();
+    }
+  })();
+  return template;
 }
