@@ -358,143 +358,123 @@ async function fullRun(backend: Backend, dir: string): Promise<RunResult> {
   }
   await issueAnonymous(appA);
 
-  // --- Wrong secrets, every way they can be sent (fewer than the app's failure limit).
-  const wrongJson = wrong('wrong secret in JSON', randomHex(32));
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
-      headers: jsonHeaders(basic(appA.appId)),
-      body: json({ client_id: appA.clientId, client_secret: wrongJson }),
-    }),
-    401,
-    'invalid_client',
-  );
-  const wrongBasic = wrong('wrong secret in client_secret_basic', `wrong-basic-${randomHex(12)}`);
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
-      headers: formHeaders(basic(appA.clientId, wrongBasic)),
-      body: 'grant_type=client_credentials',
-    }),
-    401,
-    'invalid_client',
-  );
-  const wrongUnknown = wrong('wrong secret of an unknown ClientID', randomHex(32));
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
-      headers: formHeaders(basic(appA.appId)),
-      body: `grant_type=client_credentials&client_id=${randomHex(16)}&client_secret=${wrongUnknown}`,
-    }),
-    401,
-    'invalid_client',
-  );
-  const wrongSdk = wrong('wrong secret on the SDK path', `wrong-sdk-${randomHex(12)}`);
-  assertError(
-    await send('/api/oauth2/token', {
-      method: 'POST',
-      headers: { 'x-kii-appid': appA.appId, 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: appA.clientId, client_secret: wrongSdk }),
-    }),
-    401,
-    'invalid_client',
-  );
-  // --- The ClientSecret sent from a browser (Origin): refused on both paths, recorded as exposed; a wrong one too.
+  // --- Token requests refused, each carrying a secret (right or wrong) some way it can be sent:
+  // wrong secrets (fewer than the app's failure limit), the ClientSecret from a browser (refused
+  // on both paths, recorded as exposed), keys in the wrong fields, and broken requests.
+  const tokenPathA = `${urlA}/oauth2/token`;
   const fromPage = { origin: 'https://shop.example.com' };
   const adminBody = (clientSecret: string) => json({ client_id: appA.clientId, client_secret: clientSecret });
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
-      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
-      body: adminBody(appA.clientSecret),
-    }),
-    400,
-    'unauthorized_client',
-  );
-  assertError(
-    await send('/api/oauth2/token', {
-      method: 'POST',
-      headers: { 'x-kii-appid': appA.appId, 'content-type': 'application/json', ...fromPage },
-      body: adminBody(appA.clientSecret),
-    }),
-    400,
-    'unauthorized_client',
-  );
-  const wrongFromPage = wrong('wrong secret from a browser', randomHex(32));
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
-      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
-      body: adminBody(wrongFromPage),
-    }),
-    400,
-    'unauthorized_client',
-  );
-  // The AppKey sent as the ClientSecret, and the ClientSecret typed into client_id.
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+  const sdkHeaders = { 'x-kii-appid': appA.appId, 'content-type': 'application/json' };
+  const refused: { what: string; path?: string; headers: Record<string, string>; body: string; status: number; code: string }[] = [
+    {
+      what: 'a wrong secret in JSON',
       headers: jsonHeaders(basic(appA.appId)),
-      body: json({ client_id: appA.clientId, client_secret: appA.appKey }),
-    }),
-    401,
-    'invalid_client',
-  );
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      body: adminBody(wrong('wrong secret in JSON', randomHex(32))),
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'a wrong secret in client_secret_basic',
+      headers: formHeaders(basic(appA.clientId, wrong('wrong secret in client_secret_basic', `wrong-basic-${randomHex(12)}`))),
+      body: 'grant_type=client_credentials',
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'a wrong secret of an unknown ClientID',
+      headers: formHeaders(basic(appA.appId)),
+      body: `grant_type=client_credentials&client_id=${randomHex(16)}&client_secret=${wrong('wrong secret of an unknown ClientID', randomHex(32))}`,
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'a wrong secret on the SDK path',
+      path: '/api/oauth2/token',
+      headers: sdkHeaders,
+      body: JSON.stringify({
+        client_id: appA.clientId,
+        client_secret: wrong('wrong secret on the SDK path', `wrong-sdk-${randomHex(12)}`),
+      }),
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'the ClientSecret from a browser',
+      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
+      body: adminBody(appA.clientSecret),
+      status: 400,
+      code: 'unauthorized_client',
+    },
+    {
+      what: 'the ClientSecret from a browser, on the SDK path',
+      path: '/api/oauth2/token',
+      headers: { ...sdkHeaders, ...fromPage },
+      body: adminBody(appA.clientSecret),
+      status: 400,
+      code: 'unauthorized_client',
+    },
+    {
+      what: 'a wrong secret from a browser',
+      headers: { ...jsonHeaders(basic(appA.appId)), ...fromPage },
+      body: adminBody(wrong('wrong secret from a browser', randomHex(32))),
+      status: 400,
+      code: 'unauthorized_client',
+    },
+    {
+      what: 'the AppKey sent as the ClientSecret',
+      headers: jsonHeaders(basic(appA.appId)),
+      body: adminBody(appA.appKey),
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'the ClientSecret typed into client_id',
       headers: jsonHeaders(basic(appA.appId)),
       body: json({ client_id: appA.clientSecret, client_secret: appA.clientSecret }),
-    }),
-    401,
-    'invalid_client',
-  );
-  // Broken requests that still carry the secret.
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      status: 401,
+      code: 'invalid_client',
+    },
+    {
+      what: 'JSON cut short',
       headers: jsonHeaders(basic(appA.appId)),
       body: `{"client_id":"${appA.clientId}","client_secret":"${appA.clientSecret}"`,
-    }),
-    400,
-    'invalid_request',
-  );
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      what: 'a body of a type not accepted',
       headers: { authorization: basic(appA.appId), 'content-type': 'text/plain' },
       body: `client_secret=${appA.clientSecret}`,
-    }),
-    415,
-    'UNSUPPORTED_MEDIA_TYPE',
-  );
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+    },
+    {
+      what: 'the secret twice in a form',
       headers: formHeaders(basic(appA.appId)),
       body: `grant_type=client_credentials&client_id=${appA.clientId}&client_secret=${appA.clientSecret}&client_secret=${appA.clientSecret}`,
-    }),
-    400,
-    'invalid_request',
-  );
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      what: 'a secret too long',
       headers: jsonHeaders(basic(appA.appId)),
-      body: json({ client_id: appA.clientId, client_secret: `${appA.clientSecret}${'x'.repeat(300)}` }),
-    }),
-    400,
-    'invalid_request',
-  );
-  assertError(
-    await send(`${urlA}/oauth2/token`, {
-      method: 'POST',
+      body: adminBody(`${appA.clientSecret}${'x'.repeat(300)}`),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      what: 'a body too large',
       headers: jsonHeaders(basic(appA.appId)),
       body: json({ client_id: appA.clientId, client_secret: appA.clientSecret, padding: 'x'.repeat(5000) }),
-    }),
-    413,
-    'REQUEST_TOO_LARGE',
-  );
+      status: 413,
+      code: 'REQUEST_TOO_LARGE',
+    },
+  ];
+  for (const { what, path = tokenPathA, headers, body, status, code } of refused) {
+    const response = await send(path, { method: 'POST', headers, body });
+    assert.equal(response.status, status, `${what}: ${response.text}`);
+    assertError(response, status, code);
+  }
 
   // --- App B past its failure limit: refused with 429, the right secret too.
   for (let i = 0; i < 22; i++) {
