@@ -314,13 +314,7 @@ describe('PostgreSQL store specifics', () => {
         await reader.close();
       }
     } finally {
-      await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
-      await admin.end();
-      await database.drop();
-      const cleanup = new pg.Client({ connectionString: database.databaseUrl.replace(/\/[^/]*$/, '/test') });
-      await cleanup.connect();
-      await cleanup.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
-      await cleanup.end();
+      await dropWithRole(admin, database, role);
     }
   });
 
@@ -344,13 +338,7 @@ describe('PostgreSQL store specifics', () => {
       );
       assert.deepEqual(await versions(), before);
     } finally {
-      await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
-      await admin.end();
-      await database.drop();
-      const cleanup = new pg.Client({ connectionString: database.databaseUrl.replace(/\/[^/]*$/, '/test') });
-      await cleanup.connect();
-      await cleanup.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
-      await cleanup.end();
+      await dropWithRole(admin, database, role);
     }
   });
 
@@ -508,3 +496,14 @@ describe('PostgreSQL store specifics', () => {
     }
   });
 });
+
+/** Drops what `role` owns, ends `admin` (connected to the database), drops the database, then the role. */
+async function dropWithRole(admin: pg.Client, database: { databaseUrl: string; drop(): Promise<void> }, role: string): Promise<void> {
+  await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
+  await admin.end();
+  await database.drop();
+  const cleanup = new pg.Client({ connectionString: database.databaseUrl.replace(/\/[^/]*$/, '/test') });
+  await cleanup.connect();
+  await cleanup.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+  await cleanup.end();
+}
