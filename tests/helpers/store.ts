@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { currentBuild } from '../../src/release.js';
+import { migrationRecord } from '../../src/store/schema.js';
 import { migrate, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
@@ -110,14 +111,15 @@ let template: Promise<string> | undefined;
 /**
  * A database migrated by this build's migrations and nothing else (no instance, no event), named by
  * a hash of them, made once for every test process of this build: the first makes it under another
- * name and renames it when it is complete, so that no process copies a template half made. Those of
- * other builds are dropped as it is made. Never connected to once made, as `CREATE DATABASE …
- * TEMPLATE` requires.
+ * name and renames it when it is complete, so that no process copies a template half made. Never
+ * connected to once made, as `CREATE DATABASE … TEMPLATE` requires. Templates are not dropped:
+ * checkouts of other builds may be copying theirs at the same moment; there is one for each set of
+ * migrations and release, a few kilobytes of catalogue each.
  */
 function migratedTemplate(): Promise<string> {
   template ??= (async () => {
-    // The build is in the hash too: the migrations' records name the release that applied them.
-    const hash = createHash('sha256').update(JSON.stringify([currentBuild(), POSTGRES_MIGRATIONS]));
+    // The release is in the hash too: the migrations' records name it.
+    const hash = createHash('sha256').update(JSON.stringify([migrationRecord(currentBuild()), POSTGRES_MIGRATIONS]));
     const name = `tessera_test_template_${hash.digest('hex').slice(0, 12)}`;
     const admin = await adminClient();
     try {
@@ -138,11 +140,6 @@ function migratedTemplate(): Promise<string> {
           await admin.query(`DROP DATABASE ${making}`);
           if ((error as { code?: string }).code !== '42P04') throw error;
         }
-        const stale = await admin.query<{ datname: string }>(
-          "SELECT datname FROM pg_database WHERE datname LIKE 'tessera\\_test\\_template\\_%' AND datname <> $1",
-          [name],
-        );
-        for (const { datname } of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => {});
       }
       return name;
     } finally {
