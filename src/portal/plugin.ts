@@ -17,7 +17,7 @@ import { errorPage } from './pages/error.js';
 import { appPages } from './pages/app.js';
 import { appRotatePages } from './pages/app-rotate.js';
 import { appSettingsPages } from './pages/app-settings.js';
-import { credentialsPages } from './pages/credentials.js';
+import { credentialsPages } from './pages/credentials/routes.js';
 import { appsPages } from './pages/apps.js';
 import { eventsPages } from './pages/events.js';
 import { signInPages } from './pages/sign-in.js';

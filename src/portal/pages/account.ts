@@ -5,7 +5,7 @@ import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf, setSessionCookies } from '../respond.js';
 import { utcDay } from '../time.js';
-import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
+import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from './common/new-password.js';
 
 type AccountQuery = { Querystring: { changed?: string } };
 

@@ -5,11 +5,11 @@ import { TesseraError } from '../../errors.js';
 import { html } from '../html.js';
 import { alert, csrfField, onceField, page } from '../layout.js';
 import { issueOnce, useOnce } from '../once.js';
-import { formField, type PortalContext } from '../context.js';
+import { formField, type AppParams, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcTime } from '../time.js';
-import { mistakeIn, type AppParams } from './app-common.js';
-import { appHeader } from './app-nav.js';
+import { mistakeIn } from './common/mistakes.js';
+import { appHeader } from './common/app-header.js';
 import {
   endedNotice,
   endPreviousSecretForm,
@@ -18,7 +18,7 @@ import {
   replacedSecretOutcome,
   rotatedSecretKeys,
   rotationOutcome,
-} from './rotation.js';
+} from './common/rotation.js';
 
 /** What the form had, to show it again after a mistake (never a secret: the form has none). */
 interface RotationForm {

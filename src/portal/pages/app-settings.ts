@@ -7,10 +7,11 @@ import { TesseraError } from '../../errors.js';
 import { revocationKind, type RevocationKind } from '../../apps/revoke-all.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../context.js';
+import { formField, type AppParams, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
-import { inLargestUnit, LIFETIME_UNITS, mistakeIn, type AppParams } from './app-common.js';
-import { appHeader } from './app-nav.js';
+import { inLargestUnit, LIFETIME_UNITS } from './common/lifetimes.js';
+import { mistakeIn } from './common/mistakes.js';
+import { appHeader } from './common/app-header.js';
 
 /** The longest the origins' text may be: every origin at its longest, one a line. */
 const MAX_ORIGINS_TEXT = MAX_ALLOWED_ORIGINS * (MAX_ORIGIN_LENGTH + 2);

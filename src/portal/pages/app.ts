@@ -1,19 +1,20 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from '../../apps/app.js';
 import { MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../apps/origins.js';
-import { mayAct, type AppRole } from '../../developers/roles.js';
+import { mayAct, permissionsOf, type AppRole } from '../../developers/roles.js';
 import { TesseraError } from '../../errors.js';
 import { serviceBaseUrl } from '../base-url.js';
-import { formField, type PortalContext } from '../context.js';
+import { formField, type AppParams, type PortalContext } from '../context.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay, utcTime } from '../time.js';
-import { lifetime, mistakeIn, type AppParams } from './app-common.js';
-import { appHeader } from './app-nav.js';
-import { keyRow } from './keys.js';
-import { quickstarts, type OriginFormState } from './quickstarts.js';
-import { secretExposureWarnings } from './secret-exposure-warning.js';
+import { lifetime } from './common/lifetimes.js';
+import { mistakeIn } from './common/mistakes.js';
+import { appHeader } from './common/app-header.js';
+import { keyRow } from './common/keys.js';
+import { quickstarts, type OriginFormState } from './common/quickstarts.js';
+import { secretExposureWarnings } from './common/secret-exposure-warning.js';
 
 /** What the overview says after its add-origin form, by the `done` of its address (nothing else is shown from it). */
 const DONE: Record<string, string> = {
@@ -35,7 +36,7 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     const [described, exposure] = await Promise.all([apps.show(appId, context), events.secretExposures(appId, context)]);
     const csrfToken = reply.generateCsrf();
     const input = { role, now: clock.now(), baseUrl: serviceBaseUrl(request, publicUrl), csrfToken, origin };
-    const body = appBody(described, input, secretExposureWarnings(described.appId, exposure, role));
+    const body = appBody(described, input, secretExposureWarnings(described.appId, exposure, permissionsOf(role)));
     return page({ title: described.name, developer, csrfToken, body });
   }
 

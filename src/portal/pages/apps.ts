@@ -13,8 +13,8 @@ import { issueOnce, useOnce } from '../once.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, sendPage, sessionOf } from '../respond.js';
 import { serviceBaseUrl } from '../base-url.js';
-import { keyRow } from './keys.js';
-import { quickstarts } from './quickstarts.js';
+import { keyRow } from './common/keys.js';
+import { quickstarts } from './common/quickstarts.js';
 
 /** The developer's apps, and a new one. */
 export const appsPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, ownedApps, publicUrl, secureCookies }) => {

@@ -4,6 +4,7 @@ import { notFound } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
 import { describeEvent, EVENT_TYPES, type AuditEvent, type EventType } from '../../events/event.js';
 import { MAX_CLIENT_ADDRESS_LENGTH, MAX_EVENT_SPAN_MS, parseEventPageQuery } from '../../events/query.js';
+import { permissionsOf } from '../../developers/roles.js';
 import type { RequestContext } from '../../request-context.js';
 import { chartQuery, tokenChart, tokenSeries } from '../chart.js';
 import type { BackgroundRouteConfig, PortalContext } from '../context.js';
@@ -26,9 +27,9 @@ import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import { asDeveloper, requireSession, sendPage, sessionOf } from '../respond.js';
 import { utcText, utcTime } from '../time.js';
-import { appHeader } from './app-nav.js';
+import { appHeader } from './common/app-header.js';
 import { attemptedWords, detailsOf, eventTitle, LISTED_REASONS, reasonExplained, reasonLabel, TYPE_WORDS, whoOf } from './event-words.js';
-import { secretExposureWarnings } from './secret-exposure-warning.js';
+import { secretExposureWarnings } from './common/secret-exposure-warning.js';
 
 type EventsRequest = {
   Params: { appId: string };
@@ -102,7 +103,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
     ]);
     const form = viewForm(appId, view === undefined ? typedState(raw) : stateOf(view), now, mistake);
     const top = html`${appHeader(appId, described.name, 'Events')}
-${secretExposureWarnings(appId, exposure, role)}
+${secretExposureWarnings(appId, exposure, permissionsOf(role))}
 ${form}`;
     if (view === undefined || listed === undefined || chartHtml === undefined) {
       return sendPage(reply, page({ title: `Events · ${described.name}`, developer, csrfToken: reply.generateCsrf(), body: top }), 400);

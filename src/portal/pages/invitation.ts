@@ -7,7 +7,7 @@ import { csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
-import { linkToken, type TokenQuery } from './link-token.js';
+import { linkToken, type TokenQuery } from './common/link-token.js';
 
 /**
  * An invitation link (`/portal/accept-invitation?token=…`): a developer not signed in signs in

@@ -9,11 +9,10 @@ import { isTesseraError } from '../../errors.js';
 import { serviceBaseUrl } from '../base-url.js';
 import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
-import { formField, type PortalContext } from '../context.js';
+import { formField, type AppParams, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf } from '../respond.js';
 import { utcDay } from '../time.js';
-import type { AppParams } from './app-common.js';
-import { appHeader } from './app-nav.js';
+import { appHeader } from './common/app-header.js';
 
 type MemberParams = { Params: { appId: string; developerId: string } };
 type InvitationParams = { Params: { appId: string; invitationId: string } };

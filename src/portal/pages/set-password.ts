@@ -1,39 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { DeveloperRecord } from '../../developers/developer.js';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../developers/password-rules.js';
 import { isTesseraError } from '../../errors.js';
 import { anonymousRequest } from '../../request-context.js';
 import { html, type Html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, seeOther, sendPage, setSessionCookies } from '../respond.js';
-import { linkToken, type TokenQuery } from './link-token.js';
-
-/**
- * `maxlength` counts UTF-16 units, the rules code points after NFKC: an emoji is two units, so the
- * field allows what the rules might accept and the server says the rest. No `minlength`, for the same reason.
- */
-export const PASSWORD_INPUT_MAX_LENGTH = MAX_PASSWORD_LENGTH * 4;
-
-/** What the new-password fields say of the rules (`password-rules.ts`). */
-const PASSWORD_RULES_HINT = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; any characters, spaces too. A few words you remember make a good one.`;
-
-/** A new password's fields (`password`, then `repeat`), with the rules under the first. */
-export function newPasswordFields({
-  label,
-  repeatLabel,
-  autofocus = false,
-}: {
-  label: string;
-  repeatLabel: string;
-  autofocus?: boolean;
-}): Html {
-  return html`<label for="password">${label}</label>
-  <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" aria-describedby="password-rules"${autofocus ? html` autofocus` : null}>
-  <p class="hint field-hint" id="password-rules">${PASSWORD_RULES_HINT}</p>
-  <label for="repeat">${repeatLabel}</label>
-  <input id="repeat" name="repeat" type="password" autocomplete="new-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}">`;
-}
+import { linkToken, type TokenQuery } from './common/link-token.js';
+import { newPasswordFields } from './common/new-password.js';
 
 /**
  * The page of both password links (`developers create` without a password, `developers reset-link`):

@@ -5,7 +5,7 @@ import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
 import { csrfCheck, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
-import { PASSWORD_INPUT_MAX_LENGTH } from './set-password.js';
+import { PASSWORD_INPUT_MAX_LENGTH } from './common/new-password.js';
 
 /** Signing in and out. */
 export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {

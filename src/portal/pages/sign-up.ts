@@ -5,7 +5,7 @@ import { html } from '../html.js';
 import { alert, csrfField, page } from '../layout.js';
 import { formField, type PortalContext } from '../context.js';
 import { asDeveloper, csrfCheck, nextPage, seeOther, sendPage, setSessionCookies } from '../respond.js';
-import { newPasswordFields } from './set-password.js';
+import { newPasswordFields } from './common/new-password.js';
 
 type NextQuery = { Querystring: { next?: string } };
 

@@ -1,4 +1,4 @@
-import { escapeHtml, Html } from '../html.js';
+import { escapeHtml, Html } from '../../html.js';
 
 /** A word with a hyphen in it (`tessera-tokens/client`, `--pack-destination`). */
 const HYPHENATED = /\S*-\S*/g;

@@ -1,4 +1,4 @@
-import { html, type Html } from '../html.js';
+import { html, type Html } from '../../html.js';
 
 /**
  * One key of an app: its name, its value in an element whose `data-key` says which key it is (the

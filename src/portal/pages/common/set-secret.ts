@@ -1,6 +1,6 @@
 import { codeText } from './code-text.js';
-import { SET_CLIENT_SECRET_COMMAND } from '../../apps/snippets.js';
-import { html, type Html } from '../html.js';
+import { SET_CLIENT_SECRET_COMMAND } from '../../../apps/snippets.js';
+import { html, type Html } from '../../html.js';
 
 /**
  * The command that puts a ClientSecret into a terminal's environment (`TESSERA_CLIENT_SECRET`), for

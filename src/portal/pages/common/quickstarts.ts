@@ -1,9 +1,9 @@
 import { codeText } from './code-text.js';
-import { MAX_ORIGIN_LENGTH } from '../../apps/origins.js';
-import { html, type Html } from '../html.js';
-import { alert, csrfField } from '../layout.js';
-import { ADMIN_TOKEN_LIFETIME_SECONDS, snippets, type SnippetValues } from '../../apps/snippets.js';
-import { packageVersion } from '../../package-root.js';
+import { MAX_ORIGIN_LENGTH } from '../../../apps/origins.js';
+import { html, type Html } from '../../html.js';
+import { alert, csrfField } from '../../layout.js';
+import { ADMIN_TOKEN_LIFETIME_SECONDS, snippets, type SnippetValues } from '../../../apps/snippets.js';
+import { packageVersion } from '../../../package-root.js';
 import { setSecretStep } from './set-secret.js';
 
 /** What the add-origin form says after it was sent: a change made, or a mistake with what was typed. */

@@ -1,14 +1,3 @@
-import { isTesseraError } from '../../errors.js';
-
-/** The route parameters of an app's pages. */
-export type AppParams = { Params: { appId: string } };
-
-/** The message of a mistake in what was typed (a 400 of the domain), for the form; anything else is thrown on. */
-export function mistakeIn(error: unknown): string {
-  if (isTesseraError(error) && error.status === 400) return error.message;
-  throw error;
-}
-
 /** A lifetime in the largest unit it is a whole number of: `2 hours`. */
 export function lifetime(seconds: number | null): string {
   if (seconds === null) return 'no limit';

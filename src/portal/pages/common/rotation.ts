@@ -1,9 +1,9 @@
 /** What the rotation of a secret shows in the portal, for the app's ClientSecret and for a credential's: the grace period asked for, and the new secret shown once. */
-import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../apps/secret-rotation.js';
-import { TesseraError } from '../../errors.js';
-import { html, type Html } from '../html.js';
-import { utcTime } from '../time.js';
-import { csrfField } from '../layout.js';
+import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../../apps/secret-rotation.js';
+import { TesseraError } from '../../../errors.js';
+import { html, type Html } from '../../html.js';
+import { utcTime } from '../../time.js';
+import { csrfField } from '../../layout.js';
 import { keyRow } from './keys.js';
 
 /** The grace periods offered, besides "none" and a number of seconds typed. */
@@ -40,6 +40,14 @@ export function graceFieldset(form: GraceForm, secret: string, hint: Html | stri
     </div>
     <p class="hint">${hint}</p>
   </fieldset>`;
+}
+
+/** A rotation form's grace period as typed, cut short; `absent` for a choice the form did not send. */
+export function graceFormOf(body: URLSearchParams, absent = ''): GraceForm {
+  return {
+    grace: (body.get('grace') ?? absent).slice(0, 20),
+    graceSeconds: (body.get('graceSeconds') ?? '').trim().slice(0, 20),
+  };
 }
 
 /** The grace period a rotation form asks for, in seconds; undefined for none; `invalid_request` for a choice that is not one. */
