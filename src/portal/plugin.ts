@@ -19,7 +19,7 @@ import { appRotatePages } from './pages/app-rotate/routes.js';
 import { appSettingsPages } from './pages/app-settings/routes.js';
 import { credentialsPages } from './pages/credentials/routes.js';
 import { appsPages } from './pages/apps/routes.js';
-import { eventsPages } from './pages/events.js';
+import { eventsPages } from './pages/events/routes.js';
 import { signInPages } from './pages/sign-in.js';
 import { accountPages } from './pages/account.js';
 import { invitationPages } from './pages/invitation.js';

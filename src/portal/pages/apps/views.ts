@@ -4,7 +4,7 @@ import type { OwnedApp } from '../../../apps/owned-apps.js';
 import type { SecretExposure } from '../../../apps/secret-exposure.js';
 import { permissionsOf, type AppPermissions } from '../../../developers/roles.js';
 import type { AppMembership } from '../../../developers/store.js';
-import { fieldText } from '../../event-view.js';
+import { fieldText } from '../events/form.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.js';
 import { utcTime } from '../../time.js';

@@ -1,7 +1,7 @@
-import { actorOfEvent, type AuditEvent, type EventType } from '../../events/event.js';
-import type { PrincipalKind } from '../../principal.js';
-import type { Actor } from '../../request-context.js';
-import { utcText } from '../time.js';
+import { actorOfEvent, type AuditEvent, type EventType } from '../../../events/event.js';
+import type { PrincipalKind } from '../../../principal.js';
+import type { Actor } from '../../../request-context.js';
+import { utcText } from '../../time.js';
 
 // Events in words, as the events page lists them and an event's own page tells them: what happened,
 // who did it (as far as it is known), and each detail as a sentence rather than a key and a value.

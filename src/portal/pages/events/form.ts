@@ -1,10 +1,16 @@
-import { isTesseraError } from '../errors.js';
-import { COUNT_PERIODS, parseInstant, type CountPeriod } from '../events/counts.js';
-import type { EventType } from '../events/event.js';
-import { isClientAddress, MAX_EVENT_SPAN_MS, parseEventFilter, type EventFilter } from '../events/query.js';
-import { utcText } from './time.js';
+import { isTesseraError, TesseraError } from '../../../errors.js';
+import { COUNT_PERIODS, parseInstant, type CountPeriod } from '../../../events/counts.js';
+import type { EventType } from '../../../events/event.js';
+import {
+  isClientAddress,
+  MAX_CLIENT_ADDRESS_LENGTH,
+  MAX_EVENT_SPAN_MS,
+  parseEventFilter,
+  type EventFilter,
+} from '../../../events/query.js';
+import { utcText } from '../../time.js';
 
-// What the events page shows (src/portal/pages/events.ts): a time range, the last few minutes to
+// What the events page shows (src/portal/pages/events/routes.ts): a time range, the last few minutes to
 // 30 days or from one instant to another, and the filters of its list. It comes from the page's one
 // GET form, so it is its URL: links (the pager, an event's address, an event's page) carry it.
 
@@ -176,4 +182,91 @@ export function spanText(since: number, until: number): string {
 
 function present(value: string | undefined): value is string {
   return value !== undefined && value !== '';
+}
+
+/** The events pages' query: each parameter once, but a browser may send any of them twice. */
+export type EventsQuery = Record<string, string | string[] | undefined>;
+
+export function single(value: string | string[] | undefined, name: string): string | undefined {
+  if (Array.isArray(value)) throw new TesseraError('invalid_request', `${name} must be given once.`);
+  return value;
+}
+
+export function rawViewOf(query: EventsQuery): RawView {
+  return {
+    range: single(query.range, 'range'),
+    from: single(query.from, 'from'),
+    to: single(query.to, 'to'),
+    type: single(query.type, 'type'),
+    reason: single(query.reason, 'reason'),
+    clientAddress: single(query.clientAddress, 'clientAddress'),
+  };
+}
+
+/** The view an event's page was opened from, for its way back; the default view for anything else. */
+export function backQuery(query: EventsQuery, now: number): string {
+  try {
+    return viewQuery(parseEventView(rawViewOf(query), now));
+  } catch {
+    return '';
+  }
+}
+
+/** The view the query asks for, or the mistake in what was typed into the form. */
+export function viewOrMistake(raw: RawView, now: number): [EventView, undefined] | [undefined, ViewMistake] {
+  try {
+    return [parseEventView(raw, now), undefined];
+  } catch (error) {
+    if (error instanceof ViewMistake) return [undefined, error];
+    throw error;
+  }
+}
+
+/** `after` of a live update: the newest event id the page shows, 0 for none. */
+export function eventIdOf(raw: string | undefined): number {
+  if (raw === undefined || raw === '' || raw === '0') return 0;
+  if (!/^[1-9][0-9]{0,15}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new TesseraError('invalid_request', 'after must be the id of an event this page showed.');
+  }
+  return Number(raw);
+}
+
+/** What the form shows: the view's values, or what was typed when it had a mistake. */
+export interface FormState {
+  range: string;
+  from: string;
+  to: string;
+  type: string;
+  reason: string;
+  clientAddress: string;
+}
+
+export function stateOf(view: EventView): FormState {
+  return {
+    range: view.range,
+    from: view.from,
+    to: view.to,
+    type: view.type ?? '',
+    reason: view.reason ?? '',
+    clientAddress: view.clientAddress ?? '',
+  };
+}
+
+/** What was typed, as it is shown again beside a mistake: cut short, never a page's worth of it. */
+export function typedState(raw: RawView): FormState {
+  const typed = (value: string | undefined, max: number) => (value ?? '').trim().slice(0, max);
+  return {
+    range: typed(raw.range, 10),
+    from: typed(raw.from, 40),
+    to: typed(raw.to, 40),
+    type: typed(raw.type, 40),
+    reason: typed(raw.reason, 40),
+    clientAddress: typed(raw.clientAddress, MAX_CLIENT_ADDRESS_LENGTH + 10),
+  };
+}
+
+/** An event's id in its page's address, or undefined for anything that cannot be one. */
+export function eventIdParam(eventId: string): number | undefined {
+  const id = /^[1-9][0-9]{0,15}$/.test(eventId) ? Number(eventId) : Number.NaN;
+  return Number.isSafeInteger(id) ? id : undefined;
 }

@@ -1,6 +1,12 @@
-import { COUNT_BUCKET_MS, COUNT_PERIODS, type CountPeriod, type EventCountQuery, type EventCountsDescription } from '../events/counts.js';
-import { html, type Html } from './html.js';
-import { utcDay, utcText } from './time.js';
+import {
+  COUNT_BUCKET_MS,
+  COUNT_PERIODS,
+  type CountPeriod,
+  type EventCountQuery,
+  type EventCountsDescription,
+} from '../../../events/counts.js';
+import { html, type Html } from '../../html.js';
+import { utcDay, utcText } from '../../time.js';
 
 // The events page's chart of tokens issued and refused: counts in, inline SVG out. No HTTP, no
 // store: the page asks the event log for the counts and hands them here. The SVG is styled with
