@@ -22,8 +22,8 @@ import { appsPages } from './pages/apps/routes.js';
 import { eventsPages } from './pages/events/routes.js';
 import { signInPages } from './pages/sign-in.js';
 import { accountPages } from './pages/account.js';
-import { invitationPages } from './pages/invitation.js';
-import { peoplePages } from './pages/people.js';
+import { invitationPages } from './pages/invitation/routes.js';
+import { peoplePages } from './pages/people/routes.js';
 import { setPasswordPages } from './pages/set-password.js';
 import { signUpPages } from './pages/sign-up.js';
 
