@@ -1,7 +1,5 @@
-import type { FastifyReply } from 'fastify';
-import type { DeveloperRecord } from '../../developers/developer.js';
-import { html, type Html } from '../html.js';
-import { page } from '../layout.js';
+import { html, type Html } from '../../html.js';
+import { page, type PageFrame } from '../../layout.js';
 
 const TITLES: Record<number, string> = {
   400: 'That did not work',
@@ -15,7 +13,7 @@ const TITLES: Record<number, string> = {
 };
 
 /** The page of an error: what went wrong in words, and a way back. */
-export function errorPage(status: number, message: string | undefined, developer: DeveloperRecord | undefined, reply: FastifyReply): Html {
+export function errorPage(frame: PageFrame, status: number, message: string | undefined): Html {
   const title = TITLES[status] ?? (status >= 500 ? 'Something went wrong' : 'That did not work');
   const explanation =
     status === 404
@@ -25,8 +23,7 @@ export function errorPage(status: number, message: string | undefined, developer
         : (message ?? 'The portal could not do this. Try again in a moment.');
   return page({
     title,
-    developer,
-    csrfToken: reply.generateCsrf(),
+    ...frame,
     body: html`<h1>${title}</h1>
 <p>${explanation}</p>
 <p><a href="/portal/">Back to your apps</a></p>`,
