@@ -42,6 +42,14 @@ export function checkAdminScope(principal: Principal, action: AppAction): void {
  * (`mayAct`).
  */
 export class AppAccess {
+  /**
+   * The roles read for each request, by its context: a page that makes several calls for one app
+   * (the app, its credentials, its members) reads the developer's role once. A context is made for
+   * one request and dropped with it (the portal's `asDeveloper`), so nothing read here outlives the
+   * request; a context that is not kept gets a read of its own, as before.
+   */
+  readonly #rolesRead = new WeakMap<RequestContext, Map<string, Promise<AppRole | undefined>>>();
+
   constructor(private readonly roleOf: RoleLookup) {}
 
   /**
@@ -52,7 +60,7 @@ export class AppAccess {
     const { by } = context;
     if (by === 'operator') return;
     if (by !== null && by.kind === 'developer') {
-      await this.authorizeDeveloper(appId, by.developerId, action);
+      await this.authorizeDeveloper(appId, by.developerId, action, context);
       return;
     }
     if (!SCOPE_OF_ADMIN_ACTION.has(action)) throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
@@ -63,12 +71,30 @@ export class AppAccess {
   /**
    * The developer's role, if it allows `action`. An app the developer is no member of is
    * `APP_NOT_FOUND`, exactly as an app that does not exist; a member whose role does not allow the
-   * action gets `FORBIDDEN`.
+   * action gets `FORBIDDEN`. With the request's `context`, the role is read once for the request.
    */
-  async authorizeDeveloper(appId: string, developerId: string, action: AppAction): Promise<AppRole> {
-    const role = await this.roleOf(appId, developerId);
+  async authorizeDeveloper(appId: string, developerId: string, action: AppAction, context?: RequestContext): Promise<AppRole> {
+    const role = await (context === undefined ? this.roleOf(appId, developerId) : this.#roleFor(context, appId, developerId));
     if (role === undefined) throw appNotFound();
     if (!mayAct(role, action)) throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may do this.');
+    return role;
+  }
+
+  /** The developer's role on the app, read at the request's first question; a read that failed is not kept. */
+  #roleFor(context: RequestContext, appId: string, developerId: string): Promise<AppRole | undefined> {
+    let roles = this.#rolesRead.get(context);
+    if (roles === undefined) {
+      roles = new Map();
+      this.#rolesRead.set(context, roles);
+    }
+    const key = `${appId}\n${developerId}`;
+    let role = roles.get(key);
+    if (role === undefined) {
+      role = this.roleOf(appId, developerId);
+      roles.set(key, role);
+      const read = roles;
+      role.catch(() => read.delete(key));
+    }
     return role;
   }
 }

@@ -45,6 +45,13 @@ export interface ErrorDetails {
   /** For INSUFFICIENT_SCOPE: the scope the feature needs (RFC 6750 §3's `scope` attribute). */
   scope?: string;
   /**
+   * The field of the request a refusal is about, by its name in the API (`expiresAt`), for a form
+   * to mark that field and say it in its own words; the message then starts with that name
+   * (`expiresAt is in the past…`), unless the refusal is not about what was typed but who typed
+   * it (`FORBIDDEN`). Never sent to the client as such: the message says it.
+   */
+  field?: string;
+  /**
    * For the logs only (node-oidc-provider's `error_detail`): what the message does not tell the
    * client, such as which of the framework's checks refused the request. Logged with the request's
    * line when the error is answered (`src/http/error-log.ts`), never sent to the client; so never a

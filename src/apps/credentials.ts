@@ -22,6 +22,7 @@ import { developerDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
 import type { AppRecord } from './app.js';
+import type { AppRole } from '../developers/roles.js';
 import type { AppStore } from './store.js';
 
 /** A new credential, with its ClientSecret: shown this once, never stored. */
@@ -48,6 +49,28 @@ export interface RevokedCredential {
 const OWNER_ONLY_SCOPE = 'credentials:manage';
 
 /**
+ * What the caller may do with an app's credentials besides listing, making and revoking them
+ * (`CredentialService.permissions`): which scopes it may give a credential, and so which
+ * credentials it may rotate, since a new secret hands over what the credential can do.
+ */
+export interface CredentialPermissions {
+  mayGive(scope: string): boolean;
+  /** Of `scopes`, those the caller may not give, in their order. */
+  withheldFrom(scopes: readonly string[]): string[];
+  mayRotate(credential: { readonly scopes: readonly string[] }): boolean;
+}
+
+function permissionsGiving(mayGive: (scope: string) => boolean): CredentialPermissions {
+  const withheldFrom = (scopes: readonly string[]) => scopes.filter((scope) => !mayGive(scope));
+  return { mayGive, withheldFrom, mayRotate: (credential) => withheldFrom(credential.scopes).length === 0 };
+}
+
+/** A developer gives any scope but `credentials:manage`, which only the owner gives. */
+function developerPermissions(role: AppRole): CredentialPermissions {
+  return permissionsGiving((scope) => role === 'owner' || scope !== OWNER_ONLY_SCOPE);
+}
+
+/**
  * An app's further credentials (docs/security.md, "Least privilege"): listed, created, rotated and
  * revoked by whoever may manage them (`manage_credentials`): the operator, the owner, a
  * collaborator, or an admin token with `credentials:manage`. No one grants more than it has: a
@@ -71,6 +94,23 @@ export class CredentialService {
   async list(appId: string, context: RequestContext): Promise<CredentialDescription[]> {
     await this.access.authorize(appId, 'manage_credentials', context);
     return (await this.#credentialsOf(appId)).map(describeCredential);
+  }
+
+  /**
+   * What whoever `context` names may do with the app's credentials (`CredentialPermissions`), once
+   * it may manage them: the scopes it may give, and so the credentials it may rotate (the scopes of
+   * an admin token's credential bound it; its expiry and addresses bound what it makes, see
+   * `limitsWithin`). A developer's role is read once for the request (`AppAccess`).
+   */
+  async permissions(appId: string, context: RequestContext): Promise<CredentialPermissions> {
+    await this.access.authorize(appId, 'manage_credentials', context);
+    const { by } = context;
+    if (by === 'operator') return permissionsGiving(() => true);
+    if (by === null) throw adminRequired();
+    if (by.kind === 'developer') {
+      return developerPermissions(await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials', context));
+    }
+    return permissionsGiving((scope) => by.scopes === null || by.scopes.includes(scope));
   }
 
   /** With `once` (a form's once value, `src/once.ts`), made only if it claims it: `CONFLICT` if it was claimed before. */
@@ -257,9 +297,9 @@ export class CredentialService {
     if (by === 'operator') return;
     if (by === null) throw adminRequired();
     if (by.kind === 'developer') {
-      const role = await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials');
-      if (role !== 'owner' && scopes.includes(OWNER_ONLY_SCOPE)) {
-        throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may give a credential credentials:manage.');
+      const role = await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials', context);
+      if (developerPermissions(role).withheldFrom(scopes).length > 0) {
+        throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may give a credential credentials:manage.', { field: 'scopes' });
       }
       return;
     }

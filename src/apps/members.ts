@@ -4,7 +4,7 @@ import type { DeveloperLimits } from '../developers/developer-limits.js';
 import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from '../developers/developer.js';
 import { checkedEmail, normaliseEmail } from '../developers/email.js';
 import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord } from '../developers/one-time-link.js';
-import type { AppAction, AppRole } from '../developers/roles.js';
+import { permissionsOf, type AppAction, type AppPermissions, type AppRole } from '../developers/roles.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from '../developers/secret-token.js';
 import type { AppMembership, DeveloperStore, RemovedMember } from '../developers/store.js';
 import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
@@ -79,6 +79,17 @@ export class AppMembers {
    */
   async authorize(appId: string, developerId: string, action: AppAction): Promise<AppRole> {
     return this.access.authorizeDeveloper(appId, developerId, action);
+  }
+
+  /**
+   * What the developer `context` names may do on the app (`AppPermissions`), checked as `authorize`
+   * checks `action` first. The role is read once for the request whose context this is: the
+   * services the page calls next for the same app read it from there (`AppAccess`).
+   */
+  async permissions(appId: string, action: AppAction, context: RequestContext): Promise<AppPermissions> {
+    const developerId = actingDeveloperId(context);
+    if (developerId === undefined) throw new TesseraError('FORBIDDEN', 'Only a developer of the app may do this.');
+    return permissionsOf(await this.access.authorizeDeveloper(appId, developerId, action, context));
   }
 
   /**

@@ -102,5 +102,5 @@ function credentialAddresses(value: unknown): string[] {
 }
 
 function invalid(field: string, problem: string): TesseraError {
-  return new TesseraError('invalid_request', `${field} ${problem}`);
+  return new TesseraError('invalid_request', `${field} ${problem}`, { field });
 }

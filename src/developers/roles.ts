@@ -31,6 +31,20 @@ export function mayAct(role: AppRole | undefined, action: AppAction): boolean {
   return role === 'owner' || !OWNER_ONLY.has(action);
 }
 
+/**
+ * What a developer may do on an app, from its role read once (`AppMembers.permissions`): the role,
+ * and for each action whether the role allows it (`mayAct`), so that a page shows only what works
+ * without restating who may do what.
+ */
+export interface AppPermissions {
+  role: AppRole;
+  may: Readonly<Record<AppAction, boolean>>;
+}
+
+export function permissionsOf(role: AppRole): AppPermissions {
+  return { role, may: Object.fromEntries(APP_ACTIONS.map((action) => [action, mayAct(role, action)])) as Record<AppAction, boolean> };
+}
+
 export function isAppRole(value: string): value is AppRole {
   return (APP_ROLES as readonly string[]).includes(value);
 }

@@ -43,7 +43,15 @@ export interface BackgroundRouteConfig {
   background?: boolean;
 }
 
-/** A field of a submitted form (`acceptFormBodies` parses forms into `URLSearchParams`). */
+/** The route parameters of an app's pages. */
+export type AppParams = { Params: { appId: string } };
+
+/** A submitted form's fields (`acceptFormBodies` parses forms into `URLSearchParams`): none for any other body. */
+export function formOf(request: FastifyRequest): URLSearchParams {
+  return request.body instanceof URLSearchParams ? request.body : new URLSearchParams();
+}
+
+/** A field of a submitted form. */
 export function formField(request: FastifyRequest, name: string): string | undefined {
-  return request.body instanceof URLSearchParams ? (request.body.get(name) ?? undefined) : undefined;
+  return formOf(request).get(name) ?? undefined;
 }

@@ -1,12 +1,21 @@
 import type { DeveloperRecord } from '../developers/developer.js';
 import { html, type Html } from './html.js';
 
-export interface PageInput {
-  title: string;
+/** What frames every page, whatever its own data: the developer signed in, and the page's form token. */
+export interface PageFrame {
   /** The developer signed in, for the header (email, "Sign out"); none on the sign-in pages. */
   developer?: DeveloperRecord | undefined;
   /** The form token of this page, for the "Sign out" form and the page's own forms. */
   csrfToken: string;
+}
+
+/** The frame of a signed-in developer's page. */
+export interface SignedInFrame extends PageFrame {
+  developer: DeveloperRecord;
+}
+
+export interface PageInput extends PageFrame {
+  title: string;
   body: Html;
 }
 

@@ -13,19 +13,19 @@ import { toTesseraError } from '../http/errors.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { formField, type BackgroundRouteConfig, type PortalContext, type PortalOptions } from './context.js';
 import { portalCookies } from './cookies.js';
-import { errorPage } from './pages/error.js';
-import { appPages } from './pages/app.js';
-import { appRotatePages } from './pages/app-rotate.js';
-import { appSettingsPages } from './pages/app-settings.js';
-import { credentialsPages } from './pages/credentials.js';
-import { appsPages } from './pages/apps.js';
-import { eventsPages } from './pages/events.js';
-import { signInPages } from './pages/sign-in.js';
-import { accountPages } from './pages/account.js';
-import { invitationPages } from './pages/invitation.js';
-import { peoplePages } from './pages/people.js';
-import { setPasswordPages } from './pages/set-password.js';
-import { signUpPages } from './pages/sign-up.js';
+import { errorPage } from './pages/error/views.js';
+import { appPages } from './pages/app/routes.js';
+import { appRotatePages } from './pages/app-rotate/routes.js';
+import { appSettingsPages } from './pages/app-settings/routes.js';
+import { credentialsPages } from './pages/credentials/routes.js';
+import { appsPages } from './pages/apps/routes.js';
+import { eventsPages } from './pages/events/routes.js';
+import { signInPages } from './pages/sign-in/routes.js';
+import { accountPages } from './pages/account/routes.js';
+import { invitationPages } from './pages/invitation/routes.js';
+import { peoplePages } from './pages/people/routes.js';
+import { setPasswordPages } from './pages/set-password/routes.js';
+import { signUpPages } from './pages/sign-up/routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -131,7 +131,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
 function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const status = isTesseraError(error) ? error.status : statusOf(error);
   const message = isTesseraError(error) && status < 500 ? error.message : undefined;
-  const page = errorPage(status, message, request.portalSession?.developer, reply);
+  const page = errorPage({ developer: request.portalSession?.developer, csrfToken: reply.generateCsrf() }, status, message);
   return reply.status(status).type('text/html; charset=utf-8').send(page.text);
 }
 

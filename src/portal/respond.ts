@@ -3,6 +3,7 @@ import type { CurrentSession, StartedSession } from '../developers/sessions.js';
 import type { PortalCookies } from './cookies.js';
 import type { RequestContext } from '../request-context.js';
 import type { Html } from './html.js';
+import type { PageFrame, SignedInFrame } from './layout.js';
 
 export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
   return reply.status(status).type('text/html; charset=utf-8').send(page.text);
@@ -45,12 +46,33 @@ export function sessionOf(request: FastifyRequest): CurrentSession {
   return session;
 }
 
+/** The context of each request's signed-in developer, made once: the services read the role once per context (`AppAccess`). */
+const contexts = new WeakMap<FastifyRequest, RequestContext>();
+
 /**
  * What the portal's domain calls carry, so that the events name the developer who acted: the one
- * signed in, or the one whose session is about to start (setting a password, signing up).
+ * signed in, or the one whose session is about to start (setting a password, signing up). The
+ * signed-in developer's is one object for the whole request, so that the services it is given read
+ * the developer's role on an app once for the request (`AppAccess`).
  */
-export function asDeveloper(request: FastifyRequest, developer: { id: string } = sessionOf(request).developer): RequestContext {
-  return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
+export function asDeveloper(request: FastifyRequest, developer?: { id: string }): RequestContext {
+  if (developer !== undefined) return { clientAddress: request.ip, by: { kind: 'developer', developerId: developer.id } };
+  let context = contexts.get(request);
+  if (context === undefined) {
+    context = { clientAddress: request.ip, by: { kind: 'developer', developerId: sessionOf(request).developer.id } };
+    contexts.set(request, context);
+  }
+  return context;
+}
+
+/** What a signed-in developer's page is framed with (`PageFrame`): the developer, and a new form token. */
+export function signedIn(request: FastifyRequest, reply: FastifyReply): SignedInFrame {
+  return { developer: sessionOf(request).developer, csrfToken: reply.generateCsrf() };
+}
+
+/** What a page for a browser not signed in is framed with: a new form token, and no developer. */
+export function signedOut(reply: FastifyReply): PageFrame {
+  return { csrfToken: reply.generateCsrf() };
 }
 
 /** A `next` page: a path under `/portal/` in printable ASCII (no space, no backslash), as long as a URL of the portal may be. */

@@ -385,4 +385,85 @@ describe('the services authorize whoever acts on an app, whichever page or route
       assert.match(refusal, /^APP_NOT_FOUND: /, operation.name);
     }
   });
+
+  it('says what each caller may do with the credentials, as the service then enforces it', async () => {
+    const app = await sharedApp();
+    const scopes = ['events:read', 'credentials:manage'];
+    const withheld: Partial<Record<Caller, string[] | Outcome>> = {};
+    for (const caller of CALLERS) {
+      try {
+        withheld[caller] = (await tessera.credentials.permissions(app.appId, contextOf(caller, app))).withheldFrom(scopes);
+      } catch (error) {
+        if (!isTesseraError(error)) throw error;
+        withheld[caller] = error.code;
+      }
+    }
+    assert.deepEqual(withheld, {
+      operator: [],
+      admin: [],
+      otherAppAdmin: 'ADMIN_REQUIRED',
+      anonymous: 'ADMIN_REQUIRED',
+      nobody: 'ADMIN_REQUIRED',
+      owner: [],
+      collaborator: ['credentials:manage'],
+      fellow: ['credentials:manage'],
+      stranger: 'APP_NOT_FOUND',
+    });
+    const collaborator = contextOf('collaborator', app);
+    const permissions = await tessera.credentials.permissions(app.appId, collaborator);
+    assert.equal(permissions.mayGive('events:read'), true);
+    assert.equal(permissions.mayRotate({ scopes: ['credentials:manage'] }), false);
+    const refused = await messageOf(tessera.credentials.create(app.appId, { name: 'Managers', scopes }, collaborator));
+    assert.match(refused, /^FORBIDDEN: /);
+  });
+
+  it('gives a developer its role with each action it allows, and refuses as authorize does', async () => {
+    const app = await sharedApp();
+    const owner = await tessera.members.permissions(app.appId, 'view_app', contextOf('owner', app));
+    assert.equal(owner.role, 'owner');
+    assert.ok(Object.values(owner.may).every((may) => may));
+    const collaborator = await tessera.members.permissions(app.appId, 'view_app', contextOf('collaborator', app));
+    assert.equal(collaborator.role, 'collaborator');
+    assert.deepEqual(
+      Object.entries(collaborator.may)
+        .filter(([, may]) => !may)
+        .map(([action]) => action)
+        .sort(),
+      ['delete_app', 'manage_collaborators', 'rotate_secret'],
+    );
+    assert.equal(await outcomeOf(tessera.members.permissions(app.appId, 'rotate_secret', contextOf('collaborator', app))), 'FORBIDDEN');
+    assert.equal(await outcomeOf(tessera.members.permissions(app.appId, 'view_app', contextOf('stranger', app))), 'APP_NOT_FOUND');
+    assert.equal(await outcomeOf(tessera.members.permissions(app.appId, 'view_app', OPERATOR)), 'FORBIDDEN');
+  });
+
+  it("reads a developer's role once for a request's context, however many services it calls", async () => {
+    const app = await sharedApp();
+    const members = tessera.store.developers.members;
+    const roleOf = members.roleOf.bind(members);
+    let reads = 0;
+    members.roleOf = async (appId, developerId) => {
+      reads++;
+      return roleOf(appId, developerId);
+    };
+    try {
+      // What a credentials page asks for one request.
+      const request = contextOf('collaborator', app);
+      await tessera.credentials.permissions(app.appId, request);
+      await Promise.all([
+        tessera.apps.show(app.appId, request),
+        tessera.credentials.list(app.appId, request),
+        tessera.members.membersOf(app.appId, request),
+        tessera.appEvents.list(app.appId, { limit: 10 }, request),
+      ]);
+      await tessera.credentials.create(app.appId, { name: 'Reports', scopes: ['events:read'] }, request);
+      assert.equal(reads, 1);
+      // The next request reads it again: a role removed in between is seen there.
+      await tessera.members.removeCollaborator(app.appId, developer('collaborator').id, OPERATOR);
+      reads = 0;
+      assert.equal(await outcomeOf(tessera.apps.show(app.appId, contextOf('collaborator', app))), 'APP_NOT_FOUND');
+      assert.equal(reads, 1);
+    } finally {
+      members.roleOf = roleOf;
+    }
+  });
 });

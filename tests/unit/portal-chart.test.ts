@@ -12,7 +12,7 @@ import {
   tokenSeries,
   valueAxis,
   type TokenSeries,
-} from '../../src/portal/chart.js';
+} from '../../src/portal/pages/events/chart.js';
 
 // The events page's chart: counts in, SVG out, with a clock of the test's.
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/events/event.js';
-import { detailsOf, whoOf } from '../../src/portal/pages/event-words.js';
+import { detailsOf, whoOf } from '../../src/portal/pages/events/words.js';
 
 // Who did what, in the events page's words, where a credential is concerned (issue 36).
 

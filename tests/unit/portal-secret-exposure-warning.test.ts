@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SecretExposure } from '../../src/apps/secret-exposure.js';
-import { secretExposureWarnings } from '../../src/portal/pages/secret-exposure-warning.js';
+import { permissionsOf } from '../../src/developers/roles.js';
+import { secretExposureWarnings } from '../../src/portal/pages/common/secret-exposure-warning.js';
 
 // The warnings an app's pages show while one of its ClientSecrets is known to be in a web page.
 
@@ -18,7 +19,8 @@ const exposure: SecretExposure = {
 
 const credentialExposure: SecretExposure = { ...exposure, credential: { clientId: 'tcl_0123456789abcdef01234567', name: 'CI <job>' } };
 
-const textOf = (exposures: SecretExposure[], role?: 'owner' | 'collaborator') => secretExposureWarnings('app1', exposures, role)!.text;
+const textOf = (exposures: SecretExposure[], role?: 'owner' | 'collaborator') =>
+  secretExposureWarnings('app1', exposures, role === undefined ? undefined : permissionsOf(role))!.text;
 
 describe('secretExposureWarnings', () => {
   it('is nothing without an exposure, once the secret was rotated after it with no grace left, or once its credential was revoked', () => {
