@@ -1,0 +1,79 @@
+import { Type } from 'typebox';
+import { preflightSchema } from '../openapi.js';
+import {
+  answer,
+  APP_NOT_FOUND,
+  AppParams,
+  methodNotAllowed,
+  problem,
+  Ref,
+  RevokedTokens,
+  UNAUTHENTICATED,
+  UNAVAILABLE,
+} from '../schemas.js';
+
+/**
+ * Revoking every token of an app: the schema of each route of `app-tokens.ts`, from which Fastify
+ * validates its requests, serializes its answers and types its handlers, and from which
+ * docs/openapi.json is generated (`../openapi.ts`). Its errors are documented here and answered by
+ * `../errors.ts`.
+ */
+
+/** DELETE /api/apps/{appId}/tokens */
+export const revokeAllTokens = {
+  tags: ['tokens'],
+  operationId: 'revokeAllTokens',
+  summary: "Revoke all of the app's tokens, or all of one kind (admin feature)",
+  description:
+    'Takes effect on every instance within a second. `admin` and `all` include the token the request is made with. `kind` is the only query parameter and is required, spelled out; the request has no body (an empty one, labelled with any type, is accepted). The revocation and its `token.revoked` event are written in one transaction: if the event cannot be written, nothing is revoked (`500`).',
+  security: [{ bearer: [] }],
+  params: AppParams,
+  querystring: Type.Object(
+    {
+      kind: Type.Unsafe<'admin' | 'anonymous' | 'all'>({
+        description:
+          'Which tokens: `admin`, `anonymous`, or `all` of them. Required, exactly as spelled here: absent, empty, in another case, repeated, or sent under another name (`KIND`, `kind[]`) it is `400 invalid_request`, and nothing is revoked, so that no typo or unset variable ever revokes everything.',
+        type: 'string',
+        enum: ['admin', 'anonymous', 'all'],
+      }),
+    },
+    { additionalProperties: false },
+  ),
+  response: {
+    200: answer(Ref(RevokedTokens), 'Revoked: `message` says what happened in words.', {
+      'Cache-Control': { type: 'string', const: 'no-store' },
+      Pragma: { type: 'string', const: 'no-cache' },
+    }),
+  },
+  errors: {
+    400: problem(
+      '`kind` is absent, not exactly `admin`, `anonymous` or `all`, or repeated; another query parameter is sent; or the request has a body. Nothing is revoked. Possible codes: invalid_request.',
+    ),
+    401: UNAUTHENTICATED,
+    403: problem(
+      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `tokens:revoke` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
+      {
+        'WWW-Authenticate': {
+          description:
+            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
+          type: 'string',
+        },
+      },
+    ),
+    404: APP_NOT_FOUND,
+    503: UNAVAILABLE,
+  },
+};
+
+/** GET /api/apps/{appId}/tokens */
+export const appTokensOtherMethods = {
+  tags: ['tokens'],
+  operationId: 'appTokensOtherMethods',
+  summary: 'Other methods are refused',
+  description:
+    'GET, POST and every other method but DELETE answer 405 with `Allow: DELETE`, once the request is authenticated (401 otherwise).',
+  errors: { 405: methodNotAllowed('DELETE') },
+};
+
+/** OPTIONS /api/apps/{appId}/tokens */
+export const preflightTokens = preflightSchema({ operationId: 'preflightTokens' });
