@@ -102,7 +102,7 @@ export const issueToken = {
   security: [{ basicAppId: [] }, { clientSecretBasic: [] }, {}],
   params: AppParams,
   body: tokenRequestBody(
-    "`client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials (`client_secret_basic`); if both carry them, they must agree.",
+    "`grant_type` is required, and must be `client_credentials`. `client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials (`client_secret_basic`); if both carry them, they must agree. The SDKs' type is `application/vnd.kii.OauthTokenRequest+json` as they spell it (media types are case-insensitive).",
   ),
   response: {
     200: answer(
@@ -154,7 +154,7 @@ export const issueTokenForSdk = {
     'x-kii-appkey': Type.Optional(Type.String({ description: 'Sent by SDK clients; not checked.' })),
   }),
   body: tokenRequestBody(
-    "`client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials (`client_secret_basic`).",
+    "`grant_type` may be left out; if present it must be `client_credentials`. `client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials. The SDKs' type is `application/vnd.kii.OauthTokenRequest+json` as they spell it (media types are case-insensitive).",
   ),
   response: {
     200: answer(
