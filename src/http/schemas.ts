@@ -647,11 +647,6 @@ export function answer<T extends TSchema>(schema: T, description: string, header
 /** `T` with every array and object in it read-only: what a route may answer with (the services answer read-only lists). */
 type Frozen<T> = T extends readonly (infer U)[] ? readonly Frozen<U>[] : T extends object ? { readonly [K in keyof T]: Frozen<T[K]> } : T;
 
-/** An answer without a body. */
-export function noBody(description: string, headers?: Record<string, object>) {
-  return { description, ...(headers === undefined ? {} : { headers }), type: 'null' } as const;
-}
-
 /**
  * An error answer of a route, for the document (a schema's `errors`): what causes it, with its
  * headers. Fastify serializes none of them: every error body is written by `src/http/errors.ts`.

@@ -150,8 +150,9 @@ export const issueTokenForSdk = {
   description:
     'The app is named by `X-Kii-AppID`; `grant_type` is optional (if present it must be `client_credentials`); no Authorization header is needed. SDK clients add `?disable_cache=<ms>`, which is ignored.',
   headers: Type.Object({
-    'x-kii-appid': Type.String({ description: 'The AppID of the app.' }),
-    'x-kii-appkey': Type.Optional(Type.String({ description: 'Sent by SDK clients; not checked.' })),
+    // Fastify compares header names in lower case.
+    'X-Kii-AppID': Type.String({ description: 'The AppID of the app.' }),
+    'X-Kii-AppKey': Type.Optional(Type.String({ description: 'Sent by SDK clients; not checked.' })),
   }),
   body: tokenRequestBody(
     "`grant_type` may be left out; if present it must be `client_credentials`. `client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials. The SDKs' type is `application/vnd.kii.OauthTokenRequest+json` as they spell it (media types are case-insensitive).",
