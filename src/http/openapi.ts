@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify';
 import { packageVersion } from '../package-root.js';
 import { MAX_REQUEST_ID_LENGTH, REQUEST_ID_PATTERN } from './request-id.js';
+import { methodNotAllowed } from './schemas.js';
 
 /**
  * docs/openapi.json, generated from the routes: each route's schema (its `*.schema.ts`) gives its
@@ -166,6 +167,15 @@ const HEADERS = {
   },
 };
 
+/** An error answer among the document's components: the contract's body, and the request's id. */
+function errorAnswer(description: string) {
+  return {
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    headers: { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } },
+  };
+}
+
 const RESPONSES = {
   PreflightAllowed: {
     description: 'A preflight from an origin the app lists: no body. Never `Access-Control-Allow-Credentials`.',
@@ -190,37 +200,10 @@ const RESPONSES = {
       },
     },
   },
-  PreflightRefused: {
-    description:
-      'A preflight from an origin the app does not list (or an app that lists none), without CORS headers: the browser sends nothing more. Possible codes: ORIGIN_NOT_ALLOWED.',
-    content: {
-      'application/json': {
-        schema: {
-          $ref: '#/components/schemas/Error',
-        },
-      },
-    },
-    headers: {
-      'X-Request-Id': {
-        $ref: '#/components/headers/XRequestId',
-      },
-    },
-  },
-  PreflightAppNotFound: {
-    description: 'No app has this AppID. Possible codes: APP_NOT_FOUND.',
-    content: {
-      'application/json': {
-        schema: {
-          $ref: '#/components/schemas/Error',
-        },
-      },
-    },
-    headers: {
-      'X-Request-Id': {
-        $ref: '#/components/headers/XRequestId',
-      },
-    },
-  },
+  PreflightRefused: errorAnswer(
+    'A preflight from an origin the app does not list (or an app that lists none), without CORS headers: the browser sends nothing more. Possible codes: ORIGIN_NOT_ALLOWED.',
+  ),
+  PreflightAppNotFound: errorAnswer('No app has this AppID. Possible codes: APP_NOT_FOUND.'),
 };
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -258,6 +241,20 @@ export function preflightSchema({ operationId, summary, description, answers = [
     security: [],
     'x-preflight': answers,
     ...(errors === undefined ? {} : { errors }),
+  };
+}
+
+/**
+ * The schema of the route that answers the methods a path does not serve (`refuseOtherMethods`),
+ * documented as one of them: `405` with `Allow: allow`.
+ */
+export function otherMethodsSchema(tag: string, operationId: string, allow: string, description: string, refusal?: string) {
+  return {
+    tags: [tag],
+    operationId,
+    summary: 'Other methods are refused',
+    description,
+    errors: { 405: methodNotAllowed(allow, refusal) },
   };
 }
 

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
+import { ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { EVENT_TYPES, type EventType as EventTypeName } from '../events/event.js';
 
 /**
@@ -475,104 +476,21 @@ export const EventCounts = withId(
   ),
 );
 
+/** The developer portal's own codes (`src/portal/`), which the API never answers with. */
+const PORTAL_CODES: ReadonlySet<string> = new Set(['INVALID_CREDENTIALS', 'APP_LIMIT_REACHED', 'DEVELOPER_NOT_FOUND', 'INVALID_LINK']);
+
+/** A code of the contract's errors (`src/errors.ts`) that the API answers with. */
+function errorCode(description: string) {
+  const codes = (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((code) => !PORTAL_CODES.has(code));
+  return Type.Unsafe<ErrorCode>({ type: 'string', enum: codes, description });
+}
+
 export const ErrorBody = withId(
   'Error',
   Type.Object(
     {
-      errorCode: Type.Unsafe<
-        | 'invalid_request'
-        | 'unsupported_grant_type'
-        | 'unauthorized_client'
-        | 'invalid_scope'
-        | 'invalid_client'
-        | 'INVALID_TOKEN'
-        | 'UNAUTHORIZED'
-        | 'ADMIN_REQUIRED'
-        | 'INSUFFICIENT_SCOPE'
-        | 'ORIGIN_NOT_ALLOWED'
-        | 'ME_NOT_ALLOWED_FOR_ADMIN'
-        | 'APP_NOT_FOUND'
-        | 'NOT_FOUND'
-        | 'METHOD_NOT_ALLOWED'
-        | 'CONFLICT'
-        | 'REQUEST_TOO_LARGE'
-        | 'UNSUPPORTED_MEDIA_TYPE'
-        | 'TOO_MANY_REQUESTS'
-        | 'INTERNAL_ERROR'
-        | 'SERVICE_UNAVAILABLE'
-      >({
-        type: 'string',
-        enum: [
-          'invalid_request',
-          'unsupported_grant_type',
-          'unauthorized_client',
-          'invalid_scope',
-          'invalid_client',
-          'INVALID_TOKEN',
-          'UNAUTHORIZED',
-          'ADMIN_REQUIRED',
-          'INSUFFICIENT_SCOPE',
-          'ORIGIN_NOT_ALLOWED',
-          'ME_NOT_ALLOWED_FOR_ADMIN',
-          'APP_NOT_FOUND',
-          'NOT_FOUND',
-          'METHOD_NOT_ALLOWED',
-          'CONFLICT',
-          'REQUEST_TOO_LARGE',
-          'UNSUPPORTED_MEDIA_TYPE',
-          'TOO_MANY_REQUESTS',
-          'INTERNAL_ERROR',
-          'SERVICE_UNAVAILABLE',
-        ],
-        description: 'What deployed SDK clients read.',
-      }),
-      error: Type.Unsafe<
-        | 'invalid_request'
-        | 'unsupported_grant_type'
-        | 'unauthorized_client'
-        | 'invalid_scope'
-        | 'invalid_client'
-        | 'INVALID_TOKEN'
-        | 'UNAUTHORIZED'
-        | 'ADMIN_REQUIRED'
-        | 'INSUFFICIENT_SCOPE'
-        | 'ORIGIN_NOT_ALLOWED'
-        | 'ME_NOT_ALLOWED_FOR_ADMIN'
-        | 'APP_NOT_FOUND'
-        | 'NOT_FOUND'
-        | 'METHOD_NOT_ALLOWED'
-        | 'CONFLICT'
-        | 'REQUEST_TOO_LARGE'
-        | 'UNSUPPORTED_MEDIA_TYPE'
-        | 'TOO_MANY_REQUESTS'
-        | 'INTERNAL_ERROR'
-        | 'SERVICE_UNAVAILABLE'
-      >({
-        type: 'string',
-        enum: [
-          'invalid_request',
-          'unsupported_grant_type',
-          'unauthorized_client',
-          'invalid_scope',
-          'invalid_client',
-          'INVALID_TOKEN',
-          'UNAUTHORIZED',
-          'ADMIN_REQUIRED',
-          'INSUFFICIENT_SCOPE',
-          'ORIGIN_NOT_ALLOWED',
-          'ME_NOT_ALLOWED_FOR_ADMIN',
-          'APP_NOT_FOUND',
-          'NOT_FOUND',
-          'METHOD_NOT_ALLOWED',
-          'CONFLICT',
-          'REQUEST_TOO_LARGE',
-          'UNSUPPORTED_MEDIA_TYPE',
-          'TOO_MANY_REQUESTS',
-          'INTERNAL_ERROR',
-          'SERVICE_UNAVAILABLE',
-        ],
-        description: 'RFC 6749 §5.2; the same value as errorCode.',
-      }),
+      errorCode: errorCode('What deployed SDK clients read.'),
+      error: errorCode('RFC 6749 §5.2; the same value as errorCode.'),
       error_description: Type.String({ description: 'Human-readable; never contains a secret, a token or a % character.' }),
       message: Type.String({ description: 'The same text as error_description.' }),
     },
@@ -670,6 +588,29 @@ export const UNAUTHENTICATED = problem(
     },
   },
 );
+
+/** The headers of an answer that must not be cached (RFC 6749 §5.1: tokens, secrets). */
+export const NO_STORE = {
+  'Cache-Control': { type: 'string', const: 'no-store' },
+  Pragma: { type: 'string', const: 'no-cache' },
+};
+
+/** The challenge of an admin token whose scopes lack the feature's (`src/http/errors.ts`). */
+export const INSUFFICIENT_SCOPE_CHALLENGE = {
+  'WWW-Authenticate': {
+    description:
+      'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
+    type: 'string',
+  },
+};
+
+/** The `403` of an admin feature that needs `scope`. */
+export function adminFeature(scope: string) {
+  return problem(
+    `Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with \`scope\`) that do not include \`${scope}\` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.`,
+    INSUFFICIENT_SCOPE_CHALLENGE,
+  );
+}
 
 /** The `405` of the methods a path does not allow. */
 export function methodNotAllowed(allow: string, description = 'Any other method. Possible codes: METHOD_NOT_ALLOWED.') {

@@ -1,15 +1,16 @@
 import { Type } from 'typebox';
-import { preflightSchema } from '../openapi.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
 import {
   answer,
   APP_NOT_FOUND,
   AppParams,
-  methodNotAllowed,
   problem,
   Ref,
   RevokedTokens,
   UNAUTHENTICATED,
   UNAVAILABLE,
+  adminFeature,
+  NO_STORE,
 } from '../schemas.js';
 
 /**
@@ -40,40 +41,26 @@ export const revokeAllTokens = {
     { additionalProperties: false },
   ),
   response: {
-    200: answer(Ref(RevokedTokens), 'Revoked: `message` says what happened in words.', {
-      'Cache-Control': { type: 'string', const: 'no-store' },
-      Pragma: { type: 'string', const: 'no-cache' },
-    }),
+    200: answer(Ref(RevokedTokens), 'Revoked: `message` says what happened in words.', NO_STORE),
   },
   errors: {
     400: problem(
       '`kind` is absent, not exactly `admin`, `anonymous` or `all`, or repeated; another query parameter is sent; or the request has a body. Nothing is revoked. Possible codes: invalid_request.',
     ),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `tokens:revoke` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('tokens:revoke'),
     404: APP_NOT_FOUND,
     503: UNAVAILABLE,
   },
 };
 
 /** GET /api/apps/{appId}/tokens */
-export const appTokensOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'appTokensOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'GET, POST and every other method but DELETE answer 405 with `Allow: DELETE`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('DELETE') },
-};
+export const appTokensOtherMethods = otherMethodsSchema(
+  'tokens',
+  'appTokensOtherMethods',
+  'DELETE',
+  'GET, POST and every other method but DELETE answer 405 with `Allow: DELETE`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/tokens */
 export const preflightTokens = preflightSchema({ operationId: 'preflightTokens' });

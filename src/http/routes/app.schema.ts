@@ -1,4 +1,4 @@
-import { preflightSchema } from '../openapi.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
 import {
   answer,
   App,
@@ -6,11 +6,11 @@ import {
   AppConfiguration,
   AppConfigurationPatch,
   AppParams,
-  methodNotAllowed,
   problem,
   Ref,
   UNAUTHENTICATED,
   UNAVAILABLE,
+  adminFeature,
 } from '../schemas.js';
 
 /**
@@ -30,30 +30,19 @@ export const describeApp = {
   response: { 200: answer(Ref(App), 'The app; never a secret.') },
   errors: {
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `app:read` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('app:read'),
     404: APP_NOT_FOUND,
     503: UNAVAILABLE,
   },
 };
 
 /** PUT /api/apps/{appId} */
-export const appOtherMethods = {
-  tags: ['apps'],
-  operationId: 'appOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'PUT, POST, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const appOtherMethods = otherMethodsSchema(
+  'apps',
+  'appOtherMethods',
+  'GET, HEAD',
+  'PUT, POST, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId} */
 export const preflightApp = preflightSchema({ operationId: 'preflightApp' });
@@ -68,16 +57,7 @@ export const getConfiguration = {
   response: { 200: answer(Ref(AppConfiguration), 'The configuration.') },
   errors: {
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `configuration:read` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('configuration:read'),
     404: APP_NOT_FOUND,
     503: UNAVAILABLE,
   },
@@ -100,16 +80,7 @@ export const changeConfiguration = {
       'Malformed JSON, not an object, no field, an unknown field, or a value of the wrong type or out of range. Also a JSON body with a `__proto__` key, or a `constructor` key holding a `prototype` (valid JSON, refused as prototype poisoning): the message says so. Possible codes: invalid_request.',
     ),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `configuration:write` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('configuration:write'),
     404: APP_NOT_FOUND,
     413: problem(
       'The body is over 32768 bytes (32 KiB: room for 100 allowedOrigins of 300 characters; every other body is limited to 4096 bytes). Possible codes: REQUEST_TOO_LARGE.',
@@ -120,14 +91,12 @@ export const changeConfiguration = {
 };
 
 /** PUT /api/apps/{appId}/configuration */
-export const configurationOtherMethods = {
-  tags: ['apps'],
-  operationId: 'configurationOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'PUT, POST, DELETE and every other method but GET, HEAD and PATCH answer 405 with `Allow: GET, HEAD, PATCH`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('GET, HEAD, PATCH') },
-};
+export const configurationOtherMethods = otherMethodsSchema(
+  'apps',
+  'configurationOtherMethods',
+  'GET, HEAD, PATCH',
+  'PUT, POST, DELETE and every other method but GET, HEAD and PATCH answer 405 with `Allow: GET, HEAD, PATCH`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/configuration */
 export const preflightConfiguration = preflightSchema({ operationId: 'preflightConfiguration' });

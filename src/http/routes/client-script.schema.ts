@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { methodNotAllowed } from '../schemas.js';
+import { otherMethodsSchema } from '../openapi.js';
 
 /**
  * The client script: the schema of each route of `client-script.ts`, from which Fastify validates
@@ -38,10 +38,9 @@ export const clientScript = {
 };
 
 /** POST /tessera-client.js */
-export const clientScriptOtherMethods = {
-  tags: ['operations'],
-  operationId: 'clientScriptOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const clientScriptOtherMethods = otherMethodsSchema(
+  'operations',
+  'clientScriptOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
+);

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { preflightSchema } from '../openapi.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
 import {
   answer,
   APP_NOT_FOUND,
@@ -7,7 +7,6 @@ import {
   AppParams,
   CreatedCredential,
   Credential,
-  methodNotAllowed,
   NewCredential,
   problem,
   Ref,
@@ -15,6 +14,9 @@ import {
   RotatedCredential,
   UNAUTHENTICATED,
   UNAVAILABLE,
+  adminFeature,
+  INSUFFICIENT_SCOPE_CHALLENGE,
+  NO_STORE,
 } from '../schemas.js';
 
 /**
@@ -45,21 +47,12 @@ export const listCredentials = {
     200: answer(
       Type.Object({ credentials: Type.Array(Ref(Credential), { maxItems: 50 }) }, { additionalProperties: false }),
       'The credentials.',
-      { 'Cache-Control': { type: 'string', const: 'no-store' }, Pragma: { type: 'string', const: 'no-cache' } },
+      NO_STORE,
     ),
   },
   errors: {
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `credentials:manage` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('credentials:manage'),
     404: APP_NOT_FOUND,
     503: UNAVAILABLE,
   },
@@ -76,10 +69,7 @@ export const createCredential = {
   params: AppParams,
   body: Ref(NewCredential),
   response: {
-    201: answer(Ref(CreatedCredential), 'Created. The ClientSecret is in this answer only: it is stored as its HMAC-SHA256.', {
-      'Cache-Control': { type: 'string', const: 'no-store' },
-      Pragma: { type: 'string', const: 'no-cache' },
-    }),
+    201: answer(Ref(CreatedCredential), 'Created. The ClientSecret is in this answer only: it is stored as its HMAC-SHA256.', NO_STORE),
   },
   errors: {
     400: problem(
@@ -88,13 +78,7 @@ export const createCredential = {
     401: UNAUTHENTICATED,
     403: problem(
       "Not an admin token (ADMIN_REQUIRED); an admin token with scopes that do not include `credentials:manage`, or that asks for a scope it does not have itself (INSUFFICIENT_SCOPE, naming the first one missing). An admin token issued from a credential asking for a later `expiresAt` or wider `allowFrom` than that credential's (FORBIDDEN). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE, FORBIDDEN.",
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
+      INSUFFICIENT_SCOPE_CHALLENGE,
     ),
     404: APP_NOT_FOUND,
     409: problem(
@@ -107,14 +91,12 @@ export const createCredential = {
 };
 
 /** PUT /api/apps/{appId}/credentials */
-export const credentialsOtherMethods = {
-  tags: ['apps'],
-  operationId: 'credentialsOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'PUT, PATCH, DELETE and every other method but GET, HEAD and POST answer 405 with `Allow: GET, HEAD, POST`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('GET, HEAD, POST') },
-};
+export const credentialsOtherMethods = otherMethodsSchema(
+  'apps',
+  'credentialsOtherMethods',
+  'GET, HEAD, POST',
+  'PUT, PATCH, DELETE and every other method but GET, HEAD and POST answer 405 with `Allow: GET, HEAD, POST`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/credentials */
 export const preflightCredentials = preflightSchema({ operationId: 'preflightCredentials' });
@@ -129,38 +111,24 @@ export const revokeCredential = {
   security: [{ bearer: [] }],
   params: CredentialParams,
   response: {
-    200: answer(Ref(RevokedCredential), 'Revoked.', {
-      'Cache-Control': { type: 'string', const: 'no-store' },
-      Pragma: { type: 'string', const: 'no-cache' },
-    }),
+    200: answer(Ref(RevokedCredential), 'Revoked.', NO_STORE),
   },
   errors: {
     400: problem('The request has a body (an empty one, labelled with any type, is accepted). Possible codes: invalid_request.'),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `credentials:manage` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('credentials:manage'),
     404: problem('No app has this AppID, or the app has no credential with this ClientID. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
     503: UNAVAILABLE,
   },
 };
 
 /** GET /api/apps/{appId}/credentials/{clientId} */
-export const credentialOtherMethods = {
-  tags: ['apps'],
-  operationId: 'credentialOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'GET, POST and every other method but DELETE answer 405 with `Allow: DELETE`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('DELETE') },
-};
+export const credentialOtherMethods = otherMethodsSchema(
+  'apps',
+  'credentialOtherMethods',
+  'DELETE',
+  'GET, POST and every other method but DELETE answer 405 with `Allow: DELETE`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/credentials/{clientId} */
 export const preflightCredential = preflightSchema({ operationId: 'preflightCredential' });
@@ -189,10 +157,7 @@ export const rotateCredentialSecret = {
   }),
   'x-body-required': false,
   response: {
-    200: answer(Ref(RotatedCredential), 'The new ClientSecret, shown this once.', {
-      'Cache-Control': { type: 'string', const: 'no-store' },
-      Pragma: { type: 'string', const: 'no-cache' },
-    }),
+    200: answer(Ref(RotatedCredential), 'The new ClientSecret, shown this once.', NO_STORE),
   },
   errors: {
     400: problem(
@@ -201,13 +166,7 @@ export const rotateCredentialSecret = {
     401: UNAUTHENTICATED,
     403: problem(
       "Not an admin token (ADMIN_REQUIRED); an admin token with scopes that do not include `credentials:manage`, or lack one of the credential's (INSUFFICIENT_SCOPE). An admin token issued from a credential rotating one that expires later or may be used from more addresses (FORBIDDEN). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE, FORBIDDEN.",
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
+      INSUFFICIENT_SCOPE_CHALLENGE,
     ),
     404: problem('No app has this AppID, or the app has no credential with this ClientID. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
     409: problem(
@@ -220,14 +179,12 @@ export const rotateCredentialSecret = {
 };
 
 /** GET /api/apps/{appId}/credentials/{clientId}/rotate */
-export const credentialRotationOtherMethods = {
-  tags: ['apps'],
-  operationId: 'credentialRotationOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('POST') },
-};
+export const credentialRotationOtherMethods = otherMethodsSchema(
+  'apps',
+  'credentialRotationOtherMethods',
+  'POST',
+  'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/credentials/{clientId}/rotate */
 export const preflightCredentialRotation = preflightSchema({ operationId: 'preflightCredentialRotation' });
@@ -255,22 +212,13 @@ export const endCredentialPreviousSecret = {
         { additionalProperties: false },
       ),
       'Ended, or nothing to end.',
-      { 'Cache-Control': { type: 'string', const: 'no-store' }, Pragma: { type: 'string', const: 'no-cache' } },
+      NO_STORE,
     ),
   },
   errors: {
     400: problem('The request has a body (an empty one, labelled with any type, is accepted). Possible codes: invalid_request.'),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `credentials:manage` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('credentials:manage'),
     404: problem('No app has this AppID, or the app has no credential with this ClientID. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
     503: UNAVAILABLE,
   },

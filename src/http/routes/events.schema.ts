@@ -1,17 +1,17 @@
 import { Type } from 'typebox';
 import { EVENT_TYPES } from '../../events/event.js';
-import { preflightSchema } from '../openapi.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
 import {
   answer,
   APP_NOT_FOUND,
   AppParams,
   EventCounts,
   EventPage,
-  methodNotAllowed,
   problem,
   Ref,
   UNAUTHENTICATED,
   UNAVAILABLE,
+  adminFeature,
 } from '../schemas.js';
 
 /**
@@ -77,16 +77,7 @@ export const listEvents = {
       'An unknown `type`, a `cursor` this service did not give out, `limit` out of range, `since` or `until` not an RFC 3339 date-time, `since` not before `until` or more than 90 days before it, a `reason` not of `[a-z_]{1,40}`, a `clientAddress` that is not an IP address, or a repeated parameter: the message names the parameter. Possible codes: invalid_request.',
     ),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `events:read` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('events:read'),
     404: APP_NOT_FOUND,
     429: problem(
       'The app has 4 reads of its events or counts under way already (a filtered read, a chart): try again when they are answered. Possible codes: TOO_MANY_REQUESTS.',
@@ -97,14 +88,12 @@ export const listEvents = {
 };
 
 /** POST /api/apps/{appId}/events */
-export const eventsOtherMethods = {
-  tags: ['events'],
-  operationId: 'eventsOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const eventsOtherMethods = otherMethodsSchema(
+  'events',
+  'eventsOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/events */
 export const preflightEvents = preflightSchema({ operationId: 'preflightEvents' });
@@ -141,16 +130,7 @@ export const countEvents = {
       'An unknown `per`, a `since` or `until` that is not an RFC 3339 date-time after 1970, `since` not before `until`, more than 1440 buckets, or a repeated parameter. Possible codes: invalid_request.',
     ),
     401: UNAUTHENTICATED,
-    403: problem(
-      'Not an admin token (ADMIN_REQUIRED), or an admin token with scopes (issued from a credential, or asked for with `scope`) that do not include `events:read` (INSUFFICIENT_SCOPE). Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
-    ),
+    403: adminFeature('events:read'),
     404: APP_NOT_FOUND,
     429: problem(
       'The app has 4 reads of its events or counts under way already (a filtered read, a chart): try again when they are answered. Possible codes: TOO_MANY_REQUESTS.',
@@ -161,14 +141,12 @@ export const countEvents = {
 };
 
 /** POST /api/apps/{appId}/events/counts */
-export const eventCountsOtherMethods = {
-  tags: ['events'],
-  operationId: 'eventCountsOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const eventCountsOtherMethods = otherMethodsSchema(
+  'events',
+  'eventCountsOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/events/counts */
 export const preflightEventCounts = preflightSchema({ operationId: 'preflightEventCounts' });

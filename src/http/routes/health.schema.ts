@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { answer, methodNotAllowed, problem } from '../schemas.js';
+import { otherMethodsSchema } from '../openapi.js';
+import { answer, problem } from '../schemas.js';
 
 /**
  * Liveness and readiness: the schema of each route of `health.ts`, from which Fastify validates
@@ -16,13 +17,12 @@ export const liveness = {
 };
 
 /** POST /healthz */
-export const livenessOtherMethods = {
-  tags: ['operations'],
-  operationId: 'livenessOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const livenessOtherMethods = otherMethodsSchema(
+  'operations',
+  'livenessOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
+);
 
 /** GET /readyz */
 export const readiness = {
@@ -60,10 +60,9 @@ export const readiness = {
 };
 
 /** POST /readyz */
-export const readinessOtherMethods = {
-  tags: ['operations'],
-  operationId: 'readinessOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const readinessOtherMethods = otherMethodsSchema(
+  'operations',
+  'readinessOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
+);

@@ -1,4 +1,5 @@
-import { answer, AppParams, AuthorizationServerMetadata, methodNotAllowed, problem, Ref, UNAVAILABLE } from '../schemas.js';
+import { otherMethodsSchema } from '../openapi.js';
+import { answer, AppParams, AuthorizationServerMetadata, problem, Ref, UNAVAILABLE } from '../schemas.js';
 
 /**
  * Each app's Authorization Server Metadata (RFC 8414): the schema of each route of `metadata.ts`,
@@ -25,13 +26,12 @@ export const authorizationServerMetadata = {
 };
 
 /** POST /.well-known/oauth-authorization-server/api/apps/{appId} */
-export const authorizationServerMetadataOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'authorizationServerMetadataOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const authorizationServerMetadataOtherMethods = otherMethodsSchema(
+  'tokens',
+  'authorizationServerMetadataOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
+);
 
 /** GET /api/apps/{appId}/.well-known/openid-configuration */
 export const openidConfiguration = {

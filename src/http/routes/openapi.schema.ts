@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { methodNotAllowed } from '../schemas.js';
+import { otherMethodsSchema } from '../openapi.js';
 
 /**
  * The OpenAPI document itself: the schema of each route of `openapi.ts`, from which Fastify
@@ -17,10 +17,9 @@ export const openapi = {
 };
 
 /** POST /openapi.json */
-export const openapiOtherMethods = {
-  tags: ['apps'],
-  operationId: 'openapiOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const openapiOtherMethods = otherMethodsSchema(
+  'apps',
+  'openapiOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`; no credentials are needed.',
+);

@@ -1,6 +1,16 @@
 import { Type } from 'typebox';
-import { preflightSchema } from '../openapi.js';
-import { answer, APP_NOT_FOUND, AppParams, Introspection, methodNotAllowed, problem, Ref, UNAVAILABLE } from '../schemas.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
+import {
+  answer,
+  APP_NOT_FOUND,
+  AppParams,
+  Introspection,
+  problem,
+  Ref,
+  UNAVAILABLE,
+  INSUFFICIENT_SCOPE_CHALLENGE,
+  NO_STORE,
+} from '../schemas.js';
 
 /**
  * Revocation (RFC 7009) and introspection (RFC 7662): the schema of each route of `revocation-
@@ -61,7 +71,7 @@ export const revokeToken = {
     200: answer(
       Type.Unsafe<Record<string, unknown>>({ type: 'object', maxProperties: 0 }),
       'Revoked, or nothing to revoke: an empty JSON object.',
-      { 'Cache-Control': { type: 'string', const: 'no-store' }, Pragma: { type: 'string', const: 'no-cache' } },
+      NO_STORE,
     ),
   },
   errors: {
@@ -80,13 +90,7 @@ export const revokeToken = {
     ),
     403: problem(
       'A caller other than the admin names an admin token other than its own: ADMIN_REQUIRED. An admin with scopes but without `tokens:revoke` names an admin token other than its own: INSUFFICIENT_SCOPE. Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
+      INSUFFICIENT_SCOPE_CHALLENGE,
     ),
     404: APP_NOT_FOUND,
     413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
@@ -100,14 +104,12 @@ export const revokeToken = {
 };
 
 /** GET /api/apps/{appId}/oauth2/revoke */
-export const revokeOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'revokeOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('POST') },
-};
+export const revokeOtherMethods = otherMethodsSchema(
+  'tokens',
+  'revokeOtherMethods',
+  'POST',
+  'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/oauth2/revoke */
 export const preflightRevoke = preflightSchema({ operationId: 'preflightRevoke' });
@@ -123,10 +125,11 @@ export const introspectToken = {
   params: AppParams,
   body: tokenParameterBody('The access token to introspect.'),
   response: {
-    200: answer(Ref(Introspection), '`{"active": false}` for a token that is unknown, malformed, revoked, expired or of another app.', {
-      'Cache-Control': { type: 'string', const: 'no-store' },
-      Pragma: { type: 'string', const: 'no-cache' },
-    }),
+    200: answer(
+      Ref(Introspection),
+      '`{"active": false}` for a token that is unknown, malformed, revoked, expired or of another app.',
+      NO_STORE,
+    ),
   },
   errors: {
     400: problem(
@@ -144,13 +147,7 @@ export const introspectToken = {
     ),
     403: problem(
       "The caller is not the app's admin (an anonymous token, Basic anonymous access, the AppID and AppKey): ADMIN_REQUIRED. An admin token with scopes, or a credential's client authentication, without `tokens:introspect`: INSUFFICIENT_SCOPE. Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.",
-      {
-        'WWW-Authenticate': {
-          description:
-            'For INSUFFICIENT_SCOPE: `Bearer error="insufficient_scope", scope="SCOPE"` (RFC 6750 §3.1), SCOPE being the scope the feature needs.',
-          type: 'string',
-        },
-      },
+      INSUFFICIENT_SCOPE_CHALLENGE,
     ),
     404: APP_NOT_FOUND,
     413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
@@ -164,14 +161,12 @@ export const introspectToken = {
 };
 
 /** GET /api/apps/{appId}/oauth2/introspect */
-export const introspectOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'introspectOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
-  errors: { 405: methodNotAllowed('POST') },
-};
+export const introspectOtherMethods = otherMethodsSchema(
+  'tokens',
+  'introspectOtherMethods',
+  'POST',
+  'GET, PUT, DELETE and every other method but POST answer 405 with `Allow: POST`, once the request is authenticated (401 otherwise).',
+);
 
 /** OPTIONS /api/apps/{appId}/oauth2/introspect */
 export const preflightIntrospect = preflightSchema({ operationId: 'preflightIntrospect' });

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { preflightSchema } from '../openapi.js';
-import { answer, APP_NOT_FOUND, AppParams, problem, Ref, TokenResponse, UNAVAILABLE } from '../schemas.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
+import { answer, APP_NOT_FOUND, AppParams, NO_STORE, problem, Ref, TokenResponse, UNAVAILABLE } from '../schemas.js';
 
 /**
  * The token endpoint and its twin for deployed SDK clients: the schema of each route of `token-
@@ -92,6 +92,18 @@ function tokenRequestBody(description: string) {
   };
 }
 
+/** What both token endpoints refuse alike: an unknown app, a body too large or of another type, too many requests. */
+const TOKEN_REQUEST_REFUSED = {
+  404: APP_NOT_FOUND,
+  413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
+  415: problem('The Content-Type is not one of the accepted ones. Possible codes: UNSUPPORTED_MEDIA_TYPE.'),
+  429: problem(
+    'Too many token requests from this address, or too many failed admin attempts on this app from this address or from every address together. Possible codes: TOO_MANY_REQUESTS.',
+    { 'Retry-After': { description: 'Seconds to wait before trying again.', type: 'integer' } },
+  ),
+  503: UNAVAILABLE,
+};
+
 /** POST /api/apps/{appId}/oauth2/token */
 export const issueToken = {
   tags: ['tokens'],
@@ -108,7 +120,7 @@ export const issueToken = {
     200: answer(
       Ref(TokenResponse),
       'A new token. A token with scopes (from a credential, or asked for with `scope`) also has `scope`; any other has exactly the four fields it always had.',
-      { 'Cache-Control': { type: 'string', const: 'no-store' }, Pragma: { type: 'string', const: 'no-cache' } },
+      NO_STORE,
     ),
   },
   errors: {
@@ -119,25 +131,18 @@ export const issueToken = {
       "A malformed Basic header or another scheme (a bearer token is no client credential), no credentials at all (no `Authorization` header and none in the body), a Basic user part that is not the AppID with nothing in the body (taken as `client_secret_basic`, an admin attempt), a `client_id` that is neither the ClientID nor the AppID, a wrong ClientSecret (indistinguishable), or a wrong AppKey where the app requires it. A credential's ClientID with a wrong ClientSecret, after the credential's `expiresAt`, or from a client address not on its `allowFrom` gets the same answer as a wrong ClientSecret (the same body, after the same work), and counts against the limits on failed admin attempts. Possible codes: invalid_client.",
       { 'WWW-Authenticate': { description: '`Basic realm="tessera"`', type: 'string' } },
     ),
-    404: APP_NOT_FOUND,
-    413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
-    415: problem('The Content-Type is not one of the accepted ones. Possible codes: UNSUPPORTED_MEDIA_TYPE.'),
-    429: problem(
-      'Too many token requests from this address, or too many failed admin attempts on this app from this address or from every address together. Possible codes: TOO_MANY_REQUESTS.',
-      { 'Retry-After': { description: 'Seconds to wait before trying again.', type: 'integer' } },
-    ),
-    503: UNAVAILABLE,
+    ...TOKEN_REQUEST_REFUSED,
   },
 };
 
 /** GET /api/apps/{appId}/oauth2/token */
-export const tokenEndpointOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'tokenEndpointOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'GET, PUT, PATCH, DELETE, OPTIONS and every other method but POST answer 405 with `Allow: POST`.',
-  errors: { 405: problem('Any method but POST. Possible codes: METHOD_NOT_ALLOWED.', { Allow: { type: 'string', const: 'POST' } }) },
-};
+export const tokenEndpointOtherMethods = otherMethodsSchema(
+  'tokens',
+  'tokenEndpointOtherMethods',
+  'POST',
+  'GET, PUT, PATCH, DELETE, OPTIONS and every other method but POST answer 405 with `Allow: POST`.',
+  'Any method but POST. Possible codes: METHOD_NOT_ALLOWED.',
+);
 
 /** OPTIONS /api/apps/{appId}/oauth2/token */
 export const preflightToken = preflightSchema({ operationId: 'preflightToken' });
@@ -161,7 +166,7 @@ export const issueTokenForSdk = {
     200: answer(
       Ref(TokenResponse),
       'A new token. A token with scopes (from a credential, or asked for with `scope`) also has `scope`; any other has exactly the four fields it always had.',
-      { 'Cache-Control': { type: 'string', const: 'no-store' }, Pragma: { type: 'string', const: 'no-cache' } },
+      NO_STORE,
     ),
   },
   errors: {
@@ -172,25 +177,18 @@ export const issueTokenForSdk = {
       "No credentials at all (none in the body, no Basic header), a Basic user part that is not the AppID with nothing in the body, a client_id that is neither the ClientID nor the AppID, or a wrong ClientSecret (indistinguishable). A credential's ClientID with a wrong ClientSecret, after the credential's `expiresAt`, or from a client address not on its `allowFrom` gets the same answer as a wrong ClientSecret (the same body, after the same work), and counts against the limits on failed admin attempts. Possible codes: invalid_client.",
       { 'WWW-Authenticate': { description: '`Basic realm="tessera"`', type: 'string' } },
     ),
-    404: APP_NOT_FOUND,
-    413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
-    415: problem('The Content-Type is not one of the accepted ones. Possible codes: UNSUPPORTED_MEDIA_TYPE.'),
-    429: problem(
-      'Too many token requests from this address, or too many failed admin attempts on this app from this address or from every address together. Possible codes: TOO_MANY_REQUESTS.',
-      { 'Retry-After': { description: 'Seconds to wait before trying again.', type: 'integer' } },
-    ),
-    503: UNAVAILABLE,
+    ...TOKEN_REQUEST_REFUSED,
   },
 };
 
 /** GET /api/oauth2/token */
-export const sdkTokenEndpointOtherMethods = {
-  tags: ['tokens'],
-  operationId: 'sdkTokenEndpointOtherMethods',
-  summary: 'Other methods are refused',
-  description: 'GET, PUT, PATCH, DELETE, OPTIONS and every other method but POST answer 405 with `Allow: POST`.',
-  errors: { 405: problem('Any method but POST. Possible codes: METHOD_NOT_ALLOWED.', { Allow: { type: 'string', const: 'POST' } }) },
-};
+export const sdkTokenEndpointOtherMethods = otherMethodsSchema(
+  'tokens',
+  'sdkTokenEndpointOtherMethods',
+  'POST',
+  'GET, PUT, PATCH, DELETE, OPTIONS and every other method but POST answer 405 with `Allow: POST`.',
+  'Any method but POST. Possible codes: METHOD_NOT_ALLOWED.',
+);
 
 /** OPTIONS /api/oauth2/token */
 export const preflightSdkToken = preflightSchema({

@@ -1,17 +1,6 @@
 import { Type } from 'typebox';
-import { preflightSchema } from '../openapi.js';
-import {
-  answer,
-  APP_NOT_FOUND,
-  AppId,
-  AppParams,
-  methodNotAllowed,
-  problem,
-  Ref,
-  UNAUTHENTICATED,
-  UNAVAILABLE,
-  Whoami,
-} from '../schemas.js';
+import { otherMethodsSchema, preflightSchema } from '../openapi.js';
+import { answer, APP_NOT_FOUND, AppId, AppParams, problem, Ref, UNAUTHENTICATED, UNAVAILABLE, Whoami } from '../schemas.js';
 
 /**
  * whoami, and every other path under an app: the schema of each route of `whoami.ts`, from which
@@ -32,14 +21,12 @@ export const whoami = {
 };
 
 /** POST /api/apps/{appId}/whoami */
-export const whoamiOtherMethods = {
-  tags: ['authentication'],
-  operationId: 'whoamiOtherMethods',
-  summary: 'Other methods are refused',
-  description:
-    'POST, PUT, DELETE, TRACE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise). So does CONNECT, after which the connection is closed.',
-  errors: { 405: methodNotAllowed('GET, HEAD') },
-};
+export const whoamiOtherMethods = otherMethodsSchema(
+  'authentication',
+  'whoamiOtherMethods',
+  'GET, HEAD',
+  'POST, PUT, DELETE, TRACE and every other method but GET and HEAD answer 405 with `Allow: GET, HEAD`, once the request is authenticated (401 otherwise). So does CONNECT, after which the connection is closed.',
+);
 
 /** OPTIONS /api/apps/{appId}/whoami */
 export const preflightWhoami = preflightSchema({ operationId: 'preflightWhoami' });
