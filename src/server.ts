@@ -10,12 +10,14 @@ import { answerConnectRequests } from './http/connect.js';
 import { acceptJsonBodies } from './http/content-types.js';
 import { browserAccess } from './http/cors.js';
 import { answeredDetailOf, logAnsweredError } from './http/error-log.js';
-import { errorBody, sendError, toTesseraError } from './http/errors.js';
+import { errorBody, schemaRefusal, sendError, toTesseraError } from './http/errors.js';
 import { keepForwardedAddressesOnly } from './http/forwarded-for.js';
 import { refuseOtherMethods } from './http/methods.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './http/request-id.js';
 import { tesseraAuth } from './http/middleware/fastify.js';
 import { PORTAL_PREFIX } from './http/paths.js';
+import { generateOpenApiDocument } from './http/openapi.js';
+import { SHARED_SCHEMAS } from './http/schemas.js';
 import { appRoutes } from './http/routes/app.js';
 import { tokenLifecycleRoutes } from './http/routes/app-tokens.js';
 import { clientScriptRoute } from './http/routes/client-script.js';
@@ -53,6 +55,11 @@ export interface ServerOptions {
   portalSignup?: 'open' | 'invite';
   /** OpenTelemetry's instrumentation of the requests (the `OTEL_*` variables; `src/tracing/`), when tracing is on. */
   tracing?: RequestTracing;
+  /**
+   * Called first on the new instance, before any route is added: how docs/openapi.json is generated
+   * (`src/http/openapi.ts` registers `@fastify/swagger` there). Never set when serving.
+   */
+  document?: (app: FastifyInstance) => void;
 }
 
 /** How requests are traced: what `src/tracing/` gives the server. */
@@ -139,6 +146,7 @@ function buildApp(
     publicUrl,
     portal: withPortal = true,
     portalSignup = 'invite',
+    document,
   }: ServerOptions,
   { instrument, serverFactory }: Twin,
 ): FastifyInstance {
@@ -161,6 +169,20 @@ function buildApp(
     requestIdHeader: false,
     genReqId: requestIdOf,
     clientErrorHandler: answerClientError,
+    // Each route's schema (src/http/routes/*.schema.ts) is checked as written: no value converted to
+    // the type it should have (a JSON body's `"5"` is not 5), none added (defaults) or removed (an
+    // unknown field is refused where the schema says so), and a refusal names the first problem only,
+    // in the contract's shape (`schemaRefusal`; `verbose` gives it the schema's `x-` keywords).
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        useDefaults: false,
+        removeAdditional: false,
+        verbose: true,
+        keywords: ['x-error-code', 'x-field-name'],
+      },
+    },
+    schemaErrorFormatter: schemaRefusal,
     frameworkErrors: (error, request, reply) => {
       reply.header(REQUEST_ID_HEADER, request.id);
       const answered = toTesseraError(error);
@@ -172,6 +194,8 @@ function buildApp(
   }) as unknown as FastifyInstance;
   // At once, as @fastify/otel registers itself when asked to: its hooks come first, and it sees every route added.
   instrument?.(app, {}, () => {});
+  document?.(app);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   if (trustedProxies.length > 0) keepForwardedAddressesOnly(app);
 
@@ -282,6 +306,15 @@ function buildApp(
   app.register(openapiRoute);
 
   return app;
+}
+
+/**
+ * docs/openapi.json, as the routes of a server over `tessera` describe it (`src/http/openapi.ts`):
+ * what `npm run openapi` writes, and tests/http/openapi.test.ts compares with the file. The portal's
+ * pages are no part of the API.
+ */
+export function openApiDocument(tessera: Tessera): Promise<string> {
+  return generateOpenApiDocument((document) => buildServer({ tessera, portal: false, document }));
 }
 
 /** A socket with nothing happening on it for this long is closed, whatever its state. */

@@ -1,3 +1,4 @@
+import { parse as parseQueryString } from 'node:querystring';
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
 import { TesseraError } from '../errors.js';
 import { notJson } from './errors.js';
@@ -31,18 +32,42 @@ const LOOKS_LIKE_JSON = /^\s*[{[]/;
  */
 export function acceptFormBodies(app: FastifyInstance): void {
   app.addContentTypeParser(FORM_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    if (LOOKS_LIKE_JSON.test(body as string)) done(sentAsForm());
+    else done(null, new URLSearchParams(body as string));
+  });
+}
+
+/**
+ * RFC 6749's encoding for the API's routes, whose schemas check a form's fields as they check a
+ * JSON body's: an object without a prototype (so that no field name can be `__proto__`'s), each
+ * field a string. One of `fields` sent twice is `400` (RFC 6749 §3.2: a parameter must not be
+ * included more than once); any other field is left as sent, an array if repeated, for the schema.
+ * A body that looks like JSON is refused as `acceptFormBodies` refuses it.
+ */
+export function acceptFormFields(app: FastifyInstance, fields: readonly string[]): void {
+  app.addContentTypeParser(FORM_TYPE, { parseAs: 'string' }, (_request, body, done) => {
     if (LOOKS_LIKE_JSON.test(body as string)) {
-      done(
-        new TesseraError(
-          'invalid_request',
-          'The request body looks like JSON but was sent as a form (Content-Type: application/x-www-form-urlencoded, ' +
-            'as curl -d does); send it with the header Content-Type: application/json.',
-        ),
-      );
+      done(sentAsForm());
       return;
     }
-    done(null, new URLSearchParams(body as string));
+    // Decoded as URLSearchParams decodes ('+' is a space, a malformed escape is kept as it is), with no limit on the number of fields.
+    const parsed = parseQueryString(body as string, '&', '=', { maxKeys: 0 });
+    for (const name of fields) {
+      if (Array.isArray(parsed[name])) {
+        done(new TesseraError('invalid_request', `${name} must not be repeated.`));
+        return;
+      }
+    }
+    done(null, parsed);
   });
+}
+
+function sentAsForm(): TesseraError {
+  return new TesseraError(
+    'invalid_request',
+    'The request body looks like JSON but was sent as a form (Content-Type: application/x-www-form-urlencoded, ' +
+      'as curl -d does); send it with the header Content-Type: application/json.',
+  );
 }
 
 /**

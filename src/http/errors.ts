@@ -1,6 +1,7 @@
-import type { FastifyError, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify';
 import { appNotFound, notFound, unsupportedMediaType } from '../error-catalogue.js';
-import { isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
+import { ERROR_STATUS, isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
+import { quoted } from '../text.js';
 
 /**
  * The one place where errors become HTTP: the contract's body
@@ -85,4 +86,123 @@ export function notJson(parserError: Error): TesseraError {
   const where = /at position \d+(?: \(line \d+ column \d+\))?|Unexpected end of JSON input/.exec(parserError.message)?.[0];
   const detail = `${(parserError as Partial<FastifyError>).code ?? parserError.name}${where === undefined ? '' : `: ${where}`}`;
   return new TesseraError('invalid_request', 'The request body is not valid JSON.', { internalDetail: detail });
+}
+
+/** What Ajv tells of a problem with `verbose`: the schema that has the failing keyword, and the value. */
+type VerboseError = FastifySchemaValidationError & { parentSchema?: Record<string, unknown>; data?: unknown };
+
+/** What a schema's `type` names, as a message says it. */
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  array: 'an array',
+  object: 'a JSON object',
+  null: 'null',
+};
+
+/** What a schema's `format` names, as a message says it. */
+const FORMAT_WORDS: Record<string, string> = {
+  'date-time': 'a date-time (RFC 3339, such as 2026-01-31T12:00:00Z)',
+  uri: 'a URI',
+};
+
+/** Where a request's value was refused, as a message names it. */
+const PARTS: Record<string, string> = { body: 'the request body', querystring: 'the query', headers: 'the headers', params: 'the path' };
+
+/**
+ * A request that a route's schema refused (Fastify's `schemaErrorFormatter`; with `allErrors` off,
+ * the first problem found), as the contract's error: `400 invalid_request` whose message starts with
+ * the field's name and says what is wrong with it, never the value sent (only a name the client
+ * gave, quoted). A schema may name the code of its refusals (`x-error-code`, as `scope` of a token
+ * request is `invalid_scope`) and what an unknown field of it is called (`x-field-name`, "Unknown
+ * configuration field"). A path parameter of a form no resource has names nothing: `404`.
+ */
+export function schemaRefusal(errors: FastifySchemaValidationError[], part: string): TesseraError {
+  const error: VerboseError | undefined = errors[0];
+  const detail = `schema: ${part}${error?.instancePath ?? ''} ${error?.keyword ?? ''}`;
+  if (part === 'params') {
+    const parameter = error?.instancePath.split('/')[1];
+    return withInternalDetail(parameter === 'appId' ? appNotFound() : notFound(), detail);
+  }
+  if (error === undefined)
+    return new TesseraError('invalid_request', `The request is malformed (${PARTS[part] ?? part}).`, { internalDetail: detail });
+  const named = error.parentSchema?.['x-error-code'];
+  const code: ErrorCode = typeof named === 'string' && isErrorCode(named) ? named : 'invalid_request';
+  return new TesseraError(code, refusalMessage(error, part), { internalDetail: detail });
+}
+
+function refusalMessage(error: VerboseError, part: string): string {
+  const { params } = error;
+  const path = error.instancePath.split('/').slice(1);
+  if (error.keyword === 'additionalProperties') {
+    const named = error.parentSchema?.['x-field-name'];
+    const noun = typeof named === 'string' ? named : part === 'querystring' ? 'query parameter' : part === 'headers' ? 'header' : 'field';
+    return `Unknown ${noun} ${quoted(String(params.additionalProperty))}.`;
+  }
+  if (error.keyword === 'required') path.push(String(params.missingProperty));
+  if (path.length === 0) {
+    if (error.keyword === 'type') return `${capitalized(PARTS[part] ?? part)} must be ${words(params.type)}.`;
+    if (error.keyword === 'minProperties') return `${capitalized(PARTS[part] ?? part)} must have at least ${String(params.limit)} field.`;
+    return `${capitalized(PARTS[part] ?? part)} is malformed (${error.keyword}).`;
+  }
+  // The field by its name; a part of it by where it is: `scopes entry 2`.
+  const [first, ...rest] = path;
+  const field = [first, ...rest.map((segment) => (/^[0-9]+$/.test(segment) ? `entry ${Number(segment) + 1}` : `field ${segment}`))].join(
+    ' ',
+  );
+  switch (error.keyword) {
+    case 'required':
+      return `${field} is required.`;
+    case 'type':
+      // A query parameter is a string, or an array of the strings sent when it is repeated.
+      return part === 'querystring' ? `${field} must not be repeated.` : `${field} must be ${words(params.type)}.`;
+    case 'enum':
+      if (typeof error.parentSchema?.['x-field-name'] === 'string' && typeof error.data === 'string') {
+        const noun = error.parentSchema['x-field-name'];
+        const known = (params.allowedValues as unknown[]).filter((value) => value !== '');
+        return `Unknown ${noun} ${quoted(error.data)}; the ${noun}s are: ${known.join(', ')}.`;
+      }
+    // falls through
+    case 'const': {
+      const allowed = error.keyword === 'enum' ? (params.allowedValues as unknown[]) : [params.allowedValue];
+      return `${field} must be ${allowed
+        .map((value) => JSON.stringify(value))
+        .join(', ')
+        .replace(/, ([^,]*)$/, ' or $1')}.`;
+    }
+    case 'format':
+      return `${field} must be ${FORMAT_WORDS[String(params.format)] ?? String(params.format)}.`;
+    case 'pattern':
+      return `${field} must be of the form ${String(params.pattern)}.`;
+    case 'maxLength':
+      return `${field} must be at most ${String(params.limit)} characters long.`;
+    case 'minLength':
+      return params.limit === 1 ? `${field} must not be empty.` : `${field} must be at least ${String(params.limit)} characters long.`;
+    case 'maxItems':
+      return `${field} must have at most ${String(params.limit)} entries.`;
+    case 'minItems':
+      return `${field} must have at least ${String(params.limit)} entries.`;
+    case 'maximum':
+    case 'minimum':
+      return `${field} must be ${error.keyword === 'maximum' ? 'at most' : 'at least'} ${String(params.limit)}.`;
+    default:
+      return `${field} is malformed (${error.keyword}).`;
+  }
+}
+
+function isErrorCode(name: string): name is ErrorCode {
+  return Object.hasOwn(ERROR_STATUS, name);
+}
+
+function words(type: unknown): string {
+  return String(type)
+    .split(',')
+    .map((name) => TYPE_WORDS[name] ?? name)
+    .join(' or ');
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }

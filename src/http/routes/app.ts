@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { checkAdminScope } from '../../app-access.js';
 import { describeApp } from '../../apps/app.js';
 import type { AppCache } from '../../apps/cache.js';
@@ -8,6 +8,15 @@ import { acceptJsonBodies } from '../content-types.js';
 import { refuseOtherMethods } from '../methods.js';
 import { requireAdmin } from '../middleware/fastify.js';
 import { APP_PATH, CONFIGURATION_PATH } from '../paths.js';
+import {
+  appOtherMethods,
+  changeConfiguration,
+  configurationOtherMethods,
+  describeApp as describeAppSchema,
+  getConfiguration,
+  preflightApp,
+  preflightConfiguration,
+} from './app.schema.js';
 
 /**
  * The one body larger than a token request: `allowedOrigins` may hold 100 origins of 300 characters
@@ -16,30 +25,36 @@ import { APP_PATH, CONFIGURATION_PATH } from '../paths.js';
  */
 export const CONFIGURATION_BODY_LIMIT_BYTES = 32 * 1024;
 
-type AppParams = { Params: { appId: string } };
-
 /** Admin features of the app itself. Needs `tesseraAuth` registered in the same scope. */
-export const appRoutes: FastifyPluginAsync<{ apps: AppCache; appService: AppService }> = async (app, { apps, appService }) => {
+export const appRoutes: FastifyPluginAsyncTypebox<{ apps: AppCache; appService: AppService }> = async (app, { apps, appService }) => {
   // RFC 7396's media type for a JSON merge patch, parsed as JSON.
   acceptJsonBodies(app, 'application/merge-patch+json');
 
-  app.get<AppParams>(APP_PATH, { onRequest: requireAdmin }, async (request) => {
+  app.get(APP_PATH, { schema: describeAppSchema, onRequest: requireAdmin }, async (request) => {
     checkAdminScope(request.principal, 'view_app');
     return describeApp(await apps.require(request.params.appId));
   });
 
-  app.get<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin }, async (request) => {
+  app.get(CONFIGURATION_PATH, { schema: getConfiguration, onRequest: requireAdmin }, async (request) => {
     checkAdminScope(request.principal, 'view_configuration');
     return (await apps.require(request.params.appId)).configuration;
   });
 
-  app.patch<AppParams>(CONFIGURATION_PATH, { onRequest: requireAdmin, bodyLimit: CONFIGURATION_BODY_LIMIT_BYTES }, async (request) => {
-    return appService.configure(request.params.appId, parseConfigurationChanges(request.body), {
-      clientAddress: request.ip,
-      by: request.principal,
-    });
-  });
+  app.patch(
+    CONFIGURATION_PATH,
+    { schema: changeConfiguration, onRequest: requireAdmin, bodyLimit: CONFIGURATION_BODY_LIMIT_BYTES },
+    async (request) => {
+      return appService.configure(request.params.appId, parseConfigurationChanges(request.body), {
+        clientAddress: request.ip,
+        by: request.principal,
+      });
+    },
+  );
 
-  refuseOtherMethods(app, APP_PATH, ['GET']);
-  refuseOtherMethods(app, CONFIGURATION_PATH, ['GET', 'PATCH']);
+  refuseOtherMethods(app, APP_PATH, ['GET'], { method: 'PUT', schema: appOtherMethods, preflight: preflightApp });
+  refuseOtherMethods(app, CONFIGURATION_PATH, ['GET', 'PATCH'], {
+    method: 'PUT',
+    schema: configurationOtherMethods,
+    preflight: preflightConfiguration,
+  });
 };

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
 import { refuseOtherMethods } from '../methods.js';
 import { CLIENT_SCRIPT_PATH } from '../paths.js';
+import { clientScript as clientScriptSchema, clientScriptOtherMethods } from './client-script.schema.js';
 
 /**
  * `tessera-tokens/client` as the server serves it: the compiled module (`dist/src/client/client.js`)
@@ -30,12 +31,12 @@ export const clientScriptRoute: FastifyPluginAsync = async (app) => {
     'cross-origin-resource-policy': 'cross-origin',
     'x-content-type-options': 'nosniff',
   };
-  app.get(CLIENT_SCRIPT_PATH, (request, reply) => {
+  app.get(CLIENT_SCRIPT_PATH, { schema: clientScriptSchema }, (request, reply) => {
     reply.headers(headers);
     if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
     return reply.send(script);
   });
-  refuseOtherMethods(app, CLIENT_SCRIPT_PATH, ['GET']);
+  refuseOtherMethods(app, CLIENT_SCRIPT_PATH, ['GET'], { method: 'POST', schema: clientScriptOtherMethods });
 };
 
 /** RFC 9110 §13.1.2: `*`, or a list of entity tags compared weakly. */

@@ -7,7 +7,9 @@ import type { ForwardAuthDecision, Metrics } from '../../metrics/port.js';
 import { ignoreBodies } from '../content-types.js';
 import { toTesseraError } from '../errors.js';
 import { singleHeader } from '../headers.js';
+import { routeEveryMethod } from '../methods.js';
 import { FORWARD_AUTH_PATH } from '../paths.js';
+import { forwardAuth, forwardAuthByPath, preflightForwardAuth, preflightForwardAuthByPath } from './forward-auth.schema.js';
 
 /** Identity headers of an admitted request, for the proxy to pass to the upstream. */
 export const IDENTITY_HEADERS = {
@@ -75,8 +77,8 @@ export const forwardAuthRoutes: FastifyPluginAsync<{
     reply.code(200).send();
   };
 
-  app.all(FORWARD_AUTH_PATH, handler);
-  app.all(`${FORWARD_AUTH_PATH}/*`, handler);
+  routeEveryMethod(app, FORWARD_AUTH_PATH, handler, { GET: forwardAuth, OPTIONS: preflightForwardAuth });
+  routeEveryMethod(app, `${FORWARD_AUTH_PATH}/*`, handler, { GET: forwardAuthByPath, OPTIONS: preflightForwardAuthByPath });
 };
 
 /**

@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { serviceUnavailable } from '../../error-catalogue.js';
 import { isTesseraError, type TesseraError } from '../../errors.js';
 import type { Store } from '../../store/store.js';
 import { refuseOtherMethods } from '../methods.js';
 import { HEALTH_PATH, READINESS_PATH } from '../paths.js';
+import { liveness, livenessOtherMethods, readiness, readinessOtherMethods } from './health.schema.js';
 
 const READINESS_TIMEOUT_MS = 1_000;
 
@@ -13,31 +14,31 @@ const READINESS_TIMEOUT_MS = 1_000;
  * through within PG_STALE_LIMIT_MS of the last proof that changes are heard). Both say whether
  * changes made elsewhere are heard, and why not. Neither needs credentials.
  */
-export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get(HEALTH_PATH, (_request, reply) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (app, { store }) => {
+  app.get(HEALTH_PATH, { schema: liveness }, (_request, reply) => {
     reply.header('cache-control', 'no-store').send({ status: 'ok' });
   });
 
-  app.get(READINESS_PATH, async (_request, reply) => {
+  app.get(READINESS_PATH, { schema: readiness }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     const answers = await storeAnswers(store);
     const signal = store.changeSignal();
-    const changes = signal.up ? { changeSignal: 'up' } : { changeSignal: 'down', problem: signal.problem };
-    if (answers === true) return { status: 'ready', store: store.backend, ...changes };
+    const changes = signal.up ? { changeSignal: 'up' as const } : { changeSignal: 'down' as const, problem: signal.problem };
+    if (answers === true) return { status: 'ready' as const, store: store.backend, ...changes };
     if (signal.trustedUntil > Date.now()) {
       return {
-        status: 'ready',
+        status: 'ready' as const,
         store: store.backend,
         ...changes,
-        database: 'unreachable',
+        database: 'unreachable' as const,
         cachesTrustedUntil: new Date(signal.trustedUntil).toISOString(),
       };
     }
     throw answers;
   });
 
-  refuseOtherMethods(app, HEALTH_PATH, ['GET']);
-  refuseOtherMethods(app, READINESS_PATH, ['GET']);
+  refuseOtherMethods(app, HEALTH_PATH, ['GET'], { method: 'POST', schema: livenessOtherMethods });
+  refuseOtherMethods(app, READINESS_PATH, ['GET'], { method: 'POST', schema: readinessOtherMethods });
 };
 
 /** True if the store answers within the readiness timeout, else the error to answer with. */

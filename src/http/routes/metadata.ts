@@ -1,32 +1,15 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppCache } from '../../apps/cache.js';
 import { TesseraError } from '../../errors.js';
 import { authorizationServerMetadata, issuerOf } from '../../tokens/metadata.js';
-import { refuseOtherMethods } from '../methods.js';
+import { refuseOtherMethods, routeEveryMethod } from '../methods.js';
 import { APP_PATH, METADATA_PREFIX } from '../paths.js';
 import { publicBaseUrl } from '../public-url.js';
-
-const stringArray = { type: 'array', items: { type: 'string' } } as const;
-const metadataSchema = {
-  response: {
-    200: {
-      type: 'object',
-      properties: {
-        issuer: { type: 'string' },
-        token_endpoint: { type: 'string' },
-        revocation_endpoint: { type: 'string' },
-        introspection_endpoint: { type: 'string' },
-        grant_types_supported: stringArray,
-        response_types_supported: stringArray,
-        scopes_supported: stringArray,
-        token_endpoint_auth_methods_supported: stringArray,
-        revocation_endpoint_auth_methods_supported: stringArray,
-        introspection_endpoint_auth_methods_supported: stringArray,
-      },
-      additionalProperties: false,
-    },
-  },
-} as const;
+import {
+  authorizationServerMetadata as metadataSchema,
+  authorizationServerMetadataOtherMethods,
+  openidConfiguration,
+} from './metadata.schema.js';
 
 export interface MetadataRoutesOptions {
   apps: AppCache;
@@ -39,11 +22,14 @@ export interface MetadataRoutesOptions {
  * has a path, its well-known URL has that path too (`/.well-known/oauth-authorization-server/prefix/api/apps/…`),
  * and is served as well as the plain one, whichever of the two a proxy passes on.
  */
-export const metadataRoutes: FastifyPluginAsync<MetadataRoutesOptions> = async (app, { apps, publicUrl }) => {
+export const metadataRoutes: FastifyPluginAsyncTypebox<MetadataRoutesOptions> = async (app, { apps, publicUrl }) => {
   const prefix = publicUrl === undefined ? '' : new URL(publicUrl).pathname.replace(/\/+$/, '');
   const paths = [...new Set([`${METADATA_PREFIX}${APP_PATH}`, `${METADATA_PREFIX}${prefix}${APP_PATH}`])];
-  for (const path of paths) {
-    app.get<{ Params: { appId: string } }>(path, { schema: metadataSchema }, async (request) => {
+  for (const [i, path] of paths.entries()) {
+    // The plain path is the document's; the one with PUBLIC_URL's path (when there is one) serves the same.
+    const documented = i === 0;
+    const schema = documented ? metadataSchema : { ...metadataSchema, operationId: undefined };
+    app.get(path, { schema }, async (request) => {
       const target = await apps.require(request.params.appId);
       const base = publicBaseUrl(publicUrl, app.server);
       if (base === undefined) {
@@ -54,15 +40,20 @@ export const metadataRoutes: FastifyPluginAsync<MetadataRoutesOptions> = async (
       }
       return authorizationServerMetadata(issuerOf(base, target.appId));
     });
-    refuseOtherMethods(app, path, ['GET']);
+    refuseOtherMethods(app, path, ['GET'], documented ? { method: 'POST', schema: authorizationServerMetadataOtherMethods } : undefined);
   }
 
   // openid-client looks here by default; this service is no OpenID provider, so say where to look.
-  app.all(`${APP_PATH}/.well-known/openid-configuration`, async () => {
-    throw new TesseraError(
-      'NOT_FOUND',
-      'This service is no OpenID provider. Its OAuth 2.0 metadata (RFC 8414) is at ' +
-        `${METADATA_PREFIX}/api/apps/{appId} (in openid-client: discovery with algorithm "oauth2").`,
-    );
-  });
+  routeEveryMethod(
+    app,
+    `${APP_PATH}/.well-known/openid-configuration`,
+    async () => {
+      throw new TesseraError(
+        'NOT_FOUND',
+        'This service is no OpenID provider. Its OAuth 2.0 metadata (RFC 8414) is at ' +
+          `${METADATA_PREFIX}/api/apps/{appId} (in openid-client: discovery with algorithm "oauth2").`,
+      );
+    },
+    { GET: openidConfiguration },
+  );
 };

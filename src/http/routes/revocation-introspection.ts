@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { AppRecord } from '../../apps/app.js';
 import type { AppCache } from '../../apps/cache.js';
 import { checkAdminScope } from '../../app-access.js';
@@ -11,37 +12,10 @@ import type { TokenChecker } from '../../tokens/checker.js';
 import type { EndpointCallers } from '../../auth/endpoint-callers.js';
 import { parseBodyCredentials, parseTokenParameter } from '../../tokens/request.js';
 import type { TokenRevoker } from '../../tokens/revocation.js';
-import { acceptFormBodies } from '../content-types.js';
+import { acceptFormFields } from '../content-types.js';
 import { preventCaching, singleHeader } from '../headers.js';
 import { INTROSPECT_PATH, REVOKE_PATH } from '../paths.js';
-
-type AppParams = { Params: { appId: string } };
-
-const revocationSchema = {
-  response: { 200: { type: 'object', properties: {}, additionalProperties: false } },
-} as const;
-
-const introspectionSchema = {
-  response: {
-    200: {
-      type: 'object',
-      properties: {
-        active: { type: 'boolean' },
-        token_type: { type: 'string' },
-        principal: { type: 'string' },
-        id: { type: 'string' },
-        sub: { type: 'string' },
-        client_id: { type: 'string' },
-        scope: { type: 'string' },
-        app_id: { type: 'string' },
-        iat: { type: 'integer' },
-        exp: { type: 'integer' },
-      },
-      required: ['active'],
-      additionalProperties: false,
-    },
-  },
-} as const;
+import { introspectToken, revokeToken, TOKEN_PARAMETER_FIELDS } from './revocation-introspection.schema.js';
 
 /** What revocation and introspection use. */
 export interface EndpointRoutesOptions {
@@ -56,13 +30,15 @@ export interface EndpointRoutesOptions {
 /**
  * Revocation (RFC 7009) and introspection (RFC 7662). They authenticate their caller themselves,
  * after the body is read, since an OAuth client may send its credentials there (`client_secret_post`);
- * their other methods are answered with the rest of the app's paths (`app-tokens.ts`).
+ * their other methods are answered with the rest of the app's paths (`app-tokens.ts`). The schema's
+ * refusal of a body is answered where the token is read, after the caller's authentication
+ * (`tokenParameter`), as it always was.
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
+export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointRoutesOptions> = async (
   app,
   { apps, callers, checker, revoker, limits, metrics },
 ) => {
-  acceptFormBodies(app);
+  acceptFormFields(app, TOKEN_PARAMETER_FIELDS);
   preventCaching(app);
 
   const callerOf = (target: AppRecord, request: FastifyRequest): Promise<Principal> =>
@@ -75,31 +51,31 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       body: parseBodyCredentials(request.body),
     });
 
-  app.post<AppParams>(REVOKE_PATH, { schema: revocationSchema }, async (request) => {
+  app.post(REVOKE_PATH, { schema: revokeToken, attachValidation: true }, async (request) => {
     // Anyone holding an anonymous token may revoke it, and each revocation is kept until the token
     // expires: revocations share the token endpoint's limit per client address.
     await limits.checkTokenRequest(request.ip);
     const target = await apps.require(request.params.appId);
     const caller = await callerOf(target, request);
-    const token = parseTokenParameter(request.body);
+    const token = tokenParameter(request);
     await revoker.revoke(target, token, { clientAddress: request.ip, by: caller });
     // RFC 7009 §2.2: 200, also for a token that was unknown or already revoked. An empty JSON object
     // rather than no body: client libraries parse the answer as JSON.
     return {};
   });
 
-  app.post<AppParams>(INTROSPECT_PATH, { schema: introspectionSchema }, async (request) => {
+  app.post(INTROSPECT_PATH, { schema: introspectToken, attachValidation: true }, async (request) => {
     const target = await apps.require(request.params.appId);
     const caller = await callerOf(target, request);
     if (caller.kind !== 'admin') throw adminRequired();
     checkAdminScope(caller, 'introspect_tokens');
-    const token = parseTokenParameter(request.body);
+    const token = tokenParameter(request);
     const active = await checker.introspect(target, token);
     metrics.introspected(active !== undefined);
     if (active === undefined) return { active: false };
     return {
       active: true,
-      token_type: 'bearer',
+      token_type: 'bearer' as const,
       principal: active.kind,
       id: active.id,
       sub: active.id,
@@ -111,3 +87,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     };
   });
 };
+
+/** The request's `token`, once its schema has checked the body (`revocation-introspection.schema.ts`). */
+function tokenParameter(request: FastifyRequest): string {
+  if (request.validationError) throw request.validationError;
+  return parseTokenParameter(request.body);
+}

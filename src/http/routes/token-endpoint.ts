@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { AppCache } from '../../apps/cache.js';
 import { SDK_APP_ID } from '../../auth/authenticate.js';
 import { parseAuthorization } from '../../tokens/authorization-header.js';
@@ -8,26 +9,20 @@ import type { RateLimits } from '../../limits/rate-limits.js';
 import { anonymousRequest } from '../../request-context.js';
 import { clientAuthenticationRequired, clientCredentials } from '../../tokens/credentials.js';
 import type { IssuedToken, TokenIssuer } from '../../tokens/issuer.js';
-import { parseTokenRequest } from '../../tokens/request.js';
-import { acceptFormBodies, acceptKiiTokenRequestBodies } from '../content-types.js';
+import { parseTokenRequest, type TokenRequest } from '../../tokens/request.js';
+import { acceptFormFields, acceptKiiTokenRequestBodies } from '../content-types.js';
 import { preventCaching, singleHeader } from '../headers.js';
 import { refuseOtherMethods } from '../methods.js';
 import { APP_TOKEN_PATH, SDK_TOKEN_PATH } from '../paths.js';
-
-const tokenResponseSchema = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    access_token: { type: 'string' },
-    expires_in: { type: 'integer' },
-    token_type: { type: 'string' },
-    scope: { type: 'string' },
-  },
-  required: ['id', 'access_token', 'expires_in', 'token_type'],
-  additionalProperties: false,
-} as const;
-
-const schema = { response: { 200: tokenResponseSchema } };
+import {
+  issueToken,
+  issueTokenForSdk,
+  preflightSdkToken,
+  preflightToken,
+  sdkTokenEndpointOtherMethods,
+  TOKEN_REQUEST_FIELDS,
+  tokenEndpointOtherMethods,
+} from './token-endpoint.schema.js';
 
 /** What the token endpoints use. */
 export interface TokenRoutesOptions {
@@ -37,21 +32,23 @@ export interface TokenRoutesOptions {
 }
 
 /** The token endpoint, and its twin for deployed SDK clients. */
-export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, { apps, issuer, limits }) => {
+export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async (app, { apps, issuer, limits }) => {
   acceptKiiTokenRequestBodies(app);
-  acceptFormBodies(app);
+  acceptFormFields(app, TOKEN_REQUEST_FIELDS);
 
   // RFC 6749 §5.1: token responses, and the errors among them, must not be cached.
   preventCaching(app);
 
-  app.post<{ Params: { appId: string } }>(APP_TOKEN_PATH, { schema }, async (request) => {
+  // The schema's refusal is answered after the address's limit and the app's lookup (`tokenRequest`),
+  // as a malformed request always was: a flood of them is limited, and an unknown app is a 404 first.
+  app.post(APP_TOKEN_PATH, { schema: issueToken, attachValidation: true }, async (request) => {
     await limits.checkTokenRequest(request.ip);
     const app = await apps.require(request.params.appId);
     const header = singleHeader(request.raw, 'authorization');
     const authorization = parseAuthorization(header);
     // No header at all is RFC 6749's client_secret_post: the path names the app, the body the client.
     if (header !== undefined && authorization.scheme !== 'basic') throw clientAuthenticationRequired();
-    const body = parseTokenRequest(request.body, { grantTypeRequired: true });
+    const body = tokenRequest(request, true);
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
     return tokenResponse(
       await issuer.issue(
@@ -62,13 +59,13 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     );
   });
 
-  app.post(SDK_TOKEN_PATH, { schema }, async (request) => {
+  app.post(SDK_TOKEN_PATH, { schema: issueTokenForSdk, attachValidation: true }, async (request) => {
     await limits.checkTokenRequest(request.ip);
     const appId = singleHeader(request.raw, SDK_APP_ID);
     if (appId === undefined) throw new TesseraError('invalid_request', 'The X-Kii-AppID header is required.');
     const app = await apps.require(appId);
     const authorization = parseAuthorization(singleHeader(request.raw, 'authorization'));
-    const body = parseTokenRequest(request.body, { grantTypeRequired: false });
+    const body = tokenRequest(request, false);
     const credentials = clientCredentials(app, authorization, body) ?? throwError(clientAuthenticationRequired());
     return tokenResponse(
       await issuer.issue(
@@ -79,14 +76,26 @@ export const tokenRoutes: FastifyPluginAsync<TokenRoutesOptions> = async (app, {
     );
   });
 
-  refuseOtherMethods(app, APP_TOKEN_PATH, ['POST']);
-  refuseOtherMethods(app, SDK_TOKEN_PATH, ['POST']);
+  refuseOtherMethods(app, APP_TOKEN_PATH, ['POST'], { method: 'GET', schema: tokenEndpointOtherMethods, preflight: preflightToken });
+  refuseOtherMethods(app, SDK_TOKEN_PATH, ['POST'], { method: 'GET', schema: sdkTokenEndpointOtherMethods, preflight: preflightSdkToken });
 };
 
 /** The seed's four fields; a token with scopes adds `scope` (RFC 6749 §5.1). */
 function tokenResponse({ id, accessToken, expiresIn, scopes }: IssuedToken) {
-  if (scopes === null) return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
-  return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer', scope: scopeParameter(scopes) };
+  if (scopes === null) return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' as const };
+  return { id, access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' as const, scope: scopeParameter(scopes) };
+}
+
+/**
+ * The request's fields, once its schema has checked them (`token-endpoint.schema.ts`), as the
+ * contract reads them (`parseTokenRequest`). A form's `expiresAt` is its decimal string, as a number.
+ */
+function tokenRequest(request: FastifyRequest, grantTypeRequired: boolean): TokenRequest {
+  if (request.validationError) throw request.validationError;
+  const body = request.body as Record<string, unknown> | undefined;
+  // Only a form's can be a string here: a JSON body's that is one was refused by the schema.
+  if (typeof body?.expiresAt === 'string') body.expiresAt = body.expiresAt === '' ? undefined : Number(body.expiresAt);
+  return parseTokenRequest(body, { grantTypeRequired });
 }
 
 function throwError(error: Error): never {

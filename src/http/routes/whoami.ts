@@ -1,47 +1,34 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { scopeParameter } from '../../credentials/scopes.js';
 import { notFound } from '../../error-catalogue.js';
 import { ignoreBodies } from '../content-types.js';
-import { refuseOtherMethods } from '../methods.js';
+import { refuseOtherMethods, routeEveryMethod } from '../methods.js';
 import { UNDER_APP_PATH, WHOAMI_PATH } from '../paths.js';
-
-const whoamiSchema = {
-  response: {
-    200: {
-      type: 'object',
-      properties: {
-        appId: { type: 'string' },
-        principal: { type: 'string', enum: ['anonymous', 'admin'] },
-        id: { type: 'string' },
-        auth: { type: 'string', enum: ['basic', 'bearer'] },
-        expiresAt: { type: ['integer', 'null'] },
-        scope: { type: 'string' },
-        clientId: { type: 'string' },
-      },
-      required: ['appId', 'principal', 'id', 'auth', 'expiresAt'],
-      additionalProperties: false,
-    },
-  },
-} as const;
+import { otherAppPaths, preflightOtherAppPaths, preflightWhoami, whoami, whoamiOtherMethods } from './whoami.schema.js';
 
 /** Needs `tesseraAuth` registered in the same scope. */
-export const authRoutes: FastifyPluginAsync = async (app) => {
+export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Synchronous: nothing to wait for, so no promise to settle on this hot path.
-  app.get(WHOAMI_PATH, { schema: whoamiSchema }, (request, reply) => {
+  app.get(WHOAMI_PATH, { schema: whoami }, (request, reply) => {
     const { appId, kind, id, auth, expiresAt, scopes, clientId } = request.principal;
     // A token with scopes tells them (and its credential), as the token answer did; any other answers exactly as before.
     if (scopes === null) reply.send({ appId, principal: kind, id, auth, expiresAt });
     else reply.send({ appId, principal: kind, id, auth, expiresAt, scope: scopeParameter(scopes), clientId: clientId ?? undefined });
   });
-  refuseOtherMethods(app, WHOAMI_PATH, ['GET']);
+  refuseOtherMethods(app, WHOAMI_PATH, ['GET'], { method: 'POST', schema: whoamiOtherMethods, preflight: preflightWhoami });
 
   // Everything else under an app is authenticated first (so the /me rule holds on any path), then
   // is not found, whatever its body's type: in a scope of its own that reads no body (deployed SDK
   // clients send types of their own, such as application/vnd.kii.ThingRegistrationRequest+json).
   await app.register(async (scope) => {
     ignoreBodies(scope);
-    scope.all(UNDER_APP_PATH, async () => {
-      throw notFound();
-    });
+    routeEveryMethod(
+      scope,
+      UNDER_APP_PATH,
+      async () => {
+        throw notFound();
+      },
+      { GET: otherAppPaths, OPTIONS: preflightOtherAppPaths },
+    );
   });
 };
