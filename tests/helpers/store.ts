@@ -136,9 +136,10 @@ function migratedTemplate(): Promise<string> {
         try {
           await admin.query(`ALTER DATABASE ${making} RENAME TO ${name}`);
         } catch (error) {
-          // Another process made it first (42P04, duplicate database): theirs serves.
+          // Another process made it first (42P04, duplicate database; 23505 when both renamed at
+          // the same moment): theirs serves.
           await admin.query(`DROP DATABASE ${making}`);
-          if ((error as { code?: string }).code !== '42P04') throw error;
+          if (!['42P04', '23505'].includes((error as { code?: string }).code ?? '')) throw error;
         }
       }
       return name;
