@@ -143,7 +143,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     warn,
     metrics,
   );
-  const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, capabilities, checking.forget);
+  const credentials = new CredentialService(store, store.apps, clock, events, access, capabilities, checking.forget);
   const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,

@@ -12,7 +12,8 @@ import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from 
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { checkedAppName } from './service.js';
-import { AppConflictError, type AppStore, type NewImportedApp, type StoredAppKeys } from './store.js';
+import type { AppStore, NewImportedApp, StoredAppKeys } from './store.js';
+import { StoreConflictError } from '../transaction.js';
 
 /**
  * Bringing apps in with the keys they have (`tessera apps import`), and writing them out in the same
@@ -416,7 +417,7 @@ export class AppImports {
     try {
       written = await this.store.insertMany(records, audit);
     } catch (error) {
-      if (error instanceof AppConflictError) {
+      if (error instanceof StoreConflictError) {
         throw new TesseraError(
           'CONFLICT',
           'Nothing was imported: an AppID or ClientID of the file was taken while it was being imported; run the import again to see which.',

@@ -23,7 +23,8 @@ import { MAX_ALLOWED_ORIGINS } from './origins.js';
 import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
-import { AppConflictError, type AppStore } from './store.js';
+import type { AppStore } from './store.js';
+import { StoreConflictError } from '../transaction.js';
 
 export interface CreatedApp extends AppKeys {
   name: string;
@@ -122,7 +123,7 @@ export class AppService {
         return { ...keys, name, createdAt: new Date(record.createdAt).toISOString() };
       } catch (error) {
         // 64-bit random AppIDs practically never collide; retry a few times if they do.
-        if (!(error instanceof AppConflictError) || attempt >= 3) throw error;
+        if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
       }
     }
   }

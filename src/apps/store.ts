@@ -62,18 +62,25 @@ export interface AppWithOwner {
 
 /** The apps' storage seam; one SQL implementation over both dialects (`src/store/sql/apps.ts`). */
 export interface AppStore {
-  /** Throws `AppConflictError` if the AppID or ClientID is taken. */
+  /** Throws `StoreConflictError` if the AppID or ClientID is taken. */
   insert(app: AppRecord): Promise<void>;
+  /**
+   * Holds the app's row until the transaction ends (`Store.transaction`), so that the changes of
+   * one app that lock it take turns: PostgreSQL's `FOR NO KEY UPDATE` (rows that merely refer to
+   * the app, its tokens, are written meanwhile) or `FOR UPDATE` (they wait too); SQLite's write
+   * transactions take turns anyway. True, or undefined if there is no such app.
+   */
+  lock(appId: string, mode: 'NO KEY UPDATE' | 'UPDATE'): Promise<true | undefined>;
   /**
    * Inserts the app with the developer as its owner, and the events `audit` builds, in one
    * transaction. Nothing is written when the developer is at its limit (`inserted` false), and
-   * undefined (nothing written) if there is no such enabled developer. Throws `AppConflictError`
+   * undefined (nothing written) if there is no such enabled developer. Throws `StoreConflictError`
    * as `insert`.
    */
   insertOwned(app: AppRecord, owner: NewAppOwner, audit: AuditOf<void>): Promise<OwnedAppInsertion | undefined>;
   /**
    * Inserts every app (an owned one with its owner's membership) and the events `audit` builds, in
-   * one transaction, many rows a statement: all of it, or nothing. Throws `AppConflictError` (and
+   * one transaction, many rows a statement: all of it, or nothing. Throws `StoreConflictError` (and
    * writes nothing) if an AppID or ClientID is taken; false (nothing written) if an owner does not
    * exist or is disabled. No limit on how many apps an owner has (the operator's import).
    */
@@ -133,11 +140,4 @@ export interface AppStore {
    * nothing written) if there is no such app.
    */
   delete(appId: string, audit: (deleted: DeletedApp) => NewDeveloperEvent[]): Promise<boolean>;
-}
-
-export class AppConflictError extends Error {
-  constructor() {
-    super('an app with this AppID or ClientID exists');
-    this.name = 'AppConflictError';
-  }
 }

@@ -12,7 +12,8 @@ import { generateSecretToken, parseSecretToken, secretMatches } from './secret-t
 import { checkCredentials } from './sign-in.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
-import { DeveloperConflictError, type DeveloperStore } from './store.js';
+import type { DeveloperStore } from './store.js';
+import { StoreConflictError } from '../transaction.js';
 
 export interface CreatedDeveloper {
   developer: DeveloperDescription;
@@ -65,7 +66,7 @@ export class DeveloperAccounts {
     try {
       await this.store.accounts.insert(developer, link?.record ?? null, () => ({ developer: events }));
     } catch (error) {
-      if (error instanceof DeveloperConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
+      if (error instanceof StoreConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
       throw error;
     }
     return { developer: describeDeveloper(developer), link: link === null ? null : this.#issued(link.record, link.token) };

@@ -26,7 +26,7 @@ export interface DeveloperStore {
 export interface DeveloperAccountStore {
   /**
    * Inserts the developer and, when given, the link that sets its first password. Throws
-   * `DeveloperConflictError` if the email (or id) is taken.
+   * `StoreConflictError` if the email (or id) is taken.
    */
   insert(developer: DeveloperRecord, link: OneTimeLinkRecord | null, audit: AccountAuditOf<void>): Promise<void>;
   findById(id: string): Promise<DeveloperRecord | undefined>;
@@ -145,11 +145,4 @@ export interface AppMemberStore {
   ofApp(appId: string): Promise<AppMembership[]>;
   /** The apps the developer is a member of, by when it was added. */
   ofDeveloper(developerId: string): Promise<AppMembership[]>;
-}
-
-export class DeveloperConflictError extends Error {
-  constructor() {
-    super('a developer with this email exists');
-    this.name = 'DeveloperConflictError';
-  }
 }

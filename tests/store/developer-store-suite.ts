@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { AppConflictError, type DeletedApp } from '../../src/apps/store.js';
+import type { DeletedApp } from '../../src/apps/store.js';
+import { StoreConflictError } from '../../src/transaction.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
-import { DeveloperConflictError } from '../../src/developers/store.js';
 import { OnceClaimedError } from '../../src/once.js';
 import type { Store } from '../../src/store/store.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken, T0 } from '../helpers/fixtures.js';
@@ -57,8 +57,8 @@ export function developerStoreSuite(current: () => Store): void {
       const developer = await stored();
       const sameEmail = makeDeveloper({ email: developer.email });
       const link = makePasswordLink(sameEmail.id, { purpose: 'set_password' });
-      await assert.rejects(store().accounts.insert(sameEmail, link, none), DeveloperConflictError);
-      await assert.rejects(store().accounts.insert(makeDeveloper({ id: developer.id }), null, none), DeveloperConflictError);
+      await assert.rejects(store().accounts.insert(sameEmail, link, none), StoreConflictError);
+      await assert.rejects(store().accounts.insert(makeDeveloper({ id: developer.id }), null, none), StoreConflictError);
       assert.deepEqual(await store().accounts.list(), [developer]);
       assert.equal(await store().links.findById(link.id), undefined);
     });
@@ -500,7 +500,7 @@ export function developerStoreSuite(current: () => Store): void {
       await current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, () => []);
       await assert.rejects(
         current().apps.insertOwned(makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []),
-        AppConflictError,
+        StoreConflictError,
       );
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
     });

@@ -134,7 +134,12 @@ describe('PostgreSQL store specifics', () => {
       // credentials under that lock), and is terminated there.
       await locker.query('BEGIN');
       await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
-      const creating = testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []);
+      // As `CredentialService.create` composes it.
+      const creating = testStore.store.transaction(async (tx) => {
+        if ((await tx.apps.lock(app.appId, 'NO KEY UPDATE')) === undefined) throw new Error('no app');
+        await tx.credentials.countOf(app.appId);
+        await tx.credentials.insert(makeCredential(app.appId));
+      });
       const refused = assert.rejects(
         creating,
         (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503,
@@ -152,7 +157,8 @@ describe('PostgreSQL store specifics', () => {
       await refused;
       await locker.query('COMMIT');
       assert.deepEqual((await testStore.store.apps.findById(app.appId))?.credentials, [], 'nothing was stored');
-      assert.equal(await testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []), 'inserted', 'the store works on');
+      await testStore.store.credentials.insert(makeCredential(app.appId));
+      assert.equal((await testStore.store.apps.findById(app.appId))?.credentials.length, 1, 'the store works on');
     } finally {
       await Promise.all([admin.end(), locker.end()]);
       await testStore.dispose();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from '../../src/apps/app.js';
-import { AppConflictError } from '../../src/apps/store.js';
+import { StoreConflictError } from '../../src/transaction.js';
 import { OnceClaimedError } from '../../src/once.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
@@ -137,7 +137,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('refuses an app whose AppID is taken, keeping the existing one', async () => {
         const app = makeApp();
         await store.apps.insert(app);
-        await assert.rejects(store.apps.insert(makeApp({ appId: app.appId })), AppConflictError);
+        await assert.rejects(store.apps.insert(makeApp({ appId: app.appId })), StoreConflictError);
         assert.equal(await store.apps.count(), 1);
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
@@ -146,7 +146,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp();
         await store.apps.insert(app);
         const clash = makeApp({ clientId: app.clientId });
-        await assert.rejects(store.apps.insert(clash), AppConflictError);
+        await assert.rejects(store.apps.insert(clash), StoreConflictError);
         assert.equal(await store.apps.count(), 1);
         assert.equal(await store.apps.findById(clash.appId), undefined);
         assert.deepEqual(await store.apps.findById(app.appId), app);
@@ -619,7 +619,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         for (const clash of [{ appId: taken.appId }, { clientId: taken.clientId }]) {
           const apps = many();
           apps.push({ app: makeApp(clash), ownerId: null });
-          await assert.rejects(store.apps.insertMany(apps, noEvents), AppConflictError);
+          await assert.rejects(store.apps.insertMany(apps, noEvents), StoreConflictError);
         }
         for (const ownerId of [disabled.id, 'no-such-developer']) {
           const apps = many();
@@ -703,7 +703,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const generation = async () => (await store.apps.findById(app.appId))!.adminGeneration;
         assert.equal(await generation(), 0);
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(credential);
         await store.tokens.revokeAll(app.appId, 'anonymous', T0, noEvents);
         assert.equal(await generation(), 0, 'neither a new credential nor revoking anonymous tokens takes admin authority away');
         await store.tokens.revokeAll(app.appId, 'admin', T0, noEvents);
@@ -714,8 +714,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           { revokeAdminTokens: false, previousSecretValidUntil: null },
           noEvents,
         );
-        await store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
-        await store.credentials.delete(app.appId, credential.clientId, noEvents);
+        await store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
+        await store.credentials.delete(app.appId, credential.clientId);
         assert.equal(await generation(), 5);
 
         const [stale, current, elsewhere] = [makeToken(app.appId), makeToken(app.appId), makeToken('0000000000000000')];
@@ -816,8 +816,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('reads an app with its credentials, every field as inserted, oldest first; none for an app without', async () => {
         const first = makeCredential(app.appId, { expiresAt: T0 + 60_000, allowFrom: ['203.0.113.0/24', '2001:db8::/32'] });
         const second = makeCredential(app.appId, { createdAt: T0 + 1, createdBy: { kind: 'developer', developerId: 'd1' } });
-        assert.equal(await store.credentials.insert(second, 50, noEvents), 'inserted');
-        assert.equal(await store.credentials.insert(first, 50, noEvents), 'inserted');
+        await store.credentials.insert(second);
+        await store.credentials.insert(first);
         const found = await store.apps.findById(app.appId);
         assert.deepEqual(found?.credentials, [first, second]);
         assert.deepEqual((await store.apps.list()).find((listed) => listed.appId === app.appId)?.credentials, [first, second]);
@@ -826,63 +826,107 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual((await store.apps.findById(other.appId))?.credentials, []);
       });
 
-      it('inserts at most the limit, however many are sent at once, and nothing for an unknown app', async () => {
-        const results = await Promise.all(
-          Array.from({ length: 8 }, () => store.credentials.insert(makeCredential(app.appId), 5, noEvents)),
-        );
+      it('transactions that lock the app take turns: counted under the lock, a limit is never passed, however many are sent at once', async () => {
+        // As `CredentialService.create` composes it: lock, count, insert.
+        const insertUnder = (appId: string, limit: number) =>
+          store.transaction(async (tx) => {
+            if ((await tx.apps.lock(appId, 'NO KEY UPDATE')) === undefined) return 'no app';
+            if ((await tx.credentials.countOf(appId)) >= limit) return 'limit';
+            await tx.credentials.insert(makeCredential(appId));
+            return 'inserted';
+          });
+        const results = await Promise.all(Array.from({ length: 8 }, () => insertUnder(app.appId, 5)));
         assert.deepEqual(results.sort(), ['inserted', 'inserted', 'inserted', 'inserted', 'inserted', 'limit', 'limit', 'limit']);
         assert.equal((await store.apps.findById(app.appId))?.credentials.length, 5);
-        assert.equal(await store.credentials.insert(makeCredential('0000000000000000'), 5, noEvents), 'no app');
+        assert.equal(await store.credentials.countOf(app.appId), 5);
+        assert.equal(await insertUnder('0000000000000000', 5), 'no app');
       });
 
-      it('writes nothing when the events of a change cannot be written', async () => {
+      it('writes nothing of a transaction whose events cannot be written, or that throws', async () => {
         const credential = makeCredential(app.appId);
-        await assert.rejects(store.credentials.insert(credential, 50, () => [unwritableEvent(app.appId)]));
-        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
-        await store.credentials.insert(credential, 50, noEvents);
         await assert.rejects(
-          store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, () => [unwritableEvent(app.appId)]),
+          store.transaction(async (tx) => {
+            await tx.credentials.insert(credential);
+            await tx.events.append([unwritableEvent(app.appId)]);
+          }),
         );
-        await assert.rejects(store.credentials.delete(app.appId, credential.clientId, () => [unwritableEvent(app.appId)]));
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
+        await store.credentials.insert(credential);
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
+            await tx.events.append([unwritableEvent(app.appId)]);
+          }),
+        );
+        const refused = new Error('refused');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.delete(app.appId, credential.clientId);
+            throw refused;
+          }),
+          (error) => error === refused,
+        );
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+        assert.equal((await store.apps.findById(app.appId))?.adminGeneration, 0, 'the withdrawals of admin authority were rolled back');
+      });
+
+      it('gives a taken key as StoreConflictError, in a transaction or not, and writes nothing of that transaction', async () => {
+        const credential = makeCredential(app.appId);
+        await store.credentials.insert(credential);
+        await assert.rejects(store.credentials.insert(credential), StoreConflictError);
+        const other = makeCredential(app.appId);
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.insert(other);
+            await tx.credentials.insert(credential);
+          }),
+          StoreConflictError,
+        );
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+      });
+
+      it('claims a once value once: undefined, with nothing written, for a second claim', async () => {
+        const once = { value: `once-${randomBytes(8).toString('hex')}`, keepUntil: T0 + 3_600_000 };
+        assert.equal(await store.onceClaims.claim(once), true);
+        assert.equal(await store.transaction((tx) => tx.onceClaims.claim(once)), undefined);
       });
 
       it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(credential);
         const second = randomBytes(32);
-        assert.equal(await store.credentials.rotate(app.appId, credential.clientId, second, T0 + 90_000, noEvents), true);
+        assert.equal(await store.credentials.rotate(app.appId, credential.clientId, second, T0 + 90_000), true);
         let found = (await store.apps.findById(app.appId))!.credentials[0]!;
         assert.ok(found.secretHash.equals(second));
         assert.deepEqual(found.previousSecret, { hash: credential.secretHash, validUntil: T0 + 90_000 });
         const third = randomBytes(32);
-        await store.credentials.rotate(app.appId, credential.clientId, third, null, noEvents);
+        await store.credentials.rotate(app.appId, credential.clientId, third, null);
         found = (await store.apps.findById(app.appId))!.credentials[0]!;
         assert.deepEqual(found.previousSecret, null);
-        assert.equal(await store.credentials.rotate(app.appId, 'tcl_000000000000000000000000', third, null, noEvents), false);
+        assert.equal(await store.credentials.rotate(app.appId, 'tcl_000000000000000000000000', third, null), undefined);
         const other = makeApp();
         await store.apps.insert(other);
-        assert.equal(await store.credentials.rotate(other.appId, credential.clientId, third, null, noEvents), false, 'another app\u2019s');
+        assert.equal(await store.credentials.rotate(other.appId, credential.clientId, third, null), undefined, 'another app\u2019s');
       });
 
       it("deletes a credential with its tokens only, counted for the events; an app's deletion takes its credentials", async () => {
         const credential = makeCredential(app.appId);
         const kept = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
-        await store.credentials.insert(kept, 50, noEvents);
+        await store.credentials.insert(credential);
+        await store.credentials.insert(kept);
         const scoped = [1, 2].map(() => makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['events:read'] }));
         const other = makeToken(app.appId, { kind: 'admin', clientId: kept.clientId, scopes: ['a', 'b'] });
         const own = makeToken(app.appId, { kind: 'admin' });
         for (const token of [...scoped, other, own]) await store.tokens.insert(token, 0);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other, 'a token carries its ClientID and scopes');
-        let counted: RevokedCredentialRecord[] | undefined;
-        const revoked = [{ clientId: credential.clientId, name: credential.name, madeBy: null, tokensRevoked: 2 }];
-        assert.deepEqual(await store.credentials.delete(app.appId, credential.clientId, (found) => ((counted = found), [])), revoked);
-        assert.deepEqual(counted, revoked);
+        const revoked: RevokedCredentialRecord[] = [
+          { clientId: credential.clientId, name: credential.name, madeBy: null, tokensRevoked: 2 },
+        ];
+        assert.deepEqual(await store.credentials.delete(app.appId, credential.clientId), revoked);
         for (const token of scoped) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other);
         assert.deepEqual(await store.tokens.findBySelector(own.selector), own);
-        assert.equal(await store.credentials.delete(app.appId, credential.clientId, noEvents), undefined);
+        assert.equal(await store.credentials.delete(app.appId, credential.clientId), undefined);
         assert.equal(await store.apps.delete(app.appId, () => []), true);
         await store.apps.insert(app);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [], 'none outlived their app');
@@ -895,13 +939,13 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const grandchild = makeCredential(app.appId, { ...madeBy(child), createdAt: T0 + 2 });
         const sibling = makeCredential(app.appId, { createdAt: T0 + 3 });
         const byAppAdmin = makeCredential(app.appId, { ...madeBy(app), createdAt: T0 + 4 });
-        for (const credential of [root, child, grandchild, sibling, byAppAdmin]) await store.credentials.insert(credential, 50, noEvents);
+        for (const credential of [root, child, grandchild, sibling, byAppAdmin]) await store.credentials.insert(credential);
         const tokenOf = (credential: { clientId: string }) =>
           makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['a'] });
         const [rootToken, grandchildToken, siblingToken] = [tokenOf(root), tokenOf(grandchild), tokenOf(sibling)];
         for (const token of [rootToken, grandchildToken, siblingToken]) await store.tokens.insert(token, 0);
 
-        assert.deepEqual(await store.credentials.delete(app.appId, root.clientId, noEvents), [
+        assert.deepEqual(await store.credentials.delete(app.appId, root.clientId), [
           { clientId: root.clientId, name: root.name, madeBy: null, tokensRevoked: 1 },
           { clientId: child.clientId, name: child.name, madeBy: root.clientId, tokensRevoked: 0 },
           { clientId: grandchild.clientId, name: grandchild.name, madeBy: child.clientId, tokensRevoked: 1 },
@@ -916,7 +960,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('writes when a credential was last used at most once an interval', async () => {
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(credential);
         const lastUsed = async () => (await store.apps.findById(app.appId))!.credentials[0]!.lastUsedAt;
         await store.credentials.markUsed(credential.clientId, T0 + 1_000, 60_000);
         assert.equal(await lastUsed(), T0 + 1_000);
@@ -1474,21 +1518,21 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('is noticed when a credential is created, rotated or revoked, not when its last use is written', async () => {
         const credential = makeCredential(app.appId);
         let since = Date.now();
-        await second.credentials.insert(credential, 50, noEvents);
+        await second.credentials.insert(credential);
         await noticedWithin(app.appId, since);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        await second.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
+        await second.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
         await noticedWithin(app.appId, since);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        await second.credentials.delete(app.appId, credential.clientId, noEvents);
+        await second.credentials.delete(app.appId, credential.clientId);
         await noticedWithin(app.appId, since);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
         if (store.backend === 'postgres') {
           // SQLite's change poll hears every commit elsewhere; PostgreSQL's trigger names what changes.
-          await second.credentials.insert(makeCredential(app.appId, { clientId: 'tcl_00000000000000000000000f' }), 50, noEvents);
+          await second.credentials.insert(makeCredential(app.appId, { clientId: 'tcl_00000000000000000000000f' }));
           await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
           since = Date.now();
           await second.credentials.markUsed('tcl_00000000000000000000000f', T0, 60_000);

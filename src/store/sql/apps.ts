@@ -1,12 +1,11 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
-import { AppConflictError, type AppStore, type StoredAppKeys } from '../../apps/store.js';
+import type { AppStore, StoredAppKeys } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
 import { insertDeveloperEvents } from './developer-events.js';
-import { isUniqueViolation } from './errors.js';
 import { deleteEventsOfApp, insertEvents } from './events.js';
 import { claimOnce } from './once-claims.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
@@ -54,6 +53,10 @@ function selectAppLocked(lock: 'UPDATE' | 'NO KEY UPDATE'): Statement {
 }
 
 const SELECT_APP_TO_DELETE = selectAppLocked('UPDATE');
+const LOCK_APP: Record<'UPDATE' | 'NO KEY UPDATE', Statement> = {
+  UPDATE: withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'UPDATE'),
+  'NO KEY UPDATE': withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE'),
+};
 const SELECT_APP_TO_CHANGE = selectAppLocked('NO KEY UPDATE');
 
 /** Sets the configuration fields of `:changes` (JSON), leaving the others as they are. */
@@ -103,7 +106,8 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-export function sqlAppStore(db: SqlRunner): AppStore {
+/** `batchReads`: PostgreSQL's reads of one event-loop turn share one statement (not in a transaction, whose reads are its own). */
+export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?: boolean } = {}): AppStore {
   const findOne = (appId: string) => andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
   const selectMany = selectApps(`WHERE app_id = ANY(:ids::text[])`).postgres;
   const batched = new BatchedReads<string, AppRecord>({
@@ -114,73 +118,72 @@ export function sqlAppStore(db: SqlRunner): AppStore {
   });
   return {
     async insert(app) {
-      await conflictOr(() => insertApp(db, app));
+      await insertApp(db, app);
+    },
+    async lock(appId, mode) {
+      return (await db.get(LOCK_APP[mode], { appId })) === undefined ? undefined : true;
     },
     async insertOwned(app, { developerId, maxOwnedApps, once }, audit) {
-      return conflictOr(() =>
-        db.transaction(async (tx) => {
-          // Insertions for one developer take turns, so that each counts what the one before it
-          // inserted: PostgreSQL locks the developer's row (NO KEY UPDATE: rows that merely reference
-          // the developer, its sessions and events, do not wait), SQLite's transactions take turns.
-          const developer = await tx.get(
-            withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
-            {
-              developerId,
-            },
-          );
-          if (developer === undefined) return undefined;
-          const owned = await tx.get<{ n: number }>(
-            "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
-            {
-              developerId,
-            },
-          );
-          const ownedApps = owned?.n ?? 0;
-          if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
-          await claimOnce(tx, once);
-          await insertApp(tx, app);
-          await tx.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
-            appId: app.appId,
+      return db.transaction(async (tx) => {
+        // Insertions for one developer take turns, so that each counts what the one before it
+        // inserted: PostgreSQL locks the developer's row (NO KEY UPDATE: rows that merely reference
+        // the developer, its sessions and events, do not wait), SQLite's transactions take turns.
+        const developer = await tx.get(
+          withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
+          {
             developerId,
-            at: app.createdAt,
-          });
-          await insertEvents(tx, audit());
-          return { inserted: true, ownedApps };
-        }),
-      );
+          },
+        );
+        if (developer === undefined) return undefined;
+        const owned = await tx.get<{ n: number }>(
+          "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
+          {
+            developerId,
+          },
+        );
+        const ownedApps = owned?.n ?? 0;
+        if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
+        await claimOnce(tx, once);
+        await insertApp(tx, app);
+        await tx.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
+          appId: app.appId,
+          developerId,
+          at: app.createdAt,
+        });
+        await insertEvents(tx, audit());
+        return { inserted: true, ownedApps };
+      });
     },
     async insertMany(apps, audit) {
-      return conflictOr(() =>
-        db.transaction(async (tx) => {
-          // The owners are locked against a concurrent disabling until the memberships are written.
-          const ownerIds = [...new Set(apps.flatMap(({ ownerId }) => (ownerId === null ? [] : [ownerId])))];
-          for (const ids of chunks(ownerIds, LOOKUP_IDS)) {
-            const select = selectAmong('SELECT id FROM developers', 'id', 'AND disabled_at IS NULL');
-            const enabled = await tx.all<{ id: string }>(
-              { sqlite: select.sqlite, postgres: `${select.postgres} FOR SHARE` },
-              idsParam(tx.dialect, ids),
-            );
-            if (enabled.length !== ids.length) return false;
-          }
-          for (const batch of chunks(apps, BATCH_ROWS)) {
-            const rows = batch.map(({ app }) => [
-              app.appId,
-              app.name,
-              app.appKey,
-              app.clientId,
-              app.clientSecretHash,
-              app.adminId,
-              app.createdAt,
-              JSON.stringify(app.configuration),
-            ]);
-            await tx.run(insertAppBatch.statement, insertAppBatch.params(tx.dialect, rows));
-          }
-          const owned = apps.flatMap(({ app, ownerId }) => (ownerId === null ? [] : [[app.appId, ownerId, 'owner', app.createdAt]]));
-          for (const rows of chunks(owned, BATCH_ROWS)) await tx.run(insertOwnerBatch.statement, insertOwnerBatch.params(tx.dialect, rows));
-          for (const events of chunks(audit(), BATCH_ROWS)) await insertEvents(tx, events);
-          return true;
-        }),
-      );
+      return db.transaction(async (tx) => {
+        // The owners are locked against a concurrent disabling until the memberships are written.
+        const ownerIds = [...new Set(apps.flatMap(({ ownerId }) => (ownerId === null ? [] : [ownerId])))];
+        for (const ids of chunks(ownerIds, LOOKUP_IDS)) {
+          const select = selectAmong('SELECT id FROM developers', 'id', 'AND disabled_at IS NULL');
+          const enabled = await tx.all<{ id: string }>(
+            { sqlite: select.sqlite, postgres: `${select.postgres} FOR SHARE` },
+            idsParam(tx.dialect, ids),
+          );
+          if (enabled.length !== ids.length) return false;
+        }
+        for (const batch of chunks(apps, BATCH_ROWS)) {
+          const rows = batch.map(({ app }) => [
+            app.appId,
+            app.name,
+            app.appKey,
+            app.clientId,
+            app.clientSecretHash,
+            app.adminId,
+            app.createdAt,
+            JSON.stringify(app.configuration),
+          ]);
+          await tx.run(insertAppBatch.statement, insertAppBatch.params(tx.dialect, rows));
+        }
+        const owned = apps.flatMap(({ app, ownerId }) => (ownerId === null ? [] : [[app.appId, ownerId, 'owner', app.createdAt]]));
+        for (const rows of chunks(owned, BATCH_ROWS)) await tx.run(insertOwnerBatch.statement, insertOwnerBatch.params(tx.dialect, rows));
+        for (const events of chunks(audit(), BATCH_ROWS)) await insertEvents(tx, events);
+        return true;
+      });
     },
     async findByKeys(appIds, clientIds) {
       const found = new Map<string, StoredAppKeys>();
@@ -205,7 +208,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
       }
       return [...found.values()];
     },
-    findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
+    findById: db.dialect === 'postgres' && batchReads ? (appId) => batched.read(appId) : findOne,
     async list() {
       return (await db.all<AppRow>(selectApps('ORDER BY created_at, app_id'))).map(toApp);
     },
@@ -314,16 +317,6 @@ async function insertApp(db: SqlRunner, app: AppRecord): Promise<void> {
       previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
     },
   );
-}
-
-/** `AppConflictError` when the AppID or ClientID is taken. */
-async function conflictOr<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new AppConflictError();
-    throw error;
-  }
 }
 
 function toApp(row: AppRow): AppRecord {

@@ -1,11 +1,10 @@
 import type { DeveloperRecord } from '../../developers/developer.js';
 import type { DeveloperEvent } from '../../developers/events.js';
-import { DeveloperConflictError, type DeveloperAccountStore, type DeveloperStore } from '../../developers/store.js';
+import type { DeveloperAccountStore, DeveloperStore } from '../../developers/store.js';
 import { writeAccountAudit } from './account-audit.js';
 import { sqlAppMemberStore } from './app-members.js';
 import { insertDeveloperEvents } from './developer-events.js';
 import { sqlDeveloperSessionStore } from './developer-sessions.js';
-import { isUniqueViolation } from './errors.js';
 import { deletePasswordLinksOf, insertLink, sqlOneTimeLinkStore } from './one-time-links.js';
 import { jsonColumn } from './rows.js';
 import type { SqlRunner } from './runner.js';
@@ -57,18 +56,13 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
   };
   return {
     async insert(developer, link, audit) {
-      try {
-        await db.transaction(async (tx) => {
-          await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, {
-            ...developer,
-          });
-          if (link !== null) await insertLink(tx, link);
-          await writeAccountAudit(tx, audit());
+      await db.transaction(async (tx) => {
+        await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, {
+          ...developer,
         });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new DeveloperConflictError();
-        throw error;
-      }
+        if (link !== null) await insertLink(tx, link);
+        await writeAccountAudit(tx, audit());
+      });
     },
     async findById(id) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));

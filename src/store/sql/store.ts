@@ -1,4 +1,4 @@
-import type { ChangeSignal, Store, StoreChange } from '../store.js';
+import type { ChangeSignal, Store, StoreChange, StoreTables } from '../store.js';
 import { sqlAppStore } from './apps.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
@@ -25,6 +25,31 @@ export interface StoreDriver {
   close(): Promise<void>;
 }
 
+/**
+ * The table stores over one transaction's runner, each made when first asked for: a transaction
+ * makes only those it uses. Reads on it are read at once, never batched with other requests'.
+ */
+function tablesOn(tx: SqlRunner): StoreTables {
+  let apps: StoreTables['apps'] | undefined;
+  let credentials: StoreTables['credentials'] | undefined;
+  let events: StoreTables['events'] | undefined;
+  let onceClaims: StoreTables['onceClaims'] | undefined;
+  return {
+    get apps() {
+      return (apps ??= sqlAppStore(tx, { batchReads: false }));
+    },
+    get credentials() {
+      return (credentials ??= sqlCredentialStore(tx));
+    },
+    get events() {
+      return (events ??= sqlEventStore(tx));
+    },
+    get onceClaims() {
+      return (onceClaims ??= sqlOnceClaimStore(tx));
+    },
+  };
+}
+
 /** Every table, written once over the dialect's runner. */
 export function sqlStore(driver: StoreDriver): Store {
   const { sql } = driver;
@@ -41,6 +66,7 @@ export function sqlStore(driver: StoreDriver): Store {
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
+    transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),
     changeSignal: () => (closed ? { up: false, problem: 'the store is closed', trustedUntil: 0 } : driver.changeSignal()),
     onTokenBatch: (listener) => tokens.onBatch(listener),
