@@ -20,13 +20,6 @@ export function onceClaim(value: string, now: number): OnceClaim {
   return { value, keepUntil: now + ONCE_LIFETIME_MS };
 }
 
-export class OnceClaimedError extends Error {
-  constructor() {
-    super('this once value was claimed already');
-    this.name = 'OnceClaimedError';
-  }
-}
-
 /** The claims' storage seam: claimed in the transaction of the change they go with, removed by housekeeping. */
 export interface OnceClaimStore {
   /** Claims the value: true, or undefined (nothing written) if it was claimed before. */

@@ -133,7 +133,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const links = { publicUrl: options.publicUrl };
   // Every service that acts on an app asks this first, whichever page, route or command calls it.
   const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
-  const apps = new AppService(store.apps, clock, events, access, capabilities, checking.forget);
+  const apps = new AppService(store.apps, store, clock, events, access, capabilities, checking.forget);
   const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
   const developerLimits = new DeveloperLimits(
     limits,
@@ -171,6 +171,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, checking.anonymous, checking.revoked, events, {
       clock,
+      transactions: store,
       access,
       onChange: checking.forget,
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
@@ -185,7 +186,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
     members,
     ownedApps: new OwnedApps(apps, developers, developerLimits),
-    appImports: new AppImports(store.apps, store.developers.accounts, clock, events, checking.forget),
+    appImports: new AppImports(store.apps, store, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
     metrics,
     capabilities,

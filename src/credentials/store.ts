@@ -9,7 +9,7 @@ export interface RevokedCredentialRecord {
   tokensRevoked: number;
 }
 
-/** The end a previous secret had, when `CredentialStore.endPreviousSecret` found the credential. */
+/** The end a previous secret had, when `endPreviousSecret` found the credential (or app: `AppStore.endPreviousSecret`). */
 export interface EndedPreviousSecret {
   /** UNIX ms: when the previous secret would have stopped; null when none was working (nothing written). */
   validUntil: number | null;

@@ -31,6 +31,13 @@ export interface DeveloperAccountStore {
   insert(developer: DeveloperRecord, link: OneTimeLinkRecord | null, audit: AccountAuditOf<void>): Promise<void>;
   findById(id: string): Promise<DeveloperRecord | undefined>;
   findByEmail(email: string): Promise<DeveloperRecord | undefined>;
+  /**
+   * Holds the enabled developer's row until the transaction ends (`Store.transaction`): PostgreSQL's
+   * `FOR NO KEY UPDATE` makes the transactions that lock it so take turns (rows that merely refer to
+   * it, its sessions and events, are written meanwhile), `FOR SHARE` keeps it from being disabled;
+   * SQLite's write transactions take turns anyway. True, or undefined if there is no such enabled developer.
+   */
+  lockEnabled(developerId: string, mode: 'NO KEY UPDATE' | 'SHARE'): Promise<true | undefined>;
   /** Oldest first. */
   list(): Promise<DeveloperRecord[]>;
   /**
@@ -141,6 +148,10 @@ export interface AppMemberStore {
    */
   remove(appId: string, developerId: string, audit: AccountAuditOf<RemovedMember>): Promise<RemovedMember | undefined>;
   roleOf(appId: string, developerId: string): Promise<AppRole | undefined>;
+  /** How many apps the developer owns. */
+  countOwned(developerId: string): Promise<number>;
+  /** Makes the developer the owner of a new app, which has no member yet, at `at`. */
+  insertOwner(appId: string, developerId: string, at: number): Promise<void>;
   /** The app's members, the owner first, then by when they were added. */
   ofApp(appId: string): Promise<AppMembership[]>;
   /** The apps the developer is a member of, by when it was added. */

@@ -39,8 +39,11 @@ export interface ChangeSignal {
  */
 export interface StoreTables {
   readonly apps: AppStore;
+  /** `insert` is one statement of the transaction, not group-committed. */
+  readonly tokens: TokenStore;
   readonly credentials: CredentialStore;
   readonly events: EventStore;
+  readonly developers: DeveloperStore;
   readonly onceClaims: OnceClaimStore;
 }
 

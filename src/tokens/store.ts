@@ -1,6 +1,5 @@
 import type { MaybePromise } from '../maybe-promise.js';
 import type { RevocationKind } from '../apps/revoke-all.js';
-import type { AuditOf } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 
 /** A stored token (admin tokens, and anonymous tokens issued before they were self-verifying): its selector and the hash of its verifier, never the token (see `token.ts`). */
@@ -19,7 +18,10 @@ export interface TokenRecord {
   scopes: readonly string[] | null;
 }
 
-/** The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`). */
+/**
+ * The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`).
+ * Bound to a transaction (`Store.transaction`), `insert` is one statement of it, without group commit.
+ */
 export interface TokenStore {
   /**
    * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app
@@ -33,13 +35,17 @@ export interface TokenStore {
   /** Removes one token; false if there was none. */
   delete(selector: Buffer): Promise<boolean>;
   /**
-   * Revokes every token of an app, or every one of a kind: removes the stored ones and, unless only
-   * admin tokens are revoked, sets the app's anonymous cut-off to `at` (which ends every
-   * self-verifying anonymous token issued until then) and drops the app's single revocations, which
-   * the cut-off covers. Writes the events `audit` builds of how many stored tokens were removed, all
-   * in one transaction; returns that number. If the events cannot be written, nothing changes.
+   * Revokes every token of an app, or every one of a kind: unless only anonymous ones are revoked,
+   * takes admin authority away first (`withdrawAdminGrants`: a token insert racing it stores
+   * nothing), removes the stored ones and, unless only admin tokens are revoked, sets the app's
+   * anonymous cut-off to `at` (which ends every self-verifying anonymous token issued until then)
+   * and drops the app's single revocations, which the cut-off covers; returns how many stored
+   * tokens were removed. In the transaction it is called in (`Store.transaction`, with its events),
+   * or one of its own.
    */
-  revokeAll(appId: string, kind: RevocationKind, at: number, audit: AuditOf<number>): Promise<number>;
+  revokeAll(appId: string, kind: RevocationKind, at: number): Promise<number>;
+  /** Removes the app's tokens, or those of one kind, without taking admin authority away (the caller did: a rotation); how many. */
+  deleteOfApp(appId: string, kind: RevocationKind): Promise<number>;
   /**
    * Removes up to `batch` tokens that expired before `now` (housekeeping); returns how many. Other
    * instances are not told: a token that has expired is refused without its record.

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
-import { OnceClaimedError } from '../../src/once.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
+import { rotateClientSecret } from '../helpers/composed.js';
 
 const DAY = 86_400_000;
 /** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
@@ -247,7 +247,8 @@ for (const [backend, open] of [
       const app = makeApp();
       await store.apps.insert(app);
       const rotate = (value: string, keepUntil: number) =>
-        store.apps.rotateClientSecret(
+        rotateClientSecret(
+          store,
           app.appId,
           Buffer.alloc(32, value),
           { revokeAdminTokens: false, previousSecretValidUntil: null, once: { value, keepUntil } },
@@ -264,7 +265,7 @@ for (const [backend, open] of [
         ...NOTHING_OF_DEVELOPERS,
         expiredOnceClaims: 1,
       });
-      await assert.rejects(rotate('kept-until-later', now + 1), OnceClaimedError);
+      await assert.rejects(rotate('kept-until-later', now + 1), { code: 'CONFLICT' });
       assert.ok(await rotate('kept-until-now', now + 1));
     });
   });

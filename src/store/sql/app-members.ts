@@ -88,6 +88,22 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
         return { role: removed.role, credentialsRevoked };
       });
     },
+    async countOwned(developerId) {
+      const owned = await db.get<{ n: number }>(
+        "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
+        {
+          developerId,
+        },
+      );
+      return owned?.n ?? 0;
+    },
+    async insertOwner(appId, developerId, at) {
+      await db.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
+        appId,
+        developerId,
+        at,
+      });
+    },
     async roleOf(appId, developerId) {
       return (await db.get<{ role: AppRole }>(ROLE_OF, { appId, developerId }))?.role;
     },

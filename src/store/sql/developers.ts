@@ -7,7 +7,7 @@ import { insertDeveloperEvents } from './developer-events.js';
 import { sqlDeveloperSessionStore } from './developer-sessions.js';
 import { deletePasswordLinksOf, insertLink, sqlOneTimeLinkStore } from './one-time-links.js';
 import { jsonColumn } from './rows.js';
-import type { SqlRunner } from './runner.js';
+import { withRowLock, type SqlRunner } from './runner.js';
 
 interface DeveloperRow {
   id: string;
@@ -28,6 +28,11 @@ interface DeveloperEventRow {
 }
 
 const COLUMNS = 'id, email, password_hash, created_at, disabled_at';
+
+const LOCK_ENABLED = {
+  'NO KEY UPDATE': withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
+  SHARE: withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'SHARE'),
+};
 const EVENT_COLUMNS = 'id, developer_id, type, at, actor, client_address, details';
 
 /**
@@ -66,6 +71,9 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
     },
     async findById(id) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));
+    },
+    async lockEnabled(developerId, mode) {
+      return (await db.get(LOCK_ENABLED[mode], { developerId })) === undefined ? undefined : true;
     },
     async findByEmail(email) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE email = :email`, { email }));

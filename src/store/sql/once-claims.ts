@@ -1,4 +1,4 @@
-import { OnceClaimedError, type OnceClaim, type OnceClaimStore } from '../../once.js';
+import type { OnceClaim, OnceClaimStore } from '../../once.js';
 import type { MaybePromise } from '../../maybe-promise.js';
 import type { SqlRunner } from './runner.js';
 
@@ -12,12 +12,6 @@ function insertClaim(db: SqlRunner, once: OnceClaim): MaybePromise<number> {
     value: once.value,
     keepUntil: once.keepUntil,
   });
-}
-
-/** Claims a once value inside the caller's transaction; throws `OnceClaimedError` if it was claimed before. */
-export async function claimOnce(tx: SqlRunner, once: OnceClaim | undefined): Promise<void> {
-  if (once === undefined) return;
-  if ((await insertClaim(tx, once)) === 0) throw new OnceClaimedError();
 }
 
 export function sqlOnceClaimStore(db: SqlRunner): OnceClaimStore {

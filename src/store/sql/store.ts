@@ -7,7 +7,7 @@ import { sqlKeyStore } from './keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
-import { sqlTokens } from './tokens.js';
+import { sqlTokenTable, sqlTokens } from './tokens.js';
 import { sqlUpgradeStore } from './upgrade.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
@@ -31,12 +31,20 @@ export interface StoreDriver {
  */
 function tablesOn(tx: SqlRunner): StoreTables {
   let apps: StoreTables['apps'] | undefined;
+  let tokens: StoreTables['tokens'] | undefined;
   let credentials: StoreTables['credentials'] | undefined;
   let events: StoreTables['events'] | undefined;
+  let developers: StoreTables['developers'] | undefined;
   let onceClaims: StoreTables['onceClaims'] | undefined;
   return {
     get apps() {
       return (apps ??= sqlAppStore(tx, { batchReads: false }));
+    },
+    get tokens() {
+      return (tokens ??= sqlTokenTable(tx));
+    },
+    get developers() {
+      return (developers ??= sqlDeveloperStore(tx));
     },
     get credentials() {
       return (credentials ??= sqlCredentialStore(tx));
