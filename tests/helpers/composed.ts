@@ -4,7 +4,14 @@ import type { RevocationKind } from '../../src/apps/revoke-all.js';
 import type { NewDeveloperEvent } from '../../src/developers/events.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
 import { claimOnce, type OnceClaim } from '../../src/once.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store, StoreTables } from '../../src/store/store.js';
+import { writeAccountAudit } from '../../src/developers/account-audit.js';
+import type { DeveloperRecord } from '../../src/developers/developer.js';
+import type { AccountAudit } from '../../src/developers/events.js';
+import type { OneTimeLinkRecord } from '../../src/developers/one-time-link.js';
+import type { AppRole } from '../../src/developers/roles.js';
+import type { SessionRecord } from '../../src/developers/session.js';
+import type { RemovedMember } from '../../src/developers/store.js';
 
 /** The audit events of a change, built from what it wrote. */
 export type AuditOf<Result> = (result: Result) => NewAuditEvent[];
@@ -115,4 +122,143 @@ export function revokeAll(store: Store, appId: string, kind: RevocationKind, at:
     await tx.events.append(audit(removed));
     return removed;
   });
+}
+
+/** The events of an account change, built from what it wrote. */
+export type AccountAuditOf<Result> = (result: Result) => AccountAudit;
+
+/** An account change and the events `audit` builds of what it wrote, unless it wrote nothing (undefined). */
+function accountChange<Result>(
+  store: Store,
+  change: (tx: StoreTables) => Promise<Result | undefined>,
+  audit: AccountAuditOf<Result>,
+): Promise<Result | undefined> {
+  return store.transaction(async (tx) => {
+    const result = await change(tx);
+    if (result !== undefined) await writeAccountAudit(tx, audit(result));
+    return result;
+  });
+}
+
+/** As `DeveloperAccounts.create`: the developer, its set-password link, and their events. */
+export async function insertDeveloper(
+  store: Store,
+  developer: DeveloperRecord,
+  link: OneTimeLinkRecord | null,
+  audit: AccountAuditOf<void>,
+): Promise<void> {
+  await store.transaction(async (tx) => {
+    await tx.developers.accounts.insert(developer);
+    if (link !== null) await tx.developers.links.insert(link);
+    await writeAccountAudit(tx, audit());
+  });
+}
+
+/** As `DeveloperAccounts.setPasswordWithLink` (with `linkId`, used up with it) and `changePassword`. */
+export function setPassword(
+  store: Store,
+  developerId: string,
+  passwordHash: string,
+  { linkId }: { linkId: string | null },
+  audit: AccountAuditOf<{ sessionsEnded: number }>,
+): Promise<{ sessionsEnded: number } | undefined> {
+  const rolledBack = new Error('rolled back');
+  return store
+    .transaction(async (tx) => {
+      if (linkId !== null && (await tx.developers.links.usePasswordLink(linkId, developerId)) === undefined) return undefined;
+      const set = await tx.developers.accounts.setPassword(developerId, passwordHash);
+      if (set === undefined) throw rolledBack;
+      await writeAccountAudit(tx, audit(set));
+      return set;
+    })
+    .catch((error: unknown) => {
+      if (error === rolledBack) return undefined;
+      throw error;
+    });
+}
+
+/** As `DeveloperAccounts.disable`. */
+export function disableDeveloper(
+  store: Store,
+  developerId: string,
+  at: number,
+  audit: AccountAuditOf<{ sessionsEnded: number }>,
+): Promise<{ sessionsEnded: number } | undefined> {
+  return accountChange(store, (tx) => tx.developers.accounts.disable(developerId, at), audit);
+}
+
+/** As `DeveloperSessions.start`. */
+export function insertSession(store: Store, session: SessionRecord, audit: AccountAuditOf<void>): Promise<true | undefined> {
+  return accountChange(
+    store,
+    (tx) => tx.developers.sessions.insert(session),
+    () => audit(),
+  );
+}
+
+/** As `DeveloperSessions.signOut`: false if there was no such session. */
+export async function deleteSession(store: Store, id: string, audit: AccountAuditOf<void>): Promise<boolean> {
+  return (
+    (await accountChange(
+      store,
+      (tx) => tx.developers.sessions.delete(id),
+      () => audit(),
+    )) !== undefined
+  );
+}
+
+/** As `DeveloperAccounts.issueResetLink` and `AppMembers.invite`. */
+export function insertLink(store: Store, link: OneTimeLinkRecord, audit: AccountAuditOf<void>): Promise<true | undefined> {
+  return accountChange(
+    store,
+    (tx) => tx.developers.links.insert(link),
+    () => audit(),
+  );
+}
+
+/** As `AppMembers.withdrawInvitation`: false if there was no such link. */
+export async function deleteLink(store: Store, id: string, audit: AccountAuditOf<void>): Promise<boolean> {
+  return (
+    (await accountChange(
+      store,
+      (tx) => tx.developers.links.delete(id),
+      () => audit(),
+    )) !== undefined
+  );
+}
+
+/** As `AppMembers.setOwner`: no events when the developer owned the app already. */
+export function setOwner(
+  store: Store,
+  appId: string,
+  developerId: string,
+  at: number,
+  audit: AccountAuditOf<{ previousOwnerId: string | null }>,
+): Promise<{ previousOwnerId: string | null } | undefined> {
+  return store.transaction(async (tx) => {
+    const result = await tx.developers.members.setOwner(appId, developerId, at);
+    if (result !== undefined && result.previousOwnerId !== developerId) await writeAccountAudit(tx, audit(result));
+    return result;
+  });
+}
+
+/** As `AppMembers.acceptInvitation`. */
+export function acceptInvitation(
+  store: Store,
+  linkId: string,
+  developerId: string,
+  at: number,
+  audit: AccountAuditOf<{ appId: string; role: AppRole; added: boolean }>,
+): Promise<{ appId: string; role: AppRole; added: boolean } | undefined> {
+  return accountChange(store, (tx) => tx.developers.members.acceptInvitation(linkId, developerId, at), audit);
+}
+
+/** As `AppMembers.removeCollaborator`. */
+export function removeMember(
+  store: Store,
+  appId: string,
+  developerId: string,
+  audit: AccountAuditOf<RemovedMember>,
+): Promise<RemovedMember | undefined> {
+  return accountChange(store, (tx) => tx.developers.members.remove(appId, developerId), audit);
 }

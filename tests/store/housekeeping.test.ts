@@ -7,7 +7,7 @@ import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
-import { rotateClientSecret } from '../helpers/composed.js';
+import { insertSession, rotateClientSecret } from '../helpers/composed.js';
 
 const DAY = 86_400_000;
 /** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
@@ -202,7 +202,7 @@ for (const [backend, open] of [
       const { store } = testStore;
       const now = clock.now();
       const developer = makeDeveloper();
-      await store.developers.accounts.insert(developer, null, () => ({}));
+      await store.developers.accounts.insert(developer);
       const app = makeApp();
       await store.apps.insert(app);
       const sessions = [now - 1, now, now + 1].map((expiresAt) => makeSession(developer.id, { expiresAt }));
@@ -215,12 +215,12 @@ for (const [backend, open] of [
         details: {},
       });
       for (const [index, session] of sessions.entries()) {
-        await store.developers.sessions.insert(session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
+        await insertSession(store, session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
       }
       const expiredLink = makePasswordLink(developer.id, { expiresAt: now });
-      await store.developers.links.insert(expiredLink, () => ({}));
+      await store.developers.links.insert(expiredLink);
       const liveInvitation = makeInvitation(app.appId, 'someone@example.com', { expiresAt: now + 1 });
-      await store.developers.links.insert(liveInvitation, () => ({}));
+      await store.developers.links.insert(liveInvitation);
 
       assert.deepEqual(await housekeeping.run(), {
         ...NOTHING_OF_DEVELOPERS,

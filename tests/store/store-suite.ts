@@ -564,7 +564,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('inserts many apps at once (an import), each as given, with its owner and the events built', async () => {
         const owner = makeDeveloper();
-        await store.developers.accounts.insert(owner, null, () => ({}));
+        await store.developers.accounts.insert(owner);
         // More than one statement's batch of rows.
         const apps = Array.from({ length: 2_500 }, (_, index) => makeApp(index % 3 === 0 ? { appId: randomBytes(4).toString('hex') } : {}));
         const owned = apps.filter((_, index) => index % 2 === 0);
@@ -607,8 +607,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(taken);
         const owner = makeDeveloper();
         const disabled = makeDeveloper({ disabledAt: T0 });
-        await store.developers.accounts.insert(owner, null, () => ({}));
-        await store.developers.accounts.insert(disabled, null, () => ({}));
+        await store.developers.accounts.insert(owner);
+        await store.developers.accounts.insert(disabled);
         const many = () => Array.from({ length: 2_500 }, () => ({ app: makeApp(), ownerId: null as string | null }));
 
         for (const clash of [{ appId: taken.appId }, { clientId: taken.clientId }]) {
