@@ -213,7 +213,7 @@ export class DeveloperAccounts {
    */
   async delete(email: string): Promise<DeveloperDescription> {
     const developer = await this.find(email);
-    if (!(await this.store.accounts.delete(developer.id))) throw developerNotFound();
+    if ((await this.store.accounts.delete(developer.id)) === undefined) throw developerNotFound();
     return describeDeveloper(developer);
   }
 

@@ -46,15 +46,15 @@ export interface DeveloperAccountStore {
    * is no such enabled developer.
    */
   setPassword(developerId: string, passwordHash: string): Promise<{ sessionsEnded: number } | undefined>;
-  /** Replaces `previousHash` by `passwordHash` (the same password, today's parameters); false if it changed meanwhile. */
-  rehashPassword(developerId: string, previousHash: string, passwordHash: string): Promise<boolean>;
+  /** Replaces `previousHash` by `passwordHash` (the same password, today's parameters); undefined (nothing written) if it changed meanwhile. */
+  rehashPassword(developerId: string, previousHash: string, passwordHash: string): Promise<true | undefined>;
   /**
    * Disables the developer at `at`, ends every session and removes every password link of it.
    * Undefined (nothing written) if there is no such developer or it is disabled already.
    */
   disable(developerId: string, at: number): Promise<{ sessionsEnded: number } | undefined>;
-  /** Deletes the developer with its sessions, links, memberships and account events. False if there is none. */
-  delete(developerId: string): Promise<boolean>;
+  /** Deletes the developer with its sessions, links, memberships and account events; undefined (nothing written) if there is none. */
+  delete(developerId: string): Promise<true | undefined>;
   /**
    * Writes account events, of a change in the transaction it is written in (`writeAccountAudit`)
    * or of none (a limit's refusal), each developer keeping its newest `MAX_EVENTS_PER_DEVELOPER`.

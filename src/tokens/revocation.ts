@@ -107,7 +107,7 @@ export class TokenRevoker {
     }
     // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
     this.checker.forget(matched.key);
-    if (!(await this.tokens.delete(matched.selector))) return;
+    if ((await this.tokens.delete(matched.selector)) === undefined) return;
     this.checker.forget(matched.key);
     this.#metrics.tokensRevoked(matched.facts.kind, 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: matched.facts.kind, scope: 'token', count: 1 });
@@ -152,7 +152,7 @@ export class TokenRevoker {
     const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
     const added = await this.revokedTokens.add(revocation);
     this.revokedAnonymous.remember(revocation);
-    if (!added) return;
+    if (added === undefined) return;
     this.#metrics.tokensRevoked('anonymous', 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });
   }

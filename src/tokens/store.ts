@@ -25,15 +25,15 @@ export interface TokenRecord {
 export interface TokenStore {
   /**
    * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app
-   * record its request was authenticated against (`AppRecord.adminGeneration`); false, with nothing
-   * stored, if a rotation or revocation changed it meanwhile, or the app is gone. Resolves once the
+   * record its request was authenticated against (`AppRecord.adminGeneration`): true, or undefined
+   * (nothing stored) if a rotation or revocation changed it meanwhile, or the app is gone. Resolves once the
    * token is durable: a 200 is never answered for a token a crash could lose.
    */
-  insert(token: TokenRecord, adminGeneration: number): Promise<boolean>;
+  insert(token: TokenRecord, adminGeneration: number): Promise<true | undefined>;
   /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
   findBySelector(selector: Buffer): MaybePromise<TokenRecord | undefined>;
-  /** Removes one token; false if there was none. */
-  delete(selector: Buffer): Promise<boolean>;
+  /** Removes one token: true, or undefined (nothing written) if there was none. */
+  delete(selector: Buffer): Promise<true | undefined>;
   /**
    * Revokes every token of an app, or every one of a kind: unless only anonymous ones are revoked,
    * takes admin authority away first (`withdrawAdminGrants`: a token insert racing it stores

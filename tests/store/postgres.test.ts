@@ -43,7 +43,7 @@ describe('PostgreSQL store specifics', () => {
       const inserting = store.tokens.insert(late, 0);
       await waitingOnLock('INSERT INTO tokens');
       await locker.query('COMMIT');
-      assert.equal(await inserting, false, 'the insert found the generation changed');
+      assert.equal(await inserting, undefined, 'the insert found the generation changed');
       assert.equal(await store.tokens.findBySelector(late.selector), undefined);
 
       // An insert holds the app's row (FOR KEY SHARE, not committed yet) when the revocation comes:
@@ -115,7 +115,7 @@ describe('PostgreSQL store specifics', () => {
         await other.end();
       }
       await legacy.query('COMMIT');
-      assert.equal(await inserting, false);
+      assert.equal(await inserting, undefined);
       assert.equal(await generation(), 4);
     } finally {
       await legacy.end();

@@ -92,7 +92,7 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
           passwordHash,
         },
       );
-      return updated > 0;
+      return updated > 0 ? true : undefined;
     },
     async disable(developerId, at) {
       return db.transaction(async (tx) => {
@@ -104,7 +104,7 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
       });
     },
     async delete(developerId) {
-      return (await db.run('DELETE FROM developers WHERE id = :developerId', { developerId })) > 0;
+      return (await db.run('DELETE FROM developers WHERE id = :developerId', { developerId })) > 0 ? true : undefined;
     },
     async appendEvents(batch) {
       await db.transaction((tx) => insertDeveloperEvents(tx, batch));

@@ -95,7 +95,7 @@ export interface SqlTokens {
 
 /**
  * Writes a batch of tokens in one statement (`GUARDED_TOKEN_INSERT`); whether each was stored. */
-async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<boolean[]> {
+async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<(true | undefined)[]> {
   const rows = batch.map(({ token, adminGeneration }) => [
     token.selector,
     token.verifierHash,
@@ -109,7 +109,7 @@ async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<b
   ]);
   const inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));
   const selectors = new Set(inserted.map((row) => Buffer.from(row.selector).toString('latin1')));
-  return batch.map(({ token }) => selectors.has(token.selector.toString('latin1')));
+  return batch.map(({ token }) => (selectors.has(token.selector.toString('latin1')) ? true : undefined));
 }
 
 const findOneOn = (db: SqlRunner) => (selector: Buffer) =>
@@ -123,11 +123,11 @@ const findOneOn = (db: SqlRunner) => (selector: Buffer) =>
 export function sqlTokenTable(db: SqlRunner): TokenStore {
   return {
     async insert(token, adminGeneration) {
-      return (await writeTokens(db, [{ token, adminGeneration }]))[0]!;
+      return (await writeTokens(db, [{ token, adminGeneration }]))[0];
     },
     findBySelector: findOneOn(db),
     async delete(selector) {
-      return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0;
+      return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0 ? true : undefined;
     },
     async revokeAll(appId, kind, at) {
       return db.transaction(async (tx) => {
@@ -167,9 +167,9 @@ export function sqlTokenTable(db: SqlRunner): TokenStore {
 export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   // One statement and one commit for every batch of tokens (group commit): a token is durable when
   // its request is answered.
-  const tokenWriter = new GroupCommit<NewToken, boolean>({
+  const tokenWriter = new GroupCommit<NewToken, true | undefined>({
     writeBatch: (batch) => writeTokens(db, batch),
-    writeOne: async (token) => (await writeTokens(db, [token]))[0]!,
+    writeOne: async (token) => (await writeTokens(db, [token]))[0],
     failsEverything: isServiceUnavailable,
     maxInFlight,
   });
