@@ -3,12 +3,6 @@ import type { AppRole } from '../developers/roles.js';
 import type { EndedPreviousSecret } from '../credentials/store.js';
 import type { AppConfiguration, AppRecord } from './app.js';
 
-/** What rotating a ClientSecret did besides. */
-export interface SecretRotation {
-  /** Admin tokens removed with the old secret (0 unless asked for). */
-  adminTokensRevoked: number;
-}
-
 /** An app as it was when it was deleted, with who was a member of it. */
 export interface DeletedApp {
   app: AppRecord;

@@ -1,5 +1,5 @@
 import type { AppConfiguration, AppRecord } from '../../src/apps/app.js';
-import type { DeletedApp, NewImportedApp, SecretRotation } from '../../src/apps/store.js';
+import type { DeletedApp, NewImportedApp } from '../../src/apps/store.js';
 import type { RevocationKind } from '../../src/apps/revoke-all.js';
 import type { NewDeveloperEvent } from '../../src/developers/events.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
@@ -22,6 +22,11 @@ export type AuditOf<Result> = (result: Result) => NewAuditEvent[];
  * store suites test the transactions with them: all of a change is written, or none of it. A once
  * value claimed before throws `CONFLICT` (`claimOnce`); what was not found is undefined.
  */
+
+/** What a rotation did besides: the admin tokens it removed (0 unless asked for). */
+export interface SecretRotation {
+  adminTokensRevoked: number;
+}
 
 /** As `AppService.create` with an owner: undefined if there is no such enabled developer; `inserted` false at its limit. */
 export function insertOwned(
