@@ -1,9 +1,11 @@
+import { formSentAlready } from './error-catalogue.js';
+
 /**
  * A single-use value sent with a change that must not be made twice: the portal's forms whose
  * answer shows a secret once (`src/portal/once.ts`), which a reload, a resend while the first is
- * pending or a retrying proxy may send again. The store claims it in the change's own transaction:
- * a value claimed before makes the whole change do nothing and throws `OnceClaimedError`, so of
- * two sends in flight together exactly one takes effect.
+ * pending or a retrying proxy may send again. The service claims it in the change's own
+ * transaction (`claimOnce`): a value claimed before makes the whole change do nothing, so of two
+ * sends in flight together exactly one takes effect.
  */
 export interface OnceClaim {
   value: string;
@@ -18,15 +20,18 @@ export function onceClaim(value: string, now: number): OnceClaim {
   return { value, keepUntil: now + ONCE_LIFETIME_MS };
 }
 
-export class OnceClaimedError extends Error {
-  constructor() {
-    super('this once value was claimed already');
-    this.name = 'OnceClaimedError';
-  }
-}
-
-/** The claims' storage seam, for housekeeping; claims are written by the changes they go with. */
+/** The claims' storage seam: claimed in the transaction of the change they go with, removed by housekeeping. */
 export interface OnceClaimStore {
+  /** Claims the value: true, or undefined (nothing written) if it was claimed before. */
+  claim(once: OnceClaim): Promise<true | undefined>;
   /** Removes up to `batch` claims kept until `now` or earlier; how many it removed. */
   deleteExpired(now: number, batch: number): Promise<number>;
+}
+
+/**
+ * Claims `once`, when there is one, in the transaction `claims` is bound to: `CONFLICT`, the form
+ * sent already (`formSentAlready`), if it was claimed before, which rolls back the whole change.
+ */
+export async function claimOnce(claims: OnceClaimStore, once: OnceClaim | undefined): Promise<void> {
+  if (once !== undefined && (await claims.claim(once)) === undefined) throw formSentAlready();
 }

@@ -133,8 +133,8 @@ export function createTessera(options: TesseraOptions): Tessera {
   const links = { publicUrl: options.publicUrl };
   // Every service that acts on an app asks this first, whichever page, route or command calls it.
   const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
-  const apps = new AppService(store.apps, clock, events, access, capabilities, checking.forget);
-  const developers = new DeveloperAccounts(store.developers, clock, signInLimits, links);
+  const apps = new AppService(store.apps, store, clock, events, access, capabilities, checking.forget);
+  const developers = new DeveloperAccounts(store.developers, store, clock, signInLimits, links);
   const developerLimits = new DeveloperLimits(
     limits,
     options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS,
@@ -143,8 +143,8 @@ export function createTessera(options: TesseraOptions): Tessera {
     warn,
     metrics,
   );
-  const credentials = new CredentialService(store.credentials, store.apps, clock, events, access, capabilities, checking.forget);
-  const members = new AppMembers(store.developers, store.apps, clock, events, developerLimits, access, {
+  const credentials = new CredentialService(store, store.apps, clock, events, access, capabilities, checking.forget);
+  const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,
   });
@@ -171,6 +171,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     checker: checking.tokens,
     revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, checking.anonymous, checking.revoked, events, {
       clock,
+      transactions: store,
       access,
       onChange: checking.forget,
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
@@ -182,10 +183,10 @@ export function createTessera(options: TesseraOptions): Tessera {
     events,
     appEvents: new AppEvents(events, access, clock, (appId) => store.apps.findById(appId)),
     developers,
-    developerSessions: new DeveloperSessions(store.developers, clock, signInLimits),
+    developerSessions: new DeveloperSessions(store.developers, store, clock, signInLimits),
     members,
     ownedApps: new OwnedApps(apps, developers, developerLimits),
-    appImports: new AppImports(store.apps, store.developers.accounts, clock, events, checking.forget),
+    appImports: new AppImports(store.apps, store, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
     metrics,
     capabilities,

@@ -13,11 +13,13 @@ import {
 import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
 import { escapedLimit, limitsWithin, type EscapedLimit } from '../credentials/limits.js';
 import type { CredentialStore } from '../credentials/store.js';
-import { adminRequired, appNotFound, formSentAlready, insufficientScope, notFound } from '../error-catalogue.js';
+import type { EventStore } from '../events/store.js';
+import { adminRequired, appNotFound, insufficientScope, notFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import { onceClaim, OnceClaimedError } from '../once.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once.js';
+import type { Transactional } from '../transaction.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
@@ -43,6 +45,14 @@ export interface RevokedCredential {
   tokensRevoked: number;
   /** The credentials its admin tokens made (and theirs made…), revoked with it: each with its tokens removed. */
   credentialsRevoked: { clientId: string; name: string; tokensRevoked: number }[];
+}
+
+/** The tables a credential's change is written to, in one transaction. */
+export interface CredentialTables {
+  readonly apps: AppStore;
+  readonly credentials: CredentialStore;
+  readonly events: EventStore;
+  readonly onceClaims: OnceClaimStore;
 }
 
 /** The one scope a collaborator may not grant: it would let a credential do what the collaborator may not. */
@@ -79,7 +89,7 @@ function developerPermissions(role: AppRole): CredentialPermissions {
  */
 export class CredentialService {
   constructor(
-    private readonly store: CredentialStore,
+    private readonly store: Transactional<CredentialTables>,
     private readonly apps: AppStore,
     private readonly clock: Clock,
     private readonly events: EventLog,
@@ -150,14 +160,20 @@ export class CredentialService {
       },
     };
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
-    const outcome = await this.store.insert(record, MAX_CREDENTIALS_PER_APP, () => [created], claim).catch(sentAlready);
-    if (outcome === 'no app') throw appNotFound();
-    if (outcome === 'limit') {
-      throw new TesseraError(
-        'CONFLICT',
-        `This app has ${MAX_CREDENTIALS_PER_APP} credentials, as many as an app may have; revoke one it no longer needs first.`,
-      );
-    }
+    await this.store.transaction(async (tx) => {
+      // Creations for one app take turns (the app's row is held), so that several at once cannot
+      // pass the limit together; tokens of the app are issued meanwhile.
+      if ((await tx.apps.lock(appId, 'NO KEY UPDATE')) === undefined) throw appNotFound();
+      if ((await tx.credentials.countOf(appId)) >= MAX_CREDENTIALS_PER_APP) {
+        throw new TesseraError(
+          'CONFLICT',
+          `This app has ${MAX_CREDENTIALS_PER_APP} credentials, as many as an app may have; revoke one it no longer needs first.`,
+        );
+      }
+      await claimOnce(tx.onceClaims, claim);
+      await tx.credentials.insert(record);
+      await tx.events.append([created]);
+    });
     this.onChange(appId);
     return { ...describeCredential(record), clientSecret };
   }
@@ -185,23 +201,18 @@ export class CredentialService {
     const stamp = await this.events.stamp(appId, context);
     const previousSecretValidUntil = graceSeconds === null ? null : stamp.at + graceSeconds * 1000;
     const claim = options.once === undefined ? undefined : onceClaim(options.once, stamp.at);
-    const rotated = await this.store
-      .rotate(
-        appId,
-        clientId,
-        clientSecretDigest(clientSecret),
-        previousSecretValidUntil,
-        () => [
-          {
-            ...stamp,
-            type: 'credential.rotated',
-            details: { ...credentialDetails(credential), previousSecretValidUntil, ...actingDetails(context) },
-          },
-        ],
-        claim,
-      )
-      .catch(sentAlready);
-    if (!rotated) throw credentialNotFound();
+    await this.store.transaction(async (tx) => {
+      const rotated = await tx.credentials.rotate(appId, clientId, clientSecretDigest(clientSecret), previousSecretValidUntil);
+      if (rotated === undefined) throw credentialNotFound();
+      await claimOnce(tx.onceClaims, claim);
+      await tx.events.append([
+        {
+          ...stamp,
+          type: 'credential.rotated',
+          details: { ...credentialDetails(credential), previousSecretValidUntil, ...actingDetails(context) },
+        },
+      ]);
+    });
     this.onChange(appId);
     return {
       clientId,
@@ -223,14 +234,19 @@ export class CredentialService {
     await this.access.authorize(appId, 'manage_credentials', context);
     const credential = await this.#require(appId, clientId);
     const stamp = await this.events.stamp(appId, context);
-    const ended = await this.store.endPreviousSecret(appId, clientId, stamp.at, (validUntil) => [
-      {
-        ...stamp,
-        type: 'credential.previous_secret_ended',
-        details: { ...credentialDetails(credential), previousSecretValidUntil: validUntil, ...actingDetails(context) },
-      },
-    ]);
-    if (ended === undefined) throw credentialNotFound();
+    const ended = await this.store.transaction(async (tx) => {
+      const found = await tx.credentials.endPreviousSecret(appId, clientId, stamp.at);
+      if (found === undefined) throw credentialNotFound();
+      if (found.validUntil === null) return null;
+      await tx.events.append([
+        {
+          ...stamp,
+          type: 'credential.previous_secret_ended',
+          details: { ...credentialDetails(credential), previousSecretValidUntil: found.validUntil, ...actingDetails(context) },
+        },
+      ]);
+      return found.validUntil;
+    });
     if (ended !== null) this.onChange(appId);
     return { clientId, endedPreviousSecretValidUntil: ended === null ? null : new Date(ended).toISOString() };
   }
@@ -245,26 +261,25 @@ export class CredentialService {
     await this.#require(appId, clientId);
     const stamp = await this.events.stamp(appId, context);
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
-    const revoked = await this.store
-      .delete(
-        appId,
-        clientId,
-        (credentials) =>
-          credentials.map(({ clientId: revokedId, name, madeBy, tokensRevoked }) => ({
-            ...stamp,
-            type: 'credential.revoked',
-            details: {
-              clientId: revokedId,
-              name,
-              tokensRevoked,
-              ...(madeBy === null ? {} : { madeBy, revokedWith: clientId }),
-              ...actingDetails(context),
-            },
-          })),
-        claim,
-      )
-      .catch(sentAlready);
-    if (revoked === undefined) throw credentialNotFound();
+    const revoked = await this.store.transaction(async (tx) => {
+      const credentials = await tx.credentials.delete(appId, clientId);
+      if (credentials === undefined) throw credentialNotFound();
+      await claimOnce(tx.onceClaims, claim);
+      await tx.events.append(
+        credentials.map(({ clientId: revokedId, name, madeBy, tokensRevoked }) => ({
+          ...stamp,
+          type: 'credential.revoked',
+          details: {
+            clientId: revokedId,
+            name,
+            tokensRevoked,
+            ...(madeBy === null ? {} : { madeBy, revokedWith: clientId }),
+            ...actingDetails(context),
+          },
+        })),
+      );
+      return credentials;
+    });
     this.onChange(appId);
     const [named, ...made] = revoked;
     return {
@@ -336,11 +351,6 @@ function limitEscaped(limit: EscapedLimit, maker: CredentialRecord): TesseraErro
     'FORBIDDEN',
     `${limit} goes beyond the credential this admin token was issued from: what a credential makes or rotates must ${what}.`,
   );
-}
-
-/** A once value claimed before: the form was sent already. */
-function sentAlready(error: unknown): never {
-  throw error instanceof OnceClaimedError ? formSentAlready() : error;
 }
 
 function credentialNotFound(): TesseraError {

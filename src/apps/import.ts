@@ -12,7 +12,9 @@ import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from 
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
 import { parseConfigurationChanges } from './configuration.js';
 import { checkedAppName } from './service.js';
-import { AppConflictError, type AppStore, type NewImportedApp, type StoredAppKeys } from './store.js';
+import type { AppStore, NewImportedApp, StoredAppKeys } from './store.js';
+import { StoreConflictError, type Transactional } from '../transaction.js';
+import type { EventStore } from '../events/store.js';
 
 /**
  * Bringing apps in with the keys they have (`tessera apps import`), and writing them out in the same
@@ -358,6 +360,7 @@ function fileTooLarge(size: number): TesseraError {
 export class AppImports {
   constructor(
     private readonly store: AppStore,
+    private readonly transactions: Transactional<{ readonly apps: AppStore; readonly events: EventStore }>,
     private readonly developers: Pick<DeveloperAccountStore, 'findByEmail'>,
     private readonly clock: Clock,
     private readonly events: EventLog,
@@ -403,7 +406,7 @@ export class AppImports {
 
     // As for an app created with an owner (`AppService.create`): `app.owner_changed` in the app's log.
     const stamp = owned.length === 0 ? undefined : await this.events.stamp(owned[0]!.app.appId, context);
-    const audit = (): NewAuditEvent[] =>
+    const events: NewAuditEvent[] =
       stamp === undefined
         ? []
         : owned.map(({ app, ownerId }) => ({
@@ -412,11 +415,16 @@ export class AppImports {
             type: 'app.owner_changed',
             details: { ...developerDetails(context), ownerId, previousOwnerId: null },
           }));
-    let written: boolean;
+    let written: true | undefined;
     try {
-      written = await this.store.insertMany(records, audit);
+      // Every app and its event, or nothing.
+      written = await this.transactions.transaction(async (tx) => {
+        if ((await tx.apps.insertMany(records)) === undefined) return undefined;
+        await tx.events.append(events);
+        return true;
+      });
     } catch (error) {
-      if (error instanceof AppConflictError) {
+      if (error instanceof StoreConflictError) {
         throw new TesseraError(
           'CONFLICT',
           'Nothing was imported: an AppID or ClientID of the file was taken while it was being imported; run the import again to see which.',
@@ -424,7 +432,7 @@ export class AppImports {
       }
       throw error;
     }
-    if (!written) {
+    if (written === undefined) {
       throw new TesseraError(
         'CONFLICT',
         'Nothing was imported: an owner of the file was disabled or deleted while it was being imported; run the import again to see which.',

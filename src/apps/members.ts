@@ -12,6 +12,8 @@ import { TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import { actingDeveloperId, developerDetails, requireOperator, type RequestContext } from '../request-context.js';
 import type { AppStore } from './store.js';
+import { writeAccountAudit, type AccountTables } from '../developers/account-audit.js';
+import type { Transactional } from '../transaction.js';
 
 export interface OwnerChange {
   appId: string;
@@ -64,6 +66,7 @@ export interface AppMembersOptions {
 export class AppMembers {
   constructor(
     private readonly store: DeveloperStore,
+    private readonly transactions: Transactional<AccountTables>,
     private readonly apps: AppStore,
     private readonly clock: Clock,
     private readonly events: EventLog,
@@ -101,9 +104,21 @@ export class AppMembers {
     await this.access.authorize(appId, 'manage_collaborators', context);
     const developer = await this.#enabledDeveloper(email);
     const stamp = await this.events.stamp(appId, context);
-    const changed = await this.store.members.setOwner(appId, developer.id, stamp.at, ({ previousOwnerId }) => ({
-      app: [{ ...stamp, type: 'app.owner_changed', details: { ...developerDetails(context), ownerId: developer.id, previousOwnerId } }],
-    }));
+    const changed = await this.transactions.transaction(async (tx) => {
+      const result = await tx.developers.members.setOwner(appId, developer.id, stamp.at);
+      // Already its owner: nothing changed, nothing to say.
+      if (result === undefined || result.previousOwnerId === developer.id) return result;
+      await writeAccountAudit(tx, {
+        app: [
+          {
+            ...stamp,
+            type: 'app.owner_changed',
+            details: { ...developerDetails(context), ownerId: developer.id, previousOwnerId: result.previousOwnerId },
+          },
+        ],
+      });
+      return result;
+    });
     if (changed === undefined) {
       if ((await this.apps.findById(appId)) === undefined) throw appNotFound();
       throw developerNotFound();
@@ -143,16 +158,18 @@ export class AppMembers {
       createdAt: stamp.at,
       expiresAt: stamp.at + LINK_LIFETIME_MS.invitation,
     };
-    const inserted = await this.store.links.insert(link, () => ({
-      app: [
-        {
-          ...stamp,
-          type: 'app.collaborator_invited',
-          details: { ...developerDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt },
-        },
-      ],
-    }));
-    if (inserted === undefined) throw appNotFound();
+    await this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.links.insert(link)) === undefined) throw appNotFound();
+      await writeAccountAudit(tx, {
+        app: [
+          {
+            ...stamp,
+            type: 'app.collaborator_invited',
+            details: { ...developerDetails(context), invitationId: link.id, email: invitee, expiresAt: link.expiresAt },
+          },
+        ],
+      });
+    });
     return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
   }
 
@@ -182,12 +199,18 @@ export class AppMembers {
     if (link === undefined || link.purpose !== 'invitation' || link.appId !== appId || link.expiresAt <= this.clock.now())
       throw appNotFound();
     const stamp = await this.events.stamp(appId, context);
-    const withdrawn = await this.store.links.delete(link.id, () => ({
-      app: [
-        { ...stamp, type: 'app.invitation_withdrawn', details: { ...developerDetails(context), invitationId: link.id, email: link.email } },
-      ],
-    }));
-    if (!withdrawn) throw appNotFound();
+    await this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.links.delete(link.id)) === undefined) throw appNotFound();
+      await writeAccountAudit(tx, {
+        app: [
+          {
+            ...stamp,
+            type: 'app.invitation_withdrawn',
+            details: { ...developerDetails(context), invitationId: link.id, email: link.email },
+          },
+        ],
+      });
+    });
   }
 
   /**
@@ -228,19 +251,23 @@ export class AppMembers {
       throw new TesseraError('FORBIDDEN', 'This invitation is for another email address: sign in with that address to accept it.');
     }
     const stamp = await this.events.stamp(link.appId!, context);
-    const accepted = await this.store.members.acceptInvitation(link.id, developer.id, stamp.at, ({ role, added }) => ({
-      app: added
-        ? [
-            {
-              ...stamp,
-              type: 'app.collaborator_added',
-              details: { ...developerDetails(context), developerId: developer.id, invitationId: link.id, role },
-            },
-          ]
-        : [],
-    }));
-    if (accepted === undefined) throw invalidLink();
-    return accepted;
+    return this.transactions.transaction(async (tx) => {
+      const accepted = await tx.developers.members.acceptInvitation(link.id, developer.id, stamp.at);
+      if (accepted === undefined) throw invalidLink();
+      const { role, added } = accepted;
+      await writeAccountAudit(tx, {
+        app: added
+          ? [
+              {
+                ...stamp,
+                type: 'app.collaborator_added',
+                details: { ...developerDetails(context), developerId: developer.id, invitationId: link.id, role },
+              },
+            ]
+          : [],
+      });
+      return accepted;
+    });
   }
 
   /**
@@ -255,24 +282,28 @@ export class AppMembers {
     if (role === 'owner')
       throw new TesseraError('invalid_request', 'The owner is not removed: transfer the app to another developer instead.');
     const stamp = await this.events.stamp(appId, context);
-    const removed = await this.store.members.remove(appId, developerId, ({ role: was, credentialsRevoked }) => ({
-      app: [
-        { ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: was } },
-        ...credentialsRevoked.map(({ clientId, name, madeBy, tokensRevoked }) => ({
-          ...stamp,
-          type: 'credential.revoked' as const,
-          details: {
-            clientId,
-            name,
-            tokensRevoked,
-            // Made by the developer removed, or by a credential of theirs.
-            ...(madeBy === null ? { madeByDeveloperId: developerId } : { madeBy }),
-            ...developerDetails(context),
-          },
-        })),
-      ],
-    }));
-    if (removed === undefined) throw appNotFound();
+    const removed = await this.transactions.transaction(async (tx) => {
+      const member = await tx.developers.members.remove(appId, developerId);
+      if (member === undefined) throw appNotFound();
+      await writeAccountAudit(tx, {
+        app: [
+          { ...stamp, type: 'app.collaborator_removed', details: { ...developerDetails(context), developerId, role: member.role } },
+          ...member.credentialsRevoked.map(({ clientId, name, madeBy, tokensRevoked }) => ({
+            ...stamp,
+            type: 'credential.revoked' as const,
+            details: {
+              clientId,
+              name,
+              tokensRevoked,
+              // Made by the developer removed, or by a credential of theirs.
+              ...(madeBy === null ? { madeByDeveloperId: developerId } : { madeBy }),
+              ...developerDetails(context),
+            },
+          })),
+        ],
+      });
+      return member;
+    });
     if (removed.credentialsRevoked.length > 0) this.options.onChange?.(appId);
     return removed;
   }

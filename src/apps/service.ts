@@ -1,14 +1,14 @@
 import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppAccess } from '../app-access.js';
 import { clientSecretDigest } from '../crypto.js';
-import { appNotFound, developerNotFound, formSentAlready } from '../error-catalogue.js';
+import { appNotFound, developerNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
-import { onceClaim, OnceClaimedError } from '../once.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once.js';
 import { hasControlCharacters } from '../text.js';
 import {
   DEFAULT_APP_CONFIGURATION,
@@ -21,9 +21,12 @@ import {
 import { generateAppKeys, type AppKeys } from './keys.js';
 import { MAX_ALLOWED_ORIGINS } from './origins.js';
 import { generateClientSecret } from './secret-format.js';
-import { appTokensRevoked } from './revoke-all.js';
+import { appTokensRevoked, type RevocationKind } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
-import { AppConflictError, type AppStore } from './store.js';
+import type { AppStore } from './store.js';
+import type { DeveloperStore } from '../developers/store.js';
+import type { EventStore } from '../events/store.js';
+import { StoreConflictError, type Transactional } from '../transaction.js';
 
 export interface CreatedApp extends AppKeys {
   name: string;
@@ -75,6 +78,16 @@ export interface RotationOptions {
   once?: string;
 }
 
+/** The tables an app's change is written to, in one transaction. */
+export interface AppTables {
+  readonly apps: AppStore;
+  /** The part of the token store a rotation uses (`TokenStore.deleteOfApp`), named here: `tokens/` imports `apps/`. */
+  readonly tokens: { deleteOfApp(appId: string, kind: RevocationKind): Promise<number> };
+  readonly events: EventStore;
+  readonly developers: DeveloperStore;
+  readonly onceClaims: OnceClaimStore;
+}
+
 /**
  * Apps' provisioning (the operator's "developer portal": the CLI and the first-run demo) and their
  * configuration (also an admin feature of the API). Each read and each change of one app asks
@@ -83,6 +96,7 @@ export interface RotationOptions {
 export class AppService {
   constructor(
     private readonly store: AppStore,
+    private readonly transactions: Transactional<AppTables>,
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly access: AppAccess,
@@ -122,7 +136,7 @@ export class AppService {
         return { ...keys, name, createdAt: new Date(record.createdAt).toISOString() };
       } catch (error) {
         // 64-bit random AppIDs practically never collide; retry a few times if they do.
-        if (!(error instanceof AppConflictError) || attempt >= 3) throw error;
+        if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
       }
     }
   }
@@ -136,11 +150,17 @@ export class AppService {
       details: { ...developerDetails(context), ownerId: developerId, previousOwnerId: null, created: true },
     };
     const claim = once === undefined ? undefined : onceClaim(once, stamp.at);
-    const insertion = await this.store
-      .insertOwned(record, { developerId, maxOwnedApps, once: claim }, () => [ownerChanged])
-      .catch(sentAlready);
-    if (insertion === undefined) throw developerNotFound();
-    if (!insertion.inserted) throw new AppLimitReached(insertion.ownedApps);
+    await this.transactions.transaction(async (tx) => {
+      // Insertions for one developer take turns (its row is held), so that each counts what the one
+      // before it inserted, and several at the same moment cannot pass its limit together.
+      if ((await tx.developers.accounts.lockEnabled(developerId, 'NO KEY UPDATE')) === undefined) throw developerNotFound();
+      const ownedApps = await tx.developers.members.countOwned(developerId);
+      if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) throw new AppLimitReached(ownedApps);
+      await claimOnce(tx.onceClaims, claim);
+      await tx.apps.insert(record);
+      await tx.developers.members.insertOwner(record.appId, developerId, record.createdAt);
+      await tx.events.append([ownerChanged]);
+    });
   }
 
   async list(): Promise<AppDescription[]> {
@@ -184,25 +204,29 @@ export class AppService {
     // The rotation, the revocation and both events in one transaction: the new secret is returned
     // (and printed) only once all of it is written, and a failure leaves the old secret working.
     const once = options.once === undefined ? undefined : onceClaim(options.once, stamp.at);
-    const rotation = await this.store
-      .rotateClientSecret(
-        appId,
-        clientSecretDigest(clientSecret),
-        { revokeAdminTokens, previousSecretValidUntil, once },
-        ({ adminTokensRevoked }) => [
-          ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', adminTokensRevoked, context)] : []),
-          { ...stamp, type: 'app.secret_rotated', details: { ...developerDetails(context), adminTokensRevoked, previousSecretValidUntil } },
-        ],
-      )
-      .catch(sentAlready);
-    if (rotation === undefined) throw appNotFound();
+    const adminTokensRevoked = await this.transactions.transaction(async (tx) => {
+      if ((await tx.apps.rotateClientSecret(appId, clientSecretDigest(clientSecret), previousSecretValidUntil)) === undefined) {
+        throw appNotFound();
+      }
+      await claimOnce(tx.onceClaims, once);
+      const removed = revokeAdminTokens ? await tx.tokens.deleteOfApp(appId, 'admin') : 0;
+      await tx.events.append([
+        ...(revokeAdminTokens ? [appTokensRevoked(stamp, 'admin', removed, context)] : []),
+        {
+          ...stamp,
+          type: 'app.secret_rotated',
+          details: { ...developerDetails(context), adminTokensRevoked: removed, previousSecretValidUntil },
+        },
+      ]);
+      return removed;
+    });
     this.onChange(appId);
     const earlier = app.previousSecret;
     return {
       appId,
       clientId: app.clientId,
       clientSecret,
-      adminTokensRevoked: rotation.adminTokensRevoked,
+      adminTokensRevoked,
       previousSecretValidUntil: isoOrNull(previousSecretValidUntil),
       endedEarlierSecretValidUntil: earlier !== null && earlier.validUntil > stamp.at ? isoOrNull(earlier.validUntil) : null,
     };
@@ -217,10 +241,19 @@ export class AppService {
   async endPreviousSecret(appId: string, context: RequestContext): Promise<{ endedPreviousSecretValidUntil: string | null }> {
     await this.access.authorize(appId, 'rotate_secret', context);
     const stamp = await this.events.stamp(appId, context);
-    const ended = await this.store.endPreviousSecret(appId, stamp.at, (validUntil) => [
-      { ...stamp, type: 'app.previous_secret_ended', details: { ...developerDetails(context), previousSecretValidUntil: validUntil } },
-    ]);
-    if (ended === undefined) throw appNotFound();
+    const ended = await this.transactions.transaction(async (tx) => {
+      const found = await tx.apps.endPreviousSecret(appId, stamp.at);
+      if (found === undefined) throw appNotFound();
+      if (found.validUntil === null) return null;
+      await tx.events.append([
+        {
+          ...stamp,
+          type: 'app.previous_secret_ended',
+          details: { ...developerDetails(context), previousSecretValidUntil: found.validUntil },
+        },
+      ]);
+      return found.validUntil;
+    });
     if (ended !== null) this.onChange(appId);
     return { endedPreviousSecretValidUntil: isoOrNull(ended) };
   }
@@ -230,8 +263,12 @@ export class AppService {
     await this.access.authorize(appId, 'change_configuration', context);
     const stamp = await this.events.stamp(appId, context);
     const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: { ...changes, ...developerDetails(context) } };
-    const updated = await this.store.updateConfiguration(appId, changes, () => [changed]);
-    if (updated === undefined) throw appNotFound();
+    const updated = await this.transactions.transaction(async (tx) => {
+      const app = await tx.apps.updateConfiguration(appId, changes);
+      if (app === undefined) throw appNotFound();
+      await tx.events.append([changed]);
+      return app;
+    });
     this.onChange(appId);
     return describeApp(updated);
   }
@@ -244,27 +281,29 @@ export class AppService {
   async allowOrigin(appId: string, origin: string, context: RequestContext): Promise<{ app: AppDescription; added: boolean }> {
     await this.access.authorize(appId, 'change_configuration', context);
     const stamp = await this.events.stamp(appId, context);
-    const changed = await this.store.changeConfiguration(
-      appId,
-      ({ allowedOrigins }) => {
-        if (allowedOrigins.includes(origin)) return null;
-        if (allowedOrigins.length >= MAX_ALLOWED_ORIGINS) {
-          throw new TesseraError(
-            'invalid_request',
-            `The app allows ${MAX_ALLOWED_ORIGINS} origins already, as many as it may: remove one in Settings first.`,
-          );
-        }
-        return { allowedOrigins: [...allowedOrigins, origin] };
-      },
-      ({ configuration }) => [
+    // Read and written with the app's row held, so that an origin added meanwhile is not lost.
+    const changed = await this.transactions.transaction(async (tx) => {
+      const app = await tx.apps.findLocked(appId, 'NO KEY UPDATE');
+      if (app === undefined) throw appNotFound();
+      const { allowedOrigins } = app.configuration;
+      if (allowedOrigins.includes(origin)) return { app, changed: false };
+      if (allowedOrigins.length >= MAX_ALLOWED_ORIGINS) {
+        throw new TesseraError(
+          'invalid_request',
+          `The app allows ${MAX_ALLOWED_ORIGINS} origins already, as many as it may: remove one in Settings first.`,
+        );
+      }
+      const configuration = { ...app.configuration, allowedOrigins: [...allowedOrigins, origin] };
+      await tx.apps.patchConfiguration(appId, { allowedOrigins: configuration.allowedOrigins });
+      await tx.events.append([
         {
           ...stamp,
           type: 'app.configuration_changed',
           details: { allowedOrigins: configuration.allowedOrigins, ...developerDetails(context) },
         },
-      ],
-    );
-    if (changed === undefined) throw appNotFound();
+      ]);
+      return { app: { ...app, configuration }, changed: true };
+    });
     if (changed.changed) this.onChange(appId);
     return { app: describeApp(changed.app), added: changed.changed };
   }
@@ -277,14 +316,18 @@ export class AppService {
   async delete(appId: string, context: RequestContext): Promise<void> {
     await this.access.authorize(appId, 'delete_app', context);
     const at = this.clock.now();
-    const deleted = await this.store.delete(appId, ({ app, members }) =>
-      members.map(({ developerId, role }) => ({
-        ...developerStamp(developerId, at, context),
-        type: 'developer.app_deleted',
-        details: { appId, name: app.name, role, ...developerDetails(context) },
-      })),
-    );
-    if (!deleted) throw appNotFound();
+    await this.transactions.transaction(async (tx) => {
+      const deleted = await tx.apps.delete(appId);
+      if (deleted === undefined) throw appNotFound();
+      // The app's own log goes with it; its members' account logs keep its deletion.
+      await tx.developers.accounts.appendEvents(
+        deleted.members.map(({ developerId, role }) => ({
+          ...developerStamp(developerId, at, context),
+          type: 'developer.app_deleted',
+          details: { appId, name: deleted.app.name, role, ...developerDetails(context) },
+        })),
+      );
+    });
     this.onChange(appId);
   }
 }
@@ -309,9 +352,4 @@ export function checkedAppName(name: string): string {
     );
   }
   return trimmed;
-}
-
-/** A once value claimed before: the form was sent already. */
-function sentAlready(error: unknown): never {
-  throw error instanceof OnceClaimedError ? formSentAlready() : error;
 }

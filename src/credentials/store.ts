@@ -1,5 +1,3 @@
-import type { AuditOf } from '../events/event.js';
-import type { OnceClaim } from '../once.js';
 import type { CredentialRecord } from './credential.js';
 
 /** A credential revoked, and how many of its tokens went with it. */
@@ -11,46 +9,44 @@ export interface RevokedCredentialRecord {
   tokensRevoked: number;
 }
 
+/** The end a previous secret had, when `endPreviousSecret` found the credential (or app: `AppStore.endPreviousSecret`). */
+export interface EndedPreviousSecret {
+  /** UNIX ms: when the previous secret would have stopped; null when none was working (nothing written). */
+  validUntil: number | null;
+}
+
 /**
  * The credentials' storage seam; one SQL implementation over both dialects (`src/store/sql/credentials.ts`).
  * Credentials are read with their app (`AppRecord.credentials`), so that a cached app has them, and a
- * change to one reaches every instance with the app's change signal.
+ * change to one reaches every instance with the app's change signal. Its methods take and give plain
+ * records, undefined when nothing was written; a change and its audit events are put together by
+ * `CredentialService` in one transaction (`Store.transaction`), which locks the app first
+ * (`AppStore.lock`) where it counts the app's credentials.
  */
 export interface CredentialStore {
-  /**
-   * Inserts the credential and the events `audit` builds, in one transaction, unless its app has
-   * `maxPerApp` credentials already (`limit`) or does not exist (`no app`): then nothing is written.
-   * With `once`, only by claiming it: `OnceClaimedError` (and nothing written) if it was claimed before.
-   */
-  insert(credential: CredentialRecord, maxPerApp: number, audit: AuditOf<void>, once?: OnceClaim): Promise<'inserted' | 'limit' | 'no app'>;
+  /** How many credentials the app has. */
+  countOf(appId: string): Promise<number>;
+  /** Inserts the credential. */
+  insert(credential: CredentialRecord): Promise<void>;
   /**
    * Replaces the secret's hash; the replaced one becomes the previous secret until
-   * `previousSecretValidUntil` (null: it stops at once, and any previous one with it). With the
-   * events `audit` builds, in one transaction. False (nothing written) if the app has no such
-   * credential. With `once`, as `insert`.
+   * `previousSecretValidUntil` (null: it stops at once, and any previous one with it). Takes admin
+   * authority away first (tokens issued against the old secret are not stored). True, or
+   * undefined (nothing written) if the app has no such credential.
    */
-  rotate(
-    appId: string,
-    clientId: string,
-    secretHash: Buffer,
-    previousSecretValidUntil: number | null,
-    audit: AuditOf<void>,
-    once?: OnceClaim,
-  ): Promise<boolean>;
+  rotate(appId: string, clientId: string, secretHash: Buffer, previousSecretValidUntil: number | null): Promise<true | undefined>;
   /**
    * Deletes the credential, every credential its admin tokens made (and those theirs made, and so
-   * on), and every token issued from any of them, and writes the events `audit` builds of what was
-   * revoked, in one transaction; returns that, the named credential first, or undefined (nothing
-   * written) if the app has no such credential. With `once`, as `insert`.
+   * on), and every token issued from any of them; returns what was revoked, the named credential
+   * first, or undefined (nothing written) if the app has no such credential.
    */
-  delete(
-    appId: string,
-    clientId: string,
-    audit: AuditOf<RevokedCredentialRecord[]>,
-    once?: OnceClaim,
-  ): Promise<RevokedCredentialRecord[] | undefined>;
-  /** As `AppStore.endPreviousSecret`, for the credential's previous secret; undefined when the app has no such credential. */
-  endPreviousSecret(appId: string, clientId: string, now: number, audit: AuditOf<number>): Promise<number | null | undefined>;
+  delete(appId: string, clientId: string): Promise<RevokedCredentialRecord[] | undefined>;
+  /**
+   * Ends the credential's previous secret if it still works at `now`: the end it had, or
+   * `validUntil` null (nothing written) when none works; undefined when the app has no such
+   * credential. As `AppStore.endPreviousSecret`.
+   */
+  endPreviousSecret(appId: string, clientId: string, now: number): Promise<EndedPreviousSecret | undefined>;
   /** Sets when the credential was last used to `at`, unless that was written less than `minIntervalMs` before. */
   markUsed(clientId: string, at: number, minIntervalMs: number): Promise<void>;
 }

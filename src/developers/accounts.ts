@@ -12,7 +12,9 @@ import { generateSecretToken, parseSecretToken, secretMatches } from './secret-t
 import { checkCredentials } from './sign-in.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
-import { DeveloperConflictError, type DeveloperStore } from './store.js';
+import type { DeveloperStore } from './store.js';
+import { StoreConflictError, type Transactional } from '../transaction.js';
+import { writeAccountAudit, type AccountTables } from './account-audit.js';
 
 export interface CreatedDeveloper {
   developer: DeveloperDescription;
@@ -39,6 +41,7 @@ export interface DeveloperAccountsOptions {
 export class DeveloperAccounts {
   constructor(
     private readonly store: DeveloperStore,
+    private readonly transactions: Transactional<AccountTables>,
     private readonly clock: Clock,
     private readonly limits: SignInLimits,
     private readonly options: DeveloperAccountsOptions = {},
@@ -63,9 +66,13 @@ export class DeveloperAccounts {
     const events: NewDeveloperEvent[] = [{ ...stamp, type: 'developer.created', details: { hasPassword: passwordHash !== null } }];
     if (link !== null) events.push({ ...stamp, type: 'developer.link_issued', details: linkDetails(link.record) });
     try {
-      await this.store.accounts.insert(developer, link?.record ?? null, () => ({ developer: events }));
+      await this.transactions.transaction(async (tx) => {
+        await tx.developers.accounts.insert(developer);
+        if (link !== null) await tx.developers.links.insert(link.record);
+        await writeAccountAudit(tx, { developer: events });
+      });
     } catch (error) {
-      if (error instanceof DeveloperConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
+      if (error instanceof StoreConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
       throw error;
     }
     return { developer: describeDeveloper(developer), link: link === null ? null : this.#issued(link.record, link.token) };
@@ -102,9 +109,15 @@ export class DeveloperAccounts {
     if (developer.disabledAt !== null) return { developer: describeDeveloper(developer), changed: false, sessionsEnded: 0 };
     const at = this.clock.now();
     const stamp = developerStamp(developer.id, at, context);
-    const disabled = await this.store.accounts.disable(developer.id, at, ({ sessionsEnded }) => ({
-      developer: [{ ...stamp, type: 'developer.disabled', details: { sessionsEnded } }],
-    }));
+    const disabled = await this.transactions.transaction(async (tx) => {
+      const result = await tx.developers.accounts.disable(developer.id, at);
+      if (result !== undefined) {
+        await writeAccountAudit(tx, {
+          developer: [{ ...stamp, type: 'developer.disabled', details: { sessionsEnded: result.sessionsEnded } }],
+        });
+      }
+      return result;
+    });
     if (disabled === undefined) return this.disable(email, context); // disabled or deleted meanwhile: say what is now
     return { developer: describeDeveloper({ ...developer, disabledAt: at }), changed: true, sessionsEnded: disabled.sessionsEnded };
   }
@@ -118,10 +131,10 @@ export class DeveloperAccounts {
     const now = this.clock.now();
     const link = this.#newPasswordLink('reset_password', developer.id, now);
     const stamp = developerStamp(developer.id, now, context);
-    const inserted = await this.store.links.insert(link.record, () => ({
-      developer: [{ ...stamp, type: 'developer.link_issued', details: linkDetails(link.record) }],
-    }));
-    if (inserted === undefined) throw developerNotFound();
+    await this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.links.insert(link.record)) === undefined) throw developerNotFound();
+      await writeAccountAudit(tx, { developer: [{ ...stamp, type: 'developer.link_issued', details: linkDetails(link.record) }] });
+    });
     return { email: developer.email, ...this.#issued(link.record, link.token) };
   }
 
@@ -145,10 +158,17 @@ export class DeveloperAccounts {
     const passwordHash = await hashPassword(checkedNewPassword(password));
     const developerId = link.developerId!;
     const stamp = developerStamp(developerId, this.clock.now(), context);
-    const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: link.id }, ({ sessionsEnded }) => ({
-      developer: [{ ...stamp, type: 'developer.password_set', details: { via: link.purpose, linkId: link.id, sessionsEnded } }],
-    }));
-    if (set === undefined) throw invalidLink();
+    await this.transactions.transaction(async (tx) => {
+      // Only by using up the link: gone (used, replaced, expired and removed), nothing changes.
+      if ((await tx.developers.links.usePasswordLink(link.id, developerId)) === undefined) throw invalidLink();
+      const set = await tx.developers.accounts.setPassword(developerId, passwordHash);
+      if (set === undefined) throw invalidLink();
+      await writeAccountAudit(tx, {
+        developer: [
+          { ...stamp, type: 'developer.password_set', details: { via: link.purpose, linkId: link.id, sessionsEnded: set.sessionsEnded } },
+        ],
+      });
+    });
     const developer = await this.store.accounts.findById(developerId);
     if (developer === undefined) throw invalidLink();
     return developer;
@@ -177,10 +197,13 @@ export class DeveloperAccounts {
     });
     const passwordHash = await hashPassword(normalised);
     const stamp = developerStamp(developerId, this.clock.now(), context);
-    const set = await this.store.accounts.setPassword(developerId, passwordHash, { linkId: null }, ({ sessionsEnded }) => ({
-      developer: [{ ...stamp, type: 'developer.password_set', details: { via: 'change', sessionsEnded } }],
-    }));
-    if (set === undefined) throw invalidCredentials();
+    await this.transactions.transaction(async (tx) => {
+      const set = await tx.developers.accounts.setPassword(developerId, passwordHash);
+      if (set === undefined) throw invalidCredentials();
+      await writeAccountAudit(tx, {
+        developer: [{ ...stamp, type: 'developer.password_set', details: { via: 'change', sessionsEnded: set.sessionsEnded } }],
+      });
+    });
     return { ...developer, passwordHash };
   }
 
@@ -190,7 +213,7 @@ export class DeveloperAccounts {
    */
   async delete(email: string): Promise<DeveloperDescription> {
     const developer = await this.find(email);
-    if (!(await this.store.accounts.delete(developer.id))) throw developerNotFound();
+    if ((await this.store.accounts.delete(developer.id)) === undefined) throw developerNotFound();
     return describeDeveloper(developer);
   }
 

@@ -54,12 +54,6 @@ export interface AccountAudit {
   app?: NewAuditEvent[];
 }
 
-/**
- * The events of an account change, built from its result. A store method taking one writes them in
- * the change's own transaction: both are written, or neither (as `AuditOf` for apps).
- */
-export type AccountAuditOf<Result> = (result: Result) => AccountAudit;
-
 export function describeDeveloperEvent(event: DeveloperEvent) {
   return {
     id: String(event.id),

@@ -8,6 +8,8 @@ import { checkCredentials, type SignInCredentials } from './sign-in.js';
 import { deviceTokenFor } from './trusted-device.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
+import type { Transactional } from '../transaction.js';
+import { writeAccountAudit, type AccountTables } from './account-audit.js';
 import type { DeveloperStore } from './store.js';
 
 /** A session just started: its token (for the cookie) appears only here. */
@@ -32,6 +34,7 @@ export interface CurrentSession {
 export class DeveloperSessions {
   constructor(
     private readonly store: DeveloperStore,
+    private readonly transactions: Transactional<AccountTables>,
     private readonly clock: Clock,
     private readonly limits: SignInLimits,
   ) {}
@@ -58,10 +61,10 @@ export class DeveloperSessions {
       expiresAt: sessionExpiry(now, now),
     };
     const stamp = developerStamp(developer.id, now, context);
-    const inserted = await this.store.sessions.insert(session, () => ({
-      developer: [{ ...stamp, type: 'developer.signed_in', details: { sessionId: session.id } }],
-    }));
-    if (inserted === undefined) throw invalidCredentials();
+    await this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.sessions.insert(session)) === undefined) throw invalidCredentials();
+      await writeAccountAudit(tx, { developer: [{ ...stamp, type: 'developer.signed_in', details: { sessionId: session.id } }] });
+    });
     return { token: secret.token, deviceToken: deviceTokenFor(developer), session, developer };
   }
 
@@ -91,8 +94,10 @@ export class DeveloperSessions {
     const current = await this.current(token);
     if (current === undefined) return false;
     const stamp = developerStamp(current.developer.id, this.clock.now(), context);
-    return this.store.sessions.delete(current.session.id, () => ({
-      developer: [{ ...stamp, type: 'developer.signed_out', details: { sessionId: current.session.id } }],
-    }));
+    return this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.sessions.delete(current.session.id)) === undefined) return false;
+      await writeAccountAudit(tx, { developer: [{ ...stamp, type: 'developer.signed_out', details: { sessionId: current.session.id } }] });
+      return true;
+    });
   }
 }

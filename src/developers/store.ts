@@ -1,5 +1,5 @@
 import type { DeveloperRecord } from './developer.js';
-import type { AccountAuditOf, DeveloperEvent, NewDeveloperEvent } from './events.js';
+import type { DeveloperEvent, NewDeveloperEvent } from './events.js';
 import type { OneTimeLinkRecord } from './one-time-link.js';
 import type { RevokedCredentialRecord } from '../credentials/store.js';
 import type { AppRole } from './roles.js';
@@ -13,8 +13,11 @@ export interface RemovedMember {
 
 /**
  * The storage seam of developer accounts, their sessions and one-time links, and app memberships;
- * one SQL implementation over both dialects (`src/store/sql/developers.ts`). Every write that an audit
- * event describes takes an `AccountAuditOf` and writes the events in its own transaction.
+ * one SQL implementation over both dialects (`src/store/sql/developers.ts`). Its methods take and
+ * give plain records, undefined when nothing was written; a change and the audit events that
+ * describe it are written together by the service, in one transaction (`Store.transaction`,
+ * `writeAccountAudit`). A method that writes several statements runs them in the transaction it is
+ * called in, or in one of its own.
  */
 export interface DeveloperStore {
   readonly accounts: DeveloperAccountStore;
@@ -24,44 +27,37 @@ export interface DeveloperStore {
 }
 
 export interface DeveloperAccountStore {
-  /**
-   * Inserts the developer and, when given, the link that sets its first password. Throws
-   * `DeveloperConflictError` if the email (or id) is taken.
-   */
-  insert(developer: DeveloperRecord, link: OneTimeLinkRecord | null, audit: AccountAuditOf<void>): Promise<void>;
+  /** Inserts the developer. Throws `StoreConflictError` if the email (or id) is taken. */
+  insert(developer: DeveloperRecord): Promise<void>;
   findById(id: string): Promise<DeveloperRecord | undefined>;
   findByEmail(email: string): Promise<DeveloperRecord | undefined>;
+  /**
+   * Holds the enabled developer's row until the transaction ends (`Store.transaction`): PostgreSQL's
+   * `FOR NO KEY UPDATE` makes the transactions that lock it so take turns (rows that merely refer to
+   * it, its sessions and events, are written meanwhile), `FOR SHARE` keeps it from being disabled;
+   * SQLite's write transactions take turns anyway. True, or undefined if there is no such enabled developer.
+   */
+  lockEnabled(developerId: string, mode: 'NO KEY UPDATE' | 'SHARE'): Promise<true | undefined>;
   /** Oldest first. */
   list(): Promise<DeveloperRecord[]>;
   /**
    * Sets the password's hash, ends every session of the developer and removes every password link
-   * of it (a link issued before a change must not undo it). With `linkId`, only by using up that
-   * link (a set-password or reset link of this developer): if it is gone (used, replaced, expired
-   * and removed), nothing changes. Undefined (nothing written) if there is no such enabled
-   * developer or no such link.
+   * of it (a link issued before a change must not undo it). Undefined (nothing written) if there
+   * is no such enabled developer.
    */
-  setPassword(
-    developerId: string,
-    passwordHash: string,
-    options: { linkId: string | null },
-    audit: AccountAuditOf<{ sessionsEnded: number }>,
-  ): Promise<{ sessionsEnded: number } | undefined>;
-  /** Replaces `previousHash` by `passwordHash` (the same password, today's parameters); false if it changed meanwhile. */
-  rehashPassword(developerId: string, previousHash: string, passwordHash: string): Promise<boolean>;
+  setPassword(developerId: string, passwordHash: string): Promise<{ sessionsEnded: number } | undefined>;
+  /** Replaces `previousHash` by `passwordHash` (the same password, today's parameters); undefined (nothing written) if it changed meanwhile. */
+  rehashPassword(developerId: string, previousHash: string, passwordHash: string): Promise<true | undefined>;
   /**
    * Disables the developer at `at`, ends every session and removes every password link of it.
    * Undefined (nothing written) if there is no such developer or it is disabled already.
    */
-  disable(
-    developerId: string,
-    at: number,
-    audit: AccountAuditOf<{ sessionsEnded: number }>,
-  ): Promise<{ sessionsEnded: number } | undefined>;
-  /** Deletes the developer with its sessions, links, memberships and account events. False if there is none. */
-  delete(developerId: string): Promise<boolean>;
+  disable(developerId: string, at: number): Promise<{ sessionsEnded: number } | undefined>;
+  /** Deletes the developer with its sessions, links, memberships and account events; undefined (nothing written) if there is none. */
+  delete(developerId: string): Promise<true | undefined>;
   /**
-   * Writes account events that go with no change (a limit's refusal), each developer keeping its
-   * newest `MAX_EVENTS_PER_DEVELOPER` as with every other event.
+   * Writes account events, of a change in the transaction it is written in (`writeAccountAudit`)
+   * or of none (a limit's refusal), each developer keeping its newest `MAX_EVENTS_PER_DEVELOPER`.
    */
   appendEvents(batch: NewDeveloperEvent[]): Promise<void>;
   /** The developer's account events, newest first. */
@@ -72,12 +68,12 @@ export interface DeveloperAccountStore {
 
 export interface DeveloperSessionStore {
   /** Inserts the session; undefined (nothing written) unless its developer exists and is enabled. */
-  insert(session: SessionRecord, audit: AccountAuditOf<void>): Promise<true | undefined>;
+  insert(session: SessionRecord): Promise<true | undefined>;
   findById(id: string): Promise<SessionRecord | undefined>;
   /** Writes when the session was last seen and its new expiry. */
   touch(id: string, lastSeenAt: number, expiresAt: number): Promise<void>;
-  /** Ends the session; false (nothing written) if there is none. */
-  delete(id: string, audit: AccountAuditOf<void>): Promise<boolean>;
+  /** Ends the session; undefined (nothing written) if there is none. */
+  delete(id: string): Promise<true | undefined>;
   /** How many sessions of the developer have not expired at `now`. */
   countOf(developerId: string, now: number): Promise<number>;
   /** Deletes up to `batch` sessions that expired at or before `now`; returns how many. */
@@ -90,12 +86,17 @@ export interface OneTimeLinkStore {
    * developer's other password links; an invitation, the app's other invitation for the same email.
    * Undefined (nothing written) if its developer or app does not exist, or its developer is disabled.
    */
-  insert(link: OneTimeLinkRecord, audit: AccountAuditOf<void>): Promise<true | undefined>;
+  insert(link: OneTimeLinkRecord): Promise<true | undefined>;
   findById(id: string): Promise<OneTimeLinkRecord | undefined>;
+  /**
+   * Uses up the developer's set-password or reset link (deletes it): true, or undefined (nothing
+   * written) if it is gone (used, replaced, expired and removed).
+   */
+  usePasswordLink(id: string, developerId: string): Promise<true | undefined>;
   /** The app's invitations that have not expired at `now`, newest first. */
   invitationsOf(appId: string, now: number): Promise<OneTimeLinkRecord[]>;
-  /** Removes the link (an invitation withdrawn); false if there is none. */
-  delete(id: string, audit: AccountAuditOf<void>): Promise<boolean>;
+  /** Removes the link (an invitation withdrawn); undefined (nothing written) if there is none. */
+  delete(id: string): Promise<true | undefined>;
   /** Deletes up to `batch` links that expired at or before `now`; returns how many. */
   deleteExpired(now: number, batch: number): Promise<number>;
 }
@@ -113,43 +114,31 @@ export interface AppMembership {
 
 export interface AppMemberStore {
   /**
-   * Makes the developer the app's owner, at `at`. The previous owner, if another, is no longer a
-   * member; if the developer was a collaborator, it is the owner now. Undefined (nothing written)
-   * if there is no such app or no such enabled developer.
+   * Makes the developer the app's owner, at `at`, the app's row locked (`FOR UPDATE`: owner changes
+   * of one app take turns) and the developer's held against a disabling. The previous owner, if
+   * another, is no longer a member; if the developer was a collaborator, it is the owner now.
+   * Undefined (nothing written) if there is no such app or no such enabled developer.
    */
-  setOwner(
-    appId: string,
-    developerId: string,
-    at: number,
-    audit: AccountAuditOf<{ previousOwnerId: string | null }>,
-  ): Promise<{ previousOwnerId: string | null } | undefined>;
+  setOwner(appId: string, developerId: string, at: number): Promise<{ previousOwnerId: string | null } | undefined>;
   /**
    * Uses up the invitation and makes the developer a collaborator of its app (a member already
    * keeps the role it has), at `at`. Undefined (nothing written) if the invitation is gone, or the
    * developer does not exist or is disabled.
    */
-  acceptInvitation(
-    linkId: string,
-    developerId: string,
-    at: number,
-    audit: AccountAuditOf<{ appId: string; role: AppRole; added: boolean }>,
-  ): Promise<{ appId: string; role: AppRole; added: boolean } | undefined>;
+  acceptInvitation(linkId: string, developerId: string, at: number): Promise<{ appId: string; role: AppRole; added: boolean } | undefined>;
   /**
    * Removes the developer from the app, and revokes the credentials it made there in the portal
-   * (and what they made: `CredentialStore.delete`), in one transaction: the role it had and what was
+   * (and what they made: `CredentialStore.delete`): the role it had and what was
    * revoked, or undefined (nothing written) if it was no member.
    */
-  remove(appId: string, developerId: string, audit: AccountAuditOf<RemovedMember>): Promise<RemovedMember | undefined>;
+  remove(appId: string, developerId: string): Promise<RemovedMember | undefined>;
   roleOf(appId: string, developerId: string): Promise<AppRole | undefined>;
+  /** How many apps the developer owns. */
+  countOwned(developerId: string): Promise<number>;
+  /** Makes the developer the owner of a new app, which has no member yet, at `at`. */
+  insertOwner(appId: string, developerId: string, at: number): Promise<void>;
   /** The app's members, the owner first, then by when they were added. */
   ofApp(appId: string): Promise<AppMembership[]>;
   /** The apps the developer is a member of, by when it was added. */
   ofDeveloper(developerId: string): Promise<AppMembership[]>;
-}
-
-export class DeveloperConflictError extends Error {
-  constructor() {
-    super('a developer with this email exists');
-    this.name = 'DeveloperConflictError';
-  }
 }

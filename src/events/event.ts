@@ -92,12 +92,6 @@ export function newIdempotencyKey(at: number): Buffer {
 /** Who, when and from where: the part of an event known before the change it describes (`EventLog.stamp`). */
 export type EventStamp = Pick<NewAuditEvent, 'appId' | 'at' | 'principal' | 'clientAddress'>;
 
-/**
- * The audit events of a change, built from its result (e.g. how many tokens it removed). A store
- * method taking one writes them in the change's own transaction: both are written, or neither.
- */
-export type AuditOf<Result> = (result: Result) => NewAuditEvent[];
-
 export interface AuditEvent extends NewAuditEvent {
   /** Increases with every event recorded; the cursor of `GET /api/apps/{appId}/events`. */
   id: number;

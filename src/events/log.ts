@@ -275,7 +275,7 @@ export class EventLog {
 
   /**
    * Who, when and from where, for events that a store method writes in the same transaction as the
-   * change they describe (see `AuditOf`): not buffered. Resolves once the events recorded before
+   * change they describe (`Store.transaction`): not buffered. Resolves once the events recorded before
    * are written, so that event ids keep the order of recording. Notes the app for trimming.
    */
   async stamp(appId: string, context: RequestContext): Promise<EventStamp> {

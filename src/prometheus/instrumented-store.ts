@@ -1,4 +1,4 @@
-import { methodNames, STORE_PARTS } from '../store/methods.js';
+import { methodNames, STORE_PARTS, wrappedTables } from '../store/methods.js';
 import type { Store } from '../store/store.js';
 import { CountSeries, DURATION_BUCKETS, HistogramSeries } from './series.js';
 
@@ -17,21 +17,41 @@ export interface StoreOperation {
  */
 export function instrumentStore(store: Store): { store: Store; operations: StoreOperation[] } {
   const operations: StoreOperation[] = [];
-  const instrumented: Store = Object.create(store) as Store;
-  for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
-    const target = store[part] as unknown as Record<string, unknown>;
+  const byName = new Map<string, StoreOperation>();
+  const operationOf = (name: string): StoreOperation => {
+    let operation = byName.get(name);
+    if (operation === undefined) {
+      operation = {
+        name,
+        durations: new HistogramSeries({ operation: name }, DURATION_BUCKETS),
+        errors: new CountSeries({ operation: name }),
+      };
+      byName.set(name, operation);
+      operations.push(operation);
+    }
+    return operation;
+  };
+  const timedPart = (prefix: string, target: Record<string, unknown>): Record<string, unknown> => {
     const timed: Record<string, unknown> = Object.create(target) as Record<string, unknown>;
     for (const method of methodNames(target)) {
-      const operation: StoreOperation = {
-        name: `${prefix}.${method}`,
-        durations: new HistogramSeries({ operation: `${prefix}.${method}` }, DURATION_BUCKETS),
-        errors: new CountSeries({ operation: `${prefix}.${method}` }),
-      };
-      operations.push(operation);
-      timed[method] = timedCall(target, target[method] as (...args: unknown[]) => unknown, operation);
+      timed[method] = timedCall(target, target[method] as (...args: unknown[]) => unknown, operationOf(`${prefix}.${method}`));
     }
-    Object.defineProperty(instrumented, part, { value: timed, enumerable: true });
+    return timed;
+  };
+  const instrumented: Store = Object.create(store) as Store;
+  for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
+    Object.defineProperty(instrumented, part, {
+      value: timedPart(prefix, store[part] as unknown as Record<string, unknown>),
+      enumerable: true,
+    });
   }
+  // A transaction is timed whole (`transaction`), and its tables' calls as the store's own.
+  const transaction: Store['transaction'] = (work) =>
+    store.transaction((tx) => work(wrappedTables(tx, (part, target) => timedPart(STORE_PARTS[part], target as Record<string, unknown>))));
+  Object.defineProperty(instrumented, 'transaction', {
+    value: timedCall(store, transaction as (...args: unknown[]) => unknown, operationOf('transaction')),
+    enumerable: true,
+  });
   return { store: instrumented, operations };
 }
 

@@ -7,6 +7,7 @@ import type { OnceClaimStore } from '../once.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { UpgradeStore } from '../upgrade/store.js';
+import type { Transactional } from '../transaction.js';
 import type { BatchListener } from './group-commit.js';
 
 /**
@@ -32,10 +33,25 @@ export interface ChangeSignal {
 }
 
 /**
+ * The table stores bound to one transaction (`Store.transaction`): every statement of theirs runs
+ * in it. The same interfaces as the store's own; a method that writes several statements (a
+ * credential's revocation with what it made) runs them in the transaction it is called in.
+ */
+export interface StoreTables {
+  readonly apps: AppStore;
+  /** `insert` is one statement of the transaction, not group-committed. */
+  readonly tokens: TokenStore;
+  readonly credentials: CredentialStore;
+  readonly events: EventStore;
+  readonly developers: DeveloperStore;
+  readonly onceClaims: OnceClaimStore;
+}
+
+/**
  * Everything the service keeps: one implementation, `sqlStore` (`sql/store.ts`), over either dialect's
  * driver (`sqlite/store.ts`, `postgres/store.ts`).
  */
-export interface Store {
+export interface Store extends Transactional<StoreTables> {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;
   readonly tokens: TokenStore;

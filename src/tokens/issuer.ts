@@ -84,7 +84,7 @@ export class TokenIssuer {
       const clientId = credential?.clientId ?? null;
       const { token, selector, verifierHash } = generateAccessToken(now);
       const record = { selector, verifierHash, appId: app.appId, kind: 'admin' as const, issuedAt: now, expiresAt, clientId, scopes };
-      if (await this.tokens.insert(record, current.adminGeneration)) {
+      if ((await this.tokens.insert(record, current.adminGeneration)) !== undefined) {
         // Which secret an admin token was issued with, so that the operator sees when, after a rotation
         // with a grace period, the previous one is no longer used; and from which credential, with what.
         this.events.record(
@@ -124,7 +124,7 @@ export class TokenIssuer {
         clientId: null,
         scopes: null,
       };
-      if (await this.tokens.insert(record, current.adminGeneration)) return { token };
+      if ((await this.tokens.insert(record, current.adminGeneration)) !== undefined) return { token };
       if (attempt === MAX_ISSUE_ATTEMPTS) throw appChangingTooOften();
       const reloaded = await this.reload(app.appId);
       if (reloaded === undefined) throw appNotFound();

@@ -13,6 +13,8 @@ import type { AnonymousTokens } from './anonymous-tokens.js';
 import type { TokenChecker } from './checker.js';
 import type { RevokedTokens, RevokedTokenStore } from './revoked-tokens.js';
 import type { TokenStore } from './store.js';
+import type { EventStore } from '../events/store.js';
+import type { Transactional } from '../transaction.js';
 
 /** Anonymous tokens of one app that callers other than its admin may revoke one by one and keep revoked (REVOKED_TOKENS_MAX_PER_APP). */
 export const DEFAULT_MAX_REVOKED_PER_APP = 100_000;
@@ -45,6 +47,8 @@ export function describeAppRevocation(appId: string, kind: RevocationKind, { rev
 
 export interface TokenRevokerOptions {
   clock: Clock;
+  /** Where a revoke-all and its event are written together. */
+  transactions: Transactional<{ readonly tokens: TokenStore; readonly events: EventStore }>;
   /** Who may revoke every token of an app. */
   access: AppAccess;
   /** Called after a revoke-all, so that this process's caches drop the app at once. */
@@ -59,6 +63,7 @@ export interface TokenRevokerOptions {
  */
 export class TokenRevoker {
   readonly #clock: Clock;
+  readonly #transactions: TokenRevokerOptions['transactions'];
   readonly #access: AppAccess;
   readonly #onChange: (appId: string) => void;
   readonly #maxRevokedPerApp: number;
@@ -75,6 +80,7 @@ export class TokenRevoker {
     options: TokenRevokerOptions,
   ) {
     this.#clock = options.clock;
+    this.#transactions = options.transactions;
     this.#access = options.access;
     this.#onChange = options.onChange ?? (() => {});
     this.#maxRevokedPerApp = options.maxRevokedPerApp ?? DEFAULT_MAX_REVOKED_PER_APP;
@@ -101,7 +107,7 @@ export class TokenRevoker {
     }
     // Forget it before and after the delete: a check that read the record meanwhile does not cache it.
     this.checker.forget(matched.key);
-    if (!(await this.tokens.delete(matched.selector))) return;
+    if ((await this.tokens.delete(matched.selector)) === undefined) return;
     this.checker.forget(matched.key);
     this.#metrics.tokensRevoked(matched.facts.kind, 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: matched.facts.kind, scope: 'token', count: 1 });
@@ -117,9 +123,11 @@ export class TokenRevoker {
     const stamp = await this.events.stamp(appId, context);
     const at = this.#clock.now();
     const anonymousCutoff = kind === 'admin' ? null : at;
-    const revoked = await this.tokens.revokeAll(appId, kind, at, (removed) => [
-      appTokensRevoked(stamp, kind, removed, context, anonymousCutoff),
-    ]);
+    const revoked = await this.#transactions.transaction(async (tx) => {
+      const removed = await tx.tokens.revokeAll(appId, kind, at);
+      await tx.events.append([appTokensRevoked(stamp, kind, removed, context, anonymousCutoff)]);
+      return removed;
+    });
     this.checker.forgetAll();
     if (kind !== 'admin') this.revokedAnonymous.forgetApp(appId);
     this.#onChange(appId);
@@ -144,7 +152,7 @@ export class TokenRevoker {
     const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
     const added = await this.revokedTokens.add(revocation);
     this.revokedAnonymous.remember(revocation);
-    if (!added) return;
+    if (added === undefined) return;
     this.#metrics.tokensRevoked('anonymous', 1);
     this.events.record('token.revoked', app.appId, context, actorOf(context), { kind: 'anonymous', scope: 'token', count: 1 });
   }

@@ -18,8 +18,8 @@ export interface StoredRevocation extends RevokedToken {
 
 /** The revoked anonymous tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/revoked-tokens.ts`). */
 export interface RevokedTokenStore {
-  /** Writes the revocation, durable when it resolves; false if the token was revoked already. */
-  add(revocation: RevokedToken): Promise<boolean>;
+  /** Writes the revocation, durable when it resolves: true, or undefined (nothing written) if the token was revoked already. */
+  add(revocation: RevokedToken): Promise<true | undefined>;
   /** Revocations written after `seq`, oldest first, at most `limit`. */
   since(seq: number, limit: number): Promise<StoredRevocation[]>;
   /** Removes up to `batch` revocations of tokens that expired before `now` (housekeeping); returns how many. */

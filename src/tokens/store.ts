@@ -1,6 +1,5 @@
 import type { MaybePromise } from '../maybe-promise.js';
 import type { RevocationKind } from '../apps/revoke-all.js';
-import type { AuditOf } from '../events/event.js';
 import type { PrincipalKind } from '../principal.js';
 
 /** A stored token (admin tokens, and anonymous tokens issued before they were self-verifying): its selector and the hash of its verifier, never the token (see `token.ts`). */
@@ -19,27 +18,34 @@ export interface TokenRecord {
   scopes: readonly string[] | null;
 }
 
-/** The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`). */
+/**
+ * The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`).
+ * Bound to a transaction (`Store.transaction`), `insert` is one statement of it, without group commit.
+ */
 export interface TokenStore {
   /**
    * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app
-   * record its request was authenticated against (`AppRecord.adminGeneration`); false, with nothing
-   * stored, if a rotation or revocation changed it meanwhile, or the app is gone. Resolves once the
+   * record its request was authenticated against (`AppRecord.adminGeneration`): true, or undefined
+   * (nothing stored) if a rotation or revocation changed it meanwhile, or the app is gone. Resolves once the
    * token is durable: a 200 is never answered for a token a crash could lose.
    */
-  insert(token: TokenRecord, adminGeneration: number): Promise<boolean>;
+  insert(token: TokenRecord, adminGeneration: number): Promise<true | undefined>;
   /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
   findBySelector(selector: Buffer): MaybePromise<TokenRecord | undefined>;
-  /** Removes one token; false if there was none. */
-  delete(selector: Buffer): Promise<boolean>;
+  /** Removes one token: true, or undefined (nothing written) if there was none. */
+  delete(selector: Buffer): Promise<true | undefined>;
   /**
-   * Revokes every token of an app, or every one of a kind: removes the stored ones and, unless only
-   * admin tokens are revoked, sets the app's anonymous cut-off to `at` (which ends every
-   * self-verifying anonymous token issued until then) and drops the app's single revocations, which
-   * the cut-off covers. Writes the events `audit` builds of how many stored tokens were removed, all
-   * in one transaction; returns that number. If the events cannot be written, nothing changes.
+   * Revokes every token of an app, or every one of a kind: unless only anonymous ones are revoked,
+   * takes admin authority away first (`withdrawAdminGrants`: a token insert racing it stores
+   * nothing), removes the stored ones and, unless only admin tokens are revoked, sets the app's
+   * anonymous cut-off to `at` (which ends every self-verifying anonymous token issued until then)
+   * and drops the app's single revocations, which the cut-off covers; returns how many stored
+   * tokens were removed. In the transaction it is called in (`Store.transaction`, with its events),
+   * or one of its own.
    */
-  revokeAll(appId: string, kind: RevocationKind, at: number, audit: AuditOf<number>): Promise<number>;
+  revokeAll(appId: string, kind: RevocationKind, at: number): Promise<number>;
+  /** Removes the app's tokens, or those of one kind, without taking admin authority away (the caller did: a rotation); how many. */
+  deleteOfApp(appId: string, kind: RevocationKind): Promise<number>;
   /**
    * Removes up to `batch` tokens that expired before `now` (housekeeping); returns how many. Other
    * instances are not told: a token that has expired is refused without its record.

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import { isTesseraError } from '../errors.js';
 import type { Principal } from '../principal.js';
-import { methodNames, STORE_PARTS } from '../store/methods.js';
+import { methodNames, STORE_PARTS, wrappedTables } from '../store/methods.js';
 import type { Store } from '../store/store.js';
 import type { Tessera } from '../tessera.js';
 import type { IssuedToken } from '../tokens/issuer.js';
@@ -38,8 +38,7 @@ export class TesseraSpans {
   traceStore(store: Store): Store {
     const traced: Store = Object.create(store) as Store;
     const system = store.backend === 'postgres' ? 'postgresql' : 'sqlite';
-    for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
-      const target = store[part] as unknown as Record<string, unknown>;
+    const tracedPart = (prefix: string, target: Record<string, unknown>): Record<string, unknown> => {
       const wrapped: Record<string, unknown> = Object.create(target) as Record<string, unknown>;
       for (const method of methodNames(target)) {
         const operation = `${prefix}.${method}`;
@@ -50,8 +49,24 @@ export class TesseraSpans {
           () => attributes,
         );
       }
-      Object.defineProperty(traced, part, { value: wrapped, enumerable: true });
+      return wrapped;
+    };
+    for (const [part, prefix] of Object.entries(STORE_PARTS) as [keyof typeof STORE_PARTS, string][]) {
+      Object.defineProperty(traced, part, {
+        value: tracedPart(prefix, store[part] as unknown as Record<string, unknown>),
+        enumerable: true,
+      });
     }
+    // A transaction is a span (`store transaction`) whose children are its tables' calls, traced as the store's own.
+    const attributes = { 'tessera.store.operation': 'transaction', 'db.system.name': system };
+    const transaction: Store['transaction'] = (work) =>
+      store.transaction((tx) =>
+        work(wrappedTables(tx, (part, target) => tracedPart(STORE_PARTS[part], target as Record<string, unknown>))),
+      );
+    Object.defineProperty(traced, 'transaction', {
+      value: this.#wrap('store transaction', transaction as (...args: unknown[]) => unknown, () => attributes),
+      enumerable: true,
+    });
     return traced;
   }
 

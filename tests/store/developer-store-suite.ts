@@ -1,13 +1,26 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { AppConflictError, type DeletedApp } from '../../src/apps/store.js';
+import type { DeletedApp } from '../../src/apps/store.js';
+import { StoreConflictError } from '../../src/transaction.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
-import { DeveloperConflictError } from '../../src/developers/store.js';
-import { OnceClaimedError } from '../../src/once.js';
 import type { Store } from '../../src/store/store.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken, T0 } from '../helpers/fixtures.js';
+import {
+  acceptInvitation,
+  deleteApp,
+  deleteLink,
+  deleteSession,
+  disableDeveloper,
+  insertDeveloper,
+  insertLink,
+  insertOwned,
+  insertSession,
+  removeMember,
+  setOwner,
+  setPassword,
+} from '../helpers/composed.js';
 
 /** An audit builder for changes whose events a test does not look at. */
 const none = (): AccountAudit => ({});
@@ -31,7 +44,7 @@ export function developerStoreSuite(current: () => Store): void {
   /** An enabled developer, stored. */
   const stored = async (overrides: Parameters<typeof makeDeveloper>[0] = {}) => {
     const developer = makeDeveloper(overrides);
-    await store().accounts.insert(developer, null, none);
+    await insertDeveloper(current(), developer, null, none);
     return developer;
   };
   const storedApp = async () => {
@@ -44,8 +57,8 @@ export function developerStoreSuite(current: () => Store): void {
     it('finds an inserted developer by id and by email, every field as inserted, and lists them oldest first', async () => {
       const second = makeDeveloper({ createdAt: T0 + 2000, disabledAt: T0 + 3000 });
       const first = makeDeveloper({ createdAt: T0 + 1000, passwordHash: null });
-      await store().accounts.insert(second, null, none);
-      await store().accounts.insert(first, null, none);
+      await insertDeveloper(current(), second, null, none);
+      await insertDeveloper(current(), first, null, none);
       assert.deepEqual(await store().accounts.findById(first.id), first);
       assert.deepEqual(await store().accounts.findByEmail(second.email), second);
       assert.equal(await store().accounts.findById(randomBytes(8).toString('hex')), undefined);
@@ -57,8 +70,8 @@ export function developerStoreSuite(current: () => Store): void {
       const developer = await stored();
       const sameEmail = makeDeveloper({ email: developer.email });
       const link = makePasswordLink(sameEmail.id, { purpose: 'set_password' });
-      await assert.rejects(store().accounts.insert(sameEmail, link, none), DeveloperConflictError);
-      await assert.rejects(store().accounts.insert(makeDeveloper({ id: developer.id }), null, none), DeveloperConflictError);
+      await assert.rejects(insertDeveloper(current(), sameEmail, link, none), StoreConflictError);
+      await assert.rejects(insertDeveloper(current(), makeDeveloper({ id: developer.id }), null, none), StoreConflictError);
       assert.deepEqual(await store().accounts.list(), [developer]);
       assert.equal(await store().links.findById(link.id), undefined);
     });
@@ -66,7 +79,7 @@ export function developerStoreSuite(current: () => Store): void {
     it('inserts a developer with its set-password link and its events in one transaction: all, or none', async () => {
       const developer = makeDeveloper({ passwordHash: null });
       const link = makePasswordLink(developer.id, { purpose: 'set_password' });
-      await store().accounts.insert(developer, link, () => ({
+      await insertDeveloper(current(), developer, link, () => ({
         developer: [developerEvent(developer.id, { type: 'developer.created', actor: 'operator', clientAddress: null })],
       }));
       assert.deepEqual(await store().links.findById(link.id), link);
@@ -78,7 +91,7 @@ export function developerStoreSuite(current: () => Store): void {
 
       const failed = makeDeveloper();
       const failedLink = makePasswordLink(failed.id, { purpose: 'set_password' });
-      await assert.rejects(store().accounts.insert(failed, failedLink, () => unwritable(failed.id)));
+      await assert.rejects(insertDeveloper(current(), failed, failedLink, () => unwritable(failed.id)));
       assert.equal(await store().accounts.findById(failed.id), undefined);
       assert.equal(await store().links.findById(failedLink.id), undefined);
     });
@@ -86,8 +99,8 @@ export function developerStoreSuite(current: () => Store): void {
     it('sets a password, ending every session of that developer only, with its events', async () => {
       const developer = await stored();
       const other = await stored();
-      for (const id of [developer.id, developer.id, other.id]) await store().sessions.insert(makeSession(id), none);
-      const set = await store().accounts.setPassword(developer.id, 'new-hash', { linkId: null }, ({ sessionsEnded }) => ({
+      for (const id of [developer.id, developer.id, other.id]) await insertSession(current(), makeSession(id), none);
+      const set = await setPassword(current(), developer.id, 'new-hash', { linkId: null }, ({ sessionsEnded }) => ({
         developer: [developerEvent(developer.id, { type: 'developer.password_set', details: { sessionsEnded } })],
       }));
       assert.deepEqual(set, { sessionsEnded: 2 });
@@ -98,7 +111,7 @@ export function developerStoreSuite(current: () => Store): void {
         (await store().accounts.listEvents(developer.id, 10)).map((event) => [event.type, event.details]),
         [['developer.password_set', { sessionsEnded: 2 }]],
       );
-      assert.equal(await store().accounts.setPassword(randomBytes(8).toString('hex'), 'x', { linkId: null }, none), undefined);
+      assert.equal(await setPassword(current(), randomBytes(8).toString('hex'), 'x', { linkId: null }, none), undefined);
     });
 
     it('removes every password link of the developer when its password is set otherwise (a change), in the same transaction', async () => {
@@ -107,12 +120,12 @@ export function developerStoreSuite(current: () => Store): void {
       const link = makePasswordLink(developer.id);
       const othersLink = makePasswordLink(other.id);
       const invitation = makeInvitation((await storedApp()).appId, developer.email);
-      for (const made of [link, othersLink, invitation]) await store().links.insert(made, none);
-      await assert.rejects(store().accounts.setPassword(developer.id, 'unwritten', { linkId: null }, () => unwritable(developer.id)));
+      for (const made of [link, othersLink, invitation]) await insertLink(current(), made, none);
+      await assert.rejects(setPassword(current(), developer.id, 'unwritten', { linkId: null }, () => unwritable(developer.id)));
       assert.deepEqual(await store().links.findById(link.id), link, 'kept by a change that did not happen');
-      assert.deepEqual(await store().accounts.setPassword(developer.id, 'changed', { linkId: null }, none), { sessionsEnded: 0 });
+      assert.deepEqual(await setPassword(current(), developer.id, 'changed', { linkId: null }, none), { sessionsEnded: 0 });
       assert.equal(await store().links.findById(link.id), undefined);
-      assert.equal(await store().accounts.setPassword(developer.id, 'through the old link', { linkId: link.id }, none), undefined);
+      assert.equal(await setPassword(current(), developer.id, 'through the old link', { linkId: link.id }, none), undefined);
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'changed');
       assert.deepEqual(await store().links.findById(othersLink.id), othersLink);
       assert.deepEqual(await store().links.findById(invitation.id), invitation);
@@ -123,16 +136,16 @@ export function developerStoreSuite(current: () => Store): void {
       const other = await stored();
       const link = makePasswordLink(developer.id);
       const othersLink = makePasswordLink(other.id);
-      await store().links.insert(link, none);
-      await store().links.insert(othersLink, none);
+      await insertLink(current(), link, none);
+      await insertLink(current(), othersLink, none);
       const app = await storedApp();
       const invitation = makeInvitation(app.appId, developer.email);
-      await store().links.insert(invitation, none);
+      await insertLink(current(), invitation, none);
 
-      assert.equal(await store().accounts.setPassword(developer.id, 'via-other', { linkId: othersLink.id }, none), undefined);
-      assert.equal(await store().accounts.setPassword(developer.id, 'via-invitation', { linkId: invitation.id }, none), undefined);
-      assert.deepEqual(await store().accounts.setPassword(developer.id, 'first', { linkId: link.id }, none), { sessionsEnded: 0 });
-      assert.equal(await store().accounts.setPassword(developer.id, 'second', { linkId: link.id }, none), undefined);
+      assert.equal(await setPassword(current(), developer.id, 'via-other', { linkId: othersLink.id }, none), undefined);
+      assert.equal(await setPassword(current(), developer.id, 'via-invitation', { linkId: invitation.id }, none), undefined);
+      assert.deepEqual(await setPassword(current(), developer.id, 'first', { linkId: link.id }, none), { sessionsEnded: 0 });
+      assert.equal(await setPassword(current(), developer.id, 'second', { linkId: link.id }, none), undefined);
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'first');
       assert.equal(await store().links.findById(link.id), undefined);
       assert.deepEqual(await store().links.findById(othersLink.id), othersLink);
@@ -142,9 +155,9 @@ export function developerStoreSuite(current: () => Store): void {
     it('uses up a link at most once when two requests use it at the same moment', async () => {
       const developer = await stored();
       const link = makePasswordLink(developer.id);
-      await store().links.insert(link, none);
+      await insertLink(current(), link, none);
       const results = await Promise.all(
-        ['a', 'b', 'c', 'd'].map((hash) => store().accounts.setPassword(developer.id, hash, { linkId: link.id }, none)),
+        ['a', 'b', 'c', 'd'].map((hash) => setPassword(current(), developer.id, hash, { linkId: link.id }, none)),
       );
       assert.equal(results.filter((result) => result !== undefined).length, 1);
     });
@@ -152,20 +165,20 @@ export function developerStoreSuite(current: () => Store): void {
     it('sets no password of a disabled developer, whose links are gone, and makes it no new link', async () => {
       const developer = await stored();
       const link = makePasswordLink(developer.id);
-      await store().links.insert(link, none);
-      await store().accounts.disable(developer.id, T0, none);
+      await insertLink(current(), link, none);
+      await disableDeveloper(current(), developer.id, T0, none);
       assert.equal(await store().links.findById(link.id), undefined);
-      assert.equal(await store().accounts.setPassword(developer.id, 'x', { linkId: null }, none), undefined);
+      assert.equal(await setPassword(current(), developer.id, 'x', { linkId: null }, none), undefined);
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, developer.passwordHash);
-      assert.equal(await store().links.insert(makePasswordLink(developer.id), none), undefined, 'no link for a disabled developer');
+      assert.equal(await insertLink(current(), makePasswordLink(developer.id), none), undefined, 'no link for a disabled developer');
     });
 
     it('undoes a password change whose events cannot be written', async () => {
       const developer = await stored();
       const link = makePasswordLink(developer.id);
-      await store().links.insert(link, none);
-      await store().sessions.insert(makeSession(developer.id), none);
-      await assert.rejects(store().accounts.setPassword(developer.id, 'x', { linkId: link.id }, () => unwritable(developer.id)));
+      await insertLink(current(), link, none);
+      await insertSession(current(), makeSession(developer.id), none);
+      await assert.rejects(setPassword(current(), developer.id, 'x', { linkId: link.id }, () => unwritable(developer.id)));
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, developer.passwordHash);
       assert.deepEqual(await store().links.findById(link.id), link);
       assert.equal(await store().sessions.countOf(developer.id, T0), 1);
@@ -173,7 +186,7 @@ export function developerStoreSuite(current: () => Store): void {
 
     it('replaces a hash made with older parameters only if it is still the stored one', async () => {
       const developer = await stored();
-      assert.equal(await store().accounts.rehashPassword(developer.id, 'not-the-hash', 'new'), false);
+      assert.equal(await store().accounts.rehashPassword(developer.id, 'not-the-hash', 'new'), undefined);
       assert.equal(await store().accounts.rehashPassword(developer.id, developer.passwordHash!, 'new'), true);
       assert.equal((await store().accounts.findById(developer.id))?.passwordHash, 'new');
     });
@@ -181,22 +194,22 @@ export function developerStoreSuite(current: () => Store): void {
     it('disables a developer once: sessions ended, password links removed, invitations to others kept', async () => {
       const developer = await stored();
       const app = await storedApp();
-      await store().sessions.insert(makeSession(developer.id), none);
-      await store().sessions.insert(makeSession(developer.id), none);
+      await insertSession(current(), makeSession(developer.id), none);
+      await insertSession(current(), makeSession(developer.id), none);
       const link = makePasswordLink(developer.id);
-      await store().links.insert(link, none);
+      await insertLink(current(), link, none);
       const invitation = makeInvitation(app.appId, developer.email);
-      await store().links.insert(invitation, none);
-      const disabled = await store().accounts.disable(developer.id, T0 + 5, ({ sessionsEnded }) => ({
+      await insertLink(current(), invitation, none);
+      const disabled = await disableDeveloper(current(), developer.id, T0 + 5, ({ sessionsEnded }) => ({
         developer: [developerEvent(developer.id, { type: 'developer.disabled', actor: 'operator', details: { sessionsEnded } })],
       }));
       assert.deepEqual(disabled, { sessionsEnded: 2 });
       assert.equal((await store().accounts.findById(developer.id))?.disabledAt, T0 + 5);
       assert.equal(await store().links.findById(link.id), undefined);
       assert.deepEqual(await store().links.findById(invitation.id), invitation);
-      assert.equal(await store().accounts.disable(developer.id, T0 + 6, none), undefined, 'disabled already');
+      assert.equal(await disableDeveloper(current(), developer.id, T0 + 6, none), undefined, 'disabled already');
       assert.equal((await store().accounts.findById(developer.id))?.disabledAt, T0 + 5);
-      assert.equal(await store().sessions.insert(makeSession(developer.id), none), undefined, 'no new session');
+      assert.equal(await insertSession(current(), makeSession(developer.id), none), undefined, 'no new session');
       assert.deepEqual(
         (await store().accounts.listEvents(developer.id, 10)).map((event) => event.type),
         ['developer.disabled'],
@@ -208,20 +221,20 @@ export function developerStoreSuite(current: () => Store): void {
       const other = await stored();
       const owned = await storedApp();
       const joined = await storedApp();
-      await store().members.setOwner(owned.appId, developer.id, T0, none);
-      await store().members.setOwner(joined.appId, other.id, T0, none);
+      await setOwner(current(), owned.appId, developer.id, T0, none);
+      await setOwner(current(), joined.appId, other.id, T0, none);
       const invitation = makeInvitation(joined.appId, developer.email);
-      await store().links.insert(invitation, none);
-      await store().members.acceptInvitation(invitation.id, developer.id, T0, none);
+      await insertLink(current(), invitation, none);
+      await acceptInvitation(current(), invitation.id, developer.id, T0, none);
       const session = makeSession(developer.id);
-      await store().sessions.insert(session, () => ({ developer: [developerEvent(developer.id)] }));
+      await insertSession(current(), session, () => ({ developer: [developerEvent(developer.id)] }));
       const link = makePasswordLink(developer.id);
-      await store().links.insert(link, none);
+      await insertLink(current(), link, none);
       const theirInvitation = makeInvitation(owned.appId, 'someone@example.com', { invitedBy: developer.id });
-      await store().links.insert(theirInvitation, none);
+      await insertLink(current(), theirInvitation, none);
 
       assert.equal(await store().accounts.delete(developer.id), true);
-      assert.equal(await store().accounts.delete(developer.id), false);
+      assert.equal(await store().accounts.delete(developer.id), undefined);
       assert.equal(await store().accounts.findById(developer.id), undefined);
       assert.equal(await store().sessions.findById(session.id), undefined);
       assert.equal(await store().links.findById(link.id), undefined);
@@ -239,11 +252,11 @@ export function developerStoreSuite(current: () => Store): void {
     it('lists account events newest first and keeps each developer\u2019s newest ones only', async () => {
       const developer = await stored();
       const other = await stored();
-      await store().sessions.insert(makeSession(other.id), () => ({ developer: [developerEvent(other.id, { details: { n: -1 } })] }));
+      await insertSession(current(), makeSession(other.id), () => ({ developer: [developerEvent(other.id, { details: { n: -1 } })] }));
       const many = Array.from({ length: MAX_EVENTS_PER_DEVELOPER + 5 }, (_, n) =>
         developerEvent(developer.id, { at: T0 + n, details: { n } }),
       );
-      await store().sessions.insert(makeSession(developer.id), () => ({ developer: many }));
+      await insertSession(current(), makeSession(developer.id), () => ({ developer: many }));
       const listed = await store().accounts.listEvents(developer.id, 2 * MAX_EVENTS_PER_DEVELOPER);
       assert.equal(listed.length, MAX_EVENTS_PER_DEVELOPER);
       assert.deepEqual(
@@ -278,7 +291,7 @@ export function developerStoreSuite(current: () => Store): void {
     it('removes account events older than a cutoff, in batches', async () => {
       const developer = await stored();
       const events = [T0 - 3, T0 - 2, T0 - 1, T0, T0 + 1].map((at) => developerEvent(developer.id, { at }));
-      await store().sessions.insert(makeSession(developer.id), () => ({ developer: events }));
+      await insertSession(current(), makeSession(developer.id), () => ({ developer: events }));
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 2);
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 1);
       assert.equal(await store().accounts.deleteEventsOlderThan(T0, 2), 0);
@@ -293,17 +306,17 @@ export function developerStoreSuite(current: () => Store): void {
     it('finds an inserted session, every field as inserted, writes its last-seen time, and ends it once', async () => {
       const developer = await stored();
       const session = makeSession(developer.id, { secretHash: Buffer.from([0, 255, 0, ...randomBytes(28), 0]) });
-      assert.equal(await store().sessions.insert(session, () => ({ developer: [developerEvent(developer.id)] })), true);
+      assert.equal(await insertSession(current(), session, () => ({ developer: [developerEvent(developer.id)] })), true);
       const found = await store().sessions.findById(session.id);
       assert.deepEqual(found, session);
       assert.ok(Buffer.isBuffer(found?.secretHash));
       await store().sessions.touch(session.id, T0 + 60_000, T0 + 31 * 60_000);
       assert.deepEqual(await store().sessions.findById(session.id), { ...session, lastSeenAt: T0 + 60_000, expiresAt: T0 + 31 * 60_000 });
       assert.equal(
-        await store().sessions.delete(session.id, () => ({ developer: [developerEvent(developer.id, { type: 'developer.signed_out' })] })),
+        await deleteSession(current(), session.id, () => ({ developer: [developerEvent(developer.id, { type: 'developer.signed_out' })] })),
         true,
       );
-      assert.equal(await store().sessions.delete(session.id, () => unwritable(developer.id)), false, 'nothing to end, nothing written');
+      assert.equal(await deleteSession(current(), session.id, () => unwritable(developer.id)), false, 'nothing to end, nothing written');
       assert.equal(await store().sessions.findById(session.id), undefined);
       assert.deepEqual(
         (await store().accounts.listEvents(developer.id, 10)).map((event) => event.type),
@@ -312,10 +325,10 @@ export function developerStoreSuite(current: () => Store): void {
     });
 
     it('starts no session for an unknown developer, nor one whose events cannot be written', async () => {
-      assert.equal(await store().sessions.insert(makeSession(randomBytes(8).toString('hex')), none), undefined);
+      assert.equal(await insertSession(current(), makeSession(randomBytes(8).toString('hex')), none), undefined);
       const developer = await stored();
       const session = makeSession(developer.id);
-      await assert.rejects(store().sessions.insert(session, () => unwritable(developer.id)));
+      await assert.rejects(insertSession(current(), session, () => unwritable(developer.id)));
       assert.equal(await store().sessions.findById(session.id), undefined);
     });
 
@@ -323,7 +336,7 @@ export function developerStoreSuite(current: () => Store): void {
       const developer = await stored();
       const expired = [T0 - 2, T0 - 1, T0].map((expiresAt) => makeSession(developer.id, { expiresAt }));
       const live = makeSession(developer.id, { expiresAt: T0 + 1 });
-      for (const session of [...expired, live]) await store().sessions.insert(session, none);
+      for (const session of [...expired, live]) await insertSession(current(), session, none);
       assert.equal(await store().sessions.countOf(developer.id, T0), 1);
       assert.equal(await store().sessions.deleteExpired(T0, 2), 2);
       assert.equal(await store().sessions.deleteExpired(T0, 2), 1);
@@ -344,11 +357,11 @@ export function developerStoreSuite(current: () => Store): void {
       const otherEmail = makeInvitation(app.appId, 'bob@example.com');
       const otherAppInvitation = makeInvitation(otherApp.appId, 'ada@example.com');
       for (const link of [first, othersLink, firstInvitation, otherEmail, otherAppInvitation])
-        assert.equal(await store().links.insert(link, none), true);
+        assert.equal(await insertLink(current(), link, none), true);
       const second = makePasswordLink(developer.id);
       const secondInvitation = makeInvitation(app.appId, 'ada@example.com', { createdAt: T0 + 1 });
-      await store().links.insert(second, none);
-      await store().links.insert(secondInvitation, none);
+      await insertLink(current(), second, none);
+      await insertLink(current(), secondInvitation, none);
       assert.equal(await store().links.findById(first.id), undefined);
       assert.equal(await store().links.findById(firstInvitation.id), undefined);
       for (const kept of [second, othersLink, secondInvitation, otherEmail, otherAppInvitation])
@@ -361,23 +374,23 @@ export function developerStoreSuite(current: () => Store): void {
     });
 
     it('makes no link for an app or a developer that does not exist, and none whose events cannot be written', async () => {
-      assert.equal(await store().links.insert(makeInvitation('no-such-app', 'ada@example.com'), none), undefined);
-      assert.equal(await store().links.insert(makePasswordLink(randomBytes(8).toString('hex')), none), undefined);
+      assert.equal(await insertLink(current(), makeInvitation('no-such-app', 'ada@example.com'), none), undefined);
+      assert.equal(await insertLink(current(), makePasswordLink(randomBytes(8).toString('hex')), none), undefined);
       const app = await storedApp();
       const invitation = makeInvitation(app.appId, 'ada@example.com');
-      await assert.rejects(store().links.insert(invitation, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
+      await assert.rejects(insertLink(current(), invitation, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
       assert.equal(await store().links.findById(invitation.id), undefined);
     });
 
     it('removes a link (an invitation withdrawn), and expired links in batches', async () => {
       const app = await storedApp();
       const withdrawn = makeInvitation(app.appId, 'a@example.com');
-      await store().links.insert(withdrawn, none);
-      assert.equal(await store().links.delete(withdrawn.id, none), true);
-      assert.equal(await store().links.delete(withdrawn.id, none), false);
+      await insertLink(current(), withdrawn, none);
+      assert.equal(await deleteLink(current(), withdrawn.id, none), true);
+      assert.equal(await deleteLink(current(), withdrawn.id, none), false);
       const expired = ['b', 'c', 'd'].map((name, n) => makeInvitation(app.appId, `${name}@example.com`, { expiresAt: T0 - n }));
       const live = makeInvitation(app.appId, 'e@example.com', { expiresAt: T0 + 1 });
-      for (const link of [...expired, live]) await store().links.insert(link, none);
+      for (const link of [...expired, live]) await insertLink(current(), link, none);
       assert.equal(await store().links.deleteExpired(T0, 2), 2);
       assert.equal(await store().links.deleteExpired(T0, 2), 1);
       assert.equal(await store().links.deleteExpired(T0, 2), 0);
@@ -389,16 +402,16 @@ export function developerStoreSuite(current: () => Store): void {
     it('gives an app an owner; a new owner replaces the previous one, who is no member then; collaborators stay', async () => {
       const [ada, bob, cy] = [await stored(), await stored(), await stored()];
       const app = await storedApp();
-      assert.deepEqual(await store().members.setOwner(app.appId, ada.id, T0, none), { previousOwnerId: null });
+      assert.deepEqual(await setOwner(current(), app.appId, ada.id, T0, none), { previousOwnerId: null });
       const invitation = makeInvitation(app.appId, cy.email);
-      await store().links.insert(invitation, none);
-      assert.deepEqual(await store().members.acceptInvitation(invitation.id, cy.id, T0 + 1, none), {
+      await insertLink(current(), invitation, none);
+      assert.deepEqual(await acceptInvitation(current(), invitation.id, cy.id, T0 + 1, none), {
         appId: app.appId,
         role: 'collaborator',
         added: true,
       });
       assert.deepEqual(
-        await store().members.setOwner(app.appId, bob.id, T0 + 2, ({ previousOwnerId }) => ({
+        await setOwner(current(), app.appId, bob.id, T0 + 2, ({ previousOwnerId }) => ({
           app: [makeEvent(app.appId, { type: 'app.owner_changed', principal: 'operator', details: { ownerId: bob.id, previousOwnerId } })],
         })),
         { previousOwnerId: ada.id },
@@ -418,26 +431,26 @@ export function developerStoreSuite(current: () => Store): void {
     it('makes a collaborator the owner in its own row, and changes nothing (no event) for the owner it has', async () => {
       const [ada, bob] = [await stored(), await stored()];
       const app = await storedApp();
-      await store().members.setOwner(app.appId, ada.id, T0, none);
+      await setOwner(current(), app.appId, ada.id, T0, none);
       const invitation = makeInvitation(app.appId, bob.email);
-      await store().links.insert(invitation, none);
-      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
-      assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, none), { previousOwnerId: ada.id });
+      await insertLink(current(), invitation, none);
+      await acceptInvitation(current(), invitation.id, bob.id, T0, none);
+      assert.deepEqual(await setOwner(current(), app.appId, bob.id, T0, none), { previousOwnerId: ada.id });
       assert.deepEqual(
         (await store().members.ofApp(app.appId)).map((member) => [member.developerId, member.role]),
         [[bob.id, 'owner']],
       );
-      assert.deepEqual(await store().members.setOwner(app.appId, bob.id, T0, () => unwritable(bob.id)), { previousOwnerId: bob.id });
+      assert.deepEqual(await setOwner(current(), app.appId, bob.id, T0, () => unwritable(bob.id)), { previousOwnerId: bob.id });
     });
 
     it('gives no app to a disabled or unknown developer, sets no owner of an unknown app, and none whose events fail', async () => {
       const disabled = await stored({ disabledAt: T0 });
       const ada = await stored();
       const app = await storedApp();
-      assert.equal(await store().members.setOwner(app.appId, disabled.id, T0, none), undefined);
-      assert.equal(await store().members.setOwner(app.appId, randomBytes(8).toString('hex'), T0, none), undefined);
-      assert.equal(await store().members.setOwner('no-such-app', ada.id, T0, none), undefined);
-      await assert.rejects(store().members.setOwner(app.appId, ada.id, T0, () => unwritable(ada.id)));
+      assert.equal(await setOwner(current(), app.appId, disabled.id, T0, none), undefined);
+      assert.equal(await setOwner(current(), app.appId, randomBytes(8).toString('hex'), T0, none), undefined);
+      assert.equal(await setOwner(current(), 'no-such-app', ada.id, T0, none), undefined);
+      await assert.rejects(setOwner(current(), app.appId, ada.id, T0, () => unwritable(ada.id)));
       assert.deepEqual(await store().members.ofApp(app.appId), []);
     });
 
@@ -447,7 +460,7 @@ export function developerStoreSuite(current: () => Store): void {
       const ownerChanged = (app: { appId: string }) => () => [
         makeEvent(app.appId, { type: 'app.owner_changed', principal: 'developer', details: { ownerId: ada.id } }),
       ];
-      assert.deepEqual(await current().apps.insertOwned(first, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(first)), {
+      assert.deepEqual(await insertOwned(current(), first, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(first)), {
         inserted: true,
         ownedApps: 0,
       });
@@ -463,28 +476,28 @@ export function developerStoreSuite(current: () => Store): void {
       // A collaboration is no app owned.
       const joined = await storedApp();
       const invitation = makeInvitation(joined.appId, ada.email);
-      await store().links.insert(invitation, none);
-      await store().members.acceptInvitation(invitation.id, ada.id, T0, none);
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 2 }, () => []), {
+      await insertLink(current(), invitation, none);
+      await acceptInvitation(current(), invitation.id, ada.id, T0, none);
+      assert.deepEqual(await insertOwned(current(), makeApp(), { developerId: ada.id, maxOwnedApps: 2 }, () => []), {
         inserted: true,
         ownedApps: 1,
       });
 
       const refused = makeApp();
-      assert.deepEqual(await current().apps.insertOwned(refused, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(refused)), {
+      assert.deepEqual(await insertOwned(current(), refused, { developerId: ada.id, maxOwnedApps: 2 }, ownerChanged(refused)), {
         inserted: false,
         ownedApps: 2,
       });
-      assert.equal(await current().apps.insertOwned(makeApp(), { developerId: disabled.id, maxOwnedApps: null }, () => []), undefined);
+      assert.equal(await insertOwned(current(), makeApp(), { developerId: disabled.id, maxOwnedApps: null }, () => []), undefined);
       assert.equal(
-        await current().apps.insertOwned(makeApp(), { developerId: randomBytes(8).toString('hex'), maxOwnedApps: null }, () => []),
+        await insertOwned(current(), makeApp(), { developerId: randomBytes(8).toString('hex'), maxOwnedApps: null }, () => []),
         undefined,
       );
       assert.equal(await current().apps.findById(refused.appId), undefined);
       assert.deepEqual(await current().events.list({ appId: refused.appId, limit: 10 }), []);
       assert.equal(await current().apps.count(), 3);
       // No limit: the operator's.
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: null }, () => []), {
+      assert.deepEqual(await insertOwned(current(), makeApp(), { developerId: ada.id, maxOwnedApps: null }, () => []), {
         inserted: true,
         ownedApps: 2,
       });
@@ -494,13 +507,13 @@ export function developerStoreSuite(current: () => Store): void {
       const ada = await stored();
       const app = makeApp();
       const unwritableEvent = () => [makeEvent(app.appId, { type: null as unknown as 'app.owner_changed' })];
-      await assert.rejects(current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, unwritableEvent));
+      await assert.rejects(insertOwned(current(), app, { developerId: ada.id, maxOwnedApps: null }, unwritableEvent));
       assert.equal(await current().apps.findById(app.appId), undefined);
       assert.deepEqual(await store().members.ofDeveloper(ada.id), []);
-      await current().apps.insertOwned(app, { developerId: ada.id, maxOwnedApps: null }, () => []);
+      await insertOwned(current(), app, { developerId: ada.id, maxOwnedApps: null }, () => []);
       await assert.rejects(
-        current().apps.insertOwned(makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []),
-        AppConflictError,
+        insertOwned(current(), makeApp({ appId: app.appId }), { developerId: ada.id, maxOwnedApps: null }, () => []),
+        StoreConflictError,
       );
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
     });
@@ -508,7 +521,7 @@ export function developerStoreSuite(current: () => Store): void {
     it('lets simultaneous insertions for one developer pass its limit never', async () => {
       const ada = await stored();
       const results = await Promise.all(
-        Array.from({ length: 20 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5 }, () => [])),
+        Array.from({ length: 20 }, () => insertOwned(current(), makeApp(), { developerId: ada.id, maxOwnedApps: 5 }, () => [])),
       );
       assert.equal(results.filter((result) => result?.inserted === true).length, 5);
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 5);
@@ -519,20 +532,20 @@ export function developerStoreSuite(current: () => Store): void {
       const ada = await stored();
       const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 4 }, () => current().apps.insertOwned(makeApp(), { developerId: ada.id, maxOwnedApps: 5, once }, () => [])),
+        Array.from({ length: 4 }, () => insertOwned(current(), makeApp(), { developerId: ada.id, maxOwnedApps: 5, once }, () => [])),
       );
       assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 1);
       for (const outcome of outcomes)
-        if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+        if (outcome.status === 'rejected') assert.equal((outcome.reason as { code?: string }).code, 'CONFLICT', String(outcome.reason));
       assert.equal((await store().members.ofDeveloper(ada.id)).length, 1);
 
       const full = await stored();
       const other = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 0, once: other }, () => []), {
+      assert.deepEqual(await insertOwned(current(), makeApp(), { developerId: full.id, maxOwnedApps: 0, once: other }, () => []), {
         inserted: false,
         ownedApps: 0,
       });
-      assert.deepEqual(await current().apps.insertOwned(makeApp(), { developerId: full.id, maxOwnedApps: 1, once: other }, () => []), {
+      assert.deepEqual(await insertOwned(current(), makeApp(), { developerId: full.id, maxOwnedApps: 1, once: other }, () => []), {
         inserted: true,
         ownedApps: 0,
       });
@@ -541,7 +554,7 @@ export function developerStoreSuite(current: () => Store): void {
     it('keeps one owner when two are set at the same moment', async () => {
       const developers = [await stored(), await stored(), await stored(), await stored()];
       const app = await storedApp();
-      const results = await Promise.allSettled(developers.map((developer) => store().members.setOwner(app.appId, developer.id, T0, none)));
+      const results = await Promise.allSettled(developers.map((developer) => setOwner(current(), app.appId, developer.id, T0, none)));
       assert.ok(results.some((result) => result.status === 'fulfilled'));
       const members = await store().members.ofApp(app.appId);
       assert.equal(members.length, 1);
@@ -552,29 +565,29 @@ export function developerStoreSuite(current: () => Store): void {
       const [owner, ada, bob] = [await stored(), await stored(), await stored()];
       const disabled = await stored({ disabledAt: T0 });
       const app = await storedApp();
-      await store().members.setOwner(app.appId, owner.id, T0, none);
+      await setOwner(current(), app.appId, owner.id, T0, none);
       const forAda = makeInvitation(app.appId, ada.email);
       const forOwner = makeInvitation(app.appId, owner.email);
       const expired = makeInvitation(app.appId, bob.email, { expiresAt: T0 + 10 });
       const forDisabled = makeInvitation(app.appId, disabled.email);
-      for (const link of [forAda, forOwner, expired, forDisabled]) await store().links.insert(link, none);
+      for (const link of [forAda, forOwner, expired, forDisabled]) await insertLink(current(), link, none);
 
       const twice = await Promise.all([
-        store().members.acceptInvitation(forAda.id, ada.id, T0, none),
-        store().members.acceptInvitation(forAda.id, ada.id, T0, none),
+        acceptInvitation(current(), forAda.id, ada.id, T0, none),
+        acceptInvitation(current(), forAda.id, ada.id, T0, none),
       ]);
       assert.deepEqual(
         twice.filter((result) => result !== undefined),
         [{ appId: app.appId, role: 'collaborator', added: true }],
       );
-      assert.deepEqual(await store().members.acceptInvitation(forOwner.id, owner.id, T0, none), {
+      assert.deepEqual(await acceptInvitation(current(), forOwner.id, owner.id, T0, none), {
         appId: app.appId,
         role: 'owner',
         added: false,
       });
       assert.equal(await store().links.findById(forOwner.id), undefined, 'used up all the same');
-      assert.equal(await store().members.acceptInvitation(expired.id, bob.id, T0 + 10, none), undefined);
-      assert.equal(await store().members.acceptInvitation(forDisabled.id, disabled.id, T0, none), undefined);
+      assert.equal(await acceptInvitation(current(), expired.id, bob.id, T0 + 10, none), undefined);
+      assert.equal(await acceptInvitation(current(), forDisabled.id, disabled.id, T0, none), undefined);
       assert.deepEqual(await store().links.findById(forDisabled.id), forDisabled, 'kept for when the developer is enabled');
       assert.deepEqual(
         (await store().members.ofApp(app.appId)).map((member) => member.role),
@@ -589,15 +602,15 @@ export function developerStoreSuite(current: () => Store): void {
     it('removes a member, telling its role, with its events; nothing for a non-member', async () => {
       const [ada, bob] = [await stored(), await stored()];
       const app = await storedApp();
-      await store().members.setOwner(app.appId, ada.id, T0, none);
+      await setOwner(current(), app.appId, ada.id, T0, none);
       const invitation = makeInvitation(app.appId, bob.email);
-      await store().links.insert(invitation, none);
-      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
-      await assert.rejects(store().members.remove(app.appId, bob.id, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
+      await insertLink(current(), invitation, none);
+      await acceptInvitation(current(), invitation.id, bob.id, T0, none);
+      await assert.rejects(removeMember(current(), app.appId, bob.id, () => ({ app: [makeEvent(app.appId, { type: null as never })] })));
       assert.equal(await store().members.roleOf(app.appId, bob.id), 'collaborator');
-      assert.deepEqual(await store().members.remove(app.appId, bob.id, none), { role: 'collaborator', credentialsRevoked: [] });
-      assert.equal(await store().members.remove(app.appId, bob.id, none), undefined);
-      assert.deepEqual(await store().members.remove(app.appId, ada.id, none), { role: 'owner', credentialsRevoked: [] });
+      assert.deepEqual(await removeMember(current(), app.appId, bob.id, none), { role: 'collaborator', credentialsRevoked: [] });
+      assert.equal(await removeMember(current(), app.appId, bob.id, none), undefined);
+      assert.deepEqual(await removeMember(current(), app.appId, ada.id, none), { role: 'owner', credentialsRevoked: [] });
       assert.deepEqual(await store().members.ofApp(app.appId), []);
     });
 
@@ -605,11 +618,11 @@ export function developerStoreSuite(current: () => Store): void {
       const [ada, bob] = [await stored(), await stored()];
       const app = await storedApp();
       const kept = await storedApp();
-      await store().members.setOwner(app.appId, ada.id, T0, none);
-      await store().members.setOwner(kept.appId, ada.id, T0, none);
+      await setOwner(current(), app.appId, ada.id, T0, none);
+      await setOwner(current(), kept.appId, ada.id, T0, none);
       const invitation = makeInvitation(app.appId, bob.email);
-      await store().links.insert(invitation, none);
-      assert.equal(await current().apps.delete(app.appId, () => []), true);
+      await insertLink(current(), invitation, none);
+      assert.equal(await deleteApp(current(), app.appId, () => []), true);
       assert.deepEqual(await store().members.ofApp(app.appId), []);
       assert.equal(await store().links.findById(invitation.id), undefined);
       assert.deepEqual(
@@ -622,12 +635,12 @@ export function developerStoreSuite(current: () => Store): void {
     it('deletes an app and writes its members\u2019 account events of it, built from the app and its members as they were', async () => {
       const [ada, bob, carol] = [await stored(), await stored(), await stored()];
       const app = await storedApp();
-      await store().members.setOwner(app.appId, ada.id, T0, none);
+      await setOwner(current(), app.appId, ada.id, T0, none);
       const invitation = makeInvitation(app.appId, bob.email);
-      await store().links.insert(invitation, none);
-      await store().members.acceptInvitation(invitation.id, bob.id, T0, none);
+      await insertLink(current(), invitation, none);
+      await acceptInvitation(current(), invitation.id, bob.id, T0, none);
       const seen: DeletedApp[] = [];
-      const deleted = await current().apps.delete(app.appId, (what) => {
+      const deleted = await deleteApp(current(), app.appId, (what) => {
         seen.push(what);
         return what.members.map(({ developerId, role }) =>
           developerEvent(developerId, { type: 'developer.app_deleted', details: { appId: what.app.appId, name: what.app.name, role } }),
@@ -654,17 +667,13 @@ export function developerStoreSuite(current: () => Store): void {
         );
       }
       assert.deepEqual(await store().accounts.listEvents(carol.id, 10), []);
-      assert.equal(
-        await current().apps.delete(app.appId, () => unwritable(ada.id).developer!),
-        false,
-        'nothing to delete, nothing written',
-      );
+      assert.equal(await deleteApp(current(), app.appId, () => unwritable(ada.id).developer!), false, 'nothing to delete, nothing written');
     });
 
     it('deletes nothing of an app whose members\u2019 events cannot be written, or cannot be built: both, or neither', async () => {
       const ada = await stored();
       const app = await storedApp();
-      await store().members.setOwner(app.appId, ada.id, T0, none);
+      await setOwner(current(), app.appId, ada.id, T0, none);
       const token = makeToken(app.appId, { kind: 'admin' });
       await current().tokens.insert(token, 0);
       await current().events.append([makeEvent(app.appId)]);
@@ -675,7 +684,7 @@ export function developerStoreSuite(current: () => Store): void {
         },
       ];
       for (const audit of failures) {
-        await assert.rejects(current().apps.delete(app.appId, audit));
+        await assert.rejects(deleteApp(current(), app.appId, audit));
         assert.deepEqual(await current().apps.findById(app.appId), app);
         assert.equal(await store().members.roleOf(app.appId, ada.id), 'owner');
         assert.deepEqual(await current().tokens.findBySelector(token.selector), token);

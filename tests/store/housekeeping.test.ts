@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
-import { OnceClaimedError } from '../../src/once.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, makeDeveloper, makeEvent, makeInvitation, makePasswordLink, makeSession, makeToken } from '../helpers/fixtures.js';
 import { createPostgresTestStore, createSqliteTestStore, type TestStore } from '../helpers/store.js';
+import { insertSession, rotateClientSecret } from '../helpers/composed.js';
 
 const DAY = 86_400_000;
 /** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
@@ -202,7 +202,7 @@ for (const [backend, open] of [
       const { store } = testStore;
       const now = clock.now();
       const developer = makeDeveloper();
-      await store.developers.accounts.insert(developer, null, () => ({}));
+      await store.developers.accounts.insert(developer);
       const app = makeApp();
       await store.apps.insert(app);
       const sessions = [now - 1, now, now + 1].map((expiresAt) => makeSession(developer.id, { expiresAt }));
@@ -215,12 +215,12 @@ for (const [backend, open] of [
         details: {},
       });
       for (const [index, session] of sessions.entries()) {
-        await store.developers.sessions.insert(session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
+        await insertSession(store, session, () => ({ developer: [event(index === 0 ? now - 8 * DAY : now)] }));
       }
       const expiredLink = makePasswordLink(developer.id, { expiresAt: now });
-      await store.developers.links.insert(expiredLink, () => ({}));
+      await store.developers.links.insert(expiredLink);
       const liveInvitation = makeInvitation(app.appId, 'someone@example.com', { expiresAt: now + 1 });
-      await store.developers.links.insert(liveInvitation, () => ({}));
+      await store.developers.links.insert(liveInvitation);
 
       assert.deepEqual(await housekeeping.run(), {
         ...NOTHING_OF_DEVELOPERS,
@@ -247,7 +247,8 @@ for (const [backend, open] of [
       const app = makeApp();
       await store.apps.insert(app);
       const rotate = (value: string, keepUntil: number) =>
-        store.apps.rotateClientSecret(
+        rotateClientSecret(
+          store,
           app.appId,
           Buffer.alloc(32, value),
           { revokeAdminTokens: false, previousSecretValidUntil: null, once: { value, keepUntil } },
@@ -264,7 +265,7 @@ for (const [backend, open] of [
         ...NOTHING_OF_DEVELOPERS,
         expiredOnceClaims: 1,
       });
-      await assert.rejects(rotate('kept-until-later', now + 1), OnceClaimedError);
+      await assert.rejects(rotate('kept-until-later', now + 1), { code: 'CONFLICT' });
       assert.ok(await rotate('kept-until-now', now + 1));
     });
   });

@@ -12,6 +12,7 @@ import { createPostgresDatabase, createPostgresTestStore } from '../helpers/stor
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
 import { storeSuite } from './store-suite.js';
+import { changeConfiguration, revokeAll } from '../helpers/composed.js';
 
 storeSuite('postgres', createPostgresTestStore);
 
@@ -42,7 +43,7 @@ describe('PostgreSQL store specifics', () => {
       const inserting = store.tokens.insert(late, 0);
       await waitingOnLock('INSERT INTO tokens');
       await locker.query('COMMIT');
-      assert.equal(await inserting, false, 'the insert found the generation changed');
+      assert.equal(await inserting, undefined, 'the insert found the generation changed');
       assert.equal(await store.tokens.findBySelector(late.selector), undefined);
 
       // An insert holds the app's row (FOR KEY SHARE, not committed yet) when the revocation comes:
@@ -55,7 +56,7 @@ describe('PostgreSQL store specifics', () => {
         [early.selector, early.verifierHash, early.issuedAt, app.appId],
       );
       assert.equal(inserted.rowCount, 1);
-      const revoking = store.tokens.revokeAll(app.appId, 'admin', Date.now(), () => []);
+      const revoking = revokeAll(store, app.appId, 'admin', Date.now(), () => []);
       await waitingOnLock("SELECT set_config('tessera.withdrawn'");
       await locker.query('COMMIT');
       assert.equal(await revoking, 1, 'the revocation removed the token whose insert it waited for');
@@ -91,7 +92,7 @@ describe('PostgreSQL store specifics', () => {
       await store.tokens.insert(makeToken(app.appId, { kind: 'admin', expiresAt: 1 }), 2);
       assert.equal(await store.tokens.deleteExpired(Date.now(), 100), 1);
       assert.equal(await generation(), 2, "housekeeping's removal of expired tokens takes nothing away");
-      await store.tokens.revokeAll(app.appId, 'admin', Date.now(), () => []);
+      await revokeAll(store, app.appId, 'admin', Date.now(), () => []);
       assert.equal(await generation(), 3, "this release's own revoke-all counts once");
 
       // A token request authenticated before 0.1.0's rotation waits for it, then stores nothing.
@@ -114,7 +115,7 @@ describe('PostgreSQL store specifics', () => {
         await other.end();
       }
       await legacy.query('COMMIT');
-      assert.equal(await inserting, false);
+      assert.equal(await inserting, undefined);
       assert.equal(await generation(), 4);
     } finally {
       await legacy.end();
@@ -134,7 +135,12 @@ describe('PostgreSQL store specifics', () => {
       // credentials under that lock), and is terminated there.
       await locker.query('BEGIN');
       await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
-      const creating = testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []);
+      // As `CredentialService.create` composes it.
+      const creating = testStore.store.transaction(async (tx) => {
+        if ((await tx.apps.lock(app.appId, 'NO KEY UPDATE')) === undefined) throw new Error('no app');
+        await tx.credentials.countOf(app.appId);
+        await tx.credentials.insert(makeCredential(app.appId));
+      });
       const refused = assert.rejects(
         creating,
         (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503,
@@ -152,7 +158,8 @@ describe('PostgreSQL store specifics', () => {
       await refused;
       await locker.query('COMMIT');
       assert.deepEqual((await testStore.store.apps.findById(app.appId))?.credentials, [], 'nothing was stored');
-      assert.equal(await testStore.store.credentials.insert(makeCredential(app.appId), 50, () => []), 'inserted', 'the store works on');
+      await testStore.store.credentials.insert(makeCredential(app.appId));
+      assert.equal((await testStore.store.apps.findById(app.appId))?.credentials.length, 1, 'the store works on');
     } finally {
       await Promise.all([admin.end(), locker.end()]);
       await testStore.dispose();
@@ -171,7 +178,7 @@ describe('PostgreSQL store specifics', () => {
       // Another transaction holds the app's row: the change waits for it, and is terminated there.
       await locker.query('BEGIN');
       await locker.query('SELECT 1 FROM apps WHERE app_id = $1 FOR UPDATE', [app.appId]);
-      const changing = testStore.store.apps.changeConfiguration(app.appId, addOrigin, () => []);
+      const changing = changeConfiguration(testStore.store, app.appId, addOrigin, () => []);
       const refused = assert.rejects(
         changing,
         (error: { code?: string; status?: number }) => error.code === 'SERVICE_UNAVAILABLE' && error.status === 503,
@@ -189,7 +196,7 @@ describe('PostgreSQL store specifics', () => {
       await refused;
       await locker.query('COMMIT');
       assert.deepEqual((await testStore.store.apps.findById(app.appId))?.configuration.allowedOrigins, [], 'nothing was changed');
-      assert.equal((await testStore.store.apps.changeConfiguration(app.appId, addOrigin, () => []))?.changed, true, 'the store works on');
+      assert.equal((await changeConfiguration(testStore.store, app.appId, addOrigin, () => []))?.changed, true, 'the store works on');
     } finally {
       await Promise.all([admin.end(), locker.end()]);
       await testStore.dispose();

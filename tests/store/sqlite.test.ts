@@ -161,7 +161,7 @@ describe('SQLite store specifics', () => {
       const token = makeToken(appB.appId);
       await a.tokens.insert(token, 0);
       assert.deepEqual(await b.tokens.findBySelector(token.selector), token);
-      await assert.rejects(b.apps.insert(makeApp({ clientId: appA.clientId })), { name: 'AppConflictError' });
+      await assert.rejects(b.apps.insert(makeApp({ clientId: appA.clientId })), { name: 'StoreConflictError' });
       assert.equal(await a.apps.count(), 2);
     } finally {
       await a.close();

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from '../../src/apps/app.js';
-import { AppConflictError } from '../../src/apps/store.js';
-import { OnceClaimedError } from '../../src/once.js';
+import { StoreConflictError } from '../../src/transaction.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
@@ -13,6 +12,7 @@ import { MAX_INSTANT } from '../../src/tokens/expiry.js';
 import { makeApp, makeCredential, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
 import { developerStoreSuite } from './developer-store-suite.js';
+import { changeConfiguration, deleteApp, insertMany, revokeAll, rotateClientSecret, updateConfiguration } from '../helpers/composed.js';
 
 export interface StoreSuiteOptions {
   /**
@@ -137,7 +137,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('refuses an app whose AppID is taken, keeping the existing one', async () => {
         const app = makeApp();
         await store.apps.insert(app);
-        await assert.rejects(store.apps.insert(makeApp({ appId: app.appId })), AppConflictError);
+        await assert.rejects(store.apps.insert(makeApp({ appId: app.appId })), StoreConflictError);
         assert.equal(await store.apps.count(), 1);
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
@@ -146,7 +146,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp();
         await store.apps.insert(app);
         const clash = makeApp({ clientId: app.clientId });
-        await assert.rejects(store.apps.insert(clash), AppConflictError);
+        await assert.rejects(store.apps.insert(clash), StoreConflictError);
         assert.equal(await store.apps.count(), 1);
         assert.equal(await store.apps.findById(clash.appId), undefined);
         assert.deepEqual(await store.apps.findById(app.appId), app);
@@ -161,7 +161,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.tokens.insert(admin, 0);
         const rotated = randomBytes(32);
         const seen: unknown[] = [];
-        const rotation = await store.apps.rotateClientSecret(
+        const rotation = await rotateClientSecret(
+          store,
           app.appId,
           rotated,
           { revokeAdminTokens: false, previousSecretValidUntil: null },
@@ -191,7 +192,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const kept = [makeToken(app.appId), makeToken(other.appId, { kind: 'admin' })];
         for (const token of [...admins, ...kept]) await store.tokens.insert(token, 0);
         const rotated = randomBytes(32);
-        const rotation = await store.apps.rotateClientSecret(
+        const rotation = await rotateClientSecret(
+          store,
           app.appId,
           rotated,
           { revokeAdminTokens: true, previousSecretValidUntil: null },
@@ -227,7 +229,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         ];
         for (const audit of failures) {
           await assert.rejects(
-            store.apps.rotateClientSecret(app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit),
+            rotateClientSecret(store, app.appId, randomBytes(32), { revokeAdminTokens: true, previousSecretValidUntil: null }, audit),
           );
           assert.deepEqual(await store.apps.findById(app.appId), app);
           assert.deepEqual(await store.tokens.findBySelector(admin.selector), admin);
@@ -242,7 +244,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           return [makeEvent('0123456789abcdef')];
         };
         assert.equal(
-          await store.apps.rotateClientSecret(
+          await rotateClientSecret(
+            store,
             '0123456789abcdef',
             randomBytes(32),
             { revokeAdminTokens: true, previousSecretValidUntil: null },
@@ -270,7 +273,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         const rotated = randomBytes(32);
         const validUntil = T0 + 86_400_000;
-        const rotation = await store.apps.rotateClientSecret(
+        const rotation = await rotateClientSecret(
+          store,
           app.appId,
           rotated,
           { revokeAdminTokens: false, previousSecretValidUntil: validUntil },
@@ -296,7 +300,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         const [second, third, fourth] = [randomBytes(32), randomBytes(32), randomBytes(32)];
         const rotate = (hash: Buffer, previousSecretValidUntil: number | null) =>
-          store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil }, noEvents);
+          rotateClientSecret(store, app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil }, noEvents);
         await rotate(second, T0 + 1000);
         await rotate(third, T0 + 2000);
         assert.deepEqual(await store.apps.findById(app.appId), {
@@ -318,12 +322,9 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const app = makeApp({ previousSecret: { hash: randomBytes(32), validUntil: T0 + 5000 } });
         await store.apps.insert(app);
         await assert.rejects(
-          store.apps.rotateClientSecret(
-            app.appId,
-            randomBytes(32),
-            { revokeAdminTokens: false, previousSecretValidUntil: T0 + 9000 },
-            () => [unwritableEvent(app.appId)],
-          ),
+          rotateClientSecret(store, app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: T0 + 9000 }, () => [
+            unwritableEvent(app.appId),
+          ]),
         );
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
@@ -335,13 +336,13 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const hashes = Array.from({ length: 4 }, () => randomBytes(32));
         const outcomes = await Promise.allSettled(
           hashes.map((hash, i) =>
-            store.apps.rotateClientSecret(app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil: T0 + i, once }, noEvents),
+            rotateClientSecret(store, app.appId, hash, { revokeAdminTokens: false, previousSecretValidUntil: T0 + i, once }, noEvents),
           ),
         );
         const made = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i] : []));
         assert.equal(made.length, 1, 'one rotation');
         for (const outcome of outcomes)
-          if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof OnceClaimedError, String(outcome.reason));
+          if (outcome.status === 'rejected') assert.equal((outcome.reason as { code?: string }).code, 'CONFLICT', String(outcome.reason));
         const [winner] = made as [number];
         assert.deepEqual(await store.apps.findById(app.appId), {
           ...app,
@@ -350,13 +351,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           adminGeneration: 1,
         });
         await assert.rejects(
-          store.apps.rotateClientSecret(
+          rotateClientSecret(
+            store,
             app.appId,
             randomBytes(32),
             { revokeAdminTokens: true, previousSecretValidUntil: null, once },
             noEvents,
           ),
-          OnceClaimedError,
+          { code: 'CONFLICT' },
         );
         assert.equal((await store.apps.findById(app.appId))?.clientSecretHash.equals(hashes[winner]!), true, 'nothing changed');
       });
@@ -366,15 +368,13 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         const once = { value: randomBytes(16).toString('base64url'), keepUntil: T0 + 3600_000 };
         await assert.rejects(
-          store.apps.rotateClientSecret(
-            app.appId,
-            randomBytes(32),
-            { revokeAdminTokens: false, previousSecretValidUntil: null, once },
-            () => [unwritableEvent(app.appId)],
-          ),
+          rotateClientSecret(store, app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null, once }, () => [
+            unwritableEvent(app.appId),
+          ]),
         );
         assert.equal(
-          await store.apps.rotateClientSecret(
+          await rotateClientSecret(
+            store,
             '0123456789abcdef',
             randomBytes(32),
             { revokeAdminTokens: false, previousSecretValidUntil: null, once },
@@ -383,7 +383,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           undefined,
         );
         assert.deepEqual(
-          await store.apps.rotateClientSecret(
+          await rotateClientSecret(
+            store,
             app.appId,
             randomBytes(32),
             { revokeAdminTokens: false, previousSecretValidUntil: null, once },
@@ -398,12 +399,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const other = makeApp();
         await store.apps.insert(app);
         await store.apps.insert(other);
-        assert.equal(await store.apps.delete(app.appId, () => []), true);
+        assert.equal(await deleteApp(store, app.appId, () => []), true);
         assert.equal(await store.apps.findById(app.appId), undefined);
         assert.deepEqual(await store.apps.list(), [other]);
         assert.equal(await store.apps.count(), 1);
-        assert.equal(await store.apps.delete(app.appId, () => []), false);
-        assert.equal(await store.apps.delete('0123456789abcdef', () => []), false);
+        assert.equal(await deleteApp(store, app.appId, () => []), false);
+        assert.equal(await deleteApp(store, '0123456789abcdef', () => []), false);
       });
 
       it('deletes the tokens of a deleted app, and only those', async () => {
@@ -414,7 +415,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const gone = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId), makeToken(app.appId, { expiresAt: T0 + 1 })];
         const kept = makeToken(other.appId, { kind: 'admin' });
         for (const token of [...gone, kept]) await store.tokens.insert(token, 0);
-        assert.equal(await store.apps.delete(app.appId, () => []), true);
+        assert.equal(await deleteApp(store, app.appId, () => []), true);
         for (const token of gone) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(kept.selector), kept);
       });
@@ -430,7 +431,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           },
         });
         await store.apps.insert(app);
-        const updated = await store.apps.updateConfiguration(app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 }, noEvents);
+        const updated = await updateConfiguration(store, app.appId, { anonymousTokenMaxLifetimeSeconds: 3600 }, noEvents);
         const expected = {
           ...app,
           configuration: {
@@ -444,7 +445,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await store.apps.findById(app.appId), expected);
 
         // null sets a field back to "no maximum"; a list replaces the list, shorter or not
-        await store.apps.updateConfiguration(
+        await updateConfiguration(
+          store,
           app.appId,
           { adminTokenMaxLifetimeSeconds: null, requireAppKey: false, allowedOrigins: ['https://c.example.com'] },
           noEvents,
@@ -455,17 +457,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           requireAppKey: false,
           allowedOrigins: ['https://c.example.com'],
         });
-        assert.equal(
-          await store.apps.updateConfiguration('no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]),
-          undefined,
-        );
+        assert.equal(await updateConfiguration(store, 'no-such-app', { requireAppKey: true }, () => [makeEvent('no-such-app')]), undefined);
         assert.deepEqual(await store.events.list({ appId: 'no-such-app', limit: 10 }), []);
       });
 
       it('writes the events built of the updated app with a configuration change, or changes nothing', async () => {
         const app = makeApp();
         await store.apps.insert(app);
-        const updated = await store.apps.updateConfiguration(app.appId, { requireAppKey: true }, (result) => [
+        const updated = await updateConfiguration(store, app.appId, { requireAppKey: true }, (result) => [
           makeEvent(app.appId, { type: 'app.configuration_changed', details: { requireAppKey: result.configuration.requireAppKey } }),
         ]);
         assert.equal(updated?.configuration.requireAppKey, true);
@@ -475,7 +474,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           [['app.configuration_changed', { requireAppKey: true }]],
         );
 
-        await assert.rejects(store.apps.updateConfiguration(app.appId, { requireAppKey: false }, () => [unwritableEvent(app.appId)]));
+        await assert.rejects(updateConfiguration(store, app.appId, { requireAppKey: false }, () => [unwritableEvent(app.appId)]));
         assert.equal((await store.apps.findById(app.appId))?.configuration.requireAppKey, true);
         assert.equal((await store.events.list({ appId: app.appId, limit: 10 })).length, 1);
       });
@@ -486,8 +485,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const second = await openSecondConnection(testStore);
         try {
           await Promise.all([
-            store.apps.updateConfiguration(app.appId, { adminTokenMaxLifetimeSeconds: 10 }, noEvents),
-            second.apps.updateConfiguration(app.appId, { requireAppKey: true }, noEvents),
+            updateConfiguration(store, app.appId, { adminTokenMaxLifetimeSeconds: 10 }, noEvents),
+            updateConfiguration(second, app.appId, { requireAppKey: true }, noEvents),
           ]);
         } finally {
           await second.close();
@@ -509,11 +508,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         try {
           await Promise.all(
             Array.from({ length: 8 }, (_, index) =>
-              (index % 2 === 0 ? store : second).apps.changeConfiguration(
-                app.appId,
-                addOrigin(`http://localhost:${5000 + index}`),
-                noEvents,
-              ),
+              changeConfiguration(index % 2 === 0 ? store : second, app.appId, addOrigin(`http://localhost:${5000 + index}`), noEvents),
             ),
           );
         } finally {
@@ -526,14 +521,15 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         );
 
         // No change: nothing written, no event.
-        const same = await store.apps.changeConfiguration(app.appId, addOrigin('http://localhost:5000'), () => [
+        const same = await changeConfiguration(store, app.appId, addOrigin('http://localhost:5000'), () => [
           makeEvent(app.appId, { type: 'app.configuration_changed' }),
         ]);
         assert.equal(same?.changed, false);
         assert.equal((await store.events.list({ appId: app.appId, limit: 10 })).length, 0);
         // A change that throws, or whose events cannot be written: nothing written.
         await assert.rejects(
-          store.apps.changeConfiguration(
+          changeConfiguration(
+            store,
             app.appId,
             () => {
               throw new Error('refused');
@@ -542,11 +538,9 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           ),
           /refused/,
         );
-        await assert.rejects(
-          store.apps.changeConfiguration(app.appId, addOrigin('http://localhost:6000'), () => [unwritableEvent(app.appId)]),
-        );
+        await assert.rejects(changeConfiguration(store, app.appId, addOrigin('http://localhost:6000'), () => [unwritableEvent(app.appId)]));
         assert.deepEqual((await store.apps.findById(app.appId))!.configuration.allowedOrigins, origins);
-        assert.equal(await store.apps.changeConfiguration('0000000000000000', addOrigin('http://localhost:1'), noEvents), undefined);
+        assert.equal(await changeConfiguration(store, '0000000000000000', addOrigin('http://localhost:1'), noEvents), undefined);
       });
 
       it("deletes the events of a deleted app, and no other app's", async () => {
@@ -555,7 +549,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(other);
         await store.events.append([makeEvent(app.appId)]);
         await store.events.append([makeEvent(other.appId)]);
-        await store.apps.delete(app.appId, () => []);
+        await deleteApp(store, app.appId, () => []);
         assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
         assert.equal((await store.events.list({ appId: other.appId, limit: 10 })).length, 1);
       });
@@ -563,18 +557,19 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('frees the AppID and ClientID of a deleted app', async () => {
         const app = makeApp();
         await store.apps.insert(app);
-        await store.apps.delete(app.appId, () => []);
+        await deleteApp(store, app.appId, () => []);
         await store.apps.insert(app);
         assert.deepEqual(await store.apps.findById(app.appId), app);
       });
 
       it('inserts many apps at once (an import), each as given, with its owner and the events built', async () => {
         const owner = makeDeveloper();
-        await store.developers.accounts.insert(owner, null, () => ({}));
+        await store.developers.accounts.insert(owner);
         // More than one statement's batch of rows.
         const apps = Array.from({ length: 2_500 }, (_, index) => makeApp(index % 3 === 0 ? { appId: randomBytes(4).toString('hex') } : {}));
         const owned = apps.filter((_, index) => index % 2 === 0);
-        const written = await store.apps.insertMany(
+        const written = await insertMany(
+          store,
           apps.map((app, index) => ({ app, ownerId: index % 2 === 0 ? owner.id : null })),
           () => owned.map((app) => makeEvent(app.appId, { type: 'app.owner_changed', principal: 'operator' })),
         );
@@ -612,22 +607,22 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(taken);
         const owner = makeDeveloper();
         const disabled = makeDeveloper({ disabledAt: T0 });
-        await store.developers.accounts.insert(owner, null, () => ({}));
-        await store.developers.accounts.insert(disabled, null, () => ({}));
+        await store.developers.accounts.insert(owner);
+        await store.developers.accounts.insert(disabled);
         const many = () => Array.from({ length: 2_500 }, () => ({ app: makeApp(), ownerId: null as string | null }));
 
         for (const clash of [{ appId: taken.appId }, { clientId: taken.clientId }]) {
           const apps = many();
           apps.push({ app: makeApp(clash), ownerId: null });
-          await assert.rejects(store.apps.insertMany(apps, noEvents), AppConflictError);
+          await assert.rejects(insertMany(store, apps, noEvents), StoreConflictError);
         }
         for (const ownerId of [disabled.id, 'no-such-developer']) {
           const apps = many();
           apps.push({ app: makeApp(), ownerId: owner.id }, { app: makeApp(), ownerId });
-          assert.equal(await store.apps.insertMany(apps, noEvents), false);
+          assert.equal(await insertMany(store, apps, noEvents), false);
         }
         const apps = many();
-        await assert.rejects(store.apps.insertMany(apps, () => [unwritableEvent(apps[0]!.app.appId)]));
+        await assert.rejects(insertMany(store, apps, () => [unwritableEvent(apps[0]!.app.appId)]));
         assert.equal(await store.apps.count(), 1);
         assert.deepEqual(await store.developers.members.ofDeveloper(owner.id), []);
       });
@@ -703,19 +698,14 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const generation = async () => (await store.apps.findById(app.appId))!.adminGeneration;
         assert.equal(await generation(), 0);
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
-        await store.tokens.revokeAll(app.appId, 'anonymous', T0, noEvents);
+        await store.credentials.insert(credential);
+        await revokeAll(store, app.appId, 'anonymous', T0, noEvents);
         assert.equal(await generation(), 0, 'neither a new credential nor revoking anonymous tokens takes admin authority away');
-        await store.tokens.revokeAll(app.appId, 'admin', T0, noEvents);
-        await store.tokens.revokeAll(app.appId, 'all', T0, noEvents);
-        await store.apps.rotateClientSecret(
-          app.appId,
-          randomBytes(32),
-          { revokeAdminTokens: false, previousSecretValidUntil: null },
-          noEvents,
-        );
-        await store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
-        await store.credentials.delete(app.appId, credential.clientId, noEvents);
+        await revokeAll(store, app.appId, 'admin', T0, noEvents);
+        await revokeAll(store, app.appId, 'all', T0, noEvents);
+        await rotateClientSecret(store, app.appId, randomBytes(32), { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents);
+        await store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
+        await store.credentials.delete(app.appId, credential.clientId);
         assert.equal(await generation(), 5);
 
         const [stale, current, elsewhere] = [makeToken(app.appId), makeToken(app.appId), makeToken('0000000000000000')];
@@ -724,7 +714,11 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           store.tokens.insert(current, 5),
           store.tokens.insert(elsewhere, 0),
         ]);
-        assert.deepEqual(results, [false, true, false], 'in one batch: a stale generation and an app that is not there store nothing');
+        assert.deepEqual(
+          results,
+          [undefined, true, undefined],
+          'in one batch: a stale generation and an app that is not there store nothing',
+        );
         assert.equal(await store.tokens.findBySelector(stale.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(current.selector), current);
         assert.equal(await store.tokens.findBySelector(elsewhere.selector), undefined);
@@ -735,8 +729,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.tokens.insert(a, 0);
         await store.tokens.insert(b, 0);
         assert.equal(await store.tokens.delete(a.selector), true);
-        assert.equal(await store.tokens.delete(a.selector), false);
-        assert.equal(await store.tokens.delete(randomBytes(16)), false);
+        assert.equal(await store.tokens.delete(a.selector), undefined);
+        assert.equal(await store.tokens.delete(randomBytes(16)), undefined);
         assert.equal(await store.tokens.findBySelector(a.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(b.selector), b);
       });
@@ -750,12 +744,12 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         for (const token of [...admin, ...anonymous, ...others]) await store.tokens.insert(token, 0);
 
         const revoked = (kind: string) => (count: number) => [makeEvent(app.appId, { type: 'token.revoked', details: { kind, count } })];
-        assert.equal(await store.tokens.revokeAll(app.appId, 'admin', T0, revoked('admin')), 2);
+        assert.equal(await revokeAll(store, app.appId, 'admin', T0, revoked('admin')), 2);
         for (const token of admin) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         for (const token of anonymous) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
-        assert.equal(await store.tokens.revokeAll(app.appId, 'all', T0, revoked('all')), 3);
+        assert.equal(await revokeAll(store, app.appId, 'all', T0, revoked('all')), 3);
         for (const token of anonymous) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
-        assert.equal(await store.tokens.revokeAll(app.appId, 'all', T0, revoked('all')), 0);
+        assert.equal(await revokeAll(store, app.appId, 'all', T0, revoked('all')), 0);
         for (const token of others) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         const events = await store.events.list({ appId: app.appId, limit: 10 });
         assert.deepEqual(
@@ -772,7 +766,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const tokens = [makeToken(app.appId, { kind: 'admin' }), makeToken(app.appId)];
         for (const token of tokens) await store.tokens.insert(token, 0);
         for (const kind of ['admin', 'anonymous', 'all'] as const) {
-          await assert.rejects(store.tokens.revokeAll(app.appId, kind, T0, () => [unwritableEvent(app.appId)]));
+          await assert.rejects(revokeAll(store, app.appId, kind, T0, () => [unwritableEvent(app.appId)]));
         }
         for (const token of tokens) assert.deepEqual(await store.tokens.findBySelector(token.selector), token);
         assert.deepEqual(await store.events.list({ appId: app.appId, limit: 10 }), []);
@@ -816,8 +810,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('reads an app with its credentials, every field as inserted, oldest first; none for an app without', async () => {
         const first = makeCredential(app.appId, { expiresAt: T0 + 60_000, allowFrom: ['203.0.113.0/24', '2001:db8::/32'] });
         const second = makeCredential(app.appId, { createdAt: T0 + 1, createdBy: { kind: 'developer', developerId: 'd1' } });
-        assert.equal(await store.credentials.insert(second, 50, noEvents), 'inserted');
-        assert.equal(await store.credentials.insert(first, 50, noEvents), 'inserted');
+        await store.credentials.insert(second);
+        await store.credentials.insert(first);
         const found = await store.apps.findById(app.appId);
         assert.deepEqual(found?.credentials, [first, second]);
         assert.deepEqual((await store.apps.list()).find((listed) => listed.appId === app.appId)?.credentials, [first, second]);
@@ -826,64 +820,108 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual((await store.apps.findById(other.appId))?.credentials, []);
       });
 
-      it('inserts at most the limit, however many are sent at once, and nothing for an unknown app', async () => {
-        const results = await Promise.all(
-          Array.from({ length: 8 }, () => store.credentials.insert(makeCredential(app.appId), 5, noEvents)),
-        );
+      it('transactions that lock the app take turns: counted under the lock, a limit is never passed, however many are sent at once', async () => {
+        // As `CredentialService.create` composes it: lock, count, insert.
+        const insertUnder = (appId: string, limit: number) =>
+          store.transaction(async (tx) => {
+            if ((await tx.apps.lock(appId, 'NO KEY UPDATE')) === undefined) return 'no app';
+            if ((await tx.credentials.countOf(appId)) >= limit) return 'limit';
+            await tx.credentials.insert(makeCredential(appId));
+            return 'inserted';
+          });
+        const results = await Promise.all(Array.from({ length: 8 }, () => insertUnder(app.appId, 5)));
         assert.deepEqual(results.sort(), ['inserted', 'inserted', 'inserted', 'inserted', 'inserted', 'limit', 'limit', 'limit']);
         assert.equal((await store.apps.findById(app.appId))?.credentials.length, 5);
-        assert.equal(await store.credentials.insert(makeCredential('0000000000000000'), 5, noEvents), 'no app');
+        assert.equal(await store.credentials.countOf(app.appId), 5);
+        assert.equal(await insertUnder('0000000000000000', 5), 'no app');
       });
 
-      it('writes nothing when the events of a change cannot be written', async () => {
+      it('writes nothing of a transaction whose events cannot be written, or that throws', async () => {
         const credential = makeCredential(app.appId);
-        await assert.rejects(store.credentials.insert(credential, 50, () => [unwritableEvent(app.appId)]));
-        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
-        await store.credentials.insert(credential, 50, noEvents);
         await assert.rejects(
-          store.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, () => [unwritableEvent(app.appId)]),
+          store.transaction(async (tx) => {
+            await tx.credentials.insert(credential);
+            await tx.events.append([unwritableEvent(app.appId)]);
+          }),
         );
-        await assert.rejects(store.credentials.delete(app.appId, credential.clientId, () => [unwritableEvent(app.appId)]));
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
+        await store.credentials.insert(credential);
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
+            await tx.events.append([unwritableEvent(app.appId)]);
+          }),
+        );
+        const refused = new Error('refused');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.delete(app.appId, credential.clientId);
+            throw refused;
+          }),
+          (error) => error === refused,
+        );
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+        assert.equal((await store.apps.findById(app.appId))?.adminGeneration, 0, 'the withdrawals of admin authority were rolled back');
+      });
+
+      it('gives a taken key as StoreConflictError, in a transaction or not, and writes nothing of that transaction', async () => {
+        const credential = makeCredential(app.appId);
+        await store.credentials.insert(credential);
+        await assert.rejects(store.credentials.insert(credential), StoreConflictError);
+        const other = makeCredential(app.appId);
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.credentials.insert(other);
+            await tx.credentials.insert(credential);
+          }),
+          StoreConflictError,
+        );
+        assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
+      });
+
+      it('claims a once value once: undefined, with nothing written, for a second claim', async () => {
+        const once = { value: `once-${randomBytes(8).toString('hex')}`, keepUntil: T0 + 3_600_000 };
+        assert.equal(await store.onceClaims.claim(once), true);
+        assert.equal(await store.transaction((tx) => tx.onceClaims.claim(once)), undefined);
       });
 
       it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(credential);
         const second = randomBytes(32);
-        assert.equal(await store.credentials.rotate(app.appId, credential.clientId, second, T0 + 90_000, noEvents), true);
+        assert.equal(await store.credentials.rotate(app.appId, credential.clientId, second, T0 + 90_000), true);
         let found = (await store.apps.findById(app.appId))!.credentials[0]!;
         assert.ok(found.secretHash.equals(second));
         assert.deepEqual(found.previousSecret, { hash: credential.secretHash, validUntil: T0 + 90_000 });
         const third = randomBytes(32);
-        await store.credentials.rotate(app.appId, credential.clientId, third, null, noEvents);
+        await store.credentials.rotate(app.appId, credential.clientId, third, null);
         found = (await store.apps.findById(app.appId))!.credentials[0]!;
         assert.deepEqual(found.previousSecret, null);
-        assert.equal(await store.credentials.rotate(app.appId, 'tcl_000000000000000000000000', third, null, noEvents), false);
+        assert.equal(await store.credentials.rotate(app.appId, 'tcl_000000000000000000000000', third, null), undefined);
         const other = makeApp();
         await store.apps.insert(other);
-        assert.equal(await store.credentials.rotate(other.appId, credential.clientId, third, null, noEvents), false, 'another app\u2019s');
+        assert.equal(await store.credentials.rotate(other.appId, credential.clientId, third, null), undefined, 'another app\u2019s');
       });
 
       it("deletes a credential with its tokens only, counted for the events; an app's deletion takes its credentials", async () => {
         const credential = makeCredential(app.appId);
         const kept = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
-        await store.credentials.insert(kept, 50, noEvents);
+        await store.credentials.insert(credential);
+        await store.credentials.insert(kept);
         const scoped = [1, 2].map(() => makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['events:read'] }));
         const other = makeToken(app.appId, { kind: 'admin', clientId: kept.clientId, scopes: ['a', 'b'] });
         const own = makeToken(app.appId, { kind: 'admin' });
         for (const token of [...scoped, other, own]) await store.tokens.insert(token, 0);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other, 'a token carries its ClientID and scopes');
-        let counted: RevokedCredentialRecord[] | undefined;
-        const revoked = [{ clientId: credential.clientId, name: credential.name, madeBy: null, tokensRevoked: 2 }];
-        assert.deepEqual(await store.credentials.delete(app.appId, credential.clientId, (found) => ((counted = found), [])), revoked);
-        assert.deepEqual(counted, revoked);
+        const revoked: RevokedCredentialRecord[] = [
+          { clientId: credential.clientId, name: credential.name, madeBy: null, tokensRevoked: 2 },
+        ];
+        assert.deepEqual(await store.credentials.delete(app.appId, credential.clientId), revoked);
         for (const token of scoped) assert.equal(await store.tokens.findBySelector(token.selector), undefined);
         assert.deepEqual(await store.tokens.findBySelector(other.selector), other);
         assert.deepEqual(await store.tokens.findBySelector(own.selector), own);
-        assert.equal(await store.credentials.delete(app.appId, credential.clientId, noEvents), undefined);
-        assert.equal(await store.apps.delete(app.appId, () => []), true);
+        assert.equal(await store.credentials.delete(app.appId, credential.clientId), undefined);
+        assert.equal(await deleteApp(store, app.appId, () => []), true);
         await store.apps.insert(app);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [], 'none outlived their app');
       });
@@ -895,13 +933,13 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const grandchild = makeCredential(app.appId, { ...madeBy(child), createdAt: T0 + 2 });
         const sibling = makeCredential(app.appId, { createdAt: T0 + 3 });
         const byAppAdmin = makeCredential(app.appId, { ...madeBy(app), createdAt: T0 + 4 });
-        for (const credential of [root, child, grandchild, sibling, byAppAdmin]) await store.credentials.insert(credential, 50, noEvents);
+        for (const credential of [root, child, grandchild, sibling, byAppAdmin]) await store.credentials.insert(credential);
         const tokenOf = (credential: { clientId: string }) =>
           makeToken(app.appId, { kind: 'admin', clientId: credential.clientId, scopes: ['a'] });
         const [rootToken, grandchildToken, siblingToken] = [tokenOf(root), tokenOf(grandchild), tokenOf(sibling)];
         for (const token of [rootToken, grandchildToken, siblingToken]) await store.tokens.insert(token, 0);
 
-        assert.deepEqual(await store.credentials.delete(app.appId, root.clientId, noEvents), [
+        assert.deepEqual(await store.credentials.delete(app.appId, root.clientId), [
           { clientId: root.clientId, name: root.name, madeBy: null, tokensRevoked: 1 },
           { clientId: child.clientId, name: child.name, madeBy: root.clientId, tokensRevoked: 0 },
           { clientId: grandchild.clientId, name: grandchild.name, madeBy: child.clientId, tokensRevoked: 1 },
@@ -916,7 +954,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('writes when a credential was last used at most once an interval', async () => {
         const credential = makeCredential(app.appId);
-        await store.credentials.insert(credential, 50, noEvents);
+        await store.credentials.insert(credential);
         const lastUsed = async () => (await store.apps.findById(app.appId))!.credentials[0]!.lastUsedAt;
         await store.credentials.markUsed(credential.clientId, T0 + 1_000, 60_000);
         assert.equal(await lastUsed(), T0 + 1_000);
@@ -975,7 +1013,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const first = { id: id(), appId: app.appId, expiresAt: null };
         const second = { id: id(), appId: app.appId, expiresAt: T0 + 1000 };
         assert.equal(await store.revokedTokens.add(first), true);
-        assert.equal(await store.revokedTokens.add(first), false, 'revoked already');
+        assert.equal(await store.revokedTokens.add(first), undefined, 'revoked already');
         assert.equal(await store.revokedTokens.add(second), true);
         const all = await store.revokedTokens.since(0, 10);
         assert.deepEqual(
@@ -1012,28 +1050,28 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
         const kept = { id: id(), appId: other.appId, expiresAt: null };
         await store.revokedTokens.add(kept);
-        await store.tokens.revokeAll(app.appId, 'admin', T0 + 1, noEvents);
+        await revokeAll(store, app.appId, 'admin', T0 + 1, noEvents);
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, null);
         assert.equal((await store.revokedTokens.since(0, 10)).length, 2);
-        await store.tokens.revokeAll(app.appId, 'anonymous', T0 + 2, noEvents);
+        await revokeAll(store, app.appId, 'anonymous', T0 + 2, noEvents);
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 2);
         assert.equal((await store.apps.findById(other.appId))?.anonymousCutoff, null);
         assert.deepEqual(
           (await store.revokedTokens.since(0, 10)).map((revocation) => revocation.id),
           [kept.id],
         );
-        await store.tokens.revokeAll(app.appId, 'all', T0 + 3, noEvents);
+        await revokeAll(store, app.appId, 'all', T0 + 3, noEvents);
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, T0 + 3);
       });
 
       it('sets no cut-off when the events of the revoke-all cannot be written', async () => {
-        await assert.rejects(store.tokens.revokeAll(app.appId, 'anonymous', T0 + 2, () => [unwritableEvent(app.appId)]));
+        await assert.rejects(revokeAll(store, app.appId, 'anonymous', T0 + 2, () => [unwritableEvent(app.appId)]));
         assert.equal((await store.apps.findById(app.appId))?.anonymousCutoff, null);
       });
 
       it('deleting an app removes its revocations', async () => {
         await store.revokedTokens.add({ id: id(), appId: app.appId, expiresAt: null });
-        await store.apps.delete(app.appId, () => []);
+        await deleteApp(store, app.appId, () => []);
         assert.deepEqual(await store.revokedTokens.since(0, 10), []);
       });
     });
@@ -1386,7 +1424,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await store.apps.insert(app);
         await store.apps.insert(other);
         await store.events.addCounts([issued(DAY0, 5, app.appId), issued(DAY0, 6, other.appId)]);
-        assert.equal(await store.apps.delete(app.appId, () => []), true);
+        assert.equal(await deleteApp(store, app.appId, () => []), true);
         const countsOf = (id: string) => store.events.listCounts({ appId: id, bucketMs: MINUTE, since: DAY0, until: DAY0 + MINUTE });
         assert.deepEqual(await countsOf(app.appId), []);
         assert.deepEqual(await countsOf(other.appId), [issued(DAY0, 6, other.appId)]);
@@ -1448,7 +1486,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const rotated = randomBytes(32);
         const since = Date.now();
         assert.deepEqual(
-          await second.apps.rotateClientSecret(app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents),
+          await rotateClientSecret(second, app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: null }, noEvents),
           { adminTokensRevoked: 0 },
         );
         await noticedWithin(app.appId, since);
@@ -1459,12 +1497,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const before = (await store.apps.findById(app.appId))!.clientSecretHash;
         const rotated = randomBytes(32);
         const since = Date.now();
-        await second.apps.rotateClientSecret(
-          app.appId,
-          rotated,
-          { revokeAdminTokens: false, previousSecretValidUntil: T0 + 60_000 },
-          noEvents,
-        );
+        await rotateClientSecret(second, app.appId, rotated, { revokeAdminTokens: false, previousSecretValidUntil: T0 + 60_000 }, noEvents);
         await noticedWithin(app.appId, since);
         const found = await store.apps.findById(app.appId);
         assert.ok(found?.clientSecretHash.equals(rotated));
@@ -1474,21 +1507,21 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('is noticed when a credential is created, rotated or revoked, not when its last use is written', async () => {
         const credential = makeCredential(app.appId);
         let since = Date.now();
-        await second.credentials.insert(credential, 50, noEvents);
+        await second.credentials.insert(credential);
         await noticedWithin(app.appId, since);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, [credential]);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        await second.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null, noEvents);
+        await second.credentials.rotate(app.appId, credential.clientId, randomBytes(32), null);
         await noticedWithin(app.appId, since);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        await second.credentials.delete(app.appId, credential.clientId, noEvents);
+        await second.credentials.delete(app.appId, credential.clientId);
         await noticedWithin(app.appId, since);
         assert.deepEqual((await store.apps.findById(app.appId))?.credentials, []);
         if (store.backend === 'postgres') {
           // SQLite's change poll hears every commit elsewhere; PostgreSQL's trigger names what changes.
-          await second.credentials.insert(makeCredential(app.appId, { clientId: 'tcl_00000000000000000000000f' }), 50, noEvents);
+          await second.credentials.insert(makeCredential(app.appId, { clientId: 'tcl_00000000000000000000000f' }));
           await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
           since = Date.now();
           await second.credentials.markUsed('tcl_00000000000000000000000f', T0, 60_000);
@@ -1502,7 +1535,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('is noticed when a configuration is changed', async () => {
         const since = Date.now();
-        await second.apps.updateConfiguration(app.appId, { requireAppKey: true }, noEvents);
+        await updateConfiguration(second, app.appId, { requireAppKey: true }, noEvents);
         await noticedWithin(app.appId, since);
       });
 
@@ -1516,7 +1549,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await second.tokens.insert(makeToken(app.appId, { kind: 'admin' }), 0);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        assert.equal(await second.tokens.revokeAll(app.appId, 'admin', T0, noEvents), 1);
+        assert.equal(await revokeAll(second, app.appId, 'admin', T0, noEvents), 1);
         await noticedWithin(app.appId, since);
       });
 
@@ -1536,7 +1569,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
 
       it('is noticed when an app is deleted', async () => {
         const since = Date.now();
-        assert.equal(await second.apps.delete(app.appId, () => []), true);
+        assert.equal(await deleteApp(second, app.appId, () => []), true);
         await noticedWithin(app.appId, since);
         assert.equal(await store.apps.findById(app.appId), undefined);
       });

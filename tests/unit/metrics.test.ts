@@ -70,13 +70,15 @@ describe('instrumentStore', () => {
       upgrade: {},
       credentials: {},
       ping: async () => {},
+      // The tables of a transaction: the same parts, another object (as a runner bound to it gives).
+      transaction: async <T>(work: (tx: unknown) => Promise<T>) => work({ apps: { ...apps }, events: {}, tokens: {} }),
     } as unknown as Store;
   };
 
   it('times each call by operation and counts failures, returning what the store returns', async () => {
     const { store, operations } = instrumentStore(fakeStore());
     const byName = new Map(operations.map((operation) => [operation.name, operation]));
-    assert.deepEqual([...byName.keys()].sort(), ['apps.count', 'apps.findById', 'apps.sync']);
+    assert.deepEqual([...byName.keys()].sort(), ['apps.count', 'apps.findById', 'apps.sync', 'transaction']);
     assert.equal(await store.apps.count(), 3);
     assert.equal(await store.apps.findById('x'), undefined);
     await assert.rejects(async () => store.apps.findById('broken'), /unreachable/);
@@ -86,6 +88,21 @@ describe('instrumentStore', () => {
     assert.equal(byName.get('apps.findById')!.errors.value, 1);
     assert.equal(byName.get('apps.sync')!.durations.count, 1);
     assert.equal(store.backend, 'sqlite');
+  });
+
+  it("times a transaction whole, and its tables' calls under the same operations as the store's own", async () => {
+    const { store, operations } = instrumentStore(fakeStore());
+    const byName = new Map(operations.map((operation) => [operation.name, operation]));
+    assert.equal(await store.transaction(async (tx) => (await tx.apps.count()) + (await tx.apps.count())), 6);
+    await assert.rejects(
+      store.transaction(async (tx) => tx.apps.findById('broken')),
+      /unreachable/,
+    );
+    assert.equal(byName.get('apps.count')!.durations.count, 2);
+    assert.equal(byName.get('apps.findById')!.errors.value, 1);
+    assert.equal(byName.get('transaction')!.durations.count, 1);
+    assert.equal(byName.get('transaction')!.errors.value, 1);
+    assert.equal(operations.length, 4, 'no operation of its own for a transaction\u2019s table');
   });
 });
 

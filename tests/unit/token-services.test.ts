@@ -109,7 +109,7 @@ describe('the token services, over a real store with a fake clock', () => {
       const racing = createTessera({
         store: {
           ...testStore.store,
-          tokens: { ...testStore.store.tokens, insert: async (_token, generation) => (inserts.push(generation), false) },
+          tokens: { ...testStore.store.tokens, insert: async (_token, generation) => (inserts.push(generation), undefined) },
         },
         clock,
         rateLimits: NO_LIMITS,

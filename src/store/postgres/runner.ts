@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { isServiceUnavailable, serviceUnavailable } from '../../error-catalogue.js';
 import { statementText, type SqlParams, type SqlRunner, type Statement } from '../sql/runner.js';
-import { unavailableOr, withCause } from './errors.js';
+import { storeError } from '../sql/errors.js';
+import { withCause } from './errors.js';
 
 const INT8 = 20;
 /**
@@ -96,7 +97,7 @@ export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatement
         }
         throw withCause(serviceUnavailable(), { code, message: (error as Error).message });
       }
-      throw unavailableOr(error);
+      throw storeError(error, 'postgres');
     }
   };
   const on = (connection: pg.Pool | pg.PoolClient): SqlRunner => ({
@@ -113,7 +114,7 @@ export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatement
     try {
       client = await pool.connect();
     } catch (error) {
-      throw unavailableOr(error);
+      throw storeError(error, 'postgres');
     }
     let broken: Error | undefined;
     try {
@@ -122,7 +123,7 @@ export function postgresRunner(pool: pg.Pool, { pooled = false, onNamedStatement
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      const thrown = unavailableOr(error);
+      const thrown = storeError(error, 'postgres');
       if (isServiceUnavailable(thrown)) {
         // The connection is lost, or in doubt: a statement pg stopped waiting for (query_timeout) may
         // still be queued behind it, in a transaction pooler, where no statement_timeout ends it; a

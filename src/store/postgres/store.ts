@@ -6,7 +6,8 @@ import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';
 import type pg from 'pg';
 import { heedConnectionErrors, openPool, type PostgresConnector, type PostgresStoreOptions, type Warn } from './connection.js';
-import { reasonOf, unavailableOr } from './errors.js';
+import { storeError } from '../sql/errors.js';
+import { reasonOf } from './errors.js';
 import { migrate } from './migrations.js';
 import { postgresRunner } from './runner.js';
 import { readUpgradeState } from '../sql/upgrade.js';
@@ -160,7 +161,7 @@ function startupError(error: unknown, namedStatementsFailed: { message: string }
   if (namedStatementsFailed !== undefined && isServiceUnavailable(error)) {
     return new Error(poolerMessage(`named prepared statements fail (${namedStatementsFailed.message})`), { cause: error });
   }
-  return unavailableOr(error);
+  return storeError(error, 'postgres');
 }
 
 /**

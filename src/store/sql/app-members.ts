@@ -1,6 +1,5 @@
 import type { AppRole } from '../../developers/roles.js';
 import type { AppMemberStore, AppMembership } from '../../developers/store.js';
-import { writeAccountAudit } from './account-audit.js';
 import { revokeCredentials } from './credentials.js';
 import { withRowLock, type SqlRunner } from './runner.js';
 
@@ -25,7 +24,7 @@ const ROLE_OF = 'SELECT role FROM app_members WHERE app_id = :appId AND develope
 
 export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
   return {
-    async setOwner(appId, developerId, at, audit) {
+    async setOwner(appId, developerId, at) {
       return db.transaction(async (tx) => {
         const app = await tx.get(LOCK_APP, { appId });
         const developer = await tx.get(SHARE_DEVELOPER, { developerId });
@@ -47,11 +46,10 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
            ON CONFLICT (app_id, developer_id) DO UPDATE SET role = 'owner'`,
           { appId, developerId, at },
         );
-        await writeAccountAudit(tx, audit(result));
         return result;
       });
     },
-    async acceptInvitation(linkId, developerId, at, audit) {
+    async acceptInvitation(linkId, developerId, at) {
       return db.transaction(async (tx) => {
         if ((await tx.get(SHARE_DEVELOPER, { developerId })) === undefined) return undefined;
         // Deleting it is what uses it up: of two acceptances at once, one deletes it.
@@ -67,12 +65,10 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
           { appId, developerId, at },
         );
         const member = await tx.get<{ role: AppRole }>(ROLE_OF, { appId, developerId });
-        const result = { appId, role: member!.role, added: inserted > 0 };
-        await writeAccountAudit(tx, audit(result));
-        return result;
+        return { appId, role: member!.role, added: inserted > 0 };
       });
     },
-    async remove(appId, developerId, audit) {
+    async remove(appId, developerId) {
       return db.transaction(async (tx) => {
         const removed = await tx.get<{ role: AppRole }>(
           'DELETE FROM app_members WHERE app_id = :appId AND developer_id = :developerId RETURNING role',
@@ -84,8 +80,23 @@ export function sqlAppMemberStore(db: SqlRunner): AppMemberStore {
         if (removed === undefined) return undefined;
         // What the developer made in the portal for the app goes with its membership: its secrets were shown to them.
         const credentialsRevoked = await revokeCredentials(tx, appId, { developerId });
-        await writeAccountAudit(tx, audit({ role: removed.role, credentialsRevoked }));
         return { role: removed.role, credentialsRevoked };
+      });
+    },
+    async countOwned(developerId) {
+      const owned = await db.get<{ n: number }>(
+        "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
+        {
+          developerId,
+        },
+      );
+      return owned?.n ?? 0;
+    },
+    async insertOwner(appId, developerId, at) {
+      await db.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
+        appId,
+        developerId,
+        at,
       });
     },
     async roleOf(appId, developerId) {

@@ -1,14 +1,11 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
-import { AppConflictError, type AppStore, type StoredAppKeys } from '../../apps/store.js';
+import type { AppStore, StoredAppKeys } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
-import { insertDeveloperEvents } from './developer-events.js';
-import { isUniqueViolation } from './errors.js';
-import { deleteEventsOfApp, insertEvents } from './events.js';
-import { claimOnce } from './once-claims.js';
+import { deleteEventsOfApp } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import { withRowLock, type SqlDialect, type SqlRunner, type Statement } from './runner.js';
 import { bytesColumn, jsonColumn } from './rows.js';
@@ -53,8 +50,11 @@ function selectAppLocked(lock: 'UPDATE' | 'NO KEY UPDATE'): Statement {
   return { sqlite: select.sqlite, postgres: `${select.postgres} FOR ${lock} OF apps` };
 }
 
-const SELECT_APP_TO_DELETE = selectAppLocked('UPDATE');
-const SELECT_APP_TO_CHANGE = selectAppLocked('NO KEY UPDATE');
+const SELECT_APP_LOCKED = { UPDATE: selectAppLocked('UPDATE'), 'NO KEY UPDATE': selectAppLocked('NO KEY UPDATE') };
+const LOCK_APP: Record<'UPDATE' | 'NO KEY UPDATE', Statement> = {
+  UPDATE: withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'UPDATE'),
+  'NO KEY UPDATE': withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE'),
+};
 
 /** Sets the configuration fields of `:changes` (JSON), leaving the others as they are. */
 const PATCH_CONFIGURATION = {
@@ -103,7 +103,8 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-export function sqlAppStore(db: SqlRunner): AppStore {
+/** `batchReads`: PostgreSQL's reads of one event-loop turn share one statement (not in a transaction, whose reads are its own). */
+export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?: boolean } = {}): AppStore {
   const findOne = (appId: string) => andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
   const selectMany = selectApps(`WHERE app_id = ANY(:ids::text[])`).postgres;
   const batched = new BatchedReads<string, AppRecord>({
@@ -114,73 +115,40 @@ export function sqlAppStore(db: SqlRunner): AppStore {
   });
   return {
     async insert(app) {
-      await conflictOr(() => insertApp(db, app));
+      await insertApp(db, app);
     },
-    async insertOwned(app, { developerId, maxOwnedApps, once }, audit) {
-      return conflictOr(() =>
-        db.transaction(async (tx) => {
-          // Insertions for one developer take turns, so that each counts what the one before it
-          // inserted: PostgreSQL locks the developer's row (NO KEY UPDATE: rows that merely reference
-          // the developer, its sessions and events, do not wait), SQLite's transactions take turns.
-          const developer = await tx.get(
-            withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
-            {
-              developerId,
-            },
-          );
-          if (developer === undefined) return undefined;
-          const owned = await tx.get<{ n: number }>(
-            "SELECT count(*) AS n FROM app_members WHERE developer_id = :developerId AND role = 'owner'",
-            {
-              developerId,
-            },
-          );
-          const ownedApps = owned?.n ?? 0;
-          if (maxOwnedApps !== null && ownedApps >= maxOwnedApps) return { inserted: false, ownedApps };
-          await claimOnce(tx, once);
-          await insertApp(tx, app);
-          await tx.run("INSERT INTO app_members (app_id, developer_id, role, added_at) VALUES (:appId, :developerId, 'owner', :at)", {
-            appId: app.appId,
-            developerId,
-            at: app.createdAt,
-          });
-          await insertEvents(tx, audit());
-          return { inserted: true, ownedApps };
-        }),
-      );
+    async lock(appId, mode) {
+      return (await db.get(LOCK_APP[mode], { appId })) === undefined ? undefined : true;
     },
-    async insertMany(apps, audit) {
-      return conflictOr(() =>
-        db.transaction(async (tx) => {
-          // The owners are locked against a concurrent disabling until the memberships are written.
-          const ownerIds = [...new Set(apps.flatMap(({ ownerId }) => (ownerId === null ? [] : [ownerId])))];
-          for (const ids of chunks(ownerIds, LOOKUP_IDS)) {
-            const select = selectAmong('SELECT id FROM developers', 'id', 'AND disabled_at IS NULL');
-            const enabled = await tx.all<{ id: string }>(
-              { sqlite: select.sqlite, postgres: `${select.postgres} FOR SHARE` },
-              idsParam(tx.dialect, ids),
-            );
-            if (enabled.length !== ids.length) return false;
-          }
-          for (const batch of chunks(apps, BATCH_ROWS)) {
-            const rows = batch.map(({ app }) => [
-              app.appId,
-              app.name,
-              app.appKey,
-              app.clientId,
-              app.clientSecretHash,
-              app.adminId,
-              app.createdAt,
-              JSON.stringify(app.configuration),
-            ]);
-            await tx.run(insertAppBatch.statement, insertAppBatch.params(tx.dialect, rows));
-          }
-          const owned = apps.flatMap(({ app, ownerId }) => (ownerId === null ? [] : [[app.appId, ownerId, 'owner', app.createdAt]]));
-          for (const rows of chunks(owned, BATCH_ROWS)) await tx.run(insertOwnerBatch.statement, insertOwnerBatch.params(tx.dialect, rows));
-          for (const events of chunks(audit(), BATCH_ROWS)) await insertEvents(tx, events);
-          return true;
-        }),
-      );
+    async insertMany(apps) {
+      return db.transaction(async (tx) => {
+        // The owners are locked against a concurrent disabling until the memberships are written.
+        const ownerIds = [...new Set(apps.flatMap(({ ownerId }) => (ownerId === null ? [] : [ownerId])))];
+        for (const ids of chunks(ownerIds, LOOKUP_IDS)) {
+          const select = selectAmong('SELECT id FROM developers', 'id', 'AND disabled_at IS NULL');
+          const enabled = await tx.all<{ id: string }>(
+            { sqlite: select.sqlite, postgres: `${select.postgres} FOR SHARE` },
+            idsParam(tx.dialect, ids),
+          );
+          if (enabled.length !== ids.length) return undefined;
+        }
+        for (const batch of chunks(apps, BATCH_ROWS)) {
+          const rows = batch.map(({ app }) => [
+            app.appId,
+            app.name,
+            app.appKey,
+            app.clientId,
+            app.clientSecretHash,
+            app.adminId,
+            app.createdAt,
+            JSON.stringify(app.configuration),
+          ]);
+          await tx.run(insertAppBatch.statement, insertAppBatch.params(tx.dialect, rows));
+        }
+        const owned = apps.flatMap(({ app, ownerId }) => (ownerId === null ? [] : [[app.appId, ownerId, 'owner', app.createdAt]]));
+        for (const rows of chunks(owned, BATCH_ROWS)) await tx.run(insertOwnerBatch.statement, insertOwnerBatch.params(tx.dialect, rows));
+        return true as const;
+      });
     },
     async findByKeys(appIds, clientIds) {
       const found = new Map<string, StoredAppKeys>();
@@ -205,7 +173,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
       }
       return [...found.values()];
     },
-    findById: db.dialect === 'postgres' ? (appId) => batched.read(appId) : findOne,
+    findById: db.dialect === 'postgres' && batchReads ? (appId) => batched.read(appId) : findOne,
     async list() {
       return (await db.all<AppRow>(selectApps('ORDER BY created_at, app_id'))).map(toApp);
     },
@@ -221,7 +189,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
     async count() {
       return (await db.get<{ n: number }>('SELECT count(*) AS n FROM apps'))?.n ?? 0;
     },
-    async rotateClientSecret(appId, hash, { revokeAdminTokens, previousSecretValidUntil, once }, audit) {
+    async rotateClientSecret(appId, hash, previousSecretValidUntil) {
       return db.transaction(async (tx) => {
         if (!(await withdrawAdminGrants(tx, appId))) return undefined;
         // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
@@ -232,59 +200,45 @@ export function sqlAppStore(db: SqlRunner): AppStore {
            WHERE app_id = :appId`,
           { appId, hash, validUntil: previousSecretValidUntil },
         );
-        if (updated === 0) return undefined;
-        await claimOnce(tx, once);
-        const rotation = { adminTokensRevoked: revokeAdminTokens ? await deleteTokensOfApp(tx, appId, 'admin') : 0 };
-        await insertEvents(tx, audit(rotation));
-        return rotation;
+        return updated === 0 ? undefined : (true as const);
       });
     },
-    async endPreviousSecret(appId, now, audit) {
+    async endPreviousSecret(appId, now) {
       return db.transaction(async (tx) => {
         const read = () =>
           tx.get<{ until: number | null }>('SELECT previous_secret_valid_until AS until FROM apps WHERE app_id = :appId', { appId });
         const seen = await read();
         if (seen === undefined) return undefined;
-        if (seen.until === null || seen.until <= now) return null;
+        if (seen.until === null || seen.until <= now) return { validUntil: null };
         await withdrawAdminGrants(tx, appId);
         // Read again under the app's lock: a rotation meanwhile replaced the previous secret.
         const row = (await read())!;
-        if (row.until === null || row.until <= now) return null;
+        if (row.until === null || row.until <= now) return { validUntil: null };
         await tx.run('UPDATE apps SET previous_secret_hash = NULL, previous_secret_valid_until = NULL WHERE app_id = :appId', { appId });
-        await insertEvents(tx, audit(row.until));
-        return row.until;
+        return { validUntil: row.until };
       });
     },
-    async updateConfiguration(appId, changes, audit) {
+    async updateConfiguration(appId, changes) {
       return db.transaction(async (tx) => {
         const changed = await tx.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) });
         const row = changed === 0 ? undefined : await tx.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId });
-        if (row === undefined) return undefined;
-        const updated = toApp(row);
-        await insertEvents(tx, audit(updated));
-        return updated;
+        return row === undefined ? undefined : toApp(row);
       });
     },
-    async changeConfiguration(appId, change, audit) {
-      return db.transaction(async (tx) => {
-        const row = await tx.get<AppRow>(SELECT_APP_TO_CHANGE, { appId });
-        if (row === undefined) return undefined;
-        const app = toApp(row);
-        const changes = change(app.configuration);
-        if (changes === null) return { app, changed: false };
-        await tx.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) });
-        const updated = { ...app, configuration: { ...app.configuration, ...changes } };
-        await insertEvents(tx, audit(updated));
-        return { app: updated, changed: true };
-      });
+    async findLocked(appId, mode) {
+      const row = await db.get<AppRow>(SELECT_APP_LOCKED[mode], { appId });
+      return row === undefined ? undefined : toApp(row);
     },
-    async delete(appId, audit) {
+    async patchConfiguration(appId, changes) {
+      return (await db.run(PATCH_CONFIGURATION, { appId, changes: JSON.stringify(changes) })) === 0 ? undefined : true;
+    },
+    async delete(appId) {
       return db.transaction(async (tx) => {
         // Locked first on PostgreSQL, so that no one becomes a member or the owner between reading
         // the members and the deletion, which takes the memberships with it: an owner change locks
         // the app's row too, and adding a collaborator checks its reference to the row, which waits.
-        const row = await tx.get<AppRow>(SELECT_APP_TO_DELETE, { appId });
-        if (row === undefined) return false;
+        const row = await tx.get<AppRow>(SELECT_APP_LOCKED.UPDATE, { appId });
+        if (row === undefined) return undefined;
         const members = await tx.all<{ developer_id: string; role: AppRole }>(
           "SELECT developer_id, role FROM app_members WHERE app_id = :appId ORDER BY role = 'owner' DESC, added_at, developer_id",
           { appId },
@@ -293,9 +247,7 @@ export function sqlAppStore(db: SqlRunner): AppStore {
         await deleteRevokedTokensOfApp(tx, appId);
         await deleteEventsOfApp(tx, appId);
         await tx.run('DELETE FROM apps WHERE app_id = :appId', { appId });
-        const deleted = { app: toApp(row), members: members.map((member) => ({ developerId: member.developer_id, role: member.role })) };
-        await insertDeveloperEvents(tx, audit(deleted));
-        return true;
+        return { app: toApp(row), members: members.map((member) => ({ developerId: member.developer_id, role: member.role })) };
       });
     },
   };
@@ -314,16 +266,6 @@ async function insertApp(db: SqlRunner, app: AppRecord): Promise<void> {
       previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
     },
   );
-}
-
-/** `AppConflictError` when the AppID or ClientID is taken. */
-async function conflictOr<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new AppConflictError();
-    throw error;
-  }
 }
 
 function toApp(row: AppRow): AppRecord {

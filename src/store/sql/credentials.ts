@@ -1,10 +1,8 @@
 import type { CredentialCreator, CredentialRecord } from '../../credentials/credential.js';
 import type { CredentialStore, RevokedCredentialRecord } from '../../credentials/store.js';
 import { bytesColumn, jsonColumn } from './rows.js';
-import { insertEvents } from './events.js';
 import { withdrawAdminGrants } from './admin-grants.js';
-import { claimOnce } from './once-claims.js';
-import { withRowLock, type SqlRunner, type Statement } from './runner.js';
+import type { SqlRunner } from './runner.js';
 
 /** A credential as `CREDENTIALS_OF_APP` gives it: its bytes in hex, lists space-separated. */
 interface CredentialJson {
@@ -135,41 +133,30 @@ export async function revokeCredentials(
   return revoked;
 }
 
-const LOCK_APP: Statement = withRowLock('SELECT 1 AS found FROM apps WHERE app_id = :appId', 'NO KEY UPDATE');
-
 export function sqlCredentialStore(db: SqlRunner): CredentialStore {
   return {
-    async insert(credential, maxPerApp, audit, once) {
-      return db.transaction(async (tx) => {
-        // Insertions for one app take turns (PostgreSQL locks the app's row; SQLite's transactions
-        // always take turns), so that several at once cannot pass the limit together.
-        if ((await tx.get(LOCK_APP, { appId: credential.appId })) === undefined) return 'no app';
-        const count = await tx.get<{ n: number }>('SELECT count(*) AS n FROM credentials WHERE app_id = :appId', {
-          appId: credential.appId,
-        });
-        if ((count?.n ?? 0) >= maxPerApp) return 'limit';
-        await claimOnce(tx, once);
-        await tx.run(
-          `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id)
-           VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById)`,
-          {
-            clientId: credential.clientId,
-            appId: credential.appId,
-            name: credential.name,
-            scopes: credential.scopes.join(' '),
-            expiresAt: credential.expiresAt,
-            allowFrom: credential.allowFrom.join(' '),
-            secretHash: credential.secretHash,
-            createdAt: credential.createdAt,
-            createdBy: credential.createdBy.kind,
-            createdById: creatorId(credential.createdBy),
-          },
-        );
-        await insertEvents(tx, audit());
-        return 'inserted';
-      });
+    async countOf(appId) {
+      return (await db.get<{ n: number }>('SELECT count(*) AS n FROM credentials WHERE app_id = :appId', { appId }))?.n ?? 0;
     },
-    async rotate(appId, clientId, secretHash, previousSecretValidUntil, audit, once) {
+    async insert(credential) {
+      await db.run(
+        `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id)
+         VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById)`,
+        {
+          clientId: credential.clientId,
+          appId: credential.appId,
+          name: credential.name,
+          scopes: credential.scopes.join(' '),
+          expiresAt: credential.expiresAt,
+          allowFrom: credential.allowFrom.join(' '),
+          secretHash: credential.secretHash,
+          createdAt: credential.createdAt,
+          createdBy: credential.createdBy.kind,
+          createdById: creatorId(credential.createdBy),
+        },
+      );
+    },
+    async rotate(appId, clientId, secretHash, previousSecretValidUntil) {
       return db.transaction(async (tx) => {
         // The right-hand sides read the row as it was: the replaced hash becomes the previous one.
         const updated = await tx.run(
@@ -179,23 +166,18 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
            WHERE app_id = :appId AND client_id = :clientId`,
           { appId, clientId, secretHash, validUntil: previousSecretValidUntil },
         );
-        if (updated === 0) return false;
+        if (updated === 0) return undefined;
         await withdrawAdminGrants(tx, appId);
-        await claimOnce(tx, once);
-        await insertEvents(tx, audit());
-        return true;
+        return true as const;
       });
     },
-    async delete(appId, clientId, audit, once) {
+    async delete(appId, clientId) {
       return db.transaction(async (tx) => {
         const revoked = await revokeCredentials(tx, appId, { clientId });
-        if (revoked.length === 0) return undefined;
-        await claimOnce(tx, once);
-        await insertEvents(tx, audit(revoked));
-        return revoked;
+        return revoked.length === 0 ? undefined : revoked;
       });
     },
-    async endPreviousSecret(appId, clientId, now, audit) {
+    async endPreviousSecret(appId, clientId, now) {
       return db.transaction(async (tx) => {
         const read = () =>
           tx.get<{ until: number | null }>(
@@ -204,18 +186,17 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
           );
         const seen = await read();
         if (seen === undefined) return undefined;
-        if (seen.until === null || seen.until <= now) return null;
+        if (seen.until === null || seen.until <= now) return { validUntil: null };
         await withdrawAdminGrants(tx, appId);
         // Read again under the app's lock: a rotation (or revocation) meanwhile changed it.
         const row = await read();
-        if (row === undefined || row.until === null || row.until <= now) return null;
+        if (row === undefined || row.until === null || row.until <= now) return { validUntil: null };
         await tx.run(
           `UPDATE credentials SET previous_secret_hash = NULL, previous_secret_valid_until = NULL
            WHERE app_id = :appId AND client_id = :clientId`,
           { appId, clientId },
         );
-        await insertEvents(tx, audit(row.until));
-        return row.until;
+        return { validUntil: row.until };
       });
     },
     async markUsed(clientId, at, minIntervalMs) {

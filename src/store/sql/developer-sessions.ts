@@ -1,5 +1,4 @@
 import type { DeveloperSessionStore } from '../../developers/store.js';
-import { writeAccountAudit } from './account-audit.js';
 import type { SqlRunner } from './runner.js';
 
 interface SessionRow {
@@ -15,18 +14,14 @@ const COLUMNS = 'id, secret_hash, developer_id, created_at, last_seen_at, expire
 
 export function sqlDeveloperSessionStore(db: SqlRunner): DeveloperSessionStore {
   return {
-    async insert(session, audit) {
-      return db.transaction(async (tx) => {
-        const inserted = await tx.run(
-          `INSERT INTO developer_sessions (${COLUMNS})
-           SELECT :id, :secretHash, :developerId, :createdAt, :lastSeenAt, :expiresAt
-           WHERE EXISTS (SELECT 1 FROM developers WHERE id = :developerId AND disabled_at IS NULL)`,
-          { ...session },
-        );
-        if (inserted === 0) return undefined;
-        await writeAccountAudit(tx, audit());
-        return true as const;
-      });
+    async insert(session) {
+      const inserted = await db.run(
+        `INSERT INTO developer_sessions (${COLUMNS})
+         SELECT :id, :secretHash, :developerId, :createdAt, :lastSeenAt, :expiresAt
+         WHERE EXISTS (SELECT 1 FROM developers WHERE id = :developerId AND disabled_at IS NULL)`,
+        { ...session },
+      );
+      return inserted === 0 ? undefined : true;
     },
     async findById(id) {
       const row = await db.get<SessionRow>(`SELECT ${COLUMNS} FROM developer_sessions WHERE id = :id`, { id });
@@ -47,12 +42,8 @@ export function sqlDeveloperSessionStore(db: SqlRunner): DeveloperSessionStore {
         expiresAt,
       });
     },
-    async delete(id, audit) {
-      return db.transaction(async (tx) => {
-        if ((await tx.run('DELETE FROM developer_sessions WHERE id = :id', { id })) === 0) return false;
-        await writeAccountAudit(tx, audit());
-        return true;
-      });
+    async delete(id) {
+      return (await db.run('DELETE FROM developer_sessions WHERE id = :id', { id })) === 0 ? undefined : true;
     },
     async countOf(developerId, now) {
       const row = await db.get<{ n: number }>(

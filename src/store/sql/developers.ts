@@ -1,14 +1,12 @@
 import type { DeveloperRecord } from '../../developers/developer.js';
 import type { DeveloperEvent } from '../../developers/events.js';
-import { DeveloperConflictError, type DeveloperAccountStore, type DeveloperStore } from '../../developers/store.js';
-import { writeAccountAudit } from './account-audit.js';
+import type { DeveloperAccountStore, DeveloperStore } from '../../developers/store.js';
 import { sqlAppMemberStore } from './app-members.js';
 import { insertDeveloperEvents } from './developer-events.js';
 import { sqlDeveloperSessionStore } from './developer-sessions.js';
-import { isUniqueViolation } from './errors.js';
-import { deletePasswordLinksOf, insertLink, sqlOneTimeLinkStore } from './one-time-links.js';
+import { deletePasswordLinksOf, sqlOneTimeLinkStore } from './one-time-links.js';
 import { jsonColumn } from './rows.js';
-import type { SqlRunner } from './runner.js';
+import { withRowLock, type SqlRunner } from './runner.js';
 
 interface DeveloperRow {
   id: string;
@@ -29,6 +27,11 @@ interface DeveloperEventRow {
 }
 
 const COLUMNS = 'id, email, password_hash, created_at, disabled_at';
+
+const LOCK_ENABLED = {
+  'NO KEY UPDATE': withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
+  SHARE: withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'SHARE'),
+};
 const EVENT_COLUMNS = 'id, developer_id, type, at, actor, client_address, details';
 
 /**
@@ -45,9 +48,6 @@ export function sqlDeveloperStore(db: SqlRunner): DeveloperStore {
   };
 }
 
-/** Thrown inside a transaction to undo what it wrote so far; caught outside it. */
-class RolledBack extends Error {}
-
 function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
   /** Ends every session of the developer and removes its password links; how many sessions ended. */
   const signOut = async (tx: SqlRunner, developerId: string) => {
@@ -56,22 +56,14 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
     return { sessionsEnded };
   };
   return {
-    async insert(developer, link, audit) {
-      try {
-        await db.transaction(async (tx) => {
-          await tx.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, {
-            ...developer,
-          });
-          if (link !== null) await insertLink(tx, link);
-          await writeAccountAudit(tx, audit());
-        });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new DeveloperConflictError();
-        throw error;
-      }
+    async insert(developer) {
+      await db.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, { ...developer });
     },
     async findById(id) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));
+    },
+    async lockEnabled(developerId, mode) {
+      return (await db.get(LOCK_ENABLED[mode], { developerId })) === undefined ? undefined : true;
     },
     async findByEmail(email) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE email = :email`, { email }));
@@ -79,35 +71,17 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
     async list() {
       return (await db.all<DeveloperRow>(`SELECT ${COLUMNS} FROM developers ORDER BY created_at, id`)).map((row) => toDeveloper(row)!);
     },
-    async setPassword(developerId, passwordHash, { linkId }, audit) {
-      try {
-        return await db.transaction(async (tx) => {
-          if (linkId !== null) {
-            const used = await tx.run(
-              "DELETE FROM one_time_links WHERE id = :linkId AND developer_id = :developerId AND purpose <> 'invitation'",
-              {
-                linkId,
-                developerId,
-              },
-            );
-            if (used === 0) return undefined;
-          }
-          const updated = await tx.run(
-            'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND disabled_at IS NULL',
-            {
-              developerId,
-              passwordHash,
-            },
-          );
-          if (updated === 0) throw new RolledBack();
-          const result = await signOut(tx, developerId);
-          await writeAccountAudit(tx, audit(result));
-          return result;
-        });
-      } catch (error) {
-        if (error instanceof RolledBack) return undefined;
-        throw error;
-      }
+    async setPassword(developerId, passwordHash) {
+      return db.transaction(async (tx) => {
+        const updated = await tx.run(
+          'UPDATE developers SET password_hash = :passwordHash WHERE id = :developerId AND disabled_at IS NULL',
+          {
+            developerId,
+            passwordHash,
+          },
+        );
+        return updated === 0 ? undefined : signOut(tx, developerId);
+      });
     },
     async rehashPassword(developerId, previousHash, passwordHash) {
       const updated = await db.run(
@@ -118,23 +92,19 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
           passwordHash,
         },
       );
-      return updated > 0;
+      return updated > 0 ? true : undefined;
     },
-    async disable(developerId, at, audit) {
+    async disable(developerId, at) {
       return db.transaction(async (tx) => {
-        if (
-          (await tx.run('UPDATE developers SET disabled_at = :at WHERE id = :developerId AND disabled_at IS NULL', { developerId, at })) ===
-          0
-        ) {
-          return undefined;
-        }
-        const result = await signOut(tx, developerId);
-        await writeAccountAudit(tx, audit(result));
-        return result;
+        const updated = await tx.run('UPDATE developers SET disabled_at = :at WHERE id = :developerId AND disabled_at IS NULL', {
+          developerId,
+          at,
+        });
+        return updated === 0 ? undefined : signOut(tx, developerId);
       });
     },
     async delete(developerId) {
-      return (await db.run('DELETE FROM developers WHERE id = :developerId', { developerId })) > 0;
+      return (await db.run('DELETE FROM developers WHERE id = :developerId', { developerId })) > 0 ? true : undefined;
     },
     async appendEvents(batch) {
       await db.transaction((tx) => insertDeveloperEvents(tx, batch));

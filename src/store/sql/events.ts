@@ -130,12 +130,22 @@ const CLAIM_COUNT_BATCH = `INSERT INTO event_count_writers (writer, last_batch, 
 const DELETE_COUNT_WRITERS = `DELETE FROM event_count_writers WHERE written_at < :cutoff AND writer IN
   (SELECT writer FROM event_count_writers WHERE written_at < :cutoff LIMIT :batch)`;
 
+/** The most events one statement writes. */
+const EVENT_ROWS = 2_000;
+
 /**
  * Writes a batch of events in one statement, but those whose idempotency key is stored already. A
  * change's audit events are written so in the change's own transaction: both are written, or neither.
  */
 export async function insertEvents(db: SqlRunner, batch: readonly (NewAuditEvent | KeyedAuditEvent)[]): Promise<void> {
   if (batch.length === 0) return;
+  if (batch.length > EVENT_ROWS) {
+    // An import's events: a statement each `EVENT_ROWS`, well under the statement timeout, all in one transaction.
+    await db.transaction(async (tx) => {
+      for (let start = 0; start < batch.length; start += EVENT_ROWS) await insertEvents(tx, batch.slice(start, start + EVENT_ROWS));
+    });
+    return;
+  }
   const rows = batch.map(
     (event) =>
       [

@@ -1,20 +1,24 @@
-import { OnceClaimedError, type OnceClaim, type OnceClaimStore } from '../../once.js';
+import type { OnceClaim, OnceClaimStore } from '../../once.js';
+import type { MaybePromise } from '../../maybe-promise.js';
 import type { SqlRunner } from './runner.js';
 
-/** Claims a once value inside the caller's transaction; throws `OnceClaimedError` if it was claimed before. */
-export async function claimOnce(tx: SqlRunner, once: OnceClaim | undefined): Promise<void> {
-  if (once === undefined) return;
-  // On PostgreSQL, a second claim of a value waits for the first one's transaction, and inserts
-  // nothing if it committed; SQLite's transactions take turns.
-  const inserted = await tx.run('INSERT INTO once_claims (value, keep_until) VALUES (:value, :keepUntil) ON CONFLICT (value) DO NOTHING', {
+/**
+ * Claims a once value; 1 if it was not claimed before, 0 (nothing written) if it was. On PostgreSQL,
+ * a second claim of a value waits for the first one's transaction, and inserts nothing if it
+ * committed; SQLite's transactions take turns.
+ */
+function insertClaim(db: SqlRunner, once: OnceClaim): MaybePromise<number> {
+  return db.run('INSERT INTO once_claims (value, keep_until) VALUES (:value, :keepUntil) ON CONFLICT (value) DO NOTHING', {
     value: once.value,
     keepUntil: once.keepUntil,
   });
-  if (inserted === 0) throw new OnceClaimedError();
 }
 
 export function sqlOnceClaimStore(db: SqlRunner): OnceClaimStore {
   return {
+    async claim(once) {
+      return (await insertClaim(db, once)) > 0 ? true : undefined;
+    },
     async deleteExpired(now, batch) {
       return db.run('DELETE FROM once_claims WHERE value IN (SELECT value FROM once_claims WHERE keep_until <= :now LIMIT :batch)', {
         now,

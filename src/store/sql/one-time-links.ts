@@ -1,6 +1,5 @@
 import type { OneTimeLinkRecord } from '../../developers/one-time-link.js';
 import type { OneTimeLinkStore } from '../../developers/store.js';
-import { writeAccountAudit } from './account-audit.js';
 import type { SqlRunner } from './runner.js';
 
 interface LinkRow {
@@ -47,12 +46,15 @@ export async function deletePasswordLinksOf(tx: SqlRunner, developerId: string):
 
 export function sqlOneTimeLinkStore(db: SqlRunner): OneTimeLinkStore {
   return {
-    async insert(link, audit) {
-      return db.transaction(async (tx) => {
-        if (!(await insertLink(tx, link))) return undefined;
-        await writeAccountAudit(tx, audit());
-        return true as const;
+    async insert(link) {
+      return db.transaction(async (tx) => ((await insertLink(tx, link)) ? true : undefined));
+    },
+    async usePasswordLink(id, developerId) {
+      const used = await db.run("DELETE FROM one_time_links WHERE id = :id AND developer_id = :developerId AND purpose <> 'invitation'", {
+        id,
+        developerId,
       });
+      return used === 0 ? undefined : true;
     },
     async findById(id) {
       const row = await db.get<LinkRow>(`SELECT ${COLUMNS} FROM one_time_links WHERE id = :id`, { id });
@@ -65,12 +67,8 @@ export function sqlOneTimeLinkStore(db: SqlRunner): OneTimeLinkStore {
       );
       return rows.map(toLink);
     },
-    async delete(id, audit) {
-      return db.transaction(async (tx) => {
-        if ((await tx.run('DELETE FROM one_time_links WHERE id = :id', { id })) === 0) return false;
-        await writeAccountAudit(tx, audit());
-        return true;
-      });
+    async delete(id) {
+      return (await db.run('DELETE FROM one_time_links WHERE id = :id', { id })) === 0 ? undefined : true;
     },
     async deleteExpired(now, batch) {
       return db.run('DELETE FROM one_time_links WHERE id IN (SELECT id FROM one_time_links WHERE expires_at <= :now LIMIT :batch)', {

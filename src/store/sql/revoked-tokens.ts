@@ -24,7 +24,7 @@ export function sqlRevokedTokenStore(db: SqlRunner): RevokedTokenStore {
           'INSERT INTO revoked_tokens (token_id, app_id, expires_at) VALUES (:tokenId, :appId, :expiresAt) ON CONFLICT (token_id) DO NOTHING',
           { tokenId: Buffer.from(id, 'latin1'), appId, expiresAt },
         );
-        return inserted > 0;
+        return inserted > 0 ? (true as const) : undefined;
       });
     },
     async since(seq, limit) {

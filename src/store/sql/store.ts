@@ -1,4 +1,4 @@
-import type { ChangeSignal, Store, StoreChange } from '../store.js';
+import type { ChangeSignal, Store, StoreChange, StoreTables } from '../store.js';
 import { sqlAppStore } from './apps.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
@@ -7,7 +7,7 @@ import { sqlKeyStore } from './keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
-import { sqlTokens } from './tokens.js';
+import { sqlTokenTable, sqlTokens } from './tokens.js';
 import { sqlUpgradeStore } from './upgrade.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
@@ -23,6 +23,39 @@ export interface StoreDriver {
   readonly upgradeState: UpgradeState | undefined;
   /** Stops the change signal and closes the connections; called once, after the pending tokens are written. */
   close(): Promise<void>;
+}
+
+/**
+ * The table stores over one transaction's runner, each made when first asked for: a transaction
+ * makes only those it uses. Reads on it are read at once, never batched with other requests'.
+ */
+function tablesOn(tx: SqlRunner): StoreTables {
+  let apps: StoreTables['apps'] | undefined;
+  let tokens: StoreTables['tokens'] | undefined;
+  let credentials: StoreTables['credentials'] | undefined;
+  let events: StoreTables['events'] | undefined;
+  let developers: StoreTables['developers'] | undefined;
+  let onceClaims: StoreTables['onceClaims'] | undefined;
+  return {
+    get apps() {
+      return (apps ??= sqlAppStore(tx, { batchReads: false }));
+    },
+    get tokens() {
+      return (tokens ??= sqlTokenTable(tx));
+    },
+    get developers() {
+      return (developers ??= sqlDeveloperStore(tx));
+    },
+    get credentials() {
+      return (credentials ??= sqlCredentialStore(tx));
+    },
+    get events() {
+      return (events ??= sqlEventStore(tx));
+    },
+    get onceClaims() {
+      return (onceClaims ??= sqlOnceClaimStore(tx));
+    },
+  };
 }
 
 /** Every table, written once over the dialect's runner. */
@@ -41,6 +74,7 @@ export function sqlStore(driver: StoreDriver): Store {
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
+    transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),
     changeSignal: () => (closed ? { up: false, problem: 'the store is closed', trustedUntil: 0 } : driver.changeSignal()),
     onTokenBatch: (listener) => tokens.onBatch(listener),

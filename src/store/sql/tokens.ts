@@ -7,7 +7,6 @@ import { BatchedReads } from '../batched-reads.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchRows, type BatchColumn } from './batch.js';
-import { insertEvents } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
 
@@ -94,51 +93,43 @@ export interface SqlTokens {
   onBatch(listener: BatchListener): void;
 }
 
-/** `maxInFlight`: how many batches of tokens may be written at the same time (a share of PostgreSQL's pool; SQLite writes one). */
-export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
-  // One statement and one commit for every batch of tokens (group commit): a token is durable when
-  // its request is answered.
-  const writeTokens = async (batch: readonly NewToken[]): Promise<boolean[]> => {
-    const rows = batch.map(({ token, adminGeneration }) => [
-      token.selector,
-      token.verifierHash,
-      token.appId,
-      token.kind,
-      token.issuedAt,
-      token.expiresAt,
-      token.clientId,
-      token.scopes?.join(' ') ?? null,
-      adminGeneration,
-    ]);
-    const inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));
-    const selectors = new Set(inserted.map((row) => Buffer.from(row.selector).toString('latin1')));
-    return batch.map(({ token }) => selectors.has(token.selector.toString('latin1')));
-  };
-  const tokenWriter = new GroupCommit<NewToken, boolean>({
-    writeBatch: writeTokens,
-    writeOne: async (token) => (await writeTokens([token]))[0]!,
-    failsEverything: isServiceUnavailable,
-    maxInFlight,
-  });
+/**
+ * Writes a batch of tokens in one statement (`GUARDED_TOKEN_INSERT`); whether each was stored. */
+async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<(true | undefined)[]> {
+  const rows = batch.map(({ token, adminGeneration }) => [
+    token.selector,
+    token.verifierHash,
+    token.appId,
+    token.kind,
+    token.issuedAt,
+    token.expiresAt,
+    token.clientId,
+    token.scopes?.join(' ') ?? null,
+    adminGeneration,
+  ]);
+  const inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));
+  const selectors = new Set(inserted.map((row) => Buffer.from(row.selector).toString('latin1')));
+  return batch.map(({ token }) => (selectors.has(token.selector.toString('latin1')) ? true : undefined));
+}
 
-  const findOne = (selector: Buffer) =>
-    andThen(db.get<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = :selector`, { selector }), (row) => row && toToken(row));
-  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
-    readMany: async (selectors) =>
-      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
-    keyOf: (selector) => selector.toString('latin1'),
-    keyOfValue: (token) => token.selector.toString('latin1'),
-  });
+const findOneOn = (db: SqlRunner) => (selector: Buffer) =>
+  andThen(db.get<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = :selector`, { selector }), (row) => row && toToken(row));
 
-  const store: TokenStore = {
-    insert(token, adminGeneration) {
-      return tokenWriter.add({ token, adminGeneration });
+/**
+ * The tokens over one runner, each method a statement of its own (or a transaction of its own, or
+ * of the caller): what a transaction is given (`Store.transaction`), and what `sqlTokens` adds
+ * group commit and batched reads to.
+ */
+export function sqlTokenTable(db: SqlRunner): TokenStore {
+  return {
+    async insert(token, adminGeneration) {
+      return (await writeTokens(db, [{ token, adminGeneration }]))[0];
     },
-    findBySelector: db.dialect === 'postgres' ? (selector) => batchedReads.read(selector) : findOne,
+    findBySelector: findOneOn(db),
     async delete(selector) {
-      return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0;
+      return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0 ? true : undefined;
     },
-    async revokeAll(appId, kind, at, audit) {
+    async revokeAll(appId, kind, at) {
       return db.transaction(async (tx) => {
         if (kind !== 'anonymous') await withdrawAdminGrants(tx, appId);
         const count = await deleteTokensOfApp(tx, appId, kind);
@@ -147,9 +138,11 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
           // The cut-off covers them.
           await deleteRevokedTokensOfApp(tx, appId);
         }
-        await insertEvents(tx, audit(count));
         return count;
       });
+    },
+    async deleteOfApp(appId, kind) {
+      return deleteTokensOfApp(db, appId, kind);
     },
     async deleteExpired(now, batch) {
       return db.transaction(async (tx) => {
@@ -167,6 +160,34 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
         );
       });
     },
+  };
+}
+
+/** `maxInFlight`: how many batches of tokens may be written at the same time (a share of PostgreSQL's pool; SQLite writes one). */
+export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
+  // One statement and one commit for every batch of tokens (group commit): a token is durable when
+  // its request is answered.
+  const tokenWriter = new GroupCommit<NewToken, true | undefined>({
+    writeBatch: (batch) => writeTokens(db, batch),
+    writeOne: async (token) => (await writeTokens(db, [token]))[0],
+    failsEverything: isServiceUnavailable,
+    maxInFlight,
+  });
+
+  const findOne = findOneOn(db);
+  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
+    readMany: async (selectors) =>
+      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
+    keyOf: (selector) => selector.toString('latin1'),
+    keyOfValue: (token) => token.selector.toString('latin1'),
+  });
+
+  const store: TokenStore = {
+    ...sqlTokenTable(db),
+    insert(token, adminGeneration) {
+      return tokenWriter.add({ token, adminGeneration });
+    },
+    findBySelector: db.dialect === 'postgres' ? (selector) => batchedReads.read(selector) : findOne,
   };
   return { store, drain: () => tokenWriter.drain(), onBatch: (listener) => tokenWriter.onBatch(listener) };
 }

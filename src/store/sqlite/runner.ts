@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type Database from 'libsql';
 import { statementText, type SqlParams, type SqlRunner, type Statement } from '../sql/runner.js';
 import type { SqliteDatabase } from './connection.js';
+import { storeError } from '../sql/errors.js';
 
 /** Where a process's connections to one file learn of each other's open transaction. */
 interface Gate {
@@ -30,9 +31,28 @@ export function sqliteRunner(db: SqliteDatabase, path: string): SqlRunner {
     return found;
   };
 
-  const allNow = <Row>(statement: Statement, params?: SqlParams) => prepare(statement).all(bind(params)) as Row[];
-  const getNow = <Row>(statement: Statement, params?: SqlParams) => prepare(statement).get(bind(params)) as Row | undefined;
-  const runNow = (statement: Statement, params?: SqlParams) => prepare(statement).run(bind(params)).changes;
+  // Every statement's error is translated once, here (`storeError`): a taken key is `StoreConflictError`.
+  const allNow = <Row>(statement: Statement, params?: SqlParams) => {
+    try {
+      return prepare(statement).all(bind(params)) as Row[];
+    } catch (error) {
+      throw storeError(error, 'sqlite');
+    }
+  };
+  const getNow = <Row>(statement: Statement, params?: SqlParams) => {
+    try {
+      return prepare(statement).get(bind(params)) as Row | undefined;
+    } catch (error) {
+      throw storeError(error, 'sqlite');
+    }
+  };
+  const runNow = (statement: Statement, params?: SqlParams) => {
+    try {
+      return prepare(statement).run(bind(params)).changes;
+    } catch (error) {
+      throw storeError(error, 'sqlite');
+    }
+  };
   const inside: SqlRunner = { dialect: 'sqlite', all: allNow, get: getNow, run: runNow, transaction: (work) => work(inside) };
 
   const afterOpen = async <T>(step: () => T): Promise<T> => {
