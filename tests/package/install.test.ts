@@ -48,6 +48,7 @@ const SERVER_ONLY = [
   '@fastify/helmet',
   '@fastify/static',
   '@node-rs/argon2',
+  'typebox',
 ];
 
 interface Consumer {
@@ -78,6 +79,7 @@ const SERVER_PACKAGES = [
   'rate-limiter-flexible',
   'prom-client',
   '@node-rs/argon2',
+  'typebox',
   'libsql',
   'pg',
 ];
