@@ -21,6 +21,12 @@ import {
  * `../errors.ts`.
  */
 
+/** The app's reads of events and counts, at most 4 at once. */
+const EVENT_READS_BUSY = problem(
+  'The app has 4 reads of its events or counts under way already (a filtered read, a chart): try again when they are answered. Possible codes: TOO_MANY_REQUESTS.',
+  { 'Retry-After': { description: 'Seconds to wait: 1.', type: 'integer' } },
+);
+
 /** GET /api/apps/{appId}/events */
 export const listEvents = {
   tags: ['events'],
@@ -79,10 +85,7 @@ export const listEvents = {
     401: UNAUTHENTICATED,
     403: adminFeature('events:read'),
     404: APP_NOT_FOUND,
-    429: problem(
-      'The app has 4 reads of its events or counts under way already (a filtered read, a chart): try again when they are answered. Possible codes: TOO_MANY_REQUESTS.',
-      { 'Retry-After': { description: 'Seconds to wait: 1.', type: 'integer' } },
-    ),
+    429: EVENT_READS_BUSY,
     503: UNAVAILABLE,
   },
 };
@@ -132,10 +135,7 @@ export const countEvents = {
     401: UNAUTHENTICATED,
     403: adminFeature('events:read'),
     404: APP_NOT_FOUND,
-    429: problem(
-      'The app has 4 reads of its events or counts under way already (a filtered read, a chart): try again when they are answered. Possible codes: TOO_MANY_REQUESTS.',
-      { 'Retry-After': { description: 'Seconds to wait: 1.', type: 'integer' } },
-    ),
+    429: EVENT_READS_BUSY,
     503: UNAVAILABLE,
   },
 };

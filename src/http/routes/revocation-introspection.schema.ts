@@ -57,6 +57,23 @@ function tokenParameterBody(token: string) {
 /** The fields of a revocation or introspection form that may not be repeated. */
 export const TOKEN_PARAMETER_FIELDS = ['token', 'client_id', 'client_secret'];
 
+/** A revocation's or an introspection's 400, whichever way its caller authenticates. */
+const CALLER_REQUEST_MALFORMED = problem(
+  "No body, a body that is not a JSON object or form, or `token` missing, empty, not a string or repeated. Also a JSON body with a `__proto__` key, or a `constructor` key holding a `prototype` (valid JSON, refused as prototype poisoning), and a form body that looks like JSON (`curl -d '{…}'` without `Content-Type: application/json`): the message says which. Possible codes: invalid_request, unauthorized_client. `unauthorized_client`: ClientID and ClientSecret sent from a browser (the request carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. Client credentials in the `Authorization` header and in the body that disagree, or a bearer token and client credentials together (RFC 6749 §2.3).",
+);
+
+/** A revocation's or an introspection's 401. */
+const CALLER_UNAUTHENTICATED = problem(
+  "Client credentials that are not the app's (a wrong ClientSecret, an unknown ClientID, another app's), or a credential's used after its `expiresAt` or from a client address not on its `allowFrom` (the same answer): invalid_client, an admin attempt counted against the limits on failed admin attempts. No credentials, another scheme, or a Basic header that does not name this app with nothing in the body: UNAUTHORIZED. An unknown, malformed, expired or revoked token, or a token of another app: INVALID_TOKEN. Possible codes: invalid_client, UNAUTHORIZED, INVALID_TOKEN.",
+  {
+    'WWW-Authenticate': {
+      description:
+        '`Basic realm="tessera"` for invalid_client; `Bearer error="invalid_token"` for INVALID_TOKEN; `Basic realm="tessera", Bearer realm="tessera"` for UNAUTHORIZED.',
+      type: 'string',
+    },
+  },
+);
+
 /** POST /api/apps/{appId}/oauth2/revoke */
 export const revokeToken = {
   tags: ['tokens'],
@@ -75,19 +92,8 @@ export const revokeToken = {
     ),
   },
   errors: {
-    400: problem(
-      "No body, a body that is not a JSON object or form, or `token` missing, empty, not a string or repeated. Also a JSON body with a `__proto__` key, or a `constructor` key holding a `prototype` (valid JSON, refused as prototype poisoning), and a form body that looks like JSON (`curl -d '{…}'` without `Content-Type: application/json`): the message says which. Possible codes: invalid_request, unauthorized_client. `unauthorized_client`: ClientID and ClientSecret sent from a browser (the request carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. Client credentials in the `Authorization` header and in the body that disagree, or a bearer token and client credentials together (RFC 6749 §2.3).",
-    ),
-    401: problem(
-      "Client credentials that are not the app's (a wrong ClientSecret, an unknown ClientID, another app's), or a credential's used after its `expiresAt` or from a client address not on its `allowFrom` (the same answer): invalid_client, an admin attempt counted against the limits on failed admin attempts. No credentials, another scheme, or a Basic header that does not name this app with nothing in the body: UNAUTHORIZED. An unknown, malformed, expired or revoked token, or a token of another app: INVALID_TOKEN. Possible codes: invalid_client, UNAUTHORIZED, INVALID_TOKEN.",
-      {
-        'WWW-Authenticate': {
-          description:
-            '`Basic realm="tessera"` for invalid_client; `Bearer error="invalid_token"` for INVALID_TOKEN; `Basic realm="tessera", Bearer realm="tessera"` for UNAUTHORIZED.',
-          type: 'string',
-        },
-      },
-    ),
+    400: CALLER_REQUEST_MALFORMED,
+    401: CALLER_UNAUTHENTICATED,
     403: problem(
       'A caller other than the admin names an admin token other than its own: ADMIN_REQUIRED. An admin with scopes but without `tokens:revoke` names an admin token other than its own: INSUFFICIENT_SCOPE. Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.',
       INSUFFICIENT_SCOPE_CHALLENGE,
@@ -132,19 +138,8 @@ export const introspectToken = {
     ),
   },
   errors: {
-    400: problem(
-      "No body, a body that is not a JSON object or form, or `token` missing, empty, not a string or repeated. Also a JSON body with a `__proto__` key, or a `constructor` key holding a `prototype` (valid JSON, refused as prototype poisoning), and a form body that looks like JSON (`curl -d '{…}'` without `Content-Type: application/json`): the message says which. Possible codes: invalid_request, unauthorized_client. `unauthorized_client`: ClientID and ClientSecret sent from a browser (the request carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. Client credentials in the `Authorization` header and in the body that disagree, or a bearer token and client credentials together (RFC 6749 §2.3).",
-    ),
-    401: problem(
-      "Client credentials that are not the app's (a wrong ClientSecret, an unknown ClientID, another app's), or a credential's used after its `expiresAt` or from a client address not on its `allowFrom` (the same answer): invalid_client, an admin attempt counted against the limits on failed admin attempts. No credentials, another scheme, or a Basic header that does not name this app with nothing in the body: UNAUTHORIZED. An unknown, malformed, expired or revoked token, or a token of another app: INVALID_TOKEN. Possible codes: invalid_client, UNAUTHORIZED, INVALID_TOKEN.",
-      {
-        'WWW-Authenticate': {
-          description:
-            '`Basic realm="tessera"` for invalid_client; `Bearer error="invalid_token"` for INVALID_TOKEN; `Basic realm="tessera", Bearer realm="tessera"` for UNAUTHORIZED.',
-          type: 'string',
-        },
-      },
-    ),
+    400: CALLER_REQUEST_MALFORMED,
+    401: CALLER_UNAUTHENTICATED,
     403: problem(
       "The caller is not the app's admin (an anonymous token, Basic anonymous access, the AppID and AppKey): ADMIN_REQUIRED. An admin token with scopes, or a credential's client authentication, without `tokens:introspect`: INSUFFICIENT_SCOPE. Possible codes: ADMIN_REQUIRED, INSUFFICIENT_SCOPE.",
       INSUFFICIENT_SCOPE_CHALLENGE,

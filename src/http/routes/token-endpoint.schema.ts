@@ -92,6 +92,17 @@ function tokenRequestBody(description: string) {
   };
 }
 
+/** A token issued, on both token endpoints. */
+const TOKEN_ISSUED = answer(
+  Ref(TokenResponse),
+  'A new token. A token with scopes (from a credential, or asked for with `scope`) also has `scope`; any other has exactly the four fields it always had.',
+  NO_STORE,
+);
+
+/** The codes of a token request's 400 and what two of them mean, on both token endpoints. */
+const TOKEN_REQUEST_400_CODES =
+  "Possible codes: invalid_request, unsupported_grant_type, unauthorized_client, invalid_scope. `unauthorized_client`: an admin-token request from a browser (it carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2: request admin tokens from server-side code); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. `invalid_scope`: `scope` is not a string or is over 2080 characters, names more than 32 scopes, a malformed scope (lower case, `[a-z][a-z0-9_.:-]*`, at most 64 characters), a name in a built-in namespace (`app:`, `configuration:`, `events:`, `tokens:`, `credentials:`) that is not a built-in scope, or a scope the credential does not have; or `scope` is sent for an anonymous token.";
+
 /** What both token endpoints refuse alike: an unknown app, a body too large or of another type, too many requests. */
 const TOKEN_REQUEST_REFUSED = {
   404: APP_NOT_FOUND,
@@ -117,15 +128,11 @@ export const issueToken = {
     "`grant_type` is required, and must be `client_credentials`. `client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials (`client_secret_basic`); if both carry them, they must agree. The SDKs' type is `application/vnd.kii.OauthTokenRequest+json` as they spell it (media types are case-insensitive).",
   ),
   response: {
-    200: answer(
-      Ref(TokenResponse),
-      'A new token. A token with scopes (from a credential, or asked for with `scope`) also has `scope`; any other has exactly the four fields it always had.',
-      NO_STORE,
-    ),
+    200: TOKEN_ISSUED,
   },
   errors: {
     400: problem(
-      "Malformed request, missing or wrong-typed field, `expiresAt` not an integer, negative, not after now or beyond the app's maximum lifetime, or an unsupported grant type (also a body with `username` or `password` and no `grant_type`: a user or thing login of deployed SDKs, which this service does not serve; the message says that only `client_credentials` is served). Credentials in the `Authorization` header and in the body that disagree (RFC 6749 §2.3), whether the header's user is a ClientID or not. `Basic base64(AppID:)` with no credentials in the body (the AppKey is missing). Also a JSON body with a `__proto__` key, or a `constructor` key holding a `prototype` (valid JSON, refused as prototype poisoning), and a form body that looks like JSON (`curl -d '{…}'` without `Content-Type: application/json`): the message says which. Possible codes: invalid_request, unsupported_grant_type, unauthorized_client, invalid_scope. `unauthorized_client`: an admin-token request from a browser (it carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2: request admin tokens from server-side code); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. `invalid_scope`: `scope` is not a string or is over 2080 characters, names more than 32 scopes, a malformed scope (lower case, `[a-z][a-z0-9_.:-]*`, at most 64 characters), a name in a built-in namespace (`app:`, `configuration:`, `events:`, `tokens:`, `credentials:`) that is not a built-in scope, or a scope the credential does not have; or `scope` is sent for an anonymous token.",
+      `Malformed request, missing or wrong-typed field, \`expiresAt\` not an integer, negative, not after now or beyond the app's maximum lifetime, or an unsupported grant type (also a body with \`username\` or \`password\` and no \`grant_type\`: a user or thing login of deployed SDKs, which this service does not serve; the message says that only \`client_credentials\` is served). Credentials in the \`Authorization\` header and in the body that disagree (RFC 6749 §2.3), whether the header's user is a ClientID or not. \`Basic base64(AppID:)\` with no credentials in the body (the AppKey is missing). Also a JSON body with a \`__proto__\` key, or a \`constructor\` key holding a \`prototype\` (valid JSON, refused as prototype poisoning), and a form body that looks like JSON (\`curl -d '{…}'\` without \`Content-Type: application/json\`): the message says which. ${TOKEN_REQUEST_400_CODES}`,
     ),
     401: problem(
       "A malformed Basic header or another scheme (a bearer token is no client credential), no credentials at all (no `Authorization` header and none in the body), a Basic user part that is not the AppID with nothing in the body (taken as `client_secret_basic`, an admin attempt), a `client_id` that is neither the ClientID nor the AppID, a wrong ClientSecret (indistinguishable), or a wrong AppKey where the app requires it. A credential's ClientID with a wrong ClientSecret, after the credential's `expiresAt`, or from a client address not on its `allowFrom` gets the same answer as a wrong ClientSecret (the same body, after the same work), and counts against the limits on failed admin attempts. Possible codes: invalid_client.",
@@ -163,15 +170,11 @@ export const issueTokenForSdk = {
     "`grant_type` may be left out; if present it must be `client_credentials`. `client_id` and `client_secret` are required unless the `Authorization` header carries the client's credentials. The SDKs' type is `application/vnd.kii.OauthTokenRequest+json` as they spell it (media types are case-insensitive).",
   ),
   response: {
-    200: answer(
-      Ref(TokenResponse),
-      'A new token. A token with scopes (from a credential, or asked for with `scope`) also has `scope`; any other has exactly the four fields it always had.',
-      NO_STORE,
-    ),
+    200: TOKEN_ISSUED,
   },
   errors: {
     400: problem(
-      "As on the app's token endpoint (a body with `username` or `password` and no `grant_type`, the SDKs' user and thing logins, is `unsupported_grant_type`, saying that only `client_credentials` is served here; credentials in an `Authorization: Basic` header and in the body that disagree are `invalid_request`), or a missing X-Kii-AppID header. Possible codes: invalid_request, unsupported_grant_type, unauthorized_client, invalid_scope. `unauthorized_client`: an admin-token request from a browser (it carries `Origin`), refused with the same answer whether the ClientSecret is right or wrong (the seed's rule 2: request admin tokens from server-side code); a right one is recorded as `app.secret_exposed`, a wrong one counts as a failed admin attempt. `invalid_scope`: `scope` is not a string or is over 2080 characters, names more than 32 scopes, a malformed scope (lower case, `[a-z][a-z0-9_.:-]*`, at most 64 characters), a name in a built-in namespace (`app:`, `configuration:`, `events:`, `tokens:`, `credentials:`) that is not a built-in scope, or a scope the credential does not have; or `scope` is sent for an anonymous token.",
+      `As on the app's token endpoint (a body with \`username\` or \`password\` and no \`grant_type\`, the SDKs' user and thing logins, is \`unsupported_grant_type\`, saying that only \`client_credentials\` is served here; credentials in an \`Authorization: Basic\` header and in the body that disagree are \`invalid_request\`), or a missing X-Kii-AppID header. ${TOKEN_REQUEST_400_CODES}`,
     ),
     401: problem(
       "No credentials at all (none in the body, no Basic header), a Basic user part that is not the AppID with nothing in the body, a client_id that is neither the ClientID nor the AppID, or a wrong ClientSecret (indistinguishable). A credential's ClientID with a wrong ClientSecret, after the credential's `expiresAt`, or from a client address not on its `allowFrom` gets the same answer as a wrong ClientSecret (the same body, after the same work), and counts against the limits on failed admin attempts. Possible codes: invalid_client.",
