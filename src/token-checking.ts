@@ -5,7 +5,7 @@ import type { Clock } from './clock.js';
 import type { EventLog } from './events/log.js';
 import { Keyring } from './keys/keyring.js';
 import { NO_METRICS, type Metrics } from './metrics/port.js';
-import type { Store } from './store/store.js';
+import type { CheckingStore } from './store/checking.js';
 import { AnonymousTokens } from './tokens/anonymous-tokens.js';
 import { TokenChecker } from './tokens/checker.js';
 import { RevokedTokens } from './tokens/revoked-tokens.js';
@@ -37,7 +37,7 @@ export interface TokenCheckingOptions {
  * `Authenticator` over one store, with the store's change signal wired to them: a change made by
  * any process reaches them within a second.
  */
-export function createTokenChecking(store: Store, options: TokenCheckingOptions): TokenChecking {
+export function createTokenChecking(store: CheckingStore, options: TokenCheckingOptions): TokenChecking {
   const metrics = options.metrics ?? NO_METRICS;
   const budget = cacheBudget(options.cacheMemoryMb ?? DEFAULT_CACHE_MEMORY_MB);
   const { clock } = options;

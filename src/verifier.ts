@@ -1,9 +1,9 @@
 import { systemClock } from './clock.js';
 import type { MaybePromise } from './maybe-promise.js';
 import type { Principal } from './principal.js';
-import { openStore } from './store/open.js';
+import type { OpenCheckingStore } from './store/checking.js';
+import { openCheckingStore } from './store/open.js';
 import type { PostgresStoreOptions } from './store/postgres/store.js';
-import type { Store } from './store/store.js';
 import { createTokenChecking } from './token-checking.js';
 import type { Authenticator, AuthenticationRequest, RequestAuthenticator } from './auth/authenticate.js';
 
@@ -28,14 +28,14 @@ export class TesseraVerifier implements RequestAuthenticator {
   readonly #authenticator: Authenticator;
 
   private constructor(
-    private readonly store: Store,
+    private readonly store: OpenCheckingStore,
     options: TesseraVerifierOptions,
   ) {
     this.#authenticator = createTokenChecking(store, { clock: systemClock, cacheMemoryMb: options.cacheMemoryMb }).authenticator;
   }
 
   static async open(options: TesseraVerifierOptions): Promise<TesseraVerifier> {
-    return new TesseraVerifier(await openStore(options.databaseUrl, options.postgres), options);
+    return new TesseraVerifier(await openCheckingStore(options.databaseUrl, options.postgres), options);
   }
 
   authenticate(request: AuthenticationRequest): MaybePromise<Principal> {

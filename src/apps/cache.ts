@@ -45,7 +45,7 @@ export class AppCache {
   readonly #lookups: CacheLookups;
 
   constructor(
-    private readonly store: AppStore,
+    private readonly store: Pick<AppStore, 'findById'>,
     options: AppCacheOptions,
   ) {
     this.#apps = new LRUCache<string, AppRecord>({ maxSize: options.maxBytes, sizeCalculation: appEntryBytes });

@@ -25,7 +25,7 @@ export class Keyring {
   /** Counts `forget` calls, so that a read begun before one is not kept. */
   #generation = 0;
 
-  constructor(private readonly store: KeyStore) {}
+  constructor(private readonly store: Pick<KeyStore, 'list'>) {}
 
   /** The key that signs new tokens. */
   signingKey(): MaybePromise<ActiveKey> {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { parsePostgresUrl } from './postgres/multi-host-url.js';
 import type { PostgresStoreOptions } from './postgres/store.js';
+import type { OpenCheckingStore } from './checking.js';
 import type { Store } from './store.js';
 
 export const DEFAULT_SQLITE_PATH = './data/tessera.db';
@@ -42,6 +43,21 @@ export async function openStore(databaseUrl: string | undefined, postgres: Postg
   }
   const { openPostgresStore } = await importBackend('pg', () => import('./postgres/store.js'));
   return openPostgresStore(location.url, postgres);
+}
+
+/**
+ * Opens what another service's `TesseraVerifier` reads of the store `databaseUrl` names
+ * (`CheckingStore`): a store Tessera of this release made and migrated, never created, migrated
+ * nor written here; loading only that store's driver, as `openStore` does.
+ */
+export async function openCheckingStore(databaseUrl: string, postgres: PostgresStoreOptions = {}): Promise<OpenCheckingStore> {
+  const location = parseDatabaseUrl(databaseUrl);
+  if (location.backend === 'sqlite') {
+    const { openSqliteCheckingStore } = await importBackend('libsql', () => import('./sqlite/checking.js'));
+    return openSqliteCheckingStore(location.path);
+  }
+  const { openPostgresCheckingStore } = await importBackend('pg', () => import('./postgres/store.js'));
+  return openPostgresCheckingStore(location.url, postgres);
 }
 
 /** Imports a backend's module; if its driver is not installed, says which package the store needs. */

@@ -84,3 +84,24 @@ export function appliedMigrations(
     }))
     .sort((a, b) => a.version - b.version);
 }
+
+/**
+ * Why a process that only reads the store (another service's `TesseraVerifier`) cannot read
+ * `state`, or undefined if it can: the schema must be the one Tessera of this build migrates to,
+ * made by Tessera itself. It never migrates: Tessera does, as it starts (or `tessera migrate`).
+ */
+export function readingRefusal(known: readonly number[], state: SchemaState, build: BuildInfo, where: string): string | undefined {
+  if (state.applied.length === 0) return noTesseraStore(where);
+  const verdict = schemaVerdict(known, state, build);
+  if ('refused' in verdict) return verdict.refused;
+  if (verdict.pending.length === 0) return undefined;
+  return (
+    `The store at ${where} lacks migration${verdict.pending.length === 1 ? '' : 's'} ${verdict.pending.join(', ')}, which this verifier (Tessera ${build.version}) reads with: ` +
+    `start Tessera ${build.version} on it first, which migrates it, then this service (docs/middleware.md, "Upgrading").`
+  );
+}
+
+/** What a process that only reads is told where Tessera has not made its store (yet). */
+export function noTesseraStore(where: string): string {
+  return `There is no Tessera store at ${where}: Tessera makes it when it first starts on it (or with \`tessera migrate\`). Check DATABASE_URL, and start Tessera first.`;
+}

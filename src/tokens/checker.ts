@@ -82,7 +82,7 @@ export class TokenChecker {
   #generation = 0;
 
   constructor(
-    private readonly tokens: TokenStore,
+    private readonly tokens: Pick<TokenStore, 'findBySelector'>,
     private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     options: TokenCheckerOptions,

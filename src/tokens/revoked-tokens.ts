@@ -47,7 +47,7 @@ export class RevokedTokens {
   #prunedAt = 0;
 
   constructor(
-    private readonly store: RevokedTokenStore,
+    private readonly store: Pick<RevokedTokenStore, 'since'>,
     private readonly clock: Clock,
     private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {}

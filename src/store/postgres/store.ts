@@ -8,11 +8,16 @@ import type pg from 'pg';
 import { heedConnectionErrors, openPool, type PostgresConnector, type PostgresStoreOptions, type Warn } from './connection.js';
 import { storeError } from '../sql/errors.js';
 import { reasonOf } from './errors.js';
-import { migrate } from './migrations.js';
+import { migrate, POSTGRES_MIGRATIONS, readSchemaState } from './migrations.js';
 import { postgresRunner } from './runner.js';
 import { readUpgradeState } from '../sql/upgrade.js';
 import { missingGrants } from './grants.js';
 import type { UpgradeState } from '../../upgrade/store.js';
+import { currentBuild, SchemaRefused } from '../../release.js';
+import type { OpenCheckingStore } from '../checking.js';
+import { checkingReads } from '../sql/checking-reads.js';
+import { readingRefusal } from '../schema.js';
+import type { SqlRunner } from '../sql/runner.js';
 
 export type { PostgresStoreOptions } from './connection.js';
 
@@ -43,12 +48,78 @@ const POOLER_ADVICE =
  * it opened is left open.
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  let upgradeState: UpgradeState | undefined;
+  const opened = await openPostgres(url, options, async ({ pool, direct, pooled, sql, warn }) => {
+    await migrateDirectly(pool, direct, pooled, warn);
+    if (options.checkGrants === true) {
+      const missing = await missingGrants(sql);
+      if (missing !== undefined) throw missing;
+    }
+    await createFirstKey(sql, Date.now());
+    upgradeState = await readUpgradeState(sql);
+  });
+  return sqlStore({
+    backend: 'postgres',
+    sql: opened.sql,
+    upgradeState,
+    // Half the pool, the other half for everything else.
+    tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
+    onChange: (change) => opened.changes.listeners.push(change),
+    changeSignal: () => opened.changes.signal,
+    close: opened.close,
+  });
+}
+
+/**
+ * What another service's `TesseraVerifier` reads (`CheckingStore`), over the same pool, pooler
+ * checks and LISTEN connection as the server's store, on a schema Tessera made: it never migrates
+ * nor writes, so a role that may only read opens it.
+ */
+export async function openPostgresCheckingStore(url: string, options: PostgresStoreOptions = {}): Promise<OpenCheckingStore> {
+  const opened = await openPostgres(url, options, async ({ pool }) => {
+    const state = await readSchemaState(pool);
+    const refusal = readingRefusal(
+      POSTGRES_MIGRATIONS.map((migration) => migration.version),
+      state,
+      currentBuild(),
+      'this DATABASE_URL',
+    );
+    if (refusal !== undefined) throw new SchemaRefused(refusal);
+  });
+  return { ...checkingReads(opened.sql), onChange: (change) => opened.changes.listeners.push(change), close: opened.close };
+}
+
+interface Connections {
+  pool: pg.Pool;
+  direct: PostgresConnector;
+  pooled: boolean;
+  sql: SqlRunner;
+  warn: Warn;
+}
+
+interface OpenedPostgres {
+  sql: SqlRunner;
+  changes: ChangeListener;
+  /** Stops the LISTEN connection and ends the pool. */
+  close: () => Promise<void>;
+}
+
+/**
+ * The pool, its runner and the LISTEN connection, `prepare` run between the first two and the
+ * third (migrations, or the schema check of a process that only reads). While the database cannot
+ * be reached, tried again for `startupRetryMs`.
+ */
+async function openPostgres(
+  url: string,
+  options: PostgresStoreOptions,
+  prepare: (connections: Connections) => Promise<void>,
+): Promise<OpenedPostgres> {
   const warn = options.onWarning ?? (() => {});
   const retryMs = options.startupRetryMs ?? 0;
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await openOnce(url, options, warn);
+      return await openOnce(url, options, warn, prepare);
     } catch (error) {
       if (!isServiceUnavailable(error)) throw error;
       const left = started + retryMs - Date.now();
@@ -63,7 +134,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
 }
 
-async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn): Promise<Store> {
+async function openOnce(
+  url: string,
+  options: PostgresStoreOptions,
+  warn: Warn,
+  prepare: (connections: Connections) => Promise<void>,
+): Promise<OpenedPostgres> {
   const { pool, direct, pooled } = openPool(url, options, warn);
   let namedStatementsFailed: { code: string; message: string } | undefined;
   const sql = postgresRunner(pool, {
@@ -77,15 +153,8 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
     },
   });
   let changes: ChangeListener | undefined;
-  let upgradeState: UpgradeState | undefined;
   try {
-    await migrateDirectly(pool, direct, pooled, warn);
-    if (options.checkGrants === true) {
-      const missing = await missingGrants(sql);
-      if (missing !== undefined) throw missing;
-    }
-    await createFirstKey(sql, Date.now());
-    upgradeState = await readUpgradeState(sql);
+    await prepare({ pool, direct, pooled, sql, warn });
     changes = new ChangeListener(
       () => direct.newClient(),
       warn,
@@ -101,20 +170,14 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
     throw startupError(error, namedStatementsFailed);
   }
   const listener = changes;
-
-  return sqlStore({
-    backend: 'postgres',
+  return {
     sql,
-    upgradeState,
-    // Half the pool, the other half for everything else.
-    tokenBatchesInFlight: Math.max(1, Math.floor((options.poolSize ?? 10) / 2)),
-    onChange: (change) => listener.listeners.push(change),
-    changeSignal: () => listener.signal,
-    async close() {
+    changes: listener,
+    close: async () => {
       await listener.stop();
       await pool.end();
     },
-  });
+  };
 }
 
 /**
@@ -123,7 +186,7 @@ async function openOnce(url: string, options: PostgresStoreOptions, warn: Warn):
  * client gets; or, with a direct URL, the two do not reach the same database. Given a few seconds
  * (several heartbeats, several connections) before concluding so.
  */
-async function refuseDeafListener(changes: ChangeListener, sql: ReturnType<typeof postgresRunner>, pooled: boolean): Promise<void> {
+async function refuseDeafListener(changes: ChangeListener, sql: SqlRunner, pooled: boolean): Promise<void> {
   const deadline = Date.now() + DEAF_AT_START_MS;
   while (Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -103,16 +103,25 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** `batchReads`: PostgreSQL's reads of one event-loop turn share one statement (not in a transaction, whose reads are its own). */
-export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?: boolean } = {}): AppStore {
-  const findOne = (appId: string) => andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
+/** Reads an app at once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
+export function appReads(db: SqlRunner): Pick<AppStore, 'findById'> {
+  const findOne = appFinder(db);
+  if (db.dialect !== 'postgres') return { findById: findOne };
   const selectMany = selectApps(`WHERE app_id = ANY(:ids::text[])`).postgres;
   const batched = new BatchedReads<string, AppRecord>({
-    // PostgreSQL only (SQLite reads one at a time, at once).
     readMany: async (appIds) => (await db.all<AppRow>(selectMany, idsParam(db.dialect, appIds))).map(toApp),
     keyOf: (appId) => appId,
     keyOfValue: (app) => app.appId,
   });
+  return { findById: (appId) => batched.read(appId) };
+}
+
+const appFinder = (db: SqlRunner) => (appId: string) =>
+  andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
+
+/** `batchReads`: PostgreSQL's reads of one event-loop turn share one statement (not in a transaction, whose reads are its own). */
+export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?: boolean } = {}): AppStore {
+  const reads = batchReads ? appReads(db) : { findById: appFinder(db) };
   return {
     async insert(app) {
       await insertApp(db, app);
@@ -173,7 +182,7 @@ export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?:
       }
       return [...found.values()];
     },
-    findById: db.dialect === 'postgres' && batchReads ? (appId) => batched.read(appId) : findOne,
+    ...reads,
     async list() {
       return (await db.all<AppRow>(selectApps('ORDER BY created_at, app_id'))).map(toApp);
     },

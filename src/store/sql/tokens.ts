@@ -163,6 +163,19 @@ export function sqlTokenTable(db: SqlRunner): TokenStore {
   };
 }
 
+/** Reads a token at once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
+export function tokenReads(db: SqlRunner): Pick<TokenStore, 'findBySelector'> {
+  const findOne = findOneOn(db);
+  if (db.dialect !== 'postgres') return { findBySelector: findOne };
+  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
+    readMany: async (selectors) =>
+      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
+    keyOf: (selector) => selector.toString('latin1'),
+    keyOfValue: (token) => token.selector.toString('latin1'),
+  });
+  return { findBySelector: (selector) => batchedReads.read(selector) };
+}
+
 /** `maxInFlight`: how many batches of tokens may be written at the same time (a share of PostgreSQL's pool; SQLite writes one). */
 export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
   // One statement and one commit for every batch of tokens (group commit): a token is durable when
@@ -174,20 +187,12 @@ export function sqlTokens(db: SqlRunner, maxInFlight = 1): SqlTokens {
     maxInFlight,
   });
 
-  const findOne = findOneOn(db);
-  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
-    readMany: async (selectors) =>
-      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
-    keyOf: (selector) => selector.toString('latin1'),
-    keyOfValue: (token) => token.selector.toString('latin1'),
-  });
-
   const store: TokenStore = {
     ...sqlTokenTable(db),
     insert(token, adminGeneration) {
       return tokenWriter.add({ token, adminGeneration });
     },
-    findBySelector: db.dialect === 'postgres' ? (selector) => batchedReads.read(selector) : findOne,
+    ...tokenReads(db),
   };
   return { store, drain: () => tokenWriter.drain(), onBatch: (listener) => tokenWriter.onBatch(listener) };
 }

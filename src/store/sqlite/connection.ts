@@ -40,8 +40,18 @@ export function openDatabase(path: string): SqliteDatabase {
   return db;
 }
 
+/**
+ * Opens a SQLite file that exists (the caller checked), to read it as it is: nothing is set that
+ * would write to it (a Tessera store is in WAL mode already, which the file itself records).
+ */
+export function openDatabaseToRead(path: string): SqliteDatabase {
+  const db = new Database(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  return db;
+}
+
 /** Retries `step` while another process holds the file's lock, for up to `timeoutMs`. */
-export function retryWhileBusy(step: () => void, timeoutMs = 10_000): void {
+export function retryWhileBusy<T>(step: () => T, timeoutMs = 10_000): T {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {

@@ -29,8 +29,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   retryWhileBusy(() => void createFirstKey(sql, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
 
-  let upgradeState: UpgradeState | undefined;
-  retryWhileBusy(() => void (upgradeState = readUpgradeStateNow(db)));
+  const upgradeState = retryWhileBusy(() => readUpgradeStateNow(db));
   return sqlStore({
     backend: 'sqlite',
     sql,
