@@ -11,7 +11,7 @@ import pg from 'pg';
 import { DEFAULT_APP_CONFIGURATION } from '../src/apps/app.js';
 import { generateAppKeys } from '../src/apps/keys.js';
 import { clientSecretDigest } from '../src/crypto.js';
-import { Keyring } from '../src/keys/keyring.js';
+import { Keyring } from '../src/signing-keys/keyring.js';
 import { openDump } from '../src/store/copy.js';
 import { TABLES, type Row, type TableSpec, type Value } from '../src/store/dump.js';
 import { openStore, parseDatabaseUrl } from '../src/store/open.js';
@@ -210,7 +210,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
   const store = await openStore(target.databaseUrl);
   try {
     if (spec.anonymousTokens) {
-      const key = await new Keyring(store.keys).signingKey();
+      const key = await new Keyring(store.signingKeys).signingKey();
       const file = join(work, `${label}-anonymous.txt`);
       const out = openSync(file, 'w');
       try {
