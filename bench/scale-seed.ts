@@ -9,7 +9,7 @@ import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DEFAULT_APP_CONFIGURATION } from '../src/apps/app.js';
-import { generateAppKeys } from '../src/apps/keys.js';
+import { generateAppAccessKeys } from '../src/apps/access-keys.js';
 import { clientSecretDigest } from '../src/crypto.js';
 import { Keyring } from '../src/signing-keys/keyring.js';
 import { openDump } from '../src/store/copy.js';
@@ -144,7 +144,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
       const rows: Row[] = [];
       const requests: string[] = [];
       for (let index = from; index < to; index++) {
-        const keys = generateAppKeys();
+        const keys = generateAppAccessKeys();
         appIds.push(keys.appId);
         if (issueOut !== undefined) {
           const basic = Buffer.from(`${keys.clientId}:${keys.clientSecret}`).toString('base64');

@@ -18,7 +18,7 @@ import {
   type AppDescription,
   type AppRecord,
 } from './app.js';
-import { generateAppKeys, type AppKeys } from './keys.js';
+import { generateAppAccessKeys, type AppAccessKeys } from './access-keys.js';
 import { MAX_ALLOWED_ORIGINS } from './origins.js';
 import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked, type RevocationKind } from './revoke-all.js';
@@ -28,7 +28,7 @@ import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import { StoreConflictError, type Transactional } from '../transaction.js';
 
-export interface CreatedApp extends AppKeys {
+export interface CreatedApp extends AppAccessKeys {
   name: string;
   createdAt: string;
 }
@@ -115,7 +115,7 @@ export class AppService {
   async create(requestedName: string, owner?: AppOwnerToBe): Promise<CreatedApp> {
     const name = checkedAppName(requestedName);
     for (let attempt = 0; ; attempt++) {
-      const keys = generateAppKeys();
+      const keys = generateAppAccessKeys();
       const record: AppRecord = {
         appId: keys.appId,
         name,

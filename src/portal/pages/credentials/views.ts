@@ -9,7 +9,7 @@ import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.
 import { utcText, utcTime } from '../../time.js';
 import { appHeader } from '../common/app-header.js';
 import { codeText } from '../common/code-text.js';
-import { keyRow } from '../common/keys.js';
+import { keyRow } from '../common/access-keys.js';
 import {
   endedNotice,
   endPreviousSecretForm,
