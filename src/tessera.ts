@@ -1,6 +1,6 @@
 import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
-import { CredentialService } from './apps/credentials.js';
+import { CredentialService } from './apps/credential-service.js';
 import { AppEvents } from './apps/events.js';
 import { AppImports } from './apps/import.js';
 import { AppMembers } from './apps/members.js';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { CreatedCredential, CredentialPermissions } from '../../../apps/credentials.js';
+import type { CreatedCredential, CredentialPermissions } from '../../../apps/credential-service.js';
 import { CREDENTIAL_CLIENT_ID_PATTERN, type CredentialDescription } from '../../../credentials/credential.js';
 import type { NewCredentialFields } from '../../../credentials/input.js';
 import { TesseraError } from '../../../errors.js';

@@ -1,5 +1,5 @@
 import type { AppDescription } from '../../../apps/app.js';
-import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credentials.js';
+import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credential-service.js';
 import { credentialCommands, credentialNodeScript } from '../../../apps/snippets.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
 import { MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from '../../../credentials/credential.js';
