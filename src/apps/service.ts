@@ -8,7 +8,7 @@ import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
-import { claimOnce, onceClaim, type OnceClaimStore } from '../once.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
 import { hasControlCharacters } from '../text.js';
 import {
   DEFAULT_APP_CONFIGURATION,
@@ -38,7 +38,7 @@ export interface AppOwnerToBe {
   developerId: string;
   maxOwnedApps: number | null;
   context: RequestContext;
-  /** A form's once value (`src/once.ts`): the app is created only if it claims it. */
+  /** A form's once value (`src/once-claims.ts`): the app is created only if it claims it. */
   once?: string | undefined;
 }
 
@@ -74,7 +74,7 @@ export interface RotationOptions {
   revokeAdminTokens?: boolean;
   /** Keep the replaced secret working this many seconds (1 to `MAX_SECRET_GRACE_SECONDS`); none: it stops at once. */
   graceSeconds?: number;
-  /** A form's once value (`src/once.ts`): the rotation is made only if it claims it. */
+  /** A form's once value (`src/once-claims.ts`): the rotation is made only if it claims it. */
   once?: string;
 }
 

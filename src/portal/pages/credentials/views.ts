@@ -242,7 +242,7 @@ export interface RotationInput extends GraceForm {
   credential: CredentialDescription;
   permissions: CredentialPermissions;
   now: number;
-  /** The form's `once` value (`once.ts`). */
+  /** The form's `once` value (`single-use-forms.ts`). */
   once: string;
   /** The `ended` of the page's address, after its end-of-grace form. */
   ended?: unknown;
