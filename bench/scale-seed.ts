@@ -9,9 +9,9 @@ import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DEFAULT_APP_CONFIGURATION } from '../src/apps/app.js';
-import { generateAppKeys } from '../src/apps/keys.js';
+import { generateAppAccessKeys } from '../src/apps/access-keys.js';
 import { clientSecretDigest } from '../src/crypto.js';
-import { Keyring } from '../src/keys/keyring.js';
+import { Keyring } from '../src/signing-keys/keyring.js';
 import { openDump } from '../src/store/copy.js';
 import { TABLES, type Row, type TableSpec, type Value } from '../src/store/dump.js';
 import { openStore, parseDatabaseUrl } from '../src/store/open.js';
@@ -144,7 +144,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
       const rows: Row[] = [];
       const requests: string[] = [];
       for (let index = from; index < to; index++) {
-        const keys = generateAppKeys();
+        const keys = generateAppAccessKeys();
         appIds.push(keys.appId);
         if (issueOut !== undefined) {
           const basic = Buffer.from(`${keys.clientId}:${keys.clientSecret}`).toString('base64');
@@ -210,7 +210,7 @@ export async function seedStore(target: StoreTarget, spec: SeedSpec, work: strin
   const store = await openStore(target.databaseUrl);
   try {
     if (spec.anonymousTokens) {
-      const key = await new Keyring(store.keys).signingKey();
+      const key = await new Keyring(store.signingKeys).signingKey();
       const file = join(work, `${label}-anonymous.txt`);
       const out = openSync(file, 'w');
       try {

@@ -124,24 +124,24 @@ async function postgresStore(): Promise<SoakStore> {
   };
 }
 
-interface AppKeys {
+interface AppAccessKeys {
   appId: string;
   appKey: string;
   clientId: string;
   clientSecret: string;
 }
 
-function createApp(databaseUrl: string): AppKeys {
+function createApp(databaseUrl: string): AppAccessKeys {
   const result = spawnSync(process.execPath, [MAIN, 'apps', 'create', '--name', 'Soak', '--json'], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error(`apps create failed: ${result.stderr}`);
-  return JSON.parse(result.stdout) as AppKeys;
+  return JSON.parse(result.stdout) as AppAccessKeys;
 }
 
 /** wrk with bench/wrk/soak.lua on the load core for the whole run; resolves with its totals. */
-function runLoad(url: string, app: AppKeys, options: Options): Promise<LoadTotals> {
+function runLoad(url: string, app: AppAccessKeys, options: Options): Promise<LoadTotals> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SOAK_APP_ID: app.appId,

@@ -77,7 +77,7 @@ export function invalidCredentials(): TesseraError {
   return new TesseraError('INVALID_CREDENTIALS', 'The email address or the password is wrong.');
 }
 
-/** A form that may be sent once (`src/once.ts`) sent again, or opened too long ago. */
+/** A form that may be sent once (`src/once-claims.ts`) sent again, or opened too long ago. */
 export function formSentAlready(): TesseraError {
   return new TesseraError(
     'CONFLICT',

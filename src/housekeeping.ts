@@ -47,7 +47,7 @@ export interface HousekeepingReport {
   expiredLinks: number;
   /** Developers' account events past the events' retention. */
   developerEvents: number;
-  /** Claims of the portal's once values past the forms' lifetime (`src/once.ts`). */
+  /** Claims of the portal's once values past the forms' lifetime (`src/once-claims.ts`). */
   expiredOnceClaims: number;
 }
 

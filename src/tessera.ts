@@ -1,6 +1,6 @@
 import { AppAccess } from './app-access.js';
 import type { AppCache } from './apps/cache.js';
-import { CredentialService } from './apps/credentials.js';
+import { CredentialService } from './apps/credential-service.js';
 import { AppEvents } from './apps/events.js';
 import { AppImports } from './apps/import.js';
 import { AppMembers } from './apps/members.js';
@@ -21,7 +21,7 @@ import { NO_METRICS, type Metrics } from './metrics/port.js';
 import type { Store } from './store/store.js';
 import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
-import { KeyService } from './keys/service.js';
+import { SigningKeyService } from './signing-keys/service.js';
 import { AdminAuthentication } from './tokens/client-authentication.js';
 import { EndpointCallers } from './auth/endpoint-callers.js';
 import { TokenIssuer } from './tokens/issuer.js';
@@ -49,7 +49,7 @@ export interface Tessera {
   readonly checker: TokenChecker;
   readonly revoker: TokenRevoker;
   /** The keys that sign anonymous tokens (`tessera keys`). */
-  readonly keys: KeyService;
+  readonly signingKeys: SigningKeyService;
   readonly authenticator: Authenticator;
   readonly limits: RateLimits;
   /** The audit log: recorded by the services, read unchecked by the operator's CLI. */
@@ -177,7 +177,7 @@ export function createTessera(options: TesseraOptions): Tessera {
       maxRevokedPerApp: options.revokedTokensMaxPerApp,
       metrics,
     }),
-    keys: new KeyService(store.keys, clock, () => checking.anonymous.forgetAll()),
+    signingKeys: new SigningKeyService(store.signingKeys, clock, () => checking.anonymous.forgetAll()),
     authenticator: checking.authenticator,
     limits,
     events,

@@ -3,7 +3,7 @@ import { cacheBudget, DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { Authenticator } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
 import type { EventLog } from './events/log.js';
-import { Keyring } from './keys/keyring.js';
+import { Keyring } from './signing-keys/keyring.js';
 import { NO_METRICS, type Metrics } from './metrics/port.js';
 import type { CheckingStore } from './store/checking.js';
 import { AnonymousTokens } from './tokens/anonymous-tokens.js';
@@ -49,7 +49,7 @@ export function createTokenChecking(store: CheckingStore, options: TokenChecking
   });
   const revoked = new RevokedTokens(store.revokedTokens, clock, metrics.cacheLookups('revoked_tokens'));
   const anonymous = new AnonymousTokens(
-    new Keyring(store.keys),
+    new Keyring(store.signingKeys),
     revoked,
     clock,
     budget.anonymousTokens,

@@ -40,7 +40,7 @@ export const MAX_LISTED_PROBLEMS = 1_000;
 /**
  * The key formats accepted. Only the AppID's length tells them apart: AppKey and ClientID are 32
  * lower-case hex characters in both, the ClientSecret 64 (Tessera's too, before it gave secrets a
- * prefix and a checksum: `secret-format.ts`). Tessera's own are what `keys.ts` makes.
+ * prefix and a checksum: `secret-format.ts`). Tessera's own are what `access-keys.ts` makes.
  */
 const KEY_PATTERNS = {
   appId: /^(?:[0-9a-f]{8}|[0-9a-f]{16})$/,

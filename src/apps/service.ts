@@ -8,7 +8,7 @@ import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
-import { claimOnce, onceClaim, type OnceClaimStore } from '../once.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
 import { hasControlCharacters } from '../text.js';
 import {
   DEFAULT_APP_CONFIGURATION,
@@ -18,7 +18,7 @@ import {
   type AppDescription,
   type AppRecord,
 } from './app.js';
-import { generateAppKeys, type AppKeys } from './keys.js';
+import { generateAppAccessKeys, type AppAccessKeys } from './access-keys.js';
 import { MAX_ALLOWED_ORIGINS } from './origins.js';
 import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked, type RevocationKind } from './revoke-all.js';
@@ -28,7 +28,7 @@ import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import { StoreConflictError, type Transactional } from '../transaction.js';
 
-export interface CreatedApp extends AppKeys {
+export interface CreatedApp extends AppAccessKeys {
   name: string;
   createdAt: string;
 }
@@ -38,7 +38,7 @@ export interface AppOwnerToBe {
   developerId: string;
   maxOwnedApps: number | null;
   context: RequestContext;
-  /** A form's once value (`src/once.ts`): the app is created only if it claims it. */
+  /** A form's once value (`src/once-claims.ts`): the app is created only if it claims it. */
   once?: string | undefined;
 }
 
@@ -74,7 +74,7 @@ export interface RotationOptions {
   revokeAdminTokens?: boolean;
   /** Keep the replaced secret working this many seconds (1 to `MAX_SECRET_GRACE_SECONDS`); none: it stops at once. */
   graceSeconds?: number;
-  /** A form's once value (`src/once.ts`): the rotation is made only if it claims it. */
+  /** A form's once value (`src/once-claims.ts`): the rotation is made only if it claims it. */
   once?: string;
 }
 
@@ -115,7 +115,7 @@ export class AppService {
   async create(requestedName: string, owner?: AppOwnerToBe): Promise<CreatedApp> {
     const name = checkedAppName(requestedName);
     for (let attempt = 0; ; attempt++) {
-      const keys = generateAppKeys();
+      const keys = generateAppAccessKeys();
       const record: AppRecord = {
         appId: keys.appId,
         name,

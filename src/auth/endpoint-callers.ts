@@ -6,7 +6,7 @@ import { anonymousRequest } from '../request-context.js';
 import { parseAuthorization } from '../tokens/authorization-header.js';
 import { refuseBrowserAdminAttempt } from '../tokens/browser-admin-attempts.js';
 import type { AdminAuthentication } from '../tokens/client-authentication.js';
-import { clientCredentials, type BodyCredentials } from '../tokens/credentials.js';
+import { clientCredentials, type BodyCredentials } from '../tokens/client-credentials.js';
 import type { RequestAuthenticator } from './authenticate.js';
 
 /** What a revocation or introspection request says of who sends it. */

@@ -1,4 +1,4 @@
-import type { CreatedCredential, RotatedCredential } from '../apps/credentials.js';
+import type { CreatedCredential, RotatedCredential } from '../apps/credential-service.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
 import type { CredentialDescription } from '../credentials/credential.js';
 import { OPERATOR } from '../request-context.js';

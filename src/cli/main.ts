@@ -10,7 +10,7 @@ import { CommandFailed, parseCommand, UsageError, type FlagSpec, type ParsedComm
 import { CREDENTIALS_FLAGS, runCredentialsCommand } from './credentials.js';
 import { DEVELOPERS_FLAGS, runDevelopersCommand } from './developers.js';
 import { EVENTS_FLAGS, runEventsCommand } from './events.js';
-import { KEYS_FLAGS, runKeysCommand } from './keys.js';
+import { KEYS_FLAGS, runKeysCommand } from './signing-keys.js';
 import { MIGRATE_FLAGS, runMigrateCommand } from './migrate.js';
 import { runStoreCommand, STORE_FLAGS } from './store.js';
 import { runUpgradeCommand, UPGRADE_FLAGS } from './upgrade.js';

@@ -548,7 +548,7 @@ export const SHARED_SCHEMAS = [
   AuthorizationServerMetadata,
 ];
 
-/** AppIDs are URL-safe, at most 64 characters (`apps/keys.ts`); a path parameter of any other form names no app. */
+/** AppIDs are URL-safe, at most 64 characters (`apps/access-keys.ts`); a path parameter of any other form names no app. */
 export const AppId = Type.String({ description: "The app's AppID.", pattern: '^[A-Za-z0-9_-]{1,64}$' });
 
 /** The parameters of a path under an app. */

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { CredentialService } from '../apps/credentials.js';
+import type { CredentialService } from '../apps/credential-service.js';
 import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
 import type { OwnedApps } from '../apps/owned-apps.js';

@@ -71,7 +71,7 @@ export function csrfField(token: string): Html {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
 }
 
-/** The field of a form that may be sent once only (`once.ts`). */
+/** The field of a form that may be sent once only (`single-use-forms.ts`). */
 export function onceField(value: string): Html {
   return html`<input type="hidden" name="once" value="${value}">`;
 }

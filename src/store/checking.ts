@@ -1,5 +1,5 @@
 import type { AppStore } from '../apps/store.js';
-import type { KeyStore } from '../keys/store.js';
+import type { SigningKeyStore } from '../signing-keys/store.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { StoreChange } from './store.js';
@@ -12,7 +12,7 @@ import type { StoreChange } from './store.js';
 export interface CheckingStore {
   readonly apps: Pick<AppStore, 'findById'>;
   readonly tokens: Pick<TokenStore, 'findBySelector'>;
-  readonly keys: Pick<KeyStore, 'list'>;
+  readonly signingKeys: Pick<SigningKeyStore, 'list'>;
   readonly revokedTokens: Pick<RevokedTokenStore, 'since'>;
   /** As `Store.onChange`: called within a second of a change another process made. */
   onChange(listener: (change: StoreChange) => void): void;

@@ -6,7 +6,7 @@ export const STORE_PARTS = {
   tokens: 'tokens',
   credentials: 'credentials',
   revokedTokens: 'revoked_tokens',
-  keys: 'keys',
+  signingKeys: 'keys',
   events: 'events',
   developers: 'developers',
   onceClaims: 'once_claims',

@@ -2,8 +2,8 @@ import type { AppStore } from '../apps/store.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
-import type { KeyStore } from '../keys/store.js';
-import type { OnceClaimStore } from '../once.js';
+import type { SigningKeyStore } from '../signing-keys/store.js';
+import type { OnceClaimStore } from '../once-claims.js';
 import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { UpgradeStore } from '../upgrade/store.js';
@@ -58,11 +58,11 @@ export interface Store extends Transactional<StoreTables> {
   /** Apps' further credentials; read with their apps (`AppRecord.credentials`). */
   readonly credentials: CredentialStore;
   readonly revokedTokens: RevokedTokenStore;
-  readonly keys: KeyStore;
+  readonly signingKeys: SigningKeyStore;
   readonly events: EventStore;
   /** Developer accounts, their sessions and one-time links, and who owns and collaborates on each app. */
   readonly developers: DeveloperStore;
-  /** The portal's once values claimed by the changes they went with (`src/once.ts`). */
+  /** The portal's once values claimed by the changes they went with (`src/once-claims.ts`). */
   readonly onceClaims: OnceClaimStore;
   /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
   readonly upgrade: UpgradeStore;

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ActiveKey } from '../keys/keyring.js';
+import type { ActiveKey } from '../signing-keys/keyring.js';
 import { fillRandom } from './random-pool.js';
 
 /**

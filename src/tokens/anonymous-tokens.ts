@@ -1,7 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
-import type { Keyring } from '../keys/keyring.js';
+import type { Keyring } from '../signing-keys/keyring.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';

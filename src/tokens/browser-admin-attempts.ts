@@ -4,7 +4,7 @@ import { isTesseraError, TesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import type { RequestContext } from '../request-context.js';
 import type { AdminAuthentication } from './client-authentication.js';
-import type { ClientCredentials } from './credentials.js';
+import type { ClientCredentials } from './client-credentials.js';
 
 const TOKEN_REQUEST_REFUSED =
   'Admin tokens are not issued to browsers: the ClientSecret must stay in server-side code. ' +

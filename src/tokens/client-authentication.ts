@@ -6,7 +6,7 @@ import { isTesseraError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { RequestContext } from '../request-context.js';
-import { invalidClient, type ClientCredentials } from './credentials.js';
+import { invalidClient, type ClientCredentials } from './client-credentials.js';
 import { addressAllowed } from '../credentials/addresses.js';
 import { findCredential, type CredentialRecord } from '../credentials/credential.js';
 import type { CredentialUse } from '../credentials/last-used.js';

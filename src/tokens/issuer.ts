@@ -9,7 +9,7 @@ import { narrowScopes } from '../credentials/scopes.js';
 import { parseScopeParameter } from './request.js';
 import { appNotFound } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
-import { invalidClient, type ClientCredentials } from './credentials.js';
+import { invalidClient, type ClientCredentials } from './client-credentials.js';
 import type { EventLog } from '../events/log.js';
 import { ANONYMOUS_ID, type PrincipalKind } from '../principal.js';
 import type { RequestContext } from '../request-context.js';

@@ -1,6 +1,6 @@
 import { MAX_SCOPE_LENGTH, MAX_SCOPES } from '../credentials/scopes.js';
 import { TesseraError } from '../errors.js';
-import type { BodyCredentials } from './credentials.js';
+import type { BodyCredentials } from './client-credentials.js';
 
 /** The fields of a token request, checked and typed; credentials may come from a Basic header instead. */
 export interface TokenRequest extends BodyCredentials {

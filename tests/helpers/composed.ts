@@ -3,7 +3,7 @@ import type { DeletedApp, NewImportedApp } from '../../src/apps/store.js';
 import type { RevocationKind } from '../../src/apps/revoke-all.js';
 import type { NewDeveloperEvent } from '../../src/developers/events.js';
 import type { NewAuditEvent } from '../../src/events/event.js';
-import { claimOnce, type OnceClaim } from '../../src/once.js';
+import { claimOnce, type OnceClaim } from '../../src/once-claims.js';
 import type { Store, StoreTables } from '../../src/store/store.js';
 import { writeAccountAudit } from '../../src/developers/account-audit.js';
 import type { DeveloperRecord } from '../../src/developers/developer.js';

@@ -1,5 +1,5 @@
 import type { AppConfiguration } from '../../src/apps/app.js';
-import type { AppKeys } from '../../src/apps/keys.js';
+import type { AppAccessKeys } from '../../src/apps/access-keys.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { appOn } from './http.js';
 import type { TestServer } from './server.js';
@@ -9,7 +9,7 @@ export async function createConfiguredApp(
   server: TestServer,
   configuration: Partial<AppConfiguration>,
   name = 'Configured app',
-): Promise<AppKeys & { appUrl: string }> {
+): Promise<AppAccessKeys & { appUrl: string }> {
   const created = await server.tessera.apps.create(name);
   if (Object.keys(configuration).length > 0) await server.tessera.apps.configure(created.appId, configuration, OPERATOR);
   return appOn(server, created);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { AppKeys } from '../../src/apps/keys.js';
+import type { AppAccessKeys } from '../../src/apps/access-keys.js';
 
 // HTTP as the tests speak it to Tessera: a request answers its status, headers and body (as JSON
 // where it is JSON); the two Authorization schemes; an app's URL; and the token endpoint of an app.
@@ -63,7 +63,7 @@ export function signingKeyIdOf(anonymousToken: string): number {
 }
 
 /** The keys of an app that its token requests need. */
-export type AppCredentials = Pick<AppKeys, 'appId' | 'appKey' | 'clientId' | 'clientSecret'>;
+export type AppCredentials = Pick<AppAccessKeys, 'appId' | 'appKey' | 'clientId' | 'clientSecret'>;
 
 /** An app of a server under test: its keys and where its endpoints are. */
 export interface AppEndpoint extends AppCredentials {

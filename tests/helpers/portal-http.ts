@@ -17,7 +17,7 @@ export interface PortalResponse {
 export interface PortalPage extends PortalResponse {
   /** The value of the page's first `_csrf` field (every form of a page carries the same one). */
   csrf: string;
-  /** The page's `once` field, on forms that may be sent once only (src/portal/once.ts). */
+  /** The page's `once` field, on forms that may be sent once only (src/portal/single-use-forms.ts). */
   once: string | undefined;
 }
 

@@ -27,7 +27,7 @@ const server = serverForSuite({ revokedTokensMaxPerApp: MAX_REVOKED });
 
 /** The key the store signs with, as an attacker who read the database would have it. */
 async function leakedSigningKey() {
-  const keys = await server.tessera.store.keys.list();
+  const keys = await server.tessera.store.signingKeys.list();
   const signing = keys.filter((key) => key.retiredAt === null).at(-1)!;
   return { id: signing.id, key: createSecretKey(signing.secret!) };
 }
@@ -118,7 +118,7 @@ describe('keys', () => {
     const fresh = await createConfiguredApp(server, {}, 'Keys');
     const before = await anonymousTokenOf(fresh);
     const oldKey = signingKeyIdOf(before);
-    const rotated = await server.tessera.keys.rotate();
+    const rotated = await server.tessera.signingKeys.rotate();
     const signing = rotated.find((key) => key.state === 'signing')!;
     assert.ok(signing.id > oldKey);
     assert.equal(rotated.find((key) => key.id === oldKey)?.state, 'verifying');
@@ -127,14 +127,14 @@ describe('keys', () => {
     assert.ok(await tokenWorks(fresh.appUrl, before), 'a token of the older key works after a rotation');
     assert.ok(await tokenWorks(fresh.appUrl, after));
 
-    await assert.rejects(server.tessera.keys.retire(signing.id), /rotate first/);
-    const retired = await server.tessera.keys.retire(oldKey);
+    await assert.rejects(server.tessera.signingKeys.retire(signing.id), /rotate first/);
+    const retired = await server.tessera.signingKeys.retire(oldKey);
     assert.equal(retired.find((key) => key.id === oldKey)?.state, 'retired');
     assertInvalidToken(await whoami(fresh.appUrl, bearer(before)));
     assert.ok(await tokenWorks(fresh.appUrl, after));
-    const stored = (await server.tessera.store.keys.list()).find((key) => key.id === oldKey);
+    const stored = (await server.tessera.store.signingKeys.list()).find((key) => key.id === oldKey);
     assert.equal(stored?.secret, null, 'a retired key is erased');
-    await assert.rejects(server.tessera.keys.retire(oldKey), /no active key/);
+    await assert.rejects(server.tessera.signingKeys.retire(oldKey), /no active key/);
   });
 });
 

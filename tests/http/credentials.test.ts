@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { CreatedCredential } from '../../src/apps/credentials.js';
+import type { CreatedCredential } from '../../src/apps/credential-service.js';
 import { CLIENT_SECRET_PATTERN } from '../../src/apps/secret-format.js';
 import { MAX_CREDENTIALS_PER_APP } from '../../src/credentials/credential.js';
 import { BUILT_IN_SCOPES } from '../../src/credentials/scopes.js';

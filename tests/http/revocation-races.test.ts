@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { CreatedCredential } from '../../src/apps/credentials.js';
+import type { CreatedCredential } from '../../src/apps/credential-service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';

@@ -110,8 +110,8 @@ describe('tessera store copy: SQLite to PostgreSQL and back, everything carried 
         return response.body.access_token as string;
       };
       const retiredKeyToken = await issued(anonymousTokenRequest(running.baseUrl, app));
-      await operator.keys.rotate();
-      await operator.keys.retire(1);
+      await operator.signingKeys.rotate();
+      await operator.signingKeys.retire(1);
       await sleep(700); // the server's change poller
       const anonymousToken = await issued(anonymousTokenRequest(running.baseUrl, app));
       const revokedAnonymousToken = await issued(anonymousTokenRequest(running.baseUrl, app));

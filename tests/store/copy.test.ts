@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
-import { generateKeySecret } from '../../src/keys/key.js';
+import { generateKeySecret } from '../../src/signing-keys/key.js';
 import { copyStore } from '../../src/store/copy.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
@@ -41,7 +41,7 @@ describe('copyStore: counters and refusals', () => {
     await store.apps.insert(app);
     for (const expiresAt of [null, null, T0]) await store.revokedTokens.add(revocation(app.appId, expiresAt));
     assert.equal(await store.revokedTokens.deleteExpired(T0 + 1, 10), 1, 'seq 3 is removed, but was given');
-    await store.keys.add(generateKeySecret(), T0);
+    await store.signingKeys.add(generateKeySecret(), T0);
     await store.close();
 
     const result = await copyStore(source, postgres.databaseUrl, { batchSize: 1 });
@@ -51,7 +51,7 @@ describe('copyStore: counters and refusals', () => {
       assert.deepEqual(await seqs(onPostgres), [1, 2]);
       await onPostgres.revokedTokens.add(revocation(app.appId, null));
       assert.deepEqual(await seqs(onPostgres), [1, 2, 4]);
-      assert.equal((await onPostgres.keys.add(generateKeySecret(), T0)).id, 3);
+      assert.equal((await onPostgres.signingKeys.add(generateKeySecret(), T0)).id, 3);
     } finally {
       await onPostgres.close();
     }
@@ -73,7 +73,7 @@ describe('copyStore: counters and refusals', () => {
     try {
       await onSqlite.revokedTokens.add(revocation(app.appId, null));
       assert.deepEqual(await seqs(onSqlite), [1, 2, 5]);
-      assert.equal((await onSqlite.keys.add(generateKeySecret(), T0)).id, 4);
+      assert.equal((await onSqlite.signingKeys.add(generateKeySecret(), T0)).id, 4);
     } finally {
       await onSqlite.close();
     }

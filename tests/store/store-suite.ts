@@ -969,28 +969,28 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
       it('holds one signing key from the start, made once however many connections open the store', async () => {
         const second = await openSecondConnection(testStore);
         try {
-          const keys = await store.keys.list();
+          const keys = await store.signingKeys.list();
           assert.equal(keys.length, 1);
           assert.equal(keys[0]!.id, 1);
           assert.equal(keys[0]!.secret?.length, 32);
           assert.equal(keys[0]!.retiredAt, null);
-          assert.deepEqual(await second.keys.list(), keys);
+          assert.deepEqual(await second.signingKeys.list(), keys);
         } finally {
           await second.close();
         }
       });
 
       it('adds keys with the next id, and retires one by erasing its secret; ids are never reused', async () => {
-        const added = await store.keys.add(randomBytes(32), T0);
+        const added = await store.signingKeys.add(randomBytes(32), T0);
         assert.equal(added.id, 2);
         assert.equal(added.createdAt, T0);
-        const retired = await store.keys.retire(2, T0 + 1);
+        const retired = await store.signingKeys.retire(2, T0 + 1);
         assert.deepEqual(retired, { id: 2, secret: null, createdAt: T0, retiredAt: T0 + 1 });
-        assert.equal(await store.keys.retire(2, T0 + 2), undefined, 'a retired key is not retired again');
-        assert.equal(await store.keys.retire(99, T0 + 2), undefined);
-        assert.equal((await store.keys.add(randomBytes(32), T0 + 3)).id, 3);
+        assert.equal(await store.signingKeys.retire(2, T0 + 2), undefined, 'a retired key is not retired again');
+        assert.equal(await store.signingKeys.retire(99, T0 + 2), undefined);
+        assert.equal((await store.signingKeys.add(randomBytes(32), T0 + 3)).id, 3);
         assert.deepEqual(
-          (await store.keys.list()).map((key) => [key.id, key.retiredAt]),
+          (await store.signingKeys.list()).map((key) => [key.id, key.retiredAt]),
           [
             [1, null],
             [2, T0 + 1],
@@ -1559,11 +1559,11 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         await noticed((call) => call.appId === undefined || call.appId === 'revocations', since);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        const key = await second.keys.add(randomBytes(32), T0);
+        const key = await second.signingKeys.add(randomBytes(32), T0);
         await noticed((call) => call.appId === undefined, since);
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         since = Date.now();
-        await second.keys.retire(key.id, T0 + 1);
+        await second.signingKeys.retire(key.id, T0 + 1);
         await noticed((call) => call.appId === undefined, since);
       });
 

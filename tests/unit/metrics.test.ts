@@ -63,7 +63,7 @@ describe('instrumentStore', () => {
       apps,
       tokens: {},
       revokedTokens: {},
-      keys: {},
+      signingKeys: {},
       events: {},
       developers: {},
       onceClaims: {},

@@ -8,7 +8,7 @@ import { AdminAuthentication, matchAdminCredentials } from '../../src/tokens/cli
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, T0 } from '../helpers/fixtures.js';
 import type { AppRecord } from '../../src/apps/app.js';
-import type { ClientCredentials } from '../../src/tokens/credentials.js';
+import type { ClientCredentials } from '../../src/tokens/client-credentials.js';
 
 /** Which secret `AdminAuthentication.match` found, from no particular address; null for a refusal. */
 function secretOf(admins: AdminAuthentication, app: AppRecord, credentials: ClientCredentials) {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { CredentialService } from '../../apps/credentials.js';
+import type { CredentialService } from '../../apps/credential-service.js';
 import { parseGraceSeconds } from '../../apps/secret-rotation.js';
 import { TesseraError } from '../../errors.js';
 import { refuseBodies } from '../content-types.js';

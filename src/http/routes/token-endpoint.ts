@@ -7,7 +7,7 @@ import { scopeParameter } from '../../credentials/scopes.js';
 import { TesseraError } from '../../errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { anonymousRequest } from '../../request-context.js';
-import { clientAuthenticationRequired, clientCredentials } from '../../tokens/credentials.js';
+import { clientAuthenticationRequired, clientCredentials } from '../../tokens/client-credentials.js';
 import type { IssuedToken, TokenIssuer } from '../../tokens/issuer.js';
 import { parseTokenRequest, type TokenRequest } from '../../tokens/request.js';
 import { acceptFormFields, acceptKiiTokenRequestBodies } from '../content-types.js';

@@ -459,7 +459,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 7,
     sql: `
-      -- The once values of the portal's forms that may be sent once (src/once.ts), claimed in the
+      -- The once values of the portal's forms that may be sent once (src/once-claims.ts), claimed in the
       -- transaction of the change each was sent with, and kept until keep_until (UNIX ms), past
       -- which the form is refused anyway.
       CREATE TABLE once_claims (

@@ -1,6 +1,6 @@
 import { isServiceUnavailable } from '../../error-catalogue.js';
 import { TesseraError } from '../../errors.js';
-import { createFirstKey } from '../sql/keys.js';
+import { createFirstKey } from '../sql/signing-keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangeListener } from './change-listener.js';

@@ -1,4 +1,4 @@
-import type { OnceClaim, OnceClaimStore } from '../../once.js';
+import type { OnceClaim, OnceClaimStore } from '../../once-claims.js';
 import type { MaybePromise } from '../../maybe-promise.js';
 import type { SqlRunner } from './runner.js';
 

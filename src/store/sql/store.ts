@@ -3,7 +3,7 @@ import { sqlAppStore } from './apps.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
-import { sqlKeyStore } from './keys.js';
+import { sqlSigningKeyStore } from './signing-keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
@@ -69,7 +69,7 @@ export function sqlStore(driver: StoreDriver): Store {
     tokens: tokens.store,
     credentials: sqlCredentialStore(sql),
     revokedTokens: sqlRevokedTokenStore(sql),
-    keys: sqlKeyStore(sql),
+    signingKeys: sqlSigningKeyStore(sql),
     events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),

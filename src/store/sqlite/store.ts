@@ -1,4 +1,4 @@
-import { createFirstKey } from '../sql/keys.js';
+import { createFirstKey } from '../sql/signing-keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
 import { ChangePoller } from './change-poller.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RotatedSecret } from '../../../apps/service.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';
-import { issueOnce, useOnce } from '../../once.js';
+import { issueSingleUseFormValue, useSingleUseFormValue } from '../../single-use-forms.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, signedIn } from '../../respond.js';
 import { mistakeIn } from '../common/mistakes.js';
 import { EMPTY_FORM, rotationFormOf, rotationOptions } from './form.js';
@@ -12,7 +12,7 @@ import { rotatedPage, rotationPage } from './views.js';
  * secret, shown once.
  */
 export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, secureCookies, clock }) => {
-  const once = { secure: secureCookies };
+  const singleUseForms = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
   app.get<AppParams & { Querystring: { ended?: unknown } }>('/apps/:appId/rotate-secret', async (request, reply) => {
@@ -20,7 +20,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
     const context = asDeveloper(request);
     await members.permissions(appId, 'rotate_secret', context);
     const described = await apps.show(appId, context);
-    const sent = issueOnce(reply, once);
+    const sent = issueSingleUseFormValue(reply, singleUseForms);
     return sendPage(
       reply,
       rotationPage(signedIn(request, reply), sent, described, clock.now(), EMPTY_FORM, undefined, request.query.ended),
@@ -39,7 +39,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
     const { appId } = request.params;
     const context = asDeveloper(request);
     await members.permissions(appId, 'rotate_secret', context);
-    const sent = useOnce(request, reply, once);
+    const sent = useSingleUseFormValue(request, reply, singleUseForms);
     const described = await apps.show(appId, context);
     const form = rotationFormOf(formOf(request));
     let rotated: RotatedSecret;
@@ -47,7 +47,7 @@ export const appRotatePages: FastifyPluginAsync<PortalContext> = async (app, { m
       rotated = await apps.rotateSecret(appId, { ...rotationOptions(form, described.clientId), once: sent }, context);
     } catch (error) {
       const message = mistakeIn(error);
-      const again = issueOnce(reply, once);
+      const again = issueSingleUseFormValue(reply, singleUseForms);
       return sendPage(reply, rotationPage(signedIn(request, reply), again, described, clock.now(), form, message), 400);
     }
     return sendPage(reply, rotatedPage(signedIn(request, reply), described, rotated, form.revokeAdminTokens));

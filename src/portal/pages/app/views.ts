@@ -5,7 +5,7 @@ import { html, type Html } from '../../html.js';
 import { page, type PageFrame } from '../../layout.js';
 import { utcDay, utcTime } from '../../time.js';
 import { appHeader } from '../common/app-header.js';
-import { keyRow } from '../common/keys.js';
+import { keyRow } from '../common/access-keys.js';
 import { lifetime } from '../common/lifetimes.js';
 import { quickstarts, type OriginFormState } from '../common/quickstarts.js';
 import { secretExposureWarnings } from '../common/secret-exposure-warning.js';

@@ -8,7 +8,7 @@ import { fieldText } from '../events/form.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.js';
 import { utcTime } from '../../time.js';
-import { keyRow } from '../common/keys.js';
+import { keyRow } from '../common/access-keys.js';
 import { quickstarts } from '../common/quickstarts.js';
 
 // The developer's apps and a new one: pure functions of what the handlers read, to HTML.

@@ -4,7 +4,7 @@ import { TesseraError } from '../../../errors.js';
 import { html, type Html } from '../../html.js';
 import { utcTime } from '../../time.js';
 import { csrfField } from '../../layout.js';
-import { keyRow } from './keys.js';
+import { keyRow } from './access-keys.js';
 
 /** The grace periods offered, besides "none" and a number of seconds typed. */
 export const GRACE_CHOICES = [

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { CreatedCredential, CredentialPermissions } from '../../../apps/credentials.js';
+import type { CreatedCredential, CredentialPermissions } from '../../../apps/credential-service.js';
 import { CREDENTIAL_CLIENT_ID_PATTERN, type CredentialDescription } from '../../../credentials/credential.js';
 import type { NewCredentialFields } from '../../../credentials/input.js';
 import { TesseraError } from '../../../errors.js';
 import type { RequestContext } from '../../../request-context.js';
 import { serviceBaseUrl } from '../../base-url.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';
-import { issueOnce, useOnce } from '../../once.js';
+import { issueSingleUseFormValue, useSingleUseFormValue } from '../../single-use-forms.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, signedIn } from '../../respond.js';
 import { graceSecondsOf } from '../common/rotation.js';
 import { mistakeIn } from '../common/mistakes.js';
@@ -29,7 +29,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
   app,
   { members, apps, credentials, events, clock, publicUrl, secureCookies },
 ) => {
-  const once = { secure: secureCookies };
+  const singleUseForms = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
   /** What the developer may do with the app's credentials, if it may manage them (404 for no member, as for no app). */
@@ -59,7 +59,15 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       members.membersOf(appId, context),
     ]);
     const emails = new Map(people.map((person) => [person.developerId, person.email]));
-    const input = { ...state, app: described, permissions, listed, emails, now: clock.now(), once: issueOnce(reply, once) };
+    const input = {
+      ...state,
+      app: described,
+      permissions,
+      listed,
+      emails,
+      now: clock.now(),
+      once: issueSingleUseFormValue(reply, singleUseForms),
+    };
     return credentialsPage(signedIn(request, reply), input);
   }
 
@@ -74,7 +82,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
   app.post<AppParams>('/apps/:appId/credentials', createRoute, async (request, reply) => {
     const { appId } = request.params;
     const permissions = await permissionsOf(request, appId);
-    const sent = useOnce(request, reply, once);
+    const sent = useSingleUseFormValue(request, reply, singleUseForms);
     const form = credentialFormOf(formOf(request));
     const again = async (error: unknown) => {
       const [status, mistake] = mistakeOf(error);
@@ -111,7 +119,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       grace: '3600',
       graceSeconds: '',
       ended: request.query.ended,
-      once: issueOnce(reply, once),
+      once: issueSingleUseFormValue(reply, singleUseForms),
     };
     return sendPage(reply, rotationPage(signedIn(request, reply), input));
   });
@@ -133,7 +141,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const permissions = await permissionsOf(request, appId);
     const context = asDeveloper(request);
     const credential = await credentialOf(appId, clientId, context);
-    const sent = useOnce(request, reply, once);
+    const sent = useSingleUseFormValue(request, reply, singleUseForms);
     const described = await apps.show(appId, context);
     const form = rotationFormOf(formOf(request));
     let options: { graceSeconds?: number };
@@ -142,7 +150,14 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       options = seconds === undefined ? {} : { graceSeconds: seconds };
     } catch (error) {
       const message = mistakeIn(error);
-      const input = { app: described, credential, permissions, now: clock.now(), ...form, once: issueOnce(reply, once) };
+      const input = {
+        app: described,
+        credential,
+        permissions,
+        now: clock.now(),
+        ...form,
+        once: issueSingleUseFormValue(reply, singleUseForms),
+      };
       return sendPage(reply, rotationPage(signedIn(request, reply), input, message), 400);
     }
     const rotated = await credentials.rotate(appId, clientId, { ...options, once: sent }, context);
@@ -156,7 +171,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const context = asDeveloper(request);
     const credential = await credentialOf(appId, clientId, context);
     const described = await apps.show(appId, context);
-    const sent = issueOnce(reply, once);
+    const sent = issueSingleUseFormValue(reply, singleUseForms);
     return sendPage(reply, revocationPage(signedIn(request, reply), sent, described, credential));
   });
 
@@ -165,7 +180,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     await permissionsOf(request, appId);
     const context = asDeveloper(request);
     await credentialOf(appId, clientId, context);
-    await credentials.revoke(appId, clientId, context, useOnce(request, reply, once));
+    await credentials.revoke(appId, clientId, context, useSingleUseFormValue(request, reply, singleUseForms));
     return seeOther(reply, `/portal/apps/${appId}/credentials?revoked=${clientId}`);
   });
 

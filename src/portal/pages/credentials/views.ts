@@ -1,5 +1,5 @@
 import type { AppDescription } from '../../../apps/app.js';
-import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credentials.js';
+import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credential-service.js';
 import { credentialCommands, credentialNodeScript } from '../../../apps/snippets.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
 import { MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from '../../../credentials/credential.js';
@@ -9,7 +9,7 @@ import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.
 import { utcText, utcTime } from '../../time.js';
 import { appHeader } from '../common/app-header.js';
 import { codeText } from '../common/code-text.js';
-import { keyRow } from '../common/keys.js';
+import { keyRow } from '../common/access-keys.js';
 import {
   endedNotice,
   endPreviousSecretForm,
@@ -242,7 +242,7 @@ export interface RotationInput extends GraceForm {
   credential: CredentialDescription;
   permissions: CredentialPermissions;
   now: number;
-  /** The form's `once` value (`once.ts`). */
+  /** The form's `once` value (`single-use-forms.ts`). */
   once: string;
   /** The `ended` of the page's address, after its end-of-grace form. */
   ended?: unknown;

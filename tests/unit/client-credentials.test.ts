@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAuthorization } from '../../src/tokens/authorization-header.js';
 import { TesseraError } from '../../src/errors.js';
-import { clientCredentials, type BodyCredentials } from '../../src/tokens/credentials.js';
+import { clientCredentials, type BodyCredentials } from '../../src/tokens/client-credentials.js';
 import { makeApp } from '../helpers/fixtures.js';
 
 const app = makeApp();

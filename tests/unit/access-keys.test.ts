@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { APP_ID_PATTERN } from '../../src/apps/app.js';
-import { generateAppKeys } from '../../src/apps/keys.js';
+import { generateAppAccessKeys } from '../../src/apps/access-keys.js';
 import { CLIENT_SECRET_PATTERN, generateClientSecret, isTesseraClientSecret } from '../../src/apps/secret-format.js';
 import { ACCESS_TOKEN_LENGTH, generateAccessToken, parseAccessToken } from '../../src/tokens/token.js';
 import { REPO_ROOT } from '../helpers/process.js';
@@ -12,9 +12,9 @@ import { REPO_ROOT } from '../helpers/process.js';
 const HEX = (length: number) => new RegExp(`^[0-9a-f]{${length}}$`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-describe('generateAppKeys', () => {
+describe('generateAppAccessKeys', () => {
   it('has the documented formats', () => {
-    const keys = generateAppKeys();
+    const keys = generateAppAccessKeys();
     assert.deepEqual(Object.keys(keys).sort(), ['adminId', 'appId', 'appKey', 'clientId', 'clientSecret']);
     assert.match(keys.appId, HEX(16));
     assert.match(keys.appKey, HEX(32));
@@ -37,7 +37,7 @@ describe('generateAppKeys', () => {
     const seen = new Set<string>();
     let values = 0;
     for (let i = 0; i < 1000; i++) {
-      const keys = generateAppKeys();
+      const keys = generateAppAccessKeys();
       assert.notEqual(keys.appId, keys.clientId);
       for (const value of Object.values(keys)) {
         seen.add(value);

@@ -2,7 +2,7 @@ import { formSentAlready } from './error-catalogue.js';
 
 /**
  * A single-use value sent with a change that must not be made twice: the portal's forms whose
- * answer shows a secret once (`src/portal/once.ts`), which a reload, a resend while the first is
+ * answer shows a secret once (`src/portal/single-use-forms.ts`), which a reload, a resend while the first is
  * pending or a retrying proxy may send again. The service claims it in the change's own
  * transaction (`claimOnce`): a value claimed before makes the whole change do nothing, so of two
  * sends in flight together exactly one takes effect.

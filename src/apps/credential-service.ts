@@ -18,7 +18,7 @@ import { adminRequired, appNotFound, insufficientScope, notFound } from '../erro
 import { TesseraError } from '../errors.js';
 import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import { claimOnce, onceClaim, type OnceClaimStore } from '../once.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
 import type { Transactional } from '../transaction.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
@@ -123,7 +123,7 @@ export class CredentialService {
     return permissionsGiving((scope) => by.scopes === null || by.scopes.includes(scope));
   }
 
-  /** With `once` (a form's once value, `src/once.ts`), made only if it claims it: `CONFLICT` if it was claimed before. */
+  /** With `once` (a form's once value, `src/once-claims.ts`), made only if it claims it: `CONFLICT` if it was claimed before. */
   async create(appId: string, fields: NewCredentialFields, context: RequestContext, once?: string): Promise<CreatedCredential> {
     await this.access.authorize(appId, 'manage_credentials', context);
     const input = parseNewCredential(fields, this.clock.now());

@@ -2,7 +2,7 @@ import { randomHex, randomUUID } from '../crypto.js';
 import { generateClientSecret } from './secret-format.js';
 
 /** The four access keys of a new app, plus its admin id. */
-export interface AppKeys {
+export interface AppAccessKeys {
   appId: string;
   appKey: string;
   clientId: string;
@@ -16,7 +16,7 @@ export interface AppKeys {
  * All URL-safe; AppID and ClientID differ in length,
  * so they can never be equal.
  */
-export function generateAppKeys(): AppKeys {
+export function generateAppAccessKeys(): AppAccessKeys {
   return {
     appId: randomHex(8),
     appKey: randomHex(16),

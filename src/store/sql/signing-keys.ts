@@ -1,6 +1,6 @@
 import { andThen, type MaybePromise } from '../../maybe-promise.js';
-import { generateKeySecret, type StoredKey } from '../../keys/key.js';
-import type { KeyStore } from '../../keys/store.js';
+import { generateKeySecret, type StoredSigningKey } from '../../signing-keys/key.js';
+import type { SigningKeyStore } from '../../signing-keys/store.js';
 import type { SqlRunner } from './runner.js';
 
 interface KeyRow {
@@ -12,7 +12,7 @@ interface KeyRow {
 
 const COLUMNS = 'id, secret, created_at, retired_at';
 
-export function sqlKeyStore(db: SqlRunner): KeyStore {
+export function sqlSigningKeyStore(db: SqlRunner): SigningKeyStore {
   return {
     async list() {
       return (await db.all<KeyRow>(`SELECT ${COLUMNS} FROM keys ORDER BY id`)).map(toKey);
@@ -55,7 +55,7 @@ export function createFirstKey(db: SqlRunner, now: number): MaybePromise<unknown
   );
 }
 
-function toKey(row: KeyRow): StoredKey {
+function toKey(row: KeyRow): StoredSigningKey {
   return {
     id: row.id,
     secret: row.secret === null ? null : Buffer.from(row.secret),

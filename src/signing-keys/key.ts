@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
  * that every instance and every `TesseraVerifier` shares them. The newest active key signs; every
  * active key verifies; a retired key verifies nothing, and its secret is erased.
  */
-export interface StoredKey {
+export interface StoredSigningKey {
   /** 1, 2, 3…: never reused. Carried in every token the key signs. */
   id: number;
   /** 32 random bytes; null once the key is retired. */
@@ -25,14 +25,14 @@ export function generateKeySecret(): Buffer {
 }
 
 /** What an operator sees of a key: never its secret. */
-export interface KeyDescription {
+export interface SigningKeyDescription {
   id: number;
   state: 'signing' | 'verifying' | 'retired';
   createdAt: string;
   retiredAt: string | null;
 }
 
-export function describeKeys(keys: readonly StoredKey[]): KeyDescription[] {
+export function describeKeys(keys: readonly StoredSigningKey[]): SigningKeyDescription[] {
   const signing = signingKeyOf(keys);
   return [...keys]
     .sort((a, b) => a.id - b.id)
@@ -45,8 +45,8 @@ export function describeKeys(keys: readonly StoredKey[]): KeyDescription[] {
 }
 
 /** The key that signs new tokens: the newest active one. */
-export function signingKeyOf(keys: readonly StoredKey[]): StoredKey | undefined {
-  let newest: StoredKey | undefined;
+export function signingKeyOf(keys: readonly StoredSigningKey[]): StoredSigningKey | undefined {
+  let newest: StoredSigningKey | undefined;
   for (const key of keys) if (key.retiredAt === null && key.secret !== null && (newest === undefined || key.id > newest.id)) newest = key;
   return newest;
 }

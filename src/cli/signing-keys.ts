@@ -1,4 +1,4 @@
-import type { KeyDescription } from '../keys/key.js';
+import type { SigningKeyDescription } from '../signing-keys/key.js';
 import type { Tessera } from '../tessera.js';
 import { UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
@@ -17,12 +17,12 @@ export async function runKeysCommand(tessera: Tessera, command: ParsedCommand, o
   switch (verb) {
     case 'list': {
       if (id !== undefined) throw new UsageError(USAGE);
-      const keys = await tessera.keys.list();
+      const keys = await tessera.signingKeys.list();
       return out.result(keys, () => table(keys));
     }
     case 'rotate': {
       if (id !== undefined) throw new UsageError(USAGE);
-      const keys = await tessera.keys.rotate();
+      const keys = await tessera.signingKeys.rotate();
       const signing = keys.find((key) => key.state === 'signing');
       return out.result(keys, () => [
         `Key ${signing?.id} signs new anonymous tokens; the older keys still verify theirs until retired (tessera keys retire KEY_ID).`,
@@ -31,7 +31,7 @@ export async function runKeysCommand(tessera: Tessera, command: ParsedCommand, o
     }
     case 'retire': {
       if (id === undefined || !/^[1-9][0-9]{0,4}$/.test(id)) throw new UsageError(USAGE);
-      const keys = await tessera.keys.retire(Number(id));
+      const keys = await tessera.signingKeys.retire(Number(id));
       return out.result(keys, () => [`Key ${id} is retired: every anonymous token it signed is refused.`, ...table(keys)]);
     }
     default:
@@ -39,7 +39,7 @@ export async function runKeysCommand(tessera: Tessera, command: ParsedCommand, o
   }
 }
 
-function table(keys: KeyDescription[]): string[] {
+function table(keys: SigningKeyDescription[]): string[] {
   return keys.map((key) =>
     [String(key.id).padStart(5), key.state.padEnd(9), `created ${key.createdAt}`, key.retiredAt === null ? '' : `retired ${key.retiredAt}`]
       .join('  ')

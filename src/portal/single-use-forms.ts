@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formSentAlready } from '../error-catalogue.js';
-import { ONCE_LIFETIME_MS } from '../once.js';
+import { ONCE_LIFETIME_MS } from '../once-claims.js';
 import { formField } from './context.js';
 
 /**
@@ -10,7 +10,7 @@ import { formField } from './context.js';
  * second rotation that ends the first one's grace period. Such a form carries a random `once` value,
  * and the browser a cookie named after it, which expires within the hour: a form is accepted only
  * from the browser it was given to, and only while it is fresh. The value itself is single-use on
- * the server: the change claims it in its own transaction (`src/once.ts`), so that two sends of the
+ * the server: the change claims it in its own transaction (`src/once-claims.ts`), so that two sends of the
  * same form in flight together (a resend while the first is pending, a retrying proxy) take effect
  * once, on every instance. The answer clears the cookie as well.
  */
@@ -19,22 +19,22 @@ const FIELD = 'once';
 const LIFETIME_SECONDS = ONCE_LIFETIME_MS / 1000;
 const VALUE = /^[A-Za-z0-9_-]{22}$/;
 
-export interface OnceOptions {
+export interface SingleUseFormOptions {
   secure: boolean;
 }
 
 /** A new value for a form's hidden `once` field; the answer carries its cookie. */
-export function issueOnce(reply: FastifyReply, { secure }: OnceOptions): string {
+export function issueSingleUseFormValue(reply: FastifyReply, { secure }: SingleUseFormOptions): string {
   const value = randomBytes(16).toString('base64url');
   reply.setCookie(cookieName(value, secure), '1', { ...cookieOptions(secure), maxAge: LIFETIME_SECONDS });
   return value;
 }
 
 /**
- * The form's `once` value, for the change to claim (`src/once.ts`), its cookie cleared; throws
+ * The form's `once` value, for the change to claim (`src/once-claims.ts`), its cookie cleared; throws
  * `CONFLICT` when this browser was not given the form within the hour, or sent it already.
  */
-export function useOnce(request: FastifyRequest, reply: FastifyReply, { secure }: OnceOptions): string {
+export function useSingleUseFormValue(request: FastifyRequest, reply: FastifyReply, { secure }: SingleUseFormOptions): string {
   const value = formField(request, FIELD);
   if (value === undefined || !VALUE.test(value) || request.cookies[cookieName(value, secure)] === undefined) throw formSentAlready();
   reply.clearCookie(cookieName(value, secure), cookieOptions(secure));

@@ -1,7 +1,7 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { MaybePromise } from '../maybe-promise.js';
-import { signingKeyOf, type StoredKey } from './key.js';
-import type { KeyStore } from './store.js';
+import { signingKeyOf, type StoredSigningKey } from './key.js';
+import type { SigningKeyStore } from './store.js';
 
 /** A key ready to sign or verify with. */
 export interface ActiveKey {
@@ -25,7 +25,7 @@ export class Keyring {
   /** Counts `forget` calls, so that a read begun before one is not kept. */
   #generation = 0;
 
-  constructor(private readonly store: Pick<KeyStore, 'list'>) {}
+  constructor(private readonly store: Pick<SigningKeyStore, 'list'>) {}
 
   /** The key that signs new tokens. */
   signingKey(): MaybePromise<ActiveKey> {
@@ -67,7 +67,7 @@ export class Keyring {
   }
 }
 
-function activeKeys(keys: readonly StoredKey[]): LoadedKeys {
+function activeKeys(keys: readonly StoredSigningKey[]): LoadedKeys {
   const byId = new Map<number, ActiveKey>();
   for (const { id, secret, retiredAt } of keys) {
     if (retiredAt === null && secret !== null) byId.set(id, { id, key: createSecretKey(secret) });
