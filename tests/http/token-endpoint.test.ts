@@ -453,19 +453,31 @@ describe('token endpoint: errors', () => {
     },
 
     // --- expiresAt not an integer, negative, a string in JSON, or not after now ----------------------------------
-    ...([1.5, now + 60_000.5, -1, -(now + 60_000), String(now + 60_000), '123', now - 1000, 1e300] as unknown[]).flatMap(
-      (expiresAt): Refusal[] => [
-        { name: `admin expiresAt ${JSON.stringify(expiresAt)}`, send: () => admin({ expiresAt }), status: 400, code: 'invalid_request' },
-        {
-          name: `anonymous expiresAt ${JSON.stringify(expiresAt)}`,
-          send: () => anonymous({ expiresAt }),
-          status: 400,
-          code: 'invalid_request',
-        },
-      ],
-    ),
-    ...['1.5', '-1', 'tomorrow', `${now + 60_000}ms`, `${now - 1000}`].map((expiresAt) => ({
-      name: `expiresAt ${JSON.stringify(expiresAt)} in a form`,
+    ...(
+      [
+        ['1.5', 1.5],
+        ['now + 60 s + 0.5 ms', now + 60_000.5],
+        ['-1', -1],
+        ['-(now + 60 s)', -(now + 60_000)],
+        ['now + 60 s as a string', String(now + 60_000)],
+        ['"123"', '123'],
+        ['1 s ago', now - 1000],
+        ['1e300', 1e300],
+      ] as const
+    ).flatMap(([label, expiresAt]): Refusal[] => [
+      { name: `admin expiresAt ${label}`, send: () => admin({ expiresAt }), status: 400, code: 'invalid_request' },
+      { name: `anonymous expiresAt ${label}`, send: () => anonymous({ expiresAt }), status: 400, code: 'invalid_request' },
+    ]),
+    ...(
+      [
+        ['1.5', '1.5'],
+        ['-1', '-1'],
+        ['tomorrow', 'tomorrow'],
+        ['now + 60 s with "ms"', `${now + 60_000}ms`],
+        ['1 s ago', `${now - 1000}`],
+      ] as const
+    ).map(([label, expiresAt]) => ({
+      name: `expiresAt ${label} in a form`,
       send: () => adminForm({ expiresAt }),
       status: 400,
       code: 'invalid_request',
