@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { CreatedCredential } from '../../src/apps/credential-service.js';
 import { CLIENT_SECRET_PATTERN } from '../../src/apps/secret-format.js';
 import { MAX_CREDENTIALS_PER_APP } from '../../src/credentials/credential.js';
@@ -502,33 +502,57 @@ describe('credentials: the API', () => {
     }
   });
 
-  it('bad input is 400 naming the field, and stores nothing', async () => {
-    const app = await newApp();
-    const admin = await adminTokenOf(app);
-    const cases: [Record<string, unknown>, string][] = [
-      [{ scopes: ['events:read'] }, 'name'],
-      [{ name: 'a\u0007b', scopes: ['events:read'] }, 'name'],
-      [{ name: 'x'.repeat(101), scopes: ['events:read'] }, 'name'],
-      [{ name: 'n' }, 'scopes'],
-      [{ name: 'n', scopes: [] }, 'scopes'],
-      [{ name: 'n', scopes: ['tokens:delete'] }, 'scopes'],
-      [{ name: 'n', scopes: ['Events'] }, 'scopes'],
-      [{ name: 'n', scopes: ['x'.repeat(65)] }, 'scopes'],
-      [{ name: 'n', scopes: Array.from({ length: 33 }, (_, i) => `s${i}`) }, 'scopes'],
-      [{ name: 'n', scopes: ['events:read'], expiresAt: '2001-01-01T00:00:00Z' }, 'expiresAt'],
-      [{ name: 'n', scopes: ['events:read'], expiresAt: 'tomorrow' }, 'expiresAt'],
-      [{ name: 'n', scopes: ['events:read'], allowFrom: ['10.0.0.1/8'] }, 'allowFrom'],
-      [{ name: 'n', scopes: ['events:read'], allowFrom: ['300.0.0.0/8'] }, 'allowFrom'],
-      [{ name: 'n', scopes: ['events:read'], allowFrom: 'everywhere' }, 'allowFrom'],
-    ];
-    for (const [body, field] of cases) {
-      const refused = await postAs(`${app.appUrl}/credentials`, bearer(admin), body);
-      assertError(refused, 400, 'invalid_request');
-      assert.ok((refused.body.message as string).startsWith(`${field} `), `${JSON.stringify(body)}: ${refused.text}`);
+  describe('bad input is 400 naming the field, and stores nothing', () => {
+    let app: App;
+    let admin: string;
+    before(async () => {
+      app = await newApp();
+      admin = await adminTokenOf(app);
+    });
+    const create = (body: unknown) => postAs(`${app.appUrl}/credentials`, bearer(admin), body);
+
+    interface Refusal {
+      name: string;
+      body: unknown;
+      status: number;
+      code: string;
+      /** The field the message starts with. */
+      field?: string;
     }
-    assertError(await postAs(`${app.appUrl}/credentials`, bearer(admin), ['not an object']), 400, 'invalid_request');
-    assertError(await postAs(`${app.appUrl}/credentials`, bearer(admin), { name: 'x'.repeat(9000), scopes: [] }), 413, 'REQUEST_TOO_LARGE');
-    assert.deepEqual((await requestAs(`${app.appUrl}/credentials`, bearer(admin))).body, { credentials: [] });
+    /** A 400 invalid_request whose message names `field`. */
+    const badField = (name: string, field: string, body: unknown): Refusal => ({ name, body, status: 400, code: 'invalid_request', field });
+    const READ = ['events:read'];
+
+    const refusals: Refusal[] = [
+      badField('no name', 'name', { scopes: READ }),
+      badField('a control character in the name', 'name', { name: 'a\u0007b', scopes: READ }),
+      badField('a name of 101 characters', 'name', { name: 'x'.repeat(101), scopes: READ }),
+      badField('no scopes', 'scopes', { name: 'n' }),
+      badField('an empty scopes', 'scopes', { name: 'n', scopes: [] }),
+      badField('an unknown scope', 'scopes', { name: 'n', scopes: ['tokens:delete'] }),
+      badField('a scope in capitals', 'scopes', { name: 'n', scopes: ['Events'] }),
+      badField('a scope of 65 characters', 'scopes', { name: 'n', scopes: ['x'.repeat(65)] }),
+      badField('33 scopes', 'scopes', { name: 'n', scopes: Array.from({ length: 33 }, (_, i) => `s${i}`) }),
+      badField('expiresAt in the past', 'expiresAt', { name: 'n', scopes: READ, expiresAt: '2001-01-01T00:00:00Z' }),
+      badField('expiresAt not a date', 'expiresAt', { name: 'n', scopes: READ, expiresAt: 'tomorrow' }),
+      badField('a CIDR with host bits', 'allowFrom', { name: 'n', scopes: READ, allowFrom: ['10.0.0.1/8'] }),
+      badField('an address out of range', 'allowFrom', { name: 'n', scopes: READ, allowFrom: ['300.0.0.0/8'] }),
+      badField('allowFrom not a list', 'allowFrom', { name: 'n', scopes: READ, allowFrom: 'everywhere' }),
+      { name: 'a JSON array', body: ['not an object'], status: 400, code: 'invalid_request' },
+      { name: 'a name of 9000 characters', body: { name: 'x'.repeat(9000), scopes: [] }, status: 413, code: 'REQUEST_TOO_LARGE' },
+    ];
+
+    for (const { name, body, status, code, field } of refusals) {
+      it(`${name}: ${status} ${code}${field === undefined ? '' : ` naming ${field}`}`, async () => {
+        const refused = await create(body);
+        assertError(refused, status, code);
+        if (field !== undefined) assert.ok((refused.body.message as string).startsWith(`${field} `), refused.text);
+      });
+    }
+
+    it('stores none of them', async () => {
+      assert.deepEqual((await requestAs(`${app.appUrl}/credentials`, bearer(admin))).body, { credentials: [] });
+    });
   });
 
   it(`an app has at most ${MAX_CREDENTIALS_PER_APP} credentials`, async () => {

@@ -241,52 +241,57 @@ describe('the events page', () => {
 });
 
 describe('what the events page refuses', () => {
-  it('is 404 for another developer, the page and the live updates alike, as for an app that does not exist', async () => {
-    for (const path of [
-      eventsPath(),
-      livePath(),
-      livePath('?after=1'),
-      '/portal/apps/0000000000000000/events',
-      '/portal/apps/0000000000000000/events/live',
-    ]) {
-      const answer = await other.get(path);
-      assert.equal(answer.status, 404, path);
+  const NO_APP = '/portal/apps/0000000000000000';
+  const notFound: { name: string; path: () => string }[] = [
+    { name: 'the page', path: () => eventsPath() },
+    { name: 'the live updates', path: () => livePath() },
+    { name: 'the live updates after an event', path: () => livePath('?after=1') },
+    { name: 'the page of an app that does not exist', path: () => `${NO_APP}/events` },
+    { name: 'the live updates of an app that does not exist', path: () => `${NO_APP}/events/live` },
+  ];
+  for (const { name, path } of notFound) {
+    it(`is 404 for another developer: ${name}`, async () => {
+      const answer = await other.get(path());
+      assert.equal(answer.status, 404, path());
       assert.match(answer.text, /<h1>Not found<\/h1>/);
       assert.doesNotMatch(answer.text, /data-event-id/);
-    }
-  });
+    });
+  }
 
-  it('sends a visitor who is not signed in to the sign-in page', async () => {
-    for (const path of [eventsPath(), livePath()]) {
-      const answer = await fetch(`${server.baseUrl}${path}`, { redirect: 'manual' });
+  for (const { name, path } of notFound.slice(0, 2)) {
+    it(`sends a visitor who is not signed in to the sign-in page: ${name}`, async () => {
+      const answer = await fetch(`${server.baseUrl}${path()}`, { redirect: 'manual' });
       assert.equal(answer.status, 303);
       assert.match(answer.headers.get('location') ?? '', /^\/portal\/sign-in\?next=/);
-    }
-  });
+    });
+  }
 
-  it('answers bad query values with a 400 page that says what is wrong, never a 500', async () => {
-    const huge = 'x'.repeat(6_000);
-    const cases: [string, RegExp][] = [
-      [eventsPath('?type=token.nonsense'), /Unknown event type &quot;token.nonsense&quot;/],
-      [eventsPath(`?type=${huge}`), /Unknown event type/],
-      [eventsPath('?type=token.issued&type=token.refused'), /type must be given once/],
-      [eventsPath('?cursor=garbage'), /cursor is not one this service gave out/],
-      [eventsPath('?cursor=-1'), /cursor is not one/],
-      [eventsPath('?cursor=99999999999999999999'), /cursor is not one/],
-      [eventsPath(`?cursor=${'9'.repeat(6_000)}`), /cursor is not one/],
-      [eventsPath('?cursor=1&cursor=2'), /cursor must be given once/],
-      [livePath('?after=garbage'), /after must be the id of an event/],
-      [livePath('?after=99999999999999999999'), /after must be the id/],
-      [livePath('?after=-5'), /after must be the id/],
-      [livePath('?type=nope'), /Unknown event type/],
-    ];
-    for (const [path, message] of cases) {
-      const answer = await owner.get(path);
-      assert.equal(answer.status, 400, `${path.slice(0, 80)}: ${answer.text.slice(0, 200)}`);
+  const huge = 'x'.repeat(6_000);
+  const badQueries: { name: string; path: () => string; message: RegExp }[] = [
+    { name: 'an unknown type', path: () => eventsPath('?type=token.nonsense'), message: /Unknown event type &quot;token.nonsense&quot;/ },
+    { name: 'a type of 6000 characters', path: () => eventsPath(`?type=${huge}`), message: /Unknown event type/ },
+    { name: 'two types', path: () => eventsPath('?type=token.issued&type=token.refused'), message: /type must be given once/ },
+    { name: 'a garbage cursor', path: () => eventsPath('?cursor=garbage'), message: /cursor is not one this service gave out/ },
+    { name: 'a negative cursor', path: () => eventsPath('?cursor=-1'), message: /cursor is not one/ },
+    { name: 'a 20-digit cursor', path: () => eventsPath('?cursor=99999999999999999999'), message: /cursor is not one/ },
+    { name: 'a 6000-digit cursor', path: () => eventsPath(`?cursor=${'9'.repeat(6_000)}`), message: /cursor is not one/ },
+    { name: 'two cursors', path: () => eventsPath('?cursor=1&cursor=2'), message: /cursor must be given once/ },
+    { name: 'live updates after garbage', path: () => livePath('?after=garbage'), message: /after must be the id of an event/ },
+    { name: 'live updates after 20 digits', path: () => livePath('?after=99999999999999999999'), message: /after must be the id/ },
+    { name: 'live updates after -5', path: () => livePath('?after=-5'), message: /after must be the id/ },
+    { name: 'live updates of an unknown type', path: () => livePath('?type=nope'), message: /Unknown event type/ },
+  ];
+  for (const { name, path, message } of badQueries) {
+    it(`answers ${name} with a 400 page that says what is wrong, never a 500`, async () => {
+      const answer = await owner.get(path());
+      assert.equal(answer.status, 400, `${path().slice(0, 80)}: ${answer.text.slice(0, 200)}`);
       assert.match(answer.headers.get('content-type') ?? '', /^text\/html/);
-      assert.match(answer.text, message, path.slice(0, 80));
+      assert.match(answer.text, message, path().slice(0, 80));
       assert.ok(answer.text.length < 10_000, 'a huge value is not echoed whole');
-    }
+    });
+  }
+
+  it('and after the bad query values, the page still works', async () => {
     assert.equal((await owner.get(eventsPath())).status, 200, 'and the page still works');
   });
 });
@@ -681,56 +686,105 @@ describe('the events page for an investigation: a time range, filters, and one e
     assert.match(custom.text, /A custom range is not updated live/);
   });
 
-  it('shows a mistake in the range or the address beside the form, with what was typed, status 400', async () => {
-    at('14:22:00');
-    const cases: [string, RegExp, string][] = [
-      ['?range=custom', /A custom range needs a From/, 'event-from'],
-      ['?range=custom&from=2026-03-10T14:02', /A custom range needs a To/, 'event-to'],
-      ['?range=custom&from=2026-03-10T14:05&to=2026-03-10T14:02', /To must be after From/, 'event-to'],
-      ['?range=custom&from=2026-03-10T14:05&to=2026-03-10T14:05', /To must be after From/, 'event-to'],
-      ['?range=custom&from=2026-01-01T00:00&to=2026-04-01T00:01', /at most 90 days apart/, 'event-to'],
-      ['?range=custom&from=yesterday&to=2026-03-10T14:05', /From must be a date and a time in UTC/, 'event-from'],
-      ['?range=custom&from=2026-02-30T14:00&to=2026-03-10T14:05', /From must be a date and a time in UTC/, 'event-from'],
-      [`?range=custom&from=${'9'.repeat(5000)}&to=2026-03-10T14:05`, /From must be a date and a time in UTC/, 'event-from'],
-      ['?range=week', /Choose one of the time ranges/, 'range-15m'],
-      ['?clientAddress=localhost', /The client address must be an IPv4 or IPv6 address/, 'event-address'],
-      [`?clientAddress=${'1'.repeat(5000)}`, /The client address must be/, 'event-address'],
-      ['?clientAddress=203.0.113.0%2F24', /The client address must be/, 'event-address'],
+  describe('shows a mistake in the range or the address beside the form, with what was typed, status 400', () => {
+    before(() => at('14:22:00'));
+    const custom = '?range=custom';
+    const mistakes: { name: string; query: string; message: RegExp; field: string }[] = [
+      { name: 'a custom range without From', query: custom, message: /A custom range needs a From/, field: 'event-from' },
+      { name: 'without To', query: `${custom}&from=2026-03-10T14:02`, message: /A custom range needs a To/, field: 'event-to' },
+      {
+        name: 'To before From',
+        query: `${custom}&from=2026-03-10T14:05&to=2026-03-10T14:02`,
+        message: /To must be after From/,
+        field: 'event-to',
+      },
+      {
+        name: 'To equal to From',
+        query: `${custom}&from=2026-03-10T14:05&to=2026-03-10T14:05`,
+        message: /To must be after From/,
+        field: 'event-to',
+      },
+      {
+        name: 'more than 90 days',
+        query: `${custom}&from=2026-01-01T00:00&to=2026-04-01T00:01`,
+        message: /at most 90 days apart/,
+        field: 'event-to',
+      },
+      {
+        name: 'From "yesterday"',
+        query: `${custom}&from=yesterday&to=2026-03-10T14:05`,
+        message: /From must be a date and a time in UTC/,
+        field: 'event-from',
+      },
+      {
+        name: 'From on February 30',
+        query: `${custom}&from=2026-02-30T14:00&to=2026-03-10T14:05`,
+        message: /From must be a date and a time in UTC/,
+        field: 'event-from',
+      },
+      {
+        name: 'From of 5000 digits',
+        query: `${custom}&from=${'9'.repeat(5000)}&to=2026-03-10T14:05`,
+        message: /From must be a date and a time in UTC/,
+        field: 'event-from',
+      },
+      { name: 'an unknown range', query: '?range=week', message: /Choose one of the time ranges/, field: 'range-15m' },
+      {
+        name: 'the address "localhost"',
+        query: '?clientAddress=localhost',
+        message: /The client address must be an IPv4 or IPv6 address/,
+        field: 'event-address',
+      },
+      {
+        name: 'an address of 5000 digits',
+        query: `?clientAddress=${'1'.repeat(5000)}`,
+        message: /The client address must be/,
+        field: 'event-address',
+      },
+      { name: 'an address range', query: '?clientAddress=203.0.113.0%2F24', message: /The client address must be/, field: 'event-address' },
     ];
-    for (const [query, message, field] of cases) {
-      const answer = await get(shopEvents(query));
-      assert.equal(answer.status, 400, `${query.slice(0, 60)}: ${answer.text.slice(0, 200)}`);
-      assert.match(
-        answer.text,
-        new RegExp(`<p class="alert" role="alert" id="events-view-error">[^<]*${message.source}`),
-        query.slice(0, 60),
-      );
-      assert.match(
-        answer.text,
-        new RegExp(`id="${field}"[^>]*aria-invalid="true"[^>]*autofocus|id="${field}"[^>]*aria-invalid="true"`),
-        query.slice(0, 60),
-      );
-      assert.ok(
-        answer.text.length < 20_000 && !answer.text.includes('9'.repeat(100)) && !answer.text.includes('1'.repeat(100)),
-        'a long value is not shown whole',
-      );
-      assert.doesNotMatch(answer.text, /data-event-id/);
+    for (const { name, query, message, field } of mistakes) {
+      it(name, async () => {
+        const answer = await get(shopEvents(query));
+        assert.equal(answer.status, 400, `${query.slice(0, 60)}: ${answer.text.slice(0, 200)}`);
+        assert.match(
+          answer.text,
+          new RegExp(`<p class="alert" role="alert" id="events-view-error">[^<]*${message.source}`),
+          query.slice(0, 60),
+        );
+        assert.match(
+          answer.text,
+          new RegExp(`id="${field}"[^>]*aria-invalid="true"[^>]*autofocus|id="${field}"[^>]*aria-invalid="true"`),
+          query.slice(0, 60),
+        );
+        assert.ok(
+          answer.text.length < 20_000 && !answer.text.includes('9'.repeat(100)) && !answer.text.includes('1'.repeat(100)),
+          'a long value is not shown whole',
+        );
+        assert.doesNotMatch(answer.text, /data-event-id/);
+      });
     }
-    const kept = await get(
-      shopEvents('?range=custom&from=2026-03-10T14:05&to=2026-03-10T14:02&clientAddress=203.0.113.7&type=token.refused'),
-    );
-    assert.match(kept.text, /name="from" value="2026-03-10T14:05"/);
-    assert.match(kept.text, /name="clientAddress" value="203\.0\.113\.7"/);
-    assert.match(kept.text, /<option value="token.refused" selected>/);
+
+    it('keeps what was typed in the form', async () => {
+      const kept = await get(
+        shopEvents('?range=custom&from=2026-03-10T14:05&to=2026-03-10T14:02&clientAddress=203.0.113.7&type=token.refused'),
+      );
+      assert.match(kept.text, /name="from" value="2026-03-10T14:05"/);
+      assert.match(kept.text, /name="clientAddress" value="203\.0\.113\.7"/);
+      assert.match(kept.text, /<option value="token.refused" selected>/);
+    });
+
     // A type or a reason comes from a list, or a link: one that is not one is the error page.
     for (const [query, message] of [
       ['?reason=Invalid', /reason must be 1 to 40 lower-case letters/],
       ['?type=token.nonsense', /Unknown event type/],
       ['?range=1h&range=1d', /range must be given once/],
     ] as const) {
-      const answer = await get(shopEvents(query));
-      assert.equal(answer.status, 400);
-      assert.match(answer.text, message);
+      it(`${query} is the error page`, async () => {
+        const answer = await get(shopEvents(query));
+        assert.equal(answer.status, 400);
+        assert.match(answer.text, message);
+      });
     }
   });
 
