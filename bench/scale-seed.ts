@@ -14,7 +14,8 @@ import { clientSecretDigest } from '../src/crypto.js';
 import { Keyring } from '../src/signing-keys/keyring.js';
 import { openDump } from '../src/store/copy.js';
 import { TABLES, type Row, type TableSpec, type Value } from '../src/store/dump.js';
-import { openStore, parseDatabaseUrl } from '../src/store/open.js';
+import { parseDatabaseUrl } from '../src/store/location.js';
+import { openStore } from '../src/store/open.js';
 import { signAnonymousToken } from '../src/tokens/anonymous-token.js';
 import { generateAccessToken } from '../src/tokens/token.js';
 

@@ -7,6 +7,9 @@ import { packageVersion } from './package-root.js';
  */
 export const SCHEMA_VERSION = 14;
 
+/** The migrations this release knows, on either dialect: 1 to `SCHEMA_VERSION`, none skipped (tests/unit/release.test.ts). */
+export const KNOWN_MIGRATIONS: readonly number[] = Array.from({ length: SCHEMA_VERSION }, (_, index) => index + 1);
+
 /**
  * The oldest release that may serve on the schema this release migrates to. Each release's
  * migrations only add (expand), so that the release before it keeps serving during a rolling

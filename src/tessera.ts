@@ -19,6 +19,7 @@ import { DEFAULT_HOUSEKEEPING, Housekeeping, type HousekeepingSettings } from '.
 import { createRateLimits, DEFAULT_RATE_LIMITS, type RateLimits, type RateLimitSettings } from './limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from './metrics/port.js';
 import type { Store } from './store/store.js';
+import { anonymousRequest } from './request-context.js';
 import { createTokenChecking } from './token-checking.js';
 import type { TokenChecker } from './tokens/checker.js';
 import { SigningKeyService } from './signing-keys/service.js';
@@ -118,7 +119,13 @@ export function createTessera(options: TesseraOptions): Tessera {
   );
   const limits = createRateLimits(options.rateLimits ?? DEFAULT_RATE_LIMITS, warn, metrics);
   const events = new EventLog(store.events, clock, { onWarning: warn, onNotice: options.onNotice, metrics });
-  const checking = createTokenChecking(store, { clock, events, metrics, cacheMemoryMb: options.cacheMemoryMb });
+  const checking = createTokenChecking(store, {
+    clock,
+    onRefusedToken: (appId, clientAddress) =>
+      events.record('token.refused', appId, anonymousRequest(clientAddress), null, { reason: 'invalid_token' }),
+    metrics,
+    cacheMemoryMb: options.cacheMemoryMb,
+  });
   const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
     // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
     isServiceUnavailable(error)

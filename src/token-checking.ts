@@ -1,10 +1,9 @@
 import { AppCache } from './apps/cache.js';
 import { cacheBudget, DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
-import { Authenticator } from './auth/authenticate.js';
+import { Authenticator, type RefusedTokens } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
-import type { EventLog } from './events/log.js';
 import { Keyring } from './signing-keys/keyring.js';
-import { NO_METRICS, type Metrics } from './metrics/port.js';
+import { NO_CACHE_METRICS, type CacheMetrics } from './metrics/cache-lookups.js';
 import type { CheckingStore } from './store/checking.js';
 import { AnonymousTokens } from './tokens/anonymous-tokens.js';
 import { TokenChecker } from './tokens/checker.js';
@@ -24,12 +23,12 @@ export interface TokenChecking {
 
 export interface TokenCheckingOptions {
   clock: Clock;
-  /** Where refused tokens are recorded; absent in other services, which record nothing. */
-  events?: EventLog;
+  /** Told of each refused token (the server records it as `token.refused`); absent in other services, which record nothing. */
+  onRefusedToken?: RefusedTokens;
   /** What the caches may take, in all (CACHE_MEMORY_MB; `DEFAULT_CACHE_MEMORY_MB` by default). */
   cacheMemoryMb?: number;
   /** Counts the caches' hits and misses (METRICS_PORT); nothing by default. */
-  metrics?: Metrics;
+  metrics?: CacheMetrics;
 }
 
 /**
@@ -38,7 +37,7 @@ export interface TokenCheckingOptions {
  * any process reaches them within a second.
  */
 export function createTokenChecking(store: CheckingStore, options: TokenCheckingOptions): TokenChecking {
-  const metrics = options.metrics ?? NO_METRICS;
+  const metrics = options.metrics ?? NO_CACHE_METRICS;
   const budget = cacheBudget(options.cacheMemoryMb ?? DEFAULT_CACHE_MEMORY_MB);
   const { clock } = options;
   const apps = new AppCache(store.apps, {
@@ -74,5 +73,5 @@ export function createTokenChecking(store: CheckingStore, options: TokenChecking
       forget(change.appId);
     }
   });
-  return { apps, tokens, anonymous, revoked, authenticator: new Authenticator(apps, tokens, options.events), forget };
+  return { apps, tokens, anonymous, revoked, authenticator: new Authenticator(apps, tokens, options.onRefusedToken), forget };
 }

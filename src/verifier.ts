@@ -2,8 +2,8 @@ import { systemClock } from './clock.js';
 import type { MaybePromise } from './maybe-promise.js';
 import type { Principal } from './principal.js';
 import type { OpenCheckingStore } from './store/checking.js';
-import { openCheckingStore } from './store/open.js';
-import type { PostgresStoreOptions } from './store/postgres/store.js';
+import { openCheckingStore } from './store/open-checking.js';
+import type { PostgresStoreOptions } from './store/postgres/connection.js';
 import { createTokenChecking } from './token-checking.js';
 import type { Authenticator, AuthenticationRequest, RequestAuthenticator } from './auth/authenticate.js';
 

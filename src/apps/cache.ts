@@ -3,9 +3,9 @@ import { AbsentKeys } from '../cache/absent-keys.js';
 import type { Clock } from '../clock.js';
 import { appNotFound } from '../error-catalogue.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
-import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
 import { APP_ID_PATTERN, type AppRecord } from './app.js';
-import type { AppStore } from './store.js';
+import type { AppReads } from './app-reads.js';
 
 /** What a cached app with a short name and no origins takes (measured: about 1,250 bytes). */
 const APP_ENTRY_BYTES = 1_300;
@@ -45,7 +45,7 @@ export class AppCache {
   readonly #lookups: CacheLookups;
 
   constructor(
-    private readonly store: Pick<AppStore, 'findById'>,
+    private readonly store: AppReads,
     options: AppCacheOptions,
   ) {
     this.#apps = new LRUCache<string, AppRecord>({ maxSize: options.maxBytes, sizeCalculation: appEntryBytes });

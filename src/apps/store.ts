@@ -1,4 +1,4 @@
-import type { MaybePromise } from '../maybe-promise.js';
+import type { AppReads } from './app-reads.js';
 import type { AppRole } from '../developers/roles.js';
 import type { EndedPreviousSecret } from '../credentials/store.js';
 import type { AppConfiguration, AppRecord } from './app.js';
@@ -37,7 +37,7 @@ export interface AppWithOwner {
  * transaction (`Store.transaction`). A method that writes several statements runs them in the
  * transaction it is called in, or in one of its own.
  */
-export interface AppStore {
+export interface AppStore extends AppReads {
   /** Throws `StoreConflictError` if the AppID or ClientID is taken. */
   insert(app: AppRecord): Promise<void>;
   /**
@@ -58,8 +58,6 @@ export interface AppStore {
   insertMany(apps: readonly NewImportedApp[]): Promise<true | undefined>;
   /** The keys of every stored app that has one of these AppIDs or one of these ClientIDs, each app once. */
   findByKeys(appIds: readonly string[], clientIds: readonly string[]): Promise<StoredAppKeys[]>;
-  /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement (but in a transaction). */
-  findById(appId: string): MaybePromise<AppRecord | undefined>;
   /** Oldest first. */
   list(): Promise<AppRecord[]>;
   /** Every app with its owner's email, oldest first. */

@@ -1,10 +1,8 @@
 import type { AppCache } from '../apps/cache.js';
 import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
-import type { EventLog } from '../events/log.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
-import { anonymousRequest } from '../request-context.js';
 import { parseAuthorization } from '../tokens/authorization-header.js';
 import type { TokenChecker } from '../tokens/checker.js';
 import { singleRawHeader } from './raw-headers.js';
@@ -36,12 +34,15 @@ export interface RequestAuthenticator {
  * or throws the contract's error. Shared by this service's routes, the Fastify and Express
  * middleware, and forward authentication.
  */
+/** Told of a request whose token was refused: the app it named, and the client's address where known. */
+export type RefusedTokens = (appId: string, clientAddress: string | null) => void;
+
 export class Authenticator implements RequestAuthenticator {
   constructor(
     private readonly apps: AppCache,
     private readonly tokens: TokenChecker,
-    /** Where refused tokens are recorded; absent where tokens are only checked for another service. */
-    private readonly events?: EventLog,
+    /** Told of each refused token (the server records it); absent where tokens are only checked for another service. */
+    private readonly onRefusedToken?: RefusedTokens,
   ) {}
 
   /**
@@ -68,7 +69,7 @@ export class Authenticator implements RequestAuthenticator {
 
   #bearer(principal: Principal | undefined, request: AuthenticationRequest): Principal {
     if (principal !== undefined) return applyRules(principal, request);
-    this.events?.record('token.refused', request.appId, anonymousRequest(request.clientAddress ?? null), null, { reason: 'invalid_token' });
+    this.onRefusedToken?.(request.appId, request.clientAddress ?? null);
     throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
   }
 }

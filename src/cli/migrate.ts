@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { currentBuild, describeBuild } from '../release.js';
-import { importBackend, parseDatabaseUrl } from '../store/open.js';
+import { importBackend, parseDatabaseUrl } from '../store/location.js';
 import { SchemaRefused, type MigrationReport } from '../store/schema.js';
 import { CommandFailed, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';

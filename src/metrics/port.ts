@@ -1,5 +1,8 @@
 import type { EventLogMetrics } from '../events/log.js';
 import type { PrincipalKind } from '../principal.js';
+import { NO_CACHE_LOOKUPS, type CacheMetrics } from './cache-lookups.js';
+
+export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName } from './cache-lookups.js';
 
 /**
  * What the services tell the metrics (METRICS_PORT), as calls with closed sets of arguments: no
@@ -8,7 +11,7 @@ import type { PrincipalKind } from '../principal.js';
  * (`src/prometheus/metrics.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
  * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
  */
-export interface Metrics extends EventLogMetrics {
+export interface Metrics extends EventLogMetrics, CacheMetrics {
   /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
   tokensRevoked(kind: PrincipalKind, count: number): void;
   /** An RFC 7662 answer. */
@@ -16,8 +19,6 @@ export interface Metrics extends EventLogMetrics {
   forwardAuthDecided(decision: ForwardAuthDecision): void;
   /** A request refused with 429 by one of the limits. */
   rateLimited(limit: RateLimitName): void;
-  /** The counter of hits and misses of one in-process cache; asked for once, by the cache's constructor. */
-  cacheLookups(cache: CacheName): CacheLookups;
   /** A group commit: `size` items written in one transaction, in `seconds`. */
   batchWritten(writer: BatchWriter, size: number, seconds: number): void;
   /**
@@ -32,19 +33,7 @@ export type ForwardAuthDecision = 'allowed' | 'unauthenticated' | 'forbidden' | 
 export type RateLimitName =
   'token_requests_per_address' | 'admin_failures_per_address' | 'admin_failures_per_app' | 'sign_in' | 'app_creations' | 'invitations';
 
-/**
- * `apps`: the app cache; `admin_tokens`: stored tokens checked before (admin tokens, and anonymous
- * ones from before they were self-verifying); `anonymous_tokens`: self-verifying tokens verified
- * before; `revoked_tokens`: the list of revoked anonymous tokens, a miss when it had to be read again.
- */
-export type CacheName = 'apps' | 'admin_tokens' | 'anonymous_tokens' | 'revoked_tokens';
-
 export type BatchWriter = 'tokens' | 'events';
-
-export interface CacheLookups {
-  hit(): void;
-  miss(): void;
-}
 
 /** The durations of the requests of one route, by method and status. */
 export interface RouteDurations {
@@ -57,8 +46,6 @@ export interface RequestDurations {
   /** Requests that matched no route (404). */
   readonly unmatched: RouteDurations;
 }
-
-export const NO_CACHE_LOOKUPS: CacheLookups = { hit() {}, miss() {} };
 
 export const NO_METRICS: Metrics = Object.freeze({
   eventsCounted() {},

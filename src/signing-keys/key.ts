@@ -50,3 +50,9 @@ export function signingKeyOf(keys: readonly StoredSigningKey[]): StoredSigningKe
   for (const key of keys) if (key.retiredAt === null && key.secret !== null && (newest === undefined || key.id > newest.id)) newest = key;
   return newest;
 }
+
+/** The keys that sign anonymous tokens: the server's `SigningKeyStore` reads them so. */
+export interface SigningKeyReads {
+  /** Every key, retired ones included (without their secret). */
+  list(): Promise<StoredSigningKey[]>;
+}

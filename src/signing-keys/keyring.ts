@@ -1,7 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { MaybePromise } from '../maybe-promise.js';
-import { signingKeyOf, type StoredSigningKey } from './key.js';
-import type { SigningKeyStore } from './store.js';
+import { signingKeyOf, type SigningKeyReads, type StoredSigningKey } from './key.js';
 
 /** A key ready to sign or verify with. */
 export interface ActiveKey {
@@ -25,7 +24,7 @@ export class Keyring {
   /** Counts `forget` calls, so that a read begun before one is not kept. */
   #generation = 0;
 
-  constructor(private readonly store: Pick<SigningKeyStore, 'list'>) {}
+  constructor(private readonly store: SigningKeyReads) {}
 
   /** The key that signs new tokens. */
   signingKey(): MaybePromise<ActiveKey> {

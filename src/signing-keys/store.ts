@@ -1,9 +1,7 @@
-import type { StoredSigningKey } from './key.js';
+import type { SigningKeyReads, StoredSigningKey } from './key.js';
 
 /** The signing keys' storage seam; one SQL implementation over both dialects (`src/store/sql/signing-keys.ts`). */
-export interface SigningKeyStore {
-  /** Every key, retired ones included (without their secret). */
-  list(): Promise<StoredSigningKey[]>;
+export interface SigningKeyStore extends SigningKeyReads {
   /** Adds a key with the next id, which signs from now on; returns it. */
   add(secret: Buffer, at: number): Promise<StoredSigningKey>;
   /** Retires an active key and erases its secret; the key as it now is, or undefined if there is no such active key. */

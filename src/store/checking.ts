@@ -1,8 +1,31 @@
-import type { AppStore } from '../apps/store.js';
-import type { SigningKeyStore } from '../signing-keys/store.js';
-import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
-import type { TokenStore } from '../tokens/store.js';
-import type { StoreChange } from './store.js';
+import type { AppReads } from '../apps/app-reads.js';
+import type { SigningKeyReads } from '../signing-keys/key.js';
+import type { RevocationReads } from '../tokens/revoked-tokens.js';
+import type { TokenReads } from '../tokens/token-record.js';
+
+export type { AppReads, RevocationReads, SigningKeyReads, TokenReads };
+
+/**
+ * What the store's change signal says may have changed: one app (its record, tokens or settings),
+ * the revoked anonymous tokens only (new rows to read), or anything (keys, tokens, apps).
+ */
+export type StoreChange = { appId: string } | 'revocations' | 'anything';
+
+/** PG_STALE_LIMIT_MS's default: how long caches are trusted after the last proof that changes are heard. */
+export const DEFAULT_STALE_LIMIT_MS = 2_000;
+
+/** Whether changes made by other processes are heard, for the metrics and `/readyz`. */
+export interface ChangeSignal {
+  /** PostgreSQL's LISTEN connection is up and hears its heartbeats; always true for SQLite's poller. */
+  up: boolean;
+  /** Why it is not up. */
+  problem?: string;
+  /**
+   * UNIX ms until which what is cached is served without a new proof that every change is heard
+   * (the last heartbeat heard plus PG_STALE_LIMIT_MS; after it, caches are emptied every 250 ms).
+   */
+  trustedUntil: number;
+}
 
 /**
  * What checking a request reads of the store (`createTokenChecking`), and the change signal that
@@ -10,11 +33,14 @@ import type { StoreChange } from './store.js';
  * only this (`openCheckingStore`), which never migrates nor writes.
  */
 export interface CheckingStore {
-  readonly apps: Pick<AppStore, 'findById'>;
-  readonly tokens: Pick<TokenStore, 'findBySelector'>;
-  readonly signingKeys: Pick<SigningKeyStore, 'list'>;
-  readonly revokedTokens: Pick<RevokedTokenStore, 'since'>;
-  /** As `Store.onChange`: called within a second of a change another process made. */
+  readonly apps: AppReads;
+  readonly tokens: TokenReads;
+  readonly signingKeys: SigningKeyReads;
+  readonly revokedTokens: RevocationReads;
+  /**
+   * Registers a listener called when something may have been changed by another process sharing the
+   * store. It is called within one second of the change; caches drop what it names.
+   */
   onChange(listener: (change: StoreChange) => void): void;
 }
 

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { isServiceUnavailable } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
-import { importBackend, parseDatabaseUrl, type StoreLocation } from './open.js';
+import { importBackend, parseDatabaseUrl, type StoreLocation } from './location.js';
 
 /** Rows per batch: one read, one write transaction each. */
 export const DEFAULT_BATCH_SIZE = 5_000;

@@ -4,33 +4,14 @@ import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import type { SigningKeyStore } from '../signing-keys/store.js';
 import type { OnceClaimStore } from '../once-claims.js';
-import type { RevokedTokenStore } from '../tokens/revoked-tokens.js';
+import type { RevokedTokenStore } from '../tokens/revoked-token-store.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { UpgradeStore } from '../upgrade/store.js';
 import type { Transactional } from '../transaction.js';
 import type { BatchListener } from './group-commit.js';
+import type { ChangeSignal, CheckingStore } from './checking.js';
 
-/**
- * What the store's change signal says may have changed: one app (its record, tokens or settings),
- * the revoked anonymous tokens only (new rows to read), or anything (keys, tokens, apps).
- */
-export type StoreChange = { appId: string } | 'revocations' | 'anything';
-
-/** PG_STALE_LIMIT_MS's default: how long caches are trusted after the last proof that changes are heard. */
-export const DEFAULT_STALE_LIMIT_MS = 2_000;
-
-/** Whether changes made by other processes are heard, for the metrics and `/readyz`. */
-export interface ChangeSignal {
-  /** PostgreSQL's LISTEN connection is up and hears its heartbeats; always true for SQLite's poller. */
-  up: boolean;
-  /** Why it is not up. */
-  problem?: string;
-  /**
-   * UNIX ms until which what is cached is served without a new proof that every change is heard
-   * (the last heartbeat heard plus PG_STALE_LIMIT_MS; after it, caches are emptied every 250 ms).
-   */
-  trustedUntil: number;
-}
+export { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from './checking.js';
 
 /**
  * The table stores bound to one transaction (`Store.transaction`): every statement of theirs runs
@@ -51,7 +32,7 @@ export interface StoreTables {
  * Everything the service keeps: one implementation, `sqlStore` (`sql/store.ts`), over either dialect's
  * driver (`sqlite/store.ts`, `postgres/store.ts`).
  */
-export interface Store extends Transactional<StoreTables> {
+export interface Store extends Transactional<StoreTables>, CheckingStore {
   readonly backend: 'sqlite' | 'postgres';
   readonly apps: AppStore;
   readonly tokens: TokenStore;
@@ -66,11 +47,6 @@ export interface Store extends Transactional<StoreTables> {
   readonly onceClaims: OnceClaimStore;
   /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
   readonly upgrade: UpgradeStore;
-  /**
-   * Registers a listener called when something may have been changed by another process sharing the
-   * store. It is called within one second of the change; caches drop what it names.
-   */
-  onChange(listener: (change: StoreChange) => void): void;
   /** Whether changes made by other processes are being heard now, and until when caches are trusted. */
   changeSignal(): ChangeSignal;
   /** Told of every batch of tokens written in one transaction (group commit), for the metrics. */

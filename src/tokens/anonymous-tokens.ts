@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Keyring } from '../signing-keys/keyring.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
-import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
 import { anonymousTokenSignedBy, parseAnonymousToken, signAnonymousToken, type AnonymousTokenFacts } from './anonymous-token.js';
 import { isExpired } from './expiry.js';
 import type { RevokedTokens } from './revoked-tokens.js';

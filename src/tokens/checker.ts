@@ -4,12 +4,12 @@ import { AbsentKeys } from '../cache/absent-keys.js';
 import type { Clock } from '../clock.js';
 import { bytesEqualLatin1, digestsEqual, sha256 } from '../crypto.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
-import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
 import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
-import type { TokenRecord, TokenStore } from './store.js';
+import type { TokenReads, TokenRecord } from './token-record.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
 
 /** What introspection tells of an active token. */
@@ -82,7 +82,7 @@ export class TokenChecker {
   #generation = 0;
 
   constructor(
-    private readonly tokens: Pick<TokenStore, 'findBySelector'>,
+    private readonly tokens: TokenReads,
     private readonly anonymous: AnonymousTokens,
     private readonly clock: Clock,
     options: TokenCheckerOptions,

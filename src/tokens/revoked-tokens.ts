@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { MaybePromise } from '../maybe-promise.js';
-import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/port.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
 
 /** One anonymous token revoked on its own (RFC 7009), kept until it expires. */
 export interface RevokedToken {
@@ -16,14 +16,10 @@ export interface StoredRevocation extends RevokedToken {
   seq: number;
 }
 
-/** The revoked anonymous tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/revoked-tokens.ts`). */
-export interface RevokedTokenStore {
-  /** Writes the revocation, durable when it resolves: true, or undefined (nothing written) if the token was revoked already. */
-  add(revocation: RevokedToken): Promise<true | undefined>;
+/** The revoked anonymous tokens, read by what is new: the server's `RevokedTokenStore` reads them so. */
+export interface RevocationReads {
   /** Revocations written after `seq`, oldest first, at most `limit`. */
   since(seq: number, limit: number): Promise<StoredRevocation[]>;
-  /** Removes up to `batch` revocations of tokens that expired before `now` (housekeeping); returns how many. */
-  deleteExpired(now: number, batch: number): Promise<number>;
 }
 
 const READ_BATCH = 10_000;
@@ -47,7 +43,7 @@ export class RevokedTokens {
   #prunedAt = 0;
 
   constructor(
-    private readonly store: Pick<RevokedTokenStore, 'since'>,
+    private readonly store: RevocationReads,
     private readonly clock: Clock,
     private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {}

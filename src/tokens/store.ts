@@ -1,28 +1,13 @@
-import type { MaybePromise } from '../maybe-promise.js';
+import type { TokenReads, TokenRecord } from './token-record.js';
 import type { RevocationKind } from '../apps/revoke-all.js';
-import type { PrincipalKind } from '../principal.js';
-
-/** A stored token (admin tokens, and anonymous tokens issued before they were self-verifying): its selector and the hash of its verifier, never the token (see `token.ts`). */
-export interface TokenRecord {
-  selector: Buffer;
-  verifierHash: Buffer;
-  appId: string;
-  kind: PrincipalKind;
-  /** UNIX ms. */
-  issuedAt: number;
-  /** UNIX ms, or null for never. */
-  expiresAt: number | null;
-  /** The ClientID of the credential it was issued from; null for the app's own ClientID, and anonymous tokens. */
-  clientId: string | null;
-  /** What it may do (a credential's scopes, or fewer); null: everything an admin may (the app's own ClientID), or anonymous. */
-  scopes: readonly string[] | null;
-}
 
 /**
  * The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`).
  * Bound to a transaction (`Store.transaction`), `insert` is one statement of it, without group commit.
  */
-export interface TokenStore {
+export type { TokenRecord } from './token-record.js';
+
+export interface TokenStore extends TokenReads {
   /**
    * Stores the token if its app's admin generation is still `adminGeneration`, the one of the app
    * record its request was authenticated against (`AppRecord.adminGeneration`): true, or undefined
@@ -30,8 +15,6 @@ export interface TokenStore {
    * token is durable: a 200 is never answered for a token a crash could lose.
    */
   insert(token: TokenRecord, adminGeneration: number): Promise<true | undefined>;
-  /** At once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
-  findBySelector(selector: Buffer): MaybePromise<TokenRecord | undefined>;
   /** Removes one token: true, or undefined (nothing written) if there was none. */
   delete(selector: Buffer): Promise<true | undefined>;
   /**

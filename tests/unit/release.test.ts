@@ -3,7 +3,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
-import { compareReleases, currentBuild, describeBuild, OLDEST_RELEASE_SERVED, SCHEMA_VERSION, type BuildInfo } from '../../src/release.js';
+import {
+  compareReleases,
+  currentBuild,
+  describeBuild,
+  KNOWN_MIGRATIONS,
+  OLDEST_RELEASE_SERVED,
+  SCHEMA_VERSION,
+  type BuildInfo,
+} from '../../src/release.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { schemaVerdict, type AppliedMigration } from '../../src/store/schema.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
@@ -27,8 +35,12 @@ function seen(state: Partial<UpgradeState>, instances: InstanceRecord[] = [], un
 }
 
 describe('releases', () => {
-  it('says the schema version of its last migration, the same on both dialects', () => {
+  it('says the schema version of its last migration, the same on both dialects, numbered from 1 with none skipped', () => {
     assert.equal(POSTGRES_MIGRATIONS.at(-1)!.version, SCHEMA_VERSION);
+    assert.deepEqual(
+      POSTGRES_MIGRATIONS.map((migration) => migration.version),
+      KNOWN_MIGRATIONS,
+    );
     assert.deepEqual(
       SQLITE_MIGRATIONS.map((migration) => migration.version),
       POSTGRES_MIGRATIONS.map((migration) => migration.version),

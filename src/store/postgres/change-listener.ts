@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from '../store.js';
+import { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from '../checking.js';
 import { describeError, type Warn } from './connection.js';
 
 /**

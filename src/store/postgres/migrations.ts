@@ -1,15 +1,7 @@
+import { readSchemaState } from './schema-state.js';
 import type pg from 'pg';
 import { currentBuild, type BuildInfo } from '../../release.js';
-import {
-  appliedMigrations,
-  migrationRecord,
-  RELEASES_RECORDED_FROM,
-  SchemaRefused,
-  schemaVerdict,
-  type Migration,
-  type MigrationReport,
-  type SchemaState,
-} from '../schema.js';
+import { migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type Migration, type MigrationReport } from '../schema.js';
 
 /** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;
@@ -90,34 +82,6 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Prom
   }
   if (applied.length > 0) await endSessionsOfReleaseBeforeRegistration(pool, options.onNotice);
   return { before, pending, applied };
-}
-
-/**
- * The migrations applied, and the release the database was finalized for; an empty state for a new
- * database. Only a missing `schema_migrations` (42P01) means a new database: any other error reading
- * it is thrown, so that a database that could not be read is never taken for one to migrate from
- * scratch, and a role that may not read the table is told which grant it lacks.
- */
-export async function readSchemaState(pool: Pick<pg.Pool, 'query'>): Promise<SchemaState> {
-  const rows = await pool
-    .query<{ version: number; applied_at: string; release?: string | null; serves_from?: string | null }>('SELECT * FROM schema_migrations')
-    .then((result) => result.rows)
-    .catch((error: { code?: string; message?: string }) => {
-      if (error.code === '42P01') return []; // undefined_table: a new database
-      if (error.code === '42501') {
-        // insufficient_privilege
-        throw new Error(
-          `Tessera cannot tell which migrations the database has: its role may not read schema_migrations (${error.message ?? error.code}). ` +
-            'Grant it SELECT on schema_migrations, as docs/deployment.md says ("Database roles").',
-          { cause: error },
-        );
-      }
-      throw error;
-    });
-  const applied = appliedMigrations(rows);
-  if (!applied.some((migration) => migration.version === RELEASES_RECORDED_FROM)) return { applied, finalizedRelease: null };
-  const state = await pool.query<{ finalized_release: string }>('SELECT finalized_release FROM upgrade_state WHERE id = 1');
-  return { applied, finalizedRelease: state.rows[0]?.finalized_release ?? null };
 }
 
 /** A migration that failed, said for an operator: a role that may not change the schema is told to run `tessera migrate` as its owner. */

@@ -1,43 +1,14 @@
-import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
-import { andThen } from '../../maybe-promise.js';
-import { BatchedReads } from '../batched-reads.js';
+import type { AppRecord } from '../../apps/app.js';
 import type { AppStore, StoredAppKeys } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
 import { deleteEventsOfApp } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
-import { withRowLock, type SqlDialect, type SqlRunner, type Statement } from './runner.js';
-import { bytesColumn, jsonColumn } from './rows.js';
-import { credentialsColumn, CREDENTIALS_OF_APP } from './credentials.js';
+import { withRowLock, type SqlRunner, type Statement } from './runner.js';
+import { bytesColumn } from './rows.js';
+import { appFinder, appReads, APP_COLUMN_LIST, CREDENTIALS_OF_APP, idsParam, selectApps, toApp, type AppRow } from './app-reads.js';
 import { deleteTokensOfApp } from './tokens.js';
-
-interface AppRow {
-  app_id: string;
-  name: string;
-  app_key: string;
-  client_id: string;
-  client_secret_hash: Buffer;
-  admin_id: string;
-  created_at: number;
-  configuration: unknown;
-  anonymous_cutoff: number | null;
-  admin_generation: number;
-  previous_secret_hash: Buffer | null;
-  previous_secret_valid_until: number | null;
-  credentials: unknown;
-}
-
-const APP_COLUMN_LIST = `app_id, name, app_key, client_id, client_secret_hash, admin_id, created_at, configuration, anonymous_cutoff,
-                     previous_secret_hash, previous_secret_valid_until, admin_generation`;
-
-/** `select` of `APP_COLUMN_LIST` and the app's credentials (`CREDENTIALS_OF_APP`) from `apps`, then `rest`. */
-function selectApps(rest: string): { sqlite: string; postgres: string } {
-  return {
-    sqlite: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.sqlite} FROM apps ${rest}`,
-    postgres: `SELECT ${APP_COLUMN_LIST}, ${CREDENTIALS_OF_APP.postgres} FROM apps ${rest}`,
-  };
-}
 
 /**
  * An app, its row locked on PostgreSQL until the transaction ends, as `withRowLock` locks a row
@@ -92,32 +63,11 @@ function selectAmong(select: string, column: string, rest = ''): { sqlite: strin
   };
 }
 
-/** A list of ids as `selectAmong` reads it: a JSON array for SQLite, an array for PostgreSQL. */
-function idsParam(dialect: SqlDialect, ids: readonly string[]): { ids: unknown } {
-  return { ids: dialect === 'sqlite' ? JSON.stringify(ids) : ids };
-}
-
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size));
   return out;
 }
-
-/** Reads an app at once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
-export function appReads(db: SqlRunner): Pick<AppStore, 'findById'> {
-  const findOne = appFinder(db);
-  if (db.dialect !== 'postgres') return { findById: findOne };
-  const selectMany = selectApps(`WHERE app_id = ANY(:ids::text[])`).postgres;
-  const batched = new BatchedReads<string, AppRecord>({
-    readMany: async (appIds) => (await db.all<AppRow>(selectMany, idsParam(db.dialect, appIds))).map(toApp),
-    keyOf: (appId) => appId,
-    keyOfValue: (app) => app.appId,
-  });
-  return { findById: (appId) => batched.read(appId) };
-}
-
-const appFinder = (db: SqlRunner) => (appId: string) =>
-  andThen(db.get<AppRow>(selectApps('WHERE app_id = :appId'), { appId }), (row) => row && toApp(row));
 
 /** `batchReads`: PostgreSQL's reads of one event-loop turn share one statement (not in a transaction, whose reads are its own). */
 export function sqlAppStore(db: SqlRunner, { batchReads = true }: { batchReads?: boolean } = {}): AppStore {
@@ -275,24 +225,4 @@ async function insertApp(db: SqlRunner, app: AppRecord): Promise<void> {
       previousSecretValidUntil: app.previousSecret?.validUntil ?? null,
     },
   );
-}
-
-function toApp(row: AppRow): AppRecord {
-  return {
-    appId: row.app_id,
-    name: row.name,
-    appKey: row.app_key,
-    clientId: row.client_id,
-    clientSecretHash: bytesColumn(row.client_secret_hash),
-    adminId: row.admin_id,
-    createdAt: row.created_at,
-    configuration: { ...DEFAULT_APP_CONFIGURATION, ...jsonColumn<Partial<AppConfiguration>>(row.configuration) },
-    anonymousCutoff: row.anonymous_cutoff,
-    adminGeneration: row.admin_generation,
-    previousSecret:
-      row.previous_secret_hash === null || row.previous_secret_valid_until === null
-        ? null
-        : { hash: bytesColumn(row.previous_secret_hash), validUntil: row.previous_secret_valid_until },
-    credentials: credentialsColumn(row.credentials),
-  };
 }

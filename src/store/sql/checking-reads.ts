@@ -1,18 +1,16 @@
 import type { CheckingStore } from '../checking.js';
-import { appReads } from './apps.js';
-import { sqlSigningKeyStore } from './signing-keys.js';
-import { sqlRevokedTokenStore } from './revoked-tokens.js';
+import { appReads } from './app-reads.js';
+import { revocationsSince } from './revoked-token-reads.js';
 import type { SqlRunner } from './runner.js';
-import { tokenReads } from './tokens.js';
+import { listSigningKeys } from './signing-key-reads.js';
+import { tokenReads } from './token-reads.js';
 
-/** The reads of `CheckingStore`, the same statements the server's store reads with. */
+/** The reads of `CheckingStore`: the statements the server's store reads with (the `*-reads.ts` beside this). */
 export function checkingReads(sql: SqlRunner): Omit<CheckingStore, 'onChange'> {
-  const signingKeys = sqlSigningKeyStore(sql);
-  const revokedTokens = sqlRevokedTokenStore(sql);
   return {
     apps: appReads(sql),
     tokens: tokenReads(sql),
-    signingKeys: { list: () => signingKeys.list() },
-    revokedTokens: { since: (seq, limit) => revokedTokens.since(seq, limit) },
+    signingKeys: { list: () => listSigningKeys(sql) },
+    revokedTokens: { since: (seq, limit) => revocationsSince(sql, seq, limit) },
   };
 }

@@ -1,14 +1,7 @@
-import type { RevokedTokenStore, StoredRevocation } from '../../tokens/revoked-tokens.js';
+import type { RevokedTokenStore } from '../../tokens/revoked-token-store.js';
+import { revocationsSince } from './revoked-token-reads.js';
 import type { SqlRunner } from './runner.js';
 
-interface RevocationRow {
-  seq: number;
-  token_id: Buffer;
-  app_id: string;
-  expires_at: number | null;
-}
-
-/** Removes the app's single revocations, in the caller's transaction. */
 export async function deleteRevokedTokensOfApp(tx: SqlRunner, appId: string): Promise<void> {
   await tx.run('DELETE FROM revoked_tokens WHERE app_id = :appId', { appId });
 }
@@ -27,13 +20,7 @@ export function sqlRevokedTokenStore(db: SqlRunner): RevokedTokenStore {
         return inserted > 0 ? (true as const) : undefined;
       });
     },
-    async since(seq, limit) {
-      const rows = await db.all<RevocationRow>(
-        'SELECT seq, token_id, app_id, expires_at FROM revoked_tokens WHERE seq > :seq ORDER BY seq LIMIT :limit',
-        { seq, limit },
-      );
-      return rows.map(toRevocation);
-    },
+    since: (seq, limit) => revocationsSince(db, seq, limit),
     async deleteExpired(now, batch) {
       return db.run(
         {
@@ -47,8 +34,4 @@ export function sqlRevokedTokenStore(db: SqlRunner): RevokedTokenStore {
       );
     },
   };
-}
-
-function toRevocation(row: RevocationRow): StoredRevocation {
-  return { seq: row.seq, id: Buffer.from(row.token_id).toString('latin1'), appId: row.app_id, expiresAt: row.expires_at };
 }

@@ -1,29 +1,19 @@
 import { andThen, type MaybePromise } from '../../maybe-promise.js';
-import { generateKeySecret, type StoredSigningKey } from '../../signing-keys/key.js';
+import { generateKeySecret } from '../../signing-keys/key.js';
 import type { SigningKeyStore } from '../../signing-keys/store.js';
 import type { SqlRunner } from './runner.js';
-
-interface KeyRow {
-  id: number;
-  secret: Buffer | null;
-  created_at: number;
-  retired_at: number | null;
-}
-
-const COLUMNS = 'id, secret, created_at, retired_at';
+import { listSigningKeys, SIGNING_KEY_COLUMNS, toKey, type KeyRow } from './signing-key-reads.js';
 
 export function sqlSigningKeyStore(db: SqlRunner): SigningKeyStore {
   return {
-    async list() {
-      return (await db.all<KeyRow>(`SELECT ${COLUMNS} FROM keys ORDER BY id`)).map(toKey);
-    },
+    list: () => listSigningKeys(db),
     async add(secret, at) {
       return db.transaction(async (tx) => {
         // Operators rotating at the same moment take turns (SQLite's transactions always do), so
         // that each key gets the next id.
         if (tx.dialect === 'postgres') await tx.run('LOCK TABLE keys IN SHARE ROW EXCLUSIVE MODE');
         const row = await tx.get<KeyRow>(
-          `INSERT INTO keys (id, secret, created_at) SELECT COALESCE(max(id), 0) + 1, :secret, :at FROM keys RETURNING ${COLUMNS}`,
+          `INSERT INTO keys (id, secret, created_at) SELECT COALESCE(max(id), 0) + 1, :secret, :at FROM keys RETURNING ${SIGNING_KEY_COLUMNS}`,
           { secret, at },
         );
         return toKey(row!);
@@ -31,7 +21,7 @@ export function sqlSigningKeyStore(db: SqlRunner): SigningKeyStore {
     },
     async retire(id, at) {
       const row = await db.get<KeyRow>(
-        `UPDATE keys SET secret = NULL, retired_at = :at WHERE id = :id AND retired_at IS NULL RETURNING ${COLUMNS}`,
+        `UPDATE keys SET secret = NULL, retired_at = :at WHERE id = :id AND retired_at IS NULL RETURNING ${SIGNING_KEY_COLUMNS}`,
         { id, at },
       );
       return row === undefined ? undefined : toKey(row);
@@ -53,13 +43,4 @@ export function createFirstKey(db: SqlRunner, now: number): MaybePromise<unknown
         })
       : undefined,
   );
-}
-
-function toKey(row: KeyRow): StoredSigningKey {
-  return {
-    id: row.id,
-    secret: row.secret === null ? null : Buffer.from(row.secret),
-    createdAt: row.created_at,
-    retiredAt: row.retired_at,
-  };
 }

@@ -1,27 +1,12 @@
 import { isServiceUnavailable } from '../../error-catalogue.js';
-import type { PrincipalKind } from '../../principal.js';
 import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
-import { andThen } from '../../maybe-promise.js';
-import { BatchedReads } from '../batched-reads.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchRows, type BatchColumn } from './batch.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
 import type { SqlRunner } from './runner.js';
-
-interface TokenRow {
-  selector: Buffer;
-  verifier_hash: Buffer;
-  app_id: string;
-  kind: PrincipalKind;
-  issued_at: number;
-  expires_at: number | null;
-  client_id: string | null;
-  scopes: string | null;
-}
-
-const TOKEN_COLUMNS = 'selector, verifier_hash, app_id, kind, issued_at, expires_at, client_id, scopes';
+import { TOKEN_COLUMNS, tokenReads } from './token-reads.js';
 
 const TOKEN_BATCH_COLUMNS: readonly BatchColumn[] = [
   ['selector', 'bytes'],
@@ -59,19 +44,6 @@ const GUARDED_TOKEN_INSERT = {
              FOR KEY SHARE OF apps
              RETURNING selector`,
 };
-
-function toToken(row: TokenRow): TokenRecord {
-  return {
-    selector: Buffer.from(row.selector),
-    verifierHash: Buffer.from(row.verifier_hash),
-    appId: row.app_id,
-    kind: row.kind,
-    issuedAt: row.issued_at,
-    expiresAt: row.expires_at,
-    clientId: row.client_id,
-    scopes: row.scopes === null ? null : Object.freeze(row.scopes.split(' ')),
-  };
-}
 
 /** A token to insert, and the admin generation its app must still have. */
 interface NewToken {
@@ -112,9 +84,6 @@ async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<(
   return batch.map(({ token }) => (selectors.has(token.selector.toString('latin1')) ? true : undefined));
 }
 
-const findOneOn = (db: SqlRunner) => (selector: Buffer) =>
-  andThen(db.get<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = :selector`, { selector }), (row) => row && toToken(row));
-
 /**
  * The tokens over one runner, each method a statement of its own (or a transaction of its own, or
  * of the caller): what a transaction is given (`Store.transaction`), and what `sqlTokens` adds
@@ -125,7 +94,7 @@ export function sqlTokenTable(db: SqlRunner): TokenStore {
     async insert(token, adminGeneration) {
       return (await writeTokens(db, [{ token, adminGeneration }]))[0];
     },
-    findBySelector: findOneOn(db),
+    ...tokenReads(db, { batchReads: false }),
     async delete(selector) {
       return (await db.run('DELETE FROM tokens WHERE selector = :selector', { selector })) > 0 ? true : undefined;
     },
@@ -161,19 +130,6 @@ export function sqlTokenTable(db: SqlRunner): TokenStore {
       });
     },
   };
-}
-
-/** Reads a token at once on SQLite; on PostgreSQL, the reads asked for in one turn of the event loop share one statement. */
-export function tokenReads(db: SqlRunner): Pick<TokenStore, 'findBySelector'> {
-  const findOne = findOneOn(db);
-  if (db.dialect !== 'postgres') return { findBySelector: findOne };
-  const batchedReads = new BatchedReads<Buffer, TokenRecord>({
-    readMany: async (selectors) =>
-      (await db.all<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE selector = ANY(:selectors)`, { selectors })).map(toToken),
-    keyOf: (selector) => selector.toString('latin1'),
-    keyOfValue: (token) => token.selector.toString('latin1'),
-  });
-  return { findBySelector: (selector) => batchedReads.read(selector) };
 }
 
 /** `maxInFlight`: how many batches of tokens may be written at the same time (a share of PostgreSQL's pool; SQLite writes one). */

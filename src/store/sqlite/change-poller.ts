@@ -1,5 +1,10 @@
-import type { StoreChange } from '../store.js';
+import type { StoreChange } from '../checking.js';
 import type { SqliteDatabase } from './connection.js';
+
+export interface ChangePollOptions {
+  /** How often to look for changes made by other processes (the CLI, other instances). */
+  changePollIntervalMs?: number;
+}
 
 /**
  * `PRAGMA data_version` changes when another connection commits: polling it is how this process

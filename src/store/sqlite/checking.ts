@@ -1,25 +1,24 @@
 import { existsSync } from 'node:fs';
-import { currentBuild, SchemaRefused } from '../../release.js';
+import { currentBuild, KNOWN_MIGRATIONS, SchemaRefused } from '../../release.js';
 import type { OpenCheckingStore } from '../checking.js';
 import { noTesseraStore, readingRefusal } from '../schema.js';
 import { checkingReads } from '../sql/checking-reads.js';
-import { ChangePoller } from './change-poller.js';
+import { ChangePoller, type ChangePollOptions } from './change-poller.js';
 import { openDatabaseToRead, retryWhileBusy } from './connection.js';
-import { readSchemaState, SQLITE_MIGRATIONS } from './migrations.js';
+import { readSchemaState } from './schema-state.js';
 import { sqliteRunner } from './runner.js';
-import type { SqliteStoreOptions } from './store.js';
 
 /**
  * What another service's `TesseraVerifier` reads of the embedded store (`CheckingStore`): the file
  * Tessera made, never created, migrated nor written here, and the change signal polled as the
  * server polls it.
  */
-export function openSqliteCheckingStore(path: string, options: SqliteStoreOptions = {}): OpenCheckingStore {
+export function openSqliteCheckingStore(path: string, options: ChangePollOptions = {}): OpenCheckingStore {
   if (path === ':memory:' || !existsSync(path)) throw new SchemaRefused(noTesseraStore(path));
   const db = openDatabaseToRead(path);
   try {
     const refusal = readingRefusal(
-      SQLITE_MIGRATIONS.map((migration) => migration.version),
+      KNOWN_MIGRATIONS,
       retryWhileBusy(() => readSchemaState(db)),
       currentBuild(),
       path,

@@ -1,14 +1,6 @@
+import { finalizedRelease, readSchemaState } from './schema-state.js';
 import { compareReleases, currentBuild } from '../../release.js';
-import {
-  appliedMigrations,
-  migrationRecord,
-  RELEASES_RECORDED_FROM,
-  SchemaRefused,
-  schemaVerdict,
-  type Migration,
-  type MigrationReport,
-  type SchemaState,
-} from '../schema.js';
+import { migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type Migration, type MigrationReport } from '../schema.js';
 import type { SqliteDatabase } from './connection.js';
 
 export interface SqliteMigrateOptions {
@@ -57,27 +49,6 @@ export function migrate(db: SqliteDatabase, options: SqliteMigrateOptions = {}):
     return { before, pending, applied: pending };
   });
   return options.dryRun === true ? run.deferred() : run.immediate();
-}
-
-/** The migrations applied, and the release the file was finalized for; an empty state for a new file. */
-export function readSchemaState(db: SqliteDatabase): SchemaState {
-  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
-  if (!hasTable) return { applied: [], finalizedRelease: null };
-  const applied = appliedMigrations(
-    db.prepare('SELECT * FROM schema_migrations').all() as {
-      version: number;
-      applied_at: number;
-      release?: string | null;
-      serves_from?: string | null;
-    }[],
-  );
-  if (!applied.some((migration) => migration.version === RELEASES_RECORDED_FROM)) return { applied, finalizedRelease: null };
-  return { applied, finalizedRelease: finalizedRelease(db) };
-}
-
-function finalizedRelease(db: SqliteDatabase): string | null {
-  const row = db.prepare('SELECT finalized_release FROM upgrade_state WHERE id = 1').get() as { finalized_release: string } | undefined;
-  return row?.finalized_release ?? null;
 }
 
 /** Versioned schema; each entry is applied once, in order, in one transaction. Never edit a shipped one. */

@@ -1,16 +1,13 @@
 import { createFirstKey } from '../sql/signing-keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
-import { ChangePoller } from './change-poller.js';
+import { ChangePoller, type ChangePollOptions } from './change-poller.js';
 import { openDatabase, retryWhileBusy } from './connection.js';
 import { migrate } from './migrations.js';
 import { sqliteRunner } from './runner.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
-export interface SqliteStoreOptions {
-  /** How often to look for changes made by other processes (the CLI, other instances). */
-  changePollIntervalMs?: number;
-}
+export type SqliteStoreOptions = ChangePollOptions;
 
 /**
  * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), the tables
