@@ -14,7 +14,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'bench/results/'] },
+  { ignores: ['**/dist/', 'node_modules/', 'data/', 'bench/results/'] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

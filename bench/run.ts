@@ -13,7 +13,7 @@ import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import pg from 'pg';
 import { createTessera } from '../src/tessera.js';
-import { generateAccessToken } from '../src/tokens/token.js';
+import { generateAccessToken } from 'tessera-tokens/internal/tokens/token.js';
 import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixture } from './cases.js';
 import {
   cpuAvailability,

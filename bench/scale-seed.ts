@@ -8,16 +8,16 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { DEFAULT_APP_CONFIGURATION } from '../src/apps/app.js';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { generateAppAccessKeys } from '../src/apps/access-keys.js';
-import { clientSecretDigest } from '../src/crypto.js';
-import { Keyring } from '../src/signing-keys/keyring.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
+import { Keyring } from 'tessera-tokens/internal/signing-keys/keyring.js';
 import { openDump } from '../src/store/copy.js';
 import { TABLES, type Row, type TableSpec, type Value } from '../src/store/dump.js';
-import { parseDatabaseUrl } from '../src/store/location.js';
+import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 import { openStore } from '../src/store/open.js';
-import { signAnonymousToken } from '../src/tokens/anonymous-token.js';
-import { generateAccessToken } from '../src/tokens/token.js';
+import { signAnonymousToken } from 'tessera-tokens/internal/tokens/anonymous-token.js';
+import { generateAccessToken } from 'tessera-tokens/internal/tokens/token.js';
 
 export type Backend = 'sqlite' | 'postgres';
 

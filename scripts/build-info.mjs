@@ -21,4 +21,5 @@ function gitCommit() {
 }
 
 const commit = process.env.TESSERA_COMMIT?.trim() || gitCommit();
-writeFileSync(new URL('../dist/src/build-info.json', import.meta.url), `${JSON.stringify({ commit })}\n`);
+// Beside release.js, which reads it: in the library's build (packages/tessera-tokens/dist/).
+writeFileSync(new URL('../packages/tessera-tokens/dist/build-info.json', import.meta.url), `${JSON.stringify({ commit })}\n`);

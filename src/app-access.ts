@@ -1,8 +1,8 @@
 import { mayAct, type AppAction, type AppRole } from './developers/roles.js';
-import type { BuiltInScope } from './credentials/scopes.js';
-import { adminRequired, appNotFound, insufficientScope } from './error-catalogue.js';
-import type { Principal } from './principal.js';
-import { TesseraError } from './errors.js';
+import type { BuiltInScope } from 'tessera-tokens/internal/credentials/scopes.js';
+import { adminRequired, appNotFound, insufficientScope } from 'tessera-tokens/internal/error-catalogue.js';
+import type { Principal } from 'tessera-tokens/internal/principal.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { RequestContext } from './request-context.js';
 
 /** A developer's role on an app; undefined if it is no member (the members store's answer). */

@@ -5,10 +5,10 @@ import { DEFAULT_APPS_PER_DEVELOPER } from './developers/developer-limits.js';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
-import { parseDatabaseUrl } from './store/location.js';
-import { DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
+import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
+import { DEFAULT_CACHE_MEMORY_MB } from 'tessera-tokens/internal/cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
-import { parsePostgresUrl } from './store/postgres/multi-host-url.js';
+import { parsePostgresUrl } from 'tessera-tokens/internal/store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
 import { DEFAULT_FINALIZE_AFTER_MS } from './upgrade/registry.js';
 

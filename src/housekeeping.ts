@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Clock } from './clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { EventLog } from './events/log.js';
 import type { Store } from './store/store.js';
 

@@ -1,4 +1,4 @@
-import { formSentAlready } from './error-catalogue.js';
+import { formSentAlready } from 'tessera-tokens/internal/error-catalogue.js';
 
 /**
  * A single-use value sent with a change that must not be made twice: the portal's forms whose

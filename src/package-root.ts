@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package's root folder (compiled code runs from `dist/src/`). */
+/** The server package's root folder (its compiled code runs from `dist/src/`). */
 export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 let version: string | undefined;
 
-/** The package's version (package.json, read once), as `npm pack` names its tarball: `tessera-tokens-VERSION.tgz`. */
+/** The server's version (package.json, read once), the library's too (`tessera-tokens`, packages/tessera-tokens/): `npm pack` names their tarballs `tessera-server-VERSION.tgz` and `tessera-tokens-VERSION.tgz`. */
 export function packageVersion(): string {
   version ??= (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   return version;

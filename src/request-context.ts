@@ -1,5 +1,5 @@
-import { operatorRequired } from './error-catalogue.js';
-import type { Principal, PrincipalKind } from './principal.js';
+import { operatorRequired } from 'tessera-tokens/internal/error-catalogue.js';
+import type { Principal, PrincipalKind } from 'tessera-tokens/internal/principal.js';
 
 /**
  * Who caused an event: a token's principal, the operator (the CLI), or a developer signed in to the

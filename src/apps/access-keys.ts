@@ -1,4 +1,4 @@
-import { randomHex, randomUUID } from '../crypto.js';
+import { randomHex, randomUUID } from 'tessera-tokens/internal/crypto.js';
 import { generateClientSecret } from './secret-format.js';
 
 /** The four access keys of a new app, plus its admin id. */

@@ -1,7 +1,7 @@
 import { eventCountQuery, type EventCountsDescription } from '../events/counts.js';
 import type { EventLog } from '../events/log.js';
 import type { AuditEvent } from '../events/event.js';
-import type { AppRecord } from './app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { secretExposures, stillLeaked, type SecretExposure } from './secret-exposure.js';
 
 /** What about an app calls for its developer's attention, as the portal's list of apps flags it. */

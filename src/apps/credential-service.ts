@@ -1,7 +1,7 @@
 import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppAccess } from '../app-access.js';
-import type { Clock } from '../clock.js';
-import { clientSecretDigest } from '../crypto.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import {
   describeCredential,
   generateCredentialClientId,
@@ -9,21 +9,21 @@ import {
   type CredentialCreator,
   type CredentialDescription,
   type CredentialRecord,
-} from '../credentials/credential.js';
+} from 'tessera-tokens/internal/credentials/credential.js';
 import { parseNewCredential, type NewCredentialFields } from '../credentials/input.js';
 import { escapedLimit, limitsWithin, type EscapedLimit } from '../credentials/limits.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { EventStore } from '../events/store.js';
-import { adminRequired, appNotFound, insufficientScope, notFound } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import { adminRequired, appNotFound, insufficientScope, notFound } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
-import type { Transactional } from '../transaction.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
-import type { AppRecord } from './app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { AppRole } from '../developers/roles.js';
 import type { AppStore } from './store.js';
 

@@ -1,14 +1,14 @@
 import type { AppAccess } from '../app-access.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
 import type { AuditEvent } from '../events/event.js';
 import type { EventLog, EventPage, EventsAfter } from '../events/log.js';
 import type { EventFilter, EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
 import { appAttention, type AppAttention } from './attention.js';
-import { appNotFound } from '../error-catalogue.js';
-import type { MaybePromise } from '../maybe-promise.js';
-import type { AppRecord } from './app.js';
+import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { secretExposures, type SecretExposure } from './secret-exposure.js';
 
 /** The events after the newest one a reader has, oldest first: what a page following the log adds. */

@@ -1,19 +1,19 @@
-import type { Clock } from '../clock.js';
-import { clientSecretDigest, digestsEqual, randomUUID } from '../crypto.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { clientSecretDigest, digestsEqual, randomUUID } from 'tessera-tokens/internal/crypto.js';
 import type { DeveloperRecord } from '../developers/developer.js';
 import { normaliseEmail } from '../developers/email.js';
 import type { DeveloperAccountStore } from '../developers/store.js';
-import { isTesseraError, TesseraError } from '../errors.js';
+import { isTesseraError, TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, requireOperator, type RequestContext } from '../request-context.js';
-import { quoted } from '../text.js';
+import { quoted } from 'tessera-tokens/internal/text.js';
 import { CLIENT_SECRET_FORM, CLIENT_SECRET_PREFIX, isTesseraClientSecret } from './secret-format.js';
-import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from './app.js';
-import { parseConfigurationChanges } from './configuration.js';
+import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
 import { checkedAppName } from './service.js';
 import type { AppStore, NewImportedApp, StoredAppKeys } from './store.js';
-import { StoreConflictError, type Transactional } from '../transaction.js';
+import { StoreConflictError, type Transactional } from 'tessera-tokens/internal/transaction.js';
 import type { EventStore } from '../events/store.js';
 
 /**

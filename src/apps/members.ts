@@ -1,5 +1,5 @@
 import type { AppAccess } from '../app-access.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { DeveloperLimits } from '../developers/developer-limits.js';
 import { describeDeveloper, type DeveloperDescription, type DeveloperRecord } from '../developers/developer.js';
 import { checkedEmail, normaliseEmail } from '../developers/email.js';
@@ -7,13 +7,13 @@ import { issuedLink, LINK_LIFETIME_MS, type IssuedLink, type OneTimeLinkRecord }
 import { permissionsOf, type AppAction, type AppPermissions, type AppRole } from '../developers/roles.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from '../developers/secret-token.js';
 import type { AppMembership, DeveloperStore, RemovedMember } from '../developers/store.js';
-import { appNotFound, developerNotFound, invalidLink } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import { appNotFound, developerNotFound, invalidLink } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventLog } from '../events/log.js';
 import { actingDeveloperId, developerDetails, requireOperator, type RequestContext } from '../request-context.js';
 import type { AppStore } from './store.js';
 import { writeAccountAudit, type AccountTables } from '../developers/account-audit.js';
-import type { Transactional } from '../transaction.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 
 export interface OwnerChange {
   appId: string;

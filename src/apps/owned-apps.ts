@@ -1,7 +1,7 @@
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperLimits } from '../developers/developer-limits.js';
-import { operatorRequired } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import { operatorRequired } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { actingDeveloperId, requireOperator, type RequestContext } from '../request-context.js';
 import { AppLimitReached, checkedAppName, type AppService, type CreatedApp } from './service.js';
 

@@ -1,5 +1,5 @@
 import type { EventDetails, EventStamp, NewAuditEvent } from '../events/event.js';
-import type { PrincipalKind } from '../principal.js';
+import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 
 /** Which of an app's tokens a revoke-all removes: one kind, or `all`, always spelled out. */

@@ -1,6 +1,6 @@
 import type { AuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
-import type { AppRecord } from './app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 
 /**
  * The last time one of the app's ClientSecrets was sent from a browser (`app.secret_exposed`): the

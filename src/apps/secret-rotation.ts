@@ -1,4 +1,4 @@
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /**
  * The longest a rotation may keep the previous ClientSecret working: 30 days, ample for a redeploy,

@@ -1,15 +1,15 @@
 import type { Capabilities } from '../upgrade/capabilities.js';
 import type { AppAccess } from '../app-access.js';
-import { clientSecretDigest } from '../crypto.js';
-import { appNotFound, developerNotFound } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
-import type { Clock } from '../clock.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
+import { appNotFound, developerNotFound } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { developerStamp } from '../developers/stamp.js';
 import type { NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
 import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
-import { hasControlCharacters } from '../text.js';
+import { hasControlCharacters } from 'tessera-tokens/internal/text.js';
 import {
   DEFAULT_APP_CONFIGURATION,
   MAX_APP_NAME_LENGTH,
@@ -17,16 +17,16 @@ import {
   type AppConfiguration,
   type AppDescription,
   type AppRecord,
-} from './app.js';
+} from 'tessera-tokens/internal/apps/app.js';
 import { generateAppAccessKeys, type AppAccessKeys } from './access-keys.js';
-import { MAX_ALLOWED_ORIGINS } from './origins.js';
+import { MAX_ALLOWED_ORIGINS } from 'tessera-tokens/internal/apps/origins.js';
 import { generateClientSecret } from './secret-format.js';
 import { appTokensRevoked, type RevocationKind } from './revoke-all.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
 import type { AppStore } from './store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
-import { StoreConflictError, type Transactional } from '../transaction.js';
+import { StoreConflictError, type Transactional } from 'tessera-tokens/internal/transaction.js';
 
 export interface CreatedApp extends AppAccessKeys {
   name: string;

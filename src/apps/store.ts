@@ -1,7 +1,7 @@
-import type { AppReads } from './app-reads.js';
+import type { AppReads } from 'tessera-tokens/internal/apps/app-reads.js';
 import type { AppRole } from '../developers/roles.js';
 import type { EndedPreviousSecret } from '../credentials/store.js';
-import type { AppConfiguration, AppRecord } from './app.js';
+import type { AppConfiguration, AppRecord } from 'tessera-tokens/internal/apps/app.js';
 
 /** An app as it was when it was deleted, with who was a member of it. */
 export interface DeletedApp {

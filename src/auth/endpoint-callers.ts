@@ -1,13 +1,13 @@
-import type { AppRecord } from '../apps/app.js';
-import { TesseraError } from '../errors.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventLog } from '../events/log.js';
-import { ANONYMOUS_ID, type Principal } from '../principal.js';
+import { ANONYMOUS_ID, type Principal } from 'tessera-tokens/internal/principal.js';
 import { anonymousRequest } from '../request-context.js';
-import { parseAuthorization } from '../tokens/authorization-header.js';
+import { parseAuthorization } from 'tessera-tokens/internal/tokens/authorization-header.js';
 import { refuseBrowserAdminAttempt } from '../tokens/browser-admin-attempts.js';
 import type { AdminAuthentication } from '../tokens/client-authentication.js';
 import { clientCredentials, type BodyCredentials } from '../tokens/client-credentials.js';
-import type { RequestAuthenticator } from './authenticate.js';
+import type { RequestAuthenticator } from 'tessera-tokens/internal/auth/authenticate.js';
 
 /** What a revocation or introspection request says of who sends it. */
 export interface EndpointCallerRequest {

@@ -1,4 +1,4 @@
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /** An admin-only resource for forward authentication: a path prefix under the app, for one method or all. */
 export interface AdminPathRule {

@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import type { AppDescription } from '../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportOptions, type ImportSummary } from '../apps/import.js';
 import type { SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { isTesseraError } from '../errors.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 
 export class UsageError extends Error {}
 

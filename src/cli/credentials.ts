@@ -1,6 +1,6 @@
 import type { CreatedCredential, RotatedCredential } from '../apps/credential-service.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
-import type { CredentialDescription } from '../credentials/credential.js';
+import type { CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { flagValue, listFlag, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';

@@ -1,7 +1,7 @@
 import type { CreatedApp } from '../apps/service.js';
 import { curlCommands } from '../apps/snippets.js';
 import type { IssuedLink } from '../developers/one-time-link.js';
-import { isTesseraError } from '../errors.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 

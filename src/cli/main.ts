@@ -1,9 +1,9 @@
 import { ConfigError, loadConfig } from '../config.js';
-import { isTesseraError } from '../errors.js';
-import { currentBuild, describeBuild } from '../release.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
+import { currentBuild, describeBuild } from 'tessera-tokens/internal/release.js';
 import { openStore } from '../store/open.js';
 import { createTessera, type Tessera } from '../tessera.js';
-import { quoted } from '../text.js';
+import { quoted } from 'tessera-tokens/internal/text.js';
 import { tracingRequested } from '../tracing/requested.js';
 import { APPS_FLAGS, runAppsCommand } from './apps.js';
 import { CommandFailed, parseCommand, UsageError, type FlagSpec, type ParsedCommand } from './args.js';

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
-import { currentBuild, describeBuild } from '../release.js';
-import { importBackend, parseDatabaseUrl } from '../store/location.js';
-import { SchemaRefused, type MigrationReport } from '../store/schema.js';
+import { currentBuild, describeBuild } from 'tessera-tokens/internal/release.js';
+import { importBackend, parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
+import { SchemaRefused, type MigrationReport } from 'tessera-tokens/internal/store/schema.js';
 import { CommandFailed, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
@@ -39,7 +39,7 @@ export async function runMigrateCommand(command: ParsedCommand, config: Config, 
   try {
     if (location.backend === 'sqlite') {
       const [{ openDatabase }, { migrate }] = await importBackend('libsql', () =>
-        Promise.all([import('../store/sqlite/connection.js'), import('../store/sqlite/migrations.js')]),
+        Promise.all([import('tessera-tokens/internal/store/sqlite/connection.js'), import('../store/sqlite/migrations.js')]),
       );
       const db = openDatabase(location.path);
       try {
@@ -49,7 +49,7 @@ export async function runMigrateCommand(command: ParsedCommand, config: Config, 
       }
     } else {
       const [{ openMigrationPool }, { migrate }] = await importBackend('pg', () =>
-        Promise.all([import('../store/postgres/connection.js'), import('../store/postgres/migrations.js')]),
+        Promise.all([import('tessera-tokens/internal/store/postgres/connection.js'), import('../store/postgres/migrations.js')]),
       );
       const pool = openMigrationPool(config.postgres.directUrl ?? location.url, config.postgres.connectTimeoutMs);
       try {

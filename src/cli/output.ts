@@ -1,4 +1,4 @@
-import { escapeControlCharacters } from '../text.js';
+import { escapeControlCharacters } from 'tessera-tokens/internal/text.js';
 
 /** Text for a person: one line, or a list of lines. */
 export type Lines = string | readonly string[];

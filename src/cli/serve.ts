@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { isServiceUnavailable } from '../error-catalogue.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import { DEFAULT_DEVELOPER_LIMITS } from '../developers/developer-limits.js';
 import { publicBaseUrl } from '../http/public-url.js';
 import { buildServer } from '../server.js';
@@ -10,7 +10,7 @@ import { openStore } from '../store/open.js';
 import { createTessera } from '../tessera.js';
 import type { Tracing } from '../tracing/start.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
-import { compareReleases, currentBuild } from '../release.js';
+import { compareReleases, currentBuild } from 'tessera-tokens/internal/release.js';
 import { INSTANCE_SEEN_WITHIN_MS, InstanceRegistry } from '../upgrade/registry.js';
 import type { Unwritten } from '../events/log.js';
 import { constants as osConstants } from 'node:os';

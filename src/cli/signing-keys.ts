@@ -1,4 +1,4 @@
-import type { SigningKeyDescription } from '../signing-keys/key.js';
+import type { SigningKeyDescription } from 'tessera-tokens/internal/signing-keys/key.js';
 import type { Tessera } from '../tessera.js';
 import { UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';

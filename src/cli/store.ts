@@ -1,6 +1,6 @@
 import { backupStore } from '../store/backup.js';
 import { copyStore, DEFAULT_BATCH_SIZE, type CopyProgress } from '../store/copy.js';
-import { parseDatabaseUrl } from '../store/location.js';
+import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 import { stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 

@@ -1,4 +1,4 @@
-import { compareReleases, currentBuild } from '../release.js';
+import { compareReleases, currentBuild } from 'tessera-tokens/internal/release.js';
 import type { Tessera } from '../tessera.js';
 import { CAPABILITIES, type Capability } from '../upgrade/capabilities.js';
 import { INSTANCE_SEEN_WITHIN_MS, olderReleasesServing, refuseFinalizeWhileOlderServe } from '../upgrade/registry.js';

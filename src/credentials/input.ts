@@ -1,8 +1,8 @@
-import { TesseraError } from '../errors.js';
-import { hasControlCharacters, quoted } from '../text.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { hasControlCharacters, quoted } from 'tessera-tokens/internal/text.js';
 import { parseAddressList } from './addresses.js';
-import { MAX_CREDENTIAL_NAME_LENGTH } from './credential.js';
-import { checkScopes, MAX_SCOPES, type ScopeProblem } from './scopes.js';
+import { MAX_CREDENTIAL_NAME_LENGTH } from 'tessera-tokens/internal/credentials/credential.js';
+import { checkScopes, MAX_SCOPES, type ScopeProblem } from 'tessera-tokens/internal/credentials/scopes.js';
 
 /** A new credential as asked for, checked. */
 export interface NewCredentialInput {

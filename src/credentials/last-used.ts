@@ -1,4 +1,4 @@
-import type { CredentialRecord } from './credential.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 import type { CredentialStore } from './store.js';
 
 /** How often, at most, a credential's last use is written. */

@@ -1,5 +1,5 @@
 import { cidrWithin } from './addresses.js';
-import type { CredentialRecord } from './credential.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 
 /** What a credential is limited to besides its scopes: until when, and from where. */
 export type CredentialLimits = Pick<CredentialRecord, 'expiresAt' | 'allowFrom'>;

@@ -1,4 +1,4 @@
-import type { CredentialRecord } from './credential.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 
 /** A credential revoked, and how many of its tokens went with it. */
 export interface RevokedCredentialRecord {

@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
-import { developerNotFound, invalidCredentials, invalidLink } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { developerNotFound, invalidCredentials, invalidLink } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { requireOperator, type RequestContext } from '../request-context.js';
 import { describeDeveloper, newDeveloperId, type DeveloperDescription, type DeveloperRecord } from './developer.js';
 import { checkedEmail, normaliseEmail } from './email.js';
@@ -13,7 +13,7 @@ import { checkCredentials } from './sign-in.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
 import type { DeveloperStore } from './store.js';
-import { StoreConflictError, type Transactional } from '../transaction.js';
+import { StoreConflictError, type Transactional } from 'tessera-tokens/internal/transaction.js';
 import { writeAccountAudit, type AccountTables } from './account-audit.js';
 
 export interface CreatedDeveloper {

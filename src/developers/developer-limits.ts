@@ -1,6 +1,6 @@
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Clock } from '../clock.js';
-import { TesseraError } from '../errors.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventDetails } from '../events/event.js';
 import { waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';

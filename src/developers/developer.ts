@@ -1,4 +1,4 @@
-import { randomUUID } from '../crypto.js';
+import { randomUUID } from 'tessera-tokens/internal/crypto.js';
 
 /** A developer's account as stored: the password only as its Argon2id hash (`password-hash.ts`). */
 export interface DeveloperRecord {

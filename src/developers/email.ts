@@ -1,4 +1,4 @@
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /** RFC 5321's limit on a path (254) and on a local part (64). */
 export const MAX_EMAIL_LENGTH = 254;

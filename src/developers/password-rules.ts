@@ -1,4 +1,4 @@
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /**
  * Password rules (docs/portal.md, "Accounts and sessions"), after OWASP ASVS 4.0.3 V2.1 and NIST

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { digestsEqual, sha256 } from '../crypto.js';
+import { digestsEqual, sha256 } from 'tessera-tokens/internal/crypto.js';
 
 /**
  * A credential handed to a person (a session cookie, a one-time link's token), as Lucia's guide

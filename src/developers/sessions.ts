@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.js';
-import { invalidCredentials } from '../error-catalogue.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { invalidCredentials } from 'tessera-tokens/internal/error-catalogue.js';
 import type { RequestContext } from '../request-context.js';
 import type { DeveloperRecord } from './developer.js';
 import { generateSecretToken, parseSecretToken, secretMatches } from './secret-token.js';
@@ -8,7 +8,7 @@ import { checkCredentials, type SignInCredentials } from './sign-in.js';
 import { deviceTokenFor } from './trusted-device.js';
 import type { SignInLimits } from './sign-in-limits.js';
 import { developerStamp } from './stamp.js';
-import type { Transactional } from '../transaction.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 import { writeAccountAudit, type AccountTables } from './account-audit.js';
 import type { DeveloperStore } from './store.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { addressKey } from '../limits/address-key.js';
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { tooManyRequests, waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 

@@ -1,4 +1,4 @@
-import { invalidCredentials } from '../error-catalogue.js';
+import { invalidCredentials } from 'tessera-tokens/internal/error-catalogue.js';
 import type { DeveloperRecord } from './developer.js';
 import { normaliseEmail } from './email.js';
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from './password-hash.js';

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { digestsEqual } from '../crypto.js';
+import { digestsEqual } from 'tessera-tokens/internal/crypto.js';
 import type { DeveloperRecord } from './developer.js';
 
 /**

@@ -1,6 +1,6 @@
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { Actor } from '../request-context.js';
-import { quoted } from '../text.js';
+import { quoted } from 'tessera-tokens/internal/text.js';
 import { actorOfEvent, type EventActor, type EventDetails, type EventType } from './event.js';
 
 /** The resolution of stored counts: one row per app, UTC minute, type, principal and reason. */

@@ -1,4 +1,4 @@
-import type { PrincipalKind } from '../principal.js';
+import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { Actor } from '../request-context.js';
 import { randomBytes } from 'node:crypto';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { isServiceUnavailable, reasonOf } from 'tessera-tokens/internal/error-catalogue.js';
 import { actorOf, type Actor, type RequestContext } from '../request-context.js';
 import {
   COUNT_PERIODS,

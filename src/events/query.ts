@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
-import { TesseraError } from '../errors.js';
-import { quoted } from '../text.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { quoted } from 'tessera-tokens/internal/text.js';
 import { parseInstant } from './counts.js';
 import { EVENT_TYPES, isEventType, type EventType } from './event.js';
 

@@ -1,5 +1,5 @@
-import { TesseraError } from '../errors.js';
-import type { MaybePromise } from '../maybe-promise.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
 
 /** Reads of one app in the lane at once; more are refused (429). */
 export const MAX_READS_PER_APP = 4;

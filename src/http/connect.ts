@@ -1,8 +1,8 @@
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { TesseraError } from '../errors.js';
-import { errorBody, errorHeaders } from './errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { errorBody, errorHeaders } from 'tessera-tokens/internal/http/errors.js';
 
 /**
  * Node hands a `CONNECT` request to the server's `connect` listener, never to its routes, and with

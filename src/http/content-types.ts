@@ -1,7 +1,7 @@
 import { parse as parseQueryString } from 'node:querystring';
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
-import { TesseraError } from '../errors.js';
-import { notJson } from './errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { notJson } from 'tessera-tokens/internal/http/errors.js';
 
 /** What the token endpoint accepts besides `application/json`. */
 export const KII_TOKEN_REQUEST_TYPE = 'application/vnd.kii.oauthtokenrequest+json';

@@ -1,10 +1,10 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
-import type { AppRecord } from '../apps/app.js';
-import type { AppCache } from '../apps/cache.js';
-import { isOriginAllowed } from '../apps/origins.js';
-import { TesseraError } from '../errors.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { AppCache } from 'tessera-tokens/internal/apps/cache.js';
+import { isOriginAllowed } from 'tessera-tokens/internal/apps/origins.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { FORWARD_AUTH_PATH, PORTAL_PREFIX, SDK_TOKEN_PATH } from './paths.js';
 import { forwardedTarget } from './routes/forward-auth.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { reasonOf } from '../error-catalogue.js';
-import type { TesseraError } from '../errors.js';
+import { reasonOf } from 'tessera-tokens/internal/error-catalogue.js';
+import type { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /** The internal details of the errors answered, by request, for the request's own line (`LOG_REQUESTS`). */
 const answeredDetails = new WeakMap<FastifyRequest, string>();

@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
-import { TesseraError } from '../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 /**
  * The schemas of a path's methods that are not served, for docs/openapi.json (each path's own

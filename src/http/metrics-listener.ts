@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { notFound } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
-import { errorBody, errorHeaders } from './errors.js';
+import { notFound } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { errorBody, errorHeaders } from 'tessera-tokens/internal/http/errors.js';
 
 /** Renders the metrics as Prometheus text. */
 export type Scrape = () => Promise<{ contentType: string; body: string }>;

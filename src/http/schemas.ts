@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
-import { ERROR_STATUS, type ErrorCode } from '../errors.js';
+import { ERROR_STATUS, type ErrorCode } from 'tessera-tokens/internal/errors.js';
 import { EVENT_TYPES, type EventType as EventTypeName } from '../events/event.js';
 
 /**

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { TesseraError, type AdminLimit } from '../errors.js';
+import { TesseraError, type AdminLimit } from 'tessera-tokens/internal/errors.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import { addressKey } from './address-key.js';
 

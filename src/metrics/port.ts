@@ -1,8 +1,8 @@
 import type { EventLogMetrics } from '../events/log.js';
-import type { PrincipalKind } from '../principal.js';
-import { NO_CACHE_LOOKUPS, type CacheMetrics } from './cache-lookups.js';
+import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
+import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
-export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName } from './cache-lookups.js';
+export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
 /**
  * What the services tell the metrics (METRICS_PORT), as calls with closed sets of arguments: no

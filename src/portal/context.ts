@@ -5,7 +5,7 @@ import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
 import type { OwnedApps } from '../apps/owned-apps.js';
 import type { AppService } from '../apps/service.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperSessions } from '../developers/sessions.js';
 import type { TokenRevoker } from '../tokens/revocation.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { formSentAlready } from '../error-catalogue.js';
+import { formSentAlready } from 'tessera-tokens/internal/error-catalogue.js';
 import { ONCE_LIFETIME_MS } from '../once-claims.js';
 import { formField } from './context.js';
 

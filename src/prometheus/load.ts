@@ -1,4 +1,4 @@
-import { currentBuild } from '../release.js';
+import { currentBuild } from 'tessera-tokens/internal/release.js';
 import type * as MetricsModule from './metrics.js';
 import type { PrometheusMetrics } from './metrics.js';
 

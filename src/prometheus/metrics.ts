@@ -1,8 +1,8 @@
-import type { BuildInfo } from '../release.js';
+import type { BuildInfo } from 'tessera-tokens/internal/release.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
 import type { LossReason, LostPart } from '../events/log.js';
-import type { PrincipalKind } from '../principal.js';
+import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { Actor } from '../request-context.js';
 import type { Store } from '../store/store.js';
 import { instrumentStore, type StoreOperation } from './instrumented-store.js';

@@ -1,6 +1,12 @@
-import type { Clock } from '../clock.js';
-import { TesseraError } from '../errors.js';
-import { describeKeys, generateKeySecret, MAX_KEY_ID, signingKeyOf, type SigningKeyDescription } from './key.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import {
+  describeKeys,
+  generateKeySecret,
+  MAX_KEY_ID,
+  signingKeyOf,
+  type SigningKeyDescription,
+} from 'tessera-tokens/internal/signing-keys/key.js';
 import type { SigningKeyStore } from './store.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { SigningKeyReads, StoredSigningKey } from './key.js';
+import type { SigningKeyReads, StoredSigningKey } from 'tessera-tokens/internal/signing-keys/key.js';
 
 /** The signing keys' storage seam; one SQL implementation over both dialects (`src/store/sql/signing-keys.ts`). */
 export interface SigningKeyStore extends SigningKeyReads {

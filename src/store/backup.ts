@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { TesseraError } from '../errors.js';
-import { importBackend, parseDatabaseUrl } from './location.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { importBackend, parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 
 export interface BackupResult {
   from: string;

@@ -1,9 +1,9 @@
 import { closeSync, mkdirSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { isServiceUnavailable } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { keyOf, TABLES, type Row, type StoreDump, type TableSpec, type Value } from './dump.js';
-import { importBackend, parseDatabaseUrl, type StoreLocation } from './location.js';
+import { importBackend, parseDatabaseUrl, type StoreLocation } from 'tessera-tokens/internal/store/location.js';
 
 /** Rows per batch: one read, one write transaction each. */
 export const DEFAULT_BATCH_SIZE = 5_000;

@@ -1,4 +1,4 @@
-import type { MaybePromise } from '../maybe-promise.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
 
 /** `seconds`: how long the batch's transaction took. */
 export type BatchListener = (size: number, seconds: number) => void;

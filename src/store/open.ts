@@ -1,6 +1,6 @@
-import type { PostgresStoreOptions } from './postgres/connection.js';
+import type { PostgresStoreOptions } from 'tessera-tokens/internal/store/postgres/connection.js';
 import type { Store } from './store.js';
-import { importBackend, parseDatabaseUrl } from './location.js';
+import { importBackend, parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 
 /**
  * Opens the store `databaseUrl` names. Each backend's module is imported only when it is opened, so

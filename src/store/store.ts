@@ -7,11 +7,11 @@ import type { OnceClaimStore } from '../once-claims.js';
 import type { RevokedTokenStore } from '../tokens/revoked-token-store.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { UpgradeStore } from '../upgrade/store.js';
-import type { Transactional } from '../transaction.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 import type { BatchListener } from './group-commit.js';
-import type { ChangeSignal, CheckingStore } from './checking.js';
+import type { ChangeSignal, CheckingStore } from 'tessera-tokens/internal/store/checking.js';
 
-export { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from './checking.js';
+export { DEFAULT_STALE_LIMIT_MS, type ChangeSignal, type StoreChange } from 'tessera-tokens/internal/store/checking.js';
 
 /**
  * The table stores bound to one transaction (`Store.transaction`): every statement of theirs runs

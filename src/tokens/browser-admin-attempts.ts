@@ -1,6 +1,6 @@
-import type { AppRecord } from '../apps/app.js';
-import { canonicalOrigin } from '../apps/origins.js';
-import { isTesseraError, TesseraError } from '../errors.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { canonicalOrigin } from 'tessera-tokens/internal/apps/origins.js';
+import { isTesseraError, TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventLog } from '../events/log.js';
 import type { RequestContext } from '../request-context.js';
 import type { AdminAuthentication } from './client-authentication.js';

@@ -1,14 +1,14 @@
-import type { AppRecord } from '../apps/app.js';
-import { ownKey } from '../cache/own-key.js';
-import type { Clock } from '../clock.js';
-import { clientSecretDigest, credentialsEqual, digestsEqual } from '../crypto.js';
-import { isTesseraError } from '../errors.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { ownKey } from 'tessera-tokens/internal/cache/own-key.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { clientSecretDigest, credentialsEqual, digestsEqual } from 'tessera-tokens/internal/crypto.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventLog } from '../events/log.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { RequestContext } from '../request-context.js';
 import { invalidClient, type ClientCredentials } from './client-credentials.js';
 import { addressAllowed } from '../credentials/addresses.js';
-import { findCredential, type CredentialRecord } from '../credentials/credential.js';
+import { findCredential, type CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 import type { CredentialUse } from '../credentials/last-used.js';
 
 /**

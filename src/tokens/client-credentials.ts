@@ -1,6 +1,6 @@
-import type { AppRecord } from '../apps/app.js';
-import { TesseraError } from '../errors.js';
-import { decodeFormComponent, type AuthorizationCredentials } from './authorization-header.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { decodeFormComponent, type AuthorizationCredentials } from 'tessera-tokens/internal/tokens/authorization-header.js';
 
 /** Who asks for a token: the ClientID and ClientSecret (admin), or the AppID and AppKey (anonymous). */
 export interface ClientCredentials {

@@ -1,23 +1,23 @@
 import type { Capabilities } from '../upgrade/capabilities.js';
-import type { AppRecord } from '../apps/app.js';
-import type { Clock } from '../clock.js';
-import { credentialsEqual } from '../crypto.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { credentialsEqual } from 'tessera-tokens/internal/crypto.js';
 import type { AdminAuthentication, AuthenticatedAdmin } from './client-authentication.js';
-import type { CredentialRecord } from '../credentials/credential.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 import { scopeProblemText } from '../credentials/input.js';
-import { narrowScopes } from '../credentials/scopes.js';
+import { narrowScopes } from 'tessera-tokens/internal/credentials/scopes.js';
 import { parseScopeParameter } from './request.js';
-import { appNotFound } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
+import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { invalidClient, type ClientCredentials } from './client-credentials.js';
 import type { EventLog } from '../events/log.js';
-import { ANONYMOUS_ID, type PrincipalKind } from '../principal.js';
+import { ANONYMOUS_ID, type PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { RequestContext } from '../request-context.js';
-import type { AnonymousTokens } from './anonymous-tokens.js';
+import type { AnonymousTokens } from 'tessera-tokens/internal/tokens/anonymous-tokens.js';
 import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
-import { expiresInSeconds, resolveExpiry } from './expiry.js';
+import { expiresInSeconds, resolveExpiry } from 'tessera-tokens/internal/tokens/expiry.js';
 import type { TokenStore } from './store.js';
-import { generateAccessToken } from './token.js';
+import { generateAccessToken } from 'tessera-tokens/internal/tokens/token.js';
 
 /** A token request, parsed: who asks, and until when the token should work. */
 export interface TokenRequestInput {

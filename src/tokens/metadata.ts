@@ -1,4 +1,4 @@
-import { BUILT_IN_SCOPES } from '../credentials/scopes.js';
+import { BUILT_IN_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
 
 /** The client authentication methods every endpoint of an app accepts (RFC 6749 §2.3.1). */
 const CLIENT_AUTHENTICATION_METHODS = ['client_secret_basic', 'client_secret_post'];

@@ -1,5 +1,5 @@
-import { MAX_SCOPE_LENGTH, MAX_SCOPES } from '../credentials/scopes.js';
-import { TesseraError } from '../errors.js';
+import { MAX_SCOPE_LENGTH, MAX_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { BodyCredentials } from './client-credentials.js';
 
 /** The fields of a token request, checked and typed; credentials may come from a Basic header instead. */

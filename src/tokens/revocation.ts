@@ -1,21 +1,21 @@
 import type { AppAccess } from '../app-access.js';
-import type { AppRecord } from '../apps/app.js';
-import type { Clock } from '../clock.js';
-import { insufficientScope } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
-import { TOKEN_SELECTOR } from '../principal.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { insufficientScope } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { TOKEN_SELECTOR } from 'tessera-tokens/internal/principal.js';
 import { appTokensRevoked, type RevocationKind } from '../apps/revoke-all.js';
 import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
-import { ANONYMOUS_TOKEN_LENGTH } from './anonymous-token.js';
-import type { AnonymousTokens } from './anonymous-tokens.js';
-import type { TokenChecker } from './checker.js';
+import { ANONYMOUS_TOKEN_LENGTH } from 'tessera-tokens/internal/tokens/anonymous-token.js';
+import type { AnonymousTokens } from 'tessera-tokens/internal/tokens/anonymous-tokens.js';
+import type { TokenChecker } from 'tessera-tokens/internal/tokens/checker.js';
 import type { RevokedTokenStore } from './revoked-token-store.js';
-import type { RevokedTokens } from './revoked-tokens.js';
+import type { RevokedTokens } from 'tessera-tokens/internal/tokens/revoked-tokens.js';
 import type { TokenStore } from './store.js';
 import type { EventStore } from '../events/store.js';
-import type { Transactional } from '../transaction.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 
 /** Anonymous tokens of one app that callers other than its admin may revoke one by one and keep revoked (REVOKED_TOKENS_MAX_PER_APP). */
 export const DEFAULT_MAX_REVOKED_PER_APP = 100_000;

@@ -1,4 +1,4 @@
-import type { RevocationReads, RevokedToken } from './revoked-tokens.js';
+import type { RevocationReads, RevokedToken } from 'tessera-tokens/internal/tokens/revoked-tokens.js';
 
 /** The revoked anonymous tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/revoked-tokens.ts`). */
 export interface RevokedTokenStore extends RevocationReads {

@@ -1,11 +1,11 @@
-import type { TokenReads, TokenRecord } from './token-record.js';
+import type { TokenReads, TokenRecord } from 'tessera-tokens/internal/tokens/token-record.js';
 import type { RevocationKind } from '../apps/revoke-all.js';
 
 /**
  * The tokens' storage seam; one SQL implementation over both dialects (`src/store/sql/tokens.ts`).
  * Bound to a transaction (`Store.transaction`), `insert` is one statement of it, without group commit.
  */
-export type { TokenRecord } from './token-record.js';
+export type { TokenRecord } from 'tessera-tokens/internal/tokens/token-record.js';
 
 export interface TokenStore extends TokenReads {
   /**

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
-import { isTesseraError } from '../errors.js';
-import type { Principal } from '../principal.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
+import type { Principal } from 'tessera-tokens/internal/principal.js';
 import { methodNames, STORE_PARTS, wrappedTables } from '../store/methods.js';
 import type { Store } from '../store/store.js';
 import type { Tessera } from '../tessera.js';

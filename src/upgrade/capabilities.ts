@@ -1,5 +1,5 @@
-import { TesseraError } from '../errors.js';
-import { compareReleases, type BuildInfo } from '../release.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { compareReleases, type BuildInfo } from 'tessera-tokens/internal/release.js';
 import type { UpgradeState } from './store.js';
 
 /**

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { isServiceUnavailable, reasonOf } from '../error-catalogue.js';
-import { TesseraError } from '../errors.js';
-import { compareReleases, finalizedForLaterRelease, SchemaRefused, type BuildInfo } from '../release.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { isServiceUnavailable, reasonOf } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { compareReleases, finalizedForLaterRelease, SchemaRefused, type BuildInfo } from 'tessera-tokens/internal/release.js';
 import type { Capabilities } from './capabilities.js';
 import type { Heartbeat, HeartbeatDecision, InstanceRecord, UpgradeStore } from './store.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import kiiSdk from 'kii-cloud-sdk';
 import { MAX_LISTED_PROBLEMS } from '../../src/apps/import.js';
-import { clientSecretDigest } from '../../src/crypto.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { errorProblems } from '../helpers/assert.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { isServiceUnavailable } from '../../src/error-catalogue.js';
-import { TesseraError } from '../../src/errors.js';
-import { openPool } from '../../src/store/postgres/connection.js';
-import { postgresRunner } from '../../src/store/postgres/runner.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { openPool } from 'tessera-tokens/internal/store/postgres/connection.js';
+import { postgresRunner } from 'tessera-tokens/internal/store/postgres/runner.js';
 import {
   adminTokenRequest,
   childrenOfFile,

@@ -7,12 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import pg from 'pg';
 import type { CreatedApp } from '../../src/apps/service.js';
-import { clientSecretDigest } from '../../src/crypto.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import type { AuditEvent } from '../../src/events/event.js';
 import { openStore } from '../../src/store/open.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
-import { parseAnonymousToken } from '../../src/tokens/anonymous-token.js';
-import { parseAccessToken } from '../../src/tokens/token.js';
+import { parseAnonymousToken } from 'tessera-tokens/internal/tokens/anonymous-token.js';
+import { parseAccessToken } from 'tessera-tokens/internal/tokens/token.js';
 import { errorProblems } from '../helpers/assert.js';
 import {
   adminTokenRequest,

@@ -1,5 +1,5 @@
-import type { AppRecord } from '../../src/apps/app.js';
-import { isTesseraError } from '../../src/errors.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { anonymousRequest } from '../../src/request-context.js';
 import type { Tessera } from '../../src/tessera.js';
 

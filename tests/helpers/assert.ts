@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { isTesseraError } from '../../src/errors.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import type { JsonResponse } from './http.js';
 
 // The contract's checks on an answer, shared by every test that talks HTTP to Tessera or to a

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { T0 } from './fixtures.js';
 
 /** A clock that stands still until a test moves it. */

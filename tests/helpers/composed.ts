@@ -1,4 +1,4 @@
-import type { AppConfiguration, AppRecord } from '../../src/apps/app.js';
+import type { AppConfiguration, AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { DeletedApp, NewImportedApp } from '../../src/apps/store.js';
 import type { RevocationKind } from '../../src/apps/revoke-all.js';
 import type { NewDeveloperEvent } from '../../src/developers/events.js';

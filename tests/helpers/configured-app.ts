@@ -1,4 +1,4 @@
-import type { AppConfiguration } from '../../src/apps/app.js';
+import type { AppConfiguration } from 'tessera-tokens/internal/apps/app.js';
 import type { AppAccessKeys } from '../../src/apps/access-keys.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { appOn } from './http.js';

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEFAULT_APP_CONFIGURATION, type AppRecord } from '../../src/apps/app.js';
-import type { CredentialRecord } from '../../src/credentials/credential.js';
+import { DEFAULT_APP_CONFIGURATION, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 import type { DeveloperRecord } from '../../src/developers/developer.js';
 import type { OneTimeLinkRecord } from '../../src/developers/one-time-link.js';
 import type { SessionRecord } from '../../src/developers/session.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { AuthenticationRequest } from '../../src/auth/authenticate.js';
-import type { RequestAuthenticator } from '../../src/auth/authenticate.js';
-import type { MaybePromise } from '../../src/maybe-promise.js';
-import type { Principal } from '../../src/principal.js';
+import type { AuthenticationRequest } from 'tessera-tokens/internal/auth/authenticate.js';
+import type { RequestAuthenticator } from 'tessera-tokens/internal/auth/authenticate.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
+import type { Principal } from 'tessera-tokens/internal/principal.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from './assert.js';
 import { sleep } from './fleet.js';

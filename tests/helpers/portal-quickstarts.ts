@@ -36,12 +36,12 @@ export interface RunResult {
 
 /**
  * The packages the snippets import, as a project that installed them has them: `tessera-tokens`
- * (this checkout, as `npm install` of its packed tarball would put it), and the others from the
+ * (this checkout's packages/tessera-tokens, as `npm install` of its packed tarball would put it), and the others from the
  * checkout's own node_modules (devDependencies). Node resolves a symlinked package from where it
  * really is, so their own dependencies are found there too.
  */
 const PACKAGES: Record<string, string> = {
-  'tessera-tokens': REPO_ROOT,
+  'tessera-tokens': join(REPO_ROOT, 'packages', 'tessera-tokens'),
   'openid-client': join(REPO_ROOT, 'node_modules', 'openid-client'),
   'kii-cloud-sdk': join(REPO_ROOT, 'node_modules', 'kii-cloud-sdk'),
 };

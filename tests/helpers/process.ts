@@ -1,4 +1,4 @@
-import { currentBuild } from '../../src/release.js';
+import { currentBuild } from 'tessera-tokens/internal/release.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { connect, createServer } from 'node:net';

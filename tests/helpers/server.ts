@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { CreatedApp } from '../../src/apps/service.js';
 import type { AdminPathRule } from '../../src/auth/forward.js';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { DeveloperLimitSettings } from '../../src/developers/developer-limits.js';
 import type { SignInLimitSettings } from '../../src/developers/sign-in-limits.js';
 import type { HousekeepingSettings } from '../../src/housekeeping.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR } from '../../src/request-context.js';
-import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from '../../src/tokens/anonymous-token.js';
+import { ANONYMOUS_TOKEN_LENGTH, signAnonymousToken } from 'tessera-tokens/internal/tokens/anonymous-token.js';
 import { assertError, assertInvalidToken } from '../helpers/assert.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
 import {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
-import { TesseraClient, TesseraClientError, type AdminOptions, type TesseraClientOptions } from '../../src/client/client.js';
-import type * as ClientModule from '../../src/client/client.js';
+import { TesseraClient, TesseraClientError, type AdminOptions, type TesseraClientOptions } from 'tessera-tokens/internal/client/client.js';
+import type * as ClientModule from 'tessera-tokens/internal/client/client.js';
 import { CLIENT_SCRIPT_PATH } from '../../src/http/paths.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertInvalidToken } from '../helpers/assert.js';
@@ -321,7 +321,7 @@ describe('tessera-tokens/client and Retry-After, against the real rate limits', 
 describe(`the client as the server serves it (GET ${CLIENT_SCRIPT_PATH})`, () => {
   const server = serverForSuite();
 
-  const built = () => readFileSync(new URL('../../src/client/client.js', import.meta.url), 'utf8');
+  const built = () => readFileSync(new URL(import.meta.resolve('tessera-tokens/client')), 'utf8');
 
   it('is the built module without its source-map comment, as JavaScript any origin may load, with an ETag', async () => {
     const response = await request(`${server.baseUrl}${CLIENT_SCRIPT_PATH}`, { headers: { origin: 'https://app.example.com' } });

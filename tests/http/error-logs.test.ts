@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TesseraError } from '../../src/errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { assertError } from '../helpers/assert.js';
 import { adminTokenOf, bearer, request, tokenUrl } from '../helpers/http.js';
 import { createDeveloper, PASSWORD } from '../helpers/portal.js';

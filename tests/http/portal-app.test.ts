@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import type { AppDescription } from '../../src/apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { adminFields, adminTokenOf, requestToken, tokenWorks, type AppEndpoint } from '../helpers/http.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import type { CredentialDescription } from '../../src/credentials/credential.js';
-import { BUILT_IN_SCOPES } from '../../src/credentials/scopes.js';
+import type { CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
+import { BUILT_IN_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { basic, bearer, formBody, request, whoami, type AppEndpoint } from '../helpers/http.js';
 import { createDeveloper, createSharedApp } from '../helpers/portal.js';

@@ -7,7 +7,7 @@ import { FakeClock } from '../helpers/clock.js';
 import { bearer, request, requestAs, whoami, type JsonResponse } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
 import Fastify from 'fastify';
-import { tesseraAuth } from '../../src/http/middleware/fastify.js';
+import { tesseraAuth } from 'tessera-tokens/internal/http/middleware/fastify.js';
 import { basic as basicAuth } from '../helpers/http.js';
 import { rawWithHeaderLines } from '../helpers/raw-http.js';
 import { listenLocally } from '../helpers/server.js';

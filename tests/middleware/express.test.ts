@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 // Through the package's own names (its "exports" map), as another service imports them.
@@ -51,12 +52,13 @@ describeMiddleware({
 });
 
 describe('the package exports', () => {
-  it('name the built middleware and verifier, which the package publishes', () => {
-    const root = pathToFileURL(PACKAGE_ROOT);
+  it('name the built middleware, verifier and client of the workspace packages/tessera-tokens, which the package publishes', () => {
+    const root = pathToFileURL(join(PACKAGE_ROOT, 'packages', 'tessera-tokens') + '/');
     for (const [name, file] of [
-      ['tessera-tokens/verifier', 'dist/src/verifier.js'],
-      ['tessera-tokens/middleware/fastify', 'dist/src/http/middleware/fastify.js'],
-      ['tessera-tokens/middleware/express', 'dist/src/http/middleware/express.js'],
+      ['tessera-tokens/verifier', 'dist/verifier.js'],
+      ['tessera-tokens/middleware/fastify', 'dist/http/middleware/fastify.js'],
+      ['tessera-tokens/middleware/express', 'dist/http/middleware/express.js'],
+      ['tessera-tokens/client', 'dist/client/client.js'],
     ] as const) {
       assert.equal(import.meta.resolve(name), new URL(file, root).href, name);
     }

@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 // Relative imports: this suite checks the code compiled beside it (express.test.ts goes through the exports map).
-import { requireAdmin, requireScope, tesseraAuth } from '../../src/http/middleware/fastify.js';
-import { TesseraVerifier } from '../../src/verifier.js';
+import { requireAdmin, requireScope, tesseraAuth } from 'tessera-tokens/internal/http/middleware/fastify.js';
+import { TesseraVerifier } from 'tessera-tokens/internal/verifier.js';
 import { describeMiddleware, type Authenticator } from '../helpers/middleware.js';
 
 // A real Fastify service that authenticates the routes of one scope with `tesseraAuth` and a `TesseraVerifier`.

@@ -19,11 +19,12 @@ import { basic, bearer } from '../helpers/http.js';
 import { childEnvironment, REPO_ROOT, type ServerProcess } from '../helpers/process.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 
-// What docs/middleware.md tells another service to do, done for real: the package packed as npm packs
-// it, installed in an empty project with only the service's framework and the driver of its store,
-// and the page's own server.mjs run there as a process of its own, against Tessera's server and CLI
-// installed from the same tarball (with the server's packages, as the README says). A package that
-// npm cannot install fails the test: nothing is skipped.
+// What docs/middleware.md tells another service to do, done for real: the library, tessera-tokens
+// (packages/tessera-tokens/), packed as npm packs it, installed in an empty project with only the
+// service's framework and the driver of its store, and the page's own server.mjs run there as a
+// process of its own, against Tessera's server and CLI, tessera-server (the repository's root),
+// installed from its own tarball with the library's, as the README says. A package that npm cannot
+// install fails the test: nothing is skipped.
 
 const children = childrenOfFile();
 
@@ -38,6 +39,7 @@ function locked(name: string): string {
 
 /** Packages a service mounting the middleware must not have: Tessera's server's own. */
 const SERVER_ONLY = [
+  'tessera-server',
   'ioredis',
   'rate-limiter-flexible',
   'pino-pretty',
@@ -65,24 +67,13 @@ const CONSUMERS: Consumer[] = [
   { framework: 'Express', store: 'PostgreSQL', packages: ['express', 'pg'], absent: [...SERVER_ONLY, 'libsql', 'fastify', 'pino'] },
 ];
 
-/** Tessera's server from the tarball: the package and the server's packages (both drivers, for both stores). */
-const SERVER_PACKAGES = [
-  'fastify',
-  '@fastify/cors',
-  '@fastify/cookie',
-  '@fastify/csrf-protection',
-  '@fastify/helmet',
-  '@fastify/static',
-  'pino',
-  'pino-pretty',
-  'ioredis',
-  'rate-limiter-flexible',
-  'prom-client',
-  '@node-rs/argon2',
-  'typebox',
-  'libsql',
-  'pg',
-];
+const SERVER_MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+
+/**
+ * The server's dependencies at the versions the lockfile holds, beside its tarball and the library's,
+ * so that npm installs what the repository was tested with (it would find them itself otherwise).
+ */
+const SERVER_PACKAGES = Object.keys(SERVER_MANIFEST.dependencies).filter((name) => name !== 'tessera-tokens');
 
 const INSTALL_TIMEOUT_MS = 120_000;
 
@@ -114,19 +105,29 @@ async function npm(cwd: string, args: string[]): Promise<Run> {
   return { code, stdout, stderr };
 }
 
-/** The package as `npm pack` makes it, from the dist/ that `npm test` has just built (no prepare script). */
-async function pack(destination: string): Promise<string> {
-  const { stdout } = await npm(REPO_ROOT, ['pack', '--ignore-scripts', '--json', '--pack-destination', destination]);
+/**
+ * A package as `npm pack` makes it, from the dist/ that `npm test` has just built (no prepare
+ * script): the server (the repository's root), or with `workspace` the library.
+ */
+async function pack(destination: string, workspace?: string): Promise<string> {
+  const { stdout } = await npm(REPO_ROOT, [
+    'pack',
+    '--ignore-scripts',
+    '--json',
+    '--pack-destination',
+    destination,
+    ...(workspace === undefined ? [] : ['--workspace', workspace]),
+  ]);
   const [packed] = JSON.parse(stdout) as { filename: string }[];
   assert.ok(packed !== undefined, `npm pack printed no file: ${stdout}`);
   return join(destination, packed.filename);
 }
 
-/** An empty project in `dir` with the tarball and `packages` installed, as docs/middleware.md says. */
-async function installProject(dir: string, tarball: string, packages: string[]): Promise<void> {
+/** An empty project in `dir` with the tarballs and `packages` installed, as docs/middleware.md and the README say. */
+async function installProject(dir: string, tarballs: string[], packages: string[]): Promise<void> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'a-service', version: '1.0.0', private: true }));
-  await npm(dir, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...packages.map(locked)]);
+  await npm(dir, ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...packages.map(locked)]);
 }
 
 /** Every package installed in the project, at any depth, by name (from npm's own record of node_modules). */
@@ -191,14 +192,15 @@ const consumerDir = (consumer: Consumer) => join(workDir, `${consumer.framework.
 before(
   async () => {
     workDir = mkdtempSync(join(tmpdir(), 'tessera-package-test-'));
-    const tarball = await pack(workDir);
+    const library = await pack(workDir, 'tessera-tokens');
+    const server = await pack(workDir);
     serverDir = join(workDir, 'tessera-server');
     clientDir = join(workDir, 'client-only');
     await Promise.all([
-      installProject(serverDir, tarball, SERVER_PACKAGES),
-      installProject(clientDir, tarball, []).then(() => writeFileSync(join(clientDir, 'client.mjs'), documentedClient())),
+      installProject(serverDir, [library, server], SERVER_PACKAGES),
+      installProject(clientDir, [library], []).then(() => writeFileSync(join(clientDir, 'client.mjs'), documentedClient())),
       ...CONSUMERS.map(async (consumer) => {
-        await installProject(consumerDir(consumer), tarball, consumer.packages);
+        await installProject(consumerDir(consumer), [library], consumer.packages);
         writeFileSync(join(consumerDir(consumer), 'server.mjs'), documentedServer(consumer.framework));
       }),
     ]);
@@ -221,7 +223,7 @@ for (const consumer of CONSUMERS) {
     before(async () => {
       dir = consumerDir(consumer);
       store = await createStore(consumer.store, workDir);
-      const entry = join(serverDir, 'node_modules', 'tessera-tokens', 'bin', 'tessera');
+      const entry = join(serverDir, 'node_modules', 'tessera-server', 'bin', 'tessera');
       tessera = await startTessera(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl });
       app = await createAppWithCli(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl }, 'Packaged');
       service = await startService(dir, store.databaseUrl);
@@ -332,7 +334,7 @@ describe('tessera-tokens/client in server code, installed from the packed packag
 
   before(async () => {
     store = await createStore('SQLite', clientDir);
-    const entry = join(serverDir, 'node_modules', 'tessera-tokens', 'bin', 'tessera');
+    const entry = join(serverDir, 'node_modules', 'tessera-server', 'bin', 'tessera');
     tessera = await startTessera(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl });
     app = await createAppWithCli(children, { entry, cwd: serverDir, databaseUrl: store.databaseUrl }, 'Packaged client');
   });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { CLIENT_SECRET_PREFIX } from '../../src/apps/secret-format.js';
-import { clientSecretDigest } from '../../src/crypto.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import { assertError } from '../helpers/assert.js';
 import { childrenOfFile, createAppWithCli, runCli, sleep, startTessera, terminate, type CreatedApp } from '../helpers/fleet.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';

@@ -7,7 +7,7 @@ import Database from 'libsql';
 import { OPERATOR } from '../../src/request-context.js';
 import { canonicalRow, openDump } from '../../src/store/copy.js';
 import { TABLES } from '../../src/store/dump.js';
-import { parseDatabaseUrl } from '../../src/store/location.js';
+import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 import { openStore } from '../../src/store/open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { createTessera } from '../../src/tessera.js';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { hasMeSegment } from '../../src/auth/authenticate.js';
-import { MAX_AUTHORIZATION_LENGTH, parseAuthorization } from '../../src/tokens/authorization-header.js';
-import { TesseraError } from '../../src/errors.js';
+import { hasMeSegment } from 'tessera-tokens/internal/auth/authenticate.js';
+import { MAX_AUTHORIZATION_LENGTH, parseAuthorization } from 'tessera-tokens/internal/tokens/authorization-header.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { MAX_CREDENTIAL_LENGTH, parseTokenRequest, type TokenRequest } from '../../src/tokens/request.js';
 
 /**

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
-import { ERROR_STATUS } from '../../src/errors.js';
+import { ERROR_STATUS } from 'tessera-tokens/internal/errors.js';
 import { assertError, errorProblems } from '../helpers/assert.js';
 import { basic, bearer, parseJson, request } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';

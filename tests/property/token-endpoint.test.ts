@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ERROR_STATUS } from '../../src/errors.js';
+import { ERROR_STATUS } from 'tessera-tokens/internal/errors.js';
 import { errorProblems } from '../helpers/assert.js';
 import { basic, bearer, request, type JsonResponse } from '../helpers/http.js';
 import { rawHttp, type RawResponse } from '../helpers/raw-http.js';

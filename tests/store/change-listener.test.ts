@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { ChangeListener } from '../../src/store/postgres/change-listener.js';
+import { ChangeListener } from 'tessera-tokens/internal/store/postgres/change-listener.js';
 import type { StoreChange } from '../../src/store/store.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
-import { generateKeySecret } from '../../src/signing-keys/key.js';
+import { generateKeySecret } from 'tessera-tokens/internal/signing-keys/key.js';
 import { copyStore } from '../../src/store/copy.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';

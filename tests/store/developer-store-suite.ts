@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { DeletedApp } from '../../src/apps/store.js';
-import { StoreConflictError } from '../../src/transaction.js';
+import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
 import type { AccountAudit, NewDeveloperEvent } from '../../src/developers/events.js';
 import { MAX_EVENTS_PER_DEVELOPER } from '../../src/developers/events.js';
 import type { Store } from '../../src/store/store.js';

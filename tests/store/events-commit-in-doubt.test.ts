@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from 'tessera-tokens/internal/clock.js';
 import { EVENT_RETRY_DELAY_MS, EventLog } from '../../src/events/log.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';

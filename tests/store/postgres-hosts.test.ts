@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { isServiceUnavailable } from '../../src/error-catalogue.js';
-import { openPool } from '../../src/store/postgres/connection.js';
-import { postgresRunner } from '../../src/store/postgres/runner.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { openPool } from 'tessera-tokens/internal/store/postgres/connection.js';
+import { postgresRunner } from 'tessera-tokens/internal/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { freePort } from '../helpers/process.js';
 import { createPostgresDatabase, POSTGRES_ADMIN_URL } from '../helpers/store.js';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { isServiceUnavailable } from '../../src/error-catalogue.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import { migrate } from '../../src/store/postgres/migrations.js';
-import { postgresRunner } from '../../src/store/postgres/runner.js';
+import { postgresRunner } from 'tessera-tokens/internal/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { createPostgresDatabase } from '../helpers/store.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';

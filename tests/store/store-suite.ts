@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from '../../src/apps/app.js';
-import { StoreConflictError } from '../../src/transaction.js';
+import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
 import { newIdempotencyKey, type ChangeEventType, type NewAuditEvent } from '../../src/events/event.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
-import { MAX_INSTANT } from '../../src/tokens/expiry.js';
+import { MAX_INSTANT } from 'tessera-tokens/internal/tokens/expiry.js';
 import { makeApp, makeCredential, makeDeveloper, makeEvent, makeToken, T0 } from '../helpers/fixtures.js';
 import type { TestStore } from '../helpers/store.js';
 import { developerStoreSuite } from './developer-store-suite.js';

@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { APP_ID_PATTERN } from '../../src/apps/app.js';
+import { APP_ID_PATTERN } from 'tessera-tokens/internal/apps/app.js';
 import { generateAppAccessKeys } from '../../src/apps/access-keys.js';
 import { CLIENT_SECRET_PATTERN, generateClientSecret, isTesseraClientSecret } from '../../src/apps/secret-format.js';
-import { ACCESS_TOKEN_LENGTH, generateAccessToken, parseAccessToken } from '../../src/tokens/token.js';
+import { ACCESS_TOKEN_LENGTH, generateAccessToken, parseAccessToken } from 'tessera-tokens/internal/tokens/token.js';
 import { REPO_ROOT } from '../helpers/process.js';
 
 const HEX = (length: number) => new RegExp(`^[0-9a-f]{${length}}$`);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { AppRecord } from '../../src/apps/app.js';
-import { AppCache, appEntryBytes } from '../../src/apps/cache.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { AppCache, appEntryBytes } from 'tessera-tokens/internal/apps/cache.js';
 import type { AppStore } from '../../src/apps/store.js';
-import { ABSENT_TTL_MS } from '../../src/cache/absent-keys.js';
-import { systemClock } from '../../src/clock.js';
+import { ABSENT_TTL_MS } from 'tessera-tokens/internal/cache/absent-keys.js';
+import { systemClock } from 'tessera-tokens/internal/clock.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp } from '../helpers/fixtures.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_APP_CONFIGURATION } from '../../src/apps/app.js';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { clientSecretWeakness, MAX_IMPORT_LINE_BYTES, MAX_LISTED_PROBLEMS, parseImportFile } from '../../src/apps/import.js';
 import { randomBytes } from 'node:crypto';
 import { generateClientSecret } from '../../src/apps/secret-format.js';

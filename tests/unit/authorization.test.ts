@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hasMeSegment } from '../../src/auth/authenticate.js';
-import { decodeFormComponent, MAX_AUTHORIZATION_LENGTH, parseAuthorization } from '../../src/tokens/authorization-header.js';
+import { hasMeSegment } from 'tessera-tokens/internal/auth/authenticate.js';
+import { decodeFormComponent, MAX_AUTHORIZATION_LENGTH, parseAuthorization } from 'tessera-tokens/internal/tokens/authorization-header.js';
 
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 const NONE = { scheme: 'none' };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BatchedReads } from '../../src/store/batched-reads.js';
+import { BatchedReads } from 'tessera-tokens/internal/store/batched-reads.js';
 
 /** Reads over a Map, recording each batch it was asked for. */
 function readsOf(values: Map<string, string>, maxBatch?: number) {

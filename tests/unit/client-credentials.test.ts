@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseAuthorization } from '../../src/tokens/authorization-header.js';
-import { TesseraError } from '../../src/errors.js';
+import { parseAuthorization } from 'tessera-tokens/internal/tokens/authorization-header.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { clientCredentials, type BodyCredentials } from '../../src/tokens/client-credentials.js';
 import { makeApp } from '../helpers/fixtures.js';
 

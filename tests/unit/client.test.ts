@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TesseraClient, TesseraClientError, type TesseraClientOptions, type TokenStorage } from '../../src/client/client.js';
+import { TesseraClient, TesseraClientError, type TesseraClientOptions, type TokenStorage } from 'tessera-tokens/internal/client/client.js';
 import { FakeClock } from '../helpers/clock.js';
 
 // The client's own logic, with time and the network in the test's hands: which answers it tries

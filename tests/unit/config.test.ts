@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { DEFAULT_RATE_LIMITS } from '../../src/limits/rate-limits.js';
-import { DEFAULT_SQLITE_PATH, parseDatabaseUrl } from '../../src/store/location.js';
+import { DEFAULT_SQLITE_PATH, parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults for an empty environment', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clientSecretDigest } from '../../src/crypto.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import { addressAllowed, MAX_ALLOWED_ADDRESSES, parseAddressList } from '../../src/credentials/addresses.js';
-import type { CredentialRecord } from '../../src/credentials/credential.js';
+import type { CredentialRecord } from 'tessera-tokens/internal/credentials/credential.js';
 import { parseNewCredential } from '../../src/credentials/input.js';
 import type { EventLog } from '../../src/events/log.js';
 import type { RateLimits } from '../../src/limits/rate-limits.js';

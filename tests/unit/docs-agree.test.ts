@@ -187,7 +187,7 @@ describe('docs/decisions.md and docs/architecture.md', () => {
       }
       for (const [span] of text.matchAll(/`\.\.\/[^`]*`/g)) problems.push(`${document}: ${span} (outside the repository)`);
       // A file of the repository named by its path from the root: it must be there.
-      for (const [path] of text.matchAll(/(?<![\w./-])(?:src|docs|tests|scripts|assets|bench)\/[\w./-]*[\w/]/g)) {
+      for (const [path] of text.matchAll(/(?<![\w./-])(?:src|docs|tests|scripts|assets|bench|packages)\/[\w./-]*[\w/]/g)) {
         if (!existsSync(join(PACKAGE_ROOT, path))) problems.push(`${document}: ${path} (no such file)`);
       }
     }

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { serviceUnavailable } from '../../src/error-catalogue.js';
-import { TesseraError } from '../../src/errors.js';
+import { serviceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { answeredDetailOf, logAnsweredError } from '../../src/http/error-log.js';
-import { errorBody, toTesseraError } from '../../src/http/errors.js';
-import { withCause } from '../../src/store/postgres/errors.js';
+import { errorBody, toTesseraError } from 'tessera-tokens/internal/http/errors.js';
+import { withCause } from 'tessera-tokens/internal/store/postgres/errors.js';
 
 /** A logger that keeps what is logged at level error. */
 function recordingLogger(): { logger: Logger; errors: [Record<string, unknown>, string][] } {

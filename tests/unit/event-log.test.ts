@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { serviceUnavailable } from '../../src/error-catalogue.js';
+import { serviceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import type { EventCount } from '../../src/events/counts.js';
 import type { KeyedAuditEvent, NewAuditEvent } from '../../src/events/event.js';
 import { EVENT_RETRY_DELAY_MS, EventLog, type LossReason, type LostPart } from '../../src/events/log.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TesseraError } from '../../src/errors.js';
-import { expiresInSeconds, isExpired, MAX_INSTANT, NEVER_EXPIRES_IN, resolveExpiry } from '../../src/tokens/expiry.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
+import { expiresInSeconds, isExpired, MAX_INSTANT, NEVER_EXPIRES_IN, resolveExpiry } from 'tessera-tokens/internal/tokens/expiry.js';
 import { FakeClock } from '../helpers/clock.js';
 
 const NOW = new FakeClock().now();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isAdminPath, parseAdminPathRules, resolveForwardedTarget } from '../../src/auth/forward.js';
-import { TesseraError } from '../../src/errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 const APP = '/api/apps/app1';
 

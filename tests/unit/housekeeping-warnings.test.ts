@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { serviceUnavailable } from '../../src/error-catalogue.js';
+import { serviceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import { DEFAULT_HOUSEKEEPING } from '../../src/housekeeping.js';
 import { createTessera } from '../../src/tessera.js';
 import { NO_LIMITS } from '../helpers/server.js';

@@ -5,20 +5,32 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The shape of `src/` (docs/architecture.md, "Layout"): no import circle between files, no two
+ * The shape of `src/` and of the library's `packages/tessera-tokens/src/` (docs/architecture.md,
+ * "Layout"), each on its own: no import circle between files, no two
  * units that import each other (nor a longer circle of units), and Fastify only at the edge. A
  * unit is a first-level folder under `src/` (`apps/`, `tokens/`, `http/`, …); a file directly in
  * `src/` (`errors.ts`, `server.ts`, …) is a unit of its own, since each of those is a small module
  * that others share, or one that puts them together. Every import counts: static, type-only
  * (`import type`, `export type … from`) and dynamic (`import('…')`), since each one ties the two
- * modules together for whoever changes either.
+ * modules together for whoever changes either. The library imports nothing of the server, nor any
+ * package but those its package.json names.
  */
 
 // This file compiles to dist/tests/unit/; the sources are read from the repository itself.
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
+const LIBRARY = fileURLToPath(new URL('../../../packages/tessera-tokens/', import.meta.url));
 
-/** The units that serve HTTP, the only ones that may import Fastify and its plugins. */
-const EDGE = new Set(['http', 'portal', 'server.ts']);
+interface SourceTree {
+  label: string;
+  dir: string;
+  /** The units that serve HTTP, the only ones that may import Fastify and its plugins. */
+  edge: ReadonlySet<string>;
+}
+
+const TREES: readonly SourceTree[] = [
+  { label: 'src/', dir: SRC, edge: new Set(['http', 'portal', 'server.ts']) },
+  { label: 'packages/tessera-tokens/src/', dir: join(LIBRARY, 'src'), edge: new Set(['http']) },
+];
 const FASTIFY = /^(?:fastify|fastify-plugin|@fastify\/.+)$/;
 
 const STATIC_IMPORT =
@@ -39,8 +51,8 @@ function sourceFiles(dir: string): string[] {
     .sort();
 }
 
-/** A file's path under `src/`, with forward slashes. */
-const name = (file: string) => relative(SRC, file).split('\\').join('/');
+/** A file's path under `root`, with forward slashes. */
+const nameUnder = (root: string, file: string) => relative(root, file).split('\\').join('/');
 /** The unit a file belongs to: its first-level folder, or the file itself when it lies directly in `src/`. */
 const unitOf = (path: string) => path.split('/')[0]!;
 
@@ -51,9 +63,10 @@ interface Module {
   external: string[];
 }
 
-function readGraph(): Map<string, Module> {
+function readGraph(root: string): Map<string, Module> {
+  const name = (file: string) => nameUnder(root, file);
   const graph = new Map<string, Module>();
-  for (const file of sourceFiles(SRC)) {
+  for (const file of sourceFiles(root)) {
     const module: Module = { local: [], external: [] };
     for (const specifier of importSpecifiers(readFileSync(file, 'utf8'))) {
       if (specifier.startsWith('.')) {
@@ -181,61 +194,87 @@ describe('findCycles', () => {
   });
 });
 
-describe('the imports of src/', () => {
-  const graph = readGraph();
+for (const { label, dir, edge } of TREES)
+  describe(`the imports of ${label}`, () => {
+    const graph = readGraph(dir);
 
-  it('reads every source file, and every relative import names one of them', () => {
-    assert.ok(graph.size > 100, `only ${graph.size} files read under ${SRC}`);
-    const missing = [...graph].flatMap(([file, { local }]) =>
-      local.filter((target) => !graph.has(target)).map((target) => `${file} → ${target}`),
-    );
-    assert.deepEqual(missing, []);
-  });
+    it('reads every source file, and every relative import names one of them', () => {
+      assert.ok(graph.size > 50, `only ${graph.size} files read under ${dir}`);
+      const missing = [...graph].flatMap(([file, { local }]) =>
+        local.filter((target) => !graph.has(target)).map((target) => `${file} → ${target}`),
+      );
+      assert.deepEqual(missing, []);
+    });
 
-  it('has no import circle between files', () => {
-    const cycles = findCycles(new Map([...graph].map(([file, { local }]) => [file, local])));
-    assert.equal(cycles.length, 0, `import circles:\n${cycles.map((cycle) => `  ${cycle.join(' → ')}`).join('\n')}`);
-  });
+    it('has no import circle between files', () => {
+      const cycles = findCycles(new Map([...graph].map(([file, { local }]) => [file, local])));
+      assert.equal(cycles.length, 0, `import circles:\n${cycles.map((cycle) => `  ${cycle.join(' → ')}`).join('\n')}`);
+    });
 
-  /** Between two units, the first import found that ties them, to name in the messages. */
-  const unitImports = new Map<string, string>();
-  for (const [file, { local }] of graph) {
-    for (const target of local) {
-      const [from, to] = [unitOf(file), unitOf(target)];
-      if (from !== to && !unitImports.has(`${from} ${to}`)) unitImports.set(`${from} ${to}`, `${file} → ${target}`);
+    /** Between two units, the first import found that ties them, to name in the messages. */
+    const unitImports = new Map<string, string>();
+    for (const [file, { local }] of graph) {
+      for (const target of local) {
+        const [from, to] = [unitOf(file), unitOf(target)];
+        if (from !== to && !unitImports.has(`${from} ${to}`)) unitImports.set(`${from} ${to}`, `${file} → ${target}`);
+      }
     }
-  }
 
-  it('has no two units (first-level folders, or files directly in src/) that import each other', () => {
-    const pairs = [...unitImports.keys()]
-      .map((key) => key.split(' ') as [string, string])
-      .filter(([from, to]) => from < to && unitImports.has(`${to} ${from}`))
-      .map(([from, to]) => `  ${from} ↔ ${to}: ${unitImports.get(`${from} ${to}`)}, and ${unitImports.get(`${to} ${from}`)}`);
-    assert.equal(pairs.length, 0, `units that import each other:\n${pairs.join('\n')}`);
+    it(`has no two units (first-level folders, or files directly in ${label}) that import each other`, () => {
+      const pairs = [...unitImports.keys()]
+        .map((key) => key.split(' ') as [string, string])
+        .filter(([from, to]) => from < to && unitImports.has(`${to} ${from}`))
+        .map(([from, to]) => `  ${from} ↔ ${to}: ${unitImports.get(`${from} ${to}`)}, and ${unitImports.get(`${to} ${from}`)}`);
+      assert.equal(pairs.length, 0, `units that import each other:\n${pairs.join('\n')}`);
+    });
+
+    it('has no circle through several units either', () => {
+      const edges = new Map<string, string[]>();
+      for (const key of unitImports.keys()) {
+        const [from, to] = key.split(' ') as [string, string];
+        edges.set(from, [...(edges.get(from) ?? []), to]);
+      }
+      const circles = findCycles(edges).map(
+        (circle) =>
+          `  ${circle.join(' → ')}: ${circle
+            .slice(1)
+            .map((to, index) => unitImports.get(`${circle[index]} ${to}`))
+            .join(', ')}`,
+      );
+      assert.equal(circles.length, 0, `units in an import circle:\n${circles.join('\n')}`);
+    });
+
+    it(`imports Fastify only at the edge (${[...edge].join(', ')})`, () => {
+      const outside = [...graph].flatMap(([file, { external }]) =>
+        edge.has(unitOf(file))
+          ? []
+          : external.filter((specifier) => FASTIFY.test(specifier)).map((specifier) => `  ${file} imports ${specifier}`),
+      );
+      assert.equal(outside.length, 0, `Fastify outside the edge:\n${outside.join('\n')}`);
+    });
   });
 
-  it('has no circle through several units either', () => {
-    const edges = new Map<string, string[]>();
-    for (const key of unitImports.keys()) {
-      const [from, to] = key.split(' ') as [string, string];
-      edges.set(from, [...(edges.get(from) ?? []), to]);
-    }
-    const circles = findCycles(edges).map(
-      (circle) =>
-        `  ${circle.join(' → ')}: ${circle
-          .slice(1)
-          .map((to, index) => unitImports.get(`${circle[index]} ${to}`))
-          .join(', ')}`,
+describe('the library, packages/tessera-tokens/', () => {
+  const graph = readGraph(join(LIBRARY, 'src'));
+  const manifest = JSON.parse(readFileSync(join(LIBRARY, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    peerDependencies: Record<string, string>;
+  };
+  const declared = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)]);
+
+  it('imports nothing outside its own src/: none of the server', () => {
+    const outside = [...graph].flatMap(([file, { local }]) =>
+      local.filter((target) => target.startsWith('../')).map((target) => `  ${file} → ${target}`),
     );
-    assert.equal(circles.length, 0, `units in an import circle:\n${circles.join('\n')}`);
+    assert.deepEqual(outside, []);
   });
 
-  it('imports Fastify only at the edge (http/, portal/, server.ts)', () => {
-    const outside = [...graph].flatMap(([file, { external }]) =>
-      EDGE.has(unitOf(file))
-        ? []
-        : external.filter((specifier) => FASTIFY.test(specifier)).map((specifier) => `  ${file} imports ${specifier}`),
+  it("imports only Node's modules and the packages its package.json names", () => {
+    const undeclared = [...graph].flatMap(([file, { external }]) =>
+      external
+        .filter((specifier) => !specifier.startsWith('node:') && !declared.has(specifier))
+        .map((specifier) => `  ${file} imports ${specifier}`),
     );
-    assert.equal(outside.length, 0, `Fastify outside the edge:\n${outside.join('\n')}`);
+    assert.deepEqual(undeclared, []);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from 'tessera-tokens/internal/clock.js';
 import { EventLog } from '../../src/events/log.js';
 import type { EventStore } from '../../src/events/store.js';
 import { instrumentStore } from '../../src/prometheus/instrumented-store.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { parsePostgresUrl } from '../../src/store/postgres/multi-host-url.js';
+import { parsePostgresUrl } from 'tessera-tokens/internal/store/postgres/multi-host-url.js';
 
 const SECRET = 's3cr%40t-pw';
 

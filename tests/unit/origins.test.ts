@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonicalOrigin, isOriginAllowed, MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../src/apps/origins.js';
-import { TesseraError } from '../../src/errors.js';
+import {
+  canonicalOrigin,
+  isOriginAllowed,
+  MAX_ALLOWED_ORIGINS,
+  MAX_ORIGIN_LENGTH,
+  parseAllowedOrigins,
+} from 'tessera-tokens/internal/apps/origins.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 describe('canonicalOrigin: what allowedOrigins accepts, in the form browsers send', () => {
   it('keeps an origin already canonical as it is', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isTesseraError } from '../../src/errors.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { listFilter, parseEventView, spanText, viewQuery, ViewMistake } from '../../src/portal/pages/events/form.js';
 
 // What the events page shows, from its query: the range and the filters of its one GET form.

@@ -11,9 +11,9 @@ import {
   OLDEST_RELEASE_SERVED,
   SCHEMA_VERSION,
   type BuildInfo,
-} from '../../src/release.js';
+} from 'tessera-tokens/internal/release.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { schemaVerdict, type AppliedMigration } from '../../src/store/schema.js';
+import { schemaVerdict, type AppliedMigration } from 'tessera-tokens/internal/store/schema.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { CAPABILITIES, Capabilities } from '../../src/upgrade/capabilities.js';
 import { heartbeatDecision, heartbeatIntervalMs, olderReleasesServing, refuseFinalizeWhileOlderServe } from '../../src/upgrade/registry.js';
@@ -47,8 +47,16 @@ describe('releases', () => {
     );
   });
 
-  it('is the version package.json gives, with the CHANGELOG saying what it is and what it needs', () => {
-    const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  it('is the version both package.json files give, with the CHANGELOG saying what it is and what it needs', () => {
+    const { version, dependencies } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      dependencies: Record<string, string>;
+    };
+    const library = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'packages', 'tessera-tokens', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    assert.equal(library.version, version, 'the library and the server carry one version');
+    assert.equal(dependencies['tessera-tokens'], version, 'the server depends on the library of its own version');
     assert.equal(currentBuild().version, version);
     const changelog = readFileSync(join(PACKAGE_ROOT, 'CHANGELOG.md'), 'utf8');
     const section = new RegExp(`^## \\[${version.replaceAll('.', '\\.')}\\]`, 'm');

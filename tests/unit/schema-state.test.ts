@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type pg from 'pg';
 import { migrate } from '../../src/store/postgres/migrations.js';
-import { readSchemaState } from '../../src/store/postgres/schema-state.js';
+import { readSchemaState } from 'tessera-tokens/internal/store/postgres/schema-state.js';
 
 /** A pool whose every query fails as `schema_migrations`'s read would, recording what it was sent. */
 function failingPool(error: Error & { code?: string }): { pool: pg.Pool; sent: string[] } {

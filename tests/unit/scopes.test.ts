@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BUILT_IN_SCOPES, checkScopes, isBuiltInScope, MAX_SCOPES, narrowScopes } from '../../src/credentials/scopes.js';
+import { BUILT_IN_SCOPES, checkScopes, isBuiltInScope, MAX_SCOPES, narrowScopes } from 'tessera-tokens/internal/credentials/scopes.js';
 
 describe("checkScopes: a credential's scopes", () => {
   it("takes the built-in scopes and an app's own, sorted, each once", () => {

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../src/apps/secret-rotation.js';
-import { clientSecretDigest } from '../../src/crypto.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import type { EventLog } from '../../src/events/log.js';
 import type { RateLimits } from '../../src/limits/rate-limits.js';
 import { AdminAuthentication, matchAdminCredentials } from '../../src/tokens/client-authentication.js';
 import { FakeClock } from '../helpers/clock.js';
 import { makeApp, T0 } from '../helpers/fixtures.js';
-import type { AppRecord } from '../../src/apps/app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { ClientCredentials } from '../../src/tokens/client-credentials.js';
 
 /** Which secret `AdminAuthentication.match` found, from no particular address; null for a refusal. */

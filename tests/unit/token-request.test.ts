@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TesseraError, type ErrorCode } from '../../src/errors.js';
+import { TesseraError, type ErrorCode } from 'tessera-tokens/internal/errors.js';
 import { MAX_CREDENTIAL_LENGTH, parseScopeParameter, parseTokenRequest } from '../../src/tokens/request.js';
 
 const REQUIRED = { grantTypeRequired: true };

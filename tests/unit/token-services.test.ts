@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { AppRecord } from '../../src/apps/app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
 import { actorOfEvent } from '../../src/events/event.js';
-import { TOKEN_SELECTOR, type Principal } from '../../src/principal.js';
+import { TOKEN_SELECTOR, type Principal } from 'tessera-tokens/internal/principal.js';
 import { anonymousRequest, OPERATOR, type RequestContext } from '../../src/request-context.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
-import { NEVER_EXPIRES_IN } from '../../src/tokens/expiry.js';
+import { NEVER_EXPIRES_IN } from 'tessera-tokens/internal/tokens/expiry.js';
 import { codeOf } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import { NO_LIMITS } from '../helpers/server.js';

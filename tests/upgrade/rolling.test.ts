@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { currentBuild } from '../../src/release.js';
+import { currentBuild } from 'tessera-tokens/internal/release.js';
 import {
   adminTokenRequest,
   anonymousTokenRequest,

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { TesseraError } from '../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { describeAppRevocation, type TokenRevoker } from '../../tokens/revocation.js';
 import { acceptFormBodies, refuseBodies } from '../content-types.js';
-import { preventCaching } from '../headers.js';
+import { preventCaching } from 'tessera-tokens/internal/http/headers.js';
 import { refuseOtherMethods } from '../methods.js';
-import { requireAdmin } from '../middleware/fastify.js';
+import { requireAdmin } from 'tessera-tokens/internal/http/middleware/fastify.js';
 import { APP_TOKENS_PATH, INTROSPECT_PATH, REVOKE_PATH } from '../paths.js';
 import { appTokensOtherMethods, preflightTokens, revokeAllTokens } from './app-tokens.schema.js';
 import { introspectOtherMethods, preflightIntrospect, preflightRevoke, revokeOtherMethods } from './revocation-introspection.schema.js';

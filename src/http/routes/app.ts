@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { checkAdminScope } from '../../app-access.js';
-import { describeApp } from '../../apps/app.js';
-import type { AppCache } from '../../apps/cache.js';
-import { parseConfigurationChanges } from '../../apps/configuration.js';
+import { describeApp } from 'tessera-tokens/internal/apps/app.js';
+import type { AppCache } from 'tessera-tokens/internal/apps/cache.js';
+import { parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
 import type { AppService } from '../../apps/service.js';
 import { acceptJsonBodies } from '../content-types.js';
 import { refuseOtherMethods } from '../methods.js';
-import { requireAdmin } from '../middleware/fastify.js';
+import { requireAdmin } from 'tessera-tokens/internal/http/middleware/fastify.js';
 import { APP_PATH, CONFIGURATION_PATH } from '../paths.js';
 import {
   appOtherMethods,

@@ -6,11 +6,12 @@ import { CLIENT_SCRIPT_PATH } from '../paths.js';
 import { clientScript as clientScriptSchema, clientScriptOtherMethods } from './client-script.schema.js';
 
 /**
- * `tessera-tokens/client` as the server serves it: the compiled module (`dist/src/client/client.js`)
+ * `tessera-tokens/client` as the server serves it: the library's compiled module
+ * (`packages/tessera-tokens/dist/client/client.js`, installed as the package `tessera-tokens`)
  * without its source-map comment, since the map and the sources it names are not served.
  */
 export function clientScript(): string {
-  const built = readFileSync(new URL('../../client/client.js', import.meta.url), 'utf8');
+  const built = readFileSync(new URL(import.meta.resolve('tessera-tokens/client')), 'utf8');
   return built.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n');
 }
 

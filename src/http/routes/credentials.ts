@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { CredentialService } from '../../apps/credential-service.js';
 import { parseGraceSeconds } from '../../apps/secret-rotation.js';
-import { TesseraError } from '../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { refuseBodies } from '../content-types.js';
-import { preventCaching } from '../headers.js';
+import { preventCaching } from 'tessera-tokens/internal/http/headers.js';
 import { refuseOtherMethods } from '../methods.js';
-import { requireAdmin } from '../middleware/fastify.js';
+import { requireAdmin } from 'tessera-tokens/internal/http/middleware/fastify.js';
 import { CREDENTIAL_PATH, CREDENTIAL_PREVIOUS_SECRET_PATH, CREDENTIAL_ROTATION_PATH, CREDENTIALS_PATH } from '../paths.js';
 import {
   createCredential,

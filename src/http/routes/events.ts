@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppEvents } from '../../apps/events.js';
-import type { Clock } from '../../clock.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { parseEventCountQuery } from '../../events/counts.js';
 import { describeEvent } from '../../events/event.js';
 import { parseEventPageQuery } from '../../events/query.js';
 import { refuseOtherMethods } from '../methods.js';
-import { requireAdmin } from '../middleware/fastify.js';
+import { requireAdmin } from 'tessera-tokens/internal/http/middleware/fastify.js';
 import { EVENT_COUNTS_PATH, EVENTS_PATH } from '../paths.js';
 import {
   countEvents,

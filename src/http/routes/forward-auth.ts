@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Authenticator } from '../../auth/authenticate.js';
+import type { Authenticator } from 'tessera-tokens/internal/auth/authenticate.js';
 import { isAdminPath, resolveForwardedTarget, type AdminPathRule, type ForwardedTarget } from '../../auth/forward.js';
-import { scopeParameter } from '../../credentials/scopes.js';
-import { TesseraError } from '../../errors.js';
+import { scopeParameter } from 'tessera-tokens/internal/credentials/scopes.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { ForwardAuthDecision, Metrics } from '../../metrics/port.js';
 import { ignoreBodies } from '../content-types.js';
-import { toTesseraError } from '../errors.js';
-import { singleHeader } from '../headers.js';
+import { toTesseraError } from 'tessera-tokens/internal/http/errors.js';
+import { singleHeader } from 'tessera-tokens/internal/http/headers.js';
 import { routeEveryMethod } from '../methods.js';
 import { FORWARD_AUTH_PATH } from '../paths.js';
 import { forwardAuth, forwardAuthByPath, preflightForwardAuth, preflightForwardAuthByPath } from './forward-auth.schema.js';

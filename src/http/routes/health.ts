@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { serviceUnavailable } from '../../error-catalogue.js';
-import { isTesseraError, type TesseraError } from '../../errors.js';
+import { serviceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { isTesseraError, type TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { Store } from '../../store/store.js';
 import { refuseOtherMethods } from '../methods.js';
 import { HEALTH_PATH, READINESS_PATH } from '../paths.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppCache } from '../../apps/cache.js';
-import { TesseraError } from '../../errors.js';
+import type { AppCache } from 'tessera-tokens/internal/apps/cache.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { authorizationServerMetadata, issuerOf } from '../../tokens/metadata.js';
 import { refuseOtherMethods, routeEveryMethod } from '../methods.js';
 import { APP_PATH, METADATA_PREFIX } from '../paths.js';

@@ -1,19 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { AppRecord } from '../../apps/app.js';
-import type { AppCache } from '../../apps/cache.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { AppCache } from 'tessera-tokens/internal/apps/cache.js';
 import { checkAdminScope } from '../../app-access.js';
-import { scopeParameter } from '../../credentials/scopes.js';
-import { adminRequired } from '../../error-catalogue.js';
+import { scopeParameter } from 'tessera-tokens/internal/credentials/scopes.js';
+import { adminRequired } from 'tessera-tokens/internal/error-catalogue.js';
 import type { Metrics } from '../../metrics/port.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
-import type { Principal } from '../../principal.js';
-import type { TokenChecker } from '../../tokens/checker.js';
+import type { Principal } from 'tessera-tokens/internal/principal.js';
+import type { TokenChecker } from 'tessera-tokens/internal/tokens/checker.js';
 import type { EndpointCallers } from '../../auth/endpoint-callers.js';
 import { parseBodyCredentials, parseTokenParameter } from '../../tokens/request.js';
 import type { TokenRevoker } from '../../tokens/revocation.js';
 import { acceptFormFields } from '../content-types.js';
-import { preventCaching, singleHeader } from '../headers.js';
+import { preventCaching, singleHeader } from 'tessera-tokens/internal/http/headers.js';
 import { INTROSPECT_PATH, REVOKE_PATH } from '../paths.js';
 import { introspectToken, revokeToken, TOKEN_PARAMETER_FIELDS } from './revocation-introspection.schema.js';
 

@@ -1,17 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { AppCache } from '../../apps/cache.js';
-import { SDK_APP_ID } from '../../auth/authenticate.js';
-import { parseAuthorization } from '../../tokens/authorization-header.js';
-import { scopeParameter } from '../../credentials/scopes.js';
-import { TesseraError } from '../../errors.js';
+import type { AppCache } from 'tessera-tokens/internal/apps/cache.js';
+import { SDK_APP_ID } from 'tessera-tokens/internal/auth/authenticate.js';
+import { parseAuthorization } from 'tessera-tokens/internal/tokens/authorization-header.js';
+import { scopeParameter } from 'tessera-tokens/internal/credentials/scopes.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { anonymousRequest } from '../../request-context.js';
 import { clientAuthenticationRequired, clientCredentials } from '../../tokens/client-credentials.js';
 import type { IssuedToken, TokenIssuer } from '../../tokens/issuer.js';
 import { parseTokenRequest, type TokenRequest } from '../../tokens/request.js';
 import { acceptFormFields, acceptKiiTokenRequestBodies } from '../content-types.js';
-import { preventCaching, singleHeader } from '../headers.js';
+import { preventCaching, singleHeader } from 'tessera-tokens/internal/http/headers.js';
 import { refuseOtherMethods } from '../methods.js';
 import { APP_TOKEN_PATH, SDK_TOKEN_PATH } from '../paths.js';
 import {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { scopeParameter } from '../../credentials/scopes.js';
-import { notFound } from '../../error-catalogue.js';
+import { scopeParameter } from 'tessera-tokens/internal/credentials/scopes.js';
+import { notFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { ignoreBodies } from '../content-types.js';
 import { refuseOtherMethods, routeEveryMethod } from '../methods.js';
 import { UNDER_APP_PATH, WHOAMI_PATH } from '../paths.js';

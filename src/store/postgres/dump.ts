@@ -1,10 +1,10 @@
 import pg from 'pg';
 import type { ColumnKind, StoreDump, TableSpec } from '../dump.js';
 import { sqlStoreDump } from '../sql/dump.js';
-import type { SqlRunner } from '../sql/runner.js';
-import { connectionTo, heedConnectionErrors } from './connection.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
+import { connectionTo, heedConnectionErrors } from 'tessera-tokens/internal/store/postgres/connection.js';
 import { migrate } from './migrations.js';
-import { postgresRunner } from './runner.js';
+import { postgresRunner } from 'tessera-tokens/internal/store/postgres/runner.js';
 
 /**
  * A copy's statements are few and large: sent unnamed, as through a transaction pooler, so that

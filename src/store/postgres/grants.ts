@@ -1,4 +1,4 @@
-import type { SqlRunner } from '../sql/runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /** Every table `tessera serve` reads and writes rows of (a table a later release adds is listed by that release). */
 const TABLES = [

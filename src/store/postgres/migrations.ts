@@ -1,7 +1,14 @@
-import { readSchemaState } from './schema-state.js';
+import { readSchemaState } from 'tessera-tokens/internal/store/postgres/schema-state.js';
 import type pg from 'pg';
-import { currentBuild, type BuildInfo } from '../../release.js';
-import { migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type Migration, type MigrationReport } from '../schema.js';
+import { currentBuild, type BuildInfo } from 'tessera-tokens/internal/release.js';
+import {
+  migrationRecord,
+  RELEASES_RECORDED_FROM,
+  SchemaRefused,
+  schemaVerdict,
+  type Migration,
+  type MigrationReport,
+} from 'tessera-tokens/internal/store/schema.js';
 
 /** Key of the advisory lock that serializes migrations across instances (and CLIs) starting together. */
 const MIGRATION_LOCK = 7_246_135_001;

@@ -4,12 +4,17 @@ import { sqlStore } from '../sql/store.js';
 import { readUpgradeState } from '../sql/upgrade.js';
 import type { Store } from '../store.js';
 import type { UpgradeState } from '../../upgrade/store.js';
-import { heedConnectionErrors, type PostgresConnector, type PostgresStoreOptions, type Warn } from './connection.js';
+import {
+  heedConnectionErrors,
+  type PostgresConnector,
+  type PostgresStoreOptions,
+  type Warn,
+} from 'tessera-tokens/internal/store/postgres/connection.js';
 import { missingGrants } from './grants.js';
 import { migrate } from './migrations.js';
-import { openPostgres } from './open.js';
+import { openPostgres } from 'tessera-tokens/internal/store/postgres/open.js';
 
-export type { PostgresStoreOptions } from './connection.js';
+export type { PostgresStoreOptions } from 'tessera-tokens/internal/store/postgres/connection.js';
 
 /**
  * PostgreSQL, for several instances on one database. Every change that other instances must honour

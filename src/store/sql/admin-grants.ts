@@ -1,4 +1,4 @@
-import { withRowLock, type SqlRunner } from './runner.js';
+import { withRowLock, type SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /**
  * Also says, for the transaction, that this change is counted here (`tessera.withdrawn`): the

@@ -1,7 +1,7 @@
 import type { AppRole } from '../../developers/roles.js';
 import type { AppMemberStore, AppMembership } from '../../developers/store.js';
 import { revokeCredentials } from './credentials.js';
-import { withRowLock, type SqlRunner } from './runner.js';
+import { withRowLock, type SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface MemberRow {
   app_id: string;

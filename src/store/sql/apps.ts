@@ -1,13 +1,22 @@
-import type { AppRecord } from '../../apps/app.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { AppStore, StoredAppKeys } from '../../apps/store.js';
 import type { AppRole } from '../../developers/roles.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchInsert } from './batch.js';
 import { deleteEventsOfApp } from './events.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
-import { withRowLock, type SqlRunner, type Statement } from './runner.js';
-import { bytesColumn } from './rows.js';
-import { appFinder, appReads, APP_COLUMN_LIST, CREDENTIALS_OF_APP, idsParam, selectApps, toApp, type AppRow } from './app-reads.js';
+import { withRowLock, type SqlRunner, type Statement } from 'tessera-tokens/internal/store/sql/runner.js';
+import { bytesColumn } from 'tessera-tokens/internal/store/sql/rows.js';
+import {
+  appFinder,
+  appReads,
+  APP_COLUMN_LIST,
+  CREDENTIALS_OF_APP,
+  idsParam,
+  selectApps,
+  toApp,
+  type AppRow,
+} from 'tessera-tokens/internal/store/sql/app-reads.js';
 import { deleteTokensOfApp } from './tokens.js';
 
 /**

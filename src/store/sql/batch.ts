@@ -1,4 +1,4 @@
-import type { SqlDialect, SqlParams, Statement } from './runner.js';
+import type { SqlDialect, SqlParams, Statement } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /** How a column of a batch is sent: bytes, text, an integer, or JSON (a string the caller made). */
 export type BatchColumnType = 'bytes' | 'text' | 'bigint' | 'json';

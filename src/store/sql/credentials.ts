@@ -1,7 +1,7 @@
-import type { CredentialCreator } from '../../credentials/credential.js';
+import type { CredentialCreator } from 'tessera-tokens/internal/credentials/credential.js';
 import type { CredentialStore, RevokedCredentialRecord } from '../../credentials/store.js';
 import { withdrawAdminGrants } from './admin-grants.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 function creatorId(creator: CredentialCreator): string | null {
   return creator.kind === 'developer' ? creator.developerId : creator.kind === 'admin' ? creator.clientId : null;

@@ -1,5 +1,5 @@
 import { MAX_EVENTS_PER_DEVELOPER, type NewDeveloperEvent } from '../../developers/events.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /** Writes events of developers' account logs in the transaction of the change they describe. */
 export async function insertDeveloperEvents(tx: SqlRunner, batch: readonly NewDeveloperEvent[]): Promise<void> {

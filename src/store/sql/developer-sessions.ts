@@ -1,5 +1,5 @@
 import type { DeveloperSessionStore } from '../../developers/store.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface SessionRow {
   id: string;

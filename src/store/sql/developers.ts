@@ -5,8 +5,8 @@ import { sqlAppMemberStore } from './app-members.js';
 import { insertDeveloperEvents } from './developer-events.js';
 import { sqlDeveloperSessionStore } from './developer-sessions.js';
 import { deletePasswordLinksOf, sqlOneTimeLinkStore } from './one-time-links.js';
-import { jsonColumn } from './rows.js';
-import { withRowLock, type SqlRunner } from './runner.js';
+import { jsonColumn } from 'tessera-tokens/internal/store/sql/rows.js';
+import { withRowLock, type SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface DeveloperRow {
   id: string;

@@ -1,5 +1,5 @@
 import { integerOf, type Row, type StoreDump, type TableSpec, type Value } from '../dump.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /**
  * What a dialect's dump (`sqlite/dump.ts`, `postgres/dump.ts`) gives the tables read and written

@@ -3,8 +3,8 @@ import type { AuditEvent, KeyedAuditEvent, NewAuditEvent } from '../../events/ev
 import type { EventClass } from '../../events/retention.js';
 import type { EventStore } from '../../events/store.js';
 import { batchInsert } from './batch.js';
-import { jsonColumn } from './rows.js';
-import type { SqlRunner, Statement } from './runner.js';
+import { jsonColumn } from 'tessera-tokens/internal/store/sql/rows.js';
+import type { SqlRunner, Statement } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface EventRow {
   id: number;

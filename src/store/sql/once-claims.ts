@@ -1,6 +1,6 @@
 import type { OnceClaim, OnceClaimStore } from '../../once-claims.js';
-import type { MaybePromise } from '../../maybe-promise.js';
-import type { SqlRunner } from './runner.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 /**
  * Claims a once value; 1 if it was not claimed before, 0 (nothing written) if it was. On PostgreSQL,

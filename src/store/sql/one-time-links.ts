@@ -1,6 +1,6 @@
 import type { OneTimeLinkRecord } from '../../developers/one-time-link.js';
 import type { OneTimeLinkStore } from '../../developers/store.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface LinkRow {
   id: string;

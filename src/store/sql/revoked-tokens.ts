@@ -1,6 +1,6 @@
 import type { RevokedTokenStore } from '../../tokens/revoked-token-store.js';
-import { revocationsSince } from './revoked-token-reads.js';
-import type { SqlRunner } from './runner.js';
+import { revocationsSince } from 'tessera-tokens/internal/store/sql/revoked-token-reads.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 export async function deleteRevokedTokensOfApp(tx: SqlRunner, appId: string): Promise<void> {
   await tx.run('DELETE FROM revoked_tokens WHERE app_id = :appId', { appId });

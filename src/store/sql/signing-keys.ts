@@ -1,8 +1,8 @@
-import { andThen, type MaybePromise } from '../../maybe-promise.js';
-import { generateKeySecret } from '../../signing-keys/key.js';
+import { andThen, type MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
+import { generateKeySecret } from 'tessera-tokens/internal/signing-keys/key.js';
 import type { SigningKeyStore } from '../../signing-keys/store.js';
-import type { SqlRunner } from './runner.js';
-import { listSigningKeys, SIGNING_KEY_COLUMNS, toKey, type KeyRow } from './signing-key-reads.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
+import { listSigningKeys, SIGNING_KEY_COLUMNS, toKey, type KeyRow } from 'tessera-tokens/internal/store/sql/signing-key-reads.js';
 
 export function sqlSigningKeyStore(db: SqlRunner): SigningKeyStore {
   return {

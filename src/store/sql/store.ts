@@ -6,7 +6,7 @@ import { sqlEventStore } from './events.js';
 import { sqlSigningKeyStore } from './signing-keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
-import type { SqlRunner } from './runner.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 import { sqlTokenTable, sqlTokens } from './tokens.js';
 import { sqlUpgradeStore } from './upgrade.js';
 import type { UpgradeState } from '../../upgrade/store.js';

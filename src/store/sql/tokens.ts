@@ -1,12 +1,12 @@
-import { isServiceUnavailable } from '../../error-catalogue.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import type { RevocationKind } from '../../apps/revoke-all.js';
 import type { TokenRecord, TokenStore } from '../../tokens/store.js';
 import { GroupCommit, type BatchListener } from '../group-commit.js';
 import { withdrawAdminGrants } from './admin-grants.js';
 import { batchRows, type BatchColumn } from './batch.js';
 import { deleteRevokedTokensOfApp } from './revoked-tokens.js';
-import type { SqlRunner } from './runner.js';
-import { TOKEN_COLUMNS, tokenReads } from './token-reads.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
+import { TOKEN_COLUMNS, tokenReads } from 'tessera-tokens/internal/store/sql/token-reads.js';
 
 const TOKEN_BATCH_COLUMNS: readonly BatchColumn[] = [
   ['selector', 'bytes'],

@@ -1,5 +1,5 @@
 import type { Heartbeat, InstanceRecord, UpgradeState, UpgradeStore } from '../../upgrade/store.js';
-import { withRowLock, type SqlRunner } from './runner.js';
+import { withRowLock, type SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 
 interface InstanceRow {
   id: string;

@@ -1,5 +1,5 @@
 import { closeSync, existsSync, openSync, rmSync, statSync } from 'node:fs';
-import { openDatabase } from './connection.js';
+import { openDatabase } from 'tessera-tokens/internal/store/sqlite/connection.js';
 
 /**
  * A consistent copy of a SQLite store, taken while servers read and write it: `VACUUM INTO` reads

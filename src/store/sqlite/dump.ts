@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import type { StoreDump } from '../dump.js';
 import { sqlStoreDump } from '../sql/dump.js';
-import type { SqlRunner } from '../sql/runner.js';
-import { openDatabase, retryWhileBusy } from './connection.js';
+import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
+import { openDatabase, retryWhileBusy } from 'tessera-tokens/internal/store/sqlite/connection.js';
 import { migrate } from './migrations.js';
-import { sqliteRunner } from './runner.js';
+import { sqliteRunner } from 'tessera-tokens/internal/store/sqlite/runner.js';
 
 /**
  * A SQLite file's tables for `store copy` (`../dump.ts`). It is opened as the store opens it

@@ -1,7 +1,14 @@
-import { finalizedRelease, readSchemaState } from './schema-state.js';
-import { compareReleases, currentBuild } from '../../release.js';
-import { migrationRecord, RELEASES_RECORDED_FROM, SchemaRefused, schemaVerdict, type Migration, type MigrationReport } from '../schema.js';
-import type { SqliteDatabase } from './connection.js';
+import { finalizedRelease, readSchemaState } from 'tessera-tokens/internal/store/sqlite/schema-state.js';
+import { compareReleases, currentBuild } from 'tessera-tokens/internal/release.js';
+import {
+  migrationRecord,
+  RELEASES_RECORDED_FROM,
+  SchemaRefused,
+  schemaVerdict,
+  type Migration,
+  type MigrationReport,
+} from 'tessera-tokens/internal/store/schema.js';
+import type { SqliteDatabase } from 'tessera-tokens/internal/store/sqlite/connection.js';
 
 export interface SqliteMigrateOptions {
   /** Says what would be applied, and applies nothing (`tessera migrate --dry-run`). */

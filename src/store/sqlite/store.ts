@@ -1,10 +1,10 @@
 import { createFirstKey } from '../sql/signing-keys.js';
 import { sqlStore } from '../sql/store.js';
 import type { Store } from '../store.js';
-import { ChangePoller, type ChangePollOptions } from './change-poller.js';
-import { openDatabase, retryWhileBusy } from './connection.js';
+import { ChangePoller, type ChangePollOptions } from 'tessera-tokens/internal/store/sqlite/change-poller.js';
+import { openDatabase, retryWhileBusy } from 'tessera-tokens/internal/store/sqlite/connection.js';
 import { migrate } from './migrations.js';
-import { sqliteRunner } from './runner.js';
+import { sqliteRunner } from 'tessera-tokens/internal/store/sqlite/runner.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
 export type SqliteStoreOptions = ChangePollOptions;

@@ -1,5 +1,5 @@
 import type { RotationOptions } from '../../../apps/service.js';
-import { TesseraError } from '../../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { graceFormOf, graceSecondsOf, type GraceForm } from '../common/rotation.js';
 
 // The ClientSecret's rotation form, read from what the browser sent: as typed (to show again beside

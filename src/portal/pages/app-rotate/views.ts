@@ -1,4 +1,4 @@
-import type { AppDescription } from '../../../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { RotatedSecret } from '../../../apps/service.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.js';

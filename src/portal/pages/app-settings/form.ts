@@ -1,8 +1,8 @@
-import type { AppConfiguration } from '../../../apps/app.js';
-import { MAX_LIFETIME_SECONDS, parseConfigurationChanges } from '../../../apps/configuration.js';
-import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../../apps/origins.js';
+import type { AppConfiguration } from 'tessera-tokens/internal/apps/app.js';
+import { MAX_LIFETIME_SECONDS, parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
+import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from 'tessera-tokens/internal/apps/origins.js';
 import { revocationKind, type RevocationKind } from '../../../apps/revoke-all.js';
-import { TesseraError } from '../../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { inLargestUnit, LIFETIME_UNITS } from '../common/lifetimes.js';
 
 // The settings page's three forms, read from what the browser sent: the token settings (as typed,

@@ -1,5 +1,5 @@
-import { MAX_ORIGIN_LENGTH, parseAllowedOrigins } from '../../../apps/origins.js';
-import { TesseraError } from '../../../errors.js';
+import { MAX_ORIGIN_LENGTH, parseAllowedOrigins } from 'tessera-tokens/internal/apps/origins.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
 // The overview's one form, the quickstarts' "Your page's origin", read from what the browser sent.
 

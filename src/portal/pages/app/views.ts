@@ -1,4 +1,4 @@
-import type { AppDescription } from '../../../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { SecretExposure } from '../../../apps/secret-exposure.js';
 import type { AppPermissions } from '../../../developers/roles.js';
 import { html, type Html } from '../../html.js';

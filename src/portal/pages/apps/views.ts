@@ -1,4 +1,4 @@
-import { MAX_APP_NAME_LENGTH, type AppDescription } from '../../../apps/app.js';
+import { MAX_APP_NAME_LENGTH, type AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { AppAttention } from '../../../apps/attention.js';
 import type { OwnedApp } from '../../../apps/owned-apps.js';
 import type { SecretExposure } from '../../../apps/secret-exposure.js';

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { isTesseraError, type ErrorCode, type TesseraError } from '../../../errors.js';
+import { isTesseraError, type ErrorCode, type TesseraError } from 'tessera-tokens/internal/errors.js';
 
 // How a page's handler tells a refusal it shows on the form (beside what was typed) from one the
 // portal's error page shows: by the error's code, never by its words.

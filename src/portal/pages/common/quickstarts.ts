@@ -1,5 +1,5 @@
 import { codeText } from './code-text.js';
-import { MAX_ORIGIN_LENGTH } from '../../../apps/origins.js';
+import { MAX_ORIGIN_LENGTH } from 'tessera-tokens/internal/apps/origins.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField } from '../../layout.js';
 import { ADMIN_TOKEN_LIFETIME_SECONDS, snippets, type SnippetValues } from '../../../apps/snippets.js';
@@ -49,7 +49,7 @@ ${setSecretStep(`the ClientSecret (${keepThisPage ? 'shown above' : 'from your c
 </details>
 <details class="quickstart" id="quickstart-node">
   <summary>Node server code, with <code>tessera-tokens/client</code></summary>
-  <p>Install the package <code>tessera-tokens</code>. Until it is published, from its tarball: <code>npm pack --pack-destination /tmp</code> in Tessera's checkout, then <code>npm install /tmp/tessera-tokens-${version}.tgz</code> in your project (npm may note that the package has a <code>prepare</code> script: it is not run for a tarball). Once published: <code>npm install tessera-tokens</code>. Save the code as <code>server.mjs</code> and run ${run('server.mjs')}. The client gets an admin token, keeps it, and renews it before its ${ADMIN_TOKEN_LIFETIME_SECONDS / 60} minutes end.</p>
+  <p>Install the package <code>tessera-tokens</code>. Until it is published, from its tarball: <code>npm pack --workspace tessera-tokens --pack-destination /tmp</code> in Tessera's checkout, then <code>npm install /tmp/tessera-tokens-${version}.tgz</code> in your project. Once published: <code>npm install tessera-tokens</code>. Save the code as <code>server.mjs</code> and run ${run('server.mjs')}. The client gets an admin token, keeps it, and renews it before its ${ADMIN_TOKEN_LIFETIME_SECONDS / 60} minutes end.</p>
   ${snippet('node', 'the Node code', code.node)}
 </details>
 <details class="quickstart" id="quickstart-openid-client">

@@ -1,6 +1,6 @@
 /** What the rotation of a secret shows in the portal, for the app's ClientSecret and for a credential's: the grace period asked for, and the new secret shown once. */
 import { MAX_SECRET_GRACE_SECONDS, parseGraceSeconds } from '../../../apps/secret-rotation.js';
-import { TesseraError } from '../../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { html, type Html } from '../../html.js';
 import { utcTime } from '../../time.js';
 import { csrfField } from '../../layout.js';

@@ -1,8 +1,8 @@
 import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
-import { MAX_CREDENTIAL_NAME_LENGTH } from '../../../credentials/credential.js';
+import { MAX_CREDENTIAL_NAME_LENGTH } from 'tessera-tokens/internal/credentials/credential.js';
 import { RFC3339_DATE_TIME, type NewCredentialFields } from '../../../credentials/input.js';
-import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, MAX_SCOPES } from '../../../credentials/scopes.js';
-import { isTesseraError } from '../../../errors.js';
+import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, MAX_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { graceFormOf, type GraceForm } from '../common/rotation.js';
 
 // The credentials pages' forms, read from what the browser sent: the new-credential form as typed

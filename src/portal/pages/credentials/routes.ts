@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedCredential, CredentialPermissions } from '../../../apps/credential-service.js';
-import { CREDENTIAL_CLIENT_ID_PATTERN, type CredentialDescription } from '../../../credentials/credential.js';
+import { CREDENTIAL_CLIENT_ID_PATTERN, type CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
 import type { NewCredentialFields } from '../../../credentials/input.js';
-import { TesseraError } from '../../../errors.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { RequestContext } from '../../../request-context.js';
 import { serviceBaseUrl } from '../../base-url.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';

@@ -1,9 +1,9 @@
-import type { AppDescription } from '../../../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credential-service.js';
 import { credentialCommands, credentialNodeScript } from '../../../apps/snippets.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
-import { MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from '../../../credentials/credential.js';
-import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, type BuiltInScope } from '../../../credentials/scopes.js';
+import { MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
+import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, type BuiltInScope } from 'tessera-tokens/internal/credentials/scopes.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.js';
 import { utcText, utcTime } from '../../time.js';

@@ -1,4 +1,4 @@
-import { isTesseraError, TesseraError } from '../../../errors.js';
+import { isTesseraError, TesseraError } from 'tessera-tokens/internal/errors.js';
 import { COUNT_PERIODS, parseInstant, type CountPeriod } from '../../../events/counts.js';
 import type { EventType } from '../../../events/event.js';
 import {

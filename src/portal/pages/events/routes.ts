@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { notFound } from '../../../error-catalogue.js';
-import { TesseraError } from '../../../errors.js';
+import { notFound } from 'tessera-tokens/internal/error-catalogue.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { parseEventPageQuery } from '../../../events/query.js';
 import type { RequestContext } from '../../../request-context.js';
 import type { BackgroundRouteConfig, PortalContext } from '../../context.js';

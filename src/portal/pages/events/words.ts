@@ -1,5 +1,5 @@
 import { actorOfEvent, type AuditEvent, type EventType } from '../../../events/event.js';
-import type { PrincipalKind } from '../../../principal.js';
+import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { Actor } from '../../../request-context.js';
 import { utcText } from '../../time.js';
 

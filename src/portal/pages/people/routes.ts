@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppDescription } from '../../../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import { normaliseEmail } from '../../../developers/email.js';
 import type { IssuedLink } from '../../../developers/one-time-link.js';
 import type { AppPermissions } from '../../../developers/roles.js';
 import type { AppMembership } from '../../../developers/store.js';
-import { appNotFound } from '../../../error-catalogue.js';
+import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { serviceBaseUrl } from '../../base-url.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';
 import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, sessionOf, signedIn } from '../../respond.js';

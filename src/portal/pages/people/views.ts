@@ -1,6 +1,6 @@
-import type { AppDescription } from '../../../apps/app.js';
+import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { PendingInvitation } from '../../../apps/members.js';
-import type { CredentialDescription } from '../../../credentials/credential.js';
+import type { CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
 import type { AppPermissions } from '../../../developers/roles.js';
 import type { AppMembership } from '../../../developers/store.js';
 import { html, type Html } from '../../html.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { DeveloperRecord } from '../../../developers/developer.js';
-import { isTesseraError } from '../../../errors.js';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { anonymousRequest } from '../../../request-context.js';
 import { formOf, type PortalContext } from '../../context.js';
 import { asDeveloper, csrfCheck, seeOther, sendPage, setSessionCookies, signedOut } from '../../respond.js';

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { packageVersion } from './package-root.js';
 
 /**
  * The schema this release writes: the version of its last migration, the same on both dialects
@@ -76,4 +75,12 @@ export function finalizedForLaterRelease(finalizedRelease: string, version: stri
       `whose capabilities may have written what ${version} would misread or not enforce. Run release ` +
       `${finalizedRelease} or later (docs/deployment.md, "Upgrading": a rollback past a finalized upgrade is a restore).`,
   );
+}
+
+/**
+ * The release: this package's version (its package.json, beside dist/), which the server's package
+ * shares (tests/unit/release.test.ts holds them to it).
+ */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
