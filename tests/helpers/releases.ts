@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from './process.js';
@@ -33,10 +33,19 @@ const TSCONFIG = {
   include: ['src'],
 };
 
-/** Compiles the build in `dir` with this checkout's TypeScript and dependencies (a release's dependencies are a subset of today's). */
-async function compile(dir: string): Promise<void> {
-  symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG));
+/** The library's build (packages/tessera-tokens/): its sources alone, with the declarations the server compiles against. */
+const LIBRARY_TSCONFIG = {
+  compilerOptions: { ...TSCONFIG.compilerOptions, rootDir: 'src', outDir: 'dist', declaration: true },
+  include: ['src'],
+};
+
+/**
+ * Compiles the build in `dir` with this checkout's TypeScript and dependencies (a release's
+ * dependencies are a subset of today's). Without `node_modules` ready, this checkout's are linked.
+ */
+async function compile(dir: string, tsconfig: object = TSCONFIG, { linkModules = true } = {}): Promise<void> {
+  if (linkModules) symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
   const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc6');
   try {
     await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
@@ -73,14 +82,26 @@ export async function buildRelease(commit: string, dir: string): Promise<OtherBu
  */
 export async function buildNextRelease(dir: string, version: string, sql: string): Promise<OtherBuild> {
   mkdirSync(dir, { recursive: true });
-  for (const part of ['src', 'bin', 'assets', 'docs/openapi.json', 'package.json']) {
+  for (const part of [
+    'src',
+    'bin',
+    'assets',
+    'docs/openapi.json',
+    'package.json',
+    'packages/tessera-tokens/src',
+    'packages/tessera-tokens/package.json',
+  ]) {
     cpSync(join(REPO_ROOT, part), join(dir, part), { recursive: true });
   }
+  const library = join(dir, 'packages', 'tessera-tokens');
   const currentVersion = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   const packageJson = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...packageJson, version }, null, 2));
+  const libraryJson = JSON.parse(readFileSync(join(library, 'package.json'), 'utf8')) as { version: string };
+  writeFileSync(join(library, 'package.json'), JSON.stringify({ ...libraryJson, version }, null, 2));
 
-  const releaseFile = join(dir, 'src', 'release.ts');
+  // The release and its schema version are the library's (release.ts).
+  const releaseFile = join(library, 'src', 'release.ts');
   const release = readFileSync(releaseFile, 'utf8');
   const schemaVersion = Number(/export const SCHEMA_VERSION = (\d+);/.exec(release)?.[1]);
   const next = schemaVersion + 1;
@@ -96,7 +117,15 @@ export async function buildNextRelease(dir: string, version: string, sql: string
     const end = text.lastIndexOf('];');
     writeFileSync(file, `${text.slice(0, end)}  { version: ${next}, sql: ${JSON.stringify(sql)} },\n${text.slice(end)}`);
   }
-  await compile(dir);
-  writeFileSync(join(dir, 'dist', 'src', 'build-info.json'), JSON.stringify({ commit: `next-${next}` }));
+  // Its own node_modules: this checkout's packages, but its own library in place of this checkout's.
+  mkdirSync(join(dir, 'node_modules'));
+  for (const entry of readdirSync(join(REPO_ROOT, 'node_modules'))) {
+    if (entry === 'tessera-tokens' || entry === '.bin') continue;
+    symlinkSync(join(REPO_ROOT, 'node_modules', entry), join(dir, 'node_modules', entry));
+  }
+  symlinkSync(library, join(dir, 'node_modules', 'tessera-tokens'));
+  await compile(library, LIBRARY_TSCONFIG, { linkModules: false });
+  await compile(dir, TSCONFIG, { linkModules: false });
+  writeFileSync(join(library, 'dist', 'build-info.json'), JSON.stringify({ commit: `next-${next}` }));
   return { dir, version, entry: join(dir, 'dist', 'src', 'cli', 'main.js') };
 }
