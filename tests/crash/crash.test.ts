@@ -33,8 +33,14 @@ import { createPostgresDatabase } from '../helpers/store.js';
 // is still in force, every anonymous token answered before a revoke-all answered 200 is refused,
 // and the store opens cleanly. Events are written after the answer and may be lost: not checked.
 
-/** How long a restart on a crashed store may take, from spawn to listening. */
+/**
+ * How long a restart on a crashed store may take, from spawn to listening: 5 s, or three times the
+ * first start of the same server on its new store (which migrates it), whichever is longer. A busy
+ * machine (the parallel pass runs four files on two cores) slows every start alike; a crash that
+ * left recovery to do would show as a restart slower than a first start.
+ */
 const RESTART_LIMIT_MS = 5_000;
+const RESTART_TIMES_FIRST_START = 3;
 /**
  * A burst of requests after a cache flush waits for PostgreSQL connections; on a busy machine the
  * default 2 s would answer some of them 503 (allowed here, but then they prove nothing).
@@ -286,12 +292,15 @@ for (const backend of BACKENDS) {
     let server: ServerProcess | undefined;
     const ledger = new TokenLedger();
     const restarts: number[] = [];
+    let firstStartMs = 0;
     const options = () => ({ entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: store!.databaseUrl, env: SERVER_ENV });
 
     before(async () => {
       store = await backend.create();
       app = await createAppWithCli(children, options(), 'Crash');
+      const startedAt = now();
       server = await startTessera(children, options());
+      firstStartMs = Math.round(now() - startedAt);
     });
 
     after(async () => {
@@ -304,7 +313,7 @@ for (const backend of BACKENDS) {
         `[crash] ${backend.name}: ${ledger.issued.length} tokens answered 200 (${JSON.stringify(states)}), ` +
           `${ledger.revocations.filter((revocation) => revocation.outcome.status === 200).length} revocations answered 200, ` +
           `${ledger.revokeAlls.filter((revokeAll) => revokeAll.outcome.status === 200).length} revoke-alls answered 200; ` +
-          `restarts took ${restarts.map((ms) => `${ms} ms`).join(', ')}\n[crash] ${backend.name} answers: ${JSON.stringify(Object.fromEntries(ledger.tally))}`,
+          `first start ${firstStartMs} ms, restarts took ${restarts.map((ms) => `${ms} ms`).join(', ')}\n[crash] ${backend.name} answers: ${JSON.stringify(Object.fromEntries(ledger.tally))}`,
       );
     });
 
@@ -344,7 +353,8 @@ for (const backend of BACKENDS) {
         server = await startTessera(children, options());
         const restartMs = Math.round(now() - startedAt);
         restarts.push(restartMs);
-        assert.ok(restartMs < RESTART_LIMIT_MS, `the restart took ${restartMs} ms`);
+        const limitMs = Math.max(RESTART_LIMIT_MS, RESTART_TIMES_FIRST_START * firstStartMs);
+        assert.ok(restartMs < limitMs, `the restart took ${restartMs} ms, the first start ${firstStartMs} ms (limit ${limitMs} ms)`);
 
         const verification = await verifyTokens(server.baseUrl, app, ledger, round);
         const issuedThisRound = ledger.issued.length - issuedBefore;
