@@ -3,8 +3,6 @@ import type { SigningKeyReads } from '../signing-keys/key.js';
 import type { RevocationReads } from '../tokens/revoked-tokens.js';
 import type { TokenReads } from '../tokens/token-record.js';
 
-export type { AppReads, RevocationReads, SigningKeyReads, TokenReads };
-
 /**
  * What the store's change signal says may have changed: one app (its record, tokens or settings),
  * the revoked anonymous tokens only (new rows to read), or anything (keys, tokens, apps).

@@ -1,5 +1,5 @@
 import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
-import type { AppReads } from '../checking.js';
+import type { AppReads } from '../../apps/app-reads.js';
 import type { CredentialCreator, CredentialRecord } from '../../credentials/credential.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';

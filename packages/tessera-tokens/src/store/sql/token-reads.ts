@@ -1,6 +1,5 @@
 import type { PrincipalKind } from '../../principal.js';
-import type { TokenReads } from '../checking.js';
-import type { TokenRecord } from '../../tokens/token-record.js';
+import type { TokenReads, TokenRecord } from '../../tokens/token-record.js';
 import { andThen } from '../../maybe-promise.js';
 import { BatchedReads } from '../batched-reads.js';
 import type { SqlRunner } from './runner.js';
