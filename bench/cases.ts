@@ -3,6 +3,13 @@ import type { LoadSpec } from './processes.js';
 /** What a case measures: issuing a token, or checking one. Ratios compare a case to the ceiling of its kind. */
 export type CaseKind = 'issue' | 'check';
 
+/** One of the benchmark's goals, and whether a run met it. */
+export interface TargetCheck {
+  description: string;
+  value: string;
+  met: boolean;
+}
+
 export interface BenchCase {
   /** e.g. "tessera/sqlite: admin token" */
   name: string;

@@ -125,7 +125,7 @@ export interface LoadResult {
   requests: number;
   durationUs: number;
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latencyUs: { p10: number; p50: number; p90: number; p99: number; mean: number; max: number };
+  latencyUs: { p10: number; p50: number; p90: number; p99: number; p999: number; mean: number; max: number };
   tokens: number;
   requestsPerSecond: number;
 }

@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CaseKind } from './cases.js';
+import type { CaseKind, TargetCheck } from './cases.js';
 import { CEILING, PEER } from './cases.js';
 import type { LoadResult } from './processes.js';
+import { BESIDE_CONNECTIONS, tailChecks, tailTable, type TailMeasurement } from './tail.js';
 
 export type Phase = string;
 
@@ -24,6 +25,8 @@ export interface BenchRun {
   options: Record<string, unknown>;
   machine: Record<string, unknown>;
   measurements: Measurement[];
+  /** The tail (bench/tail.ts), measured after the base phase. */
+  tail: TailMeasurement[];
   verification: { checked: number; invalid: number; sampledOverHttp: number; invalidOverHttp: number };
   tesseraMemory: { rssMb: number; peakRssMb: number };
   phases: { base: Phase; scale: Phase };
@@ -48,12 +51,6 @@ export interface CaseSummary {
   p99Us: number;
   failures: number;
   repetitionsUsed: number;
-}
-
-export interface TargetCheck {
-  description: string;
-  value: string;
-  met: boolean;
 }
 
 export function median(values: number[]): number {
@@ -151,7 +148,8 @@ export function checkTargets(run: BenchRun, summaries: CaseSummary[]): TargetChe
     value: `${run.tesseraMemory.rssMb.toFixed(0)} MB (peak ${run.tesseraMemory.peakRssMb.toFixed(0)} MB)`,
     met: run.tesseraMemory.peakRssMb <= 200,
   });
-  const failures = summaries.reduce((sum, s) => sum + s.failures, 0);
+  checks.push(...tailChecks(run.tail, CEILING));
+  const failures = summaries.reduce((sum, s) => sum + s.failures, 0) + run.tail.reduce((sum, m) => sum + m.failures, 0);
   checks.push({ description: 'no request failed', value: String(failures), met: failures === 0 });
   const v = run.verification;
   checks.push({
@@ -251,6 +249,10 @@ export function writeReport(run: BenchRun, options: { root: string; writeDocs: b
     `### ${run.phases.scale}`,
     '',
     table(scale),
+    '',
+    `### The tail (${BESIDE_CONNECTIONS} connections beside, where there is a load beside)`,
+    '',
+    tailTable(run.tail, CEILING),
     '',
     '### Targets',
     '',

@@ -10,11 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '../src/store/sqlite/store.js';
 import { openStore } from '../src/store/open.js';
-import type { Store } from '../src/store/store.js';
-import pg from 'pg';
 import { createTessera } from '../src/tessera.js';
-import { generateAccessToken } from 'tessera-tokens/internal/tokens/token.js';
-import { ceilingCases, peerCases, tesseraCases, type BenchCase, type TesseraFixture } from './cases.js';
+import { CEILING, ceilingCases, peerCases, tesseraCases, type BenchCase } from './cases.js';
 import {
   cpuAvailability,
   failuresOf,
@@ -28,6 +25,8 @@ import {
 } from './processes.js';
 import { writeReport, type BenchRun, type Measurement, type Phase } from './report.js';
 import { OIDC_CLIENT } from './servers/oidc-client.js';
+import { ceilingTailScenarios, measureTail, tesseraTailScenarios } from './tail.js';
+import { seedTokens, startTessera, startTesseraOnPostgres, type TesseraTarget } from './targets.js';
 
 interface Options {
   smoke: boolean;
@@ -36,6 +35,8 @@ interface Options {
   repetitions: number;
   baseTokens: number;
   scaleTokens: number;
+  /** How long each scenario of the tail runs (bench/tail.ts). */
+  tailSeconds: number;
 }
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -55,46 +56,11 @@ function parseOptions(argv: string[]): Options {
     repetitions: number('--repetitions', smoke ? 1 : 3),
     baseTokens: 1_000,
     scaleTokens: number('--scale-tokens', 1_000_000),
+    tailSeconds: number('--tail-seconds', smoke ? 1 : 20),
   };
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-async function seedTokens(store: Store, appId: string, count: number): Promise<void> {
-  for (let done = 0; done < count;) {
-    const chunk = Math.min(20_000, count - done);
-    await Promise.all(
-      Array.from({ length: chunk }, () => {
-        const issuedAt = Date.now();
-        const { selector, verifierHash } = generateAccessToken(issuedAt);
-        return store.tokens.insert(
-          {
-            selector,
-            verifierHash,
-            appId,
-            kind: 'admin',
-            issuedAt,
-            expiresAt: null,
-            clientId: null,
-            scopes: null,
-          },
-          0,
-        );
-      }),
-    );
-    done += chunk;
-  }
-}
-
-async function issueToken(url: string, appId: string, clientId: string, clientSecret: string): Promise<string> {
-  const response = await fetch(`${url}/api/apps/${appId}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${appId}:bench`).toString('base64')}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-  });
-  if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
 
 async function oidcToken(url: string, clientBasic: string): Promise<string> {
   const response = await fetch(`${url}/token`, {
@@ -104,72 +70,6 @@ async function oidcToken(url: string, clientBasic: string): Promise<string> {
   });
   if (response.status !== 200) throw new Error(`oidc-provider token request failed: ${response.status}`);
   return ((await response.json()) as { access_token: string }).access_token;
-}
-
-interface TesseraTarget {
-  server: RunningServer;
-  fixture: TesseraFixture;
-  databaseUrl: string;
-  tokensDir: string;
-  /** Drops what the target created (a PostgreSQL database). */
-  cleanup: () => Promise<void>;
-}
-
-/** Starts Tessera on a fresh store (`databaseUrl`) holding `baseTokens` tokens, with one app. */
-async function startTessera(
-  target: string,
-  databaseUrl: string,
-  workDir: string,
-  baseTokens: number,
-  cleanup: () => Promise<void>,
-): Promise<TesseraTarget> {
-  const store = await openStore(databaseUrl);
-  const app = await createTessera({ store }).apps.create('Benchmark app');
-  await seedTokens(store, app.appId, baseTokens);
-  await store.close();
-  const server = await startPinnedServer(target, join(DIST, 'src', 'cli', 'main.js'), ['serve'], {
-    ...MEASURED_SERVER_ENV,
-    DATABASE_URL: databaseUrl,
-  });
-  const fixture: TesseraFixture = {
-    target,
-    url: server.url,
-    appId: app.appId,
-    appKey: app.appKey,
-    clientId: app.clientId,
-    clientSecret: app.clientSecret,
-    adminToken: await issueToken(server.url, app.appId, app.clientId, app.clientSecret),
-    anonymousToken: await issueToken(server.url, app.appId, app.appId, app.appKey),
-  };
-  const tokensDir = join(workDir, `tokens-${target.replace(/\W+/g, '_')}`);
-  mkdirSync(tokensDir);
-  return { server, fixture, databaseUrl, tokensDir, cleanup };
-}
-
-/** PostgreSQL on a fresh database, when a server is reachable (BENCH_POSTGRES_URL); undefined otherwise. */
-async function startTesseraOnPostgres(workDir: string, baseTokens: number): Promise<TesseraTarget | undefined> {
-  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `tessera_bench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
-  try {
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${name}`);
-  } catch (error) {
-    log(`PostgreSQL not reachable at ${adminUrl} (${(error as Error).message}): tessera/postgres is not measured`);
-    await admin.end().catch(() => {});
-    return undefined;
-  }
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const drop = async () => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
-  };
-  return startTessera('tessera/postgres', url.toString(), workDir, baseTokens, drop);
 }
 
 /** Warm-up (discarded), then `repetitions` rounds of every case at 1 and at 50 connections. */
@@ -286,6 +186,20 @@ async function main(): Promise<number> {
       sampledOverHttp: sum.sampledOverHttp + v.sampledOverHttp,
       invalidOverHttp: sum.invalidOverHttp + v.invalidOverHttp,
     }));
+    log(`\n[tail] ${options.tailSeconds} s a scenario`);
+    const tail = await measureTail(
+      [
+        { target: CEILING, pid: ceiling.child.pid!, scenarios: ceilingTailScenarios(referenceCases) },
+        ...targets.map((t) => ({
+          target: t.fixture.target,
+          pid: t.server.child.pid!,
+          probeFile: t.probeFile,
+          scenarios: tesseraTailScenarios(t.fixture),
+        })),
+      ],
+      options.tailSeconds,
+      log,
+    );
     log(
       `\nverified ${verification.checked} issued tokens against their stores (${verification.invalid} invalid), ${verification.sampledOverHttp} over HTTP (${verification.invalidOverHttp} invalid)`,
     );
@@ -314,11 +228,13 @@ async function main(): Promise<number> {
       options: { ...options },
       machine: machineDescription(),
       measurements: [...measurements, ...scaleMeasurements],
+      tail,
       verification,
       tesseraMemory: memory,
       phases: { base: `${options.baseTokens} tokens stored`, scale: `${options.scaleTokens} tokens stored` },
     };
-    const failed = run.measurements.reduce((sum, m) => sum + failuresOf(m.one) + failuresOf(m.fifty), 0);
+    const failed =
+      run.measurements.reduce((sum, m) => sum + failuresOf(m.one) + failuresOf(m.fifty), 0) + tail.reduce((sum, m) => sum + m.failures, 0);
     writeReport(run, { root: ROOT, writeDocs: !options.smoke, resultsDir: options.smoke ? workDir : join(ROOT, 'bench', 'results') });
     if (failed > 0 || verification.invalid > 0 || verification.invalidOverHttp > 0) {
       log(`\nFAILED: ${failed} failed requests, ${verification.invalid + verification.invalidOverHttp} invalid tokens`);

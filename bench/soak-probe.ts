@@ -1,8 +1,10 @@
 /**
  * Preloaded into the server under soak (`node --import <this file> …`, see bench/soak.ts): every
  * SOAK_PROBE_INTERVAL_MS (10 s) it appends one JSON line to SOAK_PROBE_FILE with the event-loop
- * delay of that interval, the process's memory, and the responses it sent. Nothing in the server
- * changes; without SOAK_PROBE_FILE this module does nothing.
+ * delay of that interval, the process's memory, and the responses it sent; and on SIGUSR2, a line for
+ * the interval so far (bench/tail.ts marks each scenario's start and end so). With
+ * SOAK_PROBE_INTERVAL_MS=0 only on SIGUSR2. Nothing in the server changes; without SOAK_PROBE_FILE
+ * this module does nothing.
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { appendFileSync } from 'node:fs';
@@ -25,7 +27,7 @@ const file = process.env.SOAK_PROBE_FILE;
 if (file !== undefined && file !== '') {
   const intervalMs = Number(process.env.SOAK_PROBE_INTERVAL_MS ?? 10_000);
   // The histogram records each sampling timer's whole period: the delay is what exceeds it.
-  const resolutionMs = 10;
+  const resolutionMs = Number(process.env.SOAK_PROBE_RESOLUTION_MS ?? 10);
   const delay = monitorEventLoopDelay({ resolution: resolutionMs });
   delay.enable();
   let responses = 0;
@@ -37,11 +39,12 @@ if (file !== undefined && file !== '') {
   });
   const ms = (nanoseconds: number) => Number(Math.max(0, nanoseconds / 1e6 - resolutionMs).toFixed(3));
   const mb = (bytes: number) => Number((bytes / 1048576).toFixed(2));
-  const timer = setInterval(() => {
+  let since = performance.now();
+  const writeLine = () => {
     const memory = process.memoryUsage();
     const line: ProbeLine = {
       at: Date.now(),
-      intervalMs,
+      intervalMs: Math.round(performance.now() - since),
       eventLoopDelayMs: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), mean: ms(delay.mean) },
       memoryMb: {
         rss: mb(memory.rss),
@@ -54,9 +57,11 @@ if (file !== undefined && file !== '') {
       statuses,
     };
     delay.reset();
+    since = performance.now();
     responses = 0;
     statuses = {};
     appendFileSync(file, `${JSON.stringify(line)}\n`);
-  }, intervalMs);
-  timer.unref();
+  };
+  process.on('SIGUSR2', writeLine);
+  if (intervalMs > 0) setInterval(writeLine, intervalMs).unref();
 }

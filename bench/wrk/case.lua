@@ -66,8 +66,8 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     'BENCH_RESULT {"requests":%d,"durationUs":%d,"bytes":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},' ..
-    '"latencyUs":{"p10":%d,"p50":%d,"p90":%d,"p99":%d,"mean":%.1f,"max":%d},"tokens":%d}\n',
+    '"latencyUs":{"p10":%d,"p50":%d,"p90":%d,"p99":%d,"p999":%d,"mean":%.1f,"max":%d},"tokens":%d}\n',
     summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(10), latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.mean, latency.max,
+    latency:percentile(10), latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9), latency.mean, latency.max,
     #collected))
 end
