@@ -131,9 +131,14 @@ export interface LoadResult {
 }
 
 const WRK_SCRIPT = fileURLToPath(new URL('../../bench/wrk/case.lua', import.meta.url));
+const WRK_TAIL_SCRIPT = fileURLToPath(new URL('../../bench/wrk/tail.lua', import.meta.url));
 
-/** One wrk run from the load core: one generator thread, `connections` connections, `seconds` long. */
-export async function runLoad(spec: LoadSpec, connections: number, seconds: number): Promise<LoadResult> {
+/**
+ * One wrk run from the load core, `connections` connections, `seconds` long. By default one
+ * generator thread, with wrk's latencies; `timed` runs a thread per connection that times each
+ * request on the monotonic clock (bench/wrk/tail.lua says why), for the tail.
+ */
+export async function runLoad(spec: LoadSpec, connections: number, seconds: number, timed = false): Promise<LoadResult> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     BENCH_METHOD: spec.method,
@@ -147,7 +152,9 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
     BENCH_COLLECT_TOKENS: spec.tokensFile === undefined ? '0' : '1',
     BENCH_TOKENS_FILE: spec.tokensFile ?? '',
   };
-  const result = JSON.parse(await runWrk(WRK_SCRIPT, spec.url, connections, seconds, env, 'BENCH_RESULT ')) as Omit<
+  const script = timed ? WRK_TAIL_SCRIPT : WRK_SCRIPT;
+  const threads = timed ? connections : 1;
+  const result = JSON.parse(await runWrk(script, spec.url, connections, seconds, env, 'BENCH_RESULT ', threads)) as Omit<
     LoadResult,
     'requestsPerSecond'
   >;
@@ -155,8 +162,8 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
 }
 
 /**
- * wrk with a Lua `script` from the load core: one generator thread, `connections` connections,
- * `seconds` long. Returns what the script printed after `marker` on a line of its own.
+ * wrk with a Lua `script` from the load core: `threads` generator threads, `connections`
+ * connections, `seconds` long. Returns what the script printed after `marker` on a line of its own.
  */
 export function runWrk(
   script: string,
@@ -165,8 +172,9 @@ export function runWrk(
   seconds: number,
   env: NodeJS.ProcessEnv,
   marker: string,
+  threads = 1,
 ): Promise<string> {
-  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url];
+  const args = ['-c', String(LOAD_CORE), 'wrk', `-t${threads}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url];
   return new Promise((resolve, reject) => {
     const child = spawn('taskset', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -4,7 +4,7 @@
  * rots (a second per case, no verdict on the targets). See docs/benchmarks.md for the method.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,6 @@ import { CEILING, ceilingCases, peerCases, tesseraCases, type BenchCase } from '
 import {
   cpuAvailability,
   failuresOf,
-  MEASURED_SERVER_ENV,
   requireTools,
   memoryOf,
   runLoad,

@@ -44,8 +44,17 @@ async function main(): Promise<number> {
     }
     servers.push(...targets.map((t) => t.server));
     const tailTargets: TailTarget[] = [
-      { target: CEILING, pid: ceiling.child.pid!, scenarios: ceilingTailScenarios(ceilingCases(ceiling.url, String(ceiling.announcement.token))) },
-      ...targets.map((t) => ({ target: t.fixture.target, pid: t.server.child.pid!, probeFile: t.probeFile, scenarios: tesseraTailScenarios(t.fixture) })),
+      {
+        target: CEILING,
+        pid: ceiling.child.pid!,
+        scenarios: ceilingTailScenarios(ceilingCases(ceiling.url, String(ceiling.announcement.token))),
+      },
+      ...targets.map((t) => ({
+        target: t.fixture.target,
+        pid: t.server.child.pid!,
+        probeFile: t.probeFile,
+        scenarios: tesseraTailScenarios(t.fixture),
+      })),
     ];
     log(`warm-up: 3 s of each scenario's load at 50 connections, discarded`);
     for (const target of tailTargets) {

@@ -1,8 +1,9 @@
 /**
  * The tail: the slowest token checks and token requests, alone and beside other load, with the
  * server's event-loop delay over the same seconds. Averages and CPU per request (the rest of the
- * benchmark) hide a wait of one request in a hundred; this measures it, as p50/p99/p99.9 from wrk's
- * histogram and as ratios to the bare ceiling measured in the same run. `npm run bench` runs it
+ * benchmark) hide a wait of one request in a hundred; this measures it, as p50/p99/p99.9 of each
+ * request timed on the monotonic clock (bench/wrk/tail.lua) and as ratios to the bare ceiling
+ * measured in the same run. `npm run bench` runs it
  * after its first phase; `npm run bench:tail` runs it alone. See docs/benchmarks.md, "The tail".
  */
 import { readFileSync } from 'node:fs';
@@ -78,7 +79,7 @@ export async function measureTail(targets: TailTarget[], seconds: number, log: (
       for (const scenario of target.scenarios) {
         const probe = target.probeFile === undefined ? undefined : await probeMark(target.pid, target.probeFile);
         const [measured, beside] = await Promise.all([
-          runLoad(scenario.measured, connections, seconds),
+          runLoad(scenario.measured, connections, seconds, true),
           scenario.beside === undefined ? undefined : runLoad(scenario.beside, BESIDE_CONNECTIONS, seconds),
         ]);
         const eventLoop = probe === undefined ? undefined : await probe();
@@ -137,7 +138,8 @@ async function probeMark(pid: number, file: string): Promise<() => Promise<Probe
 const ms = (us: number) => (us / 1000).toFixed(2);
 
 function describe(m: TailMeasurement): string {
-  const loop = m.eventLoopMs === undefined ? '' : `   event loop p99 ${m.eventLoopMs.p99.toFixed(1)} max ${m.eventLoopMs.max.toFixed(1)} ms`;
+  const loop =
+    m.eventLoopMs === undefined ? '' : `   event loop p99 ${m.eventLoopMs.p99.toFixed(1)} max ${m.eventLoopMs.max.toFixed(1)} ms`;
   return (
     `${m.target.padEnd(17)} ${m.scenario.padEnd(22)} ${String(m.connections).padStart(2)} conn: ` +
     `p50 ${ms(m.latencyUs.p50)}  p99 ${ms(m.latencyUs.p99)}  p99.9 ${ms(m.latencyUs.p999)} ms  ${Math.round(m.requestsPerSecond)} req/s${loop}` +
@@ -153,7 +155,18 @@ function ceilingOf(measurements: TailMeasurement[], m: TailMeasurement, ceiling:
 
 /** A Markdown table: latencies in ms, with p99 and p99.9 as ratios to the ceiling's. */
 export function tailTable(measurements: TailMeasurement[], ceiling: string): string {
-  const header = ['target', 'scenario', 'conn', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 × ceiling', 'p99.9 × ceiling', 'req/s', 'event loop p99 / max ms'];
+  const header = [
+    'target',
+    'scenario',
+    'conn',
+    'p50 ms',
+    'p99 ms',
+    'p99.9 ms',
+    'p99 × ceiling',
+    'p99.9 × ceiling',
+    'req/s',
+    'event loop p99 / max ms',
+  ];
   const rows = measurements.map((m) => {
     const c = m.target === ceiling ? undefined : ceilingOf(measurements, m, ceiling);
     const ratio = (value: number, of: number | undefined) => (of === undefined ? '' : (value / of).toFixed(2));

@@ -134,4 +134,3 @@ export async function startTesseraOnPostgres(workDir: string, baseTokens: number
   };
   return startTessera('tessera/postgres', url.toString(), workDir, baseTokens, drop);
 }
-
