@@ -1,5 +1,5 @@
 /**
- * `npm run bench:tail [-- --seconds S] [--stores sqlite,postgres]`: the tail alone (bench/tail.ts),
+ * `npm run bench:tail [-- --seconds S] [--stores sqlite,postgres] [--connections 1,50]`: the tail alone (bench/tail.ts),
  * on fresh stores, against the ceiling in the same run. Prints the table and the goals in Markdown.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +24,7 @@ async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const seconds = Number(option(argv, '--seconds', '20'));
   const stores = option(argv, '--stores', 'sqlite,postgres').split(',');
+  const connectionCounts = option(argv, '--connections', '1,50').split(',').map(Number);
   requireTools('the tail benchmark');
   const workDir = mkdtempSync(join(tmpdir(), 'tessera-tail-'));
   const servers: RunningServer[] = [];
@@ -61,7 +62,7 @@ async function main(): Promise<number> {
       for (const scenario of target.scenarios.filter((s) => s.beside === undefined)) await runLoad(scenario.measured, 50, 3);
     }
     log(`tail: ${seconds} s a scenario`);
-    const measurements = await measureTail(tailTargets, seconds, log);
+    const measurements = await measureTail(tailTargets, seconds, log, connectionCounts);
     const checks = tailChecks(measurements, CEILING);
     process.stdout.write(`${tailTable(measurements, CEILING)}\n\n`);
     process.stdout.write(`${checks.map((c) => `| ${c.met ? '✅' : '❌'} | ${c.description} | ${c.value} |`).join('\n')}\n`);

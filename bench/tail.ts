@@ -71,11 +71,16 @@ export function ceilingTailScenarios(cases: BenchCase[]): TailScenario[] {
   ];
 }
 
-/** Each target's scenarios at 1 and 50 connections, `seconds` each, one after the other. */
-export async function measureTail(targets: TailTarget[], seconds: number, log: (line: string) => void): Promise<TailMeasurement[]> {
+/** Each target's scenarios at 1 and 50 connections (or `connectionCounts`), `seconds` each, one after the other. */
+export async function measureTail(
+  targets: TailTarget[],
+  seconds: number,
+  log: (line: string) => void,
+  connectionCounts: readonly number[] = TAIL_CONNECTIONS,
+): Promise<TailMeasurement[]> {
   const measurements: TailMeasurement[] = [];
   for (const target of targets) {
-    for (const connections of TAIL_CONNECTIONS) {
+    for (const connections of connectionCounts) {
       for (const scenario of target.scenarios) {
         const probe = target.probeFile === undefined ? undefined : await probeMark(target.pid, target.probeFile);
         const [measured, beside] = await Promise.all([
