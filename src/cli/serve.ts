@@ -32,6 +32,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const openedStore = await openStore(config.databaseUrl, {
     ...config.postgres,
     checkGrants: true,
+    checkpointsOffThread: true,
     onWarning: (message, error) => logger.warn({ err: error }, message),
   }).catch((error: unknown) => {
     if (!isServiceUnavailable(error)) throw error;

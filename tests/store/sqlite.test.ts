@@ -131,6 +131,41 @@ describe('SQLite store specifics', () => {
     }
   });
 
+  it('checkpoints on a thread of its own when asked (a serving process), and leaves the log to it', async () => {
+    const writeTokens = async (store: ReturnType<typeof openSqliteStore>) => {
+      const app = makeApp();
+      await store.apps.insert(app);
+      for (let i = 0; i < 2_000; i++) await store.tokens.insert(makeToken(app.appId, { kind: 'admin' }), 0);
+    };
+    // Without the thread, 2,000 tokens stay in the log: the commits' own checkpoint waits for 64 MiB.
+    const plainPath = newFile();
+    const plain = openSqliteStore(plainPath);
+    await writeTokens(plain);
+    const plainSize = statSync(plainPath).size;
+    // With it, a thread copies the log into the file once it holds 64 pages (256 KiB here).
+    const path = newFile();
+    const warnings: string[] = [];
+    const store = openSqliteStore(path, { checkpointsOffThread: { onWarning: (message) => warnings.push(message), pages: 64 } });
+    await writeTokens(store);
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size <= plainSize + 256 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    try {
+      assert.ok(
+        statSync(path).size > plainSize + 256 * 1024,
+        `the file holds the tokens (${statSync(path).size} bytes, ${plainSize} without the thread)`,
+      );
+      assert.deepEqual(warnings, []);
+    } finally {
+      await plain.close();
+      await store.close();
+    }
+    // Closing stopped the thread and moved the rest of the log: another connection reads every token.
+    assert.equal(
+      inspect(path, (db) => (db.prepare('SELECT count(*) AS n FROM tokens').get() as { n: number }).n),
+      2_000,
+    );
+  });
+
   it('puts the file in WAL mode', async () => {
     const path = newFile();
     await openSqliteStore(path).close();

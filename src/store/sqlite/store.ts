@@ -6,8 +6,15 @@ import { openDatabase, retryWhileBusy } from 'tessera-tokens/internal/store/sqli
 import { migrate } from './migrations.js';
 import { sqliteRunner } from 'tessera-tokens/internal/store/sqlite/runner.js';
 import type { UpgradeState } from '../../upgrade/store.js';
+import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js';
 
-export type SqliteStoreOptions = ChangePollOptions;
+export interface SqliteStoreOptions extends ChangePollOptions {
+  /**
+   * Checkpoint on a thread of its own (`checkpointer.ts`), not inside the commits: for a serving
+   * process, whose token checks must not wait for a checkpoint.
+   */
+  checkpointsOffThread?: CheckpointerOptions;
+}
 
 /**
  * The embedded store: one SQLite file (`connection.ts`), its schema (`migrations.ts`), the tables
@@ -22,9 +29,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     db.close();
     throw error;
   }
-  const sql = sqliteRunner(db, path);
-  retryWhileBusy(() => void createFirstKey(sql, Date.now()));
+  const runner = sqliteRunner(db, path);
+  retryWhileBusy(() => void createFirstKey(runner, Date.now()));
   const changes = new ChangePoller(db, options.changePollIntervalMs ?? 250);
+  const checkpointer =
+    options.checkpointsOffThread === undefined || path === ':memory:'
+      ? undefined
+      : startCheckpointer(db, path, options.checkpointsOffThread);
+  const sql = checkpointer === undefined ? runner : checkpointer.wrap(runner);
 
   const upgradeState = retryWhileBusy(() => readUpgradeStateNow(db));
   return sqlStore({
@@ -37,6 +49,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     changeSignal: () => ({ up: true, trustedUntil: Date.now() }),
     async close() {
       changes.stop();
+      await checkpointer?.stop();
       if (!db.open) return;
       // The driver lets go of the file only once its statements are garbage-collected: move the
       // write-ahead log into the database now, so that the file is complete whenever that happens.
