@@ -8,7 +8,10 @@ import { promisify } from 'node:util';
 import Database from 'libsql';
 import { openStore } from '../../src/store/open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { startCheckpointer } from '../../src/store/sqlite/checkpointer.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { openDatabase } from 'tessera-tokens/internal/store/sqlite/connection.js';
+import { sqliteRunner } from 'tessera-tokens/internal/store/sqlite/runner.js';
 import { makeApp, makeToken } from '../helpers/fixtures.js';
 import { createTestStore } from '../helpers/store.js';
 import { assertMigratedEvents, eventsBeforeMigration4 } from './events-before-migration-4.js';
@@ -164,6 +167,31 @@ describe('SQLite store specifics', () => {
       inspect(path, (db) => (db.prepare('SELECT count(*) AS n FROM tokens').get() as { n: number }).n),
       2_000,
     );
+  });
+
+  it('while the thread checkpoints, writes wait and reads are answered at once', async () => {
+    const path = newFile();
+    await openSqliteStore(path).close();
+    const db = openDatabase(path);
+    const warnings: string[] = [];
+    const checkpointer = startCheckpointer(db, path, { onWarning: (message) => warnings.push(message), pages: 1 });
+    const sql = checkpointer.wrap(sqliteRunner(db, path));
+    try {
+      db.exec('CREATE TABLE notes (n INTEGER)');
+      // The first write leaves a frame in the log: a checkpoint starts on the thread.
+      assert.equal(sql.run('INSERT INTO notes (n) VALUES (:n)', { n: 1 }), 1);
+      const read = sql.get<{ n: number }>('SELECT count(*) AS n FROM notes');
+      assert.ok(!(read instanceof Promise), 'a read is answered synchronously, as without the thread');
+      assert.equal(read?.n, 1);
+      const write = sql.run('INSERT INTO notes (n) VALUES (:n)', { n: 2 });
+      assert.ok(write instanceof Promise, 'a write waits for the checkpoint');
+      assert.equal(await write, 1);
+      assert.equal(checkpointer.checkpoints >= 1, true);
+      assert.deepEqual(warnings, []);
+    } finally {
+      await checkpointer.stop();
+      db.close();
+    }
   });
 
   it('puts the file in WAL mode', async () => {
