@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The server under test runs on this core, the load generator on the other. */
@@ -151,6 +152,7 @@ export async function runLoad(spec: LoadSpec, connections: number, seconds: numb
       .join('\n'),
     BENCH_COLLECT_TOKENS: spec.tokensFile === undefined ? '0' : '1',
     BENCH_TOKENS_FILE: spec.tokensFile ?? '',
+    BENCH_WRK_DIR: dirname(WRK_SCRIPT),
   };
   const script = timed ? WRK_TAIL_SCRIPT : WRK_SCRIPT;
   const threads = timed ? connections : 1;

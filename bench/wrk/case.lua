@@ -1,23 +1,11 @@
--- One benchmark case for wrk, configured through the environment:
---   BENCH_METHOD, BENCH_PATH, BENCH_BODY, BENCH_CONTENT_TYPE, BENCH_AUTHORIZATION,
---   BENCH_HEADERS (more headers, one "Name: value" a line),
+-- One benchmark case for wrk, configured through the environment: the request (request.lua),
 --   BENCH_COLLECT_TOKENS=1 to keep every access_token answered (to check them afterwards).
 -- At the end it prints one line: "BENCH_RESULT <json>".
 
-local method = os.getenv("BENCH_METHOD") or "GET"
-local path = os.getenv("BENCH_PATH") or "/"
-local body = os.getenv("BENCH_BODY")
-local content_type = os.getenv("BENCH_CONTENT_TYPE")
-local authorization = os.getenv("BENCH_AUTHORIZATION")
+-- request.lua, beside this script (BENCH_WRK_DIR).
+package.path = (os.getenv("BENCH_WRK_DIR") or ".") .. "/?.lua;" .. package.path
+local request_of_case = require("request")
 local collect = os.getenv("BENCH_COLLECT_TOKENS") == "1"
-
-local headers = {}
-if content_type and content_type ~= "" then headers["Content-Type"] = content_type end
-if authorization and authorization ~= "" then headers["Authorization"] = authorization end
-for name, value in string.gmatch(os.getenv("BENCH_HEADERS") or "", "([^:\n]+): ([^\n]*)") do
-  headers[name] = value
-end
-if body == "" then body = nil end
 
 local prepared = nil
 tokens = {}
@@ -29,7 +17,7 @@ function setup(thread)
 end
 
 function init(args)
-  prepared = wrk.format(method, path, headers, body)
+  prepared = request_of_case.format()
 end
 
 function request()

@@ -1,4 +1,4 @@
--- The tail's load (bench/tail.ts): like case.lua (configured by the same BENCH_* variables), but
+-- The tail's load (bench/tail.ts): like case.lua (the request from request.lua), but
 -- each request's latency is timed here, on CLOCK_MONOTONIC, from the moment wrk asks for it to its
 -- response. wrk's own histogram is not used: on the machines this was measured on, its mean was 2 to
 -- 9 times the one connection's round trip (1 / requests per second), which no histogram of
@@ -18,19 +18,9 @@ local function now_us()
   return tonumber(now_struct.tv_sec) * 1000000 + tonumber(now_struct.tv_nsec) / 1000
 end
 
-local method = os.getenv("BENCH_METHOD") or "GET"
-local path = os.getenv("BENCH_PATH") or "/"
-local body = os.getenv("BENCH_BODY")
-local content_type = os.getenv("BENCH_CONTENT_TYPE")
-local authorization = os.getenv("BENCH_AUTHORIZATION")
-
-local headers = {}
-if content_type and content_type ~= "" then headers["Content-Type"] = content_type end
-if authorization and authorization ~= "" then headers["Authorization"] = authorization end
-for name, value in string.gmatch(os.getenv("BENCH_HEADERS") or "", "([^:\n]+): ([^\n]*)") do
-  headers[name] = value
-end
-if body == "" then body = nil end
+-- request.lua, beside this script (BENCH_WRK_DIR).
+package.path = (os.getenv("BENCH_WRK_DIR") or ".") .. "/?.lua;" .. package.path
+local request_of_case = require("request")
 
 local prepared = nil
 local threads = {}
@@ -48,7 +38,7 @@ function setup(thread)
 end
 
 function init(args)
-  prepared = wrk.format(method, path, headers, body)
+  prepared = request_of_case.format()
 end
 
 function request()
