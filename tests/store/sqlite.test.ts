@@ -194,6 +194,35 @@ describe('SQLite store specifics', () => {
     }
   });
 
+  it('a checkpoint thread that fails says so once, and the writes go on (the commits checkpoint themselves)', async () => {
+    const path = newFile();
+    await openSqliteStore(path).close();
+    const db = openDatabase(path);
+    const warnings: string[] = [];
+    // The thread cannot open its file: it fails as it starts.
+    const checkpointer = startCheckpointer(db, join(dir, 'no such folder', 'tessera.db'), {
+      onWarning: (message) => warnings.push(message),
+      pages: 1,
+    });
+    const sql = checkpointer.wrap(sqliteRunner(db, path));
+    try {
+      db.exec('CREATE TABLE notes (n INTEGER)');
+      const deadline = Date.now() + 10_000;
+      while (warnings.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let n = 0; n < 100; n++) assert.equal(await sql.run('INSERT INTO notes (n) VALUES (:n)', { n }), 1);
+      assert.equal(warnings.length, 1);
+      assert.match(
+        warnings[0]!,
+        /The SQLite checkpoint thread (failed|stopped); the commits checkpoint themselves once the log reaches 256 MiB/,
+      );
+      assert.equal(checkpointer.checkpoints, 0);
+      assert.equal((db.prepare('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint, 65_536);
+    } finally {
+      await checkpointer.stop();
+      db.close();
+    }
+  });
+
   it('puts the file in WAL mode', async () => {
     const path = newFile();
     await openSqliteStore(path).close();
