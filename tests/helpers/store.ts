@@ -8,7 +8,7 @@ import { migrationRecord } from 'tessera-tokens/internal/store/schema.js';
 import { migrate, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/store.js';
-import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/store.js';
 
 export interface TestStore {
   store: Store;
@@ -32,10 +32,10 @@ export async function createTestStore(): Promise<TestStore> {
   throw new Error(`TEST_STORE must be sqlite or postgres, not ${backend}`);
 }
 
-export async function createSqliteTestStore(): Promise<TestStore> {
+export async function createSqliteTestStore(options: SqliteStoreOptions = {}): Promise<TestStore> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-test-'));
   const path = join(dir, 'tessera.db');
-  const store = openSqliteStore(path, { changePollIntervalMs: 100 });
+  const store = openSqliteStore(path, { changePollIntervalMs: 100, ...options });
   return {
     store,
     databaseUrl: `sqlite:${path}`,
