@@ -19,6 +19,7 @@ import { PORTAL_PREFIX } from './http/paths.js';
 import { generateOpenApiDocument } from './http/openapi.js';
 import { SHARED_SCHEMAS } from './http/schemas.js';
 import { appRoutes } from './http/routes/app.js';
+import { attestationChallengeRoute, debugTokenRoutes } from './http/routes/attestation.js';
 import { tokenLifecycleRoutes } from './http/routes/app-tokens.js';
 import { clientScriptRoute } from './http/routes/client-script.js';
 import { credentialRoutes } from './http/routes/credentials.js';
@@ -259,6 +260,7 @@ function buildApp(
   app.register(clientScriptRoute);
   const { appCache: apps, authenticator } = tessera;
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
+  app.register(attestationChallengeRoute, { apps, attestation: tessera.attestation, limits: tessera.limits, clock: tessera.clock });
   app.register(metadataRoutes, { apps, publicUrl });
   app.register(endpointRoutes, {
     apps,
@@ -275,6 +277,7 @@ function buildApp(
     await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
     await authenticated.register(eventRoutes, { events: tessera.appEvents, clock: tessera.clock });
     await authenticated.register(credentialRoutes, { credentials: tessera.credentials });
+    await authenticated.register(debugTokenRoutes, { attestation: tessera.attestation });
     await authenticated.register(authRoutes);
   });
 

@@ -29,6 +29,10 @@ import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 import { currentBuild } from 'tessera-tokens/internal/release.js';
 import { Capabilities } from './upgrade/capabilities.js';
+import { AttestationChecker } from './attestation/checker.js';
+import { DebugTokens } from './attestation/debug-tokens.js';
+import { IssuanceRate } from './attestation/issuance-rate.js';
+import { ProofOfWork } from './attestation/pow.js';
 import { DEFAULT_FINALIZE_AFTER_MS, INSTANCE_SEEN_WITHIN_MS } from './upgrade/registry.js';
 
 /**
@@ -73,12 +77,20 @@ export interface Tessera {
   readonly metrics: Metrics;
   /** What the store's upgrade state allows: the capabilities an older release sharing it would misread wait for its finalization. */
   readonly capabilities: Capabilities;
+  /** Attestation of anonymous token requests: the proof of work's challenges, the debug tokens, the checks. */
+  readonly attestation: Attestation;
   /**
    * Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the
    * limits and the store. While the database cannot be reached, the events are tried again until
    * `keepTryingUntil` aborts (`tessera serve`, SHUTDOWN_STORE_TIMEOUT_MS); without it, once.
    */
   close(keepTryingUntil?: AbortSignal): Promise<void>;
+}
+
+export interface Attestation {
+  pow: ProofOfWork;
+  debugTokens: DebugTokens;
+  checker: AttestationChecker;
 }
 
 export interface TesseraOptions {
@@ -151,6 +163,12 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
   );
   const credentials = new CredentialService(store, store.apps, clock, events, access, capabilities, checking.forget);
+  const pow = new ProofOfWork(
+    () => checking.anonymous.keys.signingKey(),
+    (id) => checking.anonymous.keys.key(id),
+  );
+  const debugTokens = new DebugTokens(store, clock, events, access, warn);
+  const attestation = { pow, debugTokens, checker: new AttestationChecker(pow, debugTokens, store.onceClaims, new IssuanceRate(), clock, limits) };
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,
@@ -172,6 +190,7 @@ export function createTessera(options: TesseraOptions): Tessera {
         return checking.apps.get(appId);
       },
       capabilities,
+      attestation.checker,
     ),
     admins,
     callers: new EndpointCallers(checking.authenticator, admins, events),
@@ -197,6 +216,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     housekeeping,
     metrics,
     capabilities,
+    attestation,
     async close(keepTryingUntil) {
       await housekeeping.stop();
       await events.close(keepTryingUntil);

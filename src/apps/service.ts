@@ -261,6 +261,7 @@ export class AppService {
   /** Applies a configuration change (parsed by `parseConfigurationChanges`); returns the app as it now is. */
   async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
     await this.access.authorize(appId, 'change_configuration', context);
+    if (needsEveryInstanceOnAttestation(changes)) await this.capabilities.require('anonymousAttestation');
     const stamp = await this.events.stamp(appId, context);
     const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: { ...changes, ...developerDetails(context) } };
     const updated = await this.transactions.transaction(async (tx) => {
@@ -352,4 +353,13 @@ export function checkedAppName(name: string): string {
     );
   }
   return trimmed;
+}
+
+/**
+ * Whether a change asks for attestation or turns Basic anonymous access off: what an instance of a
+ * release before 0.3.0 would not enforce, so it waits until every instance runs 0.3.0 or later.
+ * Turning them off again never waits.
+ */
+function needsEveryInstanceOnAttestation(changes: Partial<AppConfiguration>): boolean {
+  return (changes.anonymousAttestation !== undefined && changes.anonymousAttestation !== 'off') || changes.basicAnonymous === false;
 }

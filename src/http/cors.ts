@@ -18,7 +18,8 @@ const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
  * `X-Request-Id`, the page's own id for the request (taken when short and safe, src/http/request-id.ts),
  * and W3C Trace Context's, which a page traced with OpenTelemetry's web instrumentations sends.
  */
-const REQUEST_HEADERS = 'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, traceparent, tracestate';
+const REQUEST_HEADERS =
+  'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, X-Tessera-Attestation, traceparent, tracestate';
 /**
  * What a page must read of an answer besides its status and body: the challenge of a 401, the wait
  * of a 429 or 503, and the request's id, which a web app reports with a problem (the `reqId` of the

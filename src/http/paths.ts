@@ -17,6 +17,11 @@ export const CREDENTIAL_PATH = '/api/apps/:appId/credentials/:clientId';
 export const CREDENTIAL_ROTATION_PATH = '/api/apps/:appId/credentials/:clientId/rotate';
 export const CREDENTIAL_PREVIOUS_SECRET_PATH = '/api/apps/:appId/credentials/:clientId/previous-secret';
 
+/** The proof of work's challenge: open to anyone who names the app (an anonymous token request needs one before it has a token). */
+export const ATTESTATION_CHALLENGE_PATH = '/api/apps/:appId/attestation/challenge';
+export const DEBUG_TOKENS_PATH = '/api/apps/:appId/attestation/debug-tokens';
+export const DEBUG_TOKEN_PATH = '/api/apps/:appId/attestation/debug-tokens/:debugTokenId';
+
 export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
 /** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */
 export const SDK_TOKEN_PATH = '/api/oauth2/token';

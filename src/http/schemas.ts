@@ -1,5 +1,7 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from 'tessera-tokens/internal/errors.js';
+import { ATTESTATION_PROVIDERS, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
+import { ATTESTATION_MODES, POW_ALGORITHMS, type AttestationMode, type PowAlgorithm } from 'tessera-tokens/internal/apps/app.js';
 import { EVENT_TYPES, type EventType as EventTypeName } from '../events/event.js';
 
 /**
@@ -40,6 +42,14 @@ export const TokenResponse = withId(
   ),
 );
 
+/** The provider of the attestation an anonymous token was issued with. */
+const ATTESTATION_PROVIDER = Type.Unsafe<AttestationProvider>({
+  type: 'string',
+  enum: [...ATTESTATION_PROVIDERS],
+  description:
+    'Only for an anonymous token issued with an attestation (`X-Tessera-Attestation`): its provider. `pow` is a proof of work, `apple` App Attest, `android` Play Integrity, `debug` a debug token of the app\'s developers.',
+});
+
 export const Whoami = withId(
   'Whoami',
   Type.Object(
@@ -59,6 +69,7 @@ export const Whoami = withId(
         }),
       ),
       clientId: Type.Optional(Type.String({ description: "Only for an admin token issued from a credential: the credential's ClientID." })),
+      attestation: Type.Optional(ATTESTATION_PROVIDER),
     },
     { additionalProperties: false },
   ),
@@ -87,6 +98,7 @@ export const Introspection = withId(
       exp: Type.Optional(
         Type.Integer({ description: 'When the token expires: UNIX seconds, rounded down. Absent for a token that never expires.' }),
       ),
+      attestation: Type.Optional(ATTESTATION_PROVIDER),
     },
     {
       additionalProperties: false,
@@ -147,6 +159,33 @@ export const AppConfiguration = withId(
         description:
           'Origins whose web pages may call the service (CORS), canonical: `scheme://host[:port]` (http or https, lower case, no default port), or `https://*.example.com` for every subdomain of a domain at any depth. At most 100.',
       }),
+      anonymousAttestation: Type.Unsafe<AttestationMode>({
+        type: 'string',
+        enum: [...ATTESTATION_MODES],
+        description:
+          'Whether anonymous token requests must prove they come from the genuine app (`X-Tessera-Attestation`): `off`, the seed\'s behaviour; `monitor`, served as without and counted by outcome (`/events/counts`, reasons `attested_<provider>`, `attestation_missing`, `attestation_invalid`, `attestation_replayed`); `enforce`, refused with `401 ATTESTATION_REQUIRED` or `ATTESTATION_INVALID` without a valid one.',
+      }),
+      basicAnonymous: Type.Boolean({
+        description: 'Whether Basic anonymous access (`Authorization: Basic base64(AppID:anything)`, no token) is accepted; false: `401 BASIC_ANONYMOUS_DISABLED`.',
+      }),
+      powAlgorithm: Type.Unsafe<PowAlgorithm>({
+        type: 'string',
+        enum: [...POW_ALGORITHMS],
+        description: "The proof of work's key derivation (ALTCHA's `algorithm`).",
+      }),
+      powCost: Type.Integer({ minimum: 1, maximum: 10_000, description: "ALTCHA's `cost` of one attempt: rounds of the hash, or PBKDF2's iterations." }),
+      powMaxAttempts: Type.Integer({
+        minimum: 100,
+        maximum: 10_000_000,
+        description: 'The most attempts a challenge needs at the base rate: each needs from half of them to all of them.',
+      }),
+      powRisesAbovePerMinute: Type.Unsafe<number | null>({
+        type: ['integer', 'null'],
+        minimum: 1,
+        maximum: 1_000_000,
+        description:
+          "Anonymous token requests per minute (on one instance) from which a challenge needs twice the attempts, and twice again at each doubling of the rate, up to 64 times; null: never.",
+      }),
     },
     { additionalProperties: false },
   ),
@@ -173,6 +212,25 @@ export const AppConfigurationPatch = withId(
           description:
             'Replaces the list. Each entry is made canonical (`HTTPS://App.Example.com:443/` is `https://app.example.com`), duplicates dropped; anything but an origin is `400 invalid_request`. null or []: no browser origin.',
         }),
+      ),
+      anonymousAttestation: Type.Optional(
+        Type.Unsafe<AttestationMode | null>({
+          type: ['string', 'null'],
+          enum: [...ATTESTATION_MODES, null],
+          description:
+            'null: back to `off`. `monitor` and `enforce` wait until every instance runs 0.3.0 or later (`409 CONFLICT` meanwhile, during a rolling upgrade). Takes effect on every instance within a second.',
+        }),
+      ),
+      basicAnonymous: Type.Optional(
+        Type.Unsafe<boolean | null>({ type: ['boolean', 'null'], description: 'null: back to true. false waits as `enforce` does.' }),
+      ),
+      powAlgorithm: Type.Optional(Type.Unsafe<PowAlgorithm | null>({ type: ['string', 'null'], enum: [...POW_ALGORITHMS, null], description: 'null: back to SHA-256.' })),
+      powCost: Type.Optional(Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 10_000, description: 'null: back to 1.' })),
+      powMaxAttempts: Type.Optional(
+        Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 100, maximum: 10_000_000, description: 'null: back to 50000.' }),
+      ),
+      powRisesAbovePerMinute: Type.Optional(
+        Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 1_000_000, description: 'null: never.' }),
       ),
     },
     {

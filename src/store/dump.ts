@@ -172,6 +172,11 @@ export const TABLES: readonly TableSpec[] = [
     columns: columns({ value: 'text', keep_until: 'integer' }),
     key: ['value'],
   },
+  {
+    name: 'attestation_debug_tokens',
+    columns: columns({ id: 'text', app_id: 'text', name: 'text', token_hash: 'blob', created_at: 'integer', last_used_at: 'integer' }),
+    key: ['id'],
+  },
 ];
 
 /** One store's tables, as the copy reads them (the source) or writes them (the target). */

@@ -10,11 +10,12 @@ export const STORE_PARTS = {
   events: 'events',
   developers: 'developers',
   onceClaims: 'once_claims',
+  attestation: 'attestation',
   upgrade: 'upgrade',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The parts of a transaction's tables, timed and traced as the store's own parts are. */
-const TABLE_PARTS = ['apps', 'tokens', 'credentials', 'events', 'developers', 'onceClaims'] as const satisfies readonly (keyof StoreTables &
+const TABLE_PARTS = ['apps', 'tokens', 'credentials', 'events', 'developers', 'onceClaims', 'attestation'] as const satisfies readonly (keyof StoreTables &
   keyof typeof STORE_PARTS)[];
 
 /**

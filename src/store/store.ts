@@ -1,4 +1,5 @@
 import type { AppStore } from '../apps/store.js';
+import type { AttestationStore } from '../attestation/store.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
@@ -26,6 +27,7 @@ export interface StoreTables {
   readonly events: EventStore;
   readonly developers: DeveloperStore;
   readonly onceClaims: OnceClaimStore;
+  readonly attestation: AttestationStore;
 }
 
 /**
@@ -45,6 +47,8 @@ export interface Store extends Transactional<StoreTables>, CheckingStore {
   readonly developers: DeveloperStore;
   /** The portal's once values claimed by the changes they went with (`src/once-claims.ts`). */
   readonly onceClaims: OnceClaimStore;
+  /** The apps' attestation debug tokens (`src/attestation/`). */
+  readonly attestation: AttestationStore;
   /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
   readonly upgrade: UpgradeStore;
   /** Whether changes made by other processes are being heard now, and until when caches are trusted. */

@@ -17,7 +17,13 @@ import type { AnonymousTokens } from 'tessera-tokens/internal/tokens/anonymous-t
 import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
 import { expiresInSeconds, resolveExpiry } from 'tessera-tokens/internal/tokens/expiry.js';
 import type { TokenStore } from './store.js';
+import type { AttestationChecker } from '../attestation/checker.js';
+import { attestationRefusal } from '../attestation/refusal.js';
+import { reasonOf, type AttestationReason } from '../attestation/outcome.js';
+import type { AttestationProvider } from 'tessera-tokens/internal/principal.js';
 import { generateAccessToken } from 'tessera-tokens/internal/tokens/token.js';
+
+const UNATTESTED = { provider: null, reason: null } as const;
 
 /** A token request, parsed: who asks, and until when the token should work. */
 export interface TokenRequestInput {
@@ -26,6 +32,8 @@ export interface TokenRequestInput {
   expiresAt: number | null;
   /** RFC 6749 §3.3 `scope`, as sent (`TokenRequest.scope`); undefined when absent. */
   scope?: unknown;
+  /** `X-Tessera-Attestation`, as sent; undefined when absent. Read for anonymous tokens only. */
+  attestation?: string | undefined;
 }
 
 export interface IssuedToken {
@@ -55,21 +63,24 @@ export class TokenIssuer {
     private readonly reload: (appId: string) => Promise<AppRecord | undefined>,
     /** Whether every instance can check a self-verifying anonymous token (`src/upgrade/`). */
     private readonly capabilities: Capabilities,
+    /** What an anonymous token request's attestation is worth, for the apps that ask for one. */
+    private readonly attestations: AttestationChecker,
   ) {}
 
   async issue(
     app: AppRecord,
-    { credentials, expiresAt: requested, scope }: TokenRequestInput,
+    { credentials, expiresAt: requested, scope, attestation }: TokenRequestInput,
     context: RequestContext,
   ): Promise<IssuedToken> {
     const now = this.clock.now();
     const client = await this.#authenticateClient(app, credentials, context);
     if (client.kind === 'anonymous') {
       const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
+      const attested = app.configuration.anonymousAttestation === 'off' ? UNATTESTED : await this.#attest(app, attestation, now, context);
       const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
-        ? await this.anonymous.issue(app, now, expiresAt)
+        ? await this.anonymous.issue(app, now, expiresAt, attested.provider)
         : await this.#storedAnonymousToken(app, now, expiresAt);
-      this.events.record('token.issued', app.appId, context, 'anonymous', { expiresAt });
+      this.events.record('token.issued', app.appId, context, 'anonymous', attested.reason === null ? { expiresAt } : { expiresAt, reason: attested.reason });
       return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
     }
     let admin: AuthenticatedAdmin = client;
@@ -104,6 +115,36 @@ export class TokenIssuer {
       current = reloaded;
       admin = await this.admins.authenticate(current, credentials, context);
     }
+  }
+
+  /**
+   * The app's attestation mode applied: `off` reads nothing; `monitor` classifies the request and
+   * serves it; `enforce` refuses one without a valid attestation (`401`, with a `token.refused`
+   * event saying why). The provider goes into the token only once every instance reads tokens that
+   * carry one (`anonymousAttestation`, `src/upgrade/capabilities.ts`).
+   */
+  async #attest(
+    app: AppRecord,
+    header: string | undefined,
+    now: number,
+    context: RequestContext,
+  ): Promise<{ provider: AttestationProvider | null; reason: AttestationReason | null }> {
+    const mode = app.configuration.anonymousAttestation;
+    this.attestations.rate.note(app, now);
+    if (mode === 'enforce') await this.attestations.checkAddress(context.clientAddress);
+    const outcome = await this.attestations.check(app, header, mode === 'enforce' ? context.clientAddress : null);
+    const reason = reasonOf(outcome);
+    if (outcome.verdict === 'verified') {
+      return { provider: this.capabilities.allows('anonymousAttestation') ? outcome.provider : null, reason };
+    }
+    if (mode === 'monitor') return { provider: null, reason };
+    const problem = outcome.verdict === 'invalid' ? outcome.problem : null;
+    this.events.record('token.refused', app.appId, context, 'anonymous', {
+      reason,
+      ...(outcome.verdict === 'missing' ? {} : { provider: outcome.provider }),
+      ...(problem === null ? {} : { problem }),
+    });
+    throw attestationRefusal(outcome);
   }
 
   /**

@@ -24,6 +24,11 @@ export const CAPABILITIES = {
     name: 'Self-verifying anonymous tokens',
     risk: 'it would refuse them, and answer their revocation without revoking them',
   },
+  anonymousAttestation: {
+    since: '0.3.0',
+    name: 'Attestation of anonymous token requests, and turning Basic anonymous access off,',
+    risk: 'it would give anonymous tokens without an attestation, accept Basic anonymous access, and refuse the tokens that carry an attestation',
+  },
 } as const;
 
 export type Capability = keyof typeof CAPABILITIES;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
@@ -105,6 +105,13 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           name: `O'Brien "quoted" ; DROP TABLE apps; -- 名前 😀 ${'x'.repeat(MAX_APP_NAME_LENGTH - 40)}`,
           createdAt: Date.parse('2099-12-31T23:59:59.999Z'),
           configuration: {
+            ...DEFAULT_APP_CONFIGURATION,
+            anonymousAttestation: 'enforce',
+            basicAnonymous: false,
+            powAlgorithm: 'PBKDF2/SHA-512',
+            powCost: 5000,
+            powMaxAttempts: 1234,
+            powRisesAbovePerMinute: 600,
             adminTokenMaxLifetimeSeconds: 3600,
             anonymousTokenMaxLifetimeSeconds: 86_400 * 365,
             requireAppKey: true,
@@ -113,6 +120,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         });
         const other = makeApp({
           configuration: {
+            ...DEFAULT_APP_CONFIGURATION,
             adminTokenMaxLifetimeSeconds: null,
             anonymousTokenMaxLifetimeSeconds: 60,
             requireAppKey: false,
@@ -424,6 +432,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const origins = ['https://a.example.com', 'https://b.example.com'];
         const app = makeApp({
           configuration: {
+            ...DEFAULT_APP_CONFIGURATION,
             adminTokenMaxLifetimeSeconds: 60,
             anonymousTokenMaxLifetimeSeconds: null,
             requireAppKey: true,
@@ -492,6 +501,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           await second.close();
         }
         assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
+          ...DEFAULT_APP_CONFIGURATION,
           adminTokenMaxLifetimeSeconds: 10,
           anonymousTokenMaxLifetimeSeconds: null,
           requireAppKey: true,

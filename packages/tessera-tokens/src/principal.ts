@@ -1,3 +1,10 @@
+/**
+ * How an anonymous token's request proved that it came from the genuine app (`X-Tessera-Attestation`):
+ * a proof of work, Apple App Attest, Play Integrity, or a developer's debug token.
+ */
+export const ATTESTATION_PROVIDERS = ['pow', 'apple', 'android', 'debug'] as const;
+export type AttestationProvider = (typeof ATTESTATION_PROVIDERS)[number];
+
 /** Who a request is made by, once authenticated. */
 export type PrincipalKind = 'anonymous' | 'admin';
 
@@ -26,6 +33,8 @@ export interface Principal {
   scopes: readonly string[] | null;
   /** The ClientID of the credential an admin token (or client authentication) came from; null for the app's own ClientID, and anonymous. */
   clientId: string | null;
+  /** For an anonymous token issued with an attestation: its provider. Absent otherwise. */
+  attestation?: AttestationProvider;
   /** With `auth: 'bearer'`: the selector of the token. */
   readonly [TOKEN_SELECTOR]?: string;
 }

@@ -49,6 +49,12 @@ const ADMITTED = {
           'Only for an admin token with scopes (issued from a credential, or asked for with `scope`): its scopes, separated by spaces. Absent for every other principal. The proxy must set or remove it like the other `X-Tessera-*` headers.',
         type: 'string',
       },
+      'X-Tessera-Attestation-Provider': {
+        description:
+          'Only for an anonymous token issued with an attestation: its provider (`pow`, `apple`, `android`, `debug`). Absent for every other principal, Basic anonymous access included. The proxy must set or remove it like the other `X-Tessera-*` headers.',
+        type: 'string',
+        enum: ['pow', 'apple', 'android', 'debug'],
+      },
       'Cache-Control': { type: 'string', const: 'no-store' },
     },
     type: 'null',

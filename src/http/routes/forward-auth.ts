@@ -20,6 +20,8 @@ export const IDENTITY_HEADERS = {
   expiresAt: 'x-tessera-expires-at',
   /** Only for an admin token with scopes (from a credential): its scopes, separated by spaces. */
   scope: 'x-tessera-scope',
+  /** Only for an anonymous token issued with an attestation: its provider. */
+  attestation: 'x-tessera-attestation-provider',
 } as const;
 
 /**
@@ -74,6 +76,7 @@ export const forwardAuthRoutes: FastifyPluginAsync<{
       .header(IDENTITY_HEADERS.auth, principal.auth);
     if (principal.expiresAt !== null) reply.header(IDENTITY_HEADERS.expiresAt, String(principal.expiresAt));
     if (principal.scopes !== null) reply.header(IDENTITY_HEADERS.scope, scopeParameter(principal.scopes));
+    if (principal.attestation !== undefined) reply.header(IDENTITY_HEADERS.attestation, principal.attestation);
     reply.code(200).send();
   };
 

@@ -84,6 +84,7 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointRoutesOptions> = 
       iat: Math.floor(active.issuedAt / 1000),
       ...(active.expiresAt === null ? {} : { exp: Math.floor(active.expiresAt / 1000) }),
       ...(active.scopes === null ? {} : { scope: scopeParameter(active.scopes) }),
+      ...(active.attestation === undefined ? {} : { attestation: active.attestation }),
     };
   });
 };

@@ -6,6 +6,7 @@ import { parseAuthorization } from 'tessera-tokens/internal/tokens/authorization
 import { scopeParameter } from 'tessera-tokens/internal/credentials/scopes.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
+import { ATTESTATION_HEADER } from '../../attestation/header.js';
 import { anonymousRequest } from '../../request-context.js';
 import { clientAuthenticationRequired, clientCredentials } from '../../tokens/client-credentials.js';
 import type { IssuedToken, TokenIssuer } from '../../tokens/issuer.js';
@@ -53,7 +54,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
     return tokenResponse(
       await issuer.issue(
         app,
-        { credentials, expiresAt: body.expiresAt, scope: body.scope },
+        { credentials, expiresAt: body.expiresAt, scope: body.scope, attestation: singleHeader(request.raw, ATTESTATION_HEADER) },
         anonymousRequest(request.ip, request.headers.origin),
       ),
     );
@@ -70,7 +71,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<TokenRoutesOptions> = async 
     return tokenResponse(
       await issuer.issue(
         app,
-        { credentials, expiresAt: body.expiresAt, scope: body.scope },
+        { credentials, expiresAt: body.expiresAt, scope: body.scope, attestation: singleHeader(request.raw, ATTESTATION_HEADER) },
         anonymousRequest(request.ip, request.headers.origin),
       ),
     );

@@ -10,9 +10,11 @@ import { otherAppPaths, preflightOtherAppPaths, preflightWhoami, whoami, whoamiO
 export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Synchronous: nothing to wait for, so no promise to settle on this hot path.
   app.get(WHOAMI_PATH, { schema: whoami }, (request, reply) => {
-    const { appId, kind, id, auth, expiresAt, scopes, clientId } = request.principal;
-    // A token with scopes tells them (and its credential), as the token answer did; any other answers exactly as before.
-    if (scopes === null) reply.send({ appId, principal: kind, id, auth, expiresAt });
+    const { appId, kind, id, auth, expiresAt, scopes, clientId, attestation } = request.principal;
+    // A token with scopes tells them (and its credential), as the token answer did; an attested one
+    // its attestation's provider; any other answers exactly as before.
+    if (attestation !== undefined) reply.send({ appId, principal: kind, id, auth, expiresAt, attestation });
+    else if (scopes === null) reply.send({ appId, principal: kind, id, auth, expiresAt });
     else reply.send({ appId, principal: kind, id, auth, expiresAt, scope: scopeParameter(scopes), clientId: clientId ?? undefined });
   });
   refuseOtherMethods(app, WHOAMI_PATH, ['GET'], { method: 'POST', schema: whoamiOtherMethods, preflight: preflightWhoami });

@@ -17,6 +17,7 @@ const TABLES = [
   'app_members',
   'developer_events',
   'once_claims',
+  'attestation_debug_tokens',
   'instances',
   'upgrade_state',
 ] as const;

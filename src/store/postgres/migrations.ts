@@ -651,4 +651,22 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 15,
+    sql: `
+      -- The attestation debug tokens of an app (src/attestation/debug-tokens.ts), for CI and
+      -- emulators: a name and the SHA-256 of the token, which is shown once. Deleting the app
+      -- deletes them; revoking one deletes it. A table of its own: a release before it reads none.
+      CREATE TABLE attestation_debug_tokens (
+        id           text   PRIMARY KEY,
+        app_id       text   NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        name         text   NOT NULL,
+        token_hash   bytea  NOT NULL UNIQUE,
+        created_at   bigint NOT NULL,
+        last_used_at bigint
+      );
+
+      CREATE INDEX attestation_debug_tokens_by_app ON attestation_debug_tokens (app_id);
+    `,
+  },
 ];

@@ -1,5 +1,6 @@
 import type { ChangeSignal, Store, StoreChange, StoreTables } from '../store.js';
 import { sqlAppStore } from './apps.js';
+import { sqlAttestationStore } from './attestation.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
@@ -36,6 +37,7 @@ function tablesOn(tx: SqlRunner): StoreTables {
   let events: StoreTables['events'] | undefined;
   let developers: StoreTables['developers'] | undefined;
   let onceClaims: StoreTables['onceClaims'] | undefined;
+  let attestation: StoreTables['attestation'] | undefined;
   return {
     get apps() {
       return (apps ??= sqlAppStore(tx, { batchReads: false }));
@@ -55,6 +57,9 @@ function tablesOn(tx: SqlRunner): StoreTables {
     get onceClaims() {
       return (onceClaims ??= sqlOnceClaimStore(tx));
     },
+    get attestation() {
+      return (attestation ??= sqlAttestationStore(tx));
+    },
   };
 }
 
@@ -73,6 +78,7 @@ export function sqlStore(driver: StoreDriver): Store {
     events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
+    attestation: sqlAttestationStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),

@@ -416,4 +416,22 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 15,
+    sql: `
+      -- The attestation debug tokens of an app (src/attestation/debug-tokens.ts), for CI and
+      -- emulators: a name and the SHA-256 of the token, which is shown once. Deleting the app
+      -- deletes them; revoking one deletes it.
+      CREATE TABLE attestation_debug_tokens (
+        id           TEXT    PRIMARY KEY,
+        app_id       TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        name         TEXT    NOT NULL,
+        token_hash   BLOB    NOT NULL UNIQUE,
+        created_at   INTEGER NOT NULL,
+        last_used_at INTEGER
+      ) STRICT;
+
+      CREATE INDEX attestation_debug_tokens_by_app ON attestation_debug_tokens (app_id);
+    `,
+  },
 ];

@@ -10,13 +10,45 @@ export interface AppConfiguration {
   requireAppKey: boolean;
   /** The web origins whose pages may call the service (CORS), canonical (`src/apps/origins.ts`); none by default. */
   allowedOrigins: readonly string[];
+  /**
+   * Whether anonymous token requests must prove they come from the genuine app
+   * (`X-Tessera-Attestation`, `src/attestation/` of the server): `off`, the seed's behaviour;
+   * `monitor`, served as without and counted by outcome; `enforce`, refused without a valid one.
+   */
+  anonymousAttestation: AttestationMode;
+  /** Whether Basic anonymous access (no token) is accepted; false refuses it with `401`. */
+  basicAnonymous: boolean;
+  /** The proof of work's key derivation (ALTCHA's `algorithm`). */
+  powAlgorithm: PowAlgorithm;
+  /** ALTCHA's `cost` of one attempt: iterations of the hash or of PBKDF2. */
+  powCost: number;
+  /** The most attempts a challenge needs, at the base rate: a solver makes half as many on average. */
+  powMaxAttempts: number;
+  /**
+   * Anonymous token requests per minute (on one instance) above which the attempts a challenge
+   * needs double, and double again at each doubling of the rate (up to 64 times); null: never.
+   */
+  powRisesAbovePerMinute: number | null;
 }
+
+export const ATTESTATION_MODES = ['off', 'monitor', 'enforce'] as const;
+export type AttestationMode = (typeof ATTESTATION_MODES)[number];
+
+/** The key derivations of ALTCHA v2 that a browser's Web Crypto and Node both have. */
+export const POW_ALGORITHMS = ['SHA-256', 'SHA-384', 'SHA-512', 'PBKDF2/SHA-256', 'PBKDF2/SHA-384', 'PBKDF2/SHA-512'] as const;
+export type PowAlgorithm = (typeof POW_ALGORITHMS)[number];
 
 export const DEFAULT_APP_CONFIGURATION: Readonly<AppConfiguration> = Object.freeze({
   adminTokenMaxLifetimeSeconds: null,
   anonymousTokenMaxLifetimeSeconds: null,
   requireAppKey: false,
   allowedOrigins: Object.freeze([]),
+  anonymousAttestation: 'off',
+  basicAnonymous: true,
+  powAlgorithm: 'SHA-256',
+  powCost: 1,
+  powMaxAttempts: 50_000,
+  powRisesAbovePerMinute: null,
 });
 
 /**

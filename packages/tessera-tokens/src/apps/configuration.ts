@@ -1,6 +1,6 @@
 import { TesseraError } from '../errors.js';
 import { quoted } from '../text.js';
-import type { AppConfiguration } from './app.js';
+import { ATTESTATION_MODES, DEFAULT_APP_CONFIGURATION, POW_ALGORITHMS, type AppConfiguration } from './app.js';
 import { parseAllowedOrigins } from './origins.js';
 
 /**
@@ -19,16 +19,47 @@ const lifetime: FieldParser = (value, name) => {
   return value;
 };
 
+/** The limits of the proof of work's settings: an honest phone must still solve it in seconds at the most. */
+export const POW_LIMITS = { cost: { min: 1, max: 10_000 }, maxAttempts: { min: 100, max: 10_000_000 } } as const;
+
+/** A whole number from `min` to `max`; null: the default of the field. */
+function wholeNumber(min: number, max: number, orNull: 'default' | 'null'): FieldParser {
+  return (value, name) => {
+    if (value === null) return orNull === 'null' ? null : DEFAULT_APP_CONFIGURATION[name as keyof AppConfiguration];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw invalid(`${name} must be ${orNull === 'null' ? 'null or ' : ''}a whole number from ${min} to ${max}.`);
+    }
+    return value;
+  };
+}
+
+/** One of `choices`; null: the default of the field. */
+function oneOf(choices: readonly string[]): FieldParser {
+  return (value, name) => {
+    if (value === null) return DEFAULT_APP_CONFIGURATION[name as keyof AppConfiguration];
+    if (typeof value !== 'string' || !choices.includes(value)) throw invalid(`${name} must be one of: ${choices.join(', ')}.`);
+    return value as AppConfiguration[keyof AppConfiguration];
+  };
+}
+
+function flag(value: unknown, name: string): AppConfiguration[keyof AppConfiguration] {
+  // null: back to the seed's behaviour.
+  if (value === null) return DEFAULT_APP_CONFIGURATION[name as keyof AppConfiguration];
+  if (typeof value !== 'boolean') throw invalid(`${name} must be true or false.`);
+  return value;
+}
+
 const FIELDS: Record<keyof AppConfiguration, FieldParser> = {
   adminTokenMaxLifetimeSeconds: lifetime,
   anonymousTokenMaxLifetimeSeconds: lifetime,
-  requireAppKey: (value, name) => {
-    // null: back to the seed's behaviour.
-    if (value === null) return false;
-    if (typeof value !== 'boolean') throw invalid(`${name} must be true or false.`);
-    return value;
-  },
+  requireAppKey: flag,
   allowedOrigins: parseAllowedOrigins,
+  anonymousAttestation: oneOf(ATTESTATION_MODES),
+  basicAnonymous: flag,
+  powAlgorithm: oneOf(POW_ALGORITHMS),
+  powCost: wholeNumber(POW_LIMITS.cost.min, POW_LIMITS.cost.max, 'default'),
+  powMaxAttempts: wholeNumber(POW_LIMITS.maxAttempts.min, POW_LIMITS.maxAttempts.max, 'default'),
+  powRisesAbovePerMinute: wholeNumber(1, 1_000_000, 'null'),
 };
 
 /**

@@ -58,6 +58,7 @@ export class Authenticator implements RequestAuthenticator {
         return checked.then((principal) => this.#bearer(principal, request));
       }
       if (credentials.scheme === 'basic' ? credentials.user === app.appId : namesAppInSdkHeaders(request, app.appId)) {
+        if (!app.configuration.basicAnonymous) throw basicAnonymousOff();
         return applyRules(
           { appId: app.appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'basic', expiresAt: null, scopes: null, clientId: null },
           request,
@@ -83,6 +84,14 @@ export class Authenticator implements RequestAuthenticator {
 function namesAppInSdkHeaders(request: AuthenticationRequest, appId: string): boolean {
   if (request.authorization !== undefined || request.rawHeaders === undefined) return false;
   return singleRawHeader(request.rawHeaders, SDK_APP_ID) === appId && singleRawHeader(request.rawHeaders, SDK_APP_KEY) !== undefined;
+}
+
+/** The app's configuration turned Basic anonymous access off (`basicAnonymous: false`). */
+function basicAnonymousOff(): TesseraError {
+  return new TesseraError(
+    'BASIC_ANONYMOUS_DISABLED',
+    'This app does not accept Basic anonymous access: get an anonymous token (POST /api/apps/{appId}/oauth2/token) and send it as Authorization: Bearer <token>.',
+  );
 }
 
 export const SDK_APP_ID = 'x-kii-appid';

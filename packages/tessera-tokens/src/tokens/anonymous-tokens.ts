@@ -1,6 +1,7 @@
 import type { AppRecord } from '../apps/app.js';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
+import type { AttestationProvider } from '../principal.js';
 import type { Keyring } from '../signing-keys/keyring.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
@@ -35,7 +36,8 @@ export class AnonymousTokens {
 
   /** `maxBytes`: what the verified tokens may take (`CacheBudget.anonymousTokens`); the least recently used go first. */
   constructor(
-    private readonly keys: Keyring,
+    /** The service's signing keys: the server's proof of work derives its HMAC keys from them too. */
+    readonly keys: Keyring,
     readonly revoked: RevokedTokens,
     private readonly clock: Clock,
     maxBytes: number,
@@ -44,10 +46,18 @@ export class AnonymousTokens {
     this.#verified = new LRUCache<string, VerifiedToken>({ maxSize: maxBytes, sizeCalculation: () => VERIFIED_TOKEN_BYTES });
   }
 
-  issue(app: AppRecord, now: number, expiresAt: number | null): MaybePromise<IssuedAnonymousToken> {
+  issue(
+    app: AppRecord,
+    now: number,
+    expiresAt: number | null,
+    attestation: AttestationProvider | null = null,
+  ): MaybePromise<IssuedAnonymousToken> {
     const cutoff = app.anonymousCutoff;
     const issuedAt = cutoff !== null && cutoff >= now ? cutoff + 1 : now;
-    return andThen(this.keys.signingKey(), (key) => ({ token: signAnonymousToken(key, app.appId, issuedAt, expiresAt).token, issuedAt }));
+    return andThen(this.keys.signingKey(), (key) => ({
+      token: signAnonymousToken(key, app.appId, issuedAt, expiresAt, attestation).token,
+      issuedAt,
+    }));
   }
 
   /** What the token says, if it is valid now in this app: signed for it by an active key, not expired, cut off or revoked. */

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import { bytesEqualLatin1, digestsEqual, sha256 } from '../crypto.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import { ANONYMOUS_ID, TOKEN_SELECTOR, type Principal, type PrincipalKind } from '../principal.js';
+import { ANONYMOUS_ID, TOKEN_SELECTOR, type AttestationProvider, type Principal, type PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
 import type { AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
@@ -26,6 +26,8 @@ export interface ActiveToken {
   issuedAt: number;
   /** UNIX ms, or null for never. */
   expiresAt: number | null;
+  /** For an anonymous token issued with an attestation: its provider. */
+  attestation?: AttestationProvider;
 }
 
 /** What a check needs of a stored token. */
@@ -122,6 +124,7 @@ export class TokenChecker {
         issuedAt: facts.issuedAt,
         expiresAt: facts.expiresAt,
         scopes: null,
+        ...(facts.attestation === null ? {} : { attestation: facts.attestation }),
       };
     }
     const presented = parseAccessToken(accessToken);
@@ -226,7 +229,7 @@ export function anonymousTokenKey(facts: AnonymousTokenFacts): string {
 }
 
 function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Principal {
-  return {
+  const principal: Principal = {
     appId: app.appId,
     kind: 'anonymous',
     id: ANONYMOUS_ID,
@@ -236,6 +239,8 @@ function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Princip
     clientId: null,
     [TOKEN_SELECTOR]: anonymousTokenKey(facts),
   };
+  if (facts.attestation !== null) principal.attestation = facts.attestation;
+  return principal;
 }
 
 export function principalId(app: AppRecord, kind: PrincipalKind): string {

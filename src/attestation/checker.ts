@@ -1,0 +1,76 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { addressKey } from '../limits/address-key.js';
+import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
+import type { OnceClaimStore } from '../once-claims.js';
+import type { DebugTokens } from './debug-tokens.js';
+import { parseAttestationHeader } from './header.js';
+import type { IssuanceRate } from './issuance-rate.js';
+import type { AttestationOutcome } from './outcome.js';
+import type { ProofOfWork } from './pow.js';
+
+/** Attestations sent wrong (invalid or replayed) that one client address may make per minute before the rest are refused, as failed credentials are. */
+export const ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE = 30;
+
+/**
+ * Decides what an anonymous token request's `X-Tessera-Attestation` is worth, every check made here:
+ * the header is parsed, the provider verifies the payload, and a payload that verified is claimed in
+ * the store so that it is accepted once on every instance (a debug token is used again and again).
+ * Nothing is stored for one that did not verify; those are counted per client address, and past
+ * `ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE` a request from that address is refused before any
+ * work (`429`). Knows nothing of HTTP.
+ */
+export class AttestationChecker {
+  readonly #failures: RateLimiterAbstract | undefined;
+
+  constructor(
+    private readonly pow: ProofOfWork,
+    private readonly debugTokens: DebugTokens,
+    private readonly claims: OnceClaimStore,
+    readonly rate: IssuanceRate,
+    private readonly clock: Clock,
+    limits: RateLimits,
+  ) {
+    this.#failures = limits.counter('attestation-failures', { points: ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE, duration: 60 });
+  }
+
+  /** Throws `TOO_MANY_REQUESTS` if the address has sent too many wrong attestations this minute. */
+  async checkAddress(address: string | null): Promise<void> {
+    if (this.#failures === undefined || address === null) return;
+    const used = await this.#failures.get(addressKey(address));
+    if (used !== null && used.consumedPoints >= ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE) throw tooManyRequests(used);
+  }
+
+  async check(app: AppRecord, header: string | undefined, address: string | null): Promise<AttestationOutcome> {
+    const outcome = await this.#outcome(app, header);
+    if ((outcome.verdict === 'invalid' || outcome.verdict === 'replayed') && this.#failures !== undefined && address !== null) {
+      // Counted, not refused here: this request gets its own answer, the next ones the 429.
+      await this.#failures.penalty(addressKey(address), 1);
+    }
+    return outcome;
+  }
+
+  async #outcome(app: AppRecord, header: string | undefined): Promise<AttestationOutcome> {
+    const presented = parseAttestationHeader(header);
+    if (presented === undefined) return { verdict: 'missing' };
+    if ('problem' in presented) return { verdict: 'invalid', provider: null, problem: presented.problem };
+    const { provider, payload } = presented;
+    switch (provider) {
+      case 'pow': {
+        const checked = await this.pow.verify(app, payload, this.clock.now());
+        if (checked.verdict === 'invalid') return { verdict: 'invalid', provider, problem: checked.problem };
+        const claimed = await this.claims.claim({ value: `attestation:pow:${checked.replayKey}`, keepUntil: checked.validUntil });
+        return claimed === true ? { verdict: 'verified', provider } : { verdict: 'replayed', provider };
+      }
+      case 'debug':
+        return (await this.debugTokens.verify(app, payload))
+          ? { verdict: 'verified', provider }
+          : { verdict: 'invalid', provider, problem: 'unknown_token' };
+      case 'apple':
+      case 'android':
+        // Not verified by this release yet (docs/security.md, "Anonymous abuse"): never accepted.
+        return { verdict: 'invalid', provider, problem: 'not_configured' };
+    }
+  }
+}

@@ -1,0 +1,233 @@
+import { createHash, createHmac, hkdfSync, pbkdf2, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+import { LRUCache } from 'lru-cache';
+import type { AppRecord, PowAlgorithm } from 'tessera-tokens/internal/apps/app.js';
+import { POW_ALGORITHMS } from 'tessera-tokens/internal/apps/app.js';
+import type { MaybePromise } from 'tessera-tokens/internal/maybe-promise.js';
+import type { ActiveKey } from 'tessera-tokens/internal/signing-keys/keyring.js';
+import type { AttestationProblem } from './outcome.js';
+
+/**
+ * A proof of work in ALTCHA's v2 format, which the ALTCHA widget and altcha-lib 2 speak: Tessera
+ * signs a challenge for an app (`challenge`), the client finds the counter whose derived key starts
+ * with the challenge's prefix, and sends back `{challenge, solution}` (`verify`).
+ *
+ * The challenge is made in ALTCHA's deterministic mode: Tessera picks the counter, derives its key
+ * once, and puts the key's first 16 bytes in the challenge as the prefix and an HMAC of the whole key
+ * in it as `keySignature`; a solver must try the counters from 0 until it meets that key, and
+ * checking a solution is two HMACs whatever the cost. The expiry and the app (`data.app`) are inside
+ * what is signed (as ALTCHA v2 has it since CVE-2025-68113). The HMAC keys are derived from the
+ * service's signing key (`data.kid`) and the AppID: a challenge verifies for its own app only.
+ *
+ * Written here rather than with altcha-lib, whose checks make two Web Crypto keys a call: the
+ * verification is on the token endpoint's path. The tests hold it to the real altcha-lib.
+ */
+
+/** How long a challenge may be solved and sent: past it, `expired`. */
+export const CHALLENGE_LIFETIME_MS = 5 * 60_000;
+/** The longest `X-Tessera-Attestation` payload of a proof of work (a challenge and its solution are about 700 characters). */
+const MAX_PAYLOAD_LENGTH = 4096;
+const KEY_LENGTH = 32;
+const PREFIX_BYTES = KEY_LENGTH / 2;
+
+export interface PowChallenge {
+  parameters: ChallengeParameters;
+  signature: string;
+}
+
+/** ALTCHA v2's `ChallengeParameters`, as Tessera fills them (sorted keys: the order they are signed in). */
+export interface ChallengeParameters {
+  algorithm: PowAlgorithm;
+  cost: number;
+  data: { app: string; kid: number };
+  expiresAt: number;
+  keyLength: number;
+  keyPrefix: string;
+  keySignature: string;
+  nonce: string;
+  salt: string;
+}
+
+/** A solution that verified: what is claimed so that it is accepted once, and until when. */
+export interface VerifiedPow {
+  verdict: 'verified';
+  /** The challenge's signature: unique per challenge. */
+  replayKey: string;
+  /** UNIX ms: the challenge's expiry. */
+  validUntil: number;
+}
+
+export type PowCheck = VerifiedPow | { verdict: 'invalid'; problem: AttestationProblem };
+
+const HEX = /^(?:[0-9a-f]{2})+$/;
+
+export class ProofOfWork {
+  /**
+   * HMAC keys by signing key and app: deriving one is an HKDF, and a client of an app comes back. A
+   * key's id never names another key, and a retired one is not found by `keyById`: nothing to forget.
+   */
+  readonly #secrets = new LRUCache<string, Secrets>({ max: 10_000 });
+
+  constructor(
+    private readonly signingKey: () => MaybePromise<ActiveKey>,
+    private readonly keyById: (id: number) => MaybePromise<ActiveKey | undefined>,
+  ) {}
+
+  /**
+   * A challenge for the app, valid for `CHALLENGE_LIFETIME_MS`, that needs from half of `maxAttempts`
+   * to all of them (its configuration's `powMaxAttempts`, times what the issuance rate adds).
+   */
+  async challenge(app: AppRecord, now: number, maxAttempts: number): Promise<PowChallenge> {
+    const key = await this.signingKey();
+    const { algorithm, cost } = { algorithm: app.configuration.powAlgorithm, cost: app.configuration.powCost };
+    const counter = randomInt(Math.floor(maxAttempts / 2), Math.max(maxAttempts, Math.floor(maxAttempts / 2) + 1));
+    const nonce = randomBytes(16);
+    const salt = randomBytes(16);
+    const derivedKey = await deriveKey(algorithm, cost, salt, password(nonce, counter));
+    const secrets = this.#secretsFor(key, app.appId);
+    const parameters: ChallengeParameters = {
+      algorithm,
+      cost,
+      data: { app: app.appId, kid: key.id },
+      expiresAt: Math.floor((now + CHALLENGE_LIFETIME_MS) / 1000),
+      keyLength: KEY_LENGTH,
+      keyPrefix: derivedKey.subarray(0, PREFIX_BYTES).toString('hex'),
+      keySignature: hmacHex(secrets.keySignature, derivedKey),
+      nonce: nonce.toString('hex'),
+      salt: salt.toString('hex'),
+    };
+    return { parameters, signature: hmacHex(secrets.signature, canonicalJson(parameters)) };
+  }
+
+  /** Checks an ALTCHA payload (base64 of `{challenge, solution}`) for the app. Never throws for what a client sent. */
+  async verify(app: AppRecord, payload: string, now: number): Promise<PowCheck> {
+    if (payload.length > MAX_PAYLOAD_LENGTH) return invalid('too_large');
+    const submitted = parsePayload(payload);
+    if (submitted === undefined) return invalid('malformed');
+    const { parameters, signature, solution } = submitted;
+    if (typeof parameters.expiresAt !== 'number' || parameters.expiresAt * 1000 <= now) return invalid('expired');
+    const data = parameters.data as { app?: unknown; kid?: unknown } | undefined;
+    if (typeof data !== 'object' || data === null) return invalid('signature');
+    if (data.app !== app.appId) return invalid('other_app');
+    if (typeof data.kid !== 'number') return invalid('signature');
+    const key = await this.keyById(data.kid);
+    if (key === undefined) return invalid('signature');
+    const secrets = this.#secretsFor(key, app.appId);
+    if (!hexEqual(signature, hmacHex(secrets.signature, canonicalJson(parameters)))) return invalid('signature');
+    // Signed by this service, so the rest of the parameters are its own.
+    if (!HEX.test(solution.derivedKey) || solution.derivedKey.length !== KEY_LENGTH * 2) return invalid('solution');
+    const expected = parameters.keySignature;
+    if (typeof expected !== 'string' || !hexEqual(expected, hmacHex(secrets.keySignature, Buffer.from(solution.derivedKey, 'hex')))) {
+      return invalid('solution');
+    }
+    return { verdict: 'verified', replayKey: signature, validUntil: parameters.expiresAt * 1000 };
+  }
+
+  #secretsFor(key: ActiveKey, appId: string): Secrets {
+    const id = `${key.id}:${appId}`;
+    let secrets = this.#secrets.get(id);
+    if (secrets === undefined) {
+      const derive = (purpose: string) => Buffer.from(hkdfSync('sha256', key.key, '', `tessera attestation pow ${purpose} ${appId}`, 32));
+      secrets = { signature: derive('signature'), keySignature: derive('key-signature') };
+      this.#secrets.set(id, secrets);
+    }
+    return secrets;
+  }
+}
+
+interface Secrets {
+  signature: Buffer;
+  keySignature: Buffer;
+}
+
+function invalid(problem: AttestationProblem): PowCheck {
+  return { verdict: 'invalid', problem };
+}
+
+interface SubmittedPow {
+  parameters: Record<string, unknown>;
+  signature: string;
+  solution: { counter: number; derivedKey: string };
+}
+
+/** The payload's parts, shaped as ALTCHA's `Payload`, or undefined. */
+function parsePayload(payload: string): SubmittedPow | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(payload, 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(parsed) || !isObject(parsed.challenge) || !isObject(parsed.solution)) return undefined;
+  const { parameters, signature } = parsed.challenge;
+  const { counter, derivedKey } = parsed.solution;
+  if (!isObject(parameters) || typeof signature !== 'string') return undefined;
+  if (typeof counter !== 'number' || !Number.isInteger(counter) || counter < 0 || counter > 0xffffffff) return undefined;
+  if (typeof derivedKey !== 'string') return undefined;
+  return { parameters, signature, solution: { counter, derivedKey } };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** ALTCHA's password: the nonce, then the counter as a big-endian 32-bit integer (its `uint32` mode). */
+function password(nonce: Buffer, counter: number): Buffer {
+  const bytes = Buffer.allocUnsafe(nonce.length + 4);
+  nonce.copy(bytes);
+  bytes.writeUInt32BE(counter, nonce.length);
+  return bytes;
+}
+
+const DIGESTS: Record<PowAlgorithm, string> = {
+  'SHA-256': 'sha256',
+  'SHA-384': 'sha384',
+  'SHA-512': 'sha512',
+  'PBKDF2/SHA-256': 'sha256',
+  'PBKDF2/SHA-384': 'sha384',
+  'PBKDF2/SHA-512': 'sha512',
+};
+
+const pbkdf2Async = promisify(pbkdf2);
+
+/**
+ * ALTCHA's key derivations: `cost` rounds of the hash over salt and password (on the event loop: a
+ * round is a microsecond, and `powCost` is at most 10,000), or PBKDF2 with `cost` iterations (on
+ * libuv's threads).
+ */
+export async function deriveKey(algorithm: PowAlgorithm, cost: number, salt: Buffer, secret: Buffer): Promise<Buffer> {
+  const digest = DIGESTS[algorithm];
+  if (algorithm.startsWith('PBKDF2/')) return pbkdf2Async(secret, salt, cost, KEY_LENGTH, digest);
+  let key = createHash(digest).update(salt).update(secret).digest();
+  for (let round = 1; round < cost; round++) key = createHash(digest).update(key).digest();
+  return key.subarray(0, KEY_LENGTH);
+}
+
+/** JSON with every object's keys sorted and undefined values left out: what ALTCHA signs. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (!isObject(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .filter((key) => value[key] !== undefined)
+      .map((key) => [key, sortKeys(value[key])]),
+  );
+}
+
+function hmacHex(key: Buffer, data: string | Buffer): string {
+  return createHmac('sha256', key).update(data).digest('hex');
+}
+
+/** Hex strings compared in constant time (for equal lengths). */
+function hexEqual(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1'));
+}
+
+/** Whether `algorithm` is one the proof of work takes. */
+export function isPowAlgorithm(algorithm: string): algorithm is PowAlgorithm {
+  return (POW_ALGORITHMS as readonly string[]).includes(algorithm);
+}

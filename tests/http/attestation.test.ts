@@ -1,0 +1,242 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
+import { OPERATOR } from '../../src/request-context.js';
+import { assertError } from '../helpers/assert.js';
+import { challengeOf, powAttestation, solvedPayload } from '../helpers/attestation.js';
+import { FakeClock } from '../helpers/clock.js';
+import {
+  adminTokenOf,
+  anonymousFields,
+  basic,
+  bearer,
+  countTotalsOf,
+  introspectToken,
+  request,
+  requestAs,
+  requestToken,
+  whoami,
+} from '../helpers/http.js';
+import { serverForSuite, type TestServer } from '../helpers/server.js';
+
+const clock = new FakeClock(Date.now());
+let admin: string;
+const server = serverForSuite({ clock }, async (started) => {
+  admin = await adminTokenOf(started);
+});
+const other = serverForSuite({});
+const limited = serverForSuite(
+  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 100_000, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 1000 } },
+  (started) => configure(started, { anonymousAttestation: 'enforce' }),
+);
+
+const configure = (target: TestServer, changes: object) => target.tessera.apps.configure(target.app.appId, changes, OPERATOR);
+const anonymous = (headers: Record<string, string> = {}) => requestToken(server, anonymousFields(server), headers);
+const attested = (attestation: string) => anonymous({ 'x-tessera-attestation': attestation });
+const refusals = async () => {
+  const response = await requestAs(`${server.appUrl}/events?type=token.refused`, bearer(admin));
+  assert.equal(response.status, 200, response.text);
+  return response.body.events as { details: Record<string, unknown> }[];
+};
+
+describe('attestation of anonymous token requests', () => {
+  it('is off by default: the configuration says so, and anonymous tokens are issued as always, whatever the header', async () => {
+    const configuration = (await requestAs(`${server.appUrl}/configuration`, bearer(admin))).body;
+    assert.equal(configuration.anonymousAttestation, 'off');
+    assert.equal(configuration.basicAnonymous, true);
+    assert.deepEqual(configuration, { ...DEFAULT_APP_CONFIGURATION, allowedOrigins: [] });
+    assert.equal((await attested('nonsense')).status, 200);
+    const token = (await anonymous()).body.access_token as string;
+    assert.equal((await whoami(server.appUrl, bearer(token))).body.attestation, undefined);
+  });
+
+  it('PATCH takes the new fields and refuses wrong values with 400', async () => {
+    const patch = (body: object) =>
+      request(`${server.appUrl}/configuration`, {
+        method: 'PATCH',
+        headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    for (const wrong of [
+      { anonymousAttestation: 'on' },
+      { basicAnonymous: 'no' },
+      { powAlgorithm: 'MD5' },
+      { powCost: 0 },
+      { powCost: 10_001 },
+      { powMaxAttempts: 99 },
+      { powRisesAbovePerMinute: 0 },
+    ]) {
+      assertError(await patch(wrong), 400, 'invalid_request');
+    }
+    const changed = await patch({ powAlgorithm: 'SHA-512', powCost: 2, powMaxAttempts: 2000, powRisesAbovePerMinute: 50 });
+    assert.equal(changed.status, 200, changed.text);
+    assert.deepEqual(
+      { ...changed.body.configuration, allowedOrigins: undefined },
+      { ...DEFAULT_APP_CONFIGURATION, powAlgorithm: 'SHA-512', powCost: 2, powMaxAttempts: 2000, powRisesAbovePerMinute: 50, allowedOrigins: undefined },
+    );
+    const reset = await patch({ powAlgorithm: null, powCost: null, powMaxAttempts: null, powRisesAbovePerMinute: null });
+    assert.deepEqual(reset.body.configuration, { ...DEFAULT_APP_CONFIGURATION, allowedOrigins: [] });
+  });
+
+  it('answers a challenge to anyone who names the app, not cached; 404 for an unknown app, 405 for POST', async () => {
+    const response = await request(`${server.appUrl}/attestation/challenge`);
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    const { parameters, signature } = response.body;
+    assert.equal(parameters.algorithm, 'SHA-256');
+    assert.deepEqual(parameters.data, { app: server.app.appId, kid: parameters.data.kid });
+    assert.ok(parameters.expiresAt * 1000 > clock.now());
+    assert.match(signature, /^[0-9a-f]{64}$/);
+    assertError(await request(`${server.baseUrl}/api/apps/no-such-app/attestation/challenge`), 404, 'APP_NOT_FOUND');
+    assertError(await request(`${server.appUrl}/attestation/challenge`, { method: 'POST' }), 405, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('in monitor, serves every request and counts each by outcome; a verified one makes a token that says so everywhere', async () => {
+    await configure(server, { anonymousAttestation: 'monitor' });
+    assert.equal((await anonymous()).status, 200);
+    assert.equal((await attested('pow.bm90IGpzb24=')).status, 200);
+    const attestation = await powAttestation(server.appUrl);
+    const issued = await attested(attestation);
+    assert.equal(issued.status, 200, issued.text);
+    assert.equal((await attested(attestation)).status, 200, 'a replay is served in monitor');
+    const token = issued.body.access_token as string;
+    assert.equal(token.length, 68);
+    const me = await whoami(server.appUrl, bearer(token));
+    assert.equal(me.body.attestation, 'pow');
+    assert.equal(me.body.principal, 'anonymous');
+    const introspected = await introspectToken(server.appUrl, token, bearer(admin));
+    assert.equal(introspected.body.active, true);
+    assert.equal(introspected.body.attestation, 'pow');
+    const forwarded = await request(`${server.baseUrl}/api/forward-auth`, {
+      headers: { authorization: bearer(token), 'x-original-uri': `/api/apps/${server.app.appId}/things` },
+    });
+    assert.equal(forwarded.status, 200);
+    assert.equal(forwarded.headers.get('x-tessera-attestation-provider'), 'pow');
+    await server.tessera.events.flush();
+    const totals = countTotalsOf(await requestAs(`${server.appUrl}/events/counts?per=day`, bearer(admin)));
+    assert.equal(totals['token.issued anonymous attestation_missing'], 1);
+    assert.equal(totals['token.issued anonymous attestation_invalid'], 1);
+    assert.equal(totals['token.issued anonymous attested_pow'], 1);
+    assert.equal(totals['token.issued anonymous attestation_replayed'], 1);
+  });
+
+  it('in enforce, refuses a request without one (ATTESTATION_REQUIRED) and records why', async () => {
+    await configure(server, { anonymousAttestation: 'enforce' });
+    const refused = await anonymous();
+    assertError(refused, 401, 'ATTESTATION_REQUIRED');
+    assert.match(refused.body.message, /X-Tessera-Attestation/);
+    await server.tessera.events.flush();
+    assert.equal((await refusals())[0]!.details.reason, 'attestation_missing');
+  });
+
+  it('in enforce, issues for a proof of work solved by altcha-lib, once', async () => {
+    const attestation = await powAttestation(server.appUrl);
+    const issued = await attested(attestation);
+    assert.equal(issued.status, 200, issued.text);
+    assert.equal((await whoami(server.appUrl, bearer(issued.body.access_token))).body.attestation, 'pow');
+    const replayed = await attested(attestation);
+    assertError(replayed, 401, 'ATTESTATION_INVALID');
+    assert.match(replayed.body.message, /used already/);
+    await server.tessera.events.flush();
+    assert.deepEqual((await refusals())[0]!.details.reason, 'attestation_replayed');
+  });
+
+  it('in enforce, refuses what is malformed, unknown, too large, forged, of another app or expired, each saying why', async () => {
+    const challenge = await challengeOf(server.appUrl);
+    const payload = await solvedPayload(challenge);
+    const decoded = JSON.parse(Buffer.from(payload, 'base64').toString()) as { challenge: { parameters: Record<string, unknown>; signature: string }; solution: { derivedKey: string } };
+    const reencode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+    const cases: [string, RegExp, string][] = [
+      ['pow', /provider/, 'no dot'],
+      ['.abc', /provider/, 'no provider'],
+      ['pow.', /provider/, 'no payload'],
+      ['pow.a b', /provider/, 'a space'],
+      ['sms.abc', /none of pow/, 'unknown provider'],
+      [`pow.${'A'.repeat(10_241)}`, /longer/, 'too large'],
+      ['pow.bm90IGpzb24=', /provider reads/, 'not JSON'],
+      [`pow.${reencode({ ...decoded, challenge: { ...decoded.challenge, signature: '0'.repeat(64) } })}`, /not signed/, 'forged signature'],
+      [
+        `pow.${reencode({ ...decoded, challenge: { ...decoded.challenge, parameters: { ...decoded.challenge.parameters, cost: 2 } } })}`,
+        /not signed/,
+        'parameters changed',
+      ],
+      [`pow.${reencode({ ...decoded, solution: { ...decoded.solution, derivedKey: '00'.repeat(32) } })}`, /does not solve/, 'wrong solution'],
+      [`pow.${await solvedPayload(await challengeOf(other.appUrl))}`, /another app/, 'another app'],
+      ['apple.AAAA', /not set up/, 'apple, not set up'],
+      ['debug.tdbg_nope', /no debug token/, 'unknown debug token'],
+    ];
+    for (const [header, message, what] of cases) {
+      const response = await attested(header);
+      assertError(response, 401, 'ATTESTATION_INVALID');
+      assert.match(response.body.message, message, what);
+    }
+    clock.advance(5 * 60_000 + 1000);
+    const expired = await attested(`pow.${payload}`);
+    assertError(expired, 401, 'ATTESTATION_INVALID');
+    assert.match(expired.body.message, /expired/);
+    await server.tessera.events.flush();
+    const latest = (await refusals())[0]!.details;
+    assert.equal(latest.reason, 'attestation_invalid');
+    assert.equal(latest.problem, 'expired');
+    assert.equal(latest.provider, 'pow');
+    const repeated = await request(`${server.appUrl}/oauth2/token`, {
+      method: 'POST',
+      headers: [
+        ['authorization', basic(server.app.appId)],
+        ['content-type', 'application/json'],
+        ['x-tessera-attestation', 'debug.a'],
+        ['x-tessera-attestation', 'debug.b'],
+      ],
+      body: JSON.stringify(anonymousFields(server)),
+    });
+    // fetch joins a repeated header into one value, which is no attestation.
+    assertError(repeated, 401, 'ATTESTATION_INVALID');
+  });
+
+  it('makes debug tokens that attest until they are revoked; their value is answered once', async () => {
+    const created = await request(`${server.appUrl}/attestation/debug-tokens`, {
+      method: 'POST',
+      headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'CI' }),
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.match(created.body.token, /^tdbg_[A-Za-z0-9_-]{43}$/);
+    const listed = await requestAs(`${server.appUrl}/attestation/debug-tokens`, bearer(admin));
+    assert.deepEqual(
+      listed.body.debugTokens.map((token: { name: string }) => token.name),
+      ['CI'],
+    );
+    assert.equal(listed.text.includes(created.body.token), false);
+    for (let use = 0; use < 2; use++) {
+      const issued = await attested(`debug.${created.body.token}`);
+      assert.equal(issued.status, 200, issued.text);
+      assert.equal((await whoami(server.appUrl, bearer(issued.body.access_token))).body.attestation, 'debug');
+    }
+    const anonymousToken = (await attested(`debug.${created.body.token}`)).body.access_token as string;
+    assertError(await requestAs(`${server.appUrl}/attestation/debug-tokens`, bearer(anonymousToken)), 403, 'ADMIN_REQUIRED');
+    const revoked = await requestAs(`${server.appUrl}/attestation/debug-tokens/${created.body.id}`, bearer(admin), 'DELETE');
+    assert.equal(revoked.status, 200, revoked.text);
+    assertError(await attested(`debug.${created.body.token}`), 401, 'ATTESTATION_INVALID');
+    assertError(await requestAs(`${server.appUrl}/attestation/debug-tokens/${created.body.id}`, bearer(admin), 'DELETE'), 404, 'NOT_FOUND');
+  });
+
+  it('limits wrong attestations per address as failed credentials are: 429 past 30 a minute, the right one too', async () => {
+    const send = (attestation: string) => requestToken(limited, anonymousFields(limited), { 'x-tessera-attestation': attestation });
+    for (let attempt = 1; attempt <= 30; attempt++) assertError(await send('pow.e30='), 401, 'ATTESTATION_INVALID');
+    assertError(await send('pow.e30='), 429, 'TOO_MANY_REQUESTS');
+    const refused = await send(await powAttestation(limited.appUrl));
+    assertError(refused, 429, 'TOO_MANY_REQUESTS');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  });
+
+  it('turns Basic anonymous access off: 401 BASIC_ANONYMOUS_DISABLED; tokens work as before', async () => {
+    const token = (await attested(await powAttestation(server.appUrl))).body.access_token as string;
+    assert.equal((await whoami(server.appUrl, basic(server.app.appId))).status, 200);
+    await configure(server, { basicAnonymous: false });
+    assertError(await whoami(server.appUrl, basic(server.app.appId)), 401, 'BASIC_ANONYMOUS_DISABLED');
+    assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+    assert.equal((await request(`${server.appUrl}/attestation/challenge`, { headers: { authorization: basic(server.app.appId) } })).status, 200);
+    await configure(server, { basicAnonymous: true, anonymousAttestation: 'off' });
+    assert.equal((await whoami(server.appUrl, basic(server.app.appId))).status, 200);
+  });
+});
