@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
+import { parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
 import { ImportRefused, MAX_IMPORT_FILE_BYTES, type ImportOptions, type ImportSummary } from '../apps/import.js';
 import type { SecretExposure } from '../apps/secret-exposure.js';
 import { parseGraceSeconds } from '../apps/secret-rotation.js';
@@ -22,6 +23,22 @@ export const APPS_FLAGS: FlagSpec = {
 export const SHOWN_IMPORT_PROBLEMS = 20;
 
 const IMPORT_USAGE = 'usage: tessera apps import FILE [--dry-run] [--skip-existing] [--json]';
+const CONFIGURE_USAGE = 'usage: tessera apps configure APP_ID FIELD=VALUE… [--json] (e.g. anonymousAttestation=monitor basicAnonymous=false)';
+
+/**
+ * `FIELD=VALUE` of `tessera apps configure`: the value as JSON when it reads as JSON (`true`, `60`,
+ * `null`, `["https://a.example"]`), as a string otherwise (`monitor`); the API's rules apply to both.
+ */
+function settingOf(argument: string): [string, unknown] {
+  const equals = argument.indexOf('=');
+  if (equals <= 0) throw new UsageError(CONFIGURE_USAGE);
+  const text = argument.slice(equals + 1);
+  try {
+    return [argument.slice(0, equals), JSON.parse(text) as unknown];
+  } catch {
+    return [argument.slice(0, equals), text];
+  }
+}
 
 /** `tessera apps <verb>`: the operator's provisioning ("the developer portal"). */
 export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
@@ -113,6 +130,12 @@ export async function runAppsCommand(tessera: Tessera, command: ParsedCommand, o
             'Tokens issued with it keep working until they expire; if it leaked, revoke them too: tessera tokens revoke-all ' +
             `${id} --kind admin`,
       );
+    }
+    case 'configure': {
+      if (appId === undefined || extra.length === 0) throw new UsageError(CONFIGURE_USAGE);
+      const changes = flagValue(() => parseConfigurationChanges(Object.fromEntries(extra.map(settingOf))));
+      const app = await tessera.apps.configure(appId, changes, OPERATOR);
+      return out.result(app, () => describe(app, tessera.clock.now()));
     }
     case 'delete': {
       const id = needsAppId();
@@ -248,6 +271,10 @@ function describe(app: AppDescription, now: number): string[] {
     `  Max anonymous token lifetime  ${lifetime(config.anonymousTokenMaxLifetimeSeconds)}`,
     `  Anonymous tokens need AppKey  ${config.requireAppKey ? 'yes' : 'no'}`,
     `  Allowed origins (CORS)        ${config.allowedOrigins.length === 0 ? 'none' : config.allowedOrigins.join(' ')}`,
+    `  Anonymous attestation         ${config.anonymousAttestation}`,
+    `  Basic anonymous access        ${config.basicAnonymous ? 'accepted' : 'refused'}`,
+    `  Proof of work                 ${config.powAlgorithm}, cost ${config.powCost}, up to ${config.powMaxAttempts} attempts` +
+      (config.powRisesAbovePerMinute === null ? '' : `, rising from ${config.powRisesAbovePerMinute} requests a minute`),
   ];
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../config.js';
+import { ATTESTATION_FLAGS, runAttestationCommand } from './attestation.js';
 import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { currentBuild, describeBuild } from 'tessera-tokens/internal/release.js';
 import { openStore } from '../store/open.js';
@@ -37,6 +38,11 @@ Usage:
   tessera apps transfer APP_ID --owner EMAIL [--json]
                                              give an app to another developer; the previous owner
                                              is no longer a member (collaborators stay)
+  tessera apps configure APP_ID FIELD=VALUE… [--json]
+                                             change the app's configuration fields (as PATCH
+                                             …/configuration: anonymousAttestation=monitor,
+                                             basicAnonymous=false, powMaxAttempts=100000, …); a value
+                                             that reads as JSON is taken as JSON, null: the default
   tessera apps delete APP_ID [--json]        delete an app and all of its tokens and events
   tessera apps import FILE [--dry-run] [--skip-existing] [--json]
                                              bring apps in with the keys they have: JSON Lines, one
@@ -74,6 +80,11 @@ Usage:
                                              print a one-time link that sets a new password
   tessera tokens revoke-all APP_ID --kind admin|anonymous|all [--json]
                                              revoke every token of one kind, or all, of an app
+  tessera attestation debug-token create APP_ID --name NAME [--json]
+                                             a debug token that attests the app's anonymous token
+                                             requests from CI and emulators; printed once
+  tessera attestation debug-token list APP_ID [--json]
+  tessera attestation debug-token revoke APP_ID DEBUG_TOKEN_ID [--json]
   tessera keys list [--json]                 the keys that sign anonymous tokens
   tessera keys rotate [--json]               add a key that signs from now on (older keys still verify)
   tessera keys retire KEY_ID [--json]        retire a key: every anonymous token it signed is refused
@@ -116,6 +127,7 @@ const STORE_COMMANDS: Record<
   events: { flags: EVENTS_FLAGS, execute: runEventsCommand },
   keys: { flags: KEYS_FLAGS, execute: runKeysCommand },
   upgrade: { flags: UPGRADE_FLAGS, execute: runUpgradeCommand },
+  attestation: { flags: ATTESTATION_FLAGS, execute: runAttestationCommand },
 };
 
 async function main(argv: string[]): Promise<number> {
