@@ -292,6 +292,7 @@ function buildApp(
       revoker: tessera.revoker,
       events: tessera.appEvents,
       credentials: tessera.credentials,
+      debugTokens: tessera.attestation.debugTokens,
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,

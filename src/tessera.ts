@@ -168,7 +168,11 @@ export function createTessera(options: TesseraOptions): Tessera {
     (id) => checking.anonymous.keys.key(id),
   );
   const debugTokens = new DebugTokens(store, clock, events, access, warn);
-  const attestation = { pow, debugTokens, checker: new AttestationChecker(pow, debugTokens, store.onceClaims, new IssuanceRate(), clock, limits) };
+  const attestation = {
+    pow,
+    debugTokens,
+    checker: new AttestationChecker(pow, debugTokens, store.onceClaims, new IssuanceRate(), clock, limits, metrics),
+  };
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,

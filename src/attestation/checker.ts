@@ -3,6 +3,7 @@ import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { addressKey } from '../limits/address-key.js';
 import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
+import type { Metrics } from '../metrics/port.js';
 import type { OnceClaimStore } from '../once-claims.js';
 import type { DebugTokens } from './debug-tokens.js';
 import { parseAttestationHeader } from './header.js';
@@ -31,6 +32,7 @@ export class AttestationChecker {
     readonly rate: IssuanceRate,
     private readonly clock: Clock,
     limits: RateLimits,
+    private readonly metrics: Pick<Metrics, 'rateLimited'>,
   ) {
     this.#failures = limits.counter('attestation-failures', { points: ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE, duration: 60 });
   }
@@ -39,7 +41,10 @@ export class AttestationChecker {
   async checkAddress(address: string | null): Promise<void> {
     if (this.#failures === undefined || address === null) return;
     const used = await this.#failures.get(addressKey(address));
-    if (used !== null && used.consumedPoints >= ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE) throw tooManyRequests(used);
+    if (used !== null && used.consumedPoints >= ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE) {
+      this.metrics.rateLimited('attestation_failures_per_address');
+      throw tooManyRequests(used);
+    }
   }
 
   async check(app: AppRecord, header: string | undefined, address: string | null): Promise<AttestationOutcome> {

@@ -7,6 +7,7 @@ import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { AppAccess } from '../app-access.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
+import { claimOnce, onceClaim } from '../once-claims.js';
 import type { Store } from '../store/store.js';
 import type { DebugTokenRecord } from './store.js';
 
@@ -22,6 +23,11 @@ export interface DebugTokenDescription {
   name: string;
   createdAt: string;
   lastUsedAt: string | null;
+}
+
+export interface CreatedDebugToken extends DebugTokenDescription {
+  /** The token itself: in this answer only. */
+  token: string;
 }
 
 export function describeDebugToken(record: DebugTokenRecord): DebugTokenDescription {
@@ -48,7 +54,8 @@ export class DebugTokens {
     private readonly onWarning: (message: string, error: unknown) => void,
   ) {}
 
-  async create(appId: string, name: string, context: RequestContext): Promise<DebugTokenDescription & { token: string }> {
+  /** With `once` (the portal's single-use form value), a form sent twice makes one token (`src/once-claims.ts`). */
+  async create(appId: string, name: string, context: RequestContext, once?: string): Promise<CreatedDebugToken> {
     await this.access.authorize(appId, 'change_configuration', context);
     const checkedName = checkName(name);
     const token = `tdbg_${randomBytes(32).toString('base64url')}`;
@@ -69,6 +76,7 @@ export class DebugTokens {
           `This app has ${MAX_DEBUG_TOKENS_PER_APP} debug tokens, as many as an app may have; revoke one it no longer needs first.`,
         );
       }
+      await claimOnce(tx.onceClaims, once === undefined ? undefined : onceClaim(once, stamp.at));
       await tx.attestation.insertDebugToken(record);
       await tx.events.append([
         { ...stamp, type: 'app.configuration_changed', details: { debugTokenCreated: record.name, debugTokenId: record.id, ...developerDetails(context) } },

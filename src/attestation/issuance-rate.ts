@@ -49,10 +49,4 @@ export class IssuanceRate {
     if (perMinute < threshold) return 1;
     return Math.min(MAX_POW_RISE, 2 ** (Math.floor(Math.log2(perMinute / threshold)) + 1));
   }
-
-  /** Forgets the apps not seen for two minutes (housekeeping), so that the map keeps only apps in use. */
-  prune(now: number): void {
-    const minute = Math.floor(now / MINUTE_MS);
-    for (const [appId, found] of this.#apps) if (found.minute < minute - 1) this.#apps.delete(appId);
-  }
 }

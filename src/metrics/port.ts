@@ -31,7 +31,13 @@ export interface Metrics extends EventLogMetrics, CacheMetrics {
 export type ForwardAuthDecision = 'allowed' | 'unauthenticated' | 'forbidden' | 'error';
 
 export type RateLimitName =
-  'token_requests_per_address' | 'admin_failures_per_address' | 'admin_failures_per_app' | 'sign_in' | 'app_creations' | 'invitations';
+  | 'token_requests_per_address'
+  | 'admin_failures_per_address'
+  | 'admin_failures_per_app'
+  | 'attestation_failures_per_address'
+  | 'sign_in'
+  | 'app_creations'
+  | 'invitations';
 
 export type BatchWriter = 'tokens' | 'events';
 

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialService } from '../apps/credential-service.js';
+import type { DebugTokens } from '../attestation/debug-tokens.js';
 import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
 import type { OwnedApps } from '../apps/owned-apps.js';
@@ -22,6 +23,8 @@ export interface PortalOptions {
   events: AppEvents;
   /** An app's further credentials (its Credentials page). */
   credentials: CredentialService;
+  /** An app's attestation debug tokens (its Attestation page). */
+  debugTokens: DebugTokens;
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

@@ -17,6 +17,7 @@ import { errorPage } from './pages/error/views.js';
 import { appPages } from './pages/app/routes.js';
 import { appRotatePages } from './pages/app-rotate/routes.js';
 import { appSettingsPages } from './pages/app-settings/routes.js';
+import { attestationPages } from './pages/attestation/routes.js';
 import { credentialsPages } from './pages/credentials/routes.js';
 import { appsPages } from './pages/apps/routes.js';
 import { eventsPages } from './pages/events/routes.js';
@@ -56,6 +57,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     revoker,
     events,
     credentials,
+    debugTokens,
     clock,
     secureCookies,
     publicUrl,
@@ -63,7 +65,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     logger,
   } = options;
   const context: PortalContext = {
-    ...{ developers, sessions, members, ownedApps, apps, revoker, events, credentials, clock, secureCookies, publicUrl, signup },
+    ...{ developers, sessions, members, ownedApps, apps, revoker, events, credentials, debugTokens, clock, secureCookies, publicUrl, signup },
     cookies: portalCookies(secureCookies),
   };
   await app.register(fastifyHelmet, {
@@ -120,6 +122,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
   await app.register(appRotatePages, context);
   await app.register(appSettingsPages, context);
   await app.register(credentialsPages, context);
+  await app.register(attestationPages, context);
   await app.register(eventsPages, context);
   await app.register(peoplePages, context);
   await app.register(invitationPages, context);

@@ -1,3 +1,4 @@
+import { ATTESTATION_REASONS, isAttestationReason } from '../attestation/outcome.js';
 import type { BuildInfo } from 'tessera-tokens/internal/release.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
@@ -27,6 +28,7 @@ const LIMITS: readonly RateLimitName[] = [
   'token_requests_per_address',
   'admin_failures_per_address',
   'admin_failures_per_app',
+  'attestation_failures_per_address',
   'sign_in',
   'app_creations',
   'invitations',
@@ -53,6 +55,11 @@ export class PrometheusMetrics implements Metrics {
   readonly #issued = seriesOf(KINDS, (kind) => ({ kind }));
   readonly #revoked = seriesOf(KINDS, (kind) => ({ kind }));
   readonly #refusals = new Map<string, CountSeries>();
+  readonly #attestations = new Map(
+    ATTESTATION_REASONS.flatMap((reason) =>
+      (['issued', 'refused'] as const).map((answer) => [`${reason} ${answer}`, new CountSeries({ outcome: reason, answer })] as const),
+    ),
+  );
   readonly #introspections = seriesOf(['true', 'false'], (active) => ({ active }));
   readonly #decisions = seriesOf(DECISIONS, (decision) => ({ decision }));
   readonly #rateLimited = seriesOf(LIMITS, (limit) => ({ limit }));
@@ -96,6 +103,13 @@ export class PrometheusMetrics implements Metrics {
       () => [...this.#routes.values()].flatMap((route) => [...route.series()]),
     );
     collectedCounter(registry, 'tessera_tokens_issued_total', 'Tokens issued, by kind.', ['kind'], () => this.#issued.values());
+    collectedCounter(
+      registry,
+      'tessera_anonymous_attestations_total',
+      "Anonymous token requests of the apps whose anonymousAttestation is monitor or enforce, by the attestation's outcome (attested_<provider>, attestation_missing, attestation_invalid, attestation_replayed) and answer (issued, or refused by enforce).",
+      ['outcome', 'answer'],
+      () => this.#attestations.values(),
+    );
     collectedCounter(
       registry,
       'tessera_token_refusals_total',
@@ -229,6 +243,7 @@ export class PrometheusMetrics implements Metrics {
     const kind = principal === 'admin' || principal === 'anonymous' ? principal : undefined;
     if (type === 'token.issued' && kind !== undefined) this.#issued.get(kind)!.add(count);
     else if (type === 'token.refused') this.#refusal(reason ?? 'unknown', kind ?? 'none').add(count);
+    if (isAttestationReason(reason)) this.#attestations.get(`${reason} ${type === 'token.issued' ? 'issued' : 'refused'}`)?.add(count);
   }
 
   tokensRevoked(kind: PrincipalKind, count: number): void {

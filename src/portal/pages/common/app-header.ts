@@ -4,6 +4,7 @@ const SECTIONS = [
   ['', 'Overview'],
   ['/settings', 'Settings'],
   ['/credentials', 'Credentials'],
+  ['/attestation', 'Attestation'],
   ['/events', 'Events'],
   ['/people', 'People'],
 ] as const;

@@ -1,0 +1,93 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { attestationSummary } from '../../../attestation/monitor.js';
+import { eventCountQuery } from '../../../events/counts.js';
+import { formOf, type AppParams, type PortalContext } from '../../context.js';
+import { issueSingleUseFormValue, useSingleUseFormValue } from '../../single-use-forms.js';
+import { asDeveloper, csrfCheck, requireSession, seeOther, sendPage, signedIn } from '../../respond.js';
+import { refusalIn } from '../common/mistakes.js';
+import { attestationChangesOf, attestationFormOf, debugTokenNameOf } from './form.js';
+import { attestationPage, doneMessage, type AttestationPageInput, type CountsPer } from './views.js';
+
+type PageQuery = { Querystring: { per?: unknown; done?: unknown } };
+
+const SPAN_MS: Record<CountsPer, number> = { hour: 24 * 3_600_000, day: 14 * 86_400_000 };
+
+/**
+ * An app's attestation (docs/portal.md, "Attestation"): what its anonymous token requests' attestations
+ * were, per hour or day, and the share that enforcement refuses or would refuse, before a person
+ * turns it on; the mode, Basic anonymous access and the proof of work's settings (owner and
+ * collaborators); and its debug tokens, each shown once when made.
+ */
+export const attestationPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, debugTokens, clock, secureCookies }) => {
+  const singleUseForms = { secure: secureCookies };
+  app.addHook('preHandler', requireSession);
+
+  async function renderPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    appId: string,
+    state: Pick<AttestationPageInput, 'form' | 'mistake' | 'done' | 'created'> & { per?: CountsPer },
+  ) {
+    const context = asDeveloper(request);
+    const permissions = await members.permissions(appId, 'view_events', context);
+    const per = state.per ?? 'day';
+    const now = clock.now();
+    const [described, counts, listed] = await Promise.all([
+      apps.show(appId, context),
+      events.counts(appId, eventCountQuery({ per, since: now - SPAN_MS[per] + 1, until: now + 1 }, now), context),
+      debugTokens.list(appId, context),
+    ]);
+    return attestationPage(signedIn(request, reply), {
+      ...state,
+      app: described,
+      permissions,
+      summary: attestationSummary(counts),
+      per,
+      debugTokens: listed,
+      once: issueSingleUseFormValue(reply, singleUseForms),
+    });
+  }
+
+  app.get<AppParams & PageQuery>('/apps/:appId/attestation', async (request, reply) => {
+    const per = request.query.per === 'hour' ? 'hour' : 'day';
+    return sendPage(reply, await renderPage(request, reply, request.params.appId, { per, done: doneMessage(request.query.done) }));
+  });
+
+  app.post<AppParams>('/apps/:appId/attestation', { preValidation: csrfCheck(app) }, async (request, reply) => {
+    const { appId } = request.params;
+    const context = asDeveloper(request);
+    await members.permissions(appId, 'change_configuration', context);
+    const form = attestationFormOf(formOf(request));
+    try {
+      await apps.configure(appId, attestationChangesOf(form), context);
+    } catch (error) {
+      const mistake = { section: 'settings' as const, message: refusalIn(error, ['invalid_request', 'CONFLICT']).message };
+      return sendPage(reply, await renderPage(request, reply, appId, { form, mistake }), 400);
+    }
+    return seeOther(reply, `/portal/apps/${appId}/attestation?done=saved`);
+  });
+
+  app.post<AppParams>('/apps/:appId/attestation/debug-tokens', { preValidation: csrfCheck(app) }, async (request, reply) => {
+    const { appId } = request.params;
+    const context = asDeveloper(request);
+    await members.permissions(appId, 'change_configuration', context);
+    const sent = useSingleUseFormValue(request, reply, singleUseForms);
+    try {
+      const created = await debugTokens.create(appId, debugTokenNameOf(formOf(request)), context, sent);
+      return sendPage(reply, await renderPage(request, reply, appId, { created }), 201);
+    } catch (error) {
+      const mistake = { section: 'debug-tokens' as const, message: refusalIn(error, ['invalid_request', 'CONFLICT']).message };
+      return sendPage(reply, await renderPage(request, reply, appId, { mistake }), 400);
+    }
+  });
+
+  app.post<AppParams & { Params: { debugTokenId: string } }>(
+    '/apps/:appId/attestation/debug-tokens/:debugTokenId/revoke',
+    { preValidation: csrfCheck(app) },
+    async (request, reply) => {
+      const { appId, debugTokenId } = request.params;
+      await debugTokens.revoke(appId, debugTokenId, asDeveloper(request));
+      return seeOther(reply, `/portal/apps/${appId}/attestation?done=revoked`);
+    },
+  );
+};
