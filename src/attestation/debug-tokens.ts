@@ -7,9 +7,19 @@ import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { AppAccess } from '../app-access.js';
 import type { EventLog } from '../events/log.js';
 import { developerDetails, type RequestContext } from '../request-context.js';
-import { claimOnce, onceClaim } from '../once-claims.js';
-import type { Store } from '../store/store.js';
-import type { DebugTokenRecord } from './store.js';
+import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
+import type { AppStore } from '../apps/store.js';
+import type { EventStore } from '../events/store.js';
+import type { Transactional } from 'tessera-tokens/internal/transaction.js';
+import type { AttestationStore, DebugTokenRecord } from './store.js';
+
+/** The tables a debug token's change is written to, in one transaction. */
+export interface DebugTokenTables {
+  readonly apps: AppStore;
+  readonly attestation: AttestationStore;
+  readonly events: EventStore;
+  readonly onceClaims: OnceClaimStore;
+}
 
 /** Debug tokens one app may have: enough for every CI pipeline and emulator of a team. */
 export const MAX_DEBUG_TOKENS_PER_APP = 50;
@@ -47,7 +57,7 @@ export function describeDebugToken(record: DebugTokenRecord): DebugTokenDescript
  */
 export class DebugTokens {
   constructor(
-    private readonly store: Store,
+    private readonly store: Transactional<DebugTokenTables> & Pick<DebugTokenTables, 'apps' | 'attestation'>,
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly access: AppAccess,
@@ -79,7 +89,11 @@ export class DebugTokens {
       await claimOnce(tx.onceClaims, once === undefined ? undefined : onceClaim(once, stamp.at));
       await tx.attestation.insertDebugToken(record);
       await tx.events.append([
-        { ...stamp, type: 'app.configuration_changed', details: { debugTokenCreated: record.name, debugTokenId: record.id, ...developerDetails(context) } },
+        {
+          ...stamp,
+          type: 'app.configuration_changed',
+          details: { debugTokenCreated: record.name, debugTokenId: record.id, ...developerDetails(context) },
+        },
       ]);
     });
     return { ...describeDebugToken(record), token };
@@ -98,7 +112,11 @@ export class DebugTokens {
       const record = await tx.attestation.deleteDebugToken(appId, id);
       if (record === undefined) throw notFound();
       await tx.events.append([
-        { ...stamp, type: 'app.configuration_changed', details: { debugTokenRevoked: record.name, debugTokenId: record.id, ...developerDetails(context) } },
+        {
+          ...stamp,
+          type: 'app.configuration_changed',
+          details: { debugTokenRevoked: record.name, debugTokenId: record.id, ...developerDetails(context) },
+        },
       ]);
       return record;
     });
@@ -119,7 +137,10 @@ export class DebugTokens {
 
 function checkName(name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_DEBUG_TOKEN_NAME_LENGTH || /[\p{Cc}]/u.test(name)) {
-    throw new TesseraError('invalid_request', `A debug token needs a name of 1 to ${MAX_DEBUG_TOKEN_NAME_LENGTH} characters, with no control characters.`);
+    throw new TesseraError(
+      'invalid_request',
+      `A debug token needs a name of 1 to ${MAX_DEBUG_TOKEN_NAME_LENGTH} characters, with no control characters.`,
+    );
   }
   return name.trim();
 }

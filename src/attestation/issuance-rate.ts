@@ -44,8 +44,7 @@ export class IssuanceRate {
     const found = this.#apps.get(appId);
     if (found === undefined) return 1;
     const minute = Math.floor(now / MINUTE_MS);
-    const perMinute =
-      found.minute === minute ? Math.max(found.count, found.previous) : found.minute === minute - 1 ? found.count : 0;
+    const perMinute = found.minute === minute ? Math.max(found.count, found.previous) : found.minute === minute - 1 ? found.count : 0;
     if (perMinute < threshold) return 1;
     return Math.min(MAX_POW_RISE, 2 ** (Math.floor(Math.log2(perMinute / threshold)) + 1));
   }

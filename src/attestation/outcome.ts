@@ -2,15 +2,7 @@ import type { AttestationProvider } from 'tessera-tokens/internal/principal.js';
 
 /** Why an attestation sent was not accepted: said in the audit event and the `401`'s message, never more. */
 export type AttestationProblem =
-  | 'malformed'
-  | 'unknown_provider'
-  | 'too_large'
-  | 'not_configured'
-  | 'signature'
-  | 'other_app'
-  | 'expired'
-  | 'solution'
-  | 'unknown_token';
+  'malformed' | 'unknown_provider' | 'too_large' | 'not_configured' | 'signature' | 'other_app' | 'expired' | 'solution' | 'unknown_token';
 
 /** What an anonymous token request's attestation turned out to be. */
 export type AttestationOutcome =
@@ -24,11 +16,7 @@ export type AttestationOutcome =
  * `enforce`, `token.refused` when `enforce` refuses it): what the portal's attestation table and
  * `tessera_anonymous_attestations_total` read.
  */
-export type AttestationReason =
-  | `attested_${AttestationProvider}`
-  | 'attestation_missing'
-  | 'attestation_invalid'
-  | 'attestation_replayed';
+export type AttestationReason = `attested_${AttestationProvider}` | 'attestation_missing' | 'attestation_invalid' | 'attestation_replayed';
 
 export function reasonOf(outcome: AttestationOutcome): AttestationReason {
   switch (outcome.verdict) {

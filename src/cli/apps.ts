@@ -23,7 +23,8 @@ export const APPS_FLAGS: FlagSpec = {
 export const SHOWN_IMPORT_PROBLEMS = 20;
 
 const IMPORT_USAGE = 'usage: tessera apps import FILE [--dry-run] [--skip-existing] [--json]';
-const CONFIGURE_USAGE = 'usage: tessera apps configure APP_ID FIELD=VALUE… [--json] (e.g. anonymousAttestation=monitor basicAnonymous=false)';
+const CONFIGURE_USAGE =
+  'usage: tessera apps configure APP_ID FIELD=VALUE… [--json] (e.g. anonymousAttestation=monitor basicAnonymous=false)';
 
 /**
  * `FIELD=VALUE` of `tessera apps configure`: the value as JSON when it reads as JSON (`true`, `60`,

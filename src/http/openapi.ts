@@ -139,7 +139,7 @@ const HEADERS = {
     },
     AccessControlAllowHeaders: {
       description:
-        '`Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, traceparent, tracestate`; for forward authentication, the headers the preflight asks for.',
+        '`Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, X-Tessera-Attestation, traceparent, tracestate`; for forward authentication, the headers the preflight asks for.',
       schema: {
         type: 'string',
       },

@@ -47,7 +47,7 @@ const ATTESTATION_PROVIDER = Type.Unsafe<AttestationProvider>({
   type: 'string',
   enum: [...ATTESTATION_PROVIDERS],
   description:
-    'Only for an anonymous token issued with an attestation (`X-Tessera-Attestation`): its provider. `pow` is a proof of work, `apple` App Attest, `android` Play Integrity, `debug` a debug token of the app\'s developers.',
+    "Only for an anonymous token issued with an attestation (`X-Tessera-Attestation`): its provider. `pow` is a proof of work, `apple` App Attest, `android` Play Integrity, `debug` a debug token of the app's developers.",
 });
 
 export const Whoami = withId(
@@ -163,17 +163,22 @@ export const AppConfiguration = withId(
         type: 'string',
         enum: [...ATTESTATION_MODES],
         description:
-          'Whether anonymous token requests must prove they come from the genuine app (`X-Tessera-Attestation`): `off`, the seed\'s behaviour; `monitor`, served as without and counted by outcome (`/events/counts`, reasons `attested_<provider>`, `attestation_missing`, `attestation_invalid`, `attestation_replayed`); `enforce`, refused with `401 ATTESTATION_REQUIRED` or `ATTESTATION_INVALID` without a valid one.',
+          "Whether anonymous token requests must prove they come from the genuine app (`X-Tessera-Attestation`): `off`, the seed's behaviour; `monitor`, served as without and counted by outcome (`/events/counts`, reasons `attested_<provider>`, `attestation_missing`, `attestation_invalid`, `attestation_replayed`); `enforce`, refused with `401 ATTESTATION_REQUIRED` or `ATTESTATION_INVALID` without a valid one.",
       }),
       basicAnonymous: Type.Boolean({
-        description: 'Whether Basic anonymous access (`Authorization: Basic base64(AppID:anything)`, no token) is accepted; false: `401 BASIC_ANONYMOUS_DISABLED`.',
+        description:
+          'Whether Basic anonymous access (`Authorization: Basic base64(AppID:anything)`, no token) is accepted; false: `401 BASIC_ANONYMOUS_DISABLED`.',
       }),
       powAlgorithm: Type.Unsafe<PowAlgorithm>({
         type: 'string',
         enum: [...POW_ALGORITHMS],
         description: "The proof of work's key derivation (ALTCHA's `algorithm`).",
       }),
-      powCost: Type.Integer({ minimum: 1, maximum: 10_000, description: "ALTCHA's `cost` of one attempt: rounds of the hash, or PBKDF2's iterations." }),
+      powCost: Type.Integer({
+        minimum: 1,
+        maximum: 10_000,
+        description: "ALTCHA's `cost` of one attempt: rounds of the hash, or PBKDF2's iterations.",
+      }),
       powMaxAttempts: Type.Integer({
         minimum: 100,
         maximum: 10_000_000,
@@ -184,7 +189,7 @@ export const AppConfiguration = withId(
         minimum: 1,
         maximum: 1_000_000,
         description:
-          "Anonymous token requests per minute (on one instance) from which a challenge needs twice the attempts, and twice again at each doubling of the rate, up to 64 times; null: never.",
+          'Anonymous token requests per minute (on one instance) from which a challenge needs twice the attempts, and twice again at each doubling of the rate, up to 64 times; null: never.',
       }),
     },
     { additionalProperties: false },
@@ -224,8 +229,16 @@ export const AppConfigurationPatch = withId(
       basicAnonymous: Type.Optional(
         Type.Unsafe<boolean | null>({ type: ['boolean', 'null'], description: 'null: back to true. false waits as `enforce` does.' }),
       ),
-      powAlgorithm: Type.Optional(Type.Unsafe<PowAlgorithm | null>({ type: ['string', 'null'], enum: [...POW_ALGORITHMS, null], description: 'null: back to SHA-256.' })),
-      powCost: Type.Optional(Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 10_000, description: 'null: back to 1.' })),
+      powAlgorithm: Type.Optional(
+        Type.Unsafe<PowAlgorithm | null>({
+          type: ['string', 'null'],
+          enum: [...POW_ALGORITHMS, null],
+          description: 'null: back to SHA-256.',
+        }),
+      ),
+      powCost: Type.Optional(
+        Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 10_000, description: 'null: back to 1.' }),
+      ),
       powMaxAttempts: Type.Optional(
         Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 100, maximum: 10_000_000, description: 'null: back to 50000.' }),
       ),

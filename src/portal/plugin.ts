@@ -65,7 +65,21 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     logger,
   } = options;
   const context: PortalContext = {
-    ...{ developers, sessions, members, ownedApps, apps, revoker, events, credentials, debugTokens, clock, secureCookies, publicUrl, signup },
+    ...{
+      developers,
+      sessions,
+      members,
+      ownedApps,
+      apps,
+      revoker,
+      events,
+      credentials,
+      debugTokens,
+      clock,
+      secureCookies,
+      publicUrl,
+      signup,
+    },
     cookies: portalCookies(secureCookies),
   };
   await app.register(fastifyHelmet, {

@@ -15,8 +15,15 @@ export const STORE_PARTS = {
 } as const satisfies Partial<Record<keyof Store, string>>;
 
 /** The parts of a transaction's tables, timed and traced as the store's own parts are. */
-const TABLE_PARTS = ['apps', 'tokens', 'credentials', 'events', 'developers', 'onceClaims', 'attestation'] as const satisfies readonly (keyof StoreTables &
-  keyof typeof STORE_PARTS)[];
+const TABLE_PARTS = [
+  'apps',
+  'tokens',
+  'credentials',
+  'events',
+  'developers',
+  'onceClaims',
+  'attestation',
+] as const satisfies readonly (keyof StoreTables & keyof typeof STORE_PARTS)[];
 
 /**
  * `tables` with each part replaced by `wrap` of it, made when the part is first asked for (a

@@ -80,7 +80,13 @@ export class TokenIssuer {
       const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
         ? await this.anonymous.issue(app, now, expiresAt, attested.provider)
         : await this.#storedAnonymousToken(app, now, expiresAt);
-      this.events.record('token.issued', app.appId, context, 'anonymous', attested.reason === null ? { expiresAt } : { expiresAt, reason: attested.reason });
+      this.events.record(
+        'token.issued',
+        app.appId,
+        context,
+        'anonymous',
+        attested.reason === null ? { expiresAt } : { expiresAt, reason: attested.reason },
+      );
       return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
     }
     let admin: AuthenticatedAdmin = client;

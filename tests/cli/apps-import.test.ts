@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -168,6 +169,7 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
     assert.equal(shown.code, 0, shown.stderr);
     const app = parseJson(shown.stdout, 'apps show --json');
     assert.deepEqual(app.configuration, {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: 3600,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: true,
@@ -293,6 +295,7 @@ describe(`tessera apps import and export, as real processes (${process.env.TEST_
       clientId: app.clientId,
       owner: ownerEmail,
       configuration: {
+        ...DEFAULT_APP_CONFIGURATION,
         adminTokenMaxLifetimeSeconds: null,
         anonymousTokenMaxLifetimeSeconds: 600,
         requireAppKey: false,

@@ -26,7 +26,14 @@ const server = serverForSuite({ clock }, async (started) => {
 });
 const other = serverForSuite({});
 const limited = serverForSuite(
-  { rateLimits: { enabled: true, tokenRequestsPerAddressPerMinute: 100_000, adminFailuresPerAddressPerMinute: 10, adminFailuresPerAppPerMinute: 1000 } },
+  {
+    rateLimits: {
+      enabled: true,
+      tokenRequestsPerAddressPerMinute: 100_000,
+      adminFailuresPerAddressPerMinute: 10,
+      adminFailuresPerAppPerMinute: 1000,
+    },
+  },
   (started) => configure(started, { anonymousAttestation: 'enforce' }),
 );
 
@@ -72,7 +79,14 @@ describe('attestation of anonymous token requests', () => {
     assert.equal(changed.status, 200, changed.text);
     assert.deepEqual(
       { ...changed.body.configuration, allowedOrigins: undefined },
-      { ...DEFAULT_APP_CONFIGURATION, powAlgorithm: 'SHA-512', powCost: 2, powMaxAttempts: 2000, powRisesAbovePerMinute: 50, allowedOrigins: undefined },
+      {
+        ...DEFAULT_APP_CONFIGURATION,
+        powAlgorithm: 'SHA-512',
+        powCost: 2,
+        powMaxAttempts: 2000,
+        powRisesAbovePerMinute: 50,
+        allowedOrigins: undefined,
+      },
     );
     const reset = await patch({ powAlgorithm: null, powCost: null, powMaxAttempts: null, powRisesAbovePerMinute: null });
     assert.deepEqual(reset.body.configuration, { ...DEFAULT_APP_CONFIGURATION, allowedOrigins: [] });
@@ -144,7 +158,10 @@ describe('attestation of anonymous token requests', () => {
   it('in enforce, refuses what is malformed, unknown, too large, forged, of another app or expired, each saying why', async () => {
     const challenge = await challengeOf(server.appUrl);
     const payload = await solvedPayload(challenge);
-    const decoded = JSON.parse(Buffer.from(payload, 'base64').toString()) as { challenge: { parameters: Record<string, unknown>; signature: string }; solution: { derivedKey: string } };
+    const decoded = JSON.parse(Buffer.from(payload, 'base64').toString()) as {
+      challenge: { parameters: Record<string, unknown>; signature: string };
+      solution: { derivedKey: string };
+    };
     const reencode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
     const cases: [string, RegExp, string][] = [
       ['pow', /provider/, 'no dot'],
@@ -160,7 +177,11 @@ describe('attestation of anonymous token requests', () => {
         /not signed/,
         'parameters changed',
       ],
-      [`pow.${reencode({ ...decoded, solution: { ...decoded.solution, derivedKey: '00'.repeat(32) } })}`, /does not solve/, 'wrong solution'],
+      [
+        `pow.${reencode({ ...decoded, solution: { ...decoded.solution, derivedKey: '00'.repeat(32) } })}`,
+        /does not solve/,
+        'wrong solution',
+      ],
       [`pow.${await solvedPayload(await challengeOf(other.appUrl))}`, /another app/, 'another app'],
       ['apple.AAAA', /not set up/, 'apple, not set up'],
       ['debug.tdbg_nope', /no debug token/, 'unknown debug token'],
@@ -235,7 +256,10 @@ describe('attestation of anonymous token requests', () => {
     await configure(server, { basicAnonymous: false });
     assertError(await whoami(server.appUrl, basic(server.app.appId)), 401, 'BASIC_ANONYMOUS_DISABLED');
     assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
-    assert.equal((await request(`${server.appUrl}/attestation/challenge`, { headers: { authorization: basic(server.app.appId) } })).status, 200);
+    assert.equal(
+      (await request(`${server.appUrl}/attestation/challenge`, { headers: { authorization: basic(server.app.appId) } })).status,
+      200,
+    );
     await configure(server, { basicAnonymous: true, anonymousAttestation: 'off' });
     assert.equal((await whoami(server.appUrl, basic(server.app.appId))).status, 200);
   });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { describe, it } from 'node:test';
 import { assertError } from '../helpers/assert.js';
 import { adminFields, anonymousFields, basic, bearer, request, requestAs, requestToken } from '../helpers/http.js';
@@ -22,6 +23,7 @@ const reset = () => patch({ adminTokenMaxLifetimeSeconds: null, anonymousTokenMa
 describe('GET and PATCH /api/apps/{appId}/configuration', () => {
   it("starts with the seed's behaviour: no maximum lifetimes, no AppKey check", async () => {
     assert.deepEqual(await configuration(), {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: null,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: false,
@@ -36,6 +38,7 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     assert.equal(response.body.clientId, server.app.clientId);
     assert.equal(JSON.stringify(response.body).includes(server.app.clientSecret), false);
     assert.deepEqual(response.body.configuration, {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: 3600,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: false,
@@ -43,6 +46,7 @@ describe('GET and PATCH /api/apps/{appId}/configuration', () => {
     });
     await patch({ requireAppKey: true });
     assert.deepEqual(await configuration(), {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: 3600,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: true,

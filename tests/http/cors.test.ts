@@ -170,7 +170,7 @@ describe('preflights under /api/apps/{appId}/, answered before authentication', 
       assert.equal(response.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, PUT, PATCH, DELETE');
       assert.equal(
         response.headers.get('access-control-allow-headers'),
-        'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, traceparent, tracestate',
+        'Authorization, Content-Type, X-Kii-AppID, X-Kii-AppKey, X-Kii-SDK, X-Request-Id, X-Tessera-Attestation, traceparent, tracestate',
       );
       assert.equal(response.headers.get('access-control-max-age'), '7200');
     }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { beforeEach, describe, it } from 'node:test';
 import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedApp } from '../../src/apps/service.js';
@@ -362,6 +363,7 @@ describe("an app's settings in the portal", () => {
     assert.equal(response.location, `/portal/apps/${app.appId}/settings?done=saved`);
     const { configuration } = await server.tessera.apps.show(app.appId, OPERATOR);
     assert.deepEqual(configuration, {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: 7200,
       anonymousTokenMaxLifetimeSeconds: 604800,
       requireAppKey: true,
@@ -401,6 +403,7 @@ describe("an app's settings in the portal", () => {
     });
     assert.equal(cleared.status, 303);
     assert.deepEqual((await server.tessera.apps.show(app.appId, OPERATOR)).configuration, {
+      ...DEFAULT_APP_CONFIGURATION,
       adminTokenMaxLifetimeSeconds: null,
       anonymousTokenMaxLifetimeSeconds: null,
       requireAppKey: false,

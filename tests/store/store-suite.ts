@@ -444,6 +444,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const expected = {
           ...app,
           configuration: {
+            ...DEFAULT_APP_CONFIGURATION,
             adminTokenMaxLifetimeSeconds: 60,
             anonymousTokenMaxLifetimeSeconds: 3600,
             requireAppKey: true,
@@ -461,6 +462,7 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
           noEvents,
         );
         assert.deepEqual((await store.apps.findById(app.appId))?.configuration, {
+          ...DEFAULT_APP_CONFIGURATION,
           adminTokenMaxLifetimeSeconds: null,
           anonymousTokenMaxLifetimeSeconds: 3600,
           requireAppKey: false,

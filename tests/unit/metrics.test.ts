@@ -67,6 +67,7 @@ describe('instrumentStore', () => {
       events: {},
       developers: {},
       onceClaims: {},
+      attestation: {},
       upgrade: {},
       credentials: {},
       ping: async () => {},

@@ -175,6 +175,8 @@ describe('Capabilities', () => {
       false,
       'nothing before a state is read',
     );
-    for (const capability of Object.values(CAPABILITIES)) assert.ok(compareReleases(capability.since, build.version) <= 0);
+    assert.equal(capabilities.allows('anonymousAttestation'), false, 'a capability of 0.3.0 waits while the store is finalized for 0.2.0');
+    await assert.rejects(capabilities.require('anonymousAttestation'), /runs Tessera 0\.3\.0 or later/);
+    for (const capability of Object.values(CAPABILITIES)) assert.ok(compareReleases(capability.since, currentBuild().version) <= 0);
   });
 });

@@ -1,17 +1,7 @@
 import { Type } from 'typebox';
 import { POW_ALGORITHMS } from 'tessera-tokens/internal/apps/app.js';
 import { otherMethodsSchema, preflightSchema } from '../openapi.js';
-import {
-  adminFeature,
-  answer,
-  APP_NOT_FOUND,
-  AppId,
-  AppParams,
-  NO_STORE,
-  problem,
-  UNAUTHENTICATED,
-  UNAVAILABLE,
-} from '../schemas.js';
+import { adminFeature, answer, APP_NOT_FOUND, AppId, AppParams, NO_STORE, problem, UNAUTHENTICATED, UNAVAILABLE } from '../schemas.js';
 
 /**
  * Attestation of anonymous token requests: the proof of work's challenge, and an app's debug tokens.
@@ -77,7 +67,11 @@ const DebugToken = Type.Object(
     id: Type.String(),
     name: Type.String(),
     createdAt: Type.String({ format: 'date-time' }),
-    lastUsedAt: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', description: 'Written at most once a minute.' }),
+    lastUsedAt: Type.Unsafe<string | null>({
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'Written at most once a minute.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -85,7 +79,9 @@ const DebugToken = Type.Object(
 const CreatedDebugToken = Type.Object(
   {
     ...DebugToken.properties,
-    token: Type.String({ description: 'The debug token (`tdbg_` and 43 characters): in this answer only. Send it as `X-Tessera-Attestation: debug.<token>`.' }),
+    token: Type.String({
+      description: 'The debug token (`tdbg_` and 43 characters): in this answer only. Send it as `X-Tessera-Attestation: debug.<token>`.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -104,7 +100,11 @@ export const listDebugTokens = {
   security: [{ bearer: [] }],
   params: AppParams,
   response: {
-    200: answer(Type.Object({ debugTokens: Type.Array(DebugToken, { maxItems: 50 }) }, { additionalProperties: false }), 'The debug tokens.', NO_STORE),
+    200: answer(
+      Type.Object({ debugTokens: Type.Array(DebugToken, { maxItems: 50 }) }, { additionalProperties: false }),
+      'The debug tokens.',
+      NO_STORE,
+    ),
   },
   errors: { 401: UNAUTHENTICATED, 403: adminFeature('configuration:read'), 404: APP_NOT_FOUND, 503: UNAVAILABLE },
 };
@@ -122,7 +122,9 @@ export const createDebugToken = {
     201: answer(CreatedDebugToken, 'Made. The token is in this answer only: it is stored as its SHA-256.', NO_STORE),
   },
   errors: {
-    400: problem('Malformed JSON, or a missing, empty or over-long `name`, or one with control characters. Possible codes: invalid_request.'),
+    400: problem(
+      'Malformed JSON, or a missing, empty or over-long `name`, or one with control characters. Possible codes: invalid_request.',
+    ),
     401: UNAUTHENTICATED,
     403: adminFeature('configuration:write'),
     404: APP_NOT_FOUND,

@@ -59,7 +59,10 @@ export const debugTokenRoutes: FastifyPluginAsyncTypebox<{ attestation: Attestat
       debugTokens: await debugTokens.list(request.params.appId, { clientAddress: request.ip, by: request.principal }),
     }));
     scope.post(DEBUG_TOKENS_PATH, { schema: createDebugToken, onRequest: requireAdmin }, async (request, reply) => {
-      const created = await debugTokens.create(request.params.appId, request.body.name, { clientAddress: request.ip, by: request.principal });
+      const created = await debugTokens.create(request.params.appId, request.body.name, {
+        clientAddress: request.ip,
+        by: request.principal,
+      });
       return reply.code(201).send(created);
     });
   });
@@ -72,6 +75,10 @@ export const debugTokenRoutes: FastifyPluginAsyncTypebox<{ attestation: Attestat
     );
   });
 
-  refuseOtherMethods(app, DEBUG_TOKENS_PATH, ['GET', 'POST'], { method: 'PUT', schema: debugTokensOtherMethods, preflight: preflightDebugTokens });
+  refuseOtherMethods(app, DEBUG_TOKENS_PATH, ['GET', 'POST'], {
+    method: 'PUT',
+    schema: debugTokensOtherMethods,
+    preflight: preflightDebugTokens,
+  });
   refuseOtherMethods(app, DEBUG_TOKEN_PATH, ['DELETE'], { method: 'GET', schema: debugTokenOtherMethods, preflight: preflightDebugToken });
 };

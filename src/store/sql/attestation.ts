@@ -26,10 +26,9 @@ function recordOf(row: DebugTokenRow): DebugTokenRecord {
 export function sqlAttestationStore(db: SqlRunner): AttestationStore {
   return {
     async insertDebugToken(record) {
-      await db.run(
-        `INSERT INTO attestation_debug_tokens (${COLUMNS}) VALUES (:id, :appId, :name, :tokenHash, :createdAt, :lastUsedAt)`,
-        { ...record },
-      );
+      await db.run(`INSERT INTO attestation_debug_tokens (${COLUMNS}) VALUES (:id, :appId, :name, :tokenHash, :createdAt, :lastUsedAt)`, {
+        ...record,
+      });
     },
     async debugTokensOf(appId) {
       const rows = await db.all<DebugTokenRow>(

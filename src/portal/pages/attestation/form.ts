@@ -36,7 +36,8 @@ export function attestationChangesOf(form: AttestationForm): Partial<AppConfigur
     powAlgorithm: form.powAlgorithm,
     powCost: wholeNumber(form.powCost, 'The cost of one attempt'),
     powMaxAttempts: wholeNumber(form.powMaxAttempts, 'The most attempts a challenge needs'),
-    powRisesAbovePerMinute: form.powRisesAbovePerMinute === '' ? null : wholeNumber(form.powRisesAbovePerMinute, 'The rate the cost rises from'),
+    powRisesAbovePerMinute:
+      form.powRisesAbovePerMinute === '' ? null : wholeNumber(form.powRisesAbovePerMinute, 'The rate the cost rises from'),
   });
 }
 

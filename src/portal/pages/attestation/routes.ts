@@ -18,7 +18,10 @@ const SPAN_MS: Record<CountsPer, number> = { hour: 24 * 3_600_000, day: 14 * 86_
  * turns it on; the mode, Basic anonymous access and the proof of work's settings (owner and
  * collaborators); and its debug tokens, each shown once when made.
  */
-export const attestationPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, debugTokens, clock, secureCookies }) => {
+export const attestationPages: FastifyPluginAsync<PortalContext> = async (
+  app,
+  { members, apps, events, debugTokens, clock, secureCookies },
+) => {
   const singleUseForms = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 
