@@ -28,6 +28,12 @@ const limited = serverForSuite(
   allowBrowserOrigin,
 );
 
+/** A server whose app enforces attestation. */
+const attested = serverForSuite({}, async (started) => {
+  await allowBrowserOrigin(started);
+  await started.tessera.apps.configure(started.app.appId, { anonymousAttestation: 'enforce' }, OPERATOR);
+});
+
 const EMPTY_PAGE = '<!doctype html>\n<meta charset="utf-8">\n<title>A web app with tessera-tokens/client</title>\n';
 
 /** What a call through the client in the page gave: its value, or the error it threw. */
@@ -161,6 +167,45 @@ describe('tessera-tokens/client in a web page of an origin the app does not list
     const page = await browser.openPage(EMPTY_PAGE, { origin: browser.otherOrigin });
     const error = errorOf(await inPage(page, server, 'anonymous', 'return tessera.whoami();'));
     assert.equal(error.name, 'TypeError');
+    await page.close();
+  });
+});
+
+describe('tessera-tokens/client in a web page of an app that enforces attestation', () => {
+  it('solves the proof of work on workers, off the main thread, in well under a second at the default cost', async () => {
+    const page = await browser.openPage(EMPTY_PAGE);
+    // Counts the workers the page starts, as the page's own code would see them.
+    await page.evaluate(() => {
+      const page = globalThis as unknown as { Worker: new (url: string) => object; workersStarted: number };
+      const Original = page.Worker;
+      page.workersStarted = 0;
+      page.Worker = class extends (Original as new (url: string) => object) {
+        constructor(url: string) {
+          super(url);
+          page.workersStarted++;
+        }
+      } as typeof page.Worker;
+    });
+    const me = valueOf(await inPage(page, attested, 'anonymous', 'return tessera.whoami();'));
+    assert.equal(me.attestation, 'pow');
+    const times: number[] = [];
+    for (let run = 0; run < 5; run++) {
+      const took = valueOf(
+        await inPage(
+          page,
+          attested,
+          'anonymous',
+          'tessera.forget(); const started = performance.now(); await tessera.token(); return performance.now() - started;',
+        ),
+      ) as number;
+      times.push(took);
+    }
+    times.sort((a, b) => a - b);
+    const started = (await page.evaluate('globalThis.workersStarted')) as number;
+    assert.ok(started >= 6, `${started} workers started for 6 tokens`);
+    // Not a timed test: the median is reported (docs/benchmarks.md), and bounded far above it.
+    console.log(`tessera-tokens/client in Chromium solved the default proof of work in ${times[2]!.toFixed(0)} ms (median of 5)`);
+    assert.ok(times[2]! < 10_000);
     await page.close();
   });
 });

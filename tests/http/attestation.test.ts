@@ -18,6 +18,7 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
+import { TesseraClient, TesseraClientError } from 'tessera-tokens/internal/client/client.js';
 
 const clock = new FakeClock(Date.now());
 let admin: string;
@@ -262,5 +263,75 @@ describe('attestation of anonymous token requests', () => {
     );
     await configure(server, { basicAnonymous: true, anonymousAttestation: 'off' });
     assert.equal((await whoami(server.appUrl, basic(server.app.appId))).status, 200);
+  });
+});
+
+describe('tessera-tokens/client and attestation', () => {
+  const served = serverForSuite({});
+  const clientOf = (
+    attestation?: ConstructorParameters<typeof TesseraClient>[0] extends infer O
+      ? O extends { attestation?: infer A }
+        ? A
+        : never
+      : never,
+  ) =>
+    new TesseraClient({
+      baseUrl: served.baseUrl,
+      appId: served.app.appId,
+      mode: 'anonymous',
+      appKey: served.app.appKey,
+      ...(attestation === undefined ? {} : { attestation }),
+    });
+
+  it('solves a proof of work by itself once the app enforces attestation, and for every later token', async () => {
+    await configure(served, { anonymousAttestation: 'enforce' });
+    const client = clientOf();
+    const me = await client.whoami();
+    assert.equal(me.attestation, 'pow');
+    client.forget();
+    assert.equal((await client.whoami()).attestation, 'pow');
+  });
+
+  it("with 'pow', attests in monitor too; with 'none', is refused in enforce with the contract's error", async () => {
+    await configure(served, { anonymousAttestation: 'monitor' });
+    assert.equal((await clientOf('pow').whoami()).attestation, 'pow');
+    assert.equal((await clientOf().whoami()).attestation, undefined, "'auto' sends none while none is asked for");
+    await configure(served, { anonymousAttestation: 'enforce' });
+    await assert.rejects(
+      clientOf('none').token(),
+      (error: TesseraClientError) => error.errorCode === 'ATTESTATION_REQUIRED' && error.status === 401,
+    );
+  });
+
+  it('sends what a function gives (a platform attestation, or a debug token), asked for each token request', async () => {
+    const { token } = await served.tessera.attestation.debugTokens.create(served.app.appId, 'emulator', OPERATOR);
+    let asked = 0;
+    const client = clientOf(() => {
+      asked++;
+      return `debug.${token}`;
+    });
+    assert.equal((await client.whoami()).attestation, 'debug');
+    client.forget();
+    await client.token();
+    assert.equal(asked, 2);
+    await assert.rejects(
+      clientOf(() => 'debug.tdbg_wrong').token(),
+      (error: TesseraClientError) => error.errorCode === 'ATTESTATION_INVALID',
+    );
+  });
+
+  it('solves the default cost in Node in well under a second (median of 9)', async () => {
+    await configure(served, { anonymousAttestation: 'enforce', powMaxAttempts: null });
+    const times: number[] = [];
+    for (let run = 0; run < 9; run++) {
+      const started = performance.now();
+      await clientOf('pow').token();
+      times.push(performance.now() - started);
+    }
+    times.sort((a, b) => a - b);
+    const median = times[4]!;
+    // Not a timed test: a bound far above what it takes (tens of milliseconds), that only a solver
+    // gone wrong (Web Crypto's promise per attempt on the event loop, say) would pass.
+    assert.ok(median < 5000, `median ${median.toFixed(0)} ms`);
   });
 });

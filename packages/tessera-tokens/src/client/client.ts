@@ -12,6 +12,9 @@ export type TesseraErrorCode =
   | 'invalid_client'
   | 'INVALID_TOKEN'
   | 'UNAUTHORIZED'
+  | 'ATTESTATION_REQUIRED'
+  | 'ATTESTATION_INVALID'
+  | 'BASIC_ANONYMOUS_DISABLED'
   | 'ADMIN_REQUIRED'
   | 'ME_NOT_ALLOWED_FOR_ADMIN'
   | 'APP_NOT_FOUND'
@@ -71,7 +74,20 @@ export interface Whoami {
   auth: 'basic' | 'bearer';
   /** UNIX ms, or null for a token that never expires (and for Basic). */
   expiresAt: number | null;
+  /** For an anonymous token issued with an attestation: its provider. */
+  attestation?: 'pow' | 'apple' | 'android' | 'debug';
 }
+
+/**
+ * How anonymous token requests prove they come from the app (`X-Tessera-Attestation`):
+ * - `'auto'` (the default): none, until the service answers `ATTESTATION_REQUIRED` (the app enforces
+ *   attestation); then a proof of work, for that request and every later one;
+ * - `'pow'`: a proof of work with every request (so that `monitor` counts them as verified);
+ * - `'none'`: never;
+ * - a function: the header's value, `<provider>.<payload>`, from the platform (App Attest, Play
+ *   Integrity) or a debug token (`debug.tdbg_…`), asked for anew for each token request.
+ */
+export type AttestationOption = 'auto' | 'pow' | 'none' | (() => string | Promise<string>);
 
 /** Where anonymous tokens may be kept across page loads: `localStorage` and `sessionStorage` fit. */
 export interface TokenStorage {
@@ -122,6 +138,8 @@ export interface AnonymousOptions extends CommonOptions {
   appKey: string;
   /** Keep the token across page loads (e.g. `localStorage`); by default it is kept in memory. */
   storage?: TokenStorage;
+  /** How its token requests prove they come from the app (default `'auto'`). */
+  attestation?: AttestationOption;
 }
 
 /** Basic anonymous access: no token, `Authorization: Basic base64(AppID:AppKey)` on every request. */
@@ -187,6 +205,8 @@ export class TesseraClient {
   #renewal: Promise<HeldToken> | null = null;
   /** After a failed renewal in the background, the next one waits until then (UNIX ms). */
   #quietUntil = 0;
+  /** With `attestation: 'auto'`: whether the service asked for a proof of work (then every token request sends one). */
+  #powAsked = false;
 
   constructor(options: TesseraClientOptions) {
     if (options.mode === 'admin' && typeof (globalThis as { document?: unknown }).document !== 'undefined') {
@@ -313,7 +333,20 @@ export class TesseraClient {
   async #requestToken(): Promise<HeldToken> {
     const options = this.#options;
     const startedAt = this.#clock.now();
-    let response = await this.#postTokenRequest(startedAt);
+    let response = await this.#postTokenRequest(startedAt, await this.#attestation());
+    // An app that enforces attestation: a proof of work, once more; a proof refused (a challenge that
+    // expired on the way), a new one, once.
+    if (options.mode === 'anonymous' && response.status === 401) {
+      const code = await errorCodeOf(response);
+      const again =
+        (code === 'ATTESTATION_REQUIRED' && (options.attestation ?? 'auto') === 'auto') ||
+        (code === 'ATTESTATION_INVALID' && this.#sendsPow());
+      if (again) {
+        this.#powAsked = true;
+        await response.body?.cancel();
+        response = await this.#postTokenRequest(startedAt, await this.#attestation());
+      }
+    }
     // An admin token's expiresAt is an instant, which the server reads by its own clock: if this
     // machine's clock is behind by more than the lifetime, the instant is past there. Ask once more,
     // counting from the server's time (its `Date` header, which Node can read).
@@ -333,8 +366,26 @@ export class TesseraClient {
     return held;
   }
 
+  /** Whether this client's anonymous token requests send a proof of work now. */
+  #sendsPow(): boolean {
+    const option = this.#options.mode === 'anonymous' ? (this.#options.attestation ?? 'auto') : 'none';
+    return option === 'pow' || (option === 'auto' && this.#powAsked);
+  }
+
+  /** `X-Tessera-Attestation` for the next token request, or null. */
+  async #attestation(): Promise<string | null> {
+    if (this.#options.mode !== 'anonymous') return null;
+    const option = this.#options.attestation ?? 'auto';
+    if (typeof option === 'function') return await option();
+    if (!this.#sendsPow()) return null;
+    const response = await this.#send(new Request(`${this.appUrl}/attestation/challenge`));
+    if (!response.ok) throw await TesseraClientError.fromResponse(response, this.#clock.now());
+    const challenge = (await response.json()) as PowChallenge;
+    return `pow.${base64(JSON.stringify({ challenge, solution: await solvePow(challenge.parameters) }))}`;
+  }
+
   /** The token request (admin tokens expire `adminTokenLifetimeSeconds` after `now`), within `retry`'s bounds. */
-  async #postTokenRequest(now: number): Promise<Response> {
+  async #postTokenRequest(now: number, attestation: string | null = null): Promise<Response> {
     const options = this.#options;
     const fields =
       options.mode === 'admin'
@@ -350,7 +401,11 @@ export class TesseraClient {
     const request = new Request(`${this.appUrl}/oauth2/token`, {
       method: 'POST',
       // The seed's request: Basic with the AppID as user, and the credentials in the body.
-      headers: { authorization: this.#basicHeader(), 'content-type': 'application/json' },
+      headers: {
+        authorization: this.#basicHeader(),
+        'content-type': 'application/json',
+        ...(attestation === null ? {} : { 'x-tessera-attestation': attestation }),
+      },
       body: JSON.stringify(fields),
     });
     for (let attempt = 1; ; attempt++) {
@@ -416,6 +471,159 @@ function retryAfterSeconds(response: Response, now: number): number | null {
   if (/^[0-9]+$/.test(value)) return Number(value);
   const date = Date.parse(value);
   return Number.isNaN(date) ? null : Math.max(0, (date - now) / 1000);
+}
+
+/** The contract's `errorCode` of an error answer, read from a copy (the answer's own body stays unread). */
+async function errorCodeOf(response: Response): Promise<unknown> {
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => null)) as { errorCode?: unknown } | null;
+  return body?.errorCode;
+}
+
+/** A challenge of `GET …/attestation/challenge`: ALTCHA v2's, which the solver needs only the parameters of. */
+interface PowChallenge {
+  parameters: PowParameters;
+  signature: string;
+}
+
+interface PowParameters {
+  algorithm: string;
+  cost: number;
+  keyLength?: number;
+  keyPrefix: string;
+  nonce: string;
+  salt: string;
+}
+
+interface PowSolution {
+  counter: number;
+  derivedKey: string;
+}
+
+/**
+ * Solves an ALTCHA v2 challenge: in a web page, on as many workers as the device has cores (off the
+ * main thread), each trying every n-th counter; in Node (or where a page may not start a worker),
+ * here, yielding to the event loop every few milliseconds.
+ */
+async function solvePow(parameters: PowParameters): Promise<PowSolution> {
+  const { Worker, Blob, document, navigator } = globalThis as unknown as PageGlobals;
+  const found =
+    Worker !== undefined && Blob !== undefined && document !== undefined
+      ? await solveOnWorkers(parameters, { Worker, Blob, cores: navigator?.hardwareConcurrency ?? 1 }).catch(() => null)
+      : null;
+  const solution = found ?? (await findCounter(parameters, 0, 1, await nodeDigest()));
+  if (solution === null) throw new TesseraClientError('ATTESTATION_INVALID', 'The proof of work could not be solved.', 0);
+  return solution;
+}
+
+/** What a web page has that the solver uses, typed here: the module has no DOM types (it builds for Node too). */
+interface PageGlobals {
+  document?: unknown;
+  navigator?: { hardwareConcurrency?: number };
+  Blob?: new (parts: string[], options: { type: string }) => object;
+  Worker?: new (url: string) => PageWorker;
+}
+
+interface PageWorker {
+  postMessage(message: unknown): void;
+  terminate(): void;
+  onmessage: ((event: { data: PowSolution | null }) => void) | null;
+  onerror: ((event: { message: string }) => void) | null;
+}
+
+/** Node's own hashes, faster than Web Crypto's promise per attempt; undefined in a browser. */
+async function nodeDigest(): Promise<Digest | undefined> {
+  if (typeof process === 'undefined' || process.versions?.node === undefined) return undefined;
+  const { createHash } = await import('node:crypto');
+  return (algorithm, data) => new Uint8Array(createHash(algorithm.replace('SHA-', 'sha').toLowerCase()).update(data).digest());
+}
+
+type Digest = (algorithm: string, data: Uint8Array) => Uint8Array;
+
+function solveOnWorkers(
+  parameters: PowParameters,
+  page: { Worker: NonNullable<PageGlobals['Worker']>; Blob: NonNullable<PageGlobals['Blob']>; cores: number },
+): Promise<PowSolution | null> {
+  const source = `const findCounter = ${findCounter.toString()};
+onmessage = async (event) => postMessage(await findCounter(event.data.parameters, event.data.start, event.data.step));`;
+  const url = URL.createObjectURL(new page.Blob([source], { type: 'text/javascript' }) as Blob);
+  const count = Math.max(1, Math.min(8, page.cores));
+  const workers: PageWorker[] = [];
+  try {
+    for (let index = 0; index < count; index++) workers.push(new page.Worker(url));
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+  const stop = () => workers.forEach((worker) => worker.terminate());
+  return new Promise<PowSolution | null>((resolve, reject) => {
+    let finished = 0;
+    workers.forEach((worker, index) => {
+      worker.onerror = (event) => {
+        stop();
+        reject(new Error(event.message));
+      };
+      worker.onmessage = (event) => {
+        finished++;
+        if (event.data !== null || finished === count) {
+          stop();
+          resolve(event.data);
+        }
+      };
+      worker.postMessage({ parameters, start: index, step: count });
+    });
+  });
+}
+
+/**
+ * The counters `start`, `start + step`, … until the derived key starts with the challenge's prefix
+ * (ALTCHA v2: the password is the nonce and the counter as a big-endian 32-bit integer; the key is
+ * `cost` rounds of the hash over salt and password, or PBKDF2). Self-contained: a worker runs its
+ * source as it is.
+ */
+async function findCounter(parameters: PowParameters, start: number, step: number, digest?: Digest): Promise<PowSolution | null> {
+  const bytes = (hex: string) => new Uint8Array((hex.match(/../g) ?? []).map((pair) => parseInt(pair, 16)));
+  const hex = (data: Uint8Array) => Array.from(data, (byte) => byte.toString(16).padStart(2, '0')).join('');
+  const { algorithm, cost, keyPrefix } = parameters;
+  if (!/^[0-9a-fA-F]+$/.test(keyPrefix)) return null;
+  const keyLength = parameters.keyLength ?? 32;
+  const salt = bytes(parameters.salt);
+  const nonce = bytes(parameters.nonce);
+  // An odd number of hex digits compares its last half byte by itself.
+  const prefix = bytes(keyPrefix.length % 2 === 0 ? keyPrefix : keyPrefix.slice(0, -1));
+  const lastNibble = keyPrefix.length % 2 === 0 ? -1 : parseInt(keyPrefix.slice(-1), 16);
+  const matches = (key: Uint8Array) => {
+    for (let index = 0; index < prefix.length; index++) if (key[index] !== prefix[index]) return false;
+    return lastNibble < 0 || key[prefix.length]! >> 4 === lastNibble;
+  };
+  const password = new Uint8Array(nonce.length + 4);
+  password.set(nonce);
+  const view = new DataView(password.buffer);
+  const pbkdf2 = algorithm.startsWith('PBKDF2/');
+  const hash = pbkdf2 ? algorithm.slice('PBKDF2/'.length) : algorithm;
+  const salted = new Uint8Array(salt.length + password.length);
+  salted.set(salt);
+  let yieldedAt = Date.now();
+  for (let counter = start; counter <= 0xffffffff; counter += step) {
+    view.setUint32(nonce.length, counter, false);
+    let key: Uint8Array;
+    if (pbkdf2) {
+      const material = await crypto.subtle.importKey('raw', password, 'PBKDF2', false, ['deriveBits']);
+      key = new Uint8Array(await crypto.subtle.deriveBits({ name: 'PBKDF2', hash, salt, iterations: cost }, material, keyLength * 8));
+    } else {
+      salted.set(password, salt.length);
+      key = digest ? digest(hash, salted) : new Uint8Array(await crypto.subtle.digest(hash, salted));
+      for (let round = 1; round < cost; round++) key = digest ? digest(hash, key) : new Uint8Array(await crypto.subtle.digest(hash, key));
+      key = key.subarray(0, keyLength);
+    }
+    if (matches(key)) return { counter, derivedKey: hex(key) };
+    if (digest && Date.now() - yieldedAt > 20) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      yieldedAt = Date.now();
+    }
+  }
+  return null;
 }
 
 /** Whether the answer refuses the token itself (RFC 6750 `invalid_token`; the contract's `INVALID_TOKEN`). */
