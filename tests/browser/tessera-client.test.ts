@@ -179,12 +179,12 @@ describe('tessera-tokens/client in a web page of an app that enforces attestatio
       const page = globalThis as unknown as { Worker: new (url: string) => object; workersStarted: number };
       const Original = page.Worker;
       page.workersStarted = 0;
-      page.Worker = class extends (Original as new (url: string) => object) {
+      page.Worker = class extends Original {
         constructor(url: string) {
           super(url);
           page.workersStarted++;
         }
-      } as typeof page.Worker;
+      };
     });
     const me = valueOf(await inPage(page, attested, 'anonymous', 'return tessera.whoami();'));
     assert.equal(me.attestation, 'pow');
@@ -201,7 +201,7 @@ describe('tessera-tokens/client in a web page of an app that enforces attestatio
       times.push(took);
     }
     times.sort((a, b) => a - b);
-    const started = (await page.evaluate('globalThis.workersStarted')) as number;
+    const started = await page.evaluate<number>('globalThis.workersStarted');
     assert.ok(started >= 6, `${started} workers started for 6 tokens`);
     // Not a timed test: the median is reported (docs/benchmarks.md), and bounded far above it.
     console.log(`tessera-tokens/client in Chromium solved the default proof of work in ${times[2]!.toFixed(0)} ms (median of 5)`);

@@ -18,7 +18,7 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { serverForSuite, type TestServer } from '../helpers/server.js';
-import { TesseraClient, TesseraClientError } from 'tessera-tokens/internal/client/client.js';
+import { TesseraClient, type TesseraClientError } from 'tessera-tokens/internal/client/client.js';
 
 const clock = new FakeClock(Date.now());
 let admin: string;

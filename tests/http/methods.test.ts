@@ -36,6 +36,9 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/credentials/{clientId}': 'DELETE',
   '/api/apps/{appId}/credentials/{clientId}/rotate': 'POST',
   '/api/apps/{appId}/credentials/{clientId}/previous-secret': 'DELETE',
+  '/api/apps/{appId}/attestation/challenge': 'GET, HEAD',
+  '/api/apps/{appId}/attestation/debug-tokens': 'GET, HEAD, POST',
+  '/api/apps/{appId}/attestation/debug-tokens/{debugTokenId}': 'DELETE',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = [
@@ -50,7 +53,11 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TR
 let server: TestServer;
 let adminToken: string;
 
-const pathOf = (path: string) => path.replace('{appId}', server.app.appId).replace('{clientId}', 'tcl_0123456789abcdef01234567');
+const pathOf = (path: string) =>
+  path
+    .replace('{appId}', server.app.appId)
+    .replace('{clientId}', 'tcl_0123456789abcdef01234567')
+    .replace('{debugTokenId}', 'no-such-token');
 const connect = (target: string, headers: Record<string, string> = {}) =>
   rawHttpUntilClosed(
     server.baseUrl,
