@@ -17,7 +17,10 @@ import {
   requestToken,
   whoami,
 } from '../helpers/http.js';
-import { serverForSuite, type TestServer } from '../helpers/server.js';
+import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
+import { openStore } from '../../src/store/open.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
+import { after } from 'node:test';
 import { TesseraClient, type TesseraClientError } from 'tessera-tokens/internal/client/client.js';
 
 const clock = new FakeClock(Date.now());
@@ -333,5 +336,60 @@ describe('tessera-tokens/client and attestation', () => {
     // Not a timed test: a bound far above what it takes (tens of milliseconds), that only a solver
     // gone wrong (Web Crypto's promise per attempt on the event loop, say) would pass.
     assert.ok(median < 5000, `median ${median.toFixed(0)} ms`);
+  });
+});
+
+describe('attestation on two instances over one store', () => {
+  const first = serverForSuite({}, (started) => configure(started, { anonymousAttestation: 'enforce' }));
+  let second: TestServer | undefined;
+  const secondInstance = async (): Promise<TestServer> => {
+    if (second !== undefined) return second;
+    const { databaseUrl } = first.testStore;
+    const store = databaseUrl.startsWith('sqlite:')
+      ? openSqliteStore(databaseUrl.slice('sqlite:'.length), { changePollIntervalMs: 100 })
+      : await openStore(databaseUrl);
+    second = await startServer({ testStore: { store, databaseUrl, dispose: () => store.close() } });
+    return second;
+  };
+  after(async () => {
+    await second?.close();
+    await second?.testStore.dispose();
+  });
+  const ask = (target: TestServer, attestation?: string) =>
+    requestToken(
+      { app: first.app, appUrl: target.appUrl.replace(target.app.appId, first.app.appId) },
+      anonymousFields({ app: first.app, appUrl: first.appUrl }),
+      attestation === undefined ? {} : { 'x-tessera-attestation': attestation },
+    );
+
+  it('accepts a proof of work once across both: sent to both at once, ten times over, exactly one token', async () => {
+    const other = await secondInstance();
+    const attestation = await powAttestation(first.appUrl);
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, index) => ask(index % 2 === 0 ? first : other, attestation)));
+    assert.equal(answers.filter((answer) => answer.status === 200).length, 1, answers.map((answer) => answer.status).join(' '));
+    for (const answer of answers.filter((answer) => answer.status !== 200)) assertError(answer, 401, 'ATTESTATION_INVALID');
+  });
+
+  it('a change of mode made on one is applied by the other within 1 s', async () => {
+    const other = await secondInstance();
+    assertError(await ask(other), 401, 'ATTESTATION_REQUIRED');
+    const started = performance.now();
+    await configure(first, { anonymousAttestation: 'monitor' });
+    let status = 0;
+    while ((status = (await ask(other)).status) !== 200 && performance.now() - started < 5000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const elapsed = performance.now() - started;
+    assert.equal(status, 200);
+    assert.ok(elapsed < 1000, `the other instance ignored the change for ${Math.round(elapsed)} ms`);
+    await configure(first, { anonymousAttestation: 'enforce' });
+    while ((await ask(other)).status !== 401 && performance.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+  });
+
+  it('a debug token revoked through one attests nothing on either after the answer', async () => {
+    const other = await secondInstance();
+    const { id, token } = await first.tessera.attestation.debugTokens.create(first.app.appId, 'CI', OPERATOR);
+    assert.equal((await ask(other, `debug.${token}`)).status, 200);
+    await first.tessera.attestation.debugTokens.revoke(first.app.appId, id, OPERATOR);
+    for (const target of [first, other]) assertError(await ask(target, `debug.${token}`), 401, 'ATTESTATION_INVALID');
   });
 });

@@ -229,6 +229,27 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
       /Credentials with scopes wait until every instance of this service runs Tessera 0\.2\.0/,
     );
 
+    // Attestation: the previous release would give anonymous tokens without one, accept Basic
+    // anonymous access, and refuse the tokens that carry one.
+    for (const change of [{ anonymousAttestation: 'monitor' }, { anonymousAttestation: 'enforce' }, { basicAnonymous: false }]) {
+      const refused = await call(`${appUrlOf(url('current'), app.appId)}/configuration`, {
+        method: 'PATCH',
+        headers: { authorization: bearer(admin.body.access_token as string), 'content-type': 'application/json' },
+        body: JSON.stringify(change),
+      });
+      assert.equal(refused.status, 409, `${JSON.stringify(change)}: ${refused.text}`);
+      assert.match(
+        refused.body.message as string,
+        /Attestation of anonymous token requests.* wait until every instance of this service runs Tessera 0\.3\.0/,
+      );
+    }
+    const off = await call(`${appUrlOf(url('current'), app.appId)}/configuration`, {
+      method: 'PATCH',
+      headers: { authorization: bearer(admin.body.access_token as string), 'content-type': 'application/json' },
+      body: JSON.stringify({ anonymousAttestation: 'off', powMaxAttempts: 1000 }),
+    });
+    assert.equal(off.status, 200, off.text);
+
     const grace = await cli(TESSERA_MAIN, ['apps', 'rotate-secret', other.appId, '--grace', '600', '--json']);
     assert.equal(grace.code, 1, grace.stdout);
     assert.match(grace.stderr, /"errorCode":"CONFLICT".*A rotation with a grace period wait/);
@@ -328,6 +349,14 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
       body: JSON.stringify({ name: 'reader', scopes: ['events:read'] }),
     });
     assert.equal(credential.status, 201, credential.text);
+    const enforced = await cli(TESSERA_MAIN, ['apps', 'configure', other.appId, 'anonymousAttestation=enforce', '--json']);
+    assert.equal(enforced.code, 0, enforced.stderr);
+    assert.equal(
+      (JSON.parse(enforced.stdout) as { configuration: { anonymousAttestation: string } }).configuration.anonymousAttestation,
+      'enforce',
+    );
+    // Back off at once: the load of the tests after this one asks for anonymous tokens of both apps.
+    assert.equal((await cli(TESSERA_MAIN, ['apps', 'configure', other.appId, 'anonymousAttestation=off', '--json'])).code, 0);
     // Every token still valid that either release acknowledged works on the instance left.
     const revokedKinds = new Set(['admin', 'anonymous']);
     const survivors = tally.tokens.filter((token) => token.appId !== app.appId || !revokedKinds.has(token.kind));
