@@ -49,6 +49,8 @@ export interface HousekeepingReport {
   developerEvents: number;
   /** Claims of the portal's once values past the forms' lifetime (`src/once-claims.ts`). */
   expiredOnceClaims: number;
+  /** Proofs of work accepted, past their challenge's expiry (`src/attestation/`). */
+  expiredAttestationClaims: number;
 }
 
 /**
@@ -111,6 +113,7 @@ export class Housekeeping {
     const expiredLinks = await drain((batch) => developers.links.deleteExpired(now, batch));
     const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
     const expiredOnceClaims = await drain((batch) => this.store.onceClaims.deleteExpired(now, batch));
+    const expiredAttestationClaims = await drain((batch) => this.store.attestation.deleteExpiredClaims(now, batch));
     return {
       expiredTokens,
       expiredRevocations,
@@ -121,6 +124,7 @@ export class Housekeeping {
       expiredLinks,
       developerEvents,
       expiredOnceClaims,
+      expiredAttestationClaims,
     };
   }
 }

@@ -171,7 +171,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const attestation = {
     pow,
     debugTokens,
-    checker: new AttestationChecker(pow, debugTokens, store.onceClaims, new IssuanceRate(), clock, limits, metrics),
+    checker: new AttestationChecker(pow, debugTokens, store.attestation, new IssuanceRate(), clock, limits, metrics),
   };
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,

@@ -4,12 +4,12 @@ import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { addressKey } from '../limits/address-key.js';
 import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
 import type { Metrics } from '../metrics/port.js';
-import type { OnceClaimStore } from '../once-claims.js';
 import type { DebugTokens } from './debug-tokens.js';
 import { parseAttestationHeader } from './header.js';
 import type { IssuanceRate } from './issuance-rate.js';
 import type { AttestationOutcome } from './outcome.js';
 import type { ProofOfWork } from './pow.js';
+import { replayClaim, type AttestationStore } from './store.js';
 
 /** Attestations sent wrong (invalid or replayed) that one client address may make per minute before the rest are refused, as failed credentials are. */
 export const ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE = 30;
@@ -28,7 +28,7 @@ export class AttestationChecker {
   constructor(
     private readonly pow: ProofOfWork,
     private readonly debugTokens: DebugTokens,
-    private readonly claims: OnceClaimStore,
+    private readonly claims: Pick<AttestationStore, 'claim'>,
     readonly rate: IssuanceRate,
     private readonly clock: Clock,
     limits: RateLimits,
@@ -65,7 +65,7 @@ export class AttestationChecker {
       case 'pow': {
         const checked = await this.pow.verify(app, payload, this.clock.now());
         if (checked.verdict === 'invalid') return { verdict: 'invalid', provider, problem: checked.problem };
-        const claimed = await this.claims.claim({ value: `attestation:pow:${checked.replayKey}`, keepUntil: checked.validUntil });
+        const claimed = await this.claims.claim(replayClaim(checked.replayKey, checked.validUntil));
         return claimed === true ? { verdict: 'verified', provider } : { verdict: 'replayed', provider };
       }
       case 'debug':

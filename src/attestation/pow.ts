@@ -1,4 +1,14 @@
-import { createHash, createHmac, hkdfSync, pbkdf2, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import {
+  createHash,
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  pbkdf2,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import { promisify } from 'node:util';
 import { LRUCache } from 'lru-cache';
 import type { AppRecord, PowAlgorithm } from 'tessera-tokens/internal/apps/app.js';
@@ -59,8 +69,6 @@ export interface VerifiedPow {
 
 export type PowCheck = VerifiedPow | { verdict: 'invalid'; problem: AttestationProblem };
 
-const HEX = /^(?:[0-9a-f]{2})+$/;
-
 export class ProofOfWork {
   /**
    * HMAC keys by signing key and app: deriving one is an HKDF, and a client of an app comes back. A
@@ -92,11 +100,11 @@ export class ProofOfWork {
       expiresAt: Math.floor((now + CHALLENGE_LIFETIME_MS) / 1000),
       keyLength: KEY_LENGTH,
       keyPrefix: derivedKey.subarray(0, PREFIX_BYTES).toString('hex'),
-      keySignature: hmacHex(secrets.keySignature, derivedKey),
+      keySignature: hmac(secrets.keySignature, derivedKey).toString('hex'),
       nonce: nonce.toString('hex'),
       salt: salt.toString('hex'),
     };
-    return { parameters, signature: hmacHex(secrets.signature, canonicalJson(parameters)) };
+    return { parameters, signature: hmac(secrets.signature, JSON.stringify(parameters)).toString('hex') };
   }
 
   /** Checks an ALTCHA payload (base64 of `{challenge, solution}`) for the app. Never throws for what a client sent. */
@@ -104,22 +112,16 @@ export class ProofOfWork {
     if (payload.length > MAX_PAYLOAD_LENGTH) return invalid('too_large');
     const submitted = parsePayload(payload);
     if (submitted === undefined) return invalid('malformed');
-    const { parameters, signature, solution } = submitted;
-    if (typeof parameters.expiresAt !== 'number' || parameters.expiresAt * 1000 <= now) return invalid('expired');
-    const data = parameters.data as { app?: unknown; kid?: unknown } | undefined;
-    if (typeof data !== 'object' || data === null) return invalid('signature');
-    if (data.app !== app.appId) return invalid('other_app');
-    if (typeof data.kid !== 'number') return invalid('signature');
-    const key = await this.keyById(data.kid);
+    const { parameters, signature, derivedKey } = submitted;
+    if (parameters.expiresAt * 1000 <= now) return invalid('expired');
+    if (parameters.data.app !== app.appId) return invalid('other_app');
+    const found = this.keyById(parameters.data.kid);
+    const key = found instanceof Promise ? await found : found;
     if (key === undefined) return invalid('signature');
     const secrets = this.#secretsFor(key, app.appId);
-    if (!hexEqual(signature, hmacHex(secrets.signature, canonicalJson(parameters)))) return invalid('signature');
-    // Signed by this service, so the rest of the parameters are its own.
-    if (!HEX.test(solution.derivedKey) || solution.derivedKey.length !== KEY_LENGTH * 2) return invalid('solution');
-    const expected = parameters.keySignature;
-    if (typeof expected !== 'string' || !hexEqual(expected, hmacHex(secrets.keySignature, Buffer.from(solution.derivedKey, 'hex')))) {
-      return invalid('solution');
-    }
+    // Signed by this service, so every parameter is its own; then the key found must be the one it signed.
+    if (!digestEqual(signature, hmac(secrets.signature, JSON.stringify(parameters)))) return invalid('signature');
+    if (!digestEqual(parameters.keySignature, hmac(secrets.keySignature, Buffer.from(derivedKey, 'hex')))) return invalid('solution');
     return { verdict: 'verified', replayKey: signature, validUntil: parameters.expiresAt * 1000 };
   }
 
@@ -127,7 +129,8 @@ export class ProofOfWork {
     const id = `${key.id}:${appId}`;
     let secrets = this.#secrets.get(id);
     if (secrets === undefined) {
-      const derive = (purpose: string) => Buffer.from(hkdfSync('sha256', key.key, '', `tessera attestation pow ${purpose} ${appId}`, 32));
+      const derive = (purpose: string) =>
+        createSecretKey(Buffer.from(hkdfSync('sha256', key.key, '', `tessera attestation pow ${purpose} ${appId}`, 32)));
       secrets = { signature: derive('signature'), keySignature: derive('key-signature') };
       this.#secrets.set(id, secrets);
     }
@@ -136,8 +139,8 @@ export class ProofOfWork {
 }
 
 interface Secrets {
-  signature: Buffer;
-  keySignature: Buffer;
+  signature: KeyObject;
+  keySignature: KeyObject;
 }
 
 function invalid(problem: AttestationProblem): PowCheck {
@@ -145,12 +148,20 @@ function invalid(problem: AttestationProblem): PowCheck {
 }
 
 interface SubmittedPow {
-  parameters: Record<string, unknown>;
+  /** The parameters as Tessera makes them, in the order they are signed (ALTCHA's sorted keys). */
+  parameters: ChallengeParameters;
   signature: string;
-  solution: { counter: number; derivedKey: string };
+  derivedKey: string;
 }
 
-/** The payload's parts, shaped as ALTCHA's `Payload`, or undefined. */
+const HEX_64 = /^[0-9a-f]{64}$/;
+const PARAMETER_COUNT = 9;
+
+/**
+ * The payload's parts, shaped as ALTCHA's `Payload` of a challenge Tessera made, or undefined. The
+ * parameters are rebuilt in their signed order (sorted keys, as ALTCHA signs them) from exactly the
+ * fields Tessera signs: one more or one of another type is not a challenge of Tessera's.
+ */
 function parsePayload(payload: string): SubmittedPow | undefined {
   let parsed: unknown;
   try {
@@ -159,12 +170,30 @@ function parsePayload(payload: string): SubmittedPow | undefined {
     return undefined;
   }
   if (!isObject(parsed) || !isObject(parsed.challenge) || !isObject(parsed.solution)) return undefined;
-  const { parameters, signature } = parsed.challenge;
+  const { parameters: given, signature } = parsed.challenge;
   const { counter, derivedKey } = parsed.solution;
-  if (!isObject(parameters) || typeof signature !== 'string') return undefined;
+  if (!isObject(given) || typeof signature !== 'string' || !HEX_64.test(signature)) return undefined;
   if (typeof counter !== 'number' || !Number.isInteger(counter) || counter < 0 || counter > 0xffffffff) return undefined;
-  if (typeof derivedKey !== 'string') return undefined;
-  return { parameters, signature, solution: { counter, derivedKey } };
+  if (typeof derivedKey !== 'string' || !HEX_64.test(derivedKey)) return undefined;
+  const { algorithm, cost, data, expiresAt, keyLength, keyPrefix, keySignature, nonce, salt } = given;
+  if (Object.keys(given).length !== PARAMETER_COUNT || !isObject(data) || Object.keys(data).length !== 2) return undefined;
+  if (typeof algorithm !== 'string' || !isPowAlgorithm(algorithm) || typeof data.app !== 'string' || typeof data.kid !== 'number')
+    return undefined;
+  if (typeof cost !== 'number' || typeof expiresAt !== 'number' || typeof keyLength !== 'number') return undefined;
+  if (typeof keyPrefix !== 'string' || typeof keySignature !== 'string' || typeof nonce !== 'string' || typeof salt !== 'string')
+    return undefined;
+  const parameters = {
+    algorithm,
+    cost,
+    data: { app: data.app, kid: data.kid },
+    expiresAt,
+    keyLength,
+    keyPrefix,
+    keySignature,
+    nonce,
+    salt,
+  };
+  return { parameters, signature, derivedKey };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -203,28 +232,14 @@ export async function deriveKey(algorithm: PowAlgorithm, cost: number, salt: Buf
   return key.subarray(0, KEY_LENGTH);
 }
 
-/** JSON with every object's keys sorted and undefined values left out: what ALTCHA signs. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+function hmac(key: KeyObject, data: string | Buffer): Buffer {
+  return createHmac('sha256', key).update(data).digest();
 }
 
-function sortKeys(value: unknown): unknown {
-  if (!isObject(value)) return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .filter((key) => value[key] !== undefined)
-      .map((key) => [key, sortKeys(value[key])]),
-  );
-}
-
-function hmacHex(key: Buffer, data: string | Buffer): string {
-  return createHmac('sha256', key).update(data).digest('hex');
-}
-
-/** Hex strings compared in constant time (for equal lengths). */
-function hexEqual(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1'));
+/** A digest sent in hex against the one made here, in constant time. */
+function digestEqual(sentHex: string, made: Buffer): boolean {
+  if (sentHex.length !== made.length * 2) return false;
+  return timingSafeEqual(Buffer.from(sentHex, 'hex'), made);
 }
 
 /** Whether `algorithm` is one the proof of work takes. */

@@ -10,7 +10,7 @@ export interface DebugTokenRecord {
   lastUsedAt: number | null;
 }
 
-/** The attestation's storage seam: the apps' debug tokens. */
+/** The attestation's storage seam: the apps' debug tokens, and the proofs of work accepted. */
 export interface AttestationStore {
   insertDebugToken(record: DebugTokenRecord): Promise<void>;
   /** The app's debug tokens, oldest first. */
@@ -21,4 +21,30 @@ export interface AttestationStore {
   deleteDebugToken(appId: string, id: string): Promise<DebugTokenRecord | undefined>;
   /** Sets when it was last used, if that was more than a minute before `at`. */
   touchDebugToken(id: string, at: number): Promise<void>;
+  /**
+   * Claims a proof accepted (`replayClaim`): true, or undefined (nothing written) if it was claimed
+   * before, on this instance or another. The store's own claims are group-committed.
+   */
+  claim(claim: Buffer): Promise<true | undefined>;
+  /** Removes up to `batch` claims whose expiry is `now` or earlier; how many it removed. */
+  deleteExpiredClaims(now: number, batch: number): Promise<number>;
+}
+
+/**
+ * What stands for a proof of work accepted, in the store: its expiry (8 bytes, big-endian UNIX ms),
+ * then 128 bits of its challenge's signature (unique per challenge). Ordered by time, so that the
+ * claims of a burst go to the last pages of the table, and the expired ones are a range.
+ */
+export function replayClaim(signatureHex: string, validUntil: number): Buffer {
+  const claim = Buffer.allocUnsafe(24);
+  claim.writeBigUInt64BE(BigInt(validUntil), 0);
+  claim.write(signatureHex.slice(0, 32), 8, 'hex');
+  return claim;
+}
+
+/** The smallest claim of an expiry after `now`: every claim below it has expired. */
+export function claimsExpiredBy(now: number): Buffer {
+  const bound = Buffer.alloc(8);
+  bound.writeBigUInt64BE(BigInt(now + 1), 0);
+  return bound;
 }

@@ -177,6 +177,11 @@ export const TABLES: readonly TableSpec[] = [
     columns: columns({ id: 'text', app_id: 'text', name: 'text', token_hash: 'blob', created_at: 'integer', last_used_at: 'integer' }),
     key: ['id'],
   },
+  {
+    name: 'attestation_claims',
+    columns: columns({ claim: 'blob' }),
+    key: ['claim'],
+  },
 ];
 
 /** One store's tables, as the copy reads them (the source) or writes them (the target). */

@@ -18,6 +18,7 @@ const TABLES = [
   'developer_events',
   'once_claims',
   'attestation_debug_tokens',
+  'attestation_claims',
   'instances',
   'upgrade_state',
 ] as const;

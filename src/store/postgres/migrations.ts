@@ -667,6 +667,13 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
 
       CREATE INDEX attestation_debug_tokens_by_app ON attestation_debug_tokens (app_id);
+
+      -- The proofs of work accepted (src/attestation/checker.ts), each accepted once on every
+      -- instance: its expiry (8 bytes, big-endian UNIX ms) then 16 bytes of its challenge's
+      -- signature. Ordered by expiry: housekeeping deletes the expired ones by range, with no other index.
+      CREATE TABLE attestation_claims (
+        claim bytea PRIMARY KEY
+      );
     `,
   },
 ];

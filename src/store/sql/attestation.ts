@@ -1,5 +1,24 @@
-import type { AttestationStore, DebugTokenRecord } from '../../attestation/store.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
+import { claimsExpiredBy, type AttestationStore, type DebugTokenRecord } from '../../attestation/store.js';
 import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
+import { GroupCommit } from '../group-commit.js';
+import { batchInsert } from './batch.js';
+
+/** Claims in one statement: the ones not claimed before come back. */
+const CLAIMS = batchInsert('attestation_claims', [['claim', 'bytes']], 'ON CONFLICT (claim) DO NOTHING RETURNING claim');
+
+/** Whether each claim was new: true for the first of the batch with its value that was not stored yet. */
+async function insertClaims(db: SqlRunner, claims: readonly Buffer[]): Promise<(true | undefined)[]> {
+  const rows = await db.all<{ claim: Uint8Array }>(
+    CLAIMS.statement,
+    CLAIMS.params(
+      db.dialect,
+      claims.map((claim) => [claim]),
+    ),
+  );
+  const inserted = new Set(rows.map((row) => Buffer.from(row.claim).toString('latin1')));
+  return claims.map((claim) => (inserted.delete(claim.toString('latin1')) ? true : undefined));
+}
 
 interface DebugTokenRow {
   id: string;
@@ -23,8 +42,21 @@ function recordOf(row: DebugTokenRow): DebugTokenRecord {
   };
 }
 
+/**
+ * The attestation's tables over one runner, each method a statement of its own: what a transaction
+ * is given (`Store.transaction`), and what `sqlAttestation` adds group commit to.
+ */
 export function sqlAttestationStore(db: SqlRunner): AttestationStore {
   return {
+    async claim(claim) {
+      return (await insertClaims(db, [claim]))[0];
+    },
+    async deleteExpiredClaims(now, batch) {
+      return db.run(
+        'DELETE FROM attestation_claims WHERE claim IN (SELECT claim FROM attestation_claims WHERE claim < :bound ORDER BY claim LIMIT :batch)',
+        { bound: claimsExpiredBy(now), batch },
+      );
+    },
     async insertDebugToken(record) {
       await db.run(`INSERT INTO attestation_debug_tokens (${COLUMNS}) VALUES (:id, :appId, :name, :tokenHash, :createdAt, :lastUsedAt)`, {
         ...record,
@@ -62,4 +94,19 @@ export function sqlAttestationStore(db: SqlRunner): AttestationStore {
       );
     },
   };
+}
+
+/**
+ * The store's own: the claims that arrive together (the proofs of a burst of anonymous token
+ * requests) share one statement and one commit (group commit), as tokens do; each is answered once
+ * its batch has committed.
+ */
+export function sqlAttestation(db: SqlRunner, maxInFlight = 1): AttestationStore & { drain(): Promise<void> } {
+  const claims = new GroupCommit<Buffer, true | undefined>({
+    writeBatch: (batch) => insertClaims(db, batch),
+    writeOne: async (claim) => (await insertClaims(db, [claim]))[0],
+    failsEverything: isServiceUnavailable,
+    maxInFlight,
+  });
+  return { ...sqlAttestationStore(db), claim: (claim) => claims.add(claim), drain: () => claims.drain() };
 }

@@ -1,6 +1,6 @@
 import type { ChangeSignal, Store, StoreChange, StoreTables } from '../store.js';
 import { sqlAppStore } from './apps.js';
-import { sqlAttestationStore } from './attestation.js';
+import { sqlAttestation, sqlAttestationStore } from './attestation.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
@@ -67,6 +67,7 @@ function tablesOn(tx: SqlRunner): StoreTables {
 export function sqlStore(driver: StoreDriver): Store {
   const { sql } = driver;
   const tokens = sqlTokens(sql, driver.tokenBatchesInFlight);
+  const attestation = sqlAttestation(sql, driver.tokenBatchesInFlight);
   let closed = false;
   return {
     backend: driver.backend,
@@ -78,7 +79,7 @@ export function sqlStore(driver: StoreDriver): Store {
     events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
-    attestation: sqlAttestationStore(sql),
+    attestation,
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),
@@ -93,6 +94,7 @@ export function sqlStore(driver: StoreDriver): Store {
       if (closed) return;
       closed = true;
       await tokens.drain();
+      await attestation.drain();
       await driver.close();
     },
   };

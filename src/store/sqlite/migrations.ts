@@ -432,6 +432,14 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT;
 
       CREATE INDEX attestation_debug_tokens_by_app ON attestation_debug_tokens (app_id);
+
+      -- The proofs of work accepted (src/attestation/checker.ts), each accepted once on every
+      -- instance: its expiry (8 bytes, big-endian UNIX ms) then 16 bytes of its challenge's
+      -- signature. Ordered by expiry, so that a burst's claims go to the last pages, and housekeeping
+      -- deletes the expired ones by range, with no other index.
+      CREATE TABLE attestation_claims (
+        claim BLOB PRIMARY KEY
+      ) STRICT, WITHOUT ROWID;
     `,
   },
 ];

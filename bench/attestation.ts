@@ -1,0 +1,236 @@
+/**
+ * `npm run bench:attestation -- [--runs N] [--seconds S] [--connections C] [--profile DIR]`: what attestation of
+ * anonymous token requests costs (issue 40, docs/benchmarks.md "Attestation").
+ *
+ * - The server's CPU per check, in this process on a SQLite store: a proof of work verified (two
+ *   HMACs, whatever its difficulty), the same claimed in the store so that it is accepted once (what
+ *   the token endpoint does), a debug token looked up, and a payload refused (a forged signature).
+ * - Anonymous token issuance on `tessera serve` (SQLite, pinned to one core, wrk on the other) with
+ *   `anonymousAttestation` off, and in enforce with a fresh proof of work in every request: the
+ *   server's CPU per request and requests per second. The proofs are made beforehand, here, with
+ *   the server's own key (a challenge of 100 attempts: the server's work does not depend on it).
+ * - An honest client's time to solve a challenge at the default cost (`powMaxAttempts` 50,000,
+ *   SHA-256) in Node with node:crypto, as `tessera-tokens/client` solves there: median of 21.
+ *   Chromium's (Web Crypto on workers) is printed by tests/browser/tessera-client.test.ts.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AttestationChecker } from '../src/attestation/checker.js';
+import { DebugTokens } from '../src/attestation/debug-tokens.js';
+import { IssuanceRate } from '../src/attestation/issuance-rate.js';
+import { deriveKey, type PowChallenge } from '../src/attestation/pow.js';
+import { NO_RATE_LIMITS } from '../src/limits/rate-limits.js';
+import { NO_METRICS } from '../src/metrics/port.js';
+import { OPERATOR } from '../src/request-context.js';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { createTessera } from '../src/tessera.js';
+import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
+import { failuresOf, MEASURED_SERVER_ENV, runLoad, runWrk, startPinnedServer } from './processes.js';
+
+const argv = process.argv.slice(2);
+const option = (flag: string, fallback: string) => {
+  const index = argv.indexOf(flag);
+  return index >= 0 && argv[index + 1] !== undefined ? argv[index + 1]! : fallback;
+};
+const runs = Number(option('--runs', '3'));
+const seconds = Number(option('--seconds', '2'));
+const connections = Number(option('--connections', '50'));
+const DIST = fileURLToPath(new URL('../', import.meta.url));
+
+/** A proof of work for `challenge`: ALTCHA's solver, counters from 0 (as `tessera-tokens/client`'s does in Node). */
+async function solve(challenge: PowChallenge): Promise<string> {
+  const { algorithm, cost, keyPrefix, nonce, salt } = challenge.parameters;
+  const password = Buffer.alloc(16 + 4);
+  Buffer.from(nonce, 'hex').copy(password);
+  for (let counter = 0; ; counter++) {
+    password.writeUInt32BE(counter, 16);
+    const key = await deriveKey(algorithm, cost, Buffer.from(salt, 'hex'), password);
+    if (key.toString('hex').startsWith(keyPrefix)) {
+      return Buffer.from(JSON.stringify({ challenge, solution: { counter, derivedKey: key.toString('hex') } })).toString('base64');
+    }
+  }
+}
+
+/** CPU µs (user + system) per call of `work`, over `count` calls. */
+async function cpuPerCall(count: number, work: (index: number) => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  for (let index = 0; index < count; index++) await work(index);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / count;
+}
+
+const work = mkdtempSync(join(tmpdir(), 'tessera-bench-attestation-'));
+const path = join(work, 'tessera.db');
+const store = openSqliteStore(path);
+const tessera = createTessera({
+  store,
+  rateLimits: { enabled: false, tokenRequestsPerAddressPerMinute: 1, adminFailuresPerAddressPerMinute: 1, adminFailuresPerAppPerMinute: 1 },
+});
+const created = await tessera.apps.create('Attestation bench');
+await tessera.apps.configure(created.appId, { powMaxAttempts: 100 }, OPERATOR);
+const app = (await store.apps.findById(created.appId)) as AppRecord;
+const pow = tessera.attestation.pow;
+const now = Date.now();
+
+async function proofs(count: number): Promise<string[]> {
+  const made: string[] = [];
+  for (let index = 0; index < count; index++) made.push(await solve(await pow.challenge(app, now, 100)));
+  return made;
+}
+
+// 1. The checks, in this process.
+const CHECKS = 5000;
+const verifyOnly = await proofs(CHECKS);
+const checkPayloads = await proofs(CHECKS);
+const batchPayloads = await proofs(CHECKS);
+const debug = await tessera.attestation.debugTokens.create(app.appId, 'bench', OPERATOR);
+const checker = new AttestationChecker(
+  pow,
+  new DebugTokens(store, tessera.clock, tessera.events, { authorize: async () => {} } as never, () => {}),
+  store.attestation,
+  new IssuanceRate(),
+  tessera.clock,
+  NO_RATE_LIMITS,
+  NO_METRICS,
+);
+const forged = verifyOnly.map((payload) => {
+  const decoded = JSON.parse(Buffer.from(payload, 'base64').toString()) as { challenge: { signature: string } };
+  decoded.challenge.signature = '0'.repeat(64);
+  return Buffer.from(JSON.stringify(decoded)).toString('base64');
+});
+const checks = {
+  powVerify: await cpuPerCall(CHECKS, (index) => pow.verify(app, verifyOnly[index]!, now)),
+  powCheckWithClaim: await cpuPerCall(CHECKS, (index) => checker.check(app, `pow.${checkPayloads[index]!}`, null)),
+  // As under load: 25 requests at a time, whose claims share a commit (group commit).
+  powCheckWithClaimIn25s:
+    (await cpuPerCall(CHECKS / 25, (batch) =>
+      Promise.all(Array.from({ length: 25 }, (_, index) => checker.check(app, `pow.${batchPayloads[batch * 25 + index]!}`, null))),
+    )) / 25,
+  debugCheck: await cpuPerCall(CHECKS, () => checker.check(app, `debug.${debug.token}`, null)),
+  forgedRefused: await cpuPerCall(CHECKS, (index) => checker.check(app, `pow.${forged[index]!}`, null)),
+};
+
+// 2. Issuance through the server: off, then enforce with a proof of work in every request.
+/** Enough fresh proofs for the enforce runs at up to this rate; past it, the rest are replays, counted as refused. */
+const EXPECTED_PER_SECOND = 10_000;
+const attestationsFile = join(work, 'attestations.txt');
+writeFileSync(attestationsFile, (await proofs(EXPECTED_PER_SECOND * seconds * runs * 1.2)).map((payload) => `pow.${payload}`).join('\n'));
+await tessera.close();
+
+const profileDir = option('--profile', '');
+const server = await startPinnedServer(
+  'tessera',
+  join(DIST, 'src', 'cli', 'main.js'),
+  ['serve'],
+  { ...MEASURED_SERVER_ENV, DATABASE_URL: `sqlite:${path}` },
+  profileDir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir],
+);
+const ticks = () => {
+  const stat = readFileSync(`/proc/${server.child.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+};
+const spec = {
+  url: server.url,
+  method: 'POST' as const,
+  path: `/api/apps/${app.appId}/oauth2/token`,
+  body: JSON.stringify({ grant_type: 'client_credentials', client_id: app.appId, client_secret: created.appKey }),
+  contentType: 'application/json',
+  authorization: `Basic ${Buffer.from(`${app.appId}:bench`).toString('base64')}`,
+};
+const configure = (mode: string) =>
+  fetch(`${server.url}/api/apps/${app.appId}/configuration`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ anonymousAttestation: mode }),
+  });
+const adminToken = (
+  (await (
+    await fetch(`${server.url}/api/apps/${app.appId}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
+    })
+  ).json()) as { access_token: string }
+).access_token;
+
+const issuance: Record<'off' | 'enforce', { cpuUs: number; perSecond: number; refused: number }[]> = { off: [], enforce: [] };
+/** The first proof the next enforce run sends: each is sent once across the runs. */
+let nextProof = 1;
+try {
+  await runLoad(spec, connections, 1);
+  for (let run = 0; run < runs; run++) {
+    for (const mode of ['off', 'enforce'] as const) {
+      await configure(mode);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const before = ticks();
+      let requests: number;
+      let durationUs: number;
+      let refused: number;
+      if (mode === 'off') {
+        const result = await runLoad(spec, connections, seconds);
+        ({ requests, durationUs } = result);
+        refused = failuresOf(result);
+      } else {
+        const env = {
+          ...process.env,
+          BENCH_METHOD: spec.method,
+          BENCH_PATH: spec.path,
+          BENCH_BODY: spec.body,
+          BENCH_CONTENT_TYPE: spec.contentType,
+          BENCH_AUTHORIZATION: spec.authorization,
+          BENCH_ATTESTATIONS_FILE: attestationsFile,
+          BENCH_ATTESTATIONS_FROM: String(nextProof),
+          BENCH_WRK_DIR: dirname(fileURLToPath(new URL('../../bench/wrk/case.lua', import.meta.url))),
+        };
+        const script = fileURLToPath(new URL('../../bench/wrk/attested.lua', import.meta.url));
+        const result = JSON.parse(await runWrk(script, server.url, connections, seconds, env, 'BENCH_RESULT ')) as {
+          requests: number;
+          durationUs: number;
+          statusErrors: number;
+        };
+        ({ requests, durationUs } = result);
+        refused = result.statusErrors;
+        nextProof += requests;
+      }
+      const cpuUs = ((ticks() - before) * 10_000) / requests;
+      issuance[mode].push({ cpuUs, perSecond: requests / (durationUs / 1e6), refused });
+    }
+  }
+} finally {
+  await server.stop();
+}
+
+// 3. The honest client's solve at the default cost.
+const solveTimes: number[] = [];
+const defaultApp = { ...app, configuration: { ...app.configuration, powMaxAttempts: 50_000 } };
+for (let run = 0; run < 21; run++) {
+  const challenge = await pow.challenge(defaultApp, Date.now(), 50_000);
+  const started = performance.now();
+  await solve(challenge);
+  solveTimes.push(performance.now() - started);
+}
+rmSync(work, { recursive: true, force: true });
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const best = (mode: 'off' | 'enforce') => Math.min(...issuance[mode].map((run) => run.cpuUs));
+const rate = (mode: 'off' | 'enforce') => median(issuance[mode].map((run) => run.perSecond));
+const report = {
+  checksCpuUs: Object.fromEntries(Object.entries(checks).map(([name, us]) => [name, Math.round(us * 10) / 10])),
+  issuance: Object.fromEntries(
+    (['off', 'enforce'] as const).map((mode) => [
+      mode,
+      { minCpuUsPerRequest: Math.round(best(mode) * 10) / 10, medianRequestsPerSecond: Math.round(rate(mode)), runs: issuance[mode] },
+    ]),
+  ),
+  enforceThroughputRatio: Math.round((rate('enforce') / rate('off')) * 100) / 100,
+  clientSolveMsMedianNode: Math.round(median(solveTimes)),
+  goals: {
+    // As the token endpoint checks under load: verified, and claimed in a commit shared with others.
+    'pow check ≤ 50 µs': checks.powCheckWithClaimIn25s <= 50,
+    'issuance with pow ≥ 0.5× without': rate('enforce') / rate('off') >= 0.5,
+  },
+};
+console.log(JSON.stringify(report, null, 2));
