@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized, UNAUTHORIZED_CHALLENGE } from '../helpers/assert.js';
+import { powAttestation } from '../helpers/attestation.js';
 import { documentedNginxConfig } from '../helpers/forward-auth-docs.js';
 import {
   adminFields,
@@ -180,8 +181,27 @@ describe('forward authentication through nginx auth_request', () => {
       });
     });
 
+    it('an attested anonymous token, with X-Tessera-Attestation-Provider', async () => {
+      await tessera.tessera.apps.configure(tessera.app.appId, { anonymousAttestation: 'monitor' }, OPERATOR);
+      try {
+        const token = await requestToken(tessera, anonymousFields(tessera), {
+          'x-tessera-attestation': await powAttestation(tessera.appUrl),
+        });
+        assert.equal(token.status, 200, token.text);
+        const response = await viaNginx(`${appPath}/whoami`, { headers: { authorization: bearer(token.body.access_token) } });
+        assertReached(response, {
+          method: 'GET',
+          url: `${appPath}/whoami`,
+          identity: { ...anonymousIdentity, 'x-tessera-attestation-provider': 'pow' },
+        });
+      } finally {
+        await tessera.tessera.apps.configure(tessera.app.appId, { anonymousAttestation: 'off' }, OPERATOR);
+      }
+    });
+
     it('never with the X-Tessera-* headers a client sends', async () => {
       const forged = {
+        'x-tessera-attestation-provider': 'apple',
         'x-tessera-scope': 'credentials:manage',
         'x-tessera-app-id': 'another-app',
         'x-tessera-principal': 'admin',
