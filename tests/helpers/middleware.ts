@@ -8,8 +8,10 @@ import type { Principal } from 'tessera-tokens/internal/principal.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized } from './assert.js';
 import { sleep } from './fleet.js';
+import { powAttestation } from './attestation.js';
 import {
   adminTokenOf,
+  anonymousFields,
   anonymousTokenOf,
   appOn,
   appUrlOf,
@@ -17,6 +19,7 @@ import {
   bearer,
   request,
   requestAs,
+  requestToken,
   revokeToken,
   whoami,
   type JsonResponse,
@@ -214,6 +217,29 @@ export function describeMiddleware(subject: MiddlewareUnderTest): void {
             scopes: null,
             clientId: null,
           });
+        });
+
+        it('an anonymous token issued with an attestation says its provider; Basic anonymous access turned off is refused', async () => {
+          const created = await tessera.tessera.apps.create('Attested app');
+          const app = appOn(tessera, created);
+          await tessera.tessera.apps.configure(created.appId, { anonymousAttestation: 'monitor', basicAnonymous: false }, OPERATOR);
+          const issued = await requestToken(app, anonymousFields(app), { 'x-tessera-attestation': await powAttestation(app.appUrl) });
+          assert.equal(issued.status, 200, issued.text);
+          const response = await requestAs(serviceUrl(created.appId, '/principal'), bearer(issued.body.access_token as string));
+          assert.equal(response.status, 200, response.text);
+          assert.deepEqual(response.body, {
+            appId: created.appId,
+            kind: 'anonymous',
+            id: 'ANONYMOUS',
+            auth: 'bearer',
+            expiresAt: null,
+            scopes: null,
+            clientId: null,
+            attestation: 'pow',
+          });
+          const basicRefused = await requestAs(serviceUrl(created.appId, '/principal'), basic(created.appId));
+          assert.equal(basicRefused.status, 401, basicRefused.text);
+          assert.equal(basicRefused.body.errorCode, 'BASIC_ANONYMOUS_DISABLED');
         });
 
         it('an admin token, and one with an expiry', async () => {
