@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
+import { replayClaim } from '../../src/attestation/store.js';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
@@ -11,7 +12,13 @@ import { insertSession, rotateClientSecret } from '../helpers/composed.js';
 
 const DAY = 86_400_000;
 /** The part of a report about developers' sessions, links and account events, and once claims, when there were none. */
-const NOTHING_OF_DEVELOPERS = { expiredSessions: 0, expiredLinks: 0, developerEvents: 0, expiredOnceClaims: 0 };
+const NOTHING_OF_DEVELOPERS = {
+  expiredSessions: 0,
+  expiredLinks: 0,
+  developerEvents: 0,
+  expiredOnceClaims: 0,
+  expiredAttestationClaims: 0,
+};
 
 for (const [backend, open] of [
   ['sqlite', createSqliteTestStore],
@@ -267,6 +274,26 @@ for (const [backend, open] of [
       });
       await assert.rejects(rotate('kept-until-later', now + 1), { code: 'CONFLICT' });
       assert.ok(await rotate('kept-until-now', now + 1));
+    });
+
+    it('removes the proofs of work accepted whose challenge expired by now; a later one is still refused again', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const signature = (digit: string) => digit.repeat(64);
+      assert.equal(await store.attestation.claim(replayClaim(signature('a'), now)), true);
+      assert.equal(await store.attestation.claim(replayClaim(signature('b'), now + 1)), true);
+      assert.equal(await store.attestation.claim(replayClaim(signature('b'), now + 1)), undefined);
+      assert.deepEqual(await housekeeping.run(), {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        countWriters: 0,
+        ...NOTHING_OF_DEVELOPERS,
+        expiredAttestationClaims: 1,
+      });
+      assert.equal(await store.attestation.claim(replayClaim(signature('b'), now + 1)), undefined, 'kept');
+      assert.equal(await store.attestation.claim(replayClaim(signature('a'), now)), true, 'removed, so new again');
     });
   });
 }

@@ -513,7 +513,7 @@ async function solvePow(parameters: PowParameters): Promise<PowSolution> {
     Worker !== undefined && Blob !== undefined && document !== undefined
       ? await solveOnWorkers(parameters, { Worker, Blob, cores: navigator?.hardwareConcurrency ?? 1 }).catch(() => null)
       : null;
-  const solution = found ?? (await findCounter(parameters, 0, 1, await nodeDigest()));
+  const solution = found ?? (await findCounter(parameters, 0, 1, nodeDigest()));
   if (solution === null) throw new TesseraClientError('ATTESTATION_INVALID', 'The proof of work could not be solved.', 0);
   return solution;
 }
@@ -533,11 +533,15 @@ interface PageWorker {
   onerror: ((event: { message: string }) => void) | null;
 }
 
-/** Node's own hashes, faster than Web Crypto's promise per attempt; undefined in a browser. */
-async function nodeDigest(): Promise<Digest | undefined> {
-  if (typeof process === 'undefined' || process.versions?.node === undefined) return undefined;
-  const { createHash } = await import('node:crypto');
-  return (algorithm, data) => new Uint8Array(createHash(algorithm.replace('SHA-', 'sha').toLowerCase()).update(data).digest());
+/**
+ * Node's own hashes, faster than Web Crypto's promise per attempt (`process.getBuiltinModule`, which
+ * imports nothing the served module could not load); undefined in a browser, and in a Node without it.
+ */
+function nodeDigest(): Digest | undefined {
+  const { process: node } = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } };
+  const crypto = node?.getBuiltinModule?.('node:crypto') as typeof import('node:crypto') | undefined;
+  if (crypto === undefined) return undefined;
+  return (algorithm, data) => new Uint8Array(crypto.createHash(algorithm.replace('SHA-', 'sha').toLowerCase()).update(data).digest());
 }
 
 type Digest = (algorithm: string, data: Uint8Array) => Uint8Array;
