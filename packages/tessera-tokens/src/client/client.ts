@@ -4,6 +4,9 @@
 // the package. It keeps to what both have: fetch, Request, Headers, URL, TextEncoder, btoa.
 // docs/client.md documents it; tests/unit/client.test.ts and tests/http/client.test.ts test it.
 
+// A type only: the built module imports nothing.
+import type { createHash } from 'node:crypto';
+
 /** The error codes of the contract (`errorCode` of every error body). */
 export type TesseraErrorCode =
   | 'invalid_request'
@@ -539,7 +542,7 @@ interface PageWorker {
  */
 function nodeDigest(): Digest | undefined {
   const { process: node } = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } };
-  const crypto = node?.getBuiltinModule?.('node:crypto') as typeof import('node:crypto') | undefined;
+  const crypto = node?.getBuiltinModule?.('node:crypto') as { createHash: typeof createHash } | undefined;
   if (crypto === undefined) return undefined;
   return (algorithm, data) => new Uint8Array(crypto.createHash(algorithm.replace('SHA-', 'sha').toLowerCase()).update(data).digest());
 }
