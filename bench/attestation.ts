@@ -89,6 +89,9 @@ const debug = await tessera.attestation.debugTokens.create(app.appId, 'bench', O
 const checker = new AttestationChecker(
   pow,
   new DebugTokens(store, tessera.clock, tessera.events, { authorize: async () => {} } as never, () => {}),
+  tessera.attestation.playIntegrity,
+  tessera.attestation.appAttest,
+  store.attestation,
   store.attestation,
   new IssuanceRate(),
   tessera.clock,

@@ -293,6 +293,7 @@ function buildApp(
       events: tessera.appEvents,
       credentials: tessera.credentials,
       debugTokens: tessera.attestation.debugTokens,
+      platforms: { playIntegrity: tessera.attestation.playIntegrity, appAttest: tessera.attestation.appAttest },
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,

@@ -29,6 +29,8 @@ import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 import { currentBuild } from 'tessera-tokens/internal/release.js';
 import { Capabilities } from './upgrade/capabilities.js';
+import { PlayIntegrity } from './attestation/android.js';
+import { AppAttest } from './attestation/apple.js';
 import { AttestationChecker } from './attestation/checker.js';
 import { DebugTokens } from './attestation/debug-tokens.js';
 import { IssuanceRate } from './attestation/issuance-rate.js';
@@ -90,6 +92,8 @@ export interface Tessera {
 export interface Attestation {
   pow: ProofOfWork;
   debugTokens: DebugTokens;
+  playIntegrity: PlayIntegrity;
+  appAttest: AppAttest;
   checker: AttestationChecker;
 }
 
@@ -168,10 +172,25 @@ export function createTessera(options: TesseraOptions): Tessera {
     (id) => checking.anonymous.keys.key(id),
   );
   const debugTokens = new DebugTokens(store, clock, events, access, warn);
+  const playIntegrity = new PlayIntegrity(store, events, access);
+  const appAttest = new AppAttest(store, events, access);
   const attestation = {
     pow,
     debugTokens,
-    checker: new AttestationChecker(pow, debugTokens, store.attestation, new IssuanceRate(), clock, limits, metrics),
+    playIntegrity,
+    appAttest,
+    checker: new AttestationChecker(
+      pow,
+      debugTokens,
+      playIntegrity,
+      appAttest,
+      store.attestation,
+      store.attestation,
+      new IssuanceRate(),
+      clock,
+      limits,
+      metrics,
+    ),
   };
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,

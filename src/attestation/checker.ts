@@ -4,11 +4,14 @@ import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { addressKey } from '../limits/address-key.js';
 import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
 import type { Metrics } from '../metrics/port.js';
+import { createHash } from 'node:crypto';
+import { verifyPlayIntegrity, type PlayIntegrity } from './android.js';
+import { verifyAssertion, verifyAttestation, type AppAttest } from './apple.js';
 import type { DebugTokens } from './debug-tokens.js';
 import { parseAttestationHeader } from './header.js';
 import type { IssuanceRate } from './issuance-rate.js';
-import type { AttestationOutcome } from './outcome.js';
-import type { ProofOfWork } from './pow.js';
+import type { AttestationOutcome, AttestationProblem } from './outcome.js';
+import { parseChallenge, type ProofOfWork } from './pow.js';
 import { replayClaim, type AttestationStore } from './store.js';
 
 /** Attestations sent wrong (invalid or replayed) that one client address may make per minute before the rest are refused, as failed credentials are. */
@@ -28,7 +31,10 @@ export class AttestationChecker {
   constructor(
     private readonly pow: ProofOfWork,
     private readonly debugTokens: DebugTokens,
+    private readonly playIntegrity: Pick<PlayIntegrity, 'settingsOf'>,
+    private readonly appAttest: Pick<AppAttest, 'settingsOf'>,
     private readonly claims: Pick<AttestationStore, 'claim'>,
+    private readonly keys: Pick<AttestationStore, 'findKey' | 'insertKey' | 'advanceCounter'>,
     readonly rate: IssuanceRate,
     private readonly clock: Clock,
     limits: RateLimits,
@@ -72,10 +78,64 @@ export class AttestationChecker {
         return (await this.debugTokens.verify(app, payload))
           ? { verdict: 'verified', provider }
           : { verdict: 'invalid', provider, problem: 'unknown_token' };
+      case 'android': {
+        const settings = await this.playIntegrity.settingsOf(app.appId);
+        if (settings === undefined) return { verdict: 'invalid', provider, problem: 'not_configured' };
+        const checked = await verifyPlayIntegrity(settings, payload, this.clock.now());
+        if (checked.verdict === 'invalid') return { verdict: 'invalid', provider, problem: checked.problem };
+        const claimed = await this.claims.claim(replayClaim(checked.replayKey, checked.validUntil));
+        return claimed === true ? { verdict: 'verified', provider } : { verdict: 'replayed', provider };
+      }
       case 'apple':
-      case 'android':
-        // Not verified by this release yet (docs/security.md, "Anonymous abuse"): never accepted.
-        return { verdict: 'invalid', provider, problem: 'not_configured' };
+        return this.#appAttest(app, payload);
     }
+  }
+
+  /**
+   * `apple.<attestation|assertion>.<keyId>.<challenge>.<object>` (base64url each; the challenge is a
+   * challenge of `GET …/attestation/challenge`, JSON): the request is bound to the challenge
+   * (`clientDataHash` is the SHA-256 of its signature's 64 hex characters), which is accepted once.
+   */
+  async #appAttest(app: AppRecord, payload: string): Promise<AttestationOutcome> {
+    const provider = 'apple';
+    const invalid = (problem: AttestationProblem): AttestationOutcome => ({ verdict: 'invalid', provider, problem });
+    const settings = await this.appAttest.settingsOf(app.appId);
+    if (settings === undefined) return invalid('not_configured');
+    const parts = payload.split('.');
+    if (parts.length !== 4 || (parts[0] !== 'attestation' && parts[0] !== 'assertion')) return invalid('malformed');
+    const [kind, keyIdText, challengeText, objectText] = parts as [string, string, string, string];
+    const keyId = Buffer.from(keyIdText, 'base64url');
+    const challenge = parseChallenge(parseJson(Buffer.from(challengeText, 'base64url').toString('utf8')));
+    if (keyId.length !== 32 || challenge === undefined) return invalid('malformed');
+    const now = this.clock.now();
+    const bound = await this.pow.checkChallenge(app, challenge, now);
+    if (bound.verdict === 'invalid') return invalid(bound.problem);
+    const clientDataHash = createHash('sha256').update(challenge.signature).digest();
+    const object = Buffer.from(objectText, 'base64url');
+    if (kind === 'attestation') {
+      const attested = verifyAttestation(settings, object, clientDataHash, keyId, now);
+      if (attested.verdict !== 'verified')
+        return attested.verdict === 'replayed' ? { verdict: 'replayed', provider } : invalid(attested.problem);
+      if ((await this.claims.claim(replayClaim(bound.replayKey, bound.validUntil))) !== true) return { verdict: 'replayed', provider };
+      // A key is attested once: attesting it again is a replay of its attestation.
+      if ((await this.keys.insertKey(app.appId, keyId, attested.value.publicKey, now)) !== true) return { verdict: 'replayed', provider };
+      return { verdict: 'verified', provider };
+    }
+    const key = await this.keys.findKey(app.appId, keyId);
+    if (key === undefined) return invalid('unknown_key');
+    const asserted = verifyAssertion(settings, object, clientDataHash, key.publicKey, key.counter);
+    if (asserted.verdict !== 'verified')
+      return asserted.verdict === 'replayed' ? { verdict: 'replayed', provider } : invalid(asserted.problem);
+    if ((await this.claims.claim(replayClaim(bound.replayKey, bound.validUntil))) !== true) return { verdict: 'replayed', provider };
+    if ((await this.keys.advanceCounter(app.appId, keyId, asserted.value)) !== true) return { verdict: 'replayed', provider };
+    return { verdict: 'verified', provider };
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }

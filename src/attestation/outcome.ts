@@ -2,7 +2,17 @@ import type { AttestationProvider } from 'tessera-tokens/internal/principal.js';
 
 /** Why an attestation sent was not accepted: said in the audit event and the `401`'s message, never more. */
 export type AttestationProblem =
-  'malformed' | 'unknown_provider' | 'too_large' | 'not_configured' | 'signature' | 'other_app' | 'expired' | 'solution' | 'unknown_token';
+  | 'malformed'
+  | 'unknown_provider'
+  | 'too_large'
+  | 'not_configured'
+  | 'signature'
+  | 'other_app'
+  | 'expired'
+  | 'solution'
+  | 'integrity'
+  | 'unknown_key'
+  | 'unknown_token';
 
 /** What an anonymous token request's attestation turned out to be. */
 export type AttestationOutcome =
@@ -51,9 +61,11 @@ export const PROBLEM_TEXT: Record<AttestationProblem, string> = {
   unknown_provider: 'its provider is none of pow, apple, android, debug',
   too_large: 'it is longer than an attestation can be',
   not_configured: 'this provider is not set up for this app',
-  signature: 'its challenge was not signed by this service',
-  other_app: 'its challenge is for another app',
-  expired: 'its challenge has expired; get a new one',
+  signature: 'its challenge was not signed by this service, or its token not by the platform',
+  other_app: 'it is for another app',
+  expired: 'it has expired; get a new one',
   solution: 'its solution does not solve its challenge',
+  integrity: 'the platform does not vouch for this app on this device',
   unknown_token: 'no debug token of this app has this value',
+  unknown_key: 'this app has no App Attest key with this id: attest the key first',
 };

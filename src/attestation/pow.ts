@@ -69,6 +69,9 @@ export interface VerifiedPow {
 
 export type PowCheck = VerifiedPow | { verdict: 'invalid'; problem: AttestationProblem };
 
+/** A challenge that is this service's, for the app, unexpired: with the signing key it was made under. */
+export type ChallengeCheck = (VerifiedPow & { key: ActiveKey }) | { verdict: 'invalid'; problem: AttestationProblem };
+
 export class ProofOfWork {
   /**
    * HMAC keys by signing key and app: deriving one is an HKDF, and a client of an app comes back. A
@@ -112,17 +115,27 @@ export class ProofOfWork {
     if (payload.length > MAX_PAYLOAD_LENGTH) return invalid('too_large');
     const submitted = parsePayload(payload);
     if (submitted === undefined) return invalid('malformed');
-    const { parameters, signature, derivedKey } = submitted;
+    const checked = await this.checkChallenge(app, submitted, now);
+    if (checked.verdict !== 'verified') return checked;
+    // Signed by this service, so every parameter is its own; then the key found must be the one it signed.
+    const secrets = this.#secretsFor(checked.key, app.appId);
+    const { keySignature } = submitted.parameters;
+    if (!digestEqual(keySignature, hmac(secrets.keySignature, Buffer.from(submitted.derivedKey, 'hex')))) return invalid('solution');
+    return { verdict: 'verified', replayKey: checked.replayKey, validUntil: checked.validUntil };
+  }
+
+  /**
+   * Checks that a challenge is one of this service's for the app and has not expired (what App
+   * Attest's requests are bound to, `apple.ts`): its expiry, its app, its signature.
+   */
+  async checkChallenge(app: AppRecord, { parameters, signature }: PowChallenge, now: number): Promise<ChallengeCheck> {
     if (parameters.expiresAt * 1000 <= now) return invalid('expired');
     if (parameters.data.app !== app.appId) return invalid('other_app');
     const found = this.keyById(parameters.data.kid);
     const key = found instanceof Promise ? await found : found;
     if (key === undefined) return invalid('signature');
-    const secrets = this.#secretsFor(key, app.appId);
-    // Signed by this service, so every parameter is its own; then the key found must be the one it signed.
-    if (!digestEqual(signature, hmac(secrets.signature, JSON.stringify(parameters)))) return invalid('signature');
-    if (!digestEqual(parameters.keySignature, hmac(secrets.keySignature, Buffer.from(derivedKey, 'hex')))) return invalid('solution');
-    return { verdict: 'verified', replayKey: signature, validUntil: parameters.expiresAt * 1000 };
+    if (!digestEqual(signature, hmac(this.#secretsFor(key, app.appId).signature, JSON.stringify(parameters)))) return invalid('signature');
+    return { verdict: 'verified', replayKey: signature, validUntil: parameters.expiresAt * 1000, key };
   }
 
   #secretsFor(key: ActiveKey, appId: string): Secrets {
@@ -143,14 +156,11 @@ interface Secrets {
   keySignature: KeyObject;
 }
 
-function invalid(problem: AttestationProblem): PowCheck {
+function invalid(problem: AttestationProblem): { verdict: 'invalid'; problem: AttestationProblem } {
   return { verdict: 'invalid', problem };
 }
 
-interface SubmittedPow {
-  /** The parameters as Tessera makes them, in the order they are signed (ALTCHA's sorted keys). */
-  parameters: ChallengeParameters;
-  signature: string;
+interface SubmittedPow extends PowChallenge {
   derivedKey: string;
 }
 
@@ -169,12 +179,24 @@ function parsePayload(payload: string): SubmittedPow | undefined {
   } catch {
     return undefined;
   }
-  if (!isObject(parsed) || !isObject(parsed.challenge) || !isObject(parsed.solution)) return undefined;
-  const { parameters: given, signature } = parsed.challenge;
+  if (!isObject(parsed) || !isObject(parsed.solution)) return undefined;
+  const challenge = parseChallenge(parsed.challenge);
   const { counter, derivedKey } = parsed.solution;
-  if (!isObject(given) || typeof signature !== 'string' || !HEX_64.test(signature)) return undefined;
+  if (challenge === undefined) return undefined;
   if (typeof counter !== 'number' || !Number.isInteger(counter) || counter < 0 || counter > 0xffffffff) return undefined;
   if (typeof derivedKey !== 'string' || !HEX_64.test(derivedKey)) return undefined;
+  return { ...challenge, derivedKey };
+}
+
+/**
+ * A challenge as Tessera makes them (`{parameters, signature}`), its parameters rebuilt in their
+ * signed order (sorted keys, as ALTCHA signs them) from exactly the fields Tessera signs: one more
+ * or one of another type is not a challenge of Tessera's.
+ */
+export function parseChallenge(challenge: unknown): PowChallenge | undefined {
+  if (!isObject(challenge)) return undefined;
+  const { parameters: given, signature } = challenge;
+  if (!isObject(given) || typeof signature !== 'string' || !HEX_64.test(signature)) return undefined;
   const { algorithm, cost, data, expiresAt, keyLength, keyPrefix, keySignature, nonce, salt } = given;
   if (Object.keys(given).length !== PARAMETER_COUNT || !isObject(data) || Object.keys(data).length !== 2) return undefined;
   if (typeof algorithm !== 'string' || !isPowAlgorithm(algorithm) || typeof data.app !== 'string' || typeof data.kid !== 'number')
@@ -193,7 +215,7 @@ function parsePayload(payload: string): SubmittedPow | undefined {
     nonce,
     salt,
   };
-  return { parameters, signature, derivedKey };
+  return { parameters, signature };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

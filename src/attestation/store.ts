@@ -28,6 +28,28 @@ export interface AttestationStore {
   claim(claim: Buffer): Promise<true | undefined>;
   /** Removes up to `batch` claims whose expiry is `now` or earlier; how many it removed. */
   deleteExpiredClaims(now: number, batch: number): Promise<number>;
+  /** A provider's settings for the app (JSON as stored), or undefined. */
+  findSettings(appId: string, provider: string): Promise<ProviderSettingsRecord | undefined>;
+  /** Sets them (replacing what was there). */
+  putSettings(record: ProviderSettingsRecord): Promise<void>;
+  /** Removes them: true, or undefined if there were none. */
+  deleteSettings(appId: string, provider: string): Promise<true | undefined>;
+  /** An App Attest key of the app: its public key (uncompressed point) and the last counter seen. */
+  findKey(appId: string, keyId: Buffer): Promise<{ publicKey: Buffer; counter: number } | undefined>;
+  /** Keeps a key just attested, counter 0: true, or undefined (nothing written) if it was attested before. */
+  insertKey(appId: string, keyId: Buffer, publicKey: Buffer, at: number): Promise<true | undefined>;
+  /** Raises the key's counter to `counter` if it is below it (on every instance at once): true, or undefined if it was not. */
+  advanceCounter(appId: string, keyId: Buffer, counter: number): Promise<true | undefined>;
+}
+
+/** What a platform's attestation of an app is checked against, as stored. */
+export interface ProviderSettingsRecord {
+  appId: string;
+  provider: string;
+  /** JSON of the provider's settings (`android.ts`: `PlayIntegritySettings`). */
+  settings: string;
+  /** UNIX ms. */
+  updatedAt: number;
 }
 
 /**

@@ -85,6 +85,16 @@ Usage:
                                              requests from CI and emulators; printed once
   tessera attestation debug-token list APP_ID [--json]
   tessera attestation debug-token revoke APP_ID DEBUG_TOKEN_ID [--json]
+  tessera attestation android set APP_ID --package-name NAME --decryption-key-file FILE
+                             --verification-key-file FILE [--json]
+                                             check the app's Play Integrity tokens with the keys of
+                                             the Play Console (base64, as it gives them, in files)
+  tessera attestation android show|remove APP_ID [--json]
+  tessera attestation apple set APP_ID --team-id TEAM_ID --bundle-id BUNDLE_ID
+                             [--environment production|development] [--json]
+                                             check the app's App Attest keys and assertions for
+                                             TEAM_ID.BUNDLE_ID, as its builds attest
+  tessera attestation apple show|remove APP_ID [--json]
   tessera keys list [--json]                 the keys that sign anonymous tokens
   tessera keys rotate [--json]               add a key that signs from now on (older keys still verify)
   tessera keys retire KEY_ID [--json]        retire a key: every anonymous token it signed is refused

@@ -21,6 +21,8 @@ export const CREDENTIAL_PREVIOUS_SECRET_PATH = '/api/apps/:appId/credentials/:cl
 export const ATTESTATION_CHALLENGE_PATH = '/api/apps/:appId/attestation/challenge';
 export const DEBUG_TOKENS_PATH = '/api/apps/:appId/attestation/debug-tokens';
 export const DEBUG_TOKEN_PATH = '/api/apps/:appId/attestation/debug-tokens/:debugTokenId';
+export const PLAY_INTEGRITY_PATH = '/api/apps/:appId/attestation/android';
+export const APP_ATTEST_PATH = '/api/apps/:appId/attestation/apple';
 
 export const APP_TOKEN_PATH = '/api/apps/:appId/oauth2/token';
 /** Where deployed SDK clients ask for tokens: the app comes from `X-Kii-AppID`. */

@@ -1,6 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { CredentialService } from '../apps/credential-service.js';
+import type { PlayIntegrity } from '../attestation/android.js';
+import type { AppAttest } from '../attestation/apple.js';
 import type { DebugTokens } from '../attestation/debug-tokens.js';
 import type { AppEvents } from '../apps/events.js';
 import type { AppMembers } from '../apps/members.js';
@@ -25,6 +27,8 @@ export interface PortalOptions {
   credentials: CredentialService;
   /** An app's attestation debug tokens (its Attestation page). */
   debugTokens: DebugTokens;
+  /** Whether an app's platform attestations are set up (its Attestation page). */
+  platforms: { playIntegrity: Pick<PlayIntegrity, 'show'>; appAttest: Pick<AppAttest, 'show'> };
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

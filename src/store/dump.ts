@@ -178,6 +178,16 @@ export const TABLES: readonly TableSpec[] = [
     key: ['id'],
   },
   {
+    name: 'attestation_settings',
+    columns: columns({ app_id: 'text', provider: 'text', settings: 'text', updated_at: 'integer' }),
+    key: ['app_id', 'provider'],
+  },
+  {
+    name: 'attestation_keys',
+    columns: columns({ app_id: 'text', key_id: 'blob', public_key: 'blob', counter: 'integer', created_at: 'integer' }),
+    key: ['app_id', 'key_id'],
+  },
+  {
     name: 'attestation_claims',
     columns: columns({ claim: 'blob' }),
     key: ['claim'],

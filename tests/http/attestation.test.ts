@@ -2,8 +2,17 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION } from 'tessera-tokens/internal/apps/app.js';
 import { OPERATOR } from '../../src/request-context.js';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { assertError } from '../helpers/assert.js';
-import { challengeOf, powAttestation, solvedPayload } from '../helpers/attestation.js';
+import {
+  assertionOf,
+  challengeOf,
+  genuineVerdict,
+  integrityToken,
+  playConsoleKeys,
+  powAttestation,
+  solvedPayload,
+} from '../helpers/attestation.js';
 import { FakeClock } from '../helpers/clock.js';
 import {
   adminTokenOf,
@@ -188,6 +197,7 @@ describe('attestation of anonymous token requests', () => {
       ],
       [`pow.${await solvedPayload(await challengeOf(other.appUrl))}`, /another app/, 'another app'],
       ['apple.AAAA', /not set up/, 'apple, not set up'],
+      ['android.a.b.c.d.e', /not set up/, 'android, not set up'],
       ['debug.tdbg_nope', /no debug token/, 'unknown debug token'],
     ];
     for (const [header, message, what] of cases) {
@@ -393,5 +403,172 @@ describe('attestation on two instances over one store', () => {
     assert.equal((await ask(other, `debug.${token}`)).status, 200);
     await first.tessera.attestation.debugTokens.revoke(first.app.appId, id, OPERATOR);
     for (const target of [first, other]) assertError(await ask(target, `debug.${token}`), 401, 'ATTESTATION_INVALID');
+  });
+});
+
+describe('Play Integrity (android)', () => {
+  const android = serverForSuite({ clock }, (started) => configure(started, { anonymousAttestation: 'enforce' }));
+  const PACKAGE = 'com.example.game';
+  const keys = playConsoleKeys();
+  let androidAdmin: string;
+  const settings = (body: unknown, method = 'PUT') =>
+    request(`${android.appUrl}/attestation/android`, {
+      method,
+      headers: { authorization: bearer(androidAdmin), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const attestedWith = async (token: string) =>
+    requestToken(android, anonymousFields(android), { 'x-tessera-attestation': `android.${token}` });
+
+  it('is refused as not set up until the app has its settings; then the settings are shown by fingerprint only', async () => {
+    androidAdmin = await adminTokenOf(android);
+    const token = await integrityToken(keys, genuineVerdict(PACKAGE, clock.now()));
+    const refused = await attestedWith(token);
+    assertError(refused, 401, 'ATTESTATION_INVALID');
+    assert.match(refused.body.message, /not set up/);
+    assertError(await requestAs(`${android.appUrl}/attestation/android`, bearer(androidAdmin)), 404, 'NOT_FOUND');
+    for (const wrong of [
+      { packageName: 'not a package', decryptionKey: keys.decryptionKey, verificationKey: keys.verificationKey },
+      { packageName: PACKAGE, decryptionKey: 'c2hvcnQ=', verificationKey: keys.verificationKey },
+      { packageName: PACKAGE, decryptionKey: keys.decryptionKey, verificationKey: 'bm90IGEga2V5' },
+      { packageName: PACKAGE, decryptionKey: keys.decryptionKey },
+    ]) {
+      assertError(await settings(wrong), 400, 'invalid_request');
+    }
+    const set = await settings({ packageName: PACKAGE, decryptionKey: keys.decryptionKey, verificationKey: keys.verificationKey });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(set.body.packageName, PACKAGE);
+    assert.match(set.body.decryptionKeyFingerprint, /^[0-9a-f]{16}$/);
+    const shown = await requestAs(`${android.appUrl}/attestation/android`, bearer(androidAdmin));
+    assert.deepEqual(shown.body, set.body);
+    assert.equal(shown.text.includes(keys.decryptionKey), false);
+    await android.tessera.events.flush();
+    const events = await requestAs(`${android.appUrl}/events?type=app.configuration_changed`, bearer(androidAdmin));
+    assert.equal(events.text.includes(keys.decryptionKey), false, 'no key in the audit events');
+  });
+
+  it('accepts a genuine verdict once, and says so in the token', async () => {
+    const token = await integrityToken(keys, genuineVerdict(PACKAGE, clock.now() - 1000));
+    const issued = await attestedWith(token);
+    assert.equal(issued.status, 200, issued.text);
+    assert.equal((await whoami(android.appUrl, bearer(issued.body.access_token))).body.attestation, 'android');
+    const replayed = await attestedWith(token);
+    assertError(replayed, 401, 'ATTESTATION_INVALID');
+    assert.match(replayed.body.message, /used already/);
+  });
+
+  it("refuses a verdict for another package, unrecognised, from a device without integrity, stale, or not Google's", async () => {
+    const now = clock.now();
+    const verdict = genuineVerdict(PACKAGE, now);
+    const other = playConsoleKeys();
+    const cases: [Promise<string>, RegExp, string][] = [
+      [integrityToken(keys, genuineVerdict('com.example.other', now)), /another app/, 'another package'],
+      [
+        integrityToken(keys, { ...verdict, appIntegrity: { appRecognitionVerdict: 'UNRECOGNIZED_VERSION', packageName: PACKAGE } }),
+        /does not vouch/,
+        'unrecognised',
+      ],
+      [
+        integrityToken(keys, { ...verdict, deviceIntegrity: { deviceRecognitionVerdict: ['MEETS_VIRTUAL_INTEGRITY'] } }),
+        /does not vouch/,
+        'an emulator',
+      ],
+      [integrityToken(keys, { ...verdict, deviceIntegrity: {} }), /does not vouch/, 'no device verdict'],
+      [integrityToken(keys, genuineVerdict(PACKAGE, now - 5 * 60_000 - 1)), /expired/, 'stale'],
+      [integrityToken(keys, genuineVerdict(PACKAGE, now + 120_000)), /expired/, 'from the future'],
+      [integrityToken({ ...keys, signingKey: other.signingKey }, verdict), /not by the platform/, 'signed by another key'],
+      [integrityToken({ ...other, signingKey: keys.signingKey }, verdict), /reads/, 'encrypted with another key'],
+      [Promise.resolve('a.b.c.d.e'), /reads/, 'not a JWE'],
+    ];
+    for (const [token, message, what] of cases) {
+      const refused = await attestedWith(await token);
+      assertError(refused, 401, 'ATTESTATION_INVALID');
+      assert.match(refused.body.message, message, what);
+    }
+  });
+
+  it('removes the settings: android attestations are refused as not set up again', async () => {
+    const removed = await request(`${android.appUrl}/attestation/android`, {
+      method: 'DELETE',
+      headers: { authorization: bearer(androidAdmin) },
+    });
+    assert.equal(removed.status, 204, removed.text);
+    assertError(await attestedWith(await integrityToken(keys, genuineVerdict(PACKAGE, clock.now()))), 401, 'ATTESTATION_INVALID');
+  });
+});
+
+describe('App Attest (apple)', () => {
+  const apple = serverForSuite({}, (started) => configure(started, { anonymousAttestation: 'enforce' }));
+  const SETTINGS = { teamId: 'ABCDE12345', bundleId: 'com.example.game' };
+  const APP_ID = `${SETTINGS.teamId}.${SETTINGS.bundleId}`;
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { x, y } = publicKey.export({ format: 'jwk' });
+  const point = Buffer.concat([Buffer.from([4]), Buffer.from(x!, 'base64url'), Buffer.from(y!, 'base64url')]);
+  const keyId = createHash('sha256').update(point).digest();
+  let appleAdmin: string;
+  /** `apple.assertion.<keyId>.<challenge>.<assertion>`, over a new challenge of the app, with `counter`. */
+  const assertion = async (counter: number, key: typeof privateKey = privateKey, id = keyId) => {
+    const challenge = await challengeOf(apple.appUrl);
+    const clientDataHash = createHash('sha256').update(challenge.signature!).digest();
+    const signed = assertionOf(key, APP_ID, counter, clientDataHash);
+    const part = (bytes: Buffer) => bytes.toString('base64url');
+    return `apple.assertion.${part(id)}.${part(Buffer.from(JSON.stringify(challenge)))}.${part(signed)}`;
+  };
+  const attestedWith = (attestation: string) => requestToken(apple, anonymousFields(apple), { 'x-tessera-attestation': attestation });
+
+  it('is refused as not set up until the app has its Team ID and bundle id', async () => {
+    appleAdmin = await adminTokenOf(apple);
+    const refused = await attestedWith(await assertion(1));
+    assertError(refused, 401, 'ATTESTATION_INVALID');
+    assert.match(refused.body.message, /not set up/);
+    for (const wrong of [
+      { teamId: 'short', bundleId: SETTINGS.bundleId },
+      { teamId: SETTINGS.teamId, bundleId: 'nodots' },
+      { ...SETTINGS, environment: 'staging' },
+    ]) {
+      const answer = await request(`${apple.appUrl}/attestation/apple`, {
+        method: 'PUT',
+        headers: { authorization: bearer(appleAdmin), 'content-type': 'application/json' },
+        body: JSON.stringify(wrong),
+      });
+      assertError(answer, 400, 'invalid_request');
+    }
+    const set = await request(`${apple.appUrl}/attestation/apple`, {
+      method: 'PUT',
+      headers: { authorization: bearer(appleAdmin), 'content-type': 'application/json' },
+      body: JSON.stringify(SETTINGS),
+    });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(set.body.environment, 'production');
+    assert.deepEqual((await requestAs(`${apple.appUrl}/attestation/apple`, bearer(appleAdmin))).body, set.body);
+  });
+
+  it('accepts an assertion of a key attested before, once per challenge and counter, and says so in the token', async () => {
+    assertError(await attestedWith(await assertion(1)), 401, 'ATTESTATION_INVALID'); // no such key yet
+    // The key as an attestation leaves it (Apple's own example is verified in tests/unit/app-attest.test.ts).
+    await apple.tessera.store.attestation.insertKey(apple.app.appId, keyId, point, Date.now());
+    const first = await assertion(1);
+    const issued = await attestedWith(first);
+    assert.equal(issued.status, 200, issued.text);
+    assert.equal((await whoami(apple.appUrl, bearer(issued.body.access_token))).body.attestation, 'apple');
+    const replayed = await attestedWith(first);
+    assertError(replayed, 401, 'ATTESTATION_INVALID');
+    assert.match(replayed.body.message, /used already/);
+    assertError(await attestedWith(await assertion(1)), 401, 'ATTESTATION_INVALID'); // the counter did not rise
+    assert.equal((await attestedWith(await assertion(2))).status, 200);
+  });
+
+  it('refuses an assertion signed by another key, and what is not one', async () => {
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const forged = await attestedWith(await assertion(3, other));
+    assertError(forged, 401, 'ATTESTATION_INVALID');
+    assert.match(forged.body.message, /not signed/);
+    for (const malformed of ['apple.assertion', 'apple.sideways.a.b.c', `apple.assertion.${keyId.toString('base64url')}.bm9wZQ.AAAA`]) {
+      assertError(await attestedWith(malformed), 401, 'ATTESTATION_INVALID');
+    }
+    const attestation = await attestedWith(
+      `apple.attestation.${keyId.toString('base64url')}.${Buffer.from(JSON.stringify(await challengeOf(apple.appUrl))).toString('base64url')}.AAAA`,
+    );
+    assertError(attestation, 401, 'ATTESTATION_INVALID');
   });
 });

@@ -39,6 +39,8 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/attestation/challenge': 'GET, HEAD',
   '/api/apps/{appId}/attestation/debug-tokens': 'GET, HEAD, POST',
   '/api/apps/{appId}/attestation/debug-tokens/{debugTokenId}': 'DELETE',
+  '/api/apps/{appId}/attestation/android': 'GET, HEAD, PUT, DELETE',
+  '/api/apps/{appId}/attestation/apple': 'GET, HEAD, PUT, DELETE',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = [

@@ -170,3 +170,188 @@ export const debugTokenOtherMethods = otherMethodsSchema(
 );
 
 export const preflightDebugToken = preflightSchema({ operationId: 'preflightDebugToken' });
+
+const PlayIntegrityDescription = Type.Object(
+  {
+    packageName: Type.String(),
+    decryptionKeyFingerprint: Type.String({
+      description: "The first 8 bytes of the key's SHA-256, in hex: the key itself is never answered.",
+    }),
+    verificationKeyFingerprint: Type.String({ description: "The first 8 bytes of the key's SHA-256, in hex." }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+const PLAY_INTEGRITY_IS =
+  "An admin feature: an admin token of the app's own ClientID, or one with `configuration:write` (`configuration:read` to read). What the app's Play Integrity tokens (`X-Tessera-Attestation: android.<token>`) are checked against, locally: the package name, and the two keys of the Play Console's \"Decrypt and verify on your server\" (the AES-256 decryption key and the EC verification key, each in base64). A token is accepted when it decrypts and verifies with them, names this package, says `PLAY_RECOGNIZED` and `MEETS_DEVICE_INTEGRITY`, and was asked for within the last five minutes; each once. The operator sets them with `tessera attestation android set`.";
+
+/** GET /api/apps/{appId}/attestation/android */
+export const showPlayIntegrity = {
+  tags: ['apps'],
+  operationId: 'showPlayIntegrity',
+  summary: "The app's Play Integrity settings (admin feature)",
+  description: `${PLAY_INTEGRITY_IS} Never answers a key: their fingerprints.`,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  response: { 200: answer(PlayIntegrityDescription, 'The settings.', NO_STORE) },
+  errors: {
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:read'),
+    404: problem('No app has this AppID, or the app has no Play Integrity settings. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
+    503: UNAVAILABLE,
+  },
+};
+
+/** PUT /api/apps/{appId}/attestation/android */
+export const setPlayIntegrity = {
+  tags: ['apps'],
+  operationId: 'setPlayIntegrity',
+  summary: "Set the app's Play Integrity settings (admin feature)",
+  description: `${PLAY_INTEGRITY_IS} Replaces what was set. Recorded as an \`app.configuration_changed\` event (the package name and the verification key's fingerprint, never a key).`,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  body: Type.Object(
+    {
+      packageName: Type.String({ maxLength: 255, description: 'The Android package name, such as `com.example.app`.' }),
+      decryptionKey: Type.String({ maxLength: 200, description: 'The AES-256 key of the Play Console, base64 (32 bytes).' }),
+      verificationKey: Type.String({
+        maxLength: 1000,
+        description: 'The EC P-256 public key of the Play Console, base64 (DER SubjectPublicKeyInfo).',
+      }),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 200: answer(PlayIntegrityDescription, 'Set.', NO_STORE) },
+  errors: {
+    400: problem(
+      'Malformed JSON, a missing field, a package name that is not one, or a key that is not what the Play Console gives. Possible codes: invalid_request.',
+    ),
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:write'),
+    404: APP_NOT_FOUND,
+    413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
+    415: problem('The Content-Type is not `application/json`. Possible codes: UNSUPPORTED_MEDIA_TYPE.'),
+    503: UNAVAILABLE,
+  },
+};
+
+/** DELETE /api/apps/{appId}/attestation/android */
+export const removePlayIntegrity = {
+  tags: ['apps'],
+  operationId: 'removePlayIntegrity',
+  summary: "Remove the app's Play Integrity settings (admin feature)",
+  description: `${PLAY_INTEGRITY_IS} Without them, every \`android\` attestation is refused as not set up. Answers 204.`,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  response: { 204: { description: 'Removed.', type: 'null' } },
+  errors: {
+    400: problem('The request has a body (an empty one, labelled with any type, is accepted). Possible codes: invalid_request.'),
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:write'),
+    404: problem('No app has this AppID, or the app has no Play Integrity settings. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
+    503: UNAVAILABLE,
+  },
+};
+
+export const playIntegrityOtherMethods = otherMethodsSchema(
+  'apps',
+  'playIntegrityOtherMethods',
+  'GET, HEAD, PUT, DELETE',
+  'POST, PATCH and every other method but GET, HEAD, PUT and DELETE answer 405 with `Allow: GET, HEAD, PUT, DELETE`, once the request is authenticated (401 otherwise).',
+);
+
+export const preflightPlayIntegrity = preflightSchema({ operationId: 'preflightPlayIntegrity' });
+
+const AppAttestDescription = Type.Object(
+  {
+    teamId: Type.String(),
+    bundleId: Type.String(),
+    environment: Type.Unsafe<'production' | 'development'>({ type: 'string', enum: ['production', 'development'] }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+const APP_ATTEST_IS =
+  "An admin feature: an admin token of the app's own ClientID, or one with `configuration:write` (`configuration:read` to read). What the app's App Attest keys and assertions (`X-Tessera-Attestation: apple.<attestation|assertion>.<keyId>.<challenge>.<object>`) are checked against, locally: the Team ID and bundle id (`TEAMID.bundle.id` is the App ID the attestation must name) and the environment its builds attest in (`production`, or `development` for builds run from Xcode). The operator sets them with `tessera attestation apple set`.";
+
+/** GET /api/apps/{appId}/attestation/apple */
+export const showAppAttest = {
+  tags: ['apps'],
+  operationId: 'showAppAttest',
+  summary: "The app's App Attest settings (admin feature)",
+  description: APP_ATTEST_IS,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  response: { 200: answer(AppAttestDescription, 'The settings.', NO_STORE) },
+  errors: {
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:read'),
+    404: problem('No app has this AppID, or the app has no App Attest settings. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
+    503: UNAVAILABLE,
+  },
+};
+
+/** PUT /api/apps/{appId}/attestation/apple */
+export const setAppAttest = {
+  tags: ['apps'],
+  operationId: 'setAppAttest',
+  summary: "Set the app's App Attest settings (admin feature)",
+  description: `${APP_ATTEST_IS} Replaces what was set. Recorded as an \`app.configuration_changed\` event.`,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  body: Type.Object(
+    {
+      teamId: Type.String({ maxLength: 10, description: 'The 10-character Apple Developer Team ID.' }),
+      bundleId: Type.String({ maxLength: 255, description: 'The bundle identifier, such as `com.example.app`.' }),
+      environment: Type.Optional(
+        Type.Unsafe<'production' | 'development'>({
+          type: 'string',
+          enum: ['production', 'development'],
+          description: 'Default production.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 200: answer(AppAttestDescription, 'Set.', NO_STORE) },
+  errors: {
+    400: problem(
+      'Malformed JSON, a missing field, or a Team ID, bundle id or environment that is not one. Possible codes: invalid_request.',
+    ),
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:write'),
+    404: APP_NOT_FOUND,
+    413: problem('The body is over 4096 bytes. Possible codes: REQUEST_TOO_LARGE.'),
+    415: problem('The Content-Type is not `application/json`. Possible codes: UNSUPPORTED_MEDIA_TYPE.'),
+    503: UNAVAILABLE,
+  },
+};
+
+/** DELETE /api/apps/{appId}/attestation/apple */
+export const removeAppAttest = {
+  tags: ['apps'],
+  operationId: 'removeAppAttest',
+  summary: "Remove the app's App Attest settings (admin feature)",
+  description: `${APP_ATTEST_IS} Without them, every \`apple\` attestation is refused as not set up (the keys attested stay, for when they are set again). Answers 204.`,
+  security: [{ bearer: [] }],
+  params: AppParams,
+  response: { 204: { description: 'Removed.', type: 'null' } },
+  errors: {
+    400: problem('The request has a body (an empty one, labelled with any type, is accepted). Possible codes: invalid_request.'),
+    401: UNAUTHENTICATED,
+    403: adminFeature('configuration:write'),
+    404: problem('No app has this AppID, or the app has no App Attest settings. Possible codes: APP_NOT_FOUND, NOT_FOUND.'),
+    503: UNAVAILABLE,
+  },
+};
+
+export const appAttestOtherMethods = otherMethodsSchema(
+  'apps',
+  'appAttestOtherMethods',
+  'GET, HEAD, PUT, DELETE',
+  'POST, PATCH and every other method but GET, HEAD, PUT and DELETE answer 405 with `Allow: GET, HEAD, PUT, DELETE`, once the request is authenticated (401 otherwise).',
+);
+
+export const preflightAppAttest = preflightSchema({ operationId: 'preflightAppAttest' });

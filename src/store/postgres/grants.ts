@@ -19,6 +19,8 @@ const TABLES = [
   'once_claims',
   'attestation_debug_tokens',
   'attestation_claims',
+  'attestation_settings',
+  'attestation_keys',
   'instances',
   'upgrade_state',
 ] as const;

@@ -674,6 +674,29 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE TABLE attestation_claims (
         claim bytea PRIMARY KEY
       );
+
+      -- What a platform's attestation of an app is checked against (src/attestation/android.ts):
+      -- per app and provider, its settings as JSON (Play Integrity: the package name and the keys
+      -- from the Play Console). Never in the configuration, which is read by more and logged in events.
+      CREATE TABLE attestation_settings (
+        app_id     text   NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        provider   text   NOT NULL,
+        settings   text   NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (app_id, provider)
+      );
+
+      -- The App Attest keys an app's installations attested (src/attestation/apple.ts): the key's id
+      -- (the SHA-256 of its public key), the public key (an uncompressed P-256 point) and the
+      -- counter of its last assertion. Deleted with the app.
+      CREATE TABLE attestation_keys (
+        app_id     text   NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        key_id     bytea  NOT NULL,
+        public_key bytea  NOT NULL,
+        counter    bigint NOT NULL,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (app_id, key_id)
+      );
     `,
   },
 ];

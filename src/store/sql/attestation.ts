@@ -87,6 +87,47 @@ export function sqlAttestationStore(db: SqlRunner): AttestationStore {
       );
       return row && recordOf(row);
     },
+    async findSettings(appId, provider) {
+      const row = await db.get<{ app_id: string; provider: string; settings: string; updated_at: number }>(
+        'SELECT app_id, provider, settings, updated_at FROM attestation_settings WHERE app_id = :appId AND provider = :provider',
+        { appId, provider },
+      );
+      return row && { appId: row.app_id, provider: row.provider, settings: row.settings, updatedAt: row.updated_at };
+    },
+    async putSettings(record) {
+      await db.run(
+        `INSERT INTO attestation_settings (app_id, provider, settings, updated_at) VALUES (:appId, :provider, :settings, :updatedAt)
+         ON CONFLICT (app_id, provider) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`,
+        { ...record },
+      );
+    },
+    async deleteSettings(appId, provider) {
+      return (await db.run('DELETE FROM attestation_settings WHERE app_id = :appId AND provider = :provider', { appId, provider })) > 0
+        ? true
+        : undefined;
+    },
+    async findKey(appId, keyId) {
+      const row = await db.get<{ public_key: Uint8Array; counter: number }>(
+        'SELECT public_key, counter FROM attestation_keys WHERE app_id = :appId AND key_id = :keyId',
+        { appId, keyId },
+      );
+      return row && { publicKey: Buffer.from(row.public_key), counter: row.counter };
+    },
+    async insertKey(appId, keyId, publicKey, at) {
+      const inserted = await db.run(
+        `INSERT INTO attestation_keys (app_id, key_id, public_key, counter, created_at) VALUES (:appId, :keyId, :publicKey, 0, :at)
+         ON CONFLICT (app_id, key_id) DO NOTHING`,
+        { appId, keyId, publicKey, at },
+      );
+      return inserted > 0 ? true : undefined;
+    },
+    async advanceCounter(appId, keyId, counter) {
+      const updated = await db.run(
+        'UPDATE attestation_keys SET counter = :counter WHERE app_id = :appId AND key_id = :keyId AND counter < :counter',
+        { appId, keyId, counter },
+      );
+      return updated > 0 ? true : undefined;
+    },
     async touchDebugToken(id, at) {
       await db.run(
         'UPDATE attestation_debug_tokens SET last_used_at = :at WHERE id = :id AND (last_used_at IS NULL OR last_used_at < :before)',

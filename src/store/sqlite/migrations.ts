@@ -440,6 +440,29 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE TABLE attestation_claims (
         claim BLOB PRIMARY KEY
       ) STRICT, WITHOUT ROWID;
+
+      -- What a platform's attestation of an app is checked against (src/attestation/android.ts):
+      -- per app and provider, its settings as JSON (Play Integrity: the package name and the keys
+      -- from the Play Console). Never in the configuration, which is read by more and logged in events.
+      CREATE TABLE attestation_settings (
+        app_id     TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        provider   TEXT    NOT NULL,
+        settings   TEXT    NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (app_id, provider)
+      ) STRICT;
+
+      -- The App Attest keys an app's installations attested (src/attestation/apple.ts): the key's id
+      -- (the SHA-256 of its public key), the public key (an uncompressed P-256 point) and the
+      -- counter of its last assertion. Deleted with the app.
+      CREATE TABLE attestation_keys (
+        app_id     TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        key_id     BLOB    NOT NULL,
+        public_key BLOB    NOT NULL,
+        counter    INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (app_id, key_id)
+      ) STRICT, WITHOUT ROWID;
     `,
   },
 ];

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { isTesseraError } from 'tessera-tokens/internal/errors.js';
 import { attestationSummary } from '../../../attestation/monitor.js';
 import { eventCountQuery } from '../../../events/counts.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';
@@ -20,7 +21,7 @@ const SPAN_MS: Record<CountsPer, number> = { hour: 24 * 3_600_000, day: 14 * 86_
  */
 export const attestationPages: FastifyPluginAsync<PortalContext> = async (
   app,
-  { members, apps, events, debugTokens, clock, secureCookies },
+  { members, apps, events, debugTokens, platforms, clock, secureCookies },
 ) => {
   const singleUseForms = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
@@ -35,10 +36,21 @@ export const attestationPages: FastifyPluginAsync<PortalContext> = async (
     const permissions = await members.permissions(appId, 'view_events', context);
     const per = state.per ?? 'day';
     const now = clock.now();
-    const [described, counts, listed] = await Promise.all([
+    // A platform not set up is the service's 404; any other error is the page's.
+    const setUp = async <T>(shown: Promise<T>): Promise<T | null> => {
+      try {
+        return await shown;
+      } catch (error) {
+        if (isTesseraError(error) && error.code === 'NOT_FOUND') return null;
+        throw error;
+      }
+    };
+    const [described, counts, listed, android, apple] = await Promise.all([
       apps.show(appId, context),
       events.counts(appId, eventCountQuery({ per, since: now - SPAN_MS[per] + 1, until: now + 1 }, now), context),
       debugTokens.list(appId, context),
+      setUp(platforms.playIntegrity.show(appId, context)),
+      setUp(platforms.appAttest.show(appId, context)),
     ]);
     return attestationPage(signedIn(request, reply), {
       ...state,
@@ -47,6 +59,7 @@ export const attestationPages: FastifyPluginAsync<PortalContext> = async (
       summary: attestationSummary(counts),
       per,
       debugTokens: listed,
+      platforms: { android: android && android.packageName, apple: apple && `${apple.teamId}.${apple.bundleId} (${apple.environment})` },
       once: issueSingleUseFormValue(reply, singleUseForms),
     });
   }

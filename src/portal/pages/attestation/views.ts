@@ -21,6 +21,8 @@ export interface AttestationPageInput {
   summary: AttestationSummary;
   per: CountsPer;
   debugTokens: readonly DebugTokenDescription[];
+  /** What the app's platform attestations are checked against, in words; null: not set up. */
+  platforms: { android: string | null; apple: string | null };
   once: string;
   form?: AttestationForm;
   mistake?: { section: Section; message: string };
@@ -72,6 +74,11 @@ ${
         ? html`Basic anonymous access (calls with no token, <code>Authorization: Basic base64(AppID:anything)</code>) is <strong>accepted</strong>. It is outside attestation: a one-time proof cannot go with every call, so anyone who knows the AppID can call as an anonymous user. Turn it off below once the app's clients use anonymous tokens.`
         : html`Basic anonymous access (calls with no token) is <strong>refused</strong> (401): every anonymous call needs an anonymous token, which attestation covers.`
     }</p>
+<p data-platforms>Platforms: App Attest ${
+      input.platforms.apple === null ? html`<strong>not set up</strong>` : html`for <code>${input.platforms.apple}</code>`
+    }; Play Integrity ${
+      input.platforms.android === null ? html`<strong>not set up</strong>` : html`for <code>${input.platforms.android}</code>`
+    }. They are set by the app's admin API (<code>PUT /api/apps/${app.appId}/attestation/apple</code> and <code>…/android</code>, with the Play Console's keys) or the operator (<code>tessera attestation apple set</code>, <code>tessera attestation android set</code>).</p>
 </section>
 <section class="outcomes-section" aria-labelledby="outcomes">
 <h2 id="outcomes">Anonymous token requests by attestation</h2>
