@@ -4,7 +4,8 @@
  *
  * - The server's CPU per check, in this process on a SQLite store: a proof of work verified (two
  *   HMACs, whatever its difficulty), the same claimed in the store so that it is accepted once (what
- *   the token endpoint does), a debug token looked up, and a payload refused (a forged signature).
+ *   the token endpoint does), a debug token looked up, a Play Integrity token and an App Attest
+ *   assertion checked and claimed, and a payload refused (a forged signature).
  * - Anonymous token issuance on `tessera serve` (SQLite, pinned to one core, wrk on the other) with
  *   `anonymousAttestation` off, and in enforce with a fresh proof of work in every request: the
  *   server's CPU per request and requests per second. The proofs are made beforehand, here, with
@@ -13,7 +14,10 @@
  *   SHA-256) in Node with node:crypto, as `tessera-tokens/client` solves there: median of 21.
  *   Chromium's (Web Crypto on workers) is printed by tests/browser/tessera-client.test.ts.
  */
+import { createHash, createSecretKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { encode } from 'cbor2';
+import { CompactEncrypt, CompactSign } from 'jose';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +107,67 @@ const forged = verifyOnly.map((payload) => {
   decoded.challenge.signature = '0'.repeat(64);
   return Buffer.from(JSON.stringify(decoded)).toString('base64');
 });
+// Play Integrity: keys and tokens made here, as the tests make them; App Attest: a key of this bench's, kept as attested.
+const playConsole = { ...generateKeyPairSync('ec', { namedCurve: 'P-256' }), decryptionKey: randomBytes(32) };
+await tessera.attestation.playIntegrity.set(
+  app.appId,
+  {
+    packageName: 'com.example.bench',
+    decryptionKey: playConsole.decryptionKey.toString('base64'),
+    verificationKey: playConsole.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  },
+  OPERATOR,
+);
+const integrityTokens = await Promise.all(
+  Array.from({ length: CHECKS }, async () => {
+    const verdict = {
+      requestDetails: {
+        requestPackageName: 'com.example.bench',
+        timestampMillis: String(now),
+        nonce: randomBytes(16).toString('base64url'),
+      },
+      appIntegrity: { appRecognitionVerdict: 'PLAY_RECOGNIZED', packageName: 'com.example.bench' },
+      deviceIntegrity: { deviceRecognitionVerdict: ['MEETS_DEVICE_INTEGRITY'] },
+    };
+    const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(verdict)))
+      .setProtectedHeader({ alg: 'ES256' })
+      .sign(playConsole.privateKey);
+    return new CompactEncrypt(new TextEncoder().encode(jws))
+      .setProtectedHeader({ alg: 'A256KW', enc: 'A256GCM' })
+      .encrypt(createSecretKey(playConsole.decryptionKey));
+  }),
+);
+await tessera.attestation.appAttest.set(
+  app.appId,
+  { teamId: 'ABCDE12345', bundleId: 'com.example.bench', environment: 'production' },
+  OPERATOR,
+);
+const appleKey = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const { x, y } = appleKey.publicKey.export({ format: 'jwk' });
+const applePoint = Buffer.concat([Buffer.from([4]), Buffer.from(x!, 'base64url'), Buffer.from(y!, 'base64url')]);
+const appleKeyId = createHash('sha256').update(applePoint).digest();
+await store.attestation.insertKey(app.appId, appleKeyId, applePoint, now);
+const appleAssertions = await Promise.all(
+  Array.from({ length: CHECKS }, async (_, index) => {
+    const challenge = await pow.challenge(app, now, 100);
+    const clientDataHash = createHash('sha256').update(challenge.signature).digest();
+    const authenticatorData = Buffer.alloc(37);
+    createHash('sha256').update('ABCDE12345.com.example.bench').digest().copy(authenticatorData);
+    authenticatorData.writeUInt32BE(index + 1, 33);
+    const nonce = createHash('sha256')
+      .update(Buffer.concat([authenticatorData, clientDataHash]))
+      .digest();
+    const assertion = Buffer.from(
+      encode({
+        signature: new Uint8Array(sign('sha256', nonce, appleKey.privateKey)),
+        authenticatorData: new Uint8Array(authenticatorData),
+      }),
+    );
+    const part = (bytes: Buffer) => bytes.toString('base64url');
+    return `apple.assertion.${part(appleKeyId)}.${part(Buffer.from(JSON.stringify(challenge)))}.${part(assertion)}`;
+  }),
+);
+
 const checks = {
   powVerify: await cpuPerCall(CHECKS, (index) => pow.verify(app, verifyOnly[index]!, now)),
   powCheckWithClaim: await cpuPerCall(CHECKS, (index) => checker.check(app, `pow.${checkPayloads[index]!}`, null)),
@@ -112,6 +177,9 @@ const checks = {
       Promise.all(Array.from({ length: 25 }, (_, index) => checker.check(app, `pow.${batchPayloads[batch * 25 + index]!}`, null))),
     )) / 25,
   debugCheck: await cpuPerCall(CHECKS, () => checker.check(app, `debug.${debug.token}`, null)),
+  // One at a time: each claim (and an App Attest key's counter) is a commit of its own here.
+  androidCheck: await cpuPerCall(CHECKS, (index) => checker.check(app, `android.${integrityTokens[index]!}`, null)),
+  appleAssertionCheck: await cpuPerCall(CHECKS, (index) => checker.check(app, appleAssertions[index], null)),
   forgedRefused: await cpuPerCall(CHECKS, (index) => checker.check(app, `pow.${forged[index]!}`, null)),
 };
 
