@@ -191,6 +191,8 @@ writeFileSync(attestationsFile, (await proofs(EXPECTED_PER_SECOND * seconds * ru
 await tessera.close();
 
 const profileDir = option('--profile', '');
+/** `--modes enforce`: one mode only (to profile it alone). */
+const modes = option('--modes', 'off,enforce').split(',') as ('off' | 'enforce')[];
 const server = await startPinnedServer(
   'tessera',
   join(DIST, 'src', 'cli', 'main.js'),
@@ -233,7 +235,7 @@ let nextProof = 1;
 try {
   await runLoad(spec, connections, 1);
   for (let run = 0; run < runs; run++) {
-    for (const mode of ['off', 'enforce'] as const) {
+    for (const mode of modes) {
       await configure(mode);
       await new Promise((resolve) => setTimeout(resolve, 300));
       const before = ticks();
