@@ -28,7 +28,7 @@ export interface PortalOptions {
   /** An app's attestation debug tokens (its Attestation page). */
   debugTokens: DebugTokens;
   /** Whether an app's platform attestations are set up (its Attestation page). */
-  platforms: { playIntegrity: Pick<PlayIntegrity, 'show'>; appAttest: Pick<AppAttest, 'show'> };
+  platforms: { playIntegrity: Pick<PlayIntegrity, 'show' | 'set'>; appAttest: Pick<AppAttest, 'show' | 'set'> };
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

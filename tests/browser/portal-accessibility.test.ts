@@ -299,6 +299,30 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     await page.close();
   });
 
+  it('attestation: the outcomes, the settings with an error, the platforms, a debug token shown once', async () => {
+    const page = await signedInPage(browser, server, owner.email);
+    await server.tessera.apps.configure(app.appId, { anonymousAttestation: 'monitor' }, OPERATOR);
+    await requestToken(app, anonymousFields(app));
+    await server.tessera.events.flush();
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/attestation`);
+    await assertAccessible(page, 'attestation');
+    await page.getByLabel('Proof of work: the most attempts a challenge needs').fill('1');
+    await submit(page, 'Save attestation settings');
+    assert.equal(await page.getByRole('alert').count(), 1);
+    await assertAccessible(page, 'attestation, the settings with an error');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/attestation`);
+    await page.getByLabel('Team ID').fill('nope');
+    await page.getByLabel('Bundle identifier').fill('com.example.shop');
+    await submit(page, 'Save App Attest');
+    await assertAccessible(page, 'attestation, a platform with an error');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/attestation`);
+    await page.getByLabel('Name of a new debug token').fill('CI');
+    await submit(page, 'Make a debug token');
+    await assertAccessible(page, 'attestation, a debug token shown once');
+    await server.tessera.apps.configure(app.appId, { anonymousAttestation: 'off' }, OPERATOR);
+    await page.close();
+  });
+
   it('the 404 and 403 pages', async () => {
     const page = await signedInPage(browser, server, 'collaborator@example.com');
     assert.equal((await page.goto(`${server.baseUrl}/portal/apps/0000000000000000`))?.status(), 404);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { powAttestation } from '../helpers/attestation.js';
+import { genuineVerdict, integrityToken, playConsoleKeys, powAttestation } from '../helpers/attestation.js';
+import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { anonymousFields, basic, bearer, requestToken, whoami } from '../helpers/http.js';
 import { createDeveloper, createSharedApp, follow, PHONE_WIDTH, screenshots, signedInPage } from '../helpers/portal.js';
@@ -102,5 +103,38 @@ describe("an app's attestation in the portal", () => {
     await follow(page, () => page.getByRole('button', { name: 'Revoke CI on main' }).click());
     assert.match((await page.getByRole('status').textContent()) ?? '', /revoked/);
     assert.equal((await requestToken(app, anonymousFields(app), { 'x-tessera-attestation': `debug.${token}` })).status, 401);
+  });
+
+  it('the owner sets App Attest and Play Integrity through their forms; a mistake keeps what was typed, never a key', async () => {
+    const app = await createSharedApp(server, 'Platform app', 'owner@example.com', 'collaborator@example.com');
+    await server.tessera.apps.configure(app.appId, { anonymousAttestation: 'enforce' }, OPERATOR);
+    const page = await signedInPage(browser, server, 'owner@example.com');
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/attestation`);
+    assert.match((await page.locator('[data-platforms]').textContent()) ?? '', /App Attest not set up; Play Integrity not set up/);
+
+    await page.getByLabel('Team ID').fill('short');
+    await page.getByLabel('Bundle identifier').fill('com.example.game');
+    await follow(page, () => page.getByRole('button', { name: 'Save App Attest' }).click());
+    assert.match((await page.getByRole('alert').textContent()) ?? '', /teamId must be the 10-character/);
+    assert.equal(await page.getByLabel('Bundle identifier').inputValue(), 'com.example.game');
+    await page.getByLabel('Team ID').fill('ABCDE12345');
+    await follow(page, () => page.getByRole('button', { name: 'Save App Attest' }).click());
+    assert.match((await page.getByRole('status').textContent()) ?? '', /App Attest is set up/);
+
+    const keys = playConsoleKeys();
+    await page.getByLabel('Package name').fill('com.example.game');
+    await page.getByLabel('Decryption key').fill(keys.decryptionKey);
+    await page.getByLabel('Verification key').fill(keys.verificationKey);
+    await follow(page, () => page.getByRole('button', { name: 'Save Play Integrity' }).click());
+    assert.match((await page.getByRole('status').textContent()) ?? '', /Play Integrity is set up/);
+    const platforms = (await page.locator('[data-platforms]').textContent()) ?? '';
+    assert.match(platforms, /App Attest for ABCDE12345\.com\.example\.game \(production\); Play Integrity for com\.example\.game/);
+    assert.equal((await page.content()).includes(keys.decryptionKey), false, 'the key is never shown back');
+    await screenshots(page, 'attestation-platforms');
+
+    const token = await integrityToken(keys, genuineVerdict('com.example.game', Date.now()));
+    const issued = await requestToken(app, anonymousFields(app), { 'x-tessera-attestation': `android.${token}` });
+    assert.equal(issued.status, 200, issued.text);
+    assert.equal((await whoami(app.appUrl, bearer(issued.body.access_token))).body.attestation, 'android');
   });
 });

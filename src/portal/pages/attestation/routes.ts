@@ -1,6 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isTesseraError } from 'tessera-tokens/internal/errors.js';
+import { parsePlayIntegritySettings } from '../../../attestation/android.js';
+import { parseAppAttestSettings } from '../../../attestation/apple.js';
 import { attestationSummary } from '../../../attestation/monitor.js';
+import type { RequestContext } from '../../../request-context.js';
 import { eventCountQuery } from '../../../events/counts.js';
 import { formOf, type AppParams, type PortalContext } from '../../context.js';
 import { issueSingleUseFormValue, useSingleUseFormValue } from '../../single-use-forms.js';
@@ -30,7 +33,7 @@ export const attestationPages: FastifyPluginAsync<PortalContext> = async (
     request: FastifyRequest,
     reply: FastifyReply,
     appId: string,
-    state: Pick<AttestationPageInput, 'form' | 'mistake' | 'done' | 'created'> & { per?: CountsPer },
+    state: Pick<AttestationPageInput, 'form' | 'mistake' | 'done' | 'created' | 'platformForms'> & { per?: CountsPer },
   ) {
     const context = asDeveloper(request);
     const permissions = await members.permissions(appId, 'view_events', context);
@@ -53,6 +56,12 @@ export const attestationPages: FastifyPluginAsync<PortalContext> = async (
       setUp(platforms.appAttest.show(appId, context)),
     ]);
     return attestationPage(signedIn(request, reply), {
+      platformForms: {
+        teamId: apple?.teamId ?? '',
+        bundleId: apple?.bundleId ?? '',
+        environment: apple?.environment ?? 'production',
+        packageName: android?.packageName ?? '',
+      },
       ...state,
       app: described,
       permissions,
@@ -82,6 +91,54 @@ export const attestationPages: FastifyPluginAsync<PortalContext> = async (
     }
     return seeOther(reply, `/portal/apps/${appId}/attestation?done=saved`);
   });
+
+  /** A platform's settings from its form: saved and redirected, or the page again with the mistake and what was typed (never a key). */
+  const platformRoute = (
+    section: 'apple' | 'android',
+    save: (body: URLSearchParams, appId: string, context: RequestContext) => Promise<unknown>,
+  ) =>
+    app.post<AppParams>(`/apps/:appId/attestation/${section}`, { preValidation: csrfCheck(app) }, async (request, reply) => {
+      const { appId } = request.params;
+      const context = asDeveloper(request);
+      await members.permissions(appId, 'change_configuration', context);
+      const body = formOf(request);
+      try {
+        await save(body, appId, context);
+      } catch (error) {
+        const mistake = { section, message: refusalIn(error, ['invalid_request']).message };
+        const field = (name: string) => (body.get(name) ?? '').slice(0, 255).trim();
+        const platformForms = {
+          teamId: field('teamId'),
+          bundleId: field('bundleId'),
+          environment: field('environment'),
+          packageName: field('packageName'),
+        };
+        return sendPage(reply, await renderPage(request, reply, appId, { mistake, platformForms }), 400);
+      }
+      return seeOther(reply, `/portal/apps/${appId}/attestation?done=${section}-saved`);
+    });
+  platformRoute('apple', (body, appId, context) =>
+    platforms.appAttest.set(
+      appId,
+      parseAppAttestSettings({
+        teamId: body.get('teamId')?.trim(),
+        bundleId: body.get('bundleId')?.trim(),
+        environment: body.get('environment') ?? 'production',
+      }),
+      context,
+    ),
+  );
+  platformRoute('android', (body, appId, context) =>
+    platforms.playIntegrity.set(
+      appId,
+      parsePlayIntegritySettings({
+        packageName: body.get('packageName')?.trim(),
+        decryptionKey: body.get('decryptionKey')?.replace(/\s/g, ''),
+        verificationKey: body.get('verificationKey')?.replace(/\s/g, ''),
+      }),
+      context,
+    ),
+  );
 
   app.post<AppParams>('/apps/:appId/attestation/debug-tokens', { preValidation: csrfCheck(app) }, async (request, reply) => {
     const { appId } = request.params;

@@ -12,7 +12,7 @@ import { formOfConfiguration, type AttestationForm } from './form.js';
 // The attestation page's view: a pure function of the app, its counts by attestation outcome, its
 // debug tokens, what the developer may do, and the state its forms left.
 
-export type Section = 'settings' | 'debug-tokens';
+export type Section = 'settings' | 'debug-tokens' | 'apple' | 'android';
 export type CountsPer = 'hour' | 'day';
 
 export interface AttestationPageInput {
@@ -23,6 +23,8 @@ export interface AttestationPageInput {
   debugTokens: readonly DebugTokenDescription[];
   /** What the app's platform attestations are checked against, in words; null: not set up. */
   platforms: { android: string | null; apple: string | null };
+  /** The platforms' forms as typed (after a mistake), or as set. */
+  platformForms?: PlatformForms;
   once: string;
   form?: AttestationForm;
   mistake?: { section: Section; message: string };
@@ -30,7 +32,17 @@ export interface AttestationPageInput {
   created?: CreatedDebugToken;
 }
 
+/** The platforms' forms: App Attest's ids, and Play Integrity's package (its keys are never shown back). */
+export interface PlatformForms {
+  teamId: string;
+  bundleId: string;
+  environment: string;
+  packageName: string;
+}
+
 const DONE: Record<string, string> = {
+  'apple-saved': 'App Attest is set up: apple attestations are checked against these ids from now on.',
+  'android-saved': 'Play Integrity is set up: android attestations are decrypted and verified with these keys from now on.',
   saved: 'The attestation settings are saved. Every instance of the service applies them within a second.',
   revoked: 'The debug token is revoked: it attests nothing from now on.',
 };
@@ -49,6 +61,7 @@ export function attestationPage(frame: PageFrame, input: AttestationPageInput): 
   const { app, permissions, summary, per, debugTokens, once, mistake, created } = input;
   const { csrfToken } = frame;
   const form = input.form ?? formOfConfiguration(app.configuration);
+  const platformForms = input.platformForms ?? { teamId: '', bundleId: '', environment: 'production', packageName: '' };
   const base = `/portal/apps/${app.appId}/attestation`;
   const mayChange = permissions.may.change_configuration;
   const mistakeOf = (section: Section) => alert(mistake?.section === section ? mistake.message : undefined);
@@ -78,7 +91,7 @@ ${
       input.platforms.apple === null ? html`<strong>not set up</strong>` : html`for <code>${input.platforms.apple}</code>`
     }; Play Integrity ${
       input.platforms.android === null ? html`<strong>not set up</strong>` : html`for <code>${input.platforms.android}</code>`
-    }. They are set by the app's admin API (<code>PUT /api/apps/${app.appId}/attestation/apple</code> and <code>…/android</code>, with the Play Console's keys) or the operator (<code>tessera attestation apple set</code>, <code>tessera attestation android set</code>).</p>
+    }. Set them below, with the app's admin API (<code>PUT /api/apps/${app.appId}/attestation/apple</code>, <code>…/android</code>) or with the operator's <code>tessera attestation apple set</code> and <code>android set</code>.</p>
 </section>
 <section class="outcomes-section" aria-labelledby="outcomes">
 <h2 id="outcomes">Anonymous token requests by attestation</h2>
@@ -127,6 +140,46 @@ ${mistakeOf('settings')}
   <input type="text" id="pow-rises" name="powRisesAbovePerMinute" inputmode="numeric" pattern="[0-9]*" maxlength="9" value="${form.powRisesAbovePerMinute}" aria-describedby="pow-rises-hint">
   <p class="hint" id="pow-rises-hint">From this rate of anonymous token requests, challenges need twice the attempts, and twice again at each doubling of the rate (up to 64 times). Empty: never.</p>
   <div class="buttons"><button type="submit">Save attestation settings</button></div>
+</form>
+</section>`
+    : null
+}
+${
+  mayChange
+    ? html`<section class="app-form" aria-labelledby="platforms">
+<h2 id="platforms">Platforms</h2>
+<p>What the app's App Attest keys (iOS) and Play Integrity tokens (Android) are checked against, here, with nothing asked of Apple or Google at each request.</p>
+${mistakeOf('apple')}
+<form method="post" action="${base}/apple" class="stack">
+  ${csrfField(csrfToken)}
+  <fieldset>
+    <legend>App Attest</legend>
+    <label for="team-id">Team ID</label>
+    <input type="text" id="team-id" name="teamId" required maxlength="10" autocomplete="off" spellcheck="false" autocapitalize="characters" value="${platformForms.teamId}" aria-describedby="team-id-hint">
+    <p class="hint" id="team-id-hint">The 10 characters of the Apple Developer account, such as <code>ABCDE12345</code>.</p>
+    <label for="bundle-id">Bundle identifier</label>
+    <input type="text" id="bundle-id" name="bundleId" required maxlength="255" autocomplete="off" spellcheck="false" autocapitalize="off" value="${platformForms.bundleId}">
+    <label for="environment">Environment of its builds</label>
+    <select id="environment" name="environment">
+      ${(['production', 'development'] as const).map((environment) => html`<option value="${environment}"${platformForms.environment === environment ? html` selected` : null}>${environment === 'production' ? 'Production (App Store, TestFlight)' : 'Development (run from Xcode)'}</option>`)}
+    </select>
+  </fieldset>
+  <div class="buttons"><button type="submit">Save App Attest</button></div>
+</form>
+${mistakeOf('android')}
+<form method="post" action="${base}/android" class="stack">
+  ${csrfField(csrfToken)}
+  <fieldset>
+    <legend>Play Integrity</legend>
+    <label for="package-name">Package name</label>
+    <input type="text" id="package-name" name="packageName" required maxlength="255" autocomplete="off" spellcheck="false" autocapitalize="off" value="${platformForms.packageName}">
+    <label for="decryption-key">Decryption key</label>
+    <textarea id="decryption-key" name="decryptionKey" rows="2" required maxlength="200" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="play-keys-hint"></textarea>
+    <label for="verification-key">Verification key</label>
+    <textarea id="verification-key" name="verificationKey" rows="3" required maxlength="1000" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="play-keys-hint"></textarea>
+    <p class="hint" id="play-keys-hint">Both from the Play Console (App integrity, "Decrypt and verify on your server"), as it shows them (base64). They are never shown again here: only their fingerprints, to the API.</p>
+  </fieldset>
+  <div class="buttons"><button type="submit">Save Play Integrity</button></div>
 </form>
 </section>`
     : null
@@ -216,7 +269,7 @@ function outcomeTable(summary: AttestationSummary, per: CountsPer): Html {
   const columns = columnsOf(summary.total);
   const row = (label: Html | string, period: Omit<AttestationPeriod, 'start'>) =>
     html`<tr><th scope="row">${label}</th>${columns.map(([name, value]) => html`<td data-label="${name}">${String(value(period))}</td>`)}</tr>`;
-  return html`<div class="table-frame"><table class="people outcomes" data-attestation-outcomes>
+  return html`<div class="table-frame" tabindex="0" role="region" aria-label="Anonymous token requests by attestation, scrolls sideways"><table class="people outcomes" data-attestation-outcomes>
   <caption>Anonymous token requests per ${per}, by attestation (verified by provider; missing, invalid or replayed)</caption>
   <thead><tr><th scope="col">${per === 'hour' ? 'Hour' : 'Day'}</th>${columns.map(([name]) => html`<th scope="col">${name}</th>`)}</tr></thead>
   <tbody>
