@@ -188,9 +188,11 @@ function nonceOf(certificate: Buffer): Buffer | undefined {
   return certificate.subarray(marker + 4, marker + 36);
 }
 
+/** The key as X9.62's uncompressed point (what App Attest's key id is the SHA-256 of); empty for a key that is not EC. */
 function uncompressedPoint(key: KeyObject): Buffer {
   const { x, y } = key.export({ format: 'jwk' });
-  return Buffer.concat([Buffer.from([0x04]), Buffer.from(x!, 'base64url'), Buffer.from(y!, 'base64url')]);
+  if (x === undefined || y === undefined) return Buffer.alloc(0);
+  return Buffer.concat([Buffer.from([0x04]), Buffer.from(x, 'base64url'), Buffer.from(y, 'base64url')]);
 }
 
 function decodeCbor(bytes: Buffer): unknown {
