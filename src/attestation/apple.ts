@@ -91,6 +91,21 @@ export function verifyAttestation(
   keyId: Buffer,
   now: number,
 ): AppAttestCheck<AttestedKey> {
+  try {
+    return checkAttestation(settings, attestationObject, clientDataHash, keyId, now);
+  } catch {
+    // Whatever a crafted object makes the certificate or key parsers throw is an object that is not one.
+    return invalid_('malformed');
+  }
+}
+
+function checkAttestation(
+  settings: AppAttestSettings,
+  attestationObject: Buffer,
+  clientDataHash: Buffer,
+  keyId: Buffer,
+  now: number,
+): AppAttestCheck<AttestedKey> {
   const object = decodeCbor(attestationObject) as { fmt?: unknown; attStmt?: { x5c?: unknown }; authData?: unknown } | undefined;
   const x5c = object?.attStmt?.x5c;
   const authData = object?.authData;
