@@ -228,6 +228,33 @@ describe('attestation of anonymous token requests', () => {
     assertError(repeated, 401, 'ATTESTATION_INVALID');
   });
 
+  it('answers any header, random or crafted, with 200 or a 4xx, never a 500', async () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.';
+    const random = (length: number) => Array.from({ length }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join('');
+    const crafted = [
+      `pow.${Buffer.from(JSON.stringify({ challenge: { parameters: { __proto__: { admin: true } }, signature: 'a'.repeat(64) }, solution: {} })).toString('base64')}`,
+      `pow.${Buffer.from('{"challenge":{"parameters":[],"signature":1},"solution":{"counter":-1,"derivedKey":"zz"}}').toString('base64')}`,
+      `apple.attestation.${'A'.repeat(43)}.${Buffer.from('{}').toString('base64url')}.${Buffer.from([0xa3, 0x63]).toString('base64url')}`,
+      `apple.assertion.${'A'.repeat(43)}.e30.oWFhYWE`,
+      'android.eyJhbGciOiJBMjU2S1ciLCJlbmMiOiJBMjU2R0NNIn0.a.b.c.d',
+      'debug.tdbg_' + 'x'.repeat(43),
+    ];
+    const headers = [
+      ...crafted,
+      ...Array.from(
+        { length: 60 },
+        (_, index) => `${['pow', 'apple', 'android', 'debug', 'x'][index % 5]}.${random(1 + ((index * 37) % 900))}`,
+      ),
+    ];
+    for (const header of headers) {
+      const answer = await attested(header);
+      assert.ok(
+        answer.status === 200 || (answer.status >= 400 && answer.status < 500),
+        `${answer.status} for ${header.slice(0, 80)}: ${answer.text}`,
+      );
+    }
+  });
+
   it('makes debug tokens that attest until they are revoked; their value is answered once', async () => {
     const created = await request(`${server.appUrl}/attestation/debug-tokens`, {
       method: 'POST',
