@@ -29,8 +29,9 @@ import { TokenIssuer } from './tokens/issuer.js';
 import { TokenRevoker } from './tokens/revocation.js';
 import { currentBuild } from 'tessera-tokens/internal/release.js';
 import { Capabilities } from './upgrade/capabilities.js';
-import { PlayIntegrity } from './attestation/android.js';
-import { AppAttest } from './attestation/apple.js';
+import { PLAY_INTEGRITY, type PlayIntegrity } from './attestation/android.js';
+import { APP_ATTEST, type AppAttest } from './attestation/apple.js';
+import { PlatformSettings } from './attestation/platform-settings.js';
 import { AttestationChecker } from './attestation/checker.js';
 import { DebugTokens } from './attestation/debug-tokens.js';
 import { IssuanceRate } from './attestation/issuance-rate.js';
@@ -172,8 +173,8 @@ export function createTessera(options: TesseraOptions): Tessera {
     (id) => checking.anonymous.keys.key(id),
   );
   const debugTokens = new DebugTokens(store, clock, events, access, warn);
-  const playIntegrity = new PlayIntegrity(store, events, access);
-  const appAttest = new AppAttest(store, events, access);
+  const playIntegrity: PlayIntegrity = new PlatformSettings(store, events, access, PLAY_INTEGRITY);
+  const appAttest: AppAttest = new PlatformSettings(store, events, access, APP_ATTEST);
   const attestation = {
     pow,
     debugTokens,

@@ -1,15 +1,9 @@
 import { createHash, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { compactDecrypt, compactVerify } from 'jose';
-import { appNotFound, notFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import type { Transactional } from 'tessera-tokens/internal/transaction.js';
-import type { AppAccess } from '../app-access.js';
-import type { AppStore } from '../apps/store.js';
-import type { EventLog } from '../events/log.js';
-import type { EventStore } from '../events/store.js';
-import { developerDetails, type RequestContext } from '../request-context.js';
 import type { AttestationProblem } from './outcome.js';
-import type { AttestationStore } from './store.js';
+import type { EventDetails } from '../events/event.js';
+import type { PlatformSettings, PlatformSettingsKind } from './platform-settings.js';
 
 /**
  * Play Integrity's "classic" tokens (the `android` provider): the app asks Google Play for an
@@ -20,7 +14,6 @@ import type { AttestationStore } from './store.js';
  * request. Each token is accepted once (its SHA-256, claimed as a proof of work is).
  */
 
-const PROVIDER = 'android';
 /** How old a verdict may be (its `requestDetails.timestampMillis`), and how far ahead of this clock. */
 export const VERDICT_LIFETIME_MS = 5 * 60_000;
 const CLOCK_SKEW_MS = 60_000;
@@ -128,68 +121,17 @@ export async function verifyPlayIntegrity(settings: PlayIntegritySettings, token
   return { verdict: 'verified', replayKey: createHash('sha256').update(token).digest('hex'), validUntil: at + VERDICT_LIFETIME_MS };
 }
 
-/** The tables a change of the settings is written to, in one transaction. */
-export interface PlayIntegrityTables {
-  readonly apps: AppStore;
-  readonly attestation: AttestationStore;
-  readonly events: EventStore;
-}
+/** An app's Play Integrity settings (`PlatformSettings`): shown by the keys' fingerprints, never a key. */
+export type PlayIntegrity = PlatformSettings<PlayIntegritySettings, PlayIntegrityDescription>;
 
-/** An app's Play Integrity settings, for its admin (`configuration:write`), its developers and the operator. */
-export class PlayIntegrity {
-  constructor(
-    private readonly store: Transactional<PlayIntegrityTables> & Pick<PlayIntegrityTables, 'attestation'>,
-    private readonly events: EventLog,
-    private readonly access: AppAccess,
-  ) {}
-
-  /** The app's settings for checking, or undefined when it has none. */
-  async settingsOf(appId: string): Promise<PlayIntegritySettings | undefined> {
-    const found = await this.store.attestation.findSettings(appId, PROVIDER);
-    return found && (JSON.parse(found.settings) as PlayIntegritySettings);
-  }
-
-  async set(appId: string, settings: PlayIntegritySettings, context: RequestContext): Promise<PlayIntegrityDescription> {
-    await this.access.authorize(appId, 'change_configuration', context);
-    const stamp = await this.events.stamp(appId, context);
-    const record = { appId, provider: PROVIDER, settings: JSON.stringify(settings), updatedAt: stamp.at };
-    await this.store.transaction(async (tx) => {
-      if ((await tx.apps.lock(appId, 'NO KEY UPDATE')) === undefined) throw appNotFound();
-      await tx.attestation.putSettings(record);
-      await tx.events.append([
-        {
-          ...stamp,
-          type: 'app.configuration_changed',
-          // The package name and the keys' fingerprints: never a key.
-          details: {
-            androidPackageName: settings.packageName,
-            androidVerificationKey: fingerprint(settings.verificationKey),
-            ...developerDetails(context),
-          },
-        },
-      ]);
-    });
-    return describe(settings, stamp.at);
-  }
-
-  async show(appId: string, context: RequestContext): Promise<PlayIntegrityDescription> {
-    await this.access.authorize(appId, 'view_configuration', context);
-    const found = await this.store.attestation.findSettings(appId, PROVIDER);
-    if (found === undefined) throw notFound();
-    return describe(JSON.parse(found.settings) as PlayIntegritySettings, found.updatedAt);
-  }
-
-  async remove(appId: string, context: RequestContext): Promise<void> {
-    await this.access.authorize(appId, 'change_configuration', context);
-    const stamp = await this.events.stamp(appId, context);
-    await this.store.transaction(async (tx) => {
-      if ((await tx.attestation.deleteSettings(appId, PROVIDER)) === undefined) throw notFound();
-      await tx.events.append([
-        { ...stamp, type: 'app.configuration_changed', details: { androidPackageName: null, ...developerDetails(context) } },
-      ]);
-    });
-  }
-}
+export const PLAY_INTEGRITY: PlatformSettingsKind<PlayIntegritySettings, PlayIntegrityDescription> = {
+  provider: 'android',
+  describe,
+  changed: (settings): EventDetails =>
+    settings === null
+      ? { androidPackageName: null }
+      : { androidPackageName: settings.packageName, androidVerificationKey: fingerprint(settings.verificationKey) },
+};
 
 function describe(settings: PlayIntegritySettings, updatedAt: number): PlayIntegrityDescription {
   return {

@@ -1,15 +1,9 @@
 import { createHash, createPublicKey, timingSafeEqual, verify, X509Certificate, type KeyObject } from 'node:crypto';
 import { decode } from 'cbor2';
-import { appNotFound, notFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import type { Transactional } from 'tessera-tokens/internal/transaction.js';
-import type { AppAccess } from '../app-access.js';
-import type { AppStore } from '../apps/store.js';
-import type { EventLog } from '../events/log.js';
-import type { EventStore } from '../events/store.js';
-import { developerDetails, type RequestContext } from '../request-context.js';
 import type { AttestationProblem } from './outcome.js';
-import type { AttestationStore } from './store.js';
+import type { EventDetails } from '../events/event.js';
+import type { PlatformSettings, PlatformSettingsKind } from './platform-settings.js';
 
 /**
  * Apple App Attest (the `apple` provider), checked as Apple's "Validating apps that connect to your
@@ -230,65 +224,17 @@ function invalid_<T>(problem: AttestationProblem): AppAttestCheck<T> {
   return { verdict: 'invalid', problem };
 }
 
-/** The tables a change of the settings is written to, in one transaction. */
-export interface AppAttestTables {
-  readonly apps: AppStore;
-  readonly attestation: AttestationStore;
-  readonly events: EventStore;
-}
+/** An app's App Attest settings (`PlatformSettings`). */
+export type AppAttest = PlatformSettings<AppAttestSettings, AppAttestDescription>;
 
-const PROVIDER = 'apple';
-
-/** An app's App Attest settings, for its admin (`configuration:write`), its developers and the operator. */
-export class AppAttest {
-  constructor(
-    private readonly store: Transactional<AppAttestTables> & Pick<AppAttestTables, 'attestation'>,
-    private readonly events: EventLog,
-    private readonly access: AppAccess,
-  ) {}
-
-  async settingsOf(appId: string): Promise<AppAttestSettings | undefined> {
-    const found = await this.store.attestation.findSettings(appId, PROVIDER);
-    return found && (JSON.parse(found.settings) as AppAttestSettings);
-  }
-
-  async set(appId: string, settings: AppAttestSettings, context: RequestContext): Promise<AppAttestDescription> {
-    await this.access.authorize(appId, 'change_configuration', context);
-    const stamp = await this.events.stamp(appId, context);
-    await this.store.transaction(async (tx) => {
-      if ((await tx.apps.lock(appId, 'NO KEY UPDATE')) === undefined) throw appNotFound();
-      await tx.attestation.putSettings({ appId, provider: PROVIDER, settings: JSON.stringify(settings), updatedAt: stamp.at });
-      await tx.events.append([
-        {
-          ...stamp,
-          type: 'app.configuration_changed',
-          details: {
-            appAttest: `${settings.teamId}.${settings.bundleId}`,
-            appAttestEnvironment: settings.environment,
-            ...developerDetails(context),
-          },
-        },
-      ]);
-    });
-    return { ...settings, updatedAt: new Date(stamp.at).toISOString() };
-  }
-
-  async show(appId: string, context: RequestContext): Promise<AppAttestDescription> {
-    await this.access.authorize(appId, 'view_configuration', context);
-    const found = await this.store.attestation.findSettings(appId, PROVIDER);
-    if (found === undefined) throw notFound();
-    return { ...(JSON.parse(found.settings) as AppAttestSettings), updatedAt: new Date(found.updatedAt).toISOString() };
-  }
-
-  async remove(appId: string, context: RequestContext): Promise<void> {
-    await this.access.authorize(appId, 'change_configuration', context);
-    const stamp = await this.events.stamp(appId, context);
-    await this.store.transaction(async (tx) => {
-      if ((await tx.attestation.deleteSettings(appId, PROVIDER)) === undefined) throw notFound();
-      await tx.events.append([{ ...stamp, type: 'app.configuration_changed', details: { appAttest: null, ...developerDetails(context) } }]);
-    });
-  }
-}
+export const APP_ATTEST: PlatformSettingsKind<AppAttestSettings, AppAttestDescription> = {
+  provider: 'apple',
+  describe: (settings, updatedAt) => ({ ...settings, updatedAt: new Date(updatedAt).toISOString() }),
+  changed: (settings): EventDetails =>
+    settings === null
+      ? { appAttest: null }
+      : { appAttest: `${settings.teamId}.${settings.bundleId}`, appAttestEnvironment: settings.environment },
+};
 
 function invalid(message: string): TesseraError {
   return new TesseraError('invalid_request', message);
