@@ -204,8 +204,12 @@ const KILL_POINTS: KillPoint[] = [
   {
     name: 'during concurrent revocations',
     async run(context) {
+      const issuedBefore = context.ledger.issued.length;
       const load = new BackgroundLoad(context).start();
       await sleep(300);
+      // The kill must find token traffic of this round (the check after it asks for 20 tokens): on a
+      // machine busy with other tests, 300 ms of the load may not have made them yet.
+      for (let waited = 0; context.ledger.issued.length - issuedBefore < 25 && waited < 5_000; waited += 50) await sleep(50);
       // Tokens of every round so far, tokens issued before an earlier crash included, and more if
       // there are not enough of them.
       const candidates = () => context.ledger.unclaimed().filter((issued) => !operators.has(issued.token));
