@@ -6,6 +6,8 @@ import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/timeouts.js';
 import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limits.js';
 import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
+import { KEY_ENCRYPTION_KEY_BYTES } from './jwt/key-encryption.js';
+import { DEFAULT_STATUS_LIST_TTL_SECONDS } from './jwt/status-lists.js';
 import { DEFAULT_CACHE_MEMORY_MB } from 'tessera-tokens/internal/cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from 'tessera-tokens/internal/store/postgres/multi-host-url.js';
@@ -72,6 +74,13 @@ export interface Config {
    * metadata and of the links the service hands out (the portal's one-time links).
    */
   publicUrl: string | undefined;
+  /**
+   * The key the private JWT keys are encrypted with (`KEY_ENCRYPTION_KEY`, 32 bytes in base64 or
+   * base64url); undefined when not set (`resolveKeyEncryptionKey` then keeps one beside an SQLite file).
+   */
+  keyEncryptionKey: Buffer | undefined;
+  /** How long a verifier may keep a status list (`STATUS_LIST_TTL_SECONDS`). */
+  statusListTtlSeconds: number;
   /**
    * The Prometheus metrics' own listener (`METRICS_PORT`, `METRICS_HOST`, loopback by default), or
    * undefined: then no metrics at all, and nothing counted.
@@ -250,8 +259,22 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     },
     revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
     publicUrl: publicUrl(env),
+    keyEncryptionKey: keyEncryptionKey(env),
+    statusListTtlSeconds: integer(env, 'STATUS_LIST_TTL_SECONDS', DEFAULT_STATUS_LIST_TTL_SECONDS, 1, 86_400),
     metrics: metricsListener(env),
   };
+}
+
+function keyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
+  const raw = env.KEY_ENCRYPTION_KEY?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const key = /^[A-Za-z0-9+/=_-]+$/.test(raw) ? Buffer.from(raw, raw.includes('+') || raw.includes('/') ? 'base64' : 'base64url') : undefined;
+  if (key?.length !== KEY_ENCRYPTION_KEY_BYTES) {
+    throw new ConfigError(
+      `KEY_ENCRYPTION_KEY must be ${KEY_ENCRYPTION_KEY_BYTES} random bytes in base64 or base64url (e.g. openssl rand -base64 32).`,
+    );
+  }
+  return key;
 }
 
 function metricsListener(env: NodeJS.ProcessEnv): MetricsListenerConfig | undefined {

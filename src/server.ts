@@ -27,6 +27,8 @@ import { eventRoutes } from './http/routes/events.js';
 import { forwardAuthRoutes } from './http/routes/forward-auth.js';
 import { healthRoutes } from './http/routes/health.js';
 import { metadataRoutes } from './http/routes/metadata.js';
+import { jwtRoutes } from './http/routes/jwt.js';
+import { publicBaseUrl } from './http/public-url.js';
 import { openapiRoute } from './http/routes/openapi.js';
 import { endpointRoutes } from './http/routes/revocation-introspection.js';
 import { tokenRoutes } from './http/routes/token-endpoint.js';
@@ -262,6 +264,9 @@ function buildApp(
   app.register(tokenRoutes, { apps, issuer: tessera.issuer, limits: tessera.limits });
   app.register(attestationChallengeRoute, { apps, attestation: tessera.attestation, limits: tessera.limits, clock: tessera.clock });
   app.register(metadataRoutes, { apps, publicUrl });
+  app.register(jwtRoutes, { apps, jwt: tessera.jwt, publicUrl });
+  // A JWT's issuer is the URL clients reach the service at: PUBLIC_URL, or the loopback address it listens on.
+  app.addHook('onListen', async () => tessera.jwt.issuer.useBaseUrl(publicBaseUrl(publicUrl, app.server)));
   app.register(endpointRoutes, {
     apps,
     callers: tessera.callers,

@@ -37,6 +37,10 @@ import { DebugTokens } from './attestation/debug-tokens.js';
 import { IssuanceRate } from './attestation/issuance-rate.js';
 import { ProofOfWork } from './attestation/pow.js';
 import { DEFAULT_FINALIZE_AFTER_MS, INSTANCE_SEEN_WITHIN_MS } from './upgrade/registry.js';
+import { KeyEncryption } from './jwt/key-encryption.js';
+import { JwtKeyService } from './jwt/keys.js';
+import { StatusLists } from './jwt/status-lists.js';
+import { JwtIssuer } from './jwt/issuer.js';
 
 /**
  * The domain services wired to one store: the composition root of the HTTP server and the CLI.
@@ -82,6 +86,8 @@ export interface Tessera {
   readonly capabilities: Capabilities;
   /** Attestation of anonymous token requests: the proof of work's challenges, the debug tokens, the checks. */
   readonly attestation: Attestation;
+  /** JWT access tokens: their keys (`tessera keys`, the JWKS), status lists and issuer. */
+  readonly jwt: Jwt;
   /**
    * Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the
    * limits and the store. While the database cannot be reached, the events are tried again until
@@ -96,6 +102,12 @@ export interface Attestation {
   playIntegrity: PlayIntegrity;
   appAttest: AppAttest;
   checker: AttestationChecker;
+}
+
+export interface Jwt {
+  keys: JwtKeyService;
+  statusLists: StatusLists;
+  issuer: JwtIssuer;
 }
 
 export interface TesseraOptions {
@@ -121,6 +133,10 @@ export interface TesseraOptions {
   cacheMemoryMb?: number;
   /** UPGRADE_FINALIZE_AFTER_SECONDS, in ms: said in the 409 of a capability that waits for it. */
   upgradeFinalizeAfterMs?: number;
+  /** The key the private JWT keys are encrypted with (KEY_ENCRYPTION_KEY); without it, no JWT access tokens. */
+  keyEncryptionKey?: Buffer | undefined;
+  /** A status list's `ttl` (STATUS_LIST_TTL_SECONDS). */
+  statusListTtlSeconds?: number;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
@@ -193,6 +209,19 @@ export function createTessera(options: TesseraOptions): Tessera {
       metrics,
     ),
   };
+  const jwtKeys = new JwtKeyService(
+    store.jwtKeys,
+    clock,
+    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey),
+    () => checking.jwts.forgetAll(),
+  );
+  const statusLists = new StatusLists(store.statusLists, clock, jwtKeys, options.statusListTtlSeconds);
+  const jwt: Jwt = { keys: jwtKeys, statusLists, issuer: new JwtIssuer(jwtKeys, statusLists, options.publicUrl) };
+  store.onChange((change) => {
+    if (change === 'revocations') return;
+    if (change === 'anything') jwtKeys.forget();
+    statusLists.forgetBlocks();
+  });
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,
@@ -215,11 +244,12 @@ export function createTessera(options: TesseraOptions): Tessera {
       },
       capabilities,
       attestation.checker,
+      jwt.issuer,
     ),
     admins,
     callers: new EndpointCallers(checking.authenticator, admins, events),
     checker: checking.tokens,
-    revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, checking.anonymous, checking.revoked, events, {
+    revoker: new TokenRevoker(store.tokens, store.revokedTokens, checking.tokens, checking.anonymous, checking.revoked, events, statusLists, {
       clock,
       transactions: store,
       access,
@@ -241,6 +271,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
     capabilities,
     attestation,
+    jwt,
     async close(keepTryingUntil) {
       await housekeeping.stop();
       await events.close(keepTryingUntil);

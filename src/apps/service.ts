@@ -262,6 +262,7 @@ export class AppService {
   async configure(appId: string, changes: Partial<AppConfiguration>, context: RequestContext): Promise<AppDescription> {
     await this.access.authorize(appId, 'change_configuration', context);
     if (needsEveryInstanceOnAttestation(changes)) await this.capabilities.require('anonymousAttestation');
+    if (changes.accessTokenFormat === 'jwt') await this.capabilities.require('jwtAccessTokens');
     const stamp = await this.events.stamp(appId, context);
     const changed: NewAuditEvent = { ...stamp, type: 'app.configuration_changed', details: { ...changes, ...developerDetails(context) } };
     const updated = await this.transactions.transaction(async (tx) => {

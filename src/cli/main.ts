@@ -1,3 +1,4 @@
+import { resolveKeyEncryptionKey } from '../jwt/key-encryption.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { ATTESTATION_FLAGS, runAttestationCommand } from './attestation.js';
 import { isTesseraError } from 'tessera-tokens/internal/errors.js';
@@ -187,7 +188,11 @@ async function main(argv: string[]): Promise<number> {
     const interrupted = new AbortController();
     const interrupt = () => interrupted.abort();
     process.once('SIGINT', interrupt).once('SIGTERM', interrupt);
-    const tessera = createTessera({ store, publicUrl: config.publicUrl });
+    const tessera = createTessera({
+      store,
+      publicUrl: config.publicUrl,
+      keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
+    });
     try {
       await run.execute(tessera, parsed, out, interrupted.signal);
     } finally {

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { resolveKeyEncryptionKey } from '../jwt/key-encryption.js';
 import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import { DEFAULT_DEVELOPER_LIMITS } from '../developers/developer-limits.js';
 import { publicBaseUrl } from '../http/public-url.js';
@@ -53,6 +54,8 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     upgradeFinalizeAfterMs: config.upgradeFinalizeAfterMs,
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
+    keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
+    statusListTtlSeconds: config.statusListTtlSeconds,
     onWarning: (message, error) => logger.warn({ err: error }, message),
     onNotice: (message) => logger.info(message),
   });

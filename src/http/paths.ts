@@ -18,6 +18,11 @@ export const CREDENTIAL_ROTATION_PATH = '/api/apps/:appId/credentials/:clientId/
 export const CREDENTIAL_PREVIOUS_SECRET_PATH = '/api/apps/:appId/credentials/:clientId/previous-secret';
 
 /** The proof of work's challenge: open to anyone who names the app (an anonymous token request needs one before it has a token). */
+/** The JWKS of JWT access tokens: the service's, and each app's (its metadata's `jwks_uri`). */
+export const JWKS_PATH = '/api/jwks.json';
+export const APP_JWKS_PATH = '/api/apps/:appId/jwks.json';
+/** A Token Status List (`src/jwt/status-lists.ts`, `listUri`). */
+export const STATUS_LIST_PATH = '/api/status-lists/:list';
 export const ATTESTATION_CHALLENGE_PATH = '/api/apps/:appId/attestation/challenge';
 export const DEBUG_TOKENS_PATH = '/api/apps/:appId/attestation/debug-tokens';
 export const DEBUG_TOKEN_PATH = '/api/apps/:appId/attestation/debug-tokens/:debugTokenId';

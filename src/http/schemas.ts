@@ -1,7 +1,14 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from 'tessera-tokens/internal/errors.js';
 import { ATTESTATION_PROVIDERS, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
-import { ATTESTATION_MODES, POW_ALGORITHMS, type AttestationMode, type PowAlgorithm } from 'tessera-tokens/internal/apps/app.js';
+import {
+  ACCESS_TOKEN_FORMATS,
+  ATTESTATION_MODES,
+  POW_ALGORITHMS,
+  type AccessTokenFormat,
+  type AttestationMode,
+  type PowAlgorithm,
+} from 'tessera-tokens/internal/apps/app.js';
 import { EVENT_TYPES, type EventType as EventTypeName } from '../events/event.js';
 
 /**
@@ -191,6 +198,19 @@ export const AppConfiguration = withId(
         description:
           'Anonymous token requests per minute (on one instance) from which a challenge needs twice the attempts, and twice again at each doubling of the rate, up to 64 times; null: never.',
       }),
+      accessTokenFormat: Type.Unsafe<AccessTokenFormat>({
+        type: 'string',
+        enum: [...ACCESS_TOKEN_FORMATS],
+        description:
+          "What the app's tokens are: `opaque`, the seed's; `jwt`, RFC 9068 access tokens signed with the keys of `{issuer}/jwks.json`, which other services check offline, revoked through a Token Status List (`status` claim). A JWT lives at most 24 hours.",
+      }),
+      accessTokenAudience: Type.Unsafe<string[] | null>({
+        type: ['array', 'null'],
+        items: { type: 'string', minLength: 1, maxLength: 200 },
+        minItems: 1,
+        maxItems: 10,
+        description: "A JWT access token's `aud`; null: `tessera:app:{appId}`.",
+      }),
     },
     { additionalProperties: false },
   ),
@@ -244,6 +264,22 @@ export const AppConfigurationPatch = withId(
       ),
       powRisesAbovePerMinute: Type.Optional(
         Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 1_000_000, description: 'null: never.' }),
+      ),
+      accessTokenFormat: Type.Optional(
+        Type.Unsafe<AccessTokenFormat | null>({
+          type: ['string', 'null'],
+          enum: [...ACCESS_TOKEN_FORMATS, null],
+          description:
+            'null: back to `opaque`. `jwt` waits until every instance runs 0.4.0 or later (`409 CONFLICT` meanwhile). Tokens issued before keep their format.',
+        }),
+      ),
+      accessTokenAudience: Type.Optional(
+        Type.Unsafe<string[] | null>({
+          type: ['array', 'null'],
+          items: { type: 'string', minLength: 1, maxLength: 200 },
+          maxItems: 10,
+          description: 'Replaces the list; null: back to `tessera:app:{appId}`.',
+        }),
       ),
     },
     {
@@ -577,6 +613,7 @@ export const AuthorizationServerMetadata = withId(
       token_endpoint: Type.String({ format: 'uri' }),
       revocation_endpoint: Type.String({ format: 'uri' }),
       introspection_endpoint: Type.String({ format: 'uri' }),
+      jwks_uri: Type.String({ format: 'uri', description: 'The keys of JWT access tokens (RFC 7517), for the apps whose `accessTokenFormat` is `jwt`.' }),
       grant_types_supported: Type.Unsafe<string[]>({ type: 'array', items: { const: 'client_credentials' } }),
       response_types_supported: Type.Array(Type.Unknown(), {
         maxItems: 0,

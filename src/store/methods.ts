@@ -7,6 +7,8 @@ export const STORE_PARTS = {
   credentials: 'credentials',
   revokedTokens: 'revoked_tokens',
   signingKeys: 'keys',
+  jwtKeys: 'jwt_keys',
+  statusLists: 'status_lists',
   events: 'events',
   developers: 'developers',
   onceClaims: 'once_claims',

@@ -3,6 +3,7 @@ import type { AttestationStore } from '../attestation/store.js';
 import type { CredentialStore } from '../credentials/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
+import type { JwtKeyStore, StatusListStore } from '../jwt/store.js';
 import type { SigningKeyStore } from '../signing-keys/store.js';
 import type { OnceClaimStore } from '../once-claims.js';
 import type { RevokedTokenStore } from '../tokens/revoked-token-store.js';
@@ -42,6 +43,10 @@ export interface Store extends Transactional<StoreTables>, CheckingStore {
   readonly credentials: CredentialStore;
   readonly revokedTokens: RevokedTokenStore;
   readonly signingKeys: SigningKeyStore;
+  /** The keys of JWT access tokens and status lists (`src/jwt/`). */
+  readonly jwtKeys: JwtKeyStore;
+  /** The Token Status Lists' reserved blocks and revoked indexes (`src/jwt/status-lists.ts`). */
+  readonly statusLists: StatusListStore;
   readonly events: EventStore;
   /** Developer accounts, their sessions and one-time links, and who owns and collaborates on each app. */
   readonly developers: DeveloperStore;

@@ -17,6 +17,7 @@ import type { AnonymousTokens } from 'tessera-tokens/internal/tokens/anonymous-t
 import { refuseBrowserAdminAttempt } from './browser-admin-attempts.js';
 import { expiresInSeconds, resolveExpiry } from 'tessera-tokens/internal/tokens/expiry.js';
 import type { TokenStore } from './store.js';
+import { jwtExpiry, type JwtIssuer } from '../jwt/issuer.js';
 import type { AttestationChecker } from '../attestation/checker.js';
 import { attestationRefusal } from '../attestation/refusal.js';
 import { reasonOf, type AttestationReason } from '../attestation/outcome.js';
@@ -65,6 +66,8 @@ export class TokenIssuer {
     private readonly capabilities: Capabilities,
     /** What an anonymous token request's attestation is worth, for the apps that ask for one. */
     private readonly attestations: AttestationChecker,
+    /** JWT access tokens, for the apps whose `accessTokenFormat` is `jwt`. */
+    private readonly jwt: JwtIssuer,
   ) {}
 
   async issue(
@@ -77,6 +80,17 @@ export class TokenIssuer {
     if (client.kind === 'anonymous') {
       const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
       const attested = app.configuration.anonymousAttestation === 'off' ? UNATTESTED : await this.#attest(app, attestation, now, context);
+      if (this.#issuesJwt(app)) {
+        const jwtExpiresAt = jwtExpiry(now, expiresAt);
+        const issuedAt = app.anonymousCutoff !== null && app.anonymousCutoff >= now ? app.anonymousCutoff + 1 : now;
+        const token = await this.jwt.anonymous(app, issuedAt, jwtExpiresAt, attested.provider);
+        this.events.record('token.issued', app.appId, context, 'anonymous', {
+          expiresAt: jwtExpiresAt,
+          format: 'jwt',
+          ...(attested.reason === null ? {} : { reason: attested.reason }),
+        });
+        return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, jwtExpiresAt), kind: 'anonymous', scopes: null };
+      }
       const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
         ? await this.anonymous.issue(app, now, expiresAt, attested.provider)
         : await this.#storedAnonymousToken(app, now, expiresAt);
@@ -96,11 +110,19 @@ export class TokenIssuer {
       const scopes = grantedScopes(credential, scope);
       const resolved = resolveExpiry(now, requested, current.configuration.adminTokenMaxLifetimeSeconds);
       // A token issued from a credential never outlives it.
-      const expiresAt =
+      const opaqueExpiresAt =
         credential?.expiresAt == null || (resolved !== null && resolved <= credential.expiresAt) ? resolved : credential.expiresAt;
       const clientId = credential?.clientId ?? null;
-      const { token, selector, verifierHash } = generateAccessToken(now);
-      const record = { selector, verifierHash, appId: app.appId, kind: 'admin' as const, issuedAt: now, expiresAt, clientId, scopes };
+      const { token, selector, verifierHash, statusIndex, expiresAt } = this.#issuesJwt(current)
+        ? await this.jwt.admin(current, {
+            now,
+            expiresAt: jwtExpiry(now, opaqueExpiresAt),
+            adminId: current.adminId,
+            clientId: clientId ?? current.clientId,
+            scopes,
+          })
+        : { ...generateAccessToken(now), statusIndex: null, expiresAt: opaqueExpiresAt };
+      const record = { selector, verifierHash, appId: app.appId, kind: 'admin' as const, issuedAt: now, expiresAt, clientId, scopes, statusIndex };
       if ((await this.tokens.insert(record, current.adminGeneration)) !== undefined) {
         // Which secret an admin token was issued with, so that the operator sees when, after a rotation
         // with a grace period, the previous one is no longer used; and from which credential, with what.
@@ -121,6 +143,11 @@ export class TokenIssuer {
       current = reloaded;
       admin = await this.admins.authenticate(current, credentials, context);
     }
+  }
+
+  /** Whether the app's tokens are JWTs: its configuration says so, and every instance reads them. */
+  #issuesJwt(app: AppRecord): boolean {
+    return app.configuration.accessTokenFormat === 'jwt' && this.capabilities.allows('jwtAccessTokens');
   }
 
   /**

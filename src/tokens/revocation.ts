@@ -8,7 +8,10 @@ import { appTokensRevoked, type RevocationKind } from '../apps/revoke-all.js';
 import { actorOf, type RequestContext } from '../request-context.js';
 import type { EventLog } from '../events/log.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
-import { ANONYMOUS_TOKEN_LENGTH } from 'tessera-tokens/internal/tokens/anonymous-token.js';
+import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from 'tessera-tokens/internal/tokens/anonymous-token.js';
+import type { JwtAccessToken } from 'tessera-tokens/internal/jwt/access-token.js';
+import { anonymousFactsOf } from 'tessera-tokens/internal/jwt/access-tokens.js';
+import type { StatusLists } from '../jwt/status-lists.js';
 import type { AnonymousTokens } from 'tessera-tokens/internal/tokens/anonymous-tokens.js';
 import type { TokenChecker } from 'tessera-tokens/internal/tokens/checker.js';
 import type { RevokedTokenStore } from './revoked-token-store.js';
@@ -78,6 +81,8 @@ export class TokenRevoker {
     private readonly anonymous: AnonymousTokens,
     private readonly revokedAnonymous: RevokedTokens,
     private readonly events: EventLog,
+    /** Where an anonymous JWT's revocation is published. */
+    private readonly statusLists: StatusLists,
     options: TokenRevokerOptions,
   ) {
     this.#clock = options.clock;
@@ -101,6 +106,8 @@ export class TokenRevoker {
     const byAdmin =
       caller === 'operator' || (caller.kind === 'admin' && (caller.scopes === null || caller.scopes.includes('tokens:revoke')));
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) return this.#revokeAnonymous(app, accessToken, context, byAdmin);
+    const jwt = await this.checker.jwt(app, accessToken);
+    if (jwt?.kind === 'anonymous') return this.#revokeAnonymousJwt(app, jwt, context, byAdmin);
     const matched = await this.checker.match(app, accessToken);
     if (matched === undefined) return;
     if (!byAdmin && matched.facts.kind === 'admin' && caller[TOKEN_SELECTOR] !== matched.key) {
@@ -145,11 +152,29 @@ export class TokenRevoker {
   async #revokeAnonymous(app: AppRecord, accessToken: string, context: RequestContext, byAdmin: boolean): Promise<void> {
     const facts = await this.anonymous.verify(app, accessToken);
     if (facts === undefined || this.anonymous.ended(app, facts)) return;
+    await this.#keepRevoked(app, facts, context, byAdmin);
+  }
+
+  /** An anonymous JWT: its bit in its status list is set first (offline verifiers see it), then it is kept revoked as a self-verifying token is. */
+  async #revokeAnonymousJwt(app: AppRecord, jwt: JwtAccessToken, context: RequestContext, byAdmin: boolean): Promise<void> {
+    const facts = anonymousFactsOf(jwt);
+    if (this.anonymous.ended(app, facts)) return;
+    await this.#limitRevocations(app, byAdmin);
+    const index = this.statusLists.indexOf(jwt.status);
+    if (index !== undefined) await this.statusLists.revoke(index, jwt.expiresAt);
+    await this.#keepRevoked(app, facts, context, byAdmin);
+  }
+
+  async #limitRevocations(app: AppRecord, byAdmin: boolean): Promise<void> {
     if (!byAdmin && (await this.revokedAnonymous.countOf(app.appId)) >= this.#maxRevokedPerApp) {
       throw new TesseraError('TOO_MANY_REQUESTS', 'Too many tokens of this app are revoked one by one; its admin can revoke them all.', {
         retryAfterSeconds: 60,
       });
     }
+  }
+
+  async #keepRevoked(app: AppRecord, facts: AnonymousTokenFacts, context: RequestContext, byAdmin: boolean): Promise<void> {
+    await this.#limitRevocations(app, byAdmin);
     const revocation = { id: facts.id, appId: app.appId, expiresAt: facts.expiresAt };
     const added = await this.revokedTokens.add(revocation);
     this.revokedAnonymous.remember(revocation);

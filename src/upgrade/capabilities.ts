@@ -29,6 +29,11 @@ export const CAPABILITIES = {
     name: 'Attestation of anonymous token requests, and turning Basic anonymous access off,',
     risk: 'it would give anonymous tokens without an attestation, accept Basic anonymous access, and refuse the tokens that carry an attestation',
   },
+  jwtAccessTokens: {
+    since: '0.4.0',
+    name: 'JWT access tokens',
+    risk: 'it would refuse them, and issue opaque tokens to the app',
+  },
 } as const;
 
 export type Capability = keyof typeof CAPABILITIES;

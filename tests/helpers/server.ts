@@ -23,6 +23,9 @@ export const NO_LIMITS: RateLimitSettings = {
   adminFailuresPerAppPerMinute: 1,
 };
 
+/** The key encryption key of every test server (KEY_ENCRYPTION_KEY): servers sharing a store share their JWT keys. */
+export const TEST_KEY_ENCRYPTION_KEY = Buffer.alloc(32, 7);
+
 export interface TestServer {
   /** e.g. http://127.0.0.1:40123 */
   baseUrl: string;
@@ -65,6 +68,10 @@ export interface TestServerOptions {
   logs?: string[];
   /** LOG_REQUESTS: one line per request (with `logs`). */
   logRequests?: boolean;
+  /** KEY_ENCRYPTION_KEY; `TEST_KEY_ENCRYPTION_KEY` by default, null for none. */
+  keyEncryptionKey?: Buffer | null;
+  /** STATUS_LIST_TTL_SECONDS. */
+  statusListTtlSeconds?: number;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -87,6 +94,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.housekeeping === undefined ? {} : { housekeeping: options.housekeeping }),
     ...(options.signInLimits === undefined ? {} : { signInLimits: options.signInLimits }),
     ...(options.developerLimits === undefined ? {} : { developerLimits: options.developerLimits }),
+    ...(options.keyEncryptionKey === null ? {} : { keyEncryptionKey: options.keyEncryptionKey ?? TEST_KEY_ENCRYPTION_KEY }),
+    ...(options.statusListTtlSeconds === undefined ? {} : { statusListTtlSeconds: options.statusListTtlSeconds }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({

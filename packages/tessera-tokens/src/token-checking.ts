@@ -3,6 +3,8 @@ import { cacheBudget, DEFAULT_CACHE_MEMORY_MB } from './cache/budget.js';
 import { Authenticator, type RefusedTokens } from './auth/authenticate.js';
 import type { Clock } from './clock.js';
 import { Keyring } from './signing-keys/keyring.js';
+import { JwtAccessTokens } from './jwt/access-tokens.js';
+import { JwtKeys } from './jwt/keys.js';
 import { NO_CACHE_METRICS, type CacheMetrics } from './metrics/cache-lookups.js';
 import type { CheckingStore } from './store/checking.js';
 import { AnonymousTokens } from './tokens/anonymous-tokens.js';
@@ -16,6 +18,8 @@ export interface TokenChecking {
   /** The checker's self-verifying anonymous tokens, for issuing them, and the ones revoked one by one. */
   readonly anonymous: AnonymousTokens;
   readonly revoked: RevokedTokens;
+  /** JWT access tokens, and the published keys they are checked with. */
+  readonly jwts: JwtAccessTokens;
   readonly authenticator: Authenticator;
   /** Drops what the caches hold of one app, or of every app (after a change made by this process). */
   readonly forget: (appId?: string) => void;
@@ -54,7 +58,8 @@ export function createTokenChecking(store: CheckingStore, options: TokenChecking
     budget.anonymousTokens,
     metrics.cacheLookups('anonymous_tokens'),
   );
-  const tokens = new TokenChecker(store.tokens, anonymous, clock, {
+  const jwts = new JwtAccessTokens(new JwtKeys(store.jwtKeys, clock), budget.jwtTokens, metrics.cacheLookups('jwt_tokens'));
+  const tokens = new TokenChecker(store.tokens, anonymous, jwts, clock, {
     maxBytes: budget.storedTokens,
     absentBytes: budget.absentTokens,
     lookups: metrics.cacheLookups('admin_tokens'),
@@ -68,10 +73,11 @@ export function createTokenChecking(store: CheckingStore, options: TokenChecking
     if (change === 'revocations') return;
     if (change === 'anything') {
       anonymous.forgetAll();
+      jwts.forgetAll();
       forget();
     } else {
       forget(change.appId);
     }
   });
-  return { apps, tokens, anonymous, revoked, authenticator: new Authenticator(apps, tokens, options.onRefusedToken), forget };
+  return { apps, tokens, anonymous, revoked, jwts, authenticator: new Authenticator(apps, tokens, options.onRefusedToken), forget };
 }

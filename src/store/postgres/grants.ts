@@ -21,6 +21,10 @@ const TABLES = [
   'attestation_claims',
   'attestation_settings',
   'attestation_keys',
+  'jwt_keys',
+  'status_list_blocks',
+  'status_list_next',
+  'status_list_revocations',
   'instances',
   'upgrade_state',
 ] as const;

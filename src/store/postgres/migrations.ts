@@ -699,4 +699,73 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 16,
+    sql: `
+      -- The keys that sign JWT access tokens and status lists (src/jwt/), published in the JWKS from
+      -- created_at; the newest key whose signs_from has come signs (a key rolled ahead is published
+      -- before it signs). The private key is encrypted (AES-256-GCM under KEY_ENCRYPTION_KEY, never
+      -- in the database) and erased once a newer key signs; the row is published until
+      -- published_until, when every token it signed has expired. Tables of their own: a release
+      -- before them reads none.
+      CREATE TABLE jwt_keys (
+        kid             text   PRIMARY KEY,
+        algorithm       text   NOT NULL CHECK (algorithm IN ('EdDSA', 'ES256')),
+        public_jwk      text   NOT NULL,
+        private_key     bytea,
+        created_at      bigint NOT NULL,
+        signs_from      bigint NOT NULL,
+        published_until bigint
+      );
+
+      CREATE TRIGGER jwt_keys_changed AFTER INSERT OR UPDATE OR DELETE ON jwt_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_keys_changed();
+
+      -- Token Status List indexes (src/jwt/status-lists.ts), reserved by an instance in blocks per
+      -- app and kind, so that issuing a JWT writes nothing of its own. A block's app no longer
+      -- existing, or an anonymous block reserved at or before the app's anonymous_cutoff, counts as
+      -- revoked whole; no foreign key, so that a deleted app's blocks stay until their tokens expire.
+      CREATE TABLE status_list_blocks (
+        first_index bigint  PRIMARY KEY,
+        size        integer NOT NULL,
+        app_id      text    NOT NULL,
+        kind        text    NOT NULL CHECK (kind IN ('admin', 'anonymous')),
+        reserved_at bigint  NOT NULL,
+        expires_by  bigint  NOT NULL
+      );
+
+      CREATE INDEX status_list_blocks_by_expiry ON status_list_blocks (expires_by);
+
+      -- The next index to reserve (one row).
+      CREATE TABLE status_list_next (
+        id         integer PRIMARY KEY CHECK (id = 1),
+        next_index bigint  NOT NULL
+      );
+      INSERT INTO status_list_next (id, next_index) VALUES (1, 0);
+
+      -- The indexes of single tokens revoked before their expiry: a JWT admin token's when its row
+      -- is deleted (by any release: the trigger), an anonymous JWT's when it is revoked (RFC 7009).
+      CREATE TABLE status_list_revocations (
+        status_index bigint PRIMARY KEY,
+        expires_at   bigint NOT NULL
+      );
+
+      CREATE INDEX status_list_revocations_by_expiry ON status_list_revocations (expires_at);
+
+      -- A JWT admin token's index in the status lists; null for an opaque token. Adding a column
+      -- without a default rewrites nothing.
+      ALTER TABLE tokens ADD COLUMN status_index bigint;
+
+      CREATE FUNCTION tessera_token_status_revoked() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO status_list_revocations (status_index, expires_at)
+          SELECT status_index, expires_at FROM removed
+           WHERE status_index IS NOT NULL AND expires_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+          ON CONFLICT (status_index) DO NOTHING;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER tokens_status_revoked AFTER DELETE ON tokens REFERENCING OLD TABLE AS removed
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_token_status_revoked();
+    `,
+  },
 ];

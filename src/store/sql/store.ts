@@ -4,6 +4,7 @@ import { sqlAttestation, sqlAttestationStore } from './attestation.js';
 import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
+import { sqlJwtKeyStore, sqlStatusListStore } from './jwt.js';
 import { sqlSigningKeyStore } from './signing-keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
@@ -76,6 +77,8 @@ export function sqlStore(driver: StoreDriver): Store {
     credentials: sqlCredentialStore(sql),
     revokedTokens: sqlRevokedTokenStore(sql),
     signingKeys: sqlSigningKeyStore(sql),
+    jwtKeys: sqlJwtKeyStore(sql),
+    statusLists: sqlStatusListStore(sql),
     events: sqlEventStore(sql),
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),

@@ -17,12 +17,15 @@ const TOKEN_BATCH_COLUMNS: readonly BatchColumn[] = [
   ['expires_at', 'bigint'],
   ['client_id', 'text'],
   ['scopes', 'text'],
+  ['status_index', 'bigint'],
   // Not stored: what the app's generation must still be (`AppRecord.adminGeneration`).
   ['admin_generation', 'bigint'],
 ];
 
 const tokenRows = batchRows(TOKEN_BATCH_COLUMNS, 'issued');
-const ISSUED_COLUMNS = TOKEN_COLUMNS.split(', ')
+/** What is written of a token: what is read, and a JWT's index in the status lists (`src/jwt/status-lists.ts`). */
+const INSERTED_COLUMNS = `${TOKEN_COLUMNS}, status_index`;
+const ISSUED_COLUMNS = INSERTED_COLUMNS.split(', ')
   .map((column) => `issued.${column}`)
   .join(', ');
 
@@ -34,11 +37,11 @@ const ISSUED_COLUMNS = TOKEN_COLUMNS.split(', ')
  * anew, its generation changed.
  */
 const GUARDED_TOKEN_INSERT = {
-  sqlite: `INSERT INTO tokens (${TOKEN_COLUMNS})
+  sqlite: `INSERT INTO tokens (${INSERTED_COLUMNS})
            SELECT ${ISSUED_COLUMNS} FROM ${tokenRows.from.sqlite}
            JOIN apps ON apps.app_id = issued.app_id AND apps.admin_generation = issued.admin_generation
            WHERE true RETURNING selector`,
-  postgres: `INSERT INTO tokens (${TOKEN_COLUMNS})
+  postgres: `INSERT INTO tokens (${INSERTED_COLUMNS})
              SELECT ${ISSUED_COLUMNS} FROM ${tokenRows.from.postgres}
              JOIN apps ON apps.app_id = issued.app_id AND apps.admin_generation = issued.admin_generation
              FOR KEY SHARE OF apps
@@ -77,6 +80,7 @@ async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<(
     token.expiresAt,
     token.clientId,
     token.scopes?.join(' ') ?? null,
+    token.statusIndex ?? null,
     adminGeneration,
   ]);
   const inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));

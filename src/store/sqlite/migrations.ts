@@ -465,4 +465,65 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 16,
+    sql: `
+      -- The keys that sign JWT access tokens and status lists (src/jwt/), published in the JWKS from
+      -- created_at; the newest key whose signs_from has come signs (a key rolled ahead is published
+      -- before it signs). The private key is encrypted (AES-256-GCM under KEY_ENCRYPTION_KEY, never
+      -- in the database) and erased once a newer key signs; the row is published until
+      -- published_until, when every token it signed has expired. Tables of their own: a release
+      -- before them reads none.
+      CREATE TABLE jwt_keys (
+        kid             TEXT    PRIMARY KEY,
+        algorithm       TEXT    NOT NULL CHECK (algorithm IN ('EdDSA', 'ES256')),
+        public_jwk      TEXT    NOT NULL,
+        private_key     BLOB,
+        created_at      INTEGER NOT NULL,
+        signs_from      INTEGER NOT NULL,
+        published_until INTEGER
+      ) STRICT;
+
+      -- Token Status List indexes (src/jwt/status-lists.ts), reserved by an instance in blocks per
+      -- app and kind, so that issuing a JWT writes nothing of its own. A block's app no longer
+      -- existing, or an anonymous block reserved at or before the app's anonymous_cutoff, counts as
+      -- revoked whole; no foreign key, so that a deleted app's blocks stay until their tokens expire.
+      CREATE TABLE status_list_blocks (
+        first_index INTEGER PRIMARY KEY,
+        size        INTEGER NOT NULL,
+        app_id      TEXT    NOT NULL,
+        kind        TEXT    NOT NULL CHECK (kind IN ('admin', 'anonymous')),
+        reserved_at INTEGER NOT NULL,
+        expires_by  INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE INDEX status_list_blocks_by_expiry ON status_list_blocks (expires_by);
+
+      -- The next index to reserve (one row).
+      CREATE TABLE status_list_next (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        next_index INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO status_list_next (id, next_index) VALUES (1, 0);
+
+      -- The indexes of single tokens revoked before their expiry: a JWT admin token's when its row
+      -- is deleted (by any release: the trigger), an anonymous JWT's when it is revoked (RFC 7009).
+      CREATE TABLE status_list_revocations (
+        status_index INTEGER PRIMARY KEY,
+        expires_at   INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE INDEX status_list_revocations_by_expiry ON status_list_revocations (expires_at);
+
+      -- A JWT admin token's index in the status lists; null for an opaque token.
+      ALTER TABLE tokens ADD COLUMN status_index INTEGER;
+
+      CREATE TRIGGER tokens_status_revoked AFTER DELETE ON tokens
+        WHEN OLD.status_index IS NOT NULL AND OLD.expires_at > CAST(unixepoch('subsec') * 1000 AS INTEGER)
+      BEGIN
+        INSERT INTO status_list_revocations (status_index, expires_at) VALUES (OLD.status_index, OLD.expires_at)
+          ON CONFLICT (status_index) DO NOTHING;
+      END;
+    `,
+  },
 ];

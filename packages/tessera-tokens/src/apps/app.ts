@@ -29,7 +29,14 @@ export interface AppConfiguration {
    * needs double, and double again at each doubling of the rate (up to 64 times); null: never.
    */
   powRisesAbovePerMinute: number | null;
+  /** What its tokens are: `opaque` (the seed's) or `jwt` (RFC 9068 access tokens that other services check offline). */
+  accessTokenFormat: AccessTokenFormat;
+  /** A JWT access token's `aud`: these, or null for `tessera:app:{appId}`. */
+  accessTokenAudience: readonly string[] | null;
 }
+
+export const ACCESS_TOKEN_FORMATS = ['opaque', 'jwt'] as const;
+export type AccessTokenFormat = (typeof ACCESS_TOKEN_FORMATS)[number];
 
 export const ATTESTATION_MODES = ['off', 'monitor', 'enforce'] as const;
 export type AttestationMode = (typeof ATTESTATION_MODES)[number];
@@ -49,6 +56,8 @@ export const DEFAULT_APP_CONFIGURATION: Readonly<AppConfiguration> = Object.free
   powCost: 1,
   powMaxAttempts: 50_000,
   powRisesAbovePerMinute: null,
+  accessTokenFormat: 'opaque',
+  accessTokenAudience: null,
 });
 
 /**

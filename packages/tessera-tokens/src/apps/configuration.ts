@@ -1,6 +1,6 @@
 import { TesseraError } from '../errors.js';
 import { quoted } from '../text.js';
-import { ATTESTATION_MODES, DEFAULT_APP_CONFIGURATION, POW_ALGORITHMS, type AppConfiguration } from './app.js';
+import { ACCESS_TOKEN_FORMATS, ATTESTATION_MODES, DEFAULT_APP_CONFIGURATION, POW_ALGORITHMS, type AppConfiguration } from './app.js';
 import { parseAllowedOrigins } from './origins.js';
 
 /**
@@ -49,6 +49,25 @@ function flag(value: unknown, name: string): AppConfiguration[keyof AppConfigura
   return value;
 }
 
+/** The most audiences an app may set, and their longest. */
+export const AUDIENCE_LIMITS = { count: 10, length: 200 } as const;
+const AUDIENCE = /^[\x21-\x7e]+$/;
+
+function audience(value: unknown, name: string): AppConfiguration[keyof AppConfiguration] {
+  if (value === null) return null;
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.length > AUDIENCE_LIMITS.count ||
+    !value.every((item) => typeof item === 'string' && item.length <= AUDIENCE_LIMITS.length && AUDIENCE.test(item))
+  ) {
+    throw invalid(
+      `${name} must be null (tessera:app:{appId}) or a list of 1 to ${AUDIENCE_LIMITS.count} audiences, each 1 to ${AUDIENCE_LIMITS.length} printable characters without spaces.`,
+    );
+  }
+  return [...new Set(value as string[])];
+}
+
 const FIELDS: Record<keyof AppConfiguration, FieldParser> = {
   adminTokenMaxLifetimeSeconds: lifetime,
   anonymousTokenMaxLifetimeSeconds: lifetime,
@@ -60,6 +79,8 @@ const FIELDS: Record<keyof AppConfiguration, FieldParser> = {
   powCost: wholeNumber(POW_LIMITS.cost.min, POW_LIMITS.cost.max, 'default'),
   powMaxAttempts: wholeNumber(POW_LIMITS.maxAttempts.min, POW_LIMITS.maxAttempts.max, 'default'),
   powRisesAbovePerMinute: wholeNumber(1, 1_000_000, 'null'),
+  accessTokenFormat: oneOf(ACCESS_TOKEN_FORMATS),
+  accessTokenAudience: audience,
 };
 
 /**

@@ -15,12 +15,14 @@ export interface CacheBudget {
   storedTokens: number;
   /** Self-verifying anonymous tokens whose MAC was verified (`AnonymousTokens`): a MAC is cheap, a read is not. */
   anonymousTokens: number;
+  /** Anonymous JWT access tokens whose signature was verified (`JwtAccessTokens`): a signature costs tens of µs. */
+  jwtTokens: number;
   /** AppIDs the store did not have (`AbsentKeys`), and as much again for token selectors. */
   absentApps: number;
   absentTokens: number;
 }
 
-const SHARES: Readonly<CacheBudget> = { apps: 0.3, storedTokens: 0.5, anonymousTokens: 0.15, absentApps: 0.025, absentTokens: 0.025 };
+const SHARES: Readonly<CacheBudget> = { apps: 0.3, storedTokens: 0.45, anonymousTokens: 0.15, jwtTokens: 0.05, absentApps: 0.025, absentTokens: 0.025 };
 
 export function cacheBudget(megabytes: number): CacheBudget {
   const bytes = megabytes * 1024 * 1024;
@@ -29,6 +31,7 @@ export function cacheBudget(megabytes: number): CacheBudget {
     apps: share('apps'),
     storedTokens: share('storedTokens'),
     anonymousTokens: share('anonymousTokens'),
+    jwtTokens: share('jwtTokens'),
     absentApps: share('absentApps'),
     absentTokens: share('absentTokens'),
   };

@@ -1,9 +1,9 @@
 /**
  * `apps`: the app cache; `admin_tokens`: stored tokens checked before (admin tokens, and anonymous
  * ones from before they were self-verifying); `anonymous_tokens`: self-verifying tokens verified
- * before; `revoked_tokens`: the list of revoked anonymous tokens, a miss when it had to be read again.
+ * before; `jwt_tokens`: anonymous JWT access tokens verified before; `revoked_tokens`: the list of revoked anonymous tokens, a miss when it had to be read again.
  */
-export type CacheName = 'apps' | 'admin_tokens' | 'anonymous_tokens' | 'revoked_tokens';
+export type CacheName = 'apps' | 'admin_tokens' | 'anonymous_tokens' | 'jwt_tokens' | 'revoked_tokens';
 
 /** What token checking tells the metrics: its caches' hits and misses (`Metrics` is one). */
 export interface CacheMetrics {

@@ -1,4 +1,5 @@
 import type { AppReads } from '../apps/app-reads.js';
+import type { JwtKeyReads } from '../jwt/keys.js';
 import type { SigningKeyReads } from '../signing-keys/key.js';
 import type { RevocationReads } from '../tokens/revoked-tokens.js';
 import type { TokenReads } from '../tokens/token-record.js';
@@ -34,6 +35,8 @@ export interface CheckingStore {
   readonly apps: AppReads;
   readonly tokens: TokenReads;
   readonly signingKeys: SigningKeyReads;
+  /** The keys of JWT access tokens: read when a JWT is first presented. */
+  readonly jwtKeys: JwtKeyReads;
   readonly revokedTokens: RevocationReads;
   /**
    * Registers a listener called when something may have been changed by another process sharing the

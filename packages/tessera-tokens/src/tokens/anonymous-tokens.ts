@@ -65,10 +65,10 @@ export class AnonymousTokens {
     const cached = this.#verified.get(token);
     if (cached !== undefined) {
       this.lookups.hit();
-      return cached.appId === app.appId ? this.#current(app, cached) : undefined;
+      return cached.appId === app.appId ? this.current(app, cached) : undefined;
     }
     this.lookups.miss();
-    return andThen(this.verify(app, token), (facts) => facts && this.#current(app, facts));
+    return andThen(this.verify(app, token), (facts) => facts && this.current(app, facts));
   }
 
   /** What the token says, if an active key signed it for this app (expired, cut off, revoked or not). */
@@ -95,7 +95,8 @@ export class AnonymousTokens {
     this.keys.forget();
   }
 
-  #current(app: AppRecord, facts: AnonymousTokenFacts): MaybePromise<AnonymousTokenFacts | undefined> {
+  /** The facts of a verified anonymous token (self-verifying, or a JWT), if it is valid now: not expired, cut off or revoked. */
+  current(app: AppRecord, facts: AnonymousTokenFacts): MaybePromise<AnonymousTokenFacts | undefined> {
     if (this.ended(app, facts)) return undefined;
     return andThen(this.revoked.has(facts.id), (revoked) => (revoked ? undefined : facts));
   }

@@ -11,6 +11,8 @@ import type { AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
 import type { TokenReads, TokenRecord } from './token-record.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
+import { jwtVerifier, looksLikeJwt, type JwtAccessToken } from '../jwt/access-token.js';
+import { anonymousFactsOf, type JwtAccessTokens } from '../jwt/access-tokens.js';
 
 /** What introspection tells of an active token. */
 export interface ActiveToken {
@@ -86,6 +88,7 @@ export class TokenChecker {
   constructor(
     private readonly tokens: TokenReads,
     private readonly anonymous: AnonymousTokens,
+    private readonly jwts: JwtAccessTokens,
     private readonly clock: Clock,
     options: TokenCheckerOptions,
   ) {
@@ -102,8 +105,13 @@ export class TokenChecker {
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
       return andThen(this.anonymous.check(app, accessToken), (facts) => facts && anonymousPrincipal(app, facts));
     }
+    if (looksLikeJwt(accessToken)) return andThen(this.#jwtFacts(app, accessToken), (facts) => facts && this.#jwtPrincipal(app, accessToken, facts));
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
+    return this.#storedPrincipal(app, presented);
+  }
+
+  #storedPrincipal(app: AppRecord, presented: PresentedAccessToken): MaybePromise<Principal | undefined> {
     const key = presented.selector.toString('latin1');
     const found = this.#find(presented, key);
     // No closure on the common path, where the token is in memory.
@@ -113,8 +121,9 @@ export class TokenChecker {
 
   /** What introspection tells of a token that is valid now in this app, or undefined. */
   async introspect(app: AppRecord, accessToken: string): Promise<ActiveToken | undefined> {
-    if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
-      const facts = await this.anonymous.check(app, accessToken);
+    const jwt = looksLikeJwt(accessToken) ? await this.#jwtFacts(app, accessToken) : undefined;
+    if (accessToken.length === ANONYMOUS_TOKEN_LENGTH || jwt?.kind === 'anonymous') {
+      const facts = jwt === undefined ? await this.anonymous.check(app, accessToken) : await this.anonymous.current(app, anonymousFactsOf(jwt));
       if (facts === undefined) return undefined;
       return {
         appId: app.appId,
@@ -127,7 +136,7 @@ export class TokenChecker {
         ...(facts.attestation === null ? {} : { attestation: facts.attestation }),
       };
     }
-    const presented = parseAccessToken(accessToken);
+    const presented = jwt === undefined ? parseAccessToken(accessToken) : presentedJwt(accessToken, jwt);
     if (presented === undefined) return undefined;
     const facts = await this.#find(presented, presented.selector.toString('latin1'));
     if (facts === undefined || !this.#valid(app, facts)) return undefined;
@@ -145,12 +154,27 @@ export class TokenChecker {
 
   /** The stored token of this app that `accessToken` is (expired or not), read from the store; undefined otherwise (a self-verifying one too). */
   async match(app: AppRecord, accessToken: string): Promise<MatchedToken | undefined> {
-    const presented = parseAccessToken(accessToken);
+    const jwt = looksLikeJwt(accessToken) ? await this.#jwtFacts(app, accessToken) : undefined;
+    const presented = jwt === undefined ? parseAccessToken(accessToken) : jwt.kind === 'admin' ? presentedJwt(accessToken, jwt) : undefined;
     if (presented === undefined) return undefined;
     const stored = await this.tokens.findBySelector(presented.selector);
     if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash))
       return undefined;
     return { key: presented.selector.toString('latin1'), selector: presented.selector, facts: stored };
+  }
+
+  /** What a presented JWT access token of this app says (an anonymous one verified), or undefined (`JwtAccessTokens`). */
+  jwt(app: AppRecord, accessToken: string): MaybePromise<JwtAccessToken | undefined> {
+    return looksLikeJwt(accessToken) ? this.#jwtFacts(app, accessToken) : undefined;
+  }
+
+  #jwtFacts(app: AppRecord, accessToken: string): MaybePromise<JwtAccessToken | undefined> {
+    return this.jwts.read(app, accessToken);
+  }
+
+  #jwtPrincipal(app: AppRecord, accessToken: string, jwt: JwtAccessToken): MaybePromise<Principal | undefined> {
+    if (jwt.kind === 'admin') return this.#storedPrincipal(app, presentedJwt(accessToken, jwt));
+    return andThen(this.anonymous.current(app, anonymousFactsOf(jwt)), (facts) => facts && anonymousPrincipal(app, facts));
   }
 
   /** Forgets one token (being revoked): a check that read its record meanwhile does not cache it. */
@@ -221,6 +245,11 @@ export class TokenChecker {
       [TOKEN_SELECTOR]: key,
     };
   }
+}
+
+/** A JWT admin token as the stored token it is matched with: its `jti` is the selector, its whole text makes the verifier. */
+function presentedJwt(accessToken: string, jwt: JwtAccessToken): PresentedAccessToken {
+  return { selector: jwt.id, verifier: jwtVerifier(accessToken) };
 }
 
 /** `Principal[TOKEN_SELECTOR]` of a self-verifying token: its id, one character longer than any stored token's selector. */

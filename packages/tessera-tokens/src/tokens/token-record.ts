@@ -15,6 +15,8 @@ export interface TokenRecord {
   clientId: string | null;
   /** What it may do (a credential's scopes, or fewer); null: everything an admin may (the app's own ClientID), or anonymous. */
   scopes: readonly string[] | null;
+  /** A JWT admin token's index in the status lists (written, not read back); absent or null for an opaque token. */
+  statusIndex?: number | null;
 }
 
 /** A stored token by its selector: the server's `TokenStore` reads it so. */

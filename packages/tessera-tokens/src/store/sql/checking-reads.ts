@@ -1,5 +1,6 @@
 import type { CheckingStore } from '../checking.js';
 import { appReads } from './app-reads.js';
+import { listJwtKeys } from './jwt-key-reads.js';
 import { revocationsSince } from './revoked-token-reads.js';
 import type { SqlRunner } from './runner.js';
 import { listSigningKeys } from './signing-key-reads.js';
@@ -11,6 +12,7 @@ export function checkingReads(sql: SqlRunner): Omit<CheckingStore, 'onChange'> {
     apps: appReads(sql),
     tokens: tokenReads(sql),
     signingKeys: { list: () => listSigningKeys(sql) },
+    jwtKeys: { listJwtKeys: () => listJwtKeys(sql) },
     revokedTokens: { since: (seq, limit) => revocationsSince(sql, seq, limit) },
   };
 }

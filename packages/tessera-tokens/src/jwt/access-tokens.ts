@@ -1,0 +1,70 @@
+import { LRUCache } from 'lru-cache';
+import type { AppRecord } from '../apps/app.js';
+import { ownKey } from '../cache/own-key.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
+import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
+import type { AnonymousTokenFacts } from '../tokens/anonymous-token.js';
+import { accessTokenFacts, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
+import type { JwtKeys } from './keys.js';
+
+/** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
+const VERIFIED_TOKEN_BYTES = 1200;
+
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/**
+ * JWT access tokens as this service and its verifiers check them against the store. An admin token
+ * is matched to its stored row (`jwtVerifier`), as an opaque one is: the row says what it may do,
+ * and its removal ends it at once; its key must still be published. An anonymous token is checked by
+ * its signature (remembered per token text, as a self-verifying token's MAC is), then against the
+ * app's cut-off and the tokens revoked one by one, as a self-verifying token is.
+ */
+export class JwtAccessTokens {
+  readonly #verified: LRUCache<string, JwtAccessToken>;
+  #generation = 0;
+
+  constructor(
+    readonly keys: JwtKeys,
+    maxBytes: number,
+    private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
+  ) {
+    this.#verified = new LRUCache<string, JwtAccessToken>({ maxSize: maxBytes, sizeCalculation: () => VERIFIED_TOKEN_BYTES });
+  }
+
+  /**
+   * What a presented JWT of this app says, if its shape is one of this service's access tokens and
+   * its key is published; an anonymous one's signature verified too. Undefined otherwise.
+   */
+  read(app: AppRecord, token: string): MaybePromise<JwtAccessToken | undefined> {
+    const cached = this.#verified.get(token);
+    if (cached !== undefined) {
+      this.lookups.hit();
+      return cached.appId === app.appId ? cached : undefined;
+    }
+    const parsed = parseJwt(token, ACCESS_TOKEN_TYPE);
+    const facts = parsed && accessTokenFacts(parsed);
+    if (parsed === undefined || facts === undefined || facts.appId !== app.appId) return undefined;
+    const generation = this.#generation;
+    return andThen(this.keys.key(facts.kid), (key) => {
+      if (key === undefined) return undefined;
+      // An admin token's row is matched by the token's whole text: its signature need not be checked here.
+      if (facts.kind === 'admin') return facts;
+      this.lookups.miss();
+      if (!signedBy(parsed, key)) return undefined;
+      if (generation === this.#generation) this.#verified.set(ownKey(token), facts);
+      return facts;
+    });
+  }
+
+  /** The keys may have changed: verify every token again. */
+  forgetAll(): void {
+    this.#generation++;
+    this.#verified.clear();
+    this.keys.forget();
+  }
+}
+
+/** An anonymous JWT's facts as a self-verifying anonymous token's, for the checks they share. */
+export function anonymousFactsOf(token: JwtAccessToken): AnonymousTokenFacts {
+  return { keyId: 0, issuedAt: token.issuedAt, expiresAt: token.expiresAt, id: token.id.toString('latin1'), attestation: token.attestation };
+}
