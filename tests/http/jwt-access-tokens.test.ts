@@ -1,0 +1,297 @@
+import assert from 'node:assert/strict';
+import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { inflateSync } from 'node:zlib';
+import { describe, it } from 'node:test';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import * as oauth from 'oauth4webapi';
+import { OPERATOR } from '../../src/request-context.js';
+import { assertError } from '../helpers/assert.js';
+import { FakeClock } from '../helpers/clock.js';
+import {
+  adminFields,
+  adminTokenOf,
+  anonymousFields,
+  anonymousTokenOf,
+  bearer,
+  introspectToken,
+  request,
+  requestAs,
+  requestToken,
+  revokeToken,
+  whoami,
+} from '../helpers/http.js';
+import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
+
+const clock = new FakeClock(Date.now());
+const server = serverForSuite({ clock }, (started) => configure(started, { accessTokenFormat: 'jwt' }));
+const opaque = serverForSuite({});
+
+const configure = (target: TestServer, changes: object) => target.tessera.apps.configure(target.app.appId, changes, OPERATOR);
+
+/** The bits of a status list token, and its claims. */
+async function statusOf(token: string): Promise<{ revoked: boolean; list: Record<string, unknown> }> {
+  // An instance builds a list at most once a second.
+  clock.advance(1_001);
+  const { status } = decodeJwt(token) as { status: { status_list: { idx: number; uri: string } } };
+  const response = await fetch(status.status_list.uri);
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get('content-type'), 'application/statuslist+jwt');
+  const list = decodeJwt(await response.text()) as { status_list: { bits: number; lst: string }; sub: string; ttl: number };
+  assert.equal(list.sub, status.status_list.uri);
+  const bits = inflateSync(Buffer.from(list.status_list.lst, 'base64url'));
+  const { idx } = status.status_list;
+  return { revoked: ((bits[idx >> 3]! >> (idx & 7)) & 1) === 1, list };
+}
+
+/** A token altered to a claim set of the caller's, signed as `sign` says. */
+function forged(header: object, claims: object, signature: (input: string) => string): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${part(header)}.${part(claims)}`;
+  return `${input}.${signature(input)}`;
+}
+
+describe('JWT access tokens', () => {
+  it('are off by default: tokens stay opaque, and the metadata names the JWKS', async () => {
+    const token = await adminTokenOf(opaque);
+    assert.equal(token.length, 43);
+    const metadata = await requestAs(`${opaque.baseUrl}/.well-known/oauth-authorization-server/api/apps/${opaque.app.appId}`);
+    assert.equal(metadata.body.jwks_uri, `${opaque.appUrl}/jwks.json`);
+  });
+
+  it('an admin token follows RFC 9068: header, claims, and an answer with the seed four fields', async () => {
+    const response = await requestToken(server, adminFields(server));
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(Object.keys(response.body).sort(), ['access_token', 'expires_in', 'id', 'token_type']);
+    const token = response.body.access_token as string;
+    const header = decodeProtectedHeader(token);
+    assert.deepEqual(Object.keys(header).sort(), ['alg', 'kid', 'typ']);
+    assert.equal(header.typ, 'at+jwt');
+    assert.equal(header.alg, 'EdDSA');
+    const claims = decodeJwt(token);
+    assert.equal(claims.iss, server.appUrl);
+    assert.equal(claims.sub, server.app.adminId);
+    assert.equal(claims.aud, `tessera:app:${server.app.appId}`);
+    assert.equal(claims.client_id, server.app.clientId);
+    assert.equal(claims.app_id, server.app.appId);
+    assert.equal(typeof claims.jti, 'string');
+    // Without expiresAt, a JWT gets the longest lifetime there is: 24 hours.
+    assert.equal(claims.exp! - claims.iat!, 24 * 3600);
+    assert.ok(Math.abs(claims.iat! + (response.body.expires_in as number) - claims.exp!) <= 1);
+    assert.equal(response.body.id, server.app.adminId);
+    assert.equal((await whoami(server.appUrl, bearer(token))).body.principal, 'admin');
+  });
+
+  it('an anonymous token is a JWT too, checked by whoami and introspection, and keeps the /me rule apart', async () => {
+    const token = await anonymousTokenOf(server);
+    const claims = decodeJwt(token);
+    assert.equal(claims.sub, 'ANONYMOUS');
+    assert.equal(claims.client_id, server.app.appId);
+    const me = await whoami(server.appUrl, bearer(token));
+    assert.equal(me.status, 200, me.text);
+    assert.equal(me.body.principal, 'anonymous');
+    const admin = await adminTokenOf(server);
+    const introspected = await introspectToken(server.appUrl, token, bearer(admin));
+    assert.equal(introspected.body.active, true);
+    assert.equal(introspected.body.token_type, 'bearer');
+    assertError(await requestAs(`${server.appUrl}/users/me`, bearer(admin)), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
+    assert.equal((await requestAs(`${server.appUrl}/users/me`, bearer(token))).status === 400, false);
+  });
+
+  it('jose (createRemoteJWKSet, jwtVerify) and oauth4webapi (validateJwtAccessToken) verify them as they are', async () => {
+    const token = await adminTokenOf(server);
+    const metadata = (await requestAs(`${server.baseUrl}/.well-known/oauth-authorization-server/api/apps/${server.app.appId}`)).body;
+    const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri as string));
+    const verified = await jwtVerify(token, jwks, {
+      issuer: server.appUrl,
+      audience: `tessera:app:${server.app.appId}`,
+      typ: 'at+jwt',
+    });
+    assert.equal(verified.payload.sub, server.app.adminId);
+
+    const as = await oauth.processDiscoveryResponse(
+      new URL(server.appUrl),
+      await oauth.discoveryRequest(new URL(server.appUrl), { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
+    );
+    const claims = await oauth.validateJwtAccessToken(
+      as,
+      new Request(`${server.baseUrl}/resource`, { headers: { authorization: `Bearer ${token}` } }),
+      `tessera:app:${server.app.appId}`,
+      { [oauth.allowInsecureRequests]: true },
+    );
+    assert.equal(claims.client_id, server.app.clientId);
+  });
+
+  it('the JWKS and the status lists are public and cacheable', async () => {
+    const jwks = await fetch(`${server.appUrl}/jwks.json`);
+    assert.equal(jwks.status, 200);
+    assert.equal(jwks.headers.get('cache-control'), 'public, max-age=300');
+    const body = (await jwks.json()) as { keys: { kid: string; alg: string; use: string; d?: string }[] };
+    assert.ok(body.keys.length >= 1);
+    for (const key of body.keys) {
+      assert.equal(key.use, 'sig');
+      assert.equal(key.d, undefined, 'no private part');
+    }
+    const token = await anonymousTokenOf(server);
+    const { revoked, list } = await statusOf(token);
+    assert.equal(revoked, false);
+    assert.equal(list.ttl, 60);
+    assert.equal((await request(`${server.baseUrl}/api/status-lists/999999`)).status, 404);
+    assert.equal((await request(`${server.baseUrl}/api/status-lists/abc`)).status, 404);
+  });
+
+  it('a revocation (RFC 7009) ends an admin JWT at once, and sets its bit in the status list', async () => {
+    const token = await adminTokenOf(server);
+    const other = await adminTokenOf(server);
+    assert.equal((await statusOf(token)).revoked, false);
+    assert.equal((await revokeToken(server.appUrl, token, bearer(other))).status, 200);
+    assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
+    assert.equal((await introspectToken(server.appUrl, token, bearer(other))).body.active, false);
+    assert.equal((await statusOf(token)).revoked, true);
+    assert.equal((await statusOf(other)).revoked, false);
+  });
+
+  it('a revocation ends an anonymous JWT at once, and sets its bit', async () => {
+    const token = await anonymousTokenOf(server);
+    const kept = await anonymousTokenOf(server);
+    assert.equal((await revokeToken(server.appUrl, token)).status, 200);
+    assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
+    assert.equal((await statusOf(token)).revoked, true);
+    assert.equal((await statusOf(kept)).revoked, false);
+    assert.equal((await whoami(server.appUrl, bearer(kept))).status, 200);
+  });
+
+  it("revoke-all sets the bits of the app's JWTs: admin ones by their rows, anonymous ones by their blocks; new ones are clear", async () => {
+    const target = await startServer({ clock });
+    try {
+      await configure(target, { accessTokenFormat: 'jwt' });
+      const admin = await adminTokenOf(target);
+      const anonymous = await anonymousTokenOf(target);
+      const response = await request(`${target.appUrl}/tokens?kind=all`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
+      assert.equal(response.status, 200, response.text);
+      assert.equal((await statusOf(admin)).revoked, true);
+      assert.equal((await statusOf(anonymous)).revoked, true);
+      assertError(await whoami(target.appUrl, bearer(anonymous)), 401, 'INVALID_TOKEN');
+      clock.advance(5);
+      const fresh = await anonymousTokenOf(target);
+      assert.equal((await statusOf(fresh)).revoked, false);
+      assert.equal((await whoami(target.appUrl, bearer(fresh))).status, 200);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it("an app's deletion sets the bits of all its JWTs", async () => {
+    const target = await startServer({ clock });
+    try {
+      await configure(target, { accessTokenFormat: 'jwt' });
+      const admin = await adminTokenOf(target);
+      const anonymous = await anonymousTokenOf(target);
+      await target.tessera.apps.delete(target.app.appId, OPERATOR);
+      assert.equal((await statusOf(admin)).revoked, true);
+      assert.equal((await statusOf(anonymous)).revoked, true);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('a credential with scopes gets a scope claim; its revocation sets the bit', async () => {
+    const admin = await adminTokenOf(server);
+    const created = await request(`${server.appUrl}/credentials`, {
+      method: 'POST',
+      headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'jwt reader', scopes: ['events:read', 'orders:read'] }),
+    });
+    assert.equal(created.status, 201, created.text);
+    const { clientId, clientSecret } = created.body as { clientId: string; clientSecret: string };
+    const token = (
+      await requestToken(server, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'orders:read' })
+    ).body.access_token as string;
+    const claims = decodeJwt(token);
+    assert.equal(claims.scope, 'orders:read');
+    assert.equal(claims.client_id, clientId);
+    const revoked = await request(`${server.appUrl}/credentials/${clientId}`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.equal((await statusOf(token)).revoked, true);
+    assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
+  });
+
+  it('refuses forged and foreign tokens with 401 INVALID_TOKEN, never a 500', async () => {
+    const genuine = await anonymousTokenOf(server);
+    const [headerPart, claimsPart] = genuine.split('.') as [string, string];
+    const header = JSON.parse(Buffer.from(headerPart, 'base64url').toString()) as Record<string, unknown>;
+    const claims = JSON.parse(Buffer.from(claimsPart, 'base64url').toString()) as Record<string, unknown>;
+    const jwk = ((await (await fetch(`${server.appUrl}/jwks.json`)).json()) as { keys: { kid: string; x: string }[] }).keys.find(
+      (key) => key.kid === header.kid,
+    )!;
+    const stranger = generateKeyPairSync('ed25519');
+    const signedByStranger = (input: string) => sign(null, Buffer.from(input), stranger.privateKey).toString('base64url');
+    const otherApp = await startServer({});
+    await configure(otherApp, { accessTokenFormat: 'jwt' });
+    const foreign = await anonymousTokenOf(otherApp);
+    await otherApp.close();
+    const cases: Record<string, string> = {
+      'alg none': forged({ ...header, alg: 'none' }, claims, () => ''),
+      'HS256 with the public key': forged({ ...header, alg: 'HS256' }, claims, (input) =>
+        createHmac('sha256', Buffer.from(jwk.x, 'base64url')).update(input).digest('base64url'),
+      ),
+      'a kid not published': forged({ ...header, kid: 'not-a-key' }, claims, signedByStranger),
+      'signed by another key': forged(header, claims, signedByStranger),
+      'claims altered': forged(header, { ...claims, exp: (claims.exp as number) + 3600 }, () => genuine.split('.')[2]!),
+      'another app': foreign,
+      expired: forged(header, { ...claims, exp: 1 }, signedByStranger),
+      'a header over the limit': forged({ ...header, pad: 'x'.repeat(5000) }, claims, signedByStranger),
+      'not base64url': `${headerPart}.${claimsPart}.***`,
+      'two parts': `${headerPart}.${claimsPart}`,
+    };
+    for (const [name, token] of Object.entries(cases)) {
+      const response = await whoami(server.appUrl, bearer(token));
+      assert.equal(response.status, 401, `${name}: ${response.status} ${response.text}`);
+      assert.equal(response.body.errorCode, 'INVALID_TOKEN', name);
+    }
+  });
+
+  it('tessera keys rotate publishes the new key ahead; it signs once its time comes, and the old one stays published', async () => {
+    const before = decodeProtectedHeader(await adminTokenOf(server)).kid;
+    const keys = await server.tessera.jwt.keys.rotate({ aheadMs: 60_000 });
+    const pending = keys.find((key) => key.state === 'pending')!;
+    assert.ok(pending);
+    const published = ((await (await fetch(`${server.appUrl}/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid);
+    assert.ok(published.includes(pending.kid) && published.includes(before!));
+    assert.equal(decodeProtectedHeader(await adminTokenOf(server)).kid, before, 'the old key signs until the new one is due');
+    const older = await anonymousTokenOf(server);
+    clock.advance(60_001);
+    const after = await adminTokenOf(server);
+    assert.equal(decodeProtectedHeader(after).kid, pending.kid);
+    assert.equal((await whoami(server.appUrl, bearer(older))).status, 200, 'a token of the old key still works');
+    const states = Object.fromEntries((await server.tessera.jwt.keys.list()).map((key) => [key.kid, key.state]));
+    assert.equal(states[before!], 'verifying');
+    assert.equal(states[pending.kid], 'signing');
+  });
+
+  it('ES256 keys, for verifiers without Ed25519', async () => {
+    await server.tessera.jwt.keys.rotate({ algorithm: 'ES256', aheadMs: 0 });
+    clock.advance(1);
+    const token = await adminTokenOf(server);
+    assert.equal(decodeProtectedHeader(token).alg, 'ES256');
+    const jwks = createRemoteJWKSet(new URL(`${server.appUrl}/jwks.json`));
+    assert.equal((await jwtVerify(token, jwks, { issuer: server.appUrl, typ: 'at+jwt' })).payload.sub, server.app.adminId);
+    assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+  });
+
+  it('accessTokenFormat and accessTokenAudience are checked, and the audience goes into aud', async () => {
+    const admin = await adminTokenOf(server);
+    const patch = (body: object) =>
+      request(`${server.appUrl}/configuration`, {
+        method: 'PATCH',
+        headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    for (const wrong of [{ accessTokenFormat: 'paseto' }, { accessTokenAudience: [] }, { accessTokenAudience: ['has space'] }, { accessTokenAudience: 'x' }]) {
+      assertError(await patch(wrong), 400, 'invalid_request');
+    }
+    assert.equal((await patch({ accessTokenAudience: ['https://api.example.com', 'orders'] })).status, 200);
+    assert.deepEqual(decodeJwt(await adminTokenOf(server)).aud, ['https://api.example.com', 'orders']);
+    assert.equal((await patch({ accessTokenAudience: null })).status, 200);
+    assert.equal(decodeJwt(await adminTokenOf(server)).aud, `tessera:app:${server.app.appId}`);
+  });
+});
