@@ -268,7 +268,9 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
 function keyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
   const raw = env.KEY_ENCRYPTION_KEY?.trim();
   if (raw === undefined || raw === '') return undefined;
-  const key = /^[A-Za-z0-9+/=_-]+$/.test(raw) ? Buffer.from(raw, raw.includes('+') || raw.includes('/') ? 'base64' : 'base64url') : undefined;
+  const key = /^[A-Za-z0-9+/=_-]+$/.test(raw)
+    ? Buffer.from(raw, raw.includes('+') || raw.includes('/') ? 'base64' : 'base64url')
+    : undefined;
   if (key?.length !== KEY_ENCRYPTION_KEY_BYTES) {
     throw new ConfigError(
       `KEY_ENCRYPTION_KEY must be ${KEY_ENCRYPTION_KEY_BYTES} random bytes in base64 or base64url (e.g. openssl rand -base64 32).`,

@@ -128,6 +128,7 @@ export class CredentialService {
     await this.access.authorize(appId, 'manage_credentials', context);
     const input = parseNewCredential(fields, this.clock.now());
     await this.capabilities.require('scopedCredentials');
+    if (input.accessTokenFormat === 'jwt') await this.capabilities.require('jwtAccessTokens');
     const app = await this.#app(appId);
     await this.#checkGrant(appId, input.scopes, context);
     const maker = makerOf(app, context);
@@ -147,6 +148,7 @@ export class CredentialService {
       createdAt: stamp.at,
       createdBy: creatorOf(context, app),
       lastUsedAt: null,
+      accessTokenFormat: input.accessTokenFormat,
     };
     const created: NewAuditEvent = {
       ...stamp,
@@ -156,6 +158,7 @@ export class CredentialService {
         scopes: record.scopes,
         expiresAt: record.expiresAt,
         allowFrom: record.allowFrom,
+        ...(record.accessTokenFormat === null ? {} : { accessTokenFormat: record.accessTokenFormat }),
         ...actingDetails(context),
       },
     };

@@ -6,10 +6,17 @@ import type { Tessera } from '../tessera.js';
 import { flagValue, listFlag, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const CREDENTIALS_FLAGS: FlagSpec = { name: true, scope: 'repeatable', 'expires-at': true, 'allow-from': 'repeatable', grace: true };
+export const CREDENTIALS_FLAGS: FlagSpec = {
+  name: true,
+  scope: 'repeatable',
+  'expires-at': true,
+  'allow-from': 'repeatable',
+  format: true,
+  grace: true,
+};
 
 const USAGE =
-  'usage: tessera credentials create APP_ID --name NAME --scope SCOPE… [--expires-at RFC3339] [--allow-from CIDR…] [--json]\n' +
+  'usage: tessera credentials create APP_ID --name NAME --scope SCOPE… [--expires-at RFC3339] [--allow-from CIDR…] [--format opaque|jwt] [--json]\n' +
   '       tessera credentials list APP_ID [--json]\n' +
   '       tessera credentials rotate APP_ID CLIENT_ID [--grace SECONDS] [--json]\n' +
   '       tessera credentials end-previous-secret APP_ID CLIENT_ID [--json]\n' +
@@ -19,7 +26,7 @@ const USAGE =
 export async function runCredentialsCommand(tessera: Tessera, command: ParsedCommand, out: Output): Promise<void> {
   const [verb, appId, clientId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
-  const forCreate = ['name', 'scope', 'expires-at', 'allow-from'].filter((flag) => command.flags[flag] !== undefined);
+  const forCreate = ['name', 'scope', 'expires-at', 'allow-from', 'format'].filter((flag) => command.flags[flag] !== undefined);
   if (verb !== 'create' && forCreate.length > 0) throw new UsageError(`--${forCreate[0]} is for tessera credentials create`);
   const grace = stringFlag(command, 'grace');
   if (grace !== undefined && verb !== 'rotate') throw new UsageError('--grace is for tessera credentials rotate');
@@ -33,6 +40,7 @@ export async function runCredentialsCommand(tessera: Tessera, command: ParsedCom
           scopes: listFlag(command, 'scope'),
           expiresAt: stringFlag(command, 'expires-at'),
           allowFrom: listFlag(command, 'allow-from'),
+          accessTokenFormat: stringFlag(command, 'format'),
         },
         OPERATOR,
       );
@@ -96,6 +104,7 @@ function details(credential: CredentialDescription): string[] {
     `  Scopes        ${credential.scopes.join(' ')}`,
     `  Expires       ${credential.expiresAt ?? 'never'}`,
     `  Allowed from  ${credential.allowFrom.length === 0 ? 'any address' : credential.allowFrom.join(' ')}`,
+    `  Token format  ${credential.accessTokenFormat ?? "the app's"}`,
     `  Created       ${credential.createdAt} by ${credential.createdBy}`,
     `  Last used     ${credential.lastUsedAt ?? 'never'}`,
   ];

@@ -58,10 +58,11 @@ Usage:
   tessera apps export [--json]               every app as JSON Lines, the shape import reads,
                                              without ClientSecrets (only their digests are kept)
   tessera credentials create APP_ID --name NAME --scope SCOPE [--scope SCOPE]… [--expires-at RFC3339]
-                             [--allow-from CIDR]… [--json]
+                             [--allow-from CIDR]… [--format opaque|jwt] [--json]
                                              a further ClientID and ClientSecret for the app, whose
                                              admin tokens may do only what its scopes say (e.g.
-                                             events:read); prints its secret once
+                                             events:read), as JWTs with --format jwt (default: the
+                                             app's format); prints its secret once
   tessera credentials list APP_ID [--json]   the app's credentials (never a secret)
   tessera credentials rotate APP_ID CLIENT_ID [--grace SECONDS] [--json]
                                              a new secret; the old one stops at once, or works
@@ -99,6 +100,13 @@ Usage:
   tessera keys list [--json]                 the keys that sign anonymous tokens
   tessera keys rotate [--json]               add a key that signs from now on (older keys still verify)
   tessera keys retire KEY_ID [--json]        retire a key: every anonymous token it signed is refused
+  tessera keys list --jwt [--json]           the keys of JWT access tokens and status lists
+  tessera keys rotate --jwt [--algorithm EdDSA|ES256] [--ahead SECONDS] [--json]
+                                             publish a new JWT key that signs SECONDS later (3600 by
+                                             default); the older ones stay published until their
+                                             tokens expire
+  tessera keys retire --jwt KID [--json]     end a JWT key's publication: every token it signed is
+                                             refused
   tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]
                                              what was counted in the last 24 h, then the app's
                                              latest audit events; --follow: then new ones

@@ -1,3 +1,4 @@
+import { ACCESS_TOKEN_FORMATS, type AccessTokenFormat } from 'tessera-tokens/internal/apps/app.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { hasControlCharacters, quoted } from 'tessera-tokens/internal/text.js';
 import { parseAddressList } from './addresses.js';
@@ -11,6 +12,8 @@ export interface NewCredentialInput {
   /** UNIX ms, or null for never. */
   expiresAt: number | null;
   allowFrom: string[];
+  /** Null: the app's format. */
+  accessTokenFormat: AccessTokenFormat | null;
 }
 
 /** The fields of a request for a new credential, as JSON gives them (the API), or as the CLI and the portal's form collect them. */
@@ -19,6 +22,7 @@ export interface NewCredentialFields {
   scopes?: unknown;
   expiresAt?: unknown;
   allowFrom?: unknown;
+  accessTokenFormat?: unknown;
 }
 
 /** An RFC 3339 date and time, with its offset (`Z` or `±hh:mm`). */
@@ -36,7 +40,16 @@ export function parseNewCredential(fields: NewCredentialFields, now: number): Ne
     scopes: credentialScopes(fields.scopes),
     expiresAt: credentialExpiry(fields.expiresAt, now),
     allowFrom: credentialAddresses(fields.allowFrom),
+    accessTokenFormat: credentialFormat(fields.accessTokenFormat),
   };
+}
+
+function credentialFormat(value: unknown): AccessTokenFormat | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !(ACCESS_TOKEN_FORMATS as readonly string[]).includes(value)) {
+    throw invalid('accessTokenFormat', `must be one of: ${ACCESS_TOKEN_FORMATS.join(', ')} (or null: the app's).`);
+  }
+  return value as AccessTokenFormat;
 }
 
 function credentialName(value: unknown): string {

@@ -368,6 +368,11 @@ export const Credential = withId(
         description:
           'Until when the ClientSecret the last rotation replaced works (or worked). Null when that rotation ended it at once, or there was none.',
       }),
+      accessTokenFormat: Type.Unsafe<AccessTokenFormat | null>({
+        type: ['string', 'null'],
+        enum: [...ACCESS_TOKEN_FORMATS, null],
+        description: "The format of its admin tokens: `opaque` or `jwt`; null: the app's (`accessTokenFormat` of its configuration).",
+      }),
     },
     { additionalProperties: false, description: "One of an app's further credentials, besides its own ClientID. Never its secret." },
   ),
@@ -402,6 +407,14 @@ export const NewCredential = withId(
           maxItems: 32,
           description:
             'IPv4 or IPv6 CIDRs; a bare address is a /32 or /128. An entry with bits set past its prefix (`10.0.0.1/8`) is refused. Checked against the client address the server sees (behind `TRUSTED_PROXIES`, from `X-Forwarded-For`). Absent, null or empty: any address.',
+        }),
+      ),
+      accessTokenFormat: Type.Optional(
+        Type.Unsafe<AccessTokenFormat | null>({
+          type: ['string', 'null'],
+          enum: [...ACCESS_TOKEN_FORMATS, null],
+          description:
+            "The format of its admin tokens, whatever the app's: `opaque` or `jwt` (which waits until every instance runs 0.4.0 or later). Absent or null: the app's.",
         }),
       ),
     },
@@ -613,7 +626,10 @@ export const AuthorizationServerMetadata = withId(
       token_endpoint: Type.String({ format: 'uri' }),
       revocation_endpoint: Type.String({ format: 'uri' }),
       introspection_endpoint: Type.String({ format: 'uri' }),
-      jwks_uri: Type.String({ format: 'uri', description: 'The keys of JWT access tokens (RFC 7517), for the apps whose `accessTokenFormat` is `jwt`.' }),
+      jwks_uri: Type.String({
+        format: 'uri',
+        description: 'The keys of JWT access tokens (RFC 7517), for the apps whose `accessTokenFormat` is `jwt`.',
+      }),
       grant_types_supported: Type.Unsafe<string[]>({ type: 'array', items: { const: 'client_credentials' } }),
       response_types_supported: Type.Array(Type.Unknown(), {
         maxItems: 0,

@@ -5,7 +5,7 @@ import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { jtiBytes, jwtVerifier, MAX_JWT_LIFETIME_MS, signJwt, type AccessTokenClaims } from 'tessera-tokens/internal/jwt/access-token.js';
 import { ACCESS_TOKEN_TYPE } from 'tessera-tokens/internal/jwt/access-tokens.js';
 import { ANONYMOUS_ID, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
-import { issuerOf } from '../tokens/metadata.js';
+import { issuerOf } from 'tessera-tokens/internal/apps/issuer.js';
 import type { JwtKeyService } from './keys.js';
 import type { StatusLists } from './status-lists.js';
 

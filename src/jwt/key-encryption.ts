@@ -56,6 +56,7 @@ export function resolveKeyEncryptionKey(configured: Buffer | undefined, database
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64url');
-  if (key.length !== KEY_ENCRYPTION_KEY_BYTES) throw new Error(`${path} does not hold a key encryption key (${KEY_ENCRYPTION_KEY_BYTES} bytes, base64url)`);
+  if (key.length !== KEY_ENCRYPTION_KEY_BYTES)
+    throw new Error(`${path} does not hold a key encryption key (${KEY_ENCRYPTION_KEY_BYTES} bytes, base64url)`);
   return key;
 }

@@ -112,7 +112,10 @@ export class JwtKeyService {
     const key = keys.find((candidate) => candidate.kid === kid);
     if (key === undefined) throw new TesseraError('NOT_FOUND', `There is no published JWT key ${kid}; tessera keys list shows them.`);
     if (signingKeyOf(keys, now) === key) {
-      throw new TesseraError('invalid_request', `JWT key ${kid} signs new tokens; rotate first (tessera keys rotate --ahead 0), then retire it.`);
+      throw new TesseraError(
+        'invalid_request',
+        `JWT key ${kid} signs new tokens; rotate first (tessera keys rotate --ahead 0), then retire it.`,
+      );
     }
     if ((await this.store.retireJwtKey(kid, now)) === undefined)
       throw new TesseraError('NOT_FOUND', `There is no published JWT key ${kid}; tessera keys list shows them.`);
@@ -213,7 +216,8 @@ function signingKeyOf(keys: readonly StoredJwtKey[], now: number): StoredJwtKey 
   let signing: StoredJwtKey | undefined;
   for (const key of keys) {
     if (key.signsFrom > now || !isPublished(key, now) || key.encryptedPrivateKey === null) continue;
-    if (signing === undefined || key.signsFrom > signing.signsFrom || (key.signsFrom === signing.signsFrom && key.kid > signing.kid)) signing = key;
+    if (signing === undefined || key.signsFrom > signing.signsFrom || (key.signsFrom === signing.signsFrom && key.kid > signing.kid))
+      signing = key;
   }
   return signing;
 }

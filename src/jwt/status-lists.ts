@@ -85,7 +85,8 @@ export class StatusLists {
     if (!contents.inUse && contents.revokedIndexes.length === 0) return undefined;
     const bits = Buffer.alloc(STATUS_LIST_SIZE / 8);
     const set = (index: number) => (bits[(index - from) >> 3]! |= 1 << ((index - from) & 7));
-    for (const block of contents.revokedBlocks) for (let index = block.firstIndex; index < block.firstIndex + block.size; index++) set(index);
+    for (const block of contents.revokedBlocks)
+      for (let index = block.firstIndex; index < block.firstIndex + block.size; index++) set(index);
     for (const index of contents.revokedIndexes) set(index);
     const iat = Math.floor(now / 1000);
     const token = signJwt(await this.keys.signingKey(), STATUS_LIST_TYPE, {

@@ -113,7 +113,7 @@ export class TokenIssuer {
       const opaqueExpiresAt =
         credential?.expiresAt == null || (resolved !== null && resolved <= credential.expiresAt) ? resolved : credential.expiresAt;
       const clientId = credential?.clientId ?? null;
-      const { token, selector, verifierHash, statusIndex, expiresAt } = this.#issuesJwt(current)
+      const { token, selector, verifierHash, statusIndex, expiresAt } = this.#issuesJwt(current, credential)
         ? await this.jwt.admin(current, {
             now,
             expiresAt: jwtExpiry(now, opaqueExpiresAt),
@@ -122,7 +122,17 @@ export class TokenIssuer {
             scopes,
           })
         : { ...generateAccessToken(now), statusIndex: null, expiresAt: opaqueExpiresAt };
-      const record = { selector, verifierHash, appId: app.appId, kind: 'admin' as const, issuedAt: now, expiresAt, clientId, scopes, statusIndex };
+      const record = {
+        selector,
+        verifierHash,
+        appId: app.appId,
+        kind: 'admin' as const,
+        issuedAt: now,
+        expiresAt,
+        clientId,
+        scopes,
+        statusIndex,
+      };
       if ((await this.tokens.insert(record, current.adminGeneration)) !== undefined) {
         // Which secret an admin token was issued with, so that the operator sees when, after a rotation
         // with a grace period, the previous one is no longer used; and from which credential, with what.
@@ -145,9 +155,10 @@ export class TokenIssuer {
     }
   }
 
-  /** Whether the app's tokens are JWTs: its configuration says so, and every instance reads them. */
-  #issuesJwt(app: AppRecord): boolean {
-    return app.configuration.accessTokenFormat === 'jwt' && this.capabilities.allows('jwtAccessTokens');
+  /** Whether the tokens are JWTs: the credential's format, or else the app's, says so, and every instance reads them. */
+  #issuesJwt(app: AppRecord, credential?: CredentialRecord | null): boolean {
+    const format = credential?.accessTokenFormat ?? app.configuration.accessTokenFormat;
+    return format === 'jwt' && this.capabilities.allows('jwtAccessTokens');
   }
 
   /**

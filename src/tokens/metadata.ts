@@ -3,10 +3,7 @@ import { BUILT_IN_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
 /** The client authentication methods every endpoint of an app accepts (RFC 6749 §2.3.1). */
 const CLIENT_AUTHENTICATION_METHODS = ['client_secret_basic', 'client_secret_post'];
 
-/** An app's issuer identifier: `{base}/api/apps/{appId}`, under which its endpoints are. */
-export function issuerOf(baseUrl: string, appId: string): string {
-  return `${baseUrl}/api/apps/${encodeURIComponent(appId)}`;
-}
+export { issuerOf } from 'tessera-tokens/internal/apps/issuer.js';
 
 /**
  * An app's OAuth 2.0 Authorization Server Metadata (RFC 8414): each app is an issuer of its own, whose

@@ -124,6 +124,7 @@ export function makeCredential(appId: string, overrides: Partial<CredentialRecor
     createdAt: T0,
     createdBy: { kind: 'operator' },
     lastUsedAt: null,
+    accessTokenFormat: null,
     ...overrides,
   };
 }

@@ -469,6 +469,7 @@ describe('credentials: the API', () => {
         createdByClientId: app.clientId,
         lastUsedAt: null,
         previousSecretValidUntil: null,
+        accessTokenFormat: null,
       },
     );
     const listed = await requestAs(`${app.appUrl}/credentials`, bearer(admin));

@@ -10,7 +10,6 @@ import { FakeClock } from '../helpers/clock.js';
 import {
   adminFields,
   adminTokenOf,
-  anonymousFields,
   anonymousTokenOf,
   bearer,
   introspectToken,
@@ -204,15 +203,69 @@ describe('JWT access tokens', () => {
     assert.equal(created.status, 201, created.text);
     const { clientId, clientSecret } = created.body as { clientId: string; clientSecret: string };
     const token = (
-      await requestToken(server, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'orders:read' })
+      await requestToken(server, {
+        grant_type: 'client_credentials',
+        client_id: clientId,
+        client_secret: clientSecret,
+        scope: 'orders:read',
+      })
     ).body.access_token as string;
     const claims = decodeJwt(token);
     assert.equal(claims.scope, 'orders:read');
     assert.equal(claims.client_id, clientId);
-    const revoked = await request(`${server.appUrl}/credentials/${clientId}`, { method: 'DELETE', headers: { authorization: bearer(admin) } });
+    const revoked = await request(`${server.appUrl}/credentials/${clientId}`, {
+      method: 'DELETE',
+      headers: { authorization: bearer(admin) },
+    });
     assert.equal(revoked.status, 200, revoked.text);
     assert.equal((await statusOf(token)).revoked, true);
     assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
+  });
+
+  it("a credential's own format wins over the app's, both ways", async () => {
+    const admin = await adminTokenOf(opaque);
+    const create = async (body: object) => {
+      const created = await request(`${opaque.appUrl}/credentials`, {
+        method: 'POST',
+        headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'service', scopes: ['events:read'], ...body }),
+      });
+      assert.equal(created.status, 201, created.text);
+      return created.body as { clientId: string; clientSecret: string; accessTokenFormat: string | null };
+    };
+    const jwtCredential = await create({ accessTokenFormat: 'jwt' });
+    assert.equal(jwtCredential.accessTokenFormat, 'jwt');
+    const tokenOf = async ({ clientId, clientSecret }: { clientId: string; clientSecret: string }) =>
+      (await requestToken(opaque, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret })).body
+        .access_token as string;
+    const jwt = await tokenOf(jwtCredential);
+    assert.equal(decodeProtectedHeader(jwt).typ, 'at+jwt');
+    assert.equal((await whoami(opaque.appUrl, bearer(jwt))).body.principal, 'admin');
+    assert.equal((await tokenOf(await create({}))).length, 43, "null: the app's format, opaque");
+    assertError(
+      await request(`${opaque.appUrl}/credentials`, {
+        method: 'POST',
+        headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'bad', scopes: ['events:read'], accessTokenFormat: 'paseto' }),
+      }),
+      400,
+      'invalid_request',
+    );
+    const inJwtApp = await adminTokenOf(server);
+    const opaqueInJwtApp = await request(`${server.appUrl}/credentials`, {
+      method: 'POST',
+      headers: { authorization: bearer(inJwtApp), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'legacy', scopes: ['events:read'], accessTokenFormat: 'opaque' }),
+    });
+    assert.equal(opaqueInJwtApp.status, 201, opaqueInJwtApp.text);
+    const legacy = (
+      await requestToken(server, {
+        grant_type: 'client_credentials',
+        client_id: opaqueInJwtApp.body.clientId,
+        client_secret: opaqueInJwtApp.body.clientSecret,
+      })
+    ).body.access_token as string;
+    assert.equal(legacy.length, 43, 'an opaque credential in a JWT app');
   });
 
   it('refuses forged and foreign tokens with 401 INVALID_TOKEN, never a 500', async () => {
@@ -255,7 +308,9 @@ describe('JWT access tokens', () => {
     const keys = await server.tessera.jwt.keys.rotate({ aheadMs: 60_000 });
     const pending = keys.find((key) => key.state === 'pending')!;
     assert.ok(pending);
-    const published = ((await (await fetch(`${server.appUrl}/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid);
+    const published = ((await (await fetch(`${server.appUrl}/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map(
+      (key) => key.kid,
+    );
     assert.ok(published.includes(pending.kid) && published.includes(before!));
     assert.equal(decodeProtectedHeader(await adminTokenOf(server)).kid, before, 'the old key signs until the new one is due');
     const older = await anonymousTokenOf(server);
@@ -286,7 +341,12 @@ describe('JWT access tokens', () => {
         headers: { authorization: bearer(admin), 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-    for (const wrong of [{ accessTokenFormat: 'paseto' }, { accessTokenAudience: [] }, { accessTokenAudience: ['has space'] }, { accessTokenAudience: 'x' }]) {
+    for (const wrong of [
+      { accessTokenFormat: 'paseto' },
+      { accessTokenAudience: [] },
+      { accessTokenAudience: ['has space'] },
+      { accessTokenAudience: 'x' },
+    ]) {
       assertError(await patch(wrong), 400, 'invalid_request');
     }
     assert.equal((await patch({ accessTokenAudience: ['https://api.example.com', 'orders'] })).status, 200);

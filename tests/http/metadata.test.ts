@@ -23,6 +23,7 @@ function expectedMetadata(issuer: string) {
     token_endpoint: `${issuer}/oauth2/token`,
     revocation_endpoint: `${issuer}/oauth2/revoke`,
     introspection_endpoint: `${issuer}/oauth2/introspect`,
+    jwks_uri: `${issuer}/jwks.json`,
     grant_types_supported: ['client_credentials'],
     response_types_supported: [],
     scopes_supported: [

@@ -41,6 +41,9 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/attestation/debug-tokens/{debugTokenId}': 'DELETE',
   '/api/apps/{appId}/attestation/android': 'GET, HEAD, PUT, DELETE',
   '/api/apps/{appId}/attestation/apple': 'GET, HEAD, PUT, DELETE',
+  '/api/apps/{appId}/jwks.json': 'GET, HEAD',
+  '/api/jwks.json': 'GET, HEAD',
+  '/api/status-lists/{list}': 'GET, HEAD',
 };
 /** Forward authentication answers any method; the catch-all under an app and OpenID discovery's location answer 404 to any. */
 const ANY_METHOD = [

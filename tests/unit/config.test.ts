@@ -29,6 +29,8 @@ describe('loadConfig', () => {
       upgradeFinalizeAfterMs: 600_000,
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
       publicUrl: undefined,
+      keyEncryptionKey: undefined,
+      statusListTtlSeconds: 60,
       metrics: undefined,
     });
   });
@@ -93,6 +95,8 @@ describe('loadConfig', () => {
       CACHE_MEMORY_MB: '64',
       UPGRADE_FINALIZE_AFTER_SECONDS: '90',
       PUBLIC_URL: ' https://Tokens.Example.com/ ',
+      KEY_ENCRYPTION_KEY: ' BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc= ',
+      STATUS_LIST_TTL_SECONDS: ' 30 ',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
     });
@@ -129,8 +133,20 @@ describe('loadConfig', () => {
       cacheMemoryMb: 64,
       upgradeFinalizeAfterMs: 90_000,
       publicUrl: 'https://tokens.example.com',
+      keyEncryptionKey: Buffer.alloc(32, 7),
+      statusListTtlSeconds: 30,
       metrics: { host: '10.0.0.5', port: 9464 },
     });
+  });
+
+  it('refuses a KEY_ENCRYPTION_KEY that is not 32 bytes in base64 or base64url, without echoing it', () => {
+    for (const value of ['short', 'BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'not base64 at all!', Buffer.alloc(33, 1).toString('base64url')]) {
+      assert.throws(
+        () => loadConfig({ KEY_ENCRYPTION_KEY: value }),
+        (error: Error) => /KEY_ENCRYPTION_KEY must be 32 random bytes/.test(error.message) && !error.message.includes(value),
+      );
+    }
+    assert.deepEqual(loadConfig({ KEY_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64url') }).keyEncryptionKey, Buffer.alloc(32, 9));
   });
 
   it('takes PUBLIC_URL with a path prefix, without its trailing slashes, and keeps a port', () => {

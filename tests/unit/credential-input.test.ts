@@ -71,8 +71,10 @@ describe('parseNewCredential', () => {
       scopes: ['events:read', 'reports:read'],
       expiresAt: Date.parse('2030-01-01T00:00:00Z'),
       allowFrom: ['::1/128'],
+      accessTokenFormat: null,
     });
     assert.equal(parseNewCredential({ ...valid, expiresAt: null }, now).expiresAt, null);
+    assert.equal(parseNewCredential({ ...valid, accessTokenFormat: 'jwt' }, now).accessTokenFormat, 'jwt');
   });
 
   it('names the field of the first problem', () => {
@@ -92,6 +94,7 @@ describe('parseNewCredential', () => {
     assert.equal(field({ ...valid, expiresAt: 1_900_000_000_000 }), 'expiresAt');
     assert.equal(field({ ...valid, expiresAt: '2030-02-30T00:00:00Z' }), 'accepted', 'Date.parse rolls it over, as RFC 3339 readers do');
     assert.equal(field({ ...valid, allowFrom: [42] }), 'allowFrom');
+    assert.equal(field({ ...valid, accessTokenFormat: 'paseto' }), 'accessTokenFormat');
   });
 });
 
@@ -110,6 +113,7 @@ describe("a credential's refusals do the same work", () => {
     createdAt: T0,
     createdBy: { kind: 'operator' },
     lastUsedAt: null,
+    accessTokenFormat: null,
   };
   const withCredential = { ...app, credentials: [credential] as const };
 

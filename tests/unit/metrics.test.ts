@@ -64,6 +64,8 @@ describe('instrumentStore', () => {
       tokens: {},
       revokedTokens: {},
       signingKeys: {},
+      jwtKeys: {},
+      statusLists: {},
       events: {},
       developers: {},
       onceClaims: {},

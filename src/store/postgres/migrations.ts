@@ -752,6 +752,9 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
 
       CREATE INDEX status_list_revocations_by_expiry ON status_list_revocations (expires_at);
 
+      -- A credential's token format (src/jwt/), when it is not the app's (null).
+      ALTER TABLE credentials ADD COLUMN access_token_format text CHECK (access_token_format IN ('opaque', 'jwt'));
+
       -- A JWT admin token's index in the status lists; null for an opaque token. Adding a column
       -- without a default rewrites nothing.
       ALTER TABLE tokens ADD COLUMN status_index bigint;

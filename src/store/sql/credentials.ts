@@ -64,8 +64,10 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
     },
     async insert(credential) {
       await db.run(
-        `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id)
-         VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById)`,
+        `INSERT INTO credentials (client_id, app_id, name, scopes, expires_at, allow_from, secret_hash, created_at, created_by, created_by_id,
+                                  access_token_format)
+         VALUES (:clientId, :appId, :name, :scopes, :expiresAt, :allowFrom, :secretHash, :createdAt, :createdBy, :createdById,
+                 :accessTokenFormat)`,
         {
           clientId: credential.clientId,
           appId: credential.appId,
@@ -77,6 +79,7 @@ export function sqlCredentialStore(db: SqlRunner): CredentialStore {
           createdAt: credential.createdAt,
           createdBy: credential.createdBy.kind,
           createdById: creatorId(credential.createdBy),
+          accessTokenFormat: credential.accessTokenFormat,
         },
       );
     },

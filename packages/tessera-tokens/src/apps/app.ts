@@ -1,4 +1,7 @@
 import type { CredentialRecord } from '../credentials/credential.js';
+import type { AccessTokenFormat } from '../token-format.js';
+
+export { ACCESS_TOKEN_FORMATS, type AccessTokenFormat } from '../token-format.js';
 
 /** Per-app settings. `null` everywhere means the seed's behaviour. */
 export interface AppConfiguration {
@@ -34,9 +37,6 @@ export interface AppConfiguration {
   /** A JWT access token's `aud`: these, or null for `tessera:app:{appId}`. */
   accessTokenAudience: readonly string[] | null;
 }
-
-export const ACCESS_TOKEN_FORMATS = ['opaque', 'jwt'] as const;
-export type AccessTokenFormat = (typeof ACCESS_TOKEN_FORMATS)[number];
 
 export const ATTESTATION_MODES = ['off', 'monitor', 'enforce'] as const;
 export type AttestationMode = (typeof ATTESTATION_MODES)[number];

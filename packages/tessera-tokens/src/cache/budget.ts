@@ -22,7 +22,14 @@ export interface CacheBudget {
   absentTokens: number;
 }
 
-const SHARES: Readonly<CacheBudget> = { apps: 0.3, storedTokens: 0.45, anonymousTokens: 0.15, jwtTokens: 0.05, absentApps: 0.025, absentTokens: 0.025 };
+const SHARES: Readonly<CacheBudget> = {
+  apps: 0.3,
+  storedTokens: 0.45,
+  anonymousTokens: 0.15,
+  jwtTokens: 0.05,
+  absentApps: 0.025,
+  absentTokens: 0.025,
+};
 
 export function cacheBudget(megabytes: number): CacheBudget {
   const bytes = megabytes * 1024 * 1024;

@@ -1,3 +1,4 @@
+import type { AccessTokenFormat } from '../token-format.js';
 import { randomHex } from '../crypto.js';
 
 /** Who made a credential: the operator (the CLI), a developer (the portal), or an admin token with `credentials:manage` (the API). */
@@ -26,6 +27,8 @@ export interface CredentialRecord {
   createdBy: CredentialCreator;
   /** When it was last used to authenticate (UNIX ms; written at most once a minute), or null. */
   lastUsedAt: number | null;
+  /** The format of its tokens (`AppConfiguration.accessTokenFormat`); null: the app's. */
+  accessTokenFormat: AccessTokenFormat | null;
 }
 
 /** What anyone allowed to manage an app's credentials may see of one: never its secret. */
@@ -46,6 +49,8 @@ export interface CredentialDescription {
   lastUsedAt: string | null;
   /** Until when the secret the last rotation replaced works (or worked), or null. */
   previousSecretValidUntil: string | null;
+  /** The format of its tokens; null: the app's (`accessTokenFormat` of its configuration). */
+  accessTokenFormat: AccessTokenFormat | null;
 }
 
 export function describeCredential(credential: CredentialRecord): CredentialDescription {
@@ -62,6 +67,7 @@ export function describeCredential(credential: CredentialRecord): CredentialDesc
     ...(createdBy.kind === 'admin' ? { createdByClientId: createdBy.clientId } : {}),
     lastUsedAt: isoOrNull(credential.lastUsedAt),
     previousSecretValidUntil: isoOrNull(credential.previousSecret?.validUntil ?? null),
+    accessTokenFormat: credential.accessTokenFormat,
   };
 }
 

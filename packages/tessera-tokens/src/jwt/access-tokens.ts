@@ -3,7 +3,6 @@ import type { AppRecord } from '../apps/app.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import type { AnonymousTokenFacts } from '../tokens/anonymous-token.js';
 import { accessTokenFacts, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
 import type { JwtKeys } from './keys.js';
 
@@ -62,9 +61,4 @@ export class JwtAccessTokens {
     this.#verified.clear();
     this.keys.forget();
   }
-}
-
-/** An anonymous JWT's facts as a self-verifying anonymous token's, for the checks they share. */
-export function anonymousFactsOf(token: JwtAccessToken): AnonymousTokenFacts {
-  return { keyId: 0, issuedAt: token.issuedAt, expiresAt: token.expiresAt, id: token.id.toString('latin1'), attestation: token.attestation };
 }

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { AttestationProvider } from '../principal.js';
 import type { Keyring } from '../signing-keys/keyring.js';
+import type { JwtAccessToken } from '../jwt/access-token.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
@@ -100,4 +101,15 @@ export class AnonymousTokens {
     if (this.ended(app, facts)) return undefined;
     return andThen(this.revoked.has(facts.id), (revoked) => (revoked ? undefined : facts));
   }
+}
+
+/** An anonymous JWT access token's facts as a self-verifying anonymous token's, for the checks they share (cut-off, revocations). */
+export function anonymousFactsOf(token: JwtAccessToken): AnonymousTokenFacts {
+  return {
+    keyId: 0,
+    issuedAt: token.issuedAt,
+    expiresAt: token.expiresAt,
+    id: token.id.toString('latin1'),
+    attestation: token.attestation,
+  };
 }

@@ -7,12 +7,12 @@ import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
 import { ANONYMOUS_ID, TOKEN_SELECTOR, type AttestationProvider, type Principal, type PrincipalKind } from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
-import type { AnonymousTokens } from './anonymous-tokens.js';
+import { anonymousFactsOf, type AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
 import type { TokenReads, TokenRecord } from './token-record.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
 import { jwtVerifier, looksLikeJwt, type JwtAccessToken } from '../jwt/access-token.js';
-import { anonymousFactsOf, type JwtAccessTokens } from '../jwt/access-tokens.js';
+import type { JwtAccessTokens } from '../jwt/access-tokens.js';
 
 /** What introspection tells of an active token. */
 export interface ActiveToken {
@@ -105,7 +105,8 @@ export class TokenChecker {
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH) {
       return andThen(this.anonymous.check(app, accessToken), (facts) => facts && anonymousPrincipal(app, facts));
     }
-    if (looksLikeJwt(accessToken)) return andThen(this.#jwtFacts(app, accessToken), (facts) => facts && this.#jwtPrincipal(app, accessToken, facts));
+    if (looksLikeJwt(accessToken))
+      return andThen(this.#jwtFacts(app, accessToken), (facts) => facts && this.#jwtPrincipal(app, accessToken, facts));
     const presented = parseAccessToken(accessToken);
     if (presented === undefined) return undefined;
     return this.#storedPrincipal(app, presented);
@@ -123,7 +124,8 @@ export class TokenChecker {
   async introspect(app: AppRecord, accessToken: string): Promise<ActiveToken | undefined> {
     const jwt = looksLikeJwt(accessToken) ? await this.#jwtFacts(app, accessToken) : undefined;
     if (accessToken.length === ANONYMOUS_TOKEN_LENGTH || jwt?.kind === 'anonymous') {
-      const facts = jwt === undefined ? await this.anonymous.check(app, accessToken) : await this.anonymous.current(app, anonymousFactsOf(jwt));
+      const facts =
+        jwt === undefined ? await this.anonymous.check(app, accessToken) : await this.anonymous.current(app, anonymousFactsOf(jwt));
       if (facts === undefined) return undefined;
       return {
         appId: app.appId,

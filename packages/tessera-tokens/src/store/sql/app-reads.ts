@@ -1,4 +1,4 @@
-import { DEFAULT_APP_CONFIGURATION, type AppConfiguration, type AppRecord } from '../../apps/app.js';
+import { DEFAULT_APP_CONFIGURATION, type AccessTokenFormat, type AppConfiguration, type AppRecord } from '../../apps/app.js';
 import type { AppReads } from '../../apps/app-reads.js';
 import type { CredentialCreator, CredentialRecord } from '../../credentials/credential.js';
 import { andThen } from '../../maybe-promise.js';
@@ -92,11 +92,12 @@ interface CredentialJson {
   createdBy: CredentialCreator['kind'];
   createdById: string | null;
   lastUsedAt: number | null;
+  accessTokenFormat: AccessTokenFormat | null;
 }
 
 const FIELDS = `'clientId', client_id, 'appId', app_id, 'name', name, 'scopes', scopes, 'expiresAt', expires_at,
   'allowFrom', allow_from, 'createdAt', created_at, 'createdBy', created_by, 'createdById', created_by_id,
-  'lastUsedAt', last_used_at, 'previousSecretValidUntil', previous_secret_valid_until`;
+  'lastUsedAt', last_used_at, 'previousSecretValidUntil', previous_secret_valid_until, 'accessTokenFormat', access_token_format`;
 
 /**
  * A column of the app's row (`SELECT … FROM apps`): its credentials as one JSON array, so that an
@@ -139,6 +140,7 @@ function toCredential(row: CredentialJson): CredentialRecord {
     createdAt: row.createdAt,
     createdBy: creatorOf(row.createdBy, row.createdById),
     lastUsedAt: row.lastUsedAt,
+    accessTokenFormat: row.accessTokenFormat ?? null,
   };
 }
 
