@@ -248,6 +248,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       eventRetentionMs: integer(env, 'EVENTS_RETENTION_DAYS', DEFAULT_HOUSEKEEPING.eventRetentionMs / 86_400_000, 1, 36_500) * 86_400_000,
       maxEventsPerApp: integer(env, 'EVENTS_MAX_PER_APP', DEFAULT_HOUSEKEEPING.maxEventsPerApp, 10, 100_000_000),
       maxRefusalsPerApp: integer(env, 'EVENTS_MAX_REFUSALS_PER_APP', DEFAULT_HOUSEKEEPING.maxRefusalsPerApp, 10, 100_000_000),
+      jwtKeyRotationMs: integer(env, 'JWT_KEY_ROTATION_DAYS', 0, 0, 3650) * 86_400_000,
     },
     shutdownStoreTimeoutMs: integer(env, 'SHUTDOWN_STORE_TIMEOUT_MS', DEFAULT_SHUTDOWN_STORE_TIMEOUT_MS, 100, 600_000),
     forwardAuthAdminPaths: adminPathRules(env),

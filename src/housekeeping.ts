@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { EventLog } from './events/log.js';
+import type { JwtKeyService } from './jwt/keys.js';
 import type { Store } from './store/store.js';
 
 export interface HousekeepingSettings {
@@ -12,6 +13,8 @@ export interface HousekeepingSettings {
   maxEventsPerApp: number;
   /** Each app keeps at most this many refusals, the newest (EVENTS_MAX_REFUSALS_PER_APP). */
   maxRefusalsPerApp: number;
+  /** A new JWT key is rolled in (ahead) once the signing one is this old (JWT_KEY_ROTATION_DAYS); 0: only by `tessera keys rotate --jwt`. */
+  jwtKeyRotationMs: number;
 }
 
 export const DEFAULT_HOUSEKEEPING: Readonly<HousekeepingSettings> = Object.freeze({
@@ -19,6 +22,7 @@ export const DEFAULT_HOUSEKEEPING: Readonly<HousekeepingSettings> = Object.freez
   eventRetentionMs: 30 * 24 * 3600_000,
   maxEventsPerApp: 100_000,
   maxRefusalsPerApp: 10_000,
+  jwtKeyRotationMs: 0,
 });
 
 /** Rows removed per statement: small enough that requests are served between them. */
@@ -51,6 +55,12 @@ export interface HousekeepingReport {
   expiredOnceClaims: number;
   /** Proofs of work accepted, past their challenge's expiry (`src/attestation/`). */
   expiredAttestationClaims: number;
+  /** Status list blocks and single revocations whose tokens have all expired (`src/jwt/status-lists.ts`). */
+  expiredStatus: number;
+  /** JWT keys whose private key was erased (a newer one signs) or that are published no more. */
+  jwtKeys: number;
+  /** Whether a JWT key was rolled in because the signing one reached `jwtKeyRotationMs`. */
+  jwtKeyRotated: boolean;
 }
 
 /**
@@ -71,6 +81,8 @@ export class Housekeeping {
     private readonly clock: Clock,
     private readonly settings: HousekeepingSettings = DEFAULT_HOUSEKEEPING,
     private readonly onError: (error: unknown) => void = () => {},
+    /** The JWT keys: tidied, and rolled on schedule (`jwtKeyRotationMs`). */
+    private readonly jwtKeys?: JwtKeyService,
   ) {}
 
   start(): void {
@@ -114,6 +126,10 @@ export class Housekeeping {
     const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
     const expiredOnceClaims = await drain((batch) => this.store.onceClaims.deleteExpired(now, batch));
     const expiredAttestationClaims = await drain((batch) => this.store.attestation.deleteExpiredClaims(now, batch));
+    const expiredStatus = await drain((batch) => this.store.statusLists.deleteExpiredStatus(now, batch));
+    const jwtKeyRotated =
+      this.settings.jwtKeyRotationMs > 0 && (await this.jwtKeys?.rotateIfOlderThan(this.settings.jwtKeyRotationMs)) === true;
+    const jwtKeys = (await this.jwtKeys?.tidy()) ?? 0;
     return {
       expiredTokens,
       expiredRevocations,
@@ -125,6 +141,9 @@ export class Housekeeping {
       developerEvents,
       expiredOnceClaims,
       expiredAttestationClaims,
+      expiredStatus,
+      jwtKeys,
+      jwtKeyRotated,
     };
   }
 }

@@ -159,12 +159,6 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
     cacheMemoryMb: options.cacheMemoryMb,
   });
-  const housekeeping = new Housekeeping(store, events, clock, options.housekeeping ?? DEFAULT_HOUSEKEEPING, (error) =>
-    // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
-    isServiceUnavailable(error)
-      ? warn('housekeeping could not run while the database cannot be reached; it is tried again at the next interval', undefined)
-      : warn('housekeeping failed; it is tried again at the next interval', error),
-  );
   const credentialUse = new CredentialUse(store.credentials, (error) =>
     warn('when a credential was last used could not be written; it is written at its next use', error),
   );
@@ -214,6 +208,18 @@ export function createTessera(options: TesseraOptions): Tessera {
     clock,
     options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey),
     () => checking.jwts.forgetAll(),
+  );
+  const housekeeping = new Housekeeping(
+    store,
+    events,
+    clock,
+    options.housekeeping ?? DEFAULT_HOUSEKEEPING,
+    (error) =>
+      // With the database away the error is always the same 503, whose stack says nothing: the message says it all.
+      isServiceUnavailable(error)
+        ? warn('housekeeping could not run while the database cannot be reached; it is tried again at the next interval', undefined)
+        : warn('housekeeping failed; it is tried again at the next interval', error),
+    jwtKeys,
   );
   const statusLists = new StatusLists(store.statusLists, clock, jwtKeys, options.statusListTtlSeconds);
   const jwt: Jwt = { keys: jwtKeys, statusLists, issuer: new JwtIssuer(jwtKeys, statusLists, options.publicUrl) };

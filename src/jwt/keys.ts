@@ -140,6 +140,20 @@ export class JwtKeyService {
     };
   }
 
+  /**
+   * Rolls a new key in (`DEFAULT_ROLL_AHEAD_MS` ahead, the signing key's algorithm) if the signing
+   * key was made `maxAgeMs` ago or more and none is pending yet (housekeeping, JWT_KEY_ROTATION_DAYS).
+   * Two instances may roll at once: then two keys are published, and the later one signs.
+   */
+  async rotateIfOlderThan(maxAgeMs: number): Promise<boolean> {
+    const now = this.clock.now();
+    const keys = (await this.store.listJwtKeys()).filter((key) => isPublished(key, now));
+    const signing = signingKeyOf(keys, now);
+    if (signing === undefined || now - signing.createdAt < maxAgeMs || keys.some((key) => key.signsFrom > now)) return false;
+    await this.rotate({});
+    return true;
+  }
+
   /** Housekeeping: erases the private keys that sign no more, deletes the keys no longer published. */
   async tidy(): Promise<number> {
     const now = this.clock.now();

@@ -211,27 +211,31 @@ function realPathOf(path: string): string {
 }
 
 /**
- * Anything in the target is refused, except the one key that opening a store makes by itself (a
- * server started once on the new database): with no app, nothing can hold a token it signed. That
- * key is deleted; the source's keys take its place.
+ * The tables that a new store gets one row of by itself: the first key (a server started once on the
+ * new database) and the next status list index. With no app, nothing can hold a token that key
+ * signed nor an index; they are deleted, and the source's rows take their place.
  */
+const MADE_WITH_THE_STORE = new Set(['keys', 'status_list_next']);
+
+/** Anything in the target is refused, except the rows a new store makes by itself (`MADE_WITH_THE_STORE`). */
 async function refuseNonEmpty(target: StoreDump, location: StoreLocation): Promise<void> {
   const found: string[] = [];
-  let firstKeyOnly = false;
+  const madeWithTheStore: TableSpec[] = [];
   for (const table of TABLES) {
     const rows = await target.count(table);
     if (rows === 0) continue;
-    if (table.name === 'keys' && rows === 1) firstKeyOnly = true;
+    if (MADE_WITH_THE_STORE.has(table.name) && rows === 1) madeWithTheStore.push(table);
     else found.push(`${table.name} (${rows.toLocaleString('en-US')} ${rows === 1 ? 'row' : 'rows'})`);
   }
   if (found.length > 0) {
+    const firstKey = madeWithTheStore.some((table) => table.name === 'keys');
     throw new TesseraError(
       'CONFLICT',
-      `store copy: the target ${target.description} is not empty: it holds ${found.join(', ')}${firstKeyOnly ? ' and a key' : ''}. ` +
+      `store copy: the target ${target.description} is not empty: it holds ${found.join(', ')}${firstKey ? ' and a key' : ''}. ` +
         `Nothing was written. store copy writes into an empty store only. ${startOver(location)}`,
     );
   }
-  if (firstKeyOnly) await target.clear(TABLES.find((table) => table.name === 'keys')!);
+  for (const table of madeWithTheStore) await target.clear(table);
 }
 
 function startOver(location: StoreLocation): string {

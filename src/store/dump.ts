@@ -57,6 +57,7 @@ export const TABLES: readonly TableSpec[] = [
       expires_at: 'integer',
       client_id: 'text',
       scopes: 'text',
+      status_index: 'integer',
     }),
     key: ['selector'],
   },
@@ -76,6 +77,7 @@ export const TABLES: readonly TableSpec[] = [
       created_by: 'text',
       created_by_id: 'text',
       last_used_at: 'integer',
+      access_token_format: 'text',
     }),
     key: ['client_id'],
   },
@@ -191,6 +193,43 @@ export const TABLES: readonly TableSpec[] = [
     name: 'attestation_claims',
     columns: columns({ claim: 'blob' }),
     key: ['claim'],
+  },
+  // The private keys are encrypted under KEY_ENCRYPTION_KEY (or an SQLite file's `.kek`): the target's
+  // instances need the same key (docs/deployment.md, "Moving to PostgreSQL").
+  {
+    name: 'jwt_keys',
+    columns: columns({
+      kid: 'text',
+      algorithm: 'text',
+      public_jwk: 'text',
+      private_key: 'blob',
+      created_at: 'integer',
+      signs_from: 'integer',
+      published_until: 'integer',
+    }),
+    key: ['kid'],
+  },
+  {
+    name: 'status_list_blocks',
+    columns: columns({
+      first_index: 'integer',
+      size: 'integer',
+      app_id: 'text',
+      kind: 'text',
+      reserved_at: 'integer',
+      expires_by: 'integer',
+    }),
+    key: ['first_index'],
+  },
+  {
+    name: 'status_list_next',
+    columns: columns({ id: 'integer', next_index: 'integer' }),
+    key: ['id'],
+  },
+  {
+    name: 'status_list_revocations',
+    columns: columns({ status_index: 'integer', expires_at: 'integer' }),
+    key: ['status_index'],
   },
 ];
 

@@ -30,7 +30,13 @@ const REFUSALS_CAP = 50;
 
 const server = serverForSuite(
   {
-    housekeeping: { intervalMs: 3_600_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: AUDIT_CAP, maxRefusalsPerApp: REFUSALS_CAP },
+    housekeeping: {
+      intervalMs: 3_600_000,
+      eventRetentionMs: 30 * 86_400_000,
+      maxEventsPerApp: AUDIT_CAP,
+      maxRefusalsPerApp: REFUSALS_CAP,
+      jwtKeyRotationMs: 0,
+    },
   },
   async () => {
     admin = (await requestToken(server, adminFields(server))).body.access_token;

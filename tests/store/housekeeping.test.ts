@@ -18,6 +18,9 @@ const NOTHING_OF_DEVELOPERS = {
   developerEvents: 0,
   expiredOnceClaims: 0,
   expiredAttestationClaims: 0,
+  expiredStatus: 0,
+  jwtKeys: 0,
+  jwtKeyRotated: false,
 };
 
 for (const [backend, open] of [
@@ -39,6 +42,7 @@ for (const [backend, open] of [
         eventRetentionMs: 7 * DAY,
         maxEventsPerApp: 50,
         maxRefusalsPerApp: 30,
+        jwtKeyRotationMs: 0,
       });
     });
     afterEach(async () => {
@@ -294,6 +298,27 @@ for (const [backend, open] of [
       });
       assert.equal(await store.attestation.claim(replayClaim(signature('b'), now + 1)), undefined, 'kept');
       assert.equal(await store.attestation.claim(replayClaim(signature('a'), now)), true, 'removed, so new again');
+    });
+
+    it('removes the status list blocks and revocations whose tokens have all expired, and no other', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const first = await store.statusLists.reserveBlock({
+        size: 64,
+        appId: 'gone',
+        kind: 'anonymous',
+        reservedAt: now - 10,
+        expiresBy: now,
+      });
+      const kept = await store.statusLists.reserveBlock({ size: 64, appId: 'gone', kind: 'admin', reservedAt: now, expiresBy: now + 1 });
+      assert.equal(kept, first + 64, 'blocks follow each other, aligned to their size');
+      await store.statusLists.revokeIndex(first + 1, now);
+      await store.statusLists.revokeIndex(kept + 1, now + 1);
+      const report = await housekeeping.run();
+      assert.equal(report.expiredStatus, 2);
+      const contents = await store.statusLists.contents(0, 2 ** 17, now);
+      assert.deepEqual(contents.revokedIndexes, [kept + 1]);
+      assert.deepEqual(contents.revokedBlocks, [{ firstIndex: kept, size: 64 }], 'the app is gone: its block counts as revoked whole');
     });
   });
 }

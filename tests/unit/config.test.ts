@@ -20,7 +20,13 @@ describe('loadConfig', () => {
       portalSignup: 'invite',
       portalAppsPerDeveloper: 100,
       postgres: { poolSize: 10, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000, staleLimitMs: 2_000, startupRetryMs: 30_000 },
-      housekeeping: { intervalMs: 60_000, eventRetentionMs: 30 * 86_400_000, maxEventsPerApp: 100_000, maxRefusalsPerApp: 10_000 },
+      housekeeping: {
+        intervalMs: 60_000,
+        eventRetentionMs: 30 * 86_400_000,
+        maxEventsPerApp: 100_000,
+        maxRefusalsPerApp: 10_000,
+        jwtKeyRotationMs: 0,
+      },
       shutdownStoreTimeoutMs: 10_000,
       forwardAuthAdminPaths: [],
       trustedProxies: [],
@@ -80,6 +86,7 @@ describe('loadConfig', () => {
       PG_STALE_LIMIT_MS: '30000',
       PG_STARTUP_TIMEOUT_MS: '0',
       HOUSEKEEPING_INTERVAL_SECONDS: '5',
+      JWT_KEY_ROTATION_DAYS: '30',
       EVENTS_RETENTION_DAYS: '7',
       EVENTS_MAX_PER_APP: '1000',
       EVENTS_MAX_REFUSALS_PER_APP: '200',
@@ -120,7 +127,13 @@ describe('loadConfig', () => {
       portalSignup: 'open',
       portalAppsPerDeveloper: 25,
       postgres: { poolSize: 4, connectTimeoutMs: 750, queryTimeoutMs: 1_500, staleLimitMs: 30_000, startupRetryMs: 0 },
-      housekeeping: { intervalMs: 5_000, eventRetentionMs: 7 * 86_400_000, maxEventsPerApp: 1000, maxRefusalsPerApp: 200 },
+      housekeeping: {
+        intervalMs: 5_000,
+        eventRetentionMs: 7 * 86_400_000,
+        maxEventsPerApp: 1000,
+        maxRefusalsPerApp: 200,
+        jwtKeyRotationMs: 30 * 86_400_000,
+      },
       shutdownStoreTimeoutMs: 25_000,
       forwardAuthAdminPaths: [
         { method: undefined, segments: ['configuration'] },
@@ -140,7 +153,12 @@ describe('loadConfig', () => {
   });
 
   it('refuses a KEY_ENCRYPTION_KEY that is not 32 bytes in base64 or base64url, without echoing it', () => {
-    for (const value of ['short', 'BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'not base64 at all!', Buffer.alloc(33, 1).toString('base64url')]) {
+    for (const value of [
+      'short',
+      'BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH',
+      'not base64 at all!',
+      Buffer.alloc(33, 1).toString('base64url'),
+    ]) {
       assert.throws(
         () => loadConfig({ KEY_ENCRYPTION_KEY: value }),
         (error: Error) => /KEY_ENCRYPTION_KEY must be 32 random bytes/.test(error.message) && !error.message.includes(value),

@@ -55,10 +55,11 @@ export function sqlStatusListStore(db: SqlRunner): StatusListStore {
   return {
     async reserveBlock(block) {
       return db.transaction(async (tx) => {
-        // Aligned to its size (a power of two): a block never spans two lists.
+        // Aligned to its size (a power of two): a block never spans two lists. (Integer division in both
+        // dialects: SQLite divides a bound number as a real unless it is cast.)
         const row = await tx.get<{ first: number }>(
-          `UPDATE status_list_next SET next_index = ((next_index + :size - 1) / :size) * :size + :size
-            WHERE id = 1 RETURNING next_index - :size AS first`,
+          `UPDATE status_list_next SET next_index = ((next_index + CAST(:size AS INTEGER) - 1) / CAST(:size AS INTEGER) + 1) * CAST(:size AS INTEGER)
+            WHERE id = 1 RETURNING next_index - CAST(:size AS INTEGER) AS first`,
           { size: block.size },
         );
         const firstIndex = Number(row!.first);
