@@ -28,9 +28,14 @@ export interface JwtAdminTokenRequest {
   scopes: readonly string[] | null;
 }
 
-/** The expiry of a JWT access token: always one, at most `MAX_JWT_LIFETIME_MS` from now (documented: a JWT cannot be revoked everywhere at once). */
+/**
+ * The expiry of a JWT access token: always one, at most `MAX_JWT_LIFETIME_MS` from now (documented:
+ * a JWT cannot be revoked everywhere at once), in whole seconds, as `exp` says it, so that what the
+ * service says of the token (its stored expiry, `expires_in`, forward auth's header) is what `exp` says.
+ */
 export function jwtExpiry(now: number, resolved: number | null): number {
-  return resolved === null ? now + MAX_JWT_LIFETIME_MS : Math.min(resolved, now + MAX_JWT_LIFETIME_MS);
+  const expiresAt = resolved === null ? now + MAX_JWT_LIFETIME_MS : Math.min(resolved, now + MAX_JWT_LIFETIME_MS);
+  return Math.floor(expiresAt / 1000) * 1000;
 }
 
 /** An app's audience: its own list if it set one, `tessera:app:{appId}` otherwise. */

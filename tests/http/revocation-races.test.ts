@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { inflateSync } from 'node:zlib';
+import { decodeJwt } from 'jose';
+import type { AppConfiguration } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedCredential } from '../../src/apps/credential-service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
@@ -93,6 +96,27 @@ function tokenStream(urls: readonly string[], clientId: string, clientSecret: st
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The JWTs of `tokens` whose bit is not set in their status list, as a verifier reads it after the
+ * list's rebuild (an instance builds a list at most once a second).
+ */
+async function notRevokedInStatusLists(tokens: readonly string[]): Promise<string[]> {
+  await sleep(1_100);
+  const lists = new Map<string, Buffer>();
+  const missed: string[] = [];
+  for (const token of tokens) {
+    const { idx, uri } = decodeJwt<{ status: { status_list: { idx: number; uri: string } } }>(token).status.status_list;
+    let bits = lists.get(uri);
+    if (bits === undefined) {
+      const list = decodeJwt<{ status_list: { lst: string } }>(await (await fetch(uri)).text());
+      bits = inflateSync(Buffer.from(list.status_list.lst, 'base64url'));
+      lists.set(uri, bits);
+    }
+    if (((bits[idx >> 3]! >> (idx & 7)) & 1) !== 1) missed.push(`${token.slice(-8)} (index ${idx} of ${uri})`);
+  }
+  return missed;
+}
+
 /** The tokens of `tokens` that either instance still takes (whoami 200), with where. */
 async function stillWorking(app: App, other: TestServer, tokens: readonly string[]): Promise<string[]> {
   const working: string[] = [];
@@ -106,9 +130,9 @@ async function stillWorking(app: App, other: TestServer, tokens: readonly string
   return working;
 }
 
-async function newApp(): Promise<{ app: App; other: TestServer; urls: string[] }> {
+async function newApp(configuration: Partial<AppConfiguration> = {}): Promise<{ app: App; other: TestServer; urls: string[] }> {
   const other = await otherInstance();
-  const app = await createConfiguredApp(server, {}, 'Races');
+  const app = await createConfiguredApp(server, configuration, 'Races');
   return { app, other, urls: [app.appUrl, app.appUrl.replace(server.baseUrl, other.baseUrl)] };
 }
 
@@ -172,6 +196,45 @@ describe('a revocation wins every race with issuance, on two instances', () => {
     const working = await stillWorking(app, other, [admin, ...before]);
     assert.deepEqual(working, [], `${working.length} of ${before.length + 1} tokens outlived the revocation`);
     assert.equal((await whoami(app.appUrl, bearer(stream.tokens.at(-1)!.token))).status, 200, 'a token issued after it works');
+  });
+
+  describe('with JWT access tokens: refused on both instances after the answer, and their bits set in the status lists', () => {
+    it('revoking a credential while its secret keeps asking for tokens', async () => {
+      const { app, other, urls } = await newApp({ accessTokenFormat: 'jwt' });
+      const credential = await server.tessera.credentials.create(app.appId, { name: 'Leaked', scopes: ['events:read'] }, OPERATOR);
+      const admin = await adminTokenOf(app);
+      const stream = tokenStream(urls, credential.clientId, credential.clientSecret);
+      await sleep(BEFORE_MS);
+      const revoked = await requestAs(`${app.appUrl}/credentials/${credential.clientId}`, bearer(admin), 'DELETE');
+      assert.equal(revoked.status, 200, revoked.text);
+      await sleep(AFTER_MS);
+      await stream.stop();
+
+      const tokens = stream.tokens.map(({ token }) => token);
+      assert.ok(tokens.length > 0 && tokens.every((token) => token.split('.').length === 3), 'the stream got JWTs before the revocation');
+      assert.deepEqual(await stillWorking(app, other, tokens), []);
+      assert.deepEqual(await notRevokedInStatusLists(tokens), []);
+    });
+
+    it('revoking every token of the app while admin and anonymous tokens are being issued', async () => {
+      const { app, other, urls } = await newApp({ accessTokenFormat: 'jwt' });
+      const admin = await adminTokenOf(app);
+      const admins = tokenStream(urls, app.clientId, app.clientSecret);
+      const anonymous = tokenStream(urls, app.appId, app.appKey);
+      await sleep(BEFORE_MS);
+      const sent = performance.now();
+      const revoked = await requestAs(`${app.appUrl}/tokens?kind=all`, bearer(admin), 'DELETE');
+      assert.equal(revoked.status, 200, revoked.text);
+      await sleep(AFTER_MS);
+      await Promise.all([admins.stop(), anonymous.stop()]);
+
+      const before = [...admins.tokens, ...anonymous.tokens].filter(({ at }) => at < sent).map(({ token }) => token);
+      assert.ok(before.length > 0, 'the streams got tokens before the revocation');
+      assert.deepEqual(await stillWorking(app, other, [admin, ...before]), []);
+      assert.deepEqual(await notRevokedInStatusLists([admin, ...before]), []);
+      const after = anonymous.tokens.at(-1)!.token;
+      assert.equal((await whoami(app.appUrl, bearer(after))).status, 200, 'a token issued after it works');
+    });
   });
 
   it('ran the races across checkpoints on SQLite, none of which failed', () => {

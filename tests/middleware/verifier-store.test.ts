@@ -8,8 +8,9 @@ import Database from 'libsql';
 import pg from 'pg';
 import { SCHEMA_VERSION } from 'tessera-tokens/internal/release.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
-import { TesseraVerifier } from 'tessera-tokens/internal/verifier.js';
-import { adminTokenOf, basic, bearer, revokeToken } from '../helpers/http.js';
+import { TesseraVerifier, type AuthenticationRequest } from 'tessera-tokens/internal/verifier.js';
+import { OPERATOR } from '../../src/request-context.js';
+import { adminTokenOf, anonymousTokenOf, basic, bearer, revokeToken } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { createPostgresDatabase, createPostgresTestStore, POSTGRES_ADMIN_URL } from '../helpers/store.js';
 
@@ -19,6 +20,20 @@ import { createPostgresDatabase, createPostgresTestStore, POSTGRES_ADMIN_URL } f
 
 const NO_STORE =
   /^There is no Tessera store at .+: Tessera makes it when it first starts on it \(or with `tessera migrate`\)\. Check DATABASE_URL, and start Tessera first\.$/;
+
+/** Waits until the verifier refuses the request with INVALID_TOKEN; fails if it takes over a second. */
+async function refusedWithinASecond(verifier: TesseraVerifier, request: AuthenticationRequest): Promise<void> {
+  const deadline = Date.now() + 1_000;
+  for (;;) {
+    const refused = await Promise.resolve(verifier.authenticate(request)).then(
+      () => false,
+      (error: { code?: string }) => error.code === 'INVALID_TOKEN',
+    );
+    if (refused) return;
+    assert.ok(Date.now() < deadline, 'the revoked token still works after a second');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
@@ -149,18 +164,31 @@ describe('TesseraVerifier.open on PostgreSQL reads only a database Tessera made'
         assert.equal((await verifier.authenticate({ ...request, authorization: bearer(token) })).kind, 'admin');
         assert.equal((await verifier.authenticate({ ...request, authorization: basic(server.app.appId) })).kind, 'anonymous');
         assert.equal((await revokeToken(server.appUrl, token)).status, 200);
-        const deadline = Date.now() + 1_000;
-        for (;;) {
-          const refused = await Promise.resolve(verifier.authenticate({ ...request, authorization: bearer(token) })).then(
-            () => false,
-            (error: { code?: string }) => error.code === 'INVALID_TOKEN',
-          );
-          if (refused) break;
-          assert.ok(Date.now() < deadline, 'the revoked token still works after a second');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await refusedWithinASecond(verifier, { ...request, authorization: bearer(token) });
       } finally {
         await verifier.close();
+      }
+    });
+
+    it('checks JWT access tokens, admin and anonymous, and sees them revoked within a second', async () => {
+      await server.tessera.apps.configure(server.app.appId, { accessTokenFormat: 'jwt' }, OPERATOR);
+      try {
+        const admin = await adminTokenOf(server);
+        const anonymous = await anonymousTokenOf(server);
+        const verifier = await TesseraVerifier.open({ databaseUrl: url });
+        try {
+          const request = { appId: server.app.appId, path: `/api/apps/${server.app.appId}/things` };
+          assert.equal((await verifier.authenticate({ ...request, authorization: bearer(admin) })).kind, 'admin');
+          assert.equal((await verifier.authenticate({ ...request, authorization: bearer(anonymous) })).kind, 'anonymous');
+          for (const token of [anonymous, admin]) {
+            assert.equal((await revokeToken(server.appUrl, token, bearer(admin))).status, 200);
+            await refusedWithinASecond(verifier, { ...request, authorization: bearer(token) });
+          }
+        } finally {
+          await verifier.close();
+        }
+      } finally {
+        await server.tessera.apps.configure(server.app.appId, { accessTokenFormat: 'opaque' }, OPERATOR);
       }
     });
   });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
 import { parseAdminPathRules } from '../../src/auth/forward.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError, assertInvalidToken, assertUnauthorized, UNAUTHORIZED_CHALLENGE } from '../helpers/assert.js';
@@ -196,6 +197,33 @@ describe('forward authentication through nginx auth_request', () => {
         });
       } finally {
         await tessera.tessera.apps.configure(tessera.app.appId, { anonymousAttestation: 'off' }, OPERATOR);
+      }
+    });
+
+    it('JWT access tokens, admin and anonymous, with the same headers, and refused at once once revoked', async () => {
+      await tessera.tessera.apps.configure(tessera.app.appId, { accessTokenFormat: 'jwt' }, OPERATOR);
+      try {
+        const anonymous = (await requestToken(tessera, anonymousFields(tessera))).body.access_token as string;
+        const admin = (await requestToken(tessera, adminFields(tessera, { expiresAt: Date.now() + 600_000 }))).body.access_token as string;
+        assert.equal(anonymous.split('.').length, 3, 'a JWT');
+        const expiresAt = (token: string) => String((decodeJwt(token).exp as number) * 1000);
+        assertReached(await viaNginx(`${appPath}/whoami`, { headers: { authorization: bearer(anonymous) } }), {
+          method: 'GET',
+          url: `${appPath}/whoami`,
+          identity: { ...anonymousIdentity, 'x-tessera-expires-at': expiresAt(anonymous) },
+        });
+        assertReached(await viaNginx(`${appPath}/whoami`, { headers: { authorization: bearer(admin) } }), {
+          method: 'GET',
+          url: `${appPath}/whoami`,
+          identity: { ...adminIdentity, 'x-tessera-expires-at': expiresAt(admin) },
+        });
+        for (const token of [anonymous, admin]) {
+          assert.equal((await revokeToken(tessera.appUrl, token, bearer(admin))).status, 200);
+          const response = await notReaching(() => viaNginx(`${appPath}/whoami`, { headers: { authorization: bearer(token) } }));
+          assertError(response, 401, 'INVALID_TOKEN');
+        }
+      } finally {
+        await tessera.tessera.apps.configure(tessera.app.appId, { accessTokenFormat: 'opaque' }, OPERATOR);
       }
     });
 
