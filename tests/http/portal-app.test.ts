@@ -411,6 +411,44 @@ describe("an app's settings in the portal", () => {
     });
   });
 
+  it('choose the token format and the audiences of a JWT', async () => {
+    const app = await newApp();
+    const settings = await owner.page(`/portal/apps/${app.appId}/settings`);
+    assert.match(settings.text, /id="token-format-opaque"[^>]*checked/);
+    const fields = {
+      _csrf: settings.csrf,
+      adminMax: '',
+      adminMaxUnit: 'hour',
+      anonymousMax: '',
+      anonymousMaxUnit: 'hour',
+      allowedOrigins: '',
+    };
+    const saved = await owner.post(`/portal/apps/${app.appId}/settings`, {
+      ...fields,
+      accessTokenFormat: 'jwt',
+      accessTokenAudience: ' https://api.example.com \r\n\r\norders',
+    });
+    assert.equal(saved.status, 303, saved.text.slice(0, 500));
+    const { configuration } = await server.tessera.apps.show(app.appId, OPERATOR);
+    assert.equal(configuration.accessTokenFormat, 'jwt');
+    assert.deepEqual(configuration.accessTokenAudience, ['https://api.example.com', 'orders']);
+    const shown = await owner.page(`/portal/apps/${app.appId}/settings?done=saved`);
+    assert.match(shown.text, /id="token-format-jwt"[^>]*checked/);
+    assert.match(shown.text, /https:\/\/api\.example\.com\norders<\/textarea>/);
+    const refused = await owner.post(`/portal/apps/${app.appId}/settings`, {
+      ...fields,
+      accessTokenFormat: 'jwt',
+      accessTokenAudience: 'has space',
+    });
+    assert.equal(refused.status, 400);
+    assert.match(refused.text, /accessTokenAudience must be/);
+    assert.match(refused.text, /has space<\/textarea>/, 'what was typed is kept');
+    const back = await owner.post(`/portal/apps/${app.appId}/settings`, { ...fields, accessTokenFormat: 'opaque' });
+    assert.equal(back.status, 303);
+    assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.accessTokenFormat, 'opaque');
+    assert.equal((await server.tessera.apps.show(app.appId, OPERATOR)).configuration.accessTokenAudience, null);
+  });
+
   it('show the mistake in the form (400), keep what was typed, and change nothing', async () => {
     const app = await newApp();
     const { csrf } = await owner.page(`/portal/apps/${app.appId}/settings`);

@@ -86,7 +86,15 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
     const server = await startServerProcess({
       entry,
       cwd: REPO_ROOT,
-      env: { DATABASE_URL: database.databaseUrl, RATE_LIMITS: 'off', DEMO_APP: 'off', UPGRADE_FINALIZE_AFTER_SECONDS: '2', ...env },
+      env: {
+        DATABASE_URL: database.databaseUrl,
+        RATE_LIMITS: 'off',
+        DEMO_APP: 'off',
+        UPGRADE_FINALIZE_AFTER_SECONDS: '2',
+        // The same on every instance: the JWT keys are encrypted with it (a release before 0.4.0 ignores it).
+        KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+        ...env,
+      },
       timeoutMs: 30_000,
     });
     servers.set(name, server);
@@ -243,6 +251,14 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
         /Attestation of anonymous token requests.* wait until every instance of this service runs Tessera 0\.3\.0/,
       );
     }
+    // JWT access tokens: the previous release would refuse them, and go on issuing opaque tokens.
+    const jwt = await call(`${appUrlOf(url('current'), app.appId)}/configuration`, {
+      method: 'PATCH',
+      headers: { authorization: bearer(admin.body.access_token as string), 'content-type': 'application/json' },
+      body: JSON.stringify({ accessTokenFormat: 'jwt' }),
+    });
+    assert.equal(jwt.status, 409, jwt.text);
+    assert.match(jwt.body.message as string, /JWT access tokens wait until every instance of this service runs Tessera 0\.4\.0/);
     const off = await call(`${appUrlOf(url('current'), app.appId)}/configuration`, {
       method: 'PATCH',
       headers: { authorization: bearer(admin.body.access_token as string), 'content-type': 'application/json' },
@@ -357,6 +373,12 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
     );
     // Back off at once: the load of the tests after this one asks for anonymous tokens of both apps.
     assert.equal((await cli(TESSERA_MAIN, ['apps', 'configure', other.appId, 'anonymousAttestation=off', '--json'])).code, 0);
+    const jwt = await cli(TESSERA_MAIN, ['apps', 'configure', other.appId, 'accessTokenFormat=jwt', '--json']);
+    assert.equal(jwt.code, 0, jwt.stderr);
+    const jwtAdmin = await adminTokenRequest(url('current'), other);
+    assert.equal((jwtAdmin.body.access_token as string).split('.').length, 3, 'a JWT');
+    assert.equal((await whoami(url('current'), other.appId, jwtAdmin.body.access_token as string)).status, 200);
+    assert.equal((await cli(TESSERA_MAIN, ['apps', 'configure', other.appId, 'accessTokenFormat=opaque', '--json'])).code, 0);
     // Every token still valid that either release acknowledged works on the instance left.
     const revokedKinds = new Set(['admin', 'anonymous']);
     const survivors = tally.tokens.filter((token) => token.appId !== app.appId || !revokedKinds.has(token.kind));

@@ -1,5 +1,5 @@
 import type { AppConfiguration } from 'tessera-tokens/internal/apps/app.js';
-import { MAX_LIFETIME_SECONDS, parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
+import { AUDIENCE_LIMITS, MAX_LIFETIME_SECONDS, parseConfigurationChanges } from 'tessera-tokens/internal/apps/configuration.js';
 import { MAX_ALLOWED_ORIGINS, MAX_ORIGIN_LENGTH, parseAllowedOrigins } from 'tessera-tokens/internal/apps/origins.js';
 import { revocationKind, type RevocationKind } from '../../../apps/revoke-all.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
@@ -26,7 +26,13 @@ export interface SettingsForm {
   anonymousMaxUnit: string;
   requireAppKey: boolean;
   allowedOrigins: string;
+  accessTokenFormat: string;
+  /** A JWT's audiences, one a line; empty: the default. */
+  accessTokenAudience: string;
 }
+
+/** The longest the audiences' text may be: every audience at its longest, one a line. */
+export const MAX_AUDIENCE_TEXT = AUDIENCE_LIMITS.count * (AUDIENCE_LIMITS.length + 2);
 
 export function settingsFormOf(body: URLSearchParams): SettingsForm {
   const field = (name: string, max: number) => (body.get(name) ?? '').slice(0, max);
@@ -37,6 +43,8 @@ export function settingsFormOf(body: URLSearchParams): SettingsForm {
     anonymousMaxUnit: field('anonymousMaxUnit', 20),
     requireAppKey: body.get('requireAppKey') === 'yes',
     allowedOrigins: field('allowedOrigins', MAX_ORIGINS_TEXT + 1),
+    accessTokenFormat: field('accessTokenFormat', 20),
+    accessTokenAudience: field('accessTokenAudience', MAX_AUDIENCE_TEXT + 1),
   };
 }
 
@@ -52,11 +60,20 @@ export function configurationOf(form: SettingsForm): Partial<AppConfiguration> {
     'Web pages allowed',
     (index) => `Line ${listed[index]!.number}`,
   );
+  const audiences = form.accessTokenAudience
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  if (form.accessTokenAudience.length > MAX_AUDIENCE_TEXT || audiences.length > AUDIENCE_LIMITS.count) {
+    throw new TesseraError('invalid_request', `The audiences of a JWT are at most ${AUDIENCE_LIMITS.count}, one a line.`);
+  }
   return parseConfigurationChanges({
     adminTokenMaxLifetimeSeconds: lifetimeOf(form.adminMax, form.adminMaxUnit, 'The longest lifetime of an admin token'),
     anonymousTokenMaxLifetimeSeconds: lifetimeOf(form.anonymousMax, form.anonymousMaxUnit, 'The longest lifetime of an anonymous token'),
     requireAppKey: form.requireAppKey,
     allowedOrigins: origins,
+    accessTokenFormat: form.accessTokenFormat === '' ? null : form.accessTokenFormat,
+    accessTokenAudience: audiences.length === 0 ? null : audiences,
   });
 }
 
@@ -83,6 +100,8 @@ export function formOfConfiguration(configuration: AppConfiguration): SettingsFo
     anonymousMaxUnit,
     requireAppKey: configuration.requireAppKey,
     allowedOrigins: configuration.allowedOrigins.join('\n'),
+    accessTokenFormat: configuration.accessTokenFormat,
+    accessTokenAudience: (configuration.accessTokenAudience ?? []).join('\n'),
   };
 }
 

@@ -5,7 +5,12 @@ import { html, type Html } from '../../html.js';
 import { alert, csrfField, page, type PageFrame } from '../../layout.js';
 import { appHeader } from '../common/app-header.js';
 import { LIFETIME_UNITS } from '../common/lifetimes.js';
-import { formOfConfiguration, KIND_LABELS, MAX_ORIGINS_TEXT, type SettingsForm } from './form.js';
+import { formOfConfiguration, KIND_LABELS, MAX_AUDIENCE_TEXT, MAX_ORIGINS_TEXT, type SettingsForm } from './form.js';
+
+const FORMATS: readonly (readonly [string, string])[] = [
+  ['opaque', 'Opaque: checked by Tessera (forward authentication, introspection, the verifier library)'],
+  ['jwt', 'JWT (RFC 9068): also checked offline, with the published keys'],
+];
 
 // The settings page's view: a pure function of the app, what the developer may do, and the state
 // its forms left.
@@ -62,6 +67,19 @@ ${mistakeOf('settings')}
   <label for="allowed-origins">Web pages allowed to call the service</label>
   <textarea id="allowed-origins" name="allowedOrigins" rows="4" maxlength="${MAX_ORIGINS_TEXT}" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="allowed-origins-hint">${form.allowedOrigins}</textarea>
   <p class="hint" id="allowed-origins-hint">One origin a line, such as <code>https://app.example.com</code> or <code>http://localhost:3000</code>, or <code>https://*.example.com</code> for every subdomain. Empty: no web page may.</p>
+  <fieldset aria-describedby="token-format-hint">
+    <legend>Token format</legend>
+    ${FORMATS.map(
+      ([format, label]) => html`<div class="choice">
+      <input type="radio" id="token-format-${format}" name="accessTokenFormat" value="${format}"${form.accessTokenFormat === format ? html` checked` : null}>
+      <label for="token-format-${format}">${label}</label>
+    </div>`,
+    )}
+  </fieldset>
+  <p class="hint" id="token-format-hint">A JWT is checked by other services without asking Tessera, with the keys at <code>/api/apps/${app.appId}/jwks.json</code>; it lives 24 hours at most, and its revocation reaches them through a status list within a minute. Tokens issued before keep their format.</p>
+  <label for="token-audience">Audiences of a JWT</label>
+  <textarea id="token-audience" name="accessTokenAudience" rows="2" maxlength="${MAX_AUDIENCE_TEXT}" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="token-audience-hint">${form.accessTokenAudience}</textarea>
+  <p class="hint" id="token-audience-hint">One a line, such as <code>https://api.example.com</code>: what the services that check the JWT expect in <code>aud</code>. Empty: <code>tessera:app:${app.appId}</code>.</p>
   <div class="buttons"><button type="submit">Save settings</button></div>
 </form>
 </section>
