@@ -112,7 +112,7 @@ export class ConfigError extends Error {}
  * `_FILE` twin names (`DATABASE_URL_FILE=/run/secrets/database-url`), as container images do: the
  * secret then stays out of the environment, which `docker inspect` and `/proc/PID/environ` show.
  */
-export const SECRET_SETTINGS = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL'] as const;
+export const SECRET_SETTINGS = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY'] as const;
 
 /** The largest secret file read: a URL is far shorter, so a larger file is not the one meant. */
 export const MAX_SECRET_FILE_BYTES = 64 * 1024;

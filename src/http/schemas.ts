@@ -206,9 +206,9 @@ export const AppConfiguration = withId(
       }),
       accessTokenAudience: Type.Unsafe<string[] | null>({
         type: ['array', 'null'],
-        items: { type: 'string', minLength: 1, maxLength: 200 },
+        items: { type: 'string', minLength: 1, maxLength: 100 },
         minItems: 1,
-        maxItems: 10,
+        maxItems: 5,
         description: "A JWT access token's `aud`; null: `tessera:app:{appId}`.",
       }),
     },
@@ -276,8 +276,8 @@ export const AppConfigurationPatch = withId(
       accessTokenAudience: Type.Optional(
         Type.Unsafe<string[] | null>({
           type: ['array', 'null'],
-          items: { type: 'string', minLength: 1, maxLength: 200 },
-          maxItems: 10,
+          items: { type: 'string', minLength: 1, maxLength: 100 },
+          maxItems: 5,
           description: 'Replaces the list; null: back to `tessera:app:{appId}`.',
         }),
       ),

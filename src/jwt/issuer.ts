@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { sha256 } from 'tessera-tokens/internal/crypto.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import { jtiBytes, jwtVerifier, MAX_JWT_LIFETIME_MS, signJwt, type AccessTokenClaims } from 'tessera-tokens/internal/jwt/access-token.js';
+import { jtiBytes, jwtVerifier, MAX_JWT_LENGTH, MAX_JWT_LIFETIME_MS, signJwt, type AccessTokenClaims } from 'tessera-tokens/internal/jwt/access-token.js';
 import { ACCESS_TOKEN_TYPE } from 'tessera-tokens/internal/jwt/access-tokens.js';
 import { ANONYMOUS_ID, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
 import { issuerOf } from 'tessera-tokens/internal/apps/issuer.js';
@@ -36,6 +36,14 @@ export interface JwtAdminTokenRequest {
 export function jwtExpiry(now: number, resolved: number | null): number {
   const expiresAt = resolved === null ? now + MAX_JWT_LIFETIME_MS : Math.min(resolved, now + MAX_JWT_LIFETIME_MS);
   return Math.floor(expiresAt / 1000) * 1000;
+}
+
+/** A token no verifier would take (a PUBLIC_URL of thousands of characters) is refused rather than handed out. */
+function withinLimit(token: string): string {
+  if (token.length > MAX_JWT_LENGTH) {
+    throw new TesseraError('SERVICE_UNAVAILABLE', `This token would be longer than ${MAX_JWT_LENGTH} characters: the service's PUBLIC_URL is too long for JWTs.`);
+  }
+  return token;
 }
 
 /** An app's audience: its own list if it set one, `tessera:app:{appId}` otherwise. */
@@ -75,7 +83,7 @@ export class JwtIssuer {
     const statusIndex = await this.statusLists.index(app, 'admin');
     const claims = this.#claims(app, request.now, request.expiresAt, selector, statusIndex, request.adminId, request.clientId);
     if (request.scopes !== null) claims.scope = request.scopes.join(' ');
-    const token = signJwt(await this.keys.signingKey(), ACCESS_TOKEN_TYPE, claims);
+    const token = withinLimit(signJwt(await this.keys.signingKey(), ACCESS_TOKEN_TYPE, claims));
     return { token, selector, verifierHash: sha256(jwtVerifier(token)), statusIndex, expiresAt: request.expiresAt };
   }
 
@@ -83,7 +91,7 @@ export class JwtIssuer {
     const statusIndex = await this.statusLists.index(app, 'anonymous');
     const claims = this.#claims(app, issuedAt, expiresAt, jtiBytes(issuedAt, randomBytes(10)), statusIndex, ANONYMOUS_ID, app.appId);
     if (attestation !== null) claims.attestation = attestation;
-    return signJwt(await this.keys.signingKey(), ACCESS_TOKEN_TYPE, claims);
+    return withinLimit(signJwt(await this.keys.signingKey(), ACCESS_TOKEN_TYPE, claims));
   }
 
   #claims(app: AppRecord, issuedAt: number, expiresAt: number, jti: Buffer, statusIndex: number, sub: string, clientId: string) {

@@ -81,7 +81,8 @@ export class JwtKeyService {
     return keys.map((key) => ({
       kid: key.kid,
       algorithm: key.algorithm,
-      state: key === signing ? 'signing' : key.signsFrom > now ? 'pending' : 'verifying',
+      state:
+        key === signing ? 'signing' : key.signsFrom > now && (signing === undefined || madeAfter(key, signing)) ? 'pending' : 'verifying',
       createdAt: new Date(key.createdAt).toISOString(),
       signsFrom: new Date(key.signsFrom).toISOString(),
       publishedUntil: key.publishedUntil === null ? null : new Date(key.publishedUntil).toISOString(),
@@ -94,8 +95,11 @@ export class JwtKeyService {
    */
   async rotate({ algorithm, aheadMs }: { algorithm?: JwtAlgorithm; aheadMs?: number }): Promise<JwtKeyDescription[]> {
     const now = this.clock.now();
-    const current = signingKeyOf(await this.store.listJwtKeys(), now);
-    const key = this.#newKey(algorithm ?? current?.algorithm ?? 'EdDSA', now, now + (aheadMs ?? DEFAULT_ROLL_AHEAD_MS));
+    const keys = await this.store.listJwtKeys();
+    const current = signingKeyOf(keys, now);
+    // Made after every key before it, even within the same millisecond: the key made last signs.
+    const createdAt = Math.max(now, ...keys.map((key) => key.createdAt + 1));
+    const key = this.#newKey(algorithm ?? current?.algorithm ?? 'EdDSA', createdAt, now + (aheadMs ?? DEFAULT_ROLL_AHEAD_MS));
     await this.store.insertJwtKey(key);
     await this.store.supersede(key.kid, key.signsFrom + MAX_JWT_LIFETIME_MS);
     this.#changed();
@@ -114,7 +118,7 @@ export class JwtKeyService {
     if (signingKeyOf(keys, now) === key) {
       throw new TesseraError(
         'invalid_request',
-        `JWT key ${kid} signs new tokens; rotate first (tessera keys rotate --ahead 0), then retire it.`,
+        `JWT key ${kid} signs new tokens; rotate first (tessera keys rotate --jwt --ahead 0), then retire it.`,
       );
     }
     if ((await this.store.retireJwtKey(kid, now)) === undefined)
@@ -149,7 +153,8 @@ export class JwtKeyService {
     const now = this.clock.now();
     const keys = (await this.store.listJwtKeys()).filter((key) => isPublished(key, now));
     const signing = signingKeyOf(keys, now);
-    if (signing === undefined || now - signing.createdAt < maxAgeMs || keys.some((key) => key.signsFrom > now)) return false;
+    if (signing === undefined || now - signing.createdAt < maxAgeMs || keys.some((key) => key.signsFrom > now && madeAfter(key, signing)))
+      return false;
     await this.rotate({});
     return true;
   }
@@ -179,7 +184,10 @@ export class JwtKeyService {
         signing = signingKeyOf(keys, now)!;
       }
       if (signing.encryptedPrivateKey === null) throw new Error(`the JWT key ${signing.kid} signs but has no private key`);
-      const next = keys.filter((key) => key.signsFrom > now && isPublished(key, now)).map((key) => key.signsFrom);
+      // Until a key made after it comes due.
+      const next = keys
+        .filter((key) => key.signsFrom > now && isPublished(key, now) && madeAfter(key, signing))
+        .map((key) => key.signsFrom);
       const loaded: LoadedSigningKey = {
         key: { kid: signing.kid, algorithm: signing.algorithm, privateKey: this.#privateKeyOf(signing) },
         until: Math.min(Infinity, ...next),
@@ -198,7 +206,7 @@ export class JwtKeyService {
     return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
   }
 
-  #newKey(algorithm: JwtAlgorithm, now: number, signsFrom: number): StoredJwtKey {
+  #newKey(algorithm: JwtAlgorithm, createdAt: number, signsFrom: number): StoredJwtKey {
     const { publicKey, privateKey } =
       algorithm === 'EdDSA' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const publicJwk = publicKey.export({ format: 'jwk' }) as Record<string, string>;
@@ -208,7 +216,7 @@ export class JwtKeyService {
       algorithm,
       publicJwk,
       encryptedPrivateKey: this.#encryption().encrypt(privateKey.export({ format: 'der', type: 'pkcs8' }), kid),
-      createdAt: now,
+      createdAt,
       signsFrom,
       publishedUntil: null,
     };
@@ -225,15 +233,23 @@ export class JwtKeyService {
   }
 }
 
-/** The key that signs at `now`: of the published keys whose `signsFrom` has come, the latest to sign. */
+/**
+ * The key that signs at `now`: of the published keys whose `signsFrom` has come, the one made last.
+ * A rotation wins over the ones before it, even over a key rolled ahead earlier that is not yet due
+ * (`--ahead 0` after `--ahead 3600` signs at once, and the earlier key never does).
+ */
 function signingKeyOf(keys: readonly StoredJwtKey[], now: number): StoredJwtKey | undefined {
   let signing: StoredJwtKey | undefined;
   for (const key of keys) {
     if (key.signsFrom > now || !isPublished(key, now) || key.encryptedPrivateKey === null) continue;
-    if (signing === undefined || key.signsFrom > signing.signsFrom || (key.signsFrom === signing.signsFrom && key.kid > signing.kid))
-      signing = key;
+    if (signing === undefined || madeAfter(key, signing)) signing = key;
   }
   return signing;
+}
+
+/** Whether `key` was made after `other` (rotations in one millisecond are told apart by their ids). */
+function madeAfter(key: StoredJwtKey, other: StoredJwtKey): boolean {
+  return key.createdAt > other.createdAt || (key.createdAt === other.createdAt && key.kid > other.kid);
 }
 
 /** The key's id: its JWK thumbprint (RFC 7638), base64url. */

@@ -5,11 +5,11 @@ import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 export interface JwtKeyStore extends JwtKeyReads {
   insertJwtKey(key: StoredJwtKey): Promise<void>;
   /**
-   * Ends the publication of every key older than `kid` that is still published without an end: at
+   * Ends the publication of every key made before `kid` that is still published without an end: at
    * `publishedUntil`, when every token they may still sign (until `kid` signs) has expired.
    */
   supersede(kid: string, publishedUntil: number): Promise<void>;
-  /** Erases the private keys of the keys that no longer sign (a newer key signs since `now` or earlier). */
+  /** Erases the private keys of the keys that no longer sign (a key made after them signs since `now` or earlier). */
   erasePrivateKeys(now: number): Promise<number>;
   /** Ends a key's publication at once (an emergency): undefined if there is no such published key. */
   retireJwtKey(kid: string, at: number): Promise<true | undefined>;

@@ -195,7 +195,7 @@ export const TABLES: readonly TableSpec[] = [
     key: ['claim'],
   },
   // The private keys are encrypted under KEY_ENCRYPTION_KEY (or an SQLite file's `.kek`): the target's
-  // instances need the same key (docs/deployment.md, "Moving to PostgreSQL").
+  // instances need the same key (docs/deployment.md, "Moving from SQLite to PostgreSQL").
   {
     name: 'jwt_keys',
     columns: columns({

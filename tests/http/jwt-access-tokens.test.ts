@@ -4,6 +4,7 @@ import { inflateSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
+import { DEFAULT_HOUSEKEEPING } from '../../src/housekeeping.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -268,6 +269,46 @@ describe('JWT access tokens', () => {
     assert.equal(legacy.length, 43, 'an opaque credential in a JWT app');
   });
 
+  it('the longest JWT there can be (32 longest scopes, 5 longest audiences) is within the limits, and works', async () => {
+    const admin = await adminTokenOf(server);
+    const scopes = Array.from({ length: 32 }, (_, index) => `${'s'.repeat(60)}:${String(index).padStart(3, '0')}`);
+    const audiences = Array.from({ length: 5 }, (_, index) => `https://${'a'.repeat(86)}.example/${index}`);
+    await configure(server, { accessTokenAudience: audiences });
+    try {
+      const created = await request(`${server.appUrl}/credentials`, {
+        method: 'POST',
+        headers: { authorization: bearer(admin), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'widest', scopes }),
+      });
+      assert.equal(created.status, 201, created.text);
+      const { clientId, clientSecret } = created.body as { clientId: string; clientSecret: string };
+      const issued = await requestToken(server, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+      assert.equal(issued.status, 200, issued.text);
+      const token = issued.body.access_token as string;
+      assert.ok(token.length > 4000 && token.length <= 6144, `${token.length} characters`);
+      assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+      assert.equal((await whoami(server.appUrl, bearer(`${token}x`))).status, 401);
+    } finally {
+      await configure(server, { accessTokenAudience: null });
+    }
+  });
+
+  it('an expired JWT is refused by whoami and introspection', async () => {
+    const token = await anonymousTokenOf(server);
+    const admin = await adminTokenOf(server, { expiresAt: clock.now() + 25 * 3_600_000 });
+    assert.equal(decodeJwt(admin).exp! - decodeJwt(admin).iat!, 24 * 3600, 'a later expiresAt is cut to 24 hours');
+    clock.advance(24 * 3_600_000 + 1_000);
+    try {
+      assertError(await whoami(server.appUrl, bearer(token)), 401, 'INVALID_TOKEN');
+      assertError(await whoami(server.appUrl, bearer(admin)), 401, 'INVALID_TOKEN');
+      const fresh = await adminTokenOf(server);
+      assert.equal((await introspectToken(server.appUrl, token, bearer(fresh))).body.active, false);
+    } finally {
+      // The keys made for the tests after this one are published from the new time on.
+      clock.advance(1);
+    }
+  });
+
   it('refuses forged and foreign tokens with 401 INVALID_TOKEN, never a 500', async () => {
     const genuine = await anonymousTokenOf(server);
     const [headerPart, claimsPart] = genuine.split('.') as [string, string];
@@ -321,6 +362,38 @@ describe('JWT access tokens', () => {
     const states = Object.fromEntries((await server.tessera.jwt.keys.list()).map((key) => [key.kid, key.state]));
     assert.equal(states[before!], 'verifying');
     assert.equal(states[pending.kid], 'signing');
+  });
+
+  it('a later rotation wins over a key rolled ahead before it: the earlier one never signs', async () => {
+    const ahead = (await server.tessera.jwt.keys.rotate({ aheadMs: 60_000 })).find((key) => key.state === 'pending')!;
+    const now = (await server.tessera.jwt.keys.rotate({ aheadMs: 0 })).find((key) => key.state === 'signing')!;
+    assert.notEqual(ahead.kid, now.kid);
+    assert.equal(decodeProtectedHeader(await adminTokenOf(server)).kid, now.kid);
+    clock.advance(60_001);
+    assert.equal(decodeProtectedHeader(await adminTokenOf(server)).kid, now.kid, 'the key made last signs');
+    const states = Object.fromEntries((await server.tessera.jwt.keys.list()).map((key) => [key.kid, key.state]));
+    assert.equal(states[ahead.kid], 'verifying');
+  });
+
+  it('housekeeping rolls a key in once the signing one is JWT_KEY_ROTATION_DAYS old, and erases the private keys that sign no more', async () => {
+    const target = await startServer({ clock, housekeeping: { ...DEFAULT_HOUSEKEEPING, jwtKeyRotationMs: 86_400_000 } });
+    try {
+      await configure(target, { accessTokenFormat: 'jwt' });
+      const first = decodeProtectedHeader(await adminTokenOf(target)).kid;
+      assert.equal((await target.tessera.housekeeping.run()).jwtKeyRotated, false, 'not old enough');
+      clock.advance(86_400_000);
+      assert.equal((await target.tessera.housekeeping.run()).jwtKeyRotated, true);
+      assert.equal((await target.tessera.housekeeping.run()).jwtKeyRotated, false, 'one pending key is enough');
+      const keys = await target.tessera.jwt.keys.list();
+      assert.deepEqual(keys.map((key) => key.state).sort(), ['pending', 'signing']);
+      clock.advance(3_600_001);
+      await target.tessera.housekeeping.run();
+      assert.notEqual(decodeProtectedHeader(await adminTokenOf(target)).kid, first);
+      const stored = await target.testStore.store.jwtKeys.listJwtKeys();
+      assert.equal(stored.find((key) => key.kid === first)?.encryptedPrivateKey, null, 'erased once a later key signs');
+    } finally {
+      await target.close();
+    }
   });
 
   it('ES256 keys, for verifiers without Ed25519', async () => {

@@ -24,7 +24,7 @@ export function sqlJwtKeyStore(db: SqlRunner): JwtKeyStore {
       await db.run(
         `UPDATE jwt_keys SET published_until = :publishedUntil
           WHERE published_until IS NULL AND kid <> :kid
-            AND signs_from <= (SELECT signs_from FROM jwt_keys WHERE kid = :kid)`,
+            AND created_at <= (SELECT created_at FROM jwt_keys WHERE kid = :kid)`,
         { kid, publishedUntil },
       );
     },
@@ -32,7 +32,8 @@ export function sqlJwtKeyStore(db: SqlRunner): JwtKeyStore {
       return db.run(
         `UPDATE jwt_keys SET private_key = NULL
           WHERE private_key IS NOT NULL
-            AND EXISTS (SELECT 1 FROM jwt_keys newer WHERE newer.signs_from > jwt_keys.signs_from AND newer.signs_from <= :now)`,
+            AND EXISTS (SELECT 1 FROM jwt_keys newer
+                         WHERE newer.created_at > jwt_keys.created_at AND newer.signs_from <= :now AND newer.private_key IS NOT NULL)`,
         { now },
       );
     },

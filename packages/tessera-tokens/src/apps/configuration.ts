@@ -50,7 +50,7 @@ function flag(value: unknown, name: string): AppConfiguration[keyof AppConfigura
 }
 
 /** The most audiences an app may set, and their longest. */
-export const AUDIENCE_LIMITS = { count: 10, length: 200 } as const;
+export const AUDIENCE_LIMITS = { count: 5, length: 100 } as const;
 const AUDIENCE = /^[\x21-\x7e]+$/;
 
 function audience(value: unknown, name: string): AppConfiguration[keyof AppConfiguration] {

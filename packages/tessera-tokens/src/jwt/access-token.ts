@@ -18,8 +18,12 @@ import { ATTESTATION_PROVIDERS, type AttestationProvider, type PrincipalKind } f
 export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const;
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
-/** The longest token considered: a header, the claims with a few scopes and audiences, and a signature fit well within. */
-export const MAX_JWT_LENGTH = 4096;
+/**
+ * The longest token considered: a header, the claims with a credential's 32 longest scopes and the
+ * app's 5 longest audiences, and a signature fit (about 5,000 characters at most), and so does a
+ * header line of nginx's default buffers (8 KiB).
+ */
+export const MAX_JWT_LENGTH = 6144;
 /** The longest lifetime of a JWT access token: 24 h (what a key stays published after it stops signing). */
 export const MAX_JWT_LIFETIME_MS = 24 * 3_600_000;
 /** The claim saying which app a token belongs to. */

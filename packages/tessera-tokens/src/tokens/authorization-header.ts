@@ -5,7 +5,8 @@ export type AuthorizationCredentials =
   /** Missing, another scheme, or a Basic value that is not base64 of `user:password`. */
   | { scheme: 'none' };
 
-export const MAX_AUTHORIZATION_LENGTH = 2048;
+/** Room for `Bearer ` and the longest JWT access token (`MAX_JWT_LENGTH`). */
+export const MAX_AUTHORIZATION_LENGTH = 6160;
 const NONE: AuthorizationCredentials = Object.freeze({ scheme: 'none' });
 const BASE64_PATTERN = /^[A-Za-z0-9+/]+={0,2}$/;
 
