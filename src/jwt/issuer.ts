@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { sha256 } from 'tessera-tokens/internal/crypto.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import { jtiBytes, jwtVerifier, MAX_JWT_LENGTH, MAX_JWT_LIFETIME_MS, signJwt, type AccessTokenClaims } from 'tessera-tokens/internal/jwt/access-token.js';
+import {
+  jtiBytes,
+  jwtVerifier,
+  MAX_JWT_LENGTH,
+  MAX_JWT_LIFETIME_MS,
+  signJwt,
+  type AccessTokenClaims,
+} from 'tessera-tokens/internal/jwt/access-token.js';
 import { ACCESS_TOKEN_TYPE } from 'tessera-tokens/internal/jwt/access-tokens.js';
 import { ANONYMOUS_ID, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
 import { issuerOf } from 'tessera-tokens/internal/apps/issuer.js';
@@ -41,7 +48,10 @@ export function jwtExpiry(now: number, resolved: number | null): number {
 /** A token no verifier would take (a PUBLIC_URL of thousands of characters) is refused rather than handed out. */
 function withinLimit(token: string): string {
   if (token.length > MAX_JWT_LENGTH) {
-    throw new TesseraError('SERVICE_UNAVAILABLE', `This token would be longer than ${MAX_JWT_LENGTH} characters: the service's PUBLIC_URL is too long for JWTs.`);
+    throw new TesseraError(
+      'SERVICE_UNAVAILABLE',
+      `This token would be longer than ${MAX_JWT_LENGTH} characters: the service's PUBLIC_URL is too long for JWTs.`,
+    );
   }
   return token;
 }
