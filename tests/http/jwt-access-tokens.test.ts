@@ -6,6 +6,7 @@ import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 
 import * as oauth from 'oauth4webapi';
 import { DEFAULT_HOUSEKEEPING } from '../../src/housekeeping.js';
 import { OPERATOR } from '../../src/request-context.js';
+import { openStore } from '../../src/store/open.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
 import {
@@ -404,6 +405,40 @@ describe('JWT access tokens', () => {
     const jwks = createRemoteJWKSet(new URL(`${server.appUrl}/jwks.json`));
     assert.equal((await jwtVerify(token, jwks, { issuer: server.appUrl, typ: 'at+jwt' })).payload.sub, server.app.adminId);
     assert.equal((await whoami(server.appUrl, bearer(token))).status, 200);
+  });
+
+  it('without a key encryption key, or with another than the keys were made with: 503 saying why, and opaque tokens as ever', async () => {
+    const none = await startServer({ keyEncryptionKey: null });
+    try {
+      await configure(none, { accessTokenFormat: 'jwt' });
+      const refused = await requestToken(none, adminFields(none));
+      assertError(refused, 503, 'SERVICE_UNAVAILABLE');
+      assert.match(refused.body.message as string, /KEY_ENCRYPTION_KEY/);
+      await configure(none, { accessTokenFormat: 'opaque' });
+      assert.equal((await adminTokenOf(none)).length, 43);
+    } finally {
+      await none.close();
+    }
+    // A second instance on the same store with a key of its own cannot use the keys the first made.
+    const first = await startServer({});
+    const { databaseUrl } = first.testStore;
+    const store = await openStore(databaseUrl);
+    const second = await startServer({
+      keyEncryptionKey: Buffer.alloc(32, 9),
+      testStore: { store, databaseUrl, dispose: () => store.close() },
+    });
+    try {
+      await configure(first, { accessTokenFormat: 'jwt' });
+      assert.equal((await requestToken(first, adminFields(first))).status, 200);
+      const app = { app: first.app, appUrl: first.appUrl.replace(first.baseUrl, second.baseUrl) };
+      const refused = await requestToken(app, adminFields(app));
+      assertError(refused, 503, 'SERVICE_UNAVAILABLE');
+      assert.match(refused.body.message as string, /does not decrypt with this instance's KEY_ENCRYPTION_KEY/);
+    } finally {
+      await second.close();
+      await second.testStore.dispose();
+      await first.close();
+    }
   });
 
   it('accessTokenFormat and accessTokenAudience are checked, and the audience goes into aud', async () => {
