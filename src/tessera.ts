@@ -154,8 +154,14 @@ export function createTessera(options: TesseraOptions): Tessera {
   const events = new EventLog(store.events, clock, { onWarning: warn, onNotice: options.onNotice, metrics });
   const checking = createTokenChecking(store, {
     clock,
-    onRefusedToken: (appId, clientAddress) =>
-      events.record('token.refused', appId, anonymousRequest(clientAddress), null, { reason: 'invalid_token' }),
+    onRefusedToken: (appId, clientAddress, problem) =>
+      events.record(
+        'token.refused',
+        appId,
+        anonymousRequest(clientAddress),
+        null,
+        problem === undefined ? { reason: 'invalid_token' } : { reason: 'invalid_token', problem },
+      ),
     metrics,
     cacheMemoryMb: options.cacheMemoryMb,
   });

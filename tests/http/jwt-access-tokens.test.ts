@@ -304,6 +304,11 @@ describe('JWT access tokens', () => {
       assertError(await whoami(server.appUrl, bearer(admin)), 401, 'INVALID_TOKEN');
       const fresh = await adminTokenOf(server);
       assert.equal((await introspectToken(server.appUrl, token, bearer(fresh))).body.active, false);
+      await server.tessera.events.flush();
+      const refused = (await requestAs(`${server.appUrl}/events?type=token.refused&limit=5`, bearer(fresh))).body.events as {
+        details: { problem?: string };
+      }[];
+      assert.equal(refused[0]?.details.problem, 'expired');
     } finally {
       // The keys made for the tests after this one are published from the new time on.
       clock.advance(1);
@@ -338,11 +343,31 @@ describe('JWT access tokens', () => {
       'not base64url': `${headerPart}.${claimsPart}.***`,
       'two parts': `${headerPart}.${claimsPart}`,
     };
+    const problems: Record<string, string> = {
+      'alg none': 'algorithm',
+      'HS256 with the public key': 'algorithm',
+      'a kid not published': 'unknown_key',
+      'signed by another key': 'signature',
+      'claims altered': 'signature',
+      'another app': 'other_app',
+      'a header over the limit': 'malformed',
+      'not base64url': 'malformed',
+      'two parts': 'malformed',
+    };
     for (const [name, token] of Object.entries(cases)) {
       const response = await whoami(server.appUrl, bearer(token));
       assert.equal(response.status, 401, `${name}: ${response.status} ${response.text}`);
       assert.equal(response.body.errorCode, 'INVALID_TOKEN', name);
     }
+    // Each refusal is in the audit log with its reason.
+    await server.tessera.events.flush();
+    const admin = await adminTokenOf(server);
+    const refused = (await requestAs(`${server.appUrl}/events?type=token.refused&limit=100`, bearer(admin))).body.events as {
+      details: { reason: string; problem?: string };
+    }[];
+    const seen = refused.map((event) => event.details.problem).filter((problem) => problem !== undefined);
+    for (const [name, problem] of Object.entries(problems)) assert.ok(seen.includes(problem), `${name}: ${problem} in ${seen.join(', ')}`);
+    assert.ok(refused.every((event) => event.details.reason === 'invalid_token'));
   });
 
   it('tessera keys rotate publishes the new key ahead; it signs once its time comes, and the old one stays published', async () => {

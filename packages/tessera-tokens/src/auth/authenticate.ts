@@ -1,3 +1,4 @@
+import type { AppRecord } from '../apps/app.js';
 import type { AppCache } from '../apps/cache.js';
 import { adminRequired } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
@@ -34,8 +35,11 @@ export interface RequestAuthenticator {
  * or throws the contract's error. Shared by this service's routes, the Fastify and Express
  * middleware, and forward authentication.
  */
-/** Told of a request whose token was refused: the app it named, and the client's address where known. */
-export type RefusedTokens = (appId: string, clientAddress: string | null) => void;
+/**
+ * Told of a request whose token was refused: the app it named, the client's address where known,
+ * and for a JWT why (`JwtProblem`).
+ */
+export type RefusedTokens = (appId: string, clientAddress: string | null, problem?: string) => void;
 
 export class Authenticator implements RequestAuthenticator {
   constructor(
@@ -54,8 +58,8 @@ export class Authenticator implements RequestAuthenticator {
       const credentials = parseAuthorization(request.authorization);
       if (credentials.scheme === 'bearer') {
         const checked = this.tokens.principal(app, credentials.token);
-        if (!(checked instanceof Promise)) return this.#bearer(checked, request);
-        return checked.then((principal) => this.#bearer(principal, request));
+        if (!(checked instanceof Promise)) return this.#bearer(checked, request, app, credentials.token);
+        return checked.then((principal) => this.#bearer(principal, request, app, credentials.token));
       }
       if (credentials.scheme === 'basic' ? credentials.user === app.appId : namesAppInSdkHeaders(request, app.appId)) {
         if (!app.configuration.basicAnonymous) throw basicAnonymousOff();
@@ -68,9 +72,17 @@ export class Authenticator implements RequestAuthenticator {
     });
   }
 
-  #bearer(principal: Principal | undefined, request: AuthenticationRequest): Principal {
+  #bearer(principal: Principal | undefined, request: AuthenticationRequest, app: AppRecord, token: string): Principal {
     if (principal !== undefined) return applyRules(principal, request);
-    this.onRefusedToken?.(request.appId, request.clientAddress ?? null);
+    const refused = this.onRefusedToken;
+    if (refused !== undefined) {
+      const address = request.clientAddress ?? null;
+      // Worked out on the refusal path only; told without waiting for it (a key read, at worst).
+      void Promise.resolve(this.tokens.refusal(app, token)).then(
+        (problem) => refused(request.appId, address, problem),
+        () => refused(request.appId, address),
+      );
+    }
     throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
   }
 }

@@ -3,13 +3,26 @@ import type { AppRecord } from '../apps/app.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import { accessTokenFacts, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
+import { accessTokenFacts, JWT_ALGORITHMS, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
 import type { JwtKeys } from './keys.js';
 
 /** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
 const VERIFIED_TOKEN_BYTES = 1200;
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+export type JwtProblem = 'algorithm' | 'malformed' | 'other_app' | 'unknown_key' | 'signature' | 'expired' | 'revoked';
+
+/** Whether a token's header names an algorithm that is not one of the keys' (`none`, `HS256`, …). */
+function namesOtherAlgorithm(token: string): boolean {
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString('utf8'));
+    const alg = typeof header === 'object' && header !== null ? (header as { alg?: unknown }).alg : undefined;
+    return typeof alg === 'string' && !(JWT_ALGORITHMS as readonly string[]).includes(alg);
+  } catch {
+    return false;
+  }
+}
 
 /**
  * JWT access tokens as this service and its verifiers check them against the store. An admin token
@@ -52,6 +65,24 @@ export class JwtAccessTokens {
       if (!signedBy(parsed, key)) return undefined;
       if (generation === this.#generation) this.#verified.set(ownKey(token), facts);
       return facts;
+    });
+  }
+
+  /**
+   * Why a presented JWT was refused, for the audit log (the refusal path only: it verifies again):
+   * `algorithm` (`none`, an HMAC, anything but the keys' own), `malformed`, `other_app`,
+   * `unknown_key` (never published, or no longer), `signature`, `expired`, or `revoked`.
+   */
+  problem(app: AppRecord, token: string, now: number): MaybePromise<JwtProblem> {
+    const parsed = parseJwt(token, ACCESS_TOKEN_TYPE);
+    if (parsed === undefined) return namesOtherAlgorithm(token) ? 'algorithm' : 'malformed';
+    const facts = accessTokenFacts(parsed);
+    if (facts === undefined) return 'malformed';
+    if (facts.appId !== app.appId) return 'other_app';
+    return andThen(this.keys.key(facts.kid), (key) => {
+      if (key === undefined) return 'unknown_key';
+      if (!signedBy(parsed, key)) return 'signature';
+      return facts.expiresAt <= now ? 'expired' : 'revoked';
     });
   }
 

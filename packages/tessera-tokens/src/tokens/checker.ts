@@ -12,7 +12,7 @@ import { isExpired } from './expiry.js';
 import type { TokenReads, TokenRecord } from './token-record.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
 import { jwtVerifier, looksLikeJwt, type JwtAccessToken } from '../jwt/access-token.js';
-import type { JwtAccessTokens } from '../jwt/access-tokens.js';
+import type { JwtAccessTokens, JwtProblem } from '../jwt/access-tokens.js';
 
 /** What introspection tells of an active token. */
 export interface ActiveToken {
@@ -163,6 +163,11 @@ export class TokenChecker {
     if (stored === undefined || stored.appId !== app.appId || !digestsEqual(sha256(presented.verifier), stored.verifierHash))
       return undefined;
     return { key: presented.selector.toString('latin1'), selector: presented.selector, facts: stored };
+  }
+
+  /** Why a refused bearer token was refused, when it is a JWT (`JwtAccessTokens.problem`), for the audit log; undefined otherwise. */
+  refusal(app: AppRecord, accessToken: string): MaybePromise<JwtProblem | undefined> {
+    return looksLikeJwt(accessToken) ? this.jwts.problem(app, accessToken, this.clock.now()) : undefined;
   }
 
   /** What a presented JWT access token of this app says (an anonymous one verified), or undefined (`JwtAccessTokens`). */
