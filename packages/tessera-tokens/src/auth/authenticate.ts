@@ -1,5 +1,5 @@
 import type { AppCache } from '../apps/cache.js';
-import { adminRequired } from '../error-catalogue.js';
+import { adminRequired, invalidToken } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
@@ -71,7 +71,7 @@ export class Authenticator implements RequestAuthenticator {
   #bearer(principal: Principal | undefined, request: AuthenticationRequest): Principal {
     if (principal !== undefined) return applyRules(principal, request);
     this.onRefusedToken?.(request.appId, request.clientAddress ?? null);
-    throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
+    throw invalidToken();
   }
 }
 
@@ -98,7 +98,7 @@ export const SDK_APP_ID = 'x-kii-appid';
 export const SDK_APP_KEY = 'x-kii-appkey';
 
 /** The `/me` rule, then admin-only resources. */
-function applyRules(principal: Principal, request: AuthenticationRequest): Principal {
+export function applyRules(principal: Principal, request: AuthenticationRequest): Principal {
   if (principal.kind === 'admin' && hasMeSegment(request.path)) {
     throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
   }
