@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyResult } from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyResult } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { ownKey } from '../cache/own-key.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -38,7 +38,7 @@ interface VerifiedToken {
   principal: Principal;
   list: StatusList;
   idx: number;
-  /** UNIX ms: its `exp`, or sooner, when the JWKS it was verified with is due to be read again (its key may have been retired). */
+  /** UNIX ms: its `exp`, or sooner, when the JWKS it was verified with is due to be read again (its key may have been retired since). */
   until: number;
 }
 
@@ -64,6 +64,8 @@ export class RemoteJwtVerifier {
   readonly #clock: Clock;
   readonly #audience: string | string[];
   readonly #jwksCacheMaxAgeMs: number;
+  /** UNIX ms: when the JWKS was last read. */
+  #jwksReadAt = 0;
 
   private constructor(
     readonly issuer: string,
@@ -78,6 +80,11 @@ export class RemoteJwtVerifier {
       cacheMaxAge: this.#jwksCacheMaxAgeMs,
       cooldownDuration: options.jwksCooldownMs ?? 30_000,
       timeoutDuration: fetchTimeoutMs,
+      [customFetch]: async (url, init) => {
+        const response = await fetch(url, init);
+        if (response.status === 200) this.#jwksReadAt = this.#clock.now();
+        return response;
+      },
     });
     this.#statusLists = new StatusListCache({
       keys: this.#keys,
@@ -123,7 +130,6 @@ export class RemoteJwtVerifier {
   }
 
   async #verify(token: string): Promise<Principal | undefined> {
-    const verifiedAt = this.#clock.now();
     let result: JWTVerifyResult;
     try {
       result = await jwtVerify(token, this.#keys, {
@@ -132,7 +138,7 @@ export class RemoteJwtVerifier {
         typ: ACCESS_TOKEN_TYPE,
         algorithms: [...JWT_ALGORITHMS],
         requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id'],
-        currentDate: new Date(verifiedAt),
+        currentDate: new Date(this.#clock.now()),
       });
     } catch (error) {
       if (error instanceof errors.JOSEError && !KEYS_UNAVAILABLE.has(error.code)) return undefined;
@@ -150,7 +156,7 @@ export class RemoteJwtVerifier {
       principal,
       list,
       idx: facts.status.idx,
-      until: Math.min(facts.expiresAt, verifiedAt + this.#jwksCacheMaxAgeMs),
+      until: Math.min(facts.expiresAt, this.#jwksReadAt + this.#jwksCacheMaxAgeMs),
     };
     this.#verified.set(ownKey(token), verified);
     return this.#unlessRevoked(verified);
