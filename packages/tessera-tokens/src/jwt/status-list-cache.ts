@@ -20,7 +20,7 @@ const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 interface StatusListCopy {
   bits: (typeof STATUS_BITS)[number];
   statuses: Buffer;
-  /** UNIX ms: until when it is used as it is (its fetch, plus its `ttl`). */
+  /** UNIX ms: until when it is used as it is (its fetch, plus its `ttl`; never past its `exp`). */
   freshUntil: number;
   /** UNIX ms: until when it is used while it cannot be fetched again (`freshUntil` plus the grace, never past its `exp`). */
   usableUntil: number;
@@ -143,8 +143,9 @@ export class StatusListCache {
     if (bits === undefined || typeof statusList?.lst !== 'string') throw new Error(`the status list at ${uri} has no status_list`);
     const statuses = inflateSync(Buffer.from(statusList.lst, 'base64url'), { maxOutputLength: MAX_STATUS_LIST_BYTES });
     const ttlSeconds = typeof ttl === 'number' && ttl > 0 ? Math.min(ttl, maxTtlSeconds) : maxTtlSeconds;
-    const freshUntil = fetchedAt + ttlSeconds * 1000;
-    return { bits, statuses, freshUntil, usableUntil: Math.min(freshUntil + graceMs, exp * 1000) };
+    const expiresAt = exp * 1000;
+    const freshUntil = Math.min(fetchedAt + ttlSeconds * 1000, expiresAt);
+    return { bits, statuses, freshUntil, usableUntil: Math.min(freshUntil + graceMs, expiresAt) };
   }
 }
 
