@@ -29,6 +29,11 @@ export function operatorRequired(): TesseraError {
   return new TesseraError('FORBIDDEN', 'Only the operator of this service may do this (the tessera CLI).');
 }
 
+/** A bearer token that is malformed, unknown, forged, expired, revoked, or of another app: which one is not told. */
+export function invalidToken(): TesseraError {
+  return new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
+}
+
 export function appNotFound(): TesseraError {
   return new TesseraError('APP_NOT_FOUND', 'No app has this AppID.');
 }

@@ -1,6 +1,6 @@
 import type { AppRecord } from '../apps/app.js';
 import type { AppCache } from '../apps/cache.js';
-import { adminRequired } from '../error-catalogue.js';
+import { adminRequired, invalidToken } from '../error-catalogue.js';
 import { TesseraError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
@@ -83,7 +83,7 @@ export class Authenticator implements RequestAuthenticator {
         () => refused(request.appId, address),
       );
     }
-    throw new TesseraError('INVALID_TOKEN', 'The access token is invalid, expired or revoked.');
+    throw invalidToken();
   }
 }
 
@@ -110,7 +110,7 @@ export const SDK_APP_ID = 'x-kii-appid';
 export const SDK_APP_KEY = 'x-kii-appkey';
 
 /** The `/me` rule, then admin-only resources. */
-function applyRules(principal: Principal, request: AuthenticationRequest): Principal {
+export function applyRules(principal: Principal, request: AuthenticationRequest): Principal {
   if (principal.kind === 'admin' && hasMeSegment(request.path)) {
     throw new TesseraError('ME_NOT_ALLOWED_FOR_ADMIN', 'An admin token cannot be used on a path with a "me" segment.');
   }

@@ -147,7 +147,7 @@ export function parseJwt(token: string, typ: string): ParsedJwt | undefined {
  * The facts of a JWT access token of this service's making (shape only: the signature, issuer,
  * audience and status are the caller's to check), or undefined.
  */
-export function accessTokenFacts(jwt: ParsedJwt): JwtAccessToken | undefined {
+export function accessTokenFacts(jwt: Pick<ParsedJwt, 'header' | 'claims'>): JwtAccessToken | undefined {
   const claims = jwt.claims as Record<string, unknown>;
   const { sub, exp, jti, app_id: appId, attestation, status } = claims;
   const reference = isObject(status) && isObject(status.status_list) ? status.status_list : undefined;

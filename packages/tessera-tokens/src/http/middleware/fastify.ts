@@ -16,7 +16,7 @@ declare module 'fastify' {
 }
 
 export interface TesseraAuthOptions {
-  /** Tessera's own `Authenticator`, or a `TesseraVerifier` in another service. */
+  /** Tessera's own `Authenticator`, or a `TesseraVerifier` or `TesseraJwtVerifier` in another service. */
   authenticator: RequestAuthenticator;
   /** Where the AppID comes from; by default the route parameter `appId`. */
   appIdOf?: (request: FastifyRequest) => string | undefined;
@@ -53,7 +53,8 @@ const authenticateScope: FastifyPluginCallback<TesseraAuthOptions> = (app, optio
 /**
  * Authenticates every request of the scope it is registered in, before its body is read, and puts
  * the principal on `request.principal`; answers the contract's error otherwise. Tessera's own
- * routes use it; so can another Fastify service, with a `TesseraVerifier` (see docs/middleware.md).
+ * routes use it; so can another Fastify service, with a `TesseraVerifier` or a `TesseraJwtVerifier`
+ * (see docs/middleware.md).
  * A plugin of `fastify-plugin`: the hook applies to the scope that registers it, not to a child of
  * its own, and registering it with another major version of Fastify fails at once.
  */
