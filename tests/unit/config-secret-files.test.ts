@@ -41,8 +41,8 @@ describe('secret settings read from files (X_FILE)', () => {
     return message;
   };
 
-  it('holds the settings with secrets: the database URLs and Redis', () => {
-    assert.deepEqual([...SECRET_SETTINGS], ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL']);
+  it('holds the settings with secrets: the database URLs, Redis, and the key encryption key', () => {
+    assert.deepEqual([...SECRET_SETTINGS], ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY']);
   });
 
   it('reads each from its file, without one trailing newline (LF or CRLF)', () => {
@@ -50,8 +50,10 @@ describe('secret settings read from files (X_FILE)', () => {
       DATABASE_URL_FILE: fileOf(`${POSTGRES_URL}\n`),
       DATABASE_DIRECT_URL_FILE: fileOf(`${POSTGRES_URL.replace('db.internal', 'direct.internal')}\r\n`),
       REDIS_URL_FILE: fileOf(`redis://:${PASSWORD}@redis.internal:6379`),
+      KEY_ENCRYPTION_KEY_FILE: fileOf(`${Buffer.alloc(32, 5).toString('base64')}\n`),
     });
     assert.equal(config.databaseUrl, POSTGRES_URL);
+    assert.deepEqual(config.keyEncryptionKey, Buffer.alloc(32, 5));
     assert.equal(config.postgres.directUrl, POSTGRES_URL.replace('db.internal', 'direct.internal'));
     assert.equal(config.rateLimits.redisUrl, `redis://:${PASSWORD}@redis.internal:6379`);
   });
