@@ -3,6 +3,7 @@ import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { sha256 } from 'tessera-tokens/internal/crypto.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import {
+  ACCESS_TOKEN_TYPE,
   jtiBytes,
   jwtVerifier,
   MAX_JWT_LENGTH,
@@ -10,7 +11,6 @@ import {
   signJwt,
   type AccessTokenClaims,
 } from 'tessera-tokens/internal/jwt/access-token.js';
-import { ACCESS_TOKEN_TYPE } from 'tessera-tokens/internal/jwt/access-tokens.js';
 import { ANONYMOUS_ID, type AttestationProvider } from 'tessera-tokens/internal/principal.js';
 import { issuerOf } from 'tessera-tokens/internal/apps/issuer.js';
 import type { JwtKeyService } from './keys.js';

@@ -1,14 +1,13 @@
 import { deflateSync } from 'node:zlib';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
-import { MAX_JWT_LIFETIME_MS, signJwt } from 'tessera-tokens/internal/jwt/access-token.js';
+import { MAX_JWT_LIFETIME_MS, signJwt, STATUS_LIST_TYPE } from 'tessera-tokens/internal/jwt/access-token.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { JwtKeyService } from './keys.js';
 import type { StatusListStore } from './store.js';
 
 /** Indexes per list: 2¹⁷, 16 KiB of bits before compression (a list with few revocations compresses to tens of bytes). */
 export const STATUS_LIST_SIZE = 2 ** 17;
-export const STATUS_LIST_TYPE = 'statuslist+jwt';
 /** How long a status list may be cached by a verifier (`ttl`, and `Cache-Control: max-age`), by default. */
 export const DEFAULT_STATUS_LIST_TTL_SECONDS = 60;
 /** How long an instance serves a list it built before building it again. */

@@ -16,6 +16,9 @@ import { ATTESTATION_PROVIDERS, type AttestationProvider, type PrincipalKind } f
  * anonymous one, its id (what a revocation of that one token keeps, as for a self-verifying token).
  */
 export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const;
+/** The `typ` of an access token (RFC 9068), and of a Token Status List (draft-ietf-oauth-status-list). */
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+export const STATUS_LIST_TYPE = 'statuslist+jwt';
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
 /**

@@ -3,13 +3,11 @@ import type { AppRecord } from '../apps/app.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import { accessTokenFacts, JWT_ALGORITHMS, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
+import { ACCESS_TOKEN_TYPE, accessTokenFacts, JWT_ALGORITHMS, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
 import type { JwtKeys } from './keys.js';
 
 /** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
 const VERIFIED_TOKEN_BYTES = 1200;
-
-export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
 export type JwtProblem = 'algorithm' | 'malformed' | 'other_app' | 'unknown_key' | 'signature' | 'expired' | 'revoked';
 

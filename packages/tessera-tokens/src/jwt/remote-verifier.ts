@@ -6,8 +6,15 @@ import { CREDENTIAL_CLIENT_ID_PATTERN } from '../credentials/credential.js';
 import { TesseraError } from '../errors.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { ANONYMOUS_ID, type Principal } from '../principal.js';
-import { accessTokenFacts, JWT_ALGORITHMS, looksLikeJwt, MAX_JWT_LENGTH, type JwtAccessToken, type JwtHeader } from './access-token.js';
-import { ACCESS_TOKEN_TYPE } from './access-tokens.js';
+import {
+  ACCESS_TOKEN_TYPE,
+  accessTokenFacts,
+  JWT_ALGORITHMS,
+  looksLikeJwt,
+  MAX_JWT_LENGTH,
+  type JwtAccessToken,
+  type JwtHeader,
+} from './access-token.js';
 import { StatusListCache, type StatusList } from './status-list-cache.js';
 
 export interface TesseraJwtVerifierOptions {

@@ -3,9 +3,8 @@ import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../clock.js';
 import { TesseraError } from '../errors.js';
 import type { MaybePromise } from '../maybe-promise.js';
-import { JWT_ALGORITHMS } from './access-token.js';
+import { JWT_ALGORITHMS, STATUS_LIST_TYPE } from './access-token.js';
 
-export const STATUS_LIST_TYPE = 'statuslist+jwt';
 /** After a failed fetch of a list, none is tried again for this long: the checks meanwhile use the copy they have, or are refused at once. */
 const RETRY_AFTER_FAILURE_MS = 1_000;
 /** The longest status list token read: Tessera's lists (2¹⁷ tokens) take 22 KiB at most. */
