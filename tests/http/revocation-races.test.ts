@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { inflateSync } from 'node:zlib';
-import { decodeJwt } from 'jose';
 import type { AppConfiguration } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedCredential } from '../../src/apps/credential-service.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { createConfiguredApp } from '../helpers/configured-app.js';
+import { isSet, statusListAt, statusReferenceOf } from '../helpers/jwt.js';
 import { adminTokenOf, basic, bearer, formBody, request, requestAs, whoami, type AppEndpoint } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/store.js';
@@ -105,14 +104,13 @@ async function notRevokedInStatusLists(tokens: readonly string[]): Promise<strin
   const lists = new Map<string, Buffer>();
   const missed: string[] = [];
   for (const token of tokens) {
-    const { idx, uri } = decodeJwt<{ status: { status_list: { idx: number; uri: string } } }>(token).status.status_list;
+    const { idx, uri } = statusReferenceOf(token);
     let bits = lists.get(uri);
     if (bits === undefined) {
-      const list = decodeJwt<{ status_list: { lst: string } }>(await (await fetch(uri)).text());
-      bits = inflateSync(Buffer.from(list.status_list.lst, 'base64url'));
+      bits = (await statusListAt(uri)).bits;
       lists.set(uri, bits);
     }
-    if (((bits[idx >> 3]! >> (idx & 7)) & 1) !== 1) missed.push(`${token.slice(-8)} (index ${idx} of ${uri})`);
+    if (!isSet(bits, idx)) missed.push(`${token.slice(-8)} (index ${idx} of ${uri})`);
   }
   return missed;
 }
