@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
-import type { MaybePromise } from '../maybe-promise.js';
+import { LoadedUntilForgotten } from '../cache/loaded-until-forgotten.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { publicKeyOf, type JwtAlgorithm, type JwtVerificationKey } from './access-token.js';
 
 /**
@@ -39,54 +40,33 @@ export function isPublished(key: StoredJwtKey, now: number): boolean {
 type LoadedKeys = Map<string, JwtVerificationKey & { publishedUntil: number | null }>;
 
 export class JwtKeys {
-  #loaded: LoadedKeys | undefined;
-  #loading: Promise<LoadedKeys> | undefined;
-  #generation = 0;
+  readonly #keys: LoadedUntilForgotten<LoadedKeys>;
 
   constructor(
-    private readonly store: JwtKeyReads,
+    store: JwtKeyReads,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.#keys = new LoadedUntilForgotten(async () => verificationKeys(await store.listJwtKeys()));
+  }
 
   /** The published key with this id, or undefined. */
   key(kid: string): MaybePromise<JwtVerificationKey | undefined> {
-    const loaded = this.#loaded;
-    if (loaded !== undefined) return this.#published(loaded, kid);
-    return this.#load().then((keys) => this.#published(keys, kid));
+    return andThen(this.#keys.get(), (keys) => {
+      const key = keys.get(kid);
+      return key !== undefined && (key.publishedUntil === null || key.publishedUntil > this.clock.now()) ? key : undefined;
+    });
   }
 
   forget(): void {
-    this.#generation++;
-    this.#loaded = undefined;
-    this.#loading = undefined;
+    this.#keys.forget();
   }
+}
 
-  #published(keys: LoadedKeys, kid: string): JwtVerificationKey | undefined {
-    const key = keys.get(kid);
-    return key !== undefined && (key.publishedUntil === null || key.publishedUntil > this.clock.now()) ? key : undefined;
-  }
-
-  #load(): Promise<LoadedKeys> {
-    if (this.#loading !== undefined) return this.#loading;
-    const generation = this.#generation;
-    const loading = this.store.listJwtKeys().then(
-      (keys) => {
-        const loaded: LoadedKeys = new Map(
-          keys.map((key) => [
-            key.kid,
-            { kid: key.kid, algorithm: key.algorithm, publicKey: publicKeyOf(key.publicJwk), publishedUntil: key.publishedUntil },
-          ]),
-        );
-        if (generation === this.#generation) this.#loaded = loaded;
-        if (this.#loading === loading) this.#loading = undefined;
-        return loaded;
-      },
-      (error: unknown) => {
-        if (this.#loading === loading) this.#loading = undefined;
-        throw error;
-      },
-    );
-    this.#loading = loading;
-    return loading;
-  }
+function verificationKeys(keys: readonly StoredJwtKey[]): LoadedKeys {
+  return new Map(
+    keys.map((key) => [
+      key.kid,
+      { kid: key.kid, algorithm: key.algorithm, publicKey: publicKeyOf(key.publicJwk), publishedUntil: key.publishedUntil },
+    ]),
+  );
 }

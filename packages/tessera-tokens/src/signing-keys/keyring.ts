@@ -1,5 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
-import type { MaybePromise } from '../maybe-promise.js';
+import { LoadedUntilForgotten } from '../cache/loaded-until-forgotten.js';
+import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { signingKeyOf, type SigningKeyReads, type StoredSigningKey } from './key.js';
 
 /** A key ready to sign or verify with. */
@@ -19,50 +20,24 @@ interface LoadedKeys {
  * read them again: a rotated key signs, and a retired one stops verifying, within a second everywhere.
  */
 export class Keyring {
-  #loaded: LoadedKeys | undefined;
-  #loading: Promise<LoadedKeys> | undefined;
-  /** Counts `forget` calls, so that a read begun before one is not kept. */
-  #generation = 0;
+  readonly #keys: LoadedUntilForgotten<LoadedKeys>;
 
-  constructor(private readonly store: SigningKeyReads) {}
+  constructor(store: SigningKeyReads) {
+    this.#keys = new LoadedUntilForgotten(async () => activeKeys(await store.list()));
+  }
 
   /** The key that signs new tokens. */
   signingKey(): MaybePromise<ActiveKey> {
-    const loaded = this.#loaded;
-    if (loaded !== undefined) return signingOf(loaded);
-    return this.#load().then(signingOf);
+    return andThen(this.#keys.get(), signingOf);
   }
 
   /** An active key by id, or undefined (unknown or retired). */
   key(id: number): MaybePromise<ActiveKey | undefined> {
-    const loaded = this.#loaded;
-    if (loaded !== undefined) return loaded.byId.get(id);
-    return this.#load().then((keys) => keys.byId.get(id));
+    return andThen(this.#keys.get(), (keys) => keys.byId.get(id));
   }
 
   forget(): void {
-    this.#generation++;
-    this.#loaded = undefined;
-    this.#loading = undefined;
-  }
-
-  #load(): Promise<LoadedKeys> {
-    if (this.#loading !== undefined) return this.#loading;
-    const generation = this.#generation;
-    const loading = this.store.list().then(
-      (keys) => {
-        const loaded = activeKeys(keys);
-        if (generation === this.#generation) this.#loaded = loaded;
-        if (this.#loading === loading) this.#loading = undefined;
-        return loaded;
-      },
-      (error: unknown) => {
-        if (this.#loading === loading) this.#loading = undefined;
-        throw error;
-      },
-    );
-    this.#loading = loading;
-    return loading;
+    this.#keys.forget();
   }
 }
 
