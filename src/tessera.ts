@@ -230,9 +230,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const statusLists = new StatusLists(store.statusLists, clock, jwtKeys, options.statusListTtlSeconds);
   const jwt: Jwt = { keys: jwtKeys, statusLists, issuer: new JwtIssuer(jwtKeys, statusLists, options.publicUrl) };
   store.onChange((change) => {
-    if (change === 'revocations') return;
     if (change === 'anything') jwtKeys.forget();
-    statusLists.forgetBlocks();
   });
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,

@@ -1,4 +1,5 @@
 import { deflateSync } from 'node:zlib';
+import { LRUCache } from 'lru-cache';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { MAX_JWT_LIFETIME_MS, signJwt, STATUS_LIST_TYPE } from 'tessera-tokens/internal/jwt/access-token.js';
@@ -16,6 +17,7 @@ const FIRST_BLOCK_SIZE = 64;
 const LARGEST_BLOCK_SIZE = 4_096;
 /** How long an instance gives indexes from one block: after it, a new block (so that a block's last token expires a day later at most). */
 const BLOCK_USE_MS = 3_600_000;
+const MAX_OPEN_BLOCKS = 100_000;
 
 interface OpenBlock {
   next: number;
@@ -35,7 +37,8 @@ interface OpenBlock {
  * `statuslist+jwt` signed with the JWKS's keys, built at most once a second per instance.
  */
 export class StatusLists {
-  readonly #blocks = new Map<string, OpenBlock>();
+  /** The blocks this instance gives indexes from, by app and kind: the busiest apps' (a forgotten one's indexes go unused). */
+  readonly #blocks = new LRUCache<string, OpenBlock>({ max: MAX_OPEN_BLOCKS });
   readonly #reserving = new Map<string, Promise<OpenBlock>>();
   readonly #built = new Map<number, { token: string; at: number }>();
 
@@ -97,11 +100,6 @@ export class StatusLists {
     });
     this.#built.set(list, { token, at: now });
     return token;
-  }
-
-  /** Forgets the open blocks (the store's change signal: an app deleted or cut off elsewhere). */
-  forgetBlocks(): void {
-    this.#blocks.clear();
   }
 
   #reserve(key: string, app: AppRecord, kind: PrincipalKind, previousSize: number | undefined): Promise<OpenBlock> {

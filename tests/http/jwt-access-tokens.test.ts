@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import Database from 'libsql';
+import pg from 'pg';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { DEFAULT_HOUSEKEEPING } from '../../src/housekeeping.js';
@@ -27,6 +29,27 @@ const server = serverForSuite({ clock }, (started) => configure(started, { acces
 const opaque = serverForSuite({});
 
 const configure = (target: TestServer, changes: object) => target.tessera.apps.configure(target.app.appId, changes, OPERATOR);
+
+/** How many rows of the server's app a table of its store holds. */
+async function rowsIn(target: TestServer, table: string): Promise<number> {
+  const { databaseUrl } = target.testStore;
+  const query = `SELECT count(*) AS n FROM ${table} WHERE app_id = '${target.app.appId}'`;
+  if (databaseUrl.startsWith('sqlite:')) {
+    const db = new Database(databaseUrl.slice('sqlite:'.length), { readonly: true });
+    try {
+      return Number((db.prepare(query).get() as { n: number }).n);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(query)).rows[0]!.n);
+  } finally {
+    await client.end();
+  }
+}
 
 /** Whether a token's bit is set in its status list, and the list's claims. */
 async function statusOf(token: string): Promise<{ revoked: boolean; list: Record<string, unknown> }> {
@@ -82,6 +105,22 @@ describe('JWT access tokens', () => {
     assert.equal(introspected.body.token_type, 'bearer');
     assertError(await requestAs(`${server.appUrl}/users/me`, bearer(admin)), 400, 'ME_NOT_ALLOWED_FOR_ADMIN');
     assert.equal((await requestAs(`${server.appUrl}/users/me`, bearer(token))).status === 400, false);
+  });
+
+  it('an anonymous JWT writes nothing of its own: a block of status list indexes serves many', async () => {
+    const target = await startServer({ clock });
+    try {
+      await configure(target, { accessTokenFormat: 'jwt' });
+      const count = (table: string) => rowsIn(target, table);
+      const tokensBefore = await count('tokens');
+      const indexes = new Set<number>();
+      for (let n = 0; n < 300; n++) indexes.add(statusReferenceOf(await anonymousTokenOf(target)).idx);
+      assert.equal(indexes.size, 300, 'each its own index');
+      assert.equal(await count('tokens'), tokensBefore, 'no row per token');
+      assert.equal(await count('status_list_blocks'), 3, 'blocks of 64, 128 and 256 indexes: three writes for 300 tokens');
+    } finally {
+      await target.close();
+    }
   });
 
   it('jose (createRemoteJWKSet, jwtVerify) and oauth4webapi (validateJwtAccessToken) verify them as they are', async () => {
