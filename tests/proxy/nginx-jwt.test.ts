@@ -251,6 +251,7 @@ describe('JWT access tokens checked by nginx itself (njs)', () => {
       }
     });
 
+    // Before any test of a kid not published: the second copy of the JWKS (30 s) must not be older than this key.
     it('a token of a key rotated in at once: the JWKS read again for its unknown kid', async () => {
       const reads = jwksReads();
       await rotate('ES256');
