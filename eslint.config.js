@@ -62,6 +62,40 @@ export default defineConfig(
   },
   {
     files: ['assets/**/*.js'],
+    ignores: ['assets/nginx/**'],
     languageOptions: { globals: globals.browser },
+  },
+  {
+    // Scripts for nginx's JavaScript module, njs 0.7 (Debian 12's): its globals, and none of the syntax
+    // it does not parse, which nginx would refuse only when it loads the script.
+    files: ['assets/nginx/**/*.js'],
+    languageOptions: {
+      globals: {
+        Buffer: 'readonly',
+        crypto: 'readonly',
+        ngx: 'readonly',
+        njs: 'readonly',
+        TextDecoder: 'readonly',
+        TextEncoder: 'readonly',
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ObjectPattern, ArrayPattern', message: 'njs 0.7 has no destructuring.' },
+        { selector: 'ForOfStatement', message: 'njs 0.7 has no for…of.' },
+        { selector: 'SpreadElement, RestElement', message: 'njs 0.7 has no spread or rest.' },
+        { selector: 'ClassDeclaration, ClassExpression', message: 'njs 0.7 has no classes.' },
+        { selector: 'ChainExpression', message: 'njs 0.7 has no optional chaining.' },
+        { selector: "LogicalExpression[operator='??']", message: 'njs 0.7 has no ??.' },
+        { selector: 'AssignmentPattern', message: 'njs 0.7 has no default parameters.' },
+        { selector: 'CatchClause[param=null]', message: "njs 0.7 needs the catch clause's parameter (_error when unused)." },
+        {
+          selector: ':matches(CallExpression, NewExpression) > AwaitExpression.arguments',
+          message: 'njs 0.7 takes no await in arguments.',
+        },
+      ],
+    },
   },
 );

@@ -26,6 +26,44 @@ export function documentedNginxConfig(tessera: string, upstream: string, port: n
   return config;
 }
 
+/** Where the test's Tessera, upstream and nginx are, for the njs configuration's placeholders. */
+export interface NjsConfigPlaces {
+  /** host:port of Tessera, as nginx reaches it. */
+  tessera: string;
+  /** host:port of the upstream. */
+  upstream: string;
+  port: number;
+  /** Tessera's base URL in its tokens' `iss` (PUBLIC_URL). */
+  publicUrl: string;
+  appId: string;
+  /** The absolute path of the njs script. */
+  script: string;
+  /** The directory of the JWKS's cache. */
+  cache: string;
+}
+
+/** The ```nginx block of the section "Checking JWTs at the edge with nginx (njs)", with its placeholders filled in. */
+export function documentedNjsConfig(places: NjsConfigPlaces): string {
+  const section = page().split('\n## Checking JWTs at the edge with nginx (njs)\n')[1];
+  assert.ok(section !== undefined, 'docs/forward-auth.md has no section "Checking JWTs at the edge with nginx (njs)"');
+  const block = /```nginx\n([\s\S]*?)```/.exec(section.split('\n## ')[0]!)?.[1];
+  assert.ok(block !== undefined, 'the section "Checking JWTs at the edge with nginx (njs)" has no ```nginx block');
+  let config = block;
+  for (const [placeholder, value, times] of [
+    ['server tessera:8080;', `server ${places.tessera};`, 1],
+    ['server app:3000;', `server ${places.upstream};`, 1],
+    ['listen 80;', `listen 127.0.0.1:${places.port};`, 1],
+    ['https://tessera.example.com', places.publicUrl, 1],
+    ['/etc/nginx/njs/tessera-jwt.js', places.script, 1],
+    ['/var/cache/nginx/tessera-jwks', places.cache, 1],
+    ['APP_ID', places.appId, 4],
+  ] as const) {
+    assert.equal(config.split(placeholder).length, times + 1, `the njs block must contain "${placeholder}" ${times} time(s)`);
+    config = config.replaceAll(placeholder, value);
+  }
+  return config;
+}
+
 /**
  * The one-line check of `X-Tessera-App-Id` against the path that the page gives for `framework`
  * (the line after `// Express` or `// Fastify` in a ```js block), as a function of the framework's

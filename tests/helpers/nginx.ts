@@ -16,11 +16,20 @@ export interface RunningNginx {
   stop(): Promise<void>;
 }
 
+/** Where Debian's `libnginx-mod-http-js` puts nginx's JavaScript module (njs). */
+export const NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so';
+
 /**
  * nginx in the foreground as the current user, with everything it writes (pid, logs, temp files) in
  * a fresh temp dir. `httpConfig(port)` is the content of the `http {}` block; nginx listens on `port`.
+ * `mainConfig` are lines of the main context, before any other (`load_module …;`). Relative paths
+ * in the configuration are in the temp dir (nginx's prefix).
  */
-export async function startNginx(binary: string, httpConfig: (port: number) => string): Promise<RunningNginx> {
+export async function startNginx(
+  binary: string,
+  httpConfig: (port: number) => string,
+  mainConfig: readonly string[] = [],
+): Promise<RunningNginx> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-nginx-'));
   // nginx opens its compiled-in default error log (relative to the prefix) before it reads -g.
   mkdirSync(join(dir, 'logs'));
@@ -28,6 +37,7 @@ export async function startNginx(binary: string, httpConfig: (port: number) => s
   const errorLog = join(dir, 'error.log');
   const temp = (name: string) => join(dir, name);
   const config = [
+    ...mainConfig,
     // As root, workers would run as "nobody", which cannot enter this 0700 dir (temp files of large bodies).
     process.getuid?.() === 0 ? 'user root;' : '',
     'worker_processes 1;',
