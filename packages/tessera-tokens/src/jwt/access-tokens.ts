@@ -7,7 +7,7 @@ import { accessTokenFacts, parseJwt, signedBy, type JwtAccessToken } from './acc
 import type { JwtKeys } from './keys.js';
 
 /** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
-const VERIFIED_TOKEN_BYTES = 1200;
+export const VERIFIED_TOKEN_BYTES = 1200;
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
