@@ -21,11 +21,16 @@
  * by run: whatever else the machine does then falls on all of them in the same seconds, and the
  * median ratio is the figure to read (docs/benchmarks.md, "Tracing"). `--control` adds a second
  * server like the first (`+control`), whose ratio shows what the method itself makes of no change.
+ *
+ * `--jwt-algorithm EdDSA|ES256|both` (default EdDSA): the key that signs the JWT access tokens of
+ * the cases `JWT_CASE_NAMES` (`admin-jwt`, `anonymous-jwt`, `whoami-admin-jwt`,
+ * `whoami-anonymous-jwt`). `ES256` gives every server an ES256 key (`+ES256` in the labels); `both`
+ * adds a server with one (`+ES256`) beside the others, which runs the JWT cases only.
  */
 import { readFileSync } from 'node:fs';
 import { startOtlpReceiver } from './otlp-receiver.js';
 import { failuresOf, runLoad } from './processes.js';
-import { CASE_NAMES, startSingleServer, type SingleServer } from './single-server.js';
+import { CASE_NAMES, JWT_CASE_NAMES, startSingleServer, type SingleServer, type SingleServerOptions } from './single-server.js';
 
 const argv = process.argv.slice(2);
 const option = (flag: string, fallback: string) => {
@@ -43,6 +48,8 @@ const paired = argv.includes('--paired');
 const control = argv.includes('--control');
 const tracingMode = option('--tracing', 'off');
 if (!['off', 'alternate'].includes(tracingMode)) throw new Error('--tracing is off or alternate');
+const jwtAlgorithm = option('--jwt-algorithm', 'EdDSA');
+if (!['EdDSA', 'ES256', 'both'].includes(jwtAlgorithm)) throw new Error('--jwt-algorithm is EdDSA, ES256 or both');
 for (const name of chosen) {
   if (!(CASE_NAMES as readonly string[]).includes(name)) throw new Error(`cases are ${CASE_NAMES.join(', ')}`);
 }
@@ -57,16 +64,33 @@ function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-/** The servers measured, each with its label in the results (`admin`, `admin+metrics`). */
-const servers: { suffix: string; single: SingleServer }[] = [];
+/** The servers measured, each with its label in the results (`admin`, `admin+metrics`); `jwtOnly`: for the JWT cases only. */
+const servers: { suffix: string; single: SingleServer; jwtOnly?: boolean }[] = [];
 const collector = await startOtlpReceiver();
+/** Every server's key (`--jwt-algorithm`), and the suffix that says it. */
+const keyed: SingleServerOptions = { jwtAlgorithm: jwtAlgorithm === 'ES256' ? 'ES256' : 'EdDSA' };
+const keySuffix = jwtAlgorithm === 'ES256' ? '+ES256' : '';
 try {
-  if (metricsMode !== 'on') servers.push({ suffix: '', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
-  if (control) servers.push({ suffix: '+control', single: await startSingleServer(undefined, { METRICS_PORT: '' }) });
-  if (metricsMode !== 'off') servers.push({ suffix: '+metrics', single: await startSingleServer(undefined, { METRICS_PORT: '0' }) });
+  if (metricsMode !== 'on') servers.push({ suffix: keySuffix, single: await startSingleServer(undefined, { METRICS_PORT: '' }, keyed) });
+  if (control) servers.push({ suffix: `+control${keySuffix}`, single: await startSingleServer(undefined, { METRICS_PORT: '' }, keyed) });
+  if (metricsMode !== 'off')
+    servers.push({ suffix: `+metrics${keySuffix}`, single: await startSingleServer(undefined, { METRICS_PORT: '0' }, keyed) });
   if (tracingMode === 'alternate') {
-    servers.push({ suffix: '+trace1%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('0.01') }) });
-    servers.push({ suffix: '+trace100%', single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('1') }) });
+    servers.push({
+      suffix: `+trace1%${keySuffix}`,
+      single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('0.01') }, keyed),
+    });
+    servers.push({
+      suffix: `+trace100%${keySuffix}`,
+      single: await startSingleServer(undefined, { METRICS_PORT: '', ...collector.tracingEnv('1') }, keyed),
+    });
+  }
+  if (jwtAlgorithm === 'both') {
+    servers.push({
+      suffix: '+ES256',
+      single: await startSingleServer(undefined, { METRICS_PORT: '' }, { jwtAlgorithm: 'ES256' }),
+      jwtOnly: true,
+    });
   }
 } catch (error) {
   await Promise.all(servers.map(({ single }) => single.stop()));
@@ -79,7 +103,9 @@ const results: Record<
 > = {};
 try {
   for (const name of chosen) {
-    const measured = servers.map(({ suffix, single }) => ({ label: `${name}${suffix}`, single, perRequest: [] as number[], rate: 0 }));
+    const measured = servers
+      .filter(({ jwtOnly }) => jwtOnly !== true || (JWT_CASE_NAMES as readonly string[]).includes(name))
+      .map(({ suffix, single }) => ({ label: `${name}${suffix}`, single, perRequest: [] as number[], rate: 0 }));
     // Side by side when paired, as the runs are: code that only the traced requests run takes
     // thousands of them before V8 has optimised it.
     if (paired) await Promise.all(measured.map(({ single }) => runLoad(single.cases.get(name)!.load, connections, warmupSeconds)));
@@ -133,4 +159,16 @@ try {
   await Promise.all(servers.map(({ single }) => single.stop()));
   collector.close();
 }
-console.log(JSON.stringify({ connections, seconds, runs, paired, metrics: metricsMode, tracing: tracingMode, results }));
+console.log(
+  JSON.stringify({
+    connections,
+    seconds,
+    runs,
+    paired,
+    metrics: metricsMode,
+    tracing: tracingMode,
+    // Said only when not the default (EdDSA), so that the output of the runs before the JWT cases keeps its shape.
+    ...(jwtAlgorithm === 'EdDSA' ? {} : { jwtAlgorithm }),
+    results,
+  }),
+);

@@ -7,7 +7,7 @@ import { ACCESS_TOKEN_TYPE, accessTokenFacts, JWT_ALGORITHMS, parseJwt, signedBy
 import type { JwtKeys } from './keys.js';
 
 /** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
-const VERIFIED_TOKEN_BYTES = 1200;
+export const VERIFIED_TOKEN_BYTES = 1200;
 
 export type JwtProblem = 'algorithm' | 'malformed' | 'other_app' | 'unknown_key' | 'signature' | 'expired' | 'revoked';
 
