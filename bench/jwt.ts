@@ -28,8 +28,15 @@ import { join } from 'node:path';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { cacheBudget, DEFAULT_CACHE_MEMORY_MB } from 'tessera-tokens/internal/cache/budget.js';
-import { JWT_ALGORITHMS, parseJwt, publicKeyOf, signJwt, type JwtAlgorithm } from 'tessera-tokens/internal/jwt/access-token.js';
-import { ACCESS_TOKEN_TYPE, VERIFIED_TOKEN_BYTES } from 'tessera-tokens/internal/jwt/access-tokens.js';
+import {
+  ACCESS_TOKEN_TYPE,
+  JWT_ALGORITHMS,
+  parseJwt,
+  publicKeyOf,
+  signJwt,
+  type JwtAlgorithm,
+} from 'tessera-tokens/internal/jwt/access-token.js';
+import { VERIFIED_TOKEN_BYTES } from 'tessera-tokens/internal/jwt/access-tokens.js';
 import { createTokenChecking } from 'tessera-tokens/internal/token-checking.js';
 import { anonymousRequest, OPERATOR } from '../src/request-context.js';
 import { openSqliteStore } from '../src/store/sqlite/store.js';
