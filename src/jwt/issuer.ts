@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { sha256 } from 'tessera-tokens/internal/crypto.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
@@ -89,7 +88,7 @@ export class JwtIssuer {
   }
 
   async admin(app: AppRecord, request: JwtAdminTokenRequest): Promise<IssuedJwtAdminToken> {
-    const selector = jtiBytes(request.now, randomBytes(10));
+    const selector = jtiBytes(request.now);
     const statusIndex = await this.statusLists.index(app, 'admin');
     const claims = this.#claims(app, request.now, request.expiresAt, selector, statusIndex, request.adminId, request.clientId);
     if (request.scopes !== null) claims.scope = request.scopes.join(' ');
@@ -99,7 +98,7 @@ export class JwtIssuer {
 
   async anonymous(app: AppRecord, issuedAt: number, expiresAt: number, attestation: AttestationProvider | null): Promise<string> {
     const statusIndex = await this.statusLists.index(app, 'anonymous');
-    const claims = this.#claims(app, issuedAt, expiresAt, jtiBytes(issuedAt, randomBytes(10)), statusIndex, ANONYMOUS_ID, app.appId);
+    const claims = this.#claims(app, issuedAt, expiresAt, jtiBytes(issuedAt), statusIndex, ANONYMOUS_ID, app.appId);
     if (attestation !== null) claims.attestation = attestation;
     return withinLimit(signJwt(await this.keys.signingKey(), ACCESS_TOKEN_TYPE, claims));
   }

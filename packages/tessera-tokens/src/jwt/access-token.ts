@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { fillRandom } from '../random-pool.js';
 import { ATTESTATION_PROVIDERS, type AttestationProvider, type PrincipalKind } from '../principal.js';
 
 /**
@@ -174,11 +175,11 @@ export function accessTokenFacts(jwt: Pick<ParsedJwt, 'header' | 'claims'>): Jwt
   };
 }
 
-/** A new `jti`'s 16 bytes: the issue time in ms, then 10 random bytes (`random`, as a stored token's selector has them). */
-export function jtiBytes(issuedAt: number, random: Buffer): Buffer {
+/** A new `jti`'s 16 bytes: the issue time in ms, then 10 random bytes (from the pool stored tokens' selectors come from). */
+export function jtiBytes(issuedAt: number): Buffer {
   const bytes = Buffer.allocUnsafe(JTI_BYTES);
   bytes.writeUIntBE(issuedAt, 0, 6);
-  random.copy(bytes, 6, 0, JTI_BYTES - 6);
+  fillRandom(bytes, 6, JTI_BYTES - 6);
   return bytes;
 }
 

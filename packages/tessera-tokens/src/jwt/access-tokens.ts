@@ -3,7 +3,15 @@ import type { AppRecord } from '../apps/app.js';
 import { ownKey } from '../cache/own-key.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import { ACCESS_TOKEN_TYPE, accessTokenFacts, JWT_ALGORITHMS, parseJwt, signedBy, type JwtAccessToken } from './access-token.js';
+import {
+  ACCESS_TOKEN_TYPE,
+  accessTokenFacts,
+  JWT_ALGORITHMS,
+  jwtVerifier,
+  parseJwt,
+  signedBy,
+  type JwtAccessToken,
+} from './access-token.js';
 import type { JwtKeys } from './keys.js';
 
 /** What a verified token takes in the cache: its text (about 500 characters) and what it says. */
@@ -22,15 +30,21 @@ function namesOtherAlgorithm(token: string): boolean {
   }
 }
 
+/** A verified token: what it says, and for an admin token the verifier its stored row is matched by. */
+export interface VerifiedJwt extends JwtAccessToken {
+  /** `jwtVerifier` of the token: an admin token's row holds its hash. */
+  verifier: Buffer | null;
+}
+
 /**
- * JWT access tokens as this service and its verifiers check them against the store. An admin token
- * is matched to its stored row (`jwtVerifier`), as an opaque one is: the row says what it may do,
- * and its removal ends it at once; its key must still be published. An anonymous token is checked by
- * its signature (remembered per token text, as a self-verifying token's MAC is), then against the
- * app's cut-off and the tokens revoked one by one, as a self-verifying token is.
+ * JWT access tokens as this service and its verifiers check them against the store: by their
+ * signature once, then by their text, remembered in a cache sized by memory (a client uses one
+ * token for many requests). An admin token is then matched to its stored row, as an opaque one is
+ * (`jwtVerifier`): the row says what it may do, and its removal ends it at once. An anonymous token
+ * is checked against the app's cut-off and the tokens revoked one by one, as a self-verifying one is.
  */
 export class JwtAccessTokens {
-  readonly #verified: LRUCache<string, JwtAccessToken>;
+  readonly #verified: LRUCache<string, VerifiedJwt>;
   #generation = 0;
 
   constructor(
@@ -38,14 +52,14 @@ export class JwtAccessTokens {
     maxBytes: number,
     private readonly lookups: CacheLookups = NO_CACHE_LOOKUPS,
   ) {
-    this.#verified = new LRUCache<string, JwtAccessToken>({ maxSize: maxBytes, sizeCalculation: () => VERIFIED_TOKEN_BYTES });
+    this.#verified = new LRUCache<string, VerifiedJwt>({ maxSize: maxBytes, sizeCalculation: () => VERIFIED_TOKEN_BYTES });
   }
 
   /**
-   * What a presented JWT of this app says, if its shape is one of this service's access tokens and
-   * its key is published; an anonymous one's signature verified too. Undefined otherwise.
+   * What a presented JWT of this app says, if it is one of this service's access tokens, signed by
+   * a published key. Undefined otherwise.
    */
-  read(app: AppRecord, token: string): MaybePromise<JwtAccessToken | undefined> {
+  read(app: AppRecord, token: string): MaybePromise<VerifiedJwt | undefined> {
     const cached = this.#verified.get(token);
     if (cached !== undefined) {
       this.lookups.hit();
@@ -57,12 +71,11 @@ export class JwtAccessTokens {
     const generation = this.#generation;
     return andThen(this.keys.key(facts.kid), (key) => {
       if (key === undefined) return undefined;
-      // An admin token's row is matched by the token's whole text: its signature need not be checked here.
-      if (facts.kind === 'admin') return facts;
       this.lookups.miss();
       if (!signedBy(parsed, key)) return undefined;
-      if (generation === this.#generation) this.#verified.set(ownKey(token), facts);
-      return facts;
+      const verified = { ...facts, verifier: facts.kind === 'admin' ? jwtVerifier(token) : null };
+      if (generation === this.#generation) this.#verified.set(ownKey(token), verified);
+      return verified;
     });
   }
 

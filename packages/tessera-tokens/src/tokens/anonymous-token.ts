@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ATTESTATION_PROVIDERS, type AttestationProvider } from '../principal.js';
 import type { ActiveKey } from '../signing-keys/keyring.js';
-import { fillRandom } from './random-pool.js';
+import { fillRandom } from '../random-pool.js';
 
 /**
  * An anonymous token is self-verifying: it carries what a check needs, under a MAC made with one of

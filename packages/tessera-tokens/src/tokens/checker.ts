@@ -12,7 +12,7 @@ import { isExpired } from './expiry.js';
 import type { TokenReads, TokenRecord } from './token-record.js';
 import { parseAccessToken, type PresentedAccessToken } from './token.js';
 import { jwtVerifier, looksLikeJwt, type JwtAccessToken } from '../jwt/access-token.js';
-import type { JwtAccessTokens, JwtProblem } from '../jwt/access-tokens.js';
+import type { JwtAccessTokens, JwtProblem, VerifiedJwt } from '../jwt/access-tokens.js';
 
 /** What introspection tells of an active token. */
 export interface ActiveToken {
@@ -175,11 +175,11 @@ export class TokenChecker {
     return looksLikeJwt(accessToken) ? this.#jwtFacts(app, accessToken) : undefined;
   }
 
-  #jwtFacts(app: AppRecord, accessToken: string): MaybePromise<JwtAccessToken | undefined> {
+  #jwtFacts(app: AppRecord, accessToken: string): MaybePromise<VerifiedJwt | undefined> {
     return this.jwts.read(app, accessToken);
   }
 
-  #jwtPrincipal(app: AppRecord, accessToken: string, jwt: JwtAccessToken): MaybePromise<Principal | undefined> {
+  #jwtPrincipal(app: AppRecord, accessToken: string, jwt: VerifiedJwt): MaybePromise<Principal | undefined> {
     if (jwt.kind === 'admin') return this.#storedPrincipal(app, presentedJwt(accessToken, jwt));
     return andThen(this.anonymous.current(app, anonymousFactsOf(jwt)), (facts) => facts && anonymousPrincipal(app, facts));
   }
@@ -255,8 +255,8 @@ export class TokenChecker {
 }
 
 /** A JWT admin token as the stored token it is matched with: its `jti` is the selector, its whole text makes the verifier. */
-function presentedJwt(accessToken: string, jwt: JwtAccessToken): PresentedAccessToken {
-  return { selector: jwt.id, verifier: jwtVerifier(accessToken) };
+function presentedJwt(accessToken: string, jwt: VerifiedJwt): PresentedAccessToken {
+  return { selector: jwt.id, verifier: jwt.verifier ?? jwtVerifier(accessToken) };
 }
 
 /** `Principal[TOKEN_SELECTOR]` of a self-verifying token: its id, one character longer than any stored token's selector. */

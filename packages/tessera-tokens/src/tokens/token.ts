@@ -1,5 +1,5 @@
 import { sha256 } from '../crypto.js';
-import { fillRandom } from './random-pool.js';
+import { fillRandom } from '../random-pool.js';
 
 /**
  * A stored token (every admin token, and anonymous tokens issued before they became self-verifying;
