@@ -3,7 +3,7 @@ import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { EventCountQuery, EventCountsDescription } from '../events/counts.js';
 import type { AuditEvent } from '../events/event.js';
 import type { EventLog, EventPage, EventsAfter } from '../events/log.js';
-import type { EventFilter, EventPageQuery } from '../events/query.js';
+import { MAX_EVENT_PAGE, type EventFilter, type EventPageQuery } from '../events/query.js';
 import type { RequestContext } from '../request-context.js';
 import { appAttention, type AppAttention } from './attention.js';
 import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
@@ -36,6 +36,24 @@ export class AppEvents {
   async list(appId: string, query: EventPageQuery, context: RequestContext): Promise<EventPage> {
     await this.access.authorize(appId, 'view_events', context);
     return this.log.list(appId, query);
+  }
+
+  /**
+   * Every event of the app that `filter` keeps, newest first, a page (`MAX_EVENT_PAGE`) at a time as
+   * they are taken: the whole log is never held. The first page is read before this resolves, so
+   * that a refusal or an unreachable store is an error of the request, not a download cut short.
+   */
+  async export(appId: string, filter: EventFilter, context: RequestContext): Promise<AsyncIterable<readonly AuditEvent[]>> {
+    await this.access.authorize(appId, 'view_events', context);
+    const log = this.log;
+    let page = await log.list(appId, { ...filter, limit: MAX_EVENT_PAGE });
+    return (async function* () {
+      for (;;) {
+        yield page.events;
+        if (page.nextCursor === null) return;
+        page = await log.list(appId, { ...filter, limit: MAX_EVENT_PAGE, beforeId: Number(page.nextCursor) });
+      }
+    })();
   }
 
   async listAfter(appId: string, { afterId, limit, ...filter }: EventsAfterQuery, context: RequestContext): Promise<EventsAfter> {

@@ -9,17 +9,19 @@ import {
   type EventCountsDescription,
 } from '../events/counts.js';
 import { actorOfEvent, describeEvent, type AuditEvent } from '../events/event.js';
-import { parseEventPageQuery } from '../events/query.js';
+import { EXPORT_FORMATS, exportChunks, isExportFormat } from '../events/export.js';
+import { parseEventFilter, parseEventPageQuery } from '../events/query.js';
 import { OPERATOR } from '../request-context.js';
 import type { Tessera } from '../tessera.js';
 import { flagValue, stringFlag, UsageError, type FlagSpec, type ParsedCommand } from './args.js';
 import type { Output } from './output.js';
 
-export const EVENTS_FLAGS: FlagSpec = { type: true, limit: true, follow: false, counts: false, per: true, since: true };
+export const EVENTS_FLAGS: FlagSpec = { type: true, limit: true, follow: false, counts: false, per: true, since: true, format: true };
 
 const USAGE =
   'usage: tessera events APP_ID [--type TYPE] [--limit N] [--follow] [--json]\n' +
-  '       tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]';
+  '       tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]\n' +
+  '       tessera events APP_ID --format jsonl|csv [--since DURATION] [--type TYPE]';
 /** How often `--follow` looks for new events. */
 const FOLLOW_INTERVAL_MS = 500;
 const DAY_MS = 86_400_000;
@@ -35,6 +37,7 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
   const [appId, ...extra] = command.positionals;
   if (appId === undefined || extra.length > 0) throw new UsageError(USAGE);
   if (command.flags.counts === true) return printCounts(tessera, appId, command, out);
+  if (command.flags.format !== undefined) return printExport(tessera, appId, command, out);
   if (command.flags.per !== undefined || command.flags.since !== undefined)
     throw new UsageError(`--per and --since go with --counts\n${USAGE}`);
 
@@ -59,6 +62,23 @@ export async function runEventsCommand(tessera: Tessera, command: ParsedCommand,
     events.forEach(print);
     lastId = readTo;
   }
+}
+
+/**
+ * `--format jsonl|csv [--since DURATION] [--type TYPE]`: every event the filters keep (all the log
+ * keeps without them), newest first, as the API's export gives them, a page at a time.
+ */
+async function printExport(tessera: Tessera, appId: string, command: ParsedCommand, out: Output): Promise<void> {
+  if (command.flags.follow !== undefined || command.flags.limit !== undefined || command.flags.per !== undefined)
+    throw new UsageError(`--follow, --limit and --per do not go with --format\n${USAGE}`);
+  const format = stringFlag(command, 'format');
+  if (format === undefined || !isExportFormat(format)) throw new UsageError(`--format must be one of: ${EXPORT_FORMATS.join(', ')}`);
+  const since = stringFlag(command, 'since');
+  const filter = flagValue(() => parseEventFilter({ type: stringFlag(command, 'type') }));
+  if (since !== undefined) filter.since = tessera.clock.now() - durationMs(since);
+  await tessera.apps.show(appId, OPERATOR); // APP_NOT_FOUND for an unknown app
+  const pages = await tessera.appEvents.export(appId, filter, OPERATOR);
+  for await (const chunk of exportChunks(format, pages)) out.data(chunk);
 }
 
 /** `--counts [--per P] [--since DURATION] [--type TYPE]`: up to now. */

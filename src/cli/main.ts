@@ -113,6 +113,9 @@ Usage:
   tessera events APP_ID --counts [--per minute|hour|day] [--since DURATION] [--type TYPE] [--json]
                                              the app's event counts per minute, hour or day
                                              (DURATION: e.g. 90m, 24h, 7d)
+  tessera events APP_ID --format jsonl|csv [--since DURATION] [--type TYPE]
+                                             every event the log keeps (or since DURATION), newest
+                                             first, as JSON Lines or CSV, to take away
   tessera store copy --from URL --to URL [--json]
                                              copy everything into an empty store (SQLite file or
                                              sqlite:PATH, postgres://…); stop the server first

@@ -24,6 +24,11 @@ export class Output {
     this.stdout(`${this.json ? JSON.stringify(value) : printable(text())}\n`);
   }
 
+  /** Data as it is, neither JSON nor lines for a person (an export of events): `--json` does not change it. */
+  data(text: string): void {
+    this.stdout(text);
+  }
+
   /** Something the command goes on despite: on stderr, as a JSON object with `--json`. */
   warning(message: string): void {
     this.stderr(this.json ? `${JSON.stringify({ warning: message })}\n` : `tessera: warning: ${printable(message)}\n`);

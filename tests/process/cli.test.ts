@@ -273,6 +273,9 @@ describe('tessera apps: the operator CLI, as a real process', () => {
     ['events --counts --per of an unknown period', ['events', '0000000000000000', '--counts', '--per', 'week']],
     ['events --counts --since that is no duration', ['events', '0000000000000000', '--counts', '--since', '1y']],
     ['events --counts --since past 1440 buckets', ['events', '0000000000000000', '--counts', '--per', 'minute', '--since', '25h']],
+    ['events --format of an unknown format', ['events', '0000000000000000', '--format', 'xml']],
+    ['events --format with --follow', ['events', '0000000000000000', '--format', 'csv', '--follow']],
+    ['events --format with --limit', ['events', '0000000000000000', '--format', 'csv', '--limit', '5']],
   ] as const) {
     it(`usage error, ${what}: exit 2 and a message on stderr`, async () => {
       const result = await cli(store, [...args]);
@@ -887,6 +890,33 @@ describe('token lifecycle from the CLI, with a server running', () => {
     const listed = await cli(store, ['events', app.appId, '--type', 'token.throttled', '--json']);
     assert.equal(listed.code, 0, listed.stderr);
     assert.equal(listed.stdout, '');
+  });
+
+  it('events --format csv|jsonl prints every event the log keeps, newest first, as the API exports them', async () => {
+    const app = await createApp(store, 'Exported');
+    for (let i = 0; i < 3; i++) await tokenRequest(server.baseUrl, app.appId, app.clientId, `wrong-secret-${i}`);
+    await sleep(200);
+    const csv = await cli(store, ['events', app.appId, '--format', 'csv', '--type', 'token.refused']);
+    assert.equal(csv.code, 0, csv.stderr);
+    const rows = csv.stdout.split('\r\n');
+    assert.equal(rows.pop(), '');
+    assert.equal(rows[0], 'id,at,type,principal,attempted,clientAddress,details');
+    assert.equal(rows.length, 4);
+    assert.ok(
+      rows.slice(1).every((row) => row.includes(',token.refused,,admin,')),
+      rows.join('\n'),
+    );
+    const jsonl = await cli(store, ['events', app.appId, '--format', 'jsonl', '--since', '1h', '--json']);
+    assert.equal(jsonl.code, 0, jsonl.stderr);
+    const events = jsonl.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string; type: string });
+    assert.ok(events.length >= 3, 'the three refusals at least');
+    assert.ok(Number(events[0]!.id) > Number(events.at(-1)!.id), 'newest first');
+    const missing = await cli(store, ['events', '0000000000000000', '--format', 'csv']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /APP_NOT_FOUND|no app|not found/i);
   });
 
   it("events prints the counts of the last 24 h and the app's events oldest first; --follow prints new ones as they happen, until SIGINT", async () => {

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { EXPORT_FORMATS } from '../../events/export.js';
 import { EVENT_TYPES } from '../../events/event.js';
 import { otherMethodsSchema, preflightSchema } from '../openapi.js';
 import {
@@ -76,11 +77,28 @@ export const listEvents = {
       Type.String({ pattern: '^([1-9][0-9]{0,15})?$', description: "The previous page's `nextCursor`: the page of older events." }),
     ),
     limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2})?$', description: 'Events per page: 1 to 500; 50 when absent.' })),
+    format: Type.Optional(
+      Type.String({
+        enum: ['', ...EXPORT_FORMATS],
+        'x-field-name': 'export format',
+        description:
+          "Every event the filters keep, newest first, streamed as one download instead of a page: `jsonl` (JSON Lines, `application/jsonl`: one event a line, as a page gives it) or `csv` (`text/csv`: a header row, then `id,at,type,principal,attempted,clientAddress,details`, the details as JSON; a cell a spreadsheet would take for a formula starts with `'`). `Accept: application/jsonl` (or `application/x-ndjson`) or `text/csv` asks for the same. Not with `cursor` or `limit`.",
+      }),
+    ),
   }),
-  response: { 200: answer(Ref(EventPage), 'One page of events.') },
+  response: {
+    200: {
+      description: 'One page of events; with `format` (or `Accept`), every event the filters keep, streamed.',
+      content: {
+        'application/json': { schema: Ref(EventPage) },
+        'application/jsonl': { schema: Type.String({ description: 'One event a line.' }) },
+        'text/csv': { schema: Type.String({ description: 'A header row, then one event a row.' }) },
+      },
+    },
+  },
   errors: {
     400: problem(
-      'An unknown `type`, a `cursor` this service did not give out, `limit` out of range, `since` or `until` not an RFC 3339 date-time, `since` not before `until` or more than 90 days before it, a `reason` not of `[a-z_]{1,40}`, a `clientAddress` that is not an IP address, or a repeated parameter: the message names the parameter. Possible codes: invalid_request.',
+      'An unknown `type` or `format`, `format` with `cursor` or `limit`, a `cursor` this service did not give out, `limit` out of range, `since` or `until` not an RFC 3339 date-time, `since` not before `until` or more than 90 days before it, a `reason` not of `[a-z_]{1,40}`, a `clientAddress` that is not an IP address, or a repeated parameter: the message names the parameter. Possible codes: invalid_request.',
     ),
     401: UNAUTHENTICATED,
     403: adminFeature('events:read'),

@@ -1,4 +1,6 @@
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
+import { EXPORT_CONTENT_TYPES, exportChunks, exportFileName, exportFormatOf } from '../../../events/export.js';
 import { notFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { parseEventPageQuery } from '../../../events/query.js';
@@ -108,6 +110,24 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
       });
     },
   );
+
+  // Every event of the range and filters, streamed as a download (the page's Download buttons).
+  app.get<EventsRequest>('/apps/:appId/events/export', async (request, reply) => {
+    const { appId } = request.params;
+    const context = asDeveloper(request);
+    await members.permissions(appId, 'view_events', context);
+    const [view, mistake] = viewOrMistake(rawViewOf(request.query), clock.now());
+    if (view === undefined) throw new TesseraError('invalid_request', mistake.message);
+    const format = exportFormatOf(single(request.query.format, 'format'), undefined);
+    if (format === undefined) throw new TesseraError('invalid_request', 'format must be one of: jsonl, csv.');
+    const pages = await events.export(appId, listFilter(view), context);
+    return reply
+      .headers({
+        'content-type': EXPORT_CONTENT_TYPES[format],
+        'content-disposition': `attachment; filename="${exportFileName(appId, format)}"`,
+      })
+      .send(Readable.from(exportChunks(format, pages)));
+  });
 
   app.get<EventRequest>('/apps/:appId/events/:eventId', async (request, reply) => {
     const { appId, eventId } = request.params;

@@ -105,8 +105,18 @@ ${events.length === 0 ? html`<p class="empty" data-no-events>${emptyText(appId, 
 <ol class="events" ${live ? html`data-live="/portal/apps/${appId}/events/live${viewQuery(view)}" data-newest="${newest}"` : null}>
 ${events.map((event) => eventItem(event, emails, links))}
 </ol>
-${pager(appId, view, beforeId, nextCursor)}`;
+${pager(appId, view, beforeId, nextCursor)}
+${downloads(appId, view)}`;
   return page({ title: `Events · ${top.appName}`, ...frame, body });
+}
+
+/** Every event of the range and filters, to take away: links a browser downloads, no script needed. */
+function downloads(appId: string, view: EventView): Html {
+  const query = viewQuery(view);
+  const href = (format: string) => `/portal/apps/${appId}/events/export${query}${query === '' ? '?' : '&'}format=${format}`;
+  return html`<h2 id="download">Download</h2>
+<p class="hint" id="download-hint">Every event of ${rangeWords(view)} that the filters keep, not only this page's, newest first: CSV for a spreadsheet (the details as JSON in the last column), JSON Lines for a log tool.</p>
+<div class="buttons"><a class="button secondary" href="${href('csv')}" download aria-describedby="download-hint">Download CSV</a><a class="button secondary" href="${href('jsonl')}" download aria-describedby="download-hint">Download JSON Lines</a></div>`;
 }
 
 /** A live update's new events, newest first, as the list's items. */
