@@ -4,7 +4,7 @@ import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { exportLine } from '../../src/events/export.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { assertError } from '../helpers/assert.js';
-import { adminTokenOf, anonymousTokenOf, bearer, requestAs, type JsonResponse } from '../helpers/http.js';
+import { adminTokenOf, anonymousTokenOf, bearer, requestAs } from '../helpers/http.js';
 import { createDeveloper } from '../helpers/portal.js';
 import { portalClient, signInOverHttp } from '../helpers/portal-http.js';
 import { serverForSuite } from '../helpers/server.js';
