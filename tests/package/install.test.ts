@@ -366,8 +366,10 @@ describe('tessera-tokens/client in server code, installed from the packed packag
   });
 
   it('needs nothing besides the package', () => {
+    // The package's own dependencies: fastify-plugin (the middleware), lru-cache (the verifiers' caches), jose (the JWT verifier).
     assert.deepEqual([...installedPackages(clientDir)].filter((name) => name !== '').sort(), [
       'fastify-plugin',
+      'jose',
       'lru-cache',
       'tessera-tokens',
     ]);

@@ -220,7 +220,7 @@ export class ChangeListener {
     clearInterval(this.#fallback);
     this.#fallback = undefined;
     clearTimeout(this.#staleTimer);
-    this.#staleTimer = setTimeout(() => this.#distrust(), this.#provenAt! + this.#staleLimitMs - Date.now());
+    this.#staleTimer = setTimeout(() => this.#distrust(), Math.max(0, this.#provenAt! + this.#staleLimitMs - Date.now()));
     this.#staleTimer.unref();
   }
 
