@@ -18,6 +18,7 @@ const LARGEST_BLOCK_SIZE = 4_096;
 /** How long an instance gives indexes from one block: after it, a new block (so that a block's last token expires a day later at most). */
 const BLOCK_USE_MS = 3_600_000;
 const MAX_OPEN_BLOCKS = 100_000;
+const MAX_BUILT_LISTS = 10_000;
 
 interface OpenBlock {
   next: number;
@@ -40,7 +41,8 @@ export class StatusLists {
   /** The blocks this instance gives indexes from, by app and kind: the busiest apps' (a forgotten one's indexes go unused). */
   readonly #blocks = new LRUCache<string, OpenBlock>({ max: MAX_OPEN_BLOCKS });
   readonly #reserving = new Map<string, Promise<OpenBlock>>();
-  readonly #built = new Map<number, { token: string; at: number }>();
+  /** The lists built lately, by number: the ones verifiers ask for now. */
+  readonly #built = new LRUCache<number, { token: string; at: number }>({ max: MAX_BUILT_LISTS });
 
   constructor(
     private readonly store: StatusListStore,
