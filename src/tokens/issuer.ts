@@ -10,6 +10,7 @@ import { parseScopeParameter } from './request.js';
 import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { invalidClient, type ClientCredentials } from './client-credentials.js';
+import type { EventDetails } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { ANONYMOUS_ID, type PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { RequestContext } from '../request-context.js';
@@ -80,28 +81,18 @@ export class TokenIssuer {
     if (client.kind === 'anonymous') {
       const expiresAt = resolveExpiry(now, requested, app.configuration.anonymousTokenMaxLifetimeSeconds);
       const attested = app.configuration.anonymousAttestation === 'off' ? UNATTESTED : await this.#attest(app, attestation, now, context);
-      if (this.#issuesJwt(app)) {
-        const jwtExpiresAt = jwtExpiry(now, expiresAt);
-        const issuedAt = app.anonymousCutoff !== null && app.anonymousCutoff >= now ? app.anonymousCutoff + 1 : now;
-        const token = await this.jwt.anonymous(app, issuedAt, jwtExpiresAt, attested.provider);
-        this.events.record('token.issued', app.appId, context, 'anonymous', {
-          expiresAt: jwtExpiresAt,
-          format: 'jwt',
-          ...(attested.reason === null ? {} : { reason: attested.reason }),
-        });
-        return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, jwtExpiresAt), kind: 'anonymous', scopes: null };
-      }
-      const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
-        ? await this.anonymous.issue(app, now, expiresAt, attested.provider)
-        : await this.#storedAnonymousToken(app, now, expiresAt);
-      this.events.record(
-        'token.issued',
-        app.appId,
-        context,
-        'anonymous',
-        attested.reason === null ? { expiresAt } : { expiresAt, reason: attested.reason },
-      );
-      return { id: ANONYMOUS_ID, accessToken: token, expiresIn: expiresInSeconds(now, expiresAt), kind: 'anonymous', scopes: null };
+      const issued = await this.#anonymousToken(app, now, expiresAt, attested.provider);
+      const details: EventDetails =
+        issued.format === 'jwt' ? { expiresAt: issued.expiresAt, format: 'jwt' } : { expiresAt: issued.expiresAt };
+      if (attested.reason !== null) details.reason = attested.reason;
+      this.events.record('token.issued', app.appId, context, 'anonymous', details);
+      return {
+        id: ANONYMOUS_ID,
+        accessToken: issued.token,
+        expiresIn: expiresInSeconds(now, issued.expiresAt),
+        kind: 'anonymous',
+        scopes: null,
+      };
     }
     let admin: AuthenticatedAdmin = client;
     let current = app;
@@ -153,6 +144,28 @@ export class TokenIssuer {
       current = reloaded;
       admin = await this.admins.authenticate(current, credentials, context);
     }
+  }
+
+  /**
+   * An anonymous token of the app's format: a JWT (its expiry capped, `jwtExpiry`), a self-verifying
+   * token, or, while an instance of a release before them serves, a stored one.
+   */
+  async #anonymousToken(
+    app: AppRecord,
+    now: number,
+    expiresAt: number | null,
+    attestation: AttestationProvider | null,
+  ): Promise<{ token: string; expiresAt: number | null; format: 'jwt' | 'opaque' }> {
+    if (this.#issuesJwt(app)) {
+      const jwtExpiresAt = jwtExpiry(now, expiresAt);
+      // After the app's cut-off, even if this instance's clock is behind the one that set it (as a self-verifying token's).
+      const issuedAt = app.anonymousCutoff !== null && app.anonymousCutoff >= now ? app.anonymousCutoff + 1 : now;
+      return { token: await this.jwt.anonymous(app, issuedAt, jwtExpiresAt, attestation), expiresAt: jwtExpiresAt, format: 'jwt' };
+    }
+    const { token } = this.capabilities.allows('selfVerifyingAnonymousTokens')
+      ? await this.anonymous.issue(app, now, expiresAt, attestation)
+      : await this.#storedAnonymousToken(app, now, expiresAt);
+    return { token, expiresAt, format: 'opaque' };
   }
 
   /** Whether the tokens are JWTs: the credential's format, or else the app's, says so, and every instance reads them. */
