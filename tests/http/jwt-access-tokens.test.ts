@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { sign } from 'node:crypto';
 import { describe, it } from 'node:test';
 import Database from 'libsql';
 import pg from 'pg';
@@ -9,7 +10,7 @@ import { OPERATOR } from '../../src/request-context.js';
 import { openStore } from '../../src/store/open.js';
 import { assertError } from '../helpers/assert.js';
 import { FakeClock } from '../helpers/clock.js';
-import { forgedTokens, isSet, publicXOf, statusListAt, statusReferenceOf } from '../helpers/jwt.js';
+import { forged, forgedTokens, isSet, partsOf, publicXOf, statusListAt, statusReferenceOf } from '../helpers/jwt.js';
 import {
   adminFields,
   adminTokenOf,
@@ -347,6 +348,14 @@ describe('JWT access tokens', () => {
     const foreign = await anonymousTokenOf(otherApp);
     await otherApp.close();
     const cases = forgedTokens(genuine, await publicXOf(genuine, `${server.appUrl}/jwks.json`), foreign);
+    // Signed with the server's own key, but living longer than it ever signs one for: not of its making.
+    const key = await server.tessera.jwt.keys.signingKey();
+    const { header, claims } = partsOf(genuine);
+    cases['signed by the right key, for longer than 24 hours'] = forged(
+      header,
+      { ...claims, exp: (claims.exp as number) + 86_400 },
+      (input) => sign(null, Buffer.from(input), key.privateKey).toString('base64url'),
+    );
     const problems: Record<string, string> = {
       'alg none': 'algorithm',
       'HS256 with the public key': 'algorithm',
@@ -357,6 +366,7 @@ describe('JWT access tokens', () => {
       'a header over the limit': 'malformed',
       'not base64url': 'malformed',
       'two parts': 'malformed',
+      'signed by the right key, for longer than 24 hours': 'malformed',
     };
     for (const [name, token] of Object.entries(cases)) {
       const response = await whoami(server.appUrl, bearer(token));

@@ -149,7 +149,8 @@ export function parseJwt(token: string, typ: string): ParsedJwt | undefined {
 
 /**
  * The facts of a JWT access token of this service's making (shape only: the signature, issuer,
- * audience and status are the caller's to check), or undefined.
+ * audience and status are the caller's to check), or undefined; one that would live longer than
+ * `MAX_JWT_LIFETIME_MS` from its issue time is not of this service's making.
  */
 export function accessTokenFacts(jwt: Pick<ParsedJwt, 'header' | 'claims'>): JwtAccessToken | undefined {
   const claims = jwt.claims as Record<string, unknown>;
@@ -163,6 +164,8 @@ export function accessTokenFacts(jwt: Pick<ParsedJwt, 'header' | 'claims'>): Jwt
   if (id === undefined || id.length !== JTI_BYTES || id.toString('base64url') !== jti) return undefined;
   if (attestation !== undefined && !(typeof attestation === 'string' && (ATTESTATION_PROVIDERS as readonly string[]).includes(attestation)))
     return undefined;
+  // This service never signs one that lives longer: a token that does was not made here (a key leaked).
+  if (exp * 1000 - id.readUIntBE(0, 6) > MAX_JWT_LIFETIME_MS + 1000) return undefined;
   return {
     kid: jwt.header.kid,
     kind: sub === 'ANONYMOUS' ? 'anonymous' : 'admin',
