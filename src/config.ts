@@ -79,6 +79,11 @@ export interface Config {
    * base64url); undefined when not set (`resolveKeyEncryptionKey` then keeps one beside an SQLite file).
    */
   keyEncryptionKey: Buffer | undefined;
+  /**
+   * The key encryption key being replaced (`KEY_ENCRYPTION_KEY_PREVIOUS`): private keys it encrypted
+   * still decrypt, while the keys made under the new one take over (docs/security.md).
+   */
+  previousKeyEncryptionKey: Buffer | undefined;
   /** How long a verifier may keep a status list (`STATUS_LIST_TTL_SECONDS`). */
   statusListTtlSeconds: number;
   /**
@@ -112,7 +117,13 @@ export class ConfigError extends Error {}
  * `_FILE` twin names (`DATABASE_URL_FILE=/run/secrets/database-url`), as container images do: the
  * secret then stays out of the environment, which `docker inspect` and `/proc/PID/environ` show.
  */
-export const SECRET_SETTINGS = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY'] as const;
+export const SECRET_SETTINGS = [
+  'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
+  'REDIS_URL',
+  'KEY_ENCRYPTION_KEY',
+  'KEY_ENCRYPTION_KEY_PREVIOUS',
+] as const;
 
 /** The largest secret file read: a URL is far shorter, so a larger file is not the one meant. */
 export const MAX_SECRET_FILE_BYTES = 64 * 1024;
@@ -261,20 +272,21 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     revokedTokensMaxPerApp: integer(env, 'REVOKED_TOKENS_MAX_PER_APP', DEFAULT_MAX_REVOKED_PER_APP, 0, 100_000_000),
     publicUrl: publicUrl(env),
     keyEncryptionKey: keyEncryptionKey(env),
+    previousKeyEncryptionKey: keyEncryptionKey(env, 'KEY_ENCRYPTION_KEY_PREVIOUS'),
     statusListTtlSeconds: integer(env, 'STATUS_LIST_TTL_SECONDS', DEFAULT_STATUS_LIST_TTL_SECONDS, 1, 86_400),
     metrics: metricsListener(env),
   };
 }
 
-function keyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
-  const raw = env.KEY_ENCRYPTION_KEY?.trim();
+function keyEncryptionKey(env: NodeJS.ProcessEnv, name = 'KEY_ENCRYPTION_KEY'): Buffer | undefined {
+  const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return undefined;
   const key = /^[A-Za-z0-9+/=_-]+$/.test(raw)
     ? Buffer.from(raw, raw.includes('+') || raw.includes('/') ? 'base64' : 'base64url')
     : undefined;
   if (key?.length !== KEY_ENCRYPTION_KEY_BYTES) {
     throw new ConfigError(
-      `KEY_ENCRYPTION_KEY must be ${KEY_ENCRYPTION_KEY_BYTES} random bytes in base64 or base64url (e.g. openssl rand -base64 32).`,
+      `${name} must be ${KEY_ENCRYPTION_KEY_BYTES} random bytes in base64 or base64url (e.g. openssl rand -base64 32).`,
     );
   }
   return key;

@@ -135,6 +135,8 @@ export interface TesseraOptions {
   upgradeFinalizeAfterMs?: number;
   /** The key the private JWT keys are encrypted with (KEY_ENCRYPTION_KEY); without it, no JWT access tokens. */
   keyEncryptionKey?: Buffer | undefined;
+  /** The key encryption key being replaced (KEY_ENCRYPTION_KEY_PREVIOUS): what it encrypted still decrypts. */
+  previousKeyEncryptionKey?: Buffer | undefined;
   /** A status list's `ttl` (STATUS_LIST_TTL_SECONDS). */
   statusListTtlSeconds?: number;
 }
@@ -212,7 +214,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const jwtKeys = new JwtKeyService(
     store.jwtKeys,
     clock,
-    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey),
+    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey, options.previousKeyEncryptionKey),
     () => checking.jwts.forgetAll(),
   );
   const housekeeping = new Housekeeping(

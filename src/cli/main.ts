@@ -203,6 +203,7 @@ async function main(argv: string[]): Promise<number> {
       store,
       publicUrl: config.publicUrl,
       keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
+      previousKeyEncryptionKey: config.previousKeyEncryptionKey,
     });
     try {
       await run.execute(tessera, parsed, out, interrupted.signal);

@@ -55,6 +55,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
     keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
+    previousKeyEncryptionKey: config.previousKeyEncryptionKey,
     statusListTtlSeconds: config.statusListTtlSeconds,
     onWarning: (message, error) => logger.warn({ err: error }, message),
     onNotice: (message) => logger.info(message),

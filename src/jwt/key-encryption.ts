@@ -11,30 +11,46 @@ export const KEY_ENCRYPTION_KEY_BYTES = 32;
  * The private JWT keys' encryption at rest: AES-256-GCM under a key that is never in the database
  * (`KEY_ENCRYPTION_KEY`, or beside an SQLite file), with the key's id as associated data (a
  * ciphertext moved to another row does not decrypt). A database dump holds no usable private key.
+ * While that key is replaced, the one before it (`KEY_ENCRYPTION_KEY_PREVIOUS`) still decrypts what
+ * it encrypted; what is encrypted now is under the current one.
  */
 export class KeyEncryption {
-  constructor(private readonly key: Buffer) {
-    if (key.length !== KEY_ENCRYPTION_KEY_BYTES) throw new Error(`a key encryption key is ${KEY_ENCRYPTION_KEY_BYTES} bytes`);
+  readonly #keys: readonly Buffer[];
+
+  constructor(key: Buffer, previous?: Buffer) {
+    this.#keys = previous === undefined ? [key] : [key, previous];
+    for (const each of this.#keys) {
+      if (each.length !== KEY_ENCRYPTION_KEY_BYTES) throw new Error(`a key encryption key is ${KEY_ENCRYPTION_KEY_BYTES} bytes`);
+    }
   }
 
   encrypt(plaintext: Buffer, kid: string): Buffer {
     const nonce = randomBytes(NONCE_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.key, nonce).setAAD(Buffer.from(kid));
+    const cipher = createCipheriv('aes-256-gcm', this.#keys[0]!, nonce).setAAD(Buffer.from(kid));
     const encrypted = Buffer.concat([cipher.update(plaintext), cipher.final()]);
     return Buffer.concat([nonce, encrypted, cipher.getAuthTag()]);
   }
 
   decrypt(sealed: Buffer, kid: string): Buffer {
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, sealed.subarray(0, NONCE_BYTES)).setAAD(Buffer.from(kid));
-      decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-      return Buffer.concat([decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
-    } catch {
-      throw new TesseraError(
-        'SERVICE_UNAVAILABLE',
-        `The JWT key ${kid} does not decrypt with this instance's KEY_ENCRYPTION_KEY: every instance needs the same one.`,
-      );
+    for (const key of this.#keys) {
+      const opened = open(key, sealed, kid);
+      if (opened !== undefined) return opened;
     }
+    throw new TesseraError(
+      'SERVICE_UNAVAILABLE',
+      `The JWT key ${kid} does not decrypt with this instance's KEY_ENCRYPTION_KEY` +
+        `${this.#keys.length > 1 ? ' nor its KEY_ENCRYPTION_KEY_PREVIOUS' : ''}: every instance needs the same one.`,
+    );
+  }
+}
+
+function open(key: Buffer, sealed: Buffer, kid: string): Buffer | undefined {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, NONCE_BYTES)).setAAD(Buffer.from(kid));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    return Buffer.concat([decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+  } catch {
+    return undefined;
   }
 }
 

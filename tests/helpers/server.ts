@@ -70,6 +70,8 @@ export interface TestServerOptions {
   logRequests?: boolean;
   /** KEY_ENCRYPTION_KEY; `TEST_KEY_ENCRYPTION_KEY` by default, null for none. */
   keyEncryptionKey?: Buffer | null;
+  /** KEY_ENCRYPTION_KEY_PREVIOUS. */
+  previousKeyEncryptionKey?: Buffer;
   /** STATUS_LIST_TTL_SECONDS. */
   statusListTtlSeconds?: number;
 }
@@ -95,6 +97,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.signInLimits === undefined ? {} : { signInLimits: options.signInLimits }),
     ...(options.developerLimits === undefined ? {} : { developerLimits: options.developerLimits }),
     ...(options.keyEncryptionKey === null ? {} : { keyEncryptionKey: options.keyEncryptionKey ?? TEST_KEY_ENCRYPTION_KEY }),
+    ...(options.previousKeyEncryptionKey === undefined ? {} : { previousKeyEncryptionKey: options.previousKeyEncryptionKey }),
     ...(options.statusListTtlSeconds === undefined ? {} : { statusListTtlSeconds: options.statusListTtlSeconds }),
   });
   const app = await tessera.apps.create('Test app');

@@ -480,6 +480,49 @@ describe('JWT access tokens', () => {
     }
   });
 
+  it('the key encryption key is replaced without a gap: the previous one decrypts, a rotation moves to the new one', async () => {
+    const [oldKey, newKey] = [Buffer.alloc(32, 21), Buffer.alloc(32, 22)];
+    const first = await startServer({ clock, keyEncryptionKey: oldKey });
+    const { databaseUrl } = first.testStore;
+    const instances: TestServer[] = [];
+    const another = async (options: { keyEncryptionKey: Buffer; previousKeyEncryptionKey?: Buffer }) => {
+      const store = await openStore(databaseUrl);
+      const started = await startServer({ clock, ...options, testStore: { store, databaseUrl, dispose: () => store.close() } });
+      instances.push(started);
+      return { started, app: { app: first.app, appUrl: first.appUrl.replace(first.baseUrl, started.baseUrl) } };
+    };
+    try {
+      await configure(first, { accessTokenFormat: 'jwt' });
+      const before = await adminTokenOf(first);
+      // Every instance gets the new key, and the old one as the previous.
+      const moving = await another({ keyEncryptionKey: newKey, previousKeyEncryptionKey: oldKey });
+      assert.equal(
+        (await requestToken(moving.app, adminFields(moving.app))).status,
+        200,
+        'the old key still signs, decrypted with the previous',
+      );
+      await moving.started.tessera.jwt.keys.rotate({ aheadMs: 0 });
+      clock.advance(1);
+      await moving.started.tessera.housekeeping.run();
+      // Then the previous one is no longer needed: the key that signs was made under the new one.
+      const moved = await another({ keyEncryptionKey: newKey });
+      const after = await requestToken(moved.app, adminFields(moved.app));
+      assert.equal(after.status, 200, after.text);
+      assert.notEqual(decodeProtectedHeader(after.body.access_token as string).kid, decodeProtectedHeader(before).kid);
+      assert.equal(
+        (await whoami(moved.app.appUrl, bearer(before))).status,
+        200,
+        "the old key's tokens still work: its public key is published",
+      );
+    } finally {
+      for (const instance of instances) {
+        await instance.close();
+        await instance.testStore.dispose();
+      }
+      await first.close();
+    }
+  });
+
   it('accessTokenFormat and accessTokenAudience are checked, and the audience goes into aud', async () => {
     const admin = await adminTokenOf(server);
     const patch = (body: object) =>

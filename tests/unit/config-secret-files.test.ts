@@ -41,8 +41,11 @@ describe('secret settings read from files (X_FILE)', () => {
     return message;
   };
 
-  it('holds the settings with secrets: the database URLs, Redis, and the key encryption key', () => {
-    assert.deepEqual([...SECRET_SETTINGS], ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY']);
+  it('holds the settings with secrets: the database URLs, Redis, and the key encryption keys', () => {
+    assert.deepEqual(
+      [...SECRET_SETTINGS],
+      ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY', 'KEY_ENCRYPTION_KEY_PREVIOUS'],
+    );
   });
 
   it('reads each from its file, without one trailing newline (LF or CRLF)', () => {

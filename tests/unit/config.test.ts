@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       http: { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 },
       publicUrl: undefined,
       keyEncryptionKey: undefined,
+      previousKeyEncryptionKey: undefined,
       statusListTtlSeconds: 60,
       metrics: undefined,
     });
@@ -103,6 +104,7 @@ describe('loadConfig', () => {
       UPGRADE_FINALIZE_AFTER_SECONDS: '90',
       PUBLIC_URL: ' https://Tokens.Example.com/ ',
       KEY_ENCRYPTION_KEY: ' BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc= ',
+      KEY_ENCRYPTION_KEY_PREVIOUS: 'CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg',
       STATUS_LIST_TTL_SECONDS: ' 30 ',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
@@ -147,6 +149,7 @@ describe('loadConfig', () => {
       upgradeFinalizeAfterMs: 90_000,
       publicUrl: 'https://tokens.example.com',
       keyEncryptionKey: Buffer.alloc(32, 7),
+      previousKeyEncryptionKey: Buffer.alloc(32, 8),
       statusListTtlSeconds: 30,
       metrics: { host: '10.0.0.5', port: 9464 },
     });
