@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type Server } from 'node:http';
+import { listenOnLoopback } from './listen.js';
 import { accepts, findExecutable, freePort } from './process.js';
 
 /** The nginx binary, on the PATH or in /usr/sbin. */
@@ -107,4 +109,29 @@ async function stopProcess(child: ChildProcess, exited: Promise<void>): Promise<
   if (await within(2_000)) return;
   child.kill('SIGKILL');
   await exited;
+}
+
+/** What the upstream saw of one request. */
+export interface Seen {
+  method: string;
+  url: string;
+  identity: Record<string, string>;
+  bodyBytes: number;
+}
+
+/** The application behind nginx: answers every request with what it saw of it. */
+export function startUpstream(seen: Seen[]): Promise<Server> {
+  const server = createServer((req, res) => {
+    let bodyBytes = 0;
+    req.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+    req.on('end', () => {
+      const identity = Object.fromEntries(
+        Object.entries(req.headers).filter((entry): entry is [string, string] => entry[0].startsWith('x-tessera-')),
+      );
+      const record: Seen = { method: req.method ?? '', url: req.url ?? '', identity, bodyBytes };
+      seen.push(record);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
+    });
+  });
+  return listenOnLoopback(server);
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -24,8 +24,8 @@ import {
   revokeToken,
   type JsonResponse,
 } from '../helpers/http.js';
-import { closeServer, listenOnLoopback } from '../helpers/listen.js';
-import { findNginx, NJS_MODULE, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { closeServer } from '../helpers/listen.js';
+import { findNginx, NJS_MODULE, startNginx, startUpstream, type RunningNginx, type Seen } from '../helpers/nginx.js';
 import { RecordingProxy } from '../helpers/recording-proxy.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
@@ -35,31 +35,6 @@ import { startServer, type TestServer } from '../helpers/server.js';
 // recording proxy, which counts its reads of the JWKS.
 
 const HOUR = 3_600_000;
-
-/** What the upstream saw of one request. */
-interface Seen {
-  method: string;
-  url: string;
-  identity: Record<string, string>;
-  bodyBytes: number;
-}
-
-/** The application behind nginx: answers every request with what it saw of it. */
-function startUpstream(seen: Seen[]): Promise<Server> {
-  const server = createServer((req, res) => {
-    let bodyBytes = 0;
-    req.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
-    req.on('end', () => {
-      const identity = Object.fromEntries(
-        Object.entries(req.headers).filter((entry): entry is [string, string] => entry[0].startsWith('x-tessera-')),
-      );
-      const record: Seen = { method: req.method ?? '', url: req.url ?? '', identity, bodyBytes };
-      seen.push(record);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
-    });
-  });
-  return listenOnLoopback(server);
-}
 
 /** A compact JWS of `header` and `claims`, its signature made by `signature` from the signing input. */
 function forged(header: object, claims: object, signature: (input: string) => string): string {

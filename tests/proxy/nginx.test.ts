@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
@@ -19,8 +19,8 @@ import {
   revokeToken,
   type JsonResponse,
 } from '../helpers/http.js';
-import { closeServer, listenOnLoopback } from '../helpers/listen.js';
-import { findNginx, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { closeServer } from '../helpers/listen.js';
+import { findNginx, startNginx, startUpstream, type RunningNginx, type Seen } from '../helpers/nginx.js';
 import { freePort } from '../helpers/process.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -29,31 +29,6 @@ import { startServer, type TestServer } from '../helpers/server.js';
 // docs/forward-auth.md documents (read from there, so that the documented one is the tested one).
 
 const ADMIN_PATHS = ['/configuration', 'DELETE /objects'];
-
-/** What the upstream saw of one request. */
-interface Seen {
-  method: string;
-  url: string;
-  identity: Record<string, string>;
-  bodyBytes: number;
-}
-
-/** The application behind nginx: answers every request with what it saw of it. */
-function startUpstream(seen: Seen[]): Promise<Server> {
-  const server = createServer((req, res) => {
-    let bodyBytes = 0;
-    req.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
-    req.on('end', () => {
-      const identity = Object.fromEntries(
-        Object.entries(req.headers).filter((entry): entry is [string, string] => entry[0].startsWith('x-tessera-')),
-      );
-      const record: Seen = { method: req.method ?? '', url: req.url ?? '', identity, bodyBytes };
-      seen.push(record);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(record));
-    });
-  });
-  return listenOnLoopback(server);
-}
 
 describe('forward authentication through nginx auth_request', () => {
   let tessera: TestServer;
