@@ -40,3 +40,22 @@ export interface Principal {
 }
 
 export const ANONYMOUS_ID = 'ANONYMOUS';
+
+/**
+ * The principal of an anonymous bearer token of an app (self-verifying, or a JWT): expiring at
+ * `expiresAt`, with the provider of the attestation it was issued with, and the token's key for
+ * revocation to tell a caller's own token (`TOKEN_SELECTOR`) where the check knows it.
+ */
+export function anonymousBearer(
+  appId: string,
+  expiresAt: number | null,
+  attestation: AttestationProvider | null,
+  selector?: string,
+): Principal {
+  const principal: Principal =
+    selector === undefined
+      ? { appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'bearer', expiresAt, scopes: null, clientId: null }
+      : { appId, kind: 'anonymous', id: ANONYMOUS_ID, auth: 'bearer', expiresAt, scopes: null, clientId: null, [TOKEN_SELECTOR]: selector };
+  if (attestation !== null) principal.attestation = attestation;
+  return principal;
+}

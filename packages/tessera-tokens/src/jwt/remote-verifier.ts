@@ -5,7 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { CREDENTIAL_CLIENT_ID_PATTERN } from '../credentials/credential.js';
 import { TesseraError } from '../errors.js';
 import type { MaybePromise } from '../maybe-promise.js';
-import { ANONYMOUS_ID, type Principal } from '../principal.js';
+import { anonymousBearer, type Principal } from '../principal.js';
 import {
   ACCESS_TOKEN_TYPE,
   accessTokenFacts,
@@ -174,19 +174,7 @@ export class RemoteJwtVerifier {
 function principalOf(facts: JwtAccessToken, claims: JWTPayload): Principal | undefined {
   const { sub, client_id: clientId, scope } = claims;
   if (typeof clientId !== 'string' || typeof sub !== 'string' || (scope !== undefined && typeof scope !== 'string')) return undefined;
-  if (facts.kind === 'anonymous') {
-    const principal: Principal = {
-      appId: facts.appId,
-      kind: 'anonymous',
-      id: ANONYMOUS_ID,
-      auth: 'bearer',
-      expiresAt: facts.expiresAt,
-      scopes: null,
-      clientId: null,
-    };
-    if (facts.attestation !== null) principal.attestation = facts.attestation;
-    return principal;
-  }
+  if (facts.kind === 'anonymous') return anonymousBearer(facts.appId, facts.expiresAt, facts.attestation);
   return {
     appId: facts.appId,
     kind: 'admin',

@@ -5,7 +5,14 @@ import type { Clock } from '../clock.js';
 import { bytesEqualLatin1, digestsEqual, sha256 } from '../crypto.js';
 import { andThen, type MaybePromise } from '../maybe-promise.js';
 import { NO_CACHE_LOOKUPS, type CacheLookups } from '../metrics/cache-lookups.js';
-import { ANONYMOUS_ID, TOKEN_SELECTOR, type AttestationProvider, type Principal, type PrincipalKind } from '../principal.js';
+import {
+  ANONYMOUS_ID,
+  anonymousBearer,
+  TOKEN_SELECTOR,
+  type AttestationProvider,
+  type Principal,
+  type PrincipalKind,
+} from '../principal.js';
 import { ANONYMOUS_TOKEN_LENGTH, type AnonymousTokenFacts } from './anonymous-token.js';
 import { anonymousFactsOf, type AnonymousTokens } from './anonymous-tokens.js';
 import { isExpired } from './expiry.js';
@@ -265,18 +272,7 @@ export function anonymousTokenKey(facts: AnonymousTokenFacts): string {
 }
 
 function anonymousPrincipal(app: AppRecord, facts: AnonymousTokenFacts): Principal {
-  const principal: Principal = {
-    appId: app.appId,
-    kind: 'anonymous',
-    id: ANONYMOUS_ID,
-    auth: 'bearer',
-    expiresAt: facts.expiresAt,
-    scopes: null,
-    clientId: null,
-    [TOKEN_SELECTOR]: anonymousTokenKey(facts),
-  };
-  if (facts.attestation !== null) principal.attestation = facts.attestation;
-  return principal;
+  return anonymousBearer(app.appId, facts.expiresAt, facts.attestation, anonymousTokenKey(facts));
 }
 
 export function principalId(app: AppRecord, kind: PrincipalKind): string {
