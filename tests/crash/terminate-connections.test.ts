@@ -75,6 +75,8 @@ interface IssuedToken {
   token: string;
   kind: 'admin' | 'anonymous';
   instance: number;
+  /** The app it is of: one whose tokens are opaque, or one whose tokens are JWTs. */
+  app: CreatedApp;
 }
 
 /** One terminated connection, as pg_stat_activity described it at that moment. */
@@ -206,8 +208,17 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
       const database = await createPostgresDatabase();
       cleanup(() => database.drop());
       const databaseName = new URL(database.databaseUrl).pathname.slice(1);
-      const options = { entry: TESSERA_MAIN, cwd: REPO_ROOT, databaseUrl: database.databaseUrl };
+      const options = {
+        entry: TESSERA_MAIN,
+        cwd: REPO_ROOT,
+        databaseUrl: database.databaseUrl,
+        env: { KEY_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64') },
+      };
       const app = await createAppWithCli(children, options, 'Switchover');
+      // Half the load is of an app whose tokens are JWTs: their rows, status list blocks and revocations meet the terminations too.
+      const jwtApp = await createAppWithCli(children, options, 'Switchover JWT');
+      assert.equal((await runCli(children, options, ['apps', 'configure', jwtApp.appId, 'accessTokenFormat=jwt'])).code, 0);
+      const apps = [app, jwtApp];
       const email = 'operator@example.com';
       await createDeveloper(children, database.databaseUrl, email);
       const servers = await startTesseras(children, 2, options);
@@ -242,12 +253,13 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
           3,
           async () => {
             if (issued.length >= tokenCap() || requests >= requestCap()) return sleep(50);
-            const kind = count++ % 2 === 0 ? 'admin' : 'anonymous';
+            const kind = count % 2 === 0 ? 'admin' : 'anonymous';
+            const of = apps[Math.floor(count++ / 2) % apps.length]!;
             const outcome =
-              kind === 'admin' ? await adminTokenRequest(server.baseUrl, app) : await anonymousTokenRequest(server.baseUrl, app);
+              kind === 'admin' ? await adminTokenRequest(server.baseUrl, of) : await anonymousTokenRequest(server.baseUrl, of);
             record(`${kind} token`, instance, outcome);
             if (outcome.status !== 200 || typeof outcome.body?.access_token !== 'string') return;
-            const token = { token: outcome.body.access_token as string, kind, instance } satisfies IssuedToken;
+            const token = { token: outcome.body.access_token as string, kind, instance, app: of } satisfies IssuedToken;
             issued.push(token);
             if (issued.length % 5 === 0) {
               revocationTargets.add(token);
@@ -263,9 +275,9 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
             const candidates = kept().filter((token) => token.instance === other);
             if (candidates.length === 0 || requests >= requestCap()) return sleep(20);
             const target = candidates[Math.floor(Math.random() * candidates.length)]!;
-            const outcome = await whoami(server.baseUrl, app.appId, target.token);
+            const outcome = await whoami(server.baseUrl, target.app.appId, target.token);
             record('whoami', instance, outcome);
-            if (outcome.status === 200 && !isPrincipal(outcome, app, target.kind))
+            if (outcome.status === 200 && !isPrincipal(outcome, target.app, target.kind))
               assert.fail(`whoami answered another principal: ${outcome.text}`);
           },
           10,
@@ -276,7 +288,7 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
           async () => {
             const target = toRevoke.shift();
             if (target === undefined || requests >= requestCap()) return sleep(20);
-            const outcome = await revokeRequest(server.baseUrl, app.appId, target.token);
+            const outcome = await revokeRequest(server.baseUrl, target.app.appId, target.token);
             record('revocation', instance, outcome);
             revocations.push({ target, outcome });
           },
@@ -395,9 +407,9 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
         Array.from({ length: 16 }, async () => {
           while (next < verify.length) {
             const { token, expect } = verify[next++]!;
-            const outcome = await whoami(servers[(token.instance + 1) % servers.length]!.baseUrl, app.appId, token.token);
+            const outcome = await whoami(servers[(token.instance + 1) % servers.length]!.baseUrl, token.app.appId, token.token);
             const ok =
-              expect === 'valid' ? isPrincipal(outcome, app, token.kind) : errorProblems(outcome, 401, 'INVALID_TOKEN').length === 0;
+              expect === 'valid' ? isPrincipal(outcome, token.app, token.kind) : errorProblems(outcome, 401, 'INVALID_TOKEN').length === 0;
             if (!ok)
               wrong.push(
                 `${token.kind} token of instance ${token.instance}, expected ${expect}: ${describeOutcome(outcome)} ${outcome.text.slice(0, 200)}`,
@@ -433,16 +445,16 @@ describe('PostgreSQL connections terminated while in use (pg_terminate_backend, 
       // batch whose COMMIT was lost with its connection may be written twice: at least, not exactly.
       const answered = (kind: 'admin' | 'anonymous') => issued.filter((token) => token.kind === kind).length;
       const events = await admin.query<{ n: string }>(
-        "SELECT count(*) AS n FROM events WHERE app_id = $1 AND type = 'token.issued' AND principal = 'admin'",
-        [app.appId],
+        "SELECT count(*) AS n FROM events WHERE app_id = ANY($1) AND type = 'token.issued' AND principal = 'admin'",
+        [apps.map((each) => each.appId)],
       );
       assert.ok(
         Number(events.rows[0]!.n) >= answered('admin'),
         `${events.rows[0]!.n} token.issued events for ${answered('admin')} admin tokens answered 200`,
       );
       const counts = await admin.query<{ principal: string; n: string }>(
-        "SELECT principal, sum(count) AS n FROM event_counts WHERE app_id = $1 AND type = 'token.issued' GROUP BY principal",
-        [app.appId],
+        "SELECT principal, sum(count) AS n FROM event_counts WHERE app_id = ANY($1) AND type = 'token.issued' GROUP BY principal",
+        [apps.map((each) => each.appId)],
       );
       for (const kind of ['admin', 'anonymous'] as const) {
         const counted = Number(counts.rows.find((row) => row.principal === kind)?.n ?? 0);
