@@ -62,7 +62,11 @@ async function runJwtKeysCommand(tessera: Tessera, command: ParsedCommand, out: 
     case 'list': {
       if (kid !== undefined) throw new UsageError(USAGE);
       const keys = await tessera.jwt.keys.list();
-      return out.result(keys, () => jwtTable(keys));
+      return out.result(keys, () =>
+        keys.length === 0
+          ? 'No JWT key yet: the first is made when an app first issues a JWT access token, or by tessera keys rotate --jwt.'
+          : jwtTable(keys),
+      );
     }
     case 'rotate': {
       if (kid !== undefined) throw new UsageError(USAGE);

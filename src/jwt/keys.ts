@@ -99,7 +99,9 @@ export class JwtKeyService {
     const current = signingKeyOf(keys, now);
     // Made after every key before it, even within the same millisecond: the key made last signs.
     const createdAt = Math.max(now, ...keys.map((key) => key.createdAt + 1));
-    const key = this.#newKey(algorithm ?? current?.algorithm ?? 'EdDSA', createdAt, now + (aheadMs ?? DEFAULT_ROLL_AHEAD_MS));
+    // With no key signing yet, no verifier has read a JWKS to be ahead of: the first key signs at once.
+    const signsFrom = current === undefined ? now : now + (aheadMs ?? DEFAULT_ROLL_AHEAD_MS);
+    const key = this.#newKey(algorithm ?? current?.algorithm ?? 'EdDSA', createdAt, signsFrom);
     await this.store.insertJwtKey(key);
     await this.store.supersede(key.kid, key.signsFrom + MAX_JWT_LIFETIME_MS);
     this.#changed();

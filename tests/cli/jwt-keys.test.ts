@@ -62,6 +62,23 @@ describe(`tessera keys --jwt, as real processes (${process.env.TEST_STORE ?? 'sq
     await testStore?.dispose();
   });
 
+  it('list --jwt says when there is no key yet; the first rotation signs at once, whatever --ahead says', async () => {
+    const fresh = await createTestStore();
+    try {
+      const local = (args: string[]) => runCli(children, { ...options(), databaseUrl: fresh.databaseUrl }, args);
+      const empty = await local(['keys', 'list', '--jwt']);
+      assert.equal(empty.code, 0, empty.stderr);
+      assert.match(empty.stdout, /^No JWT key yet/);
+      const first = json(await local(['keys', 'rotate', '--jwt', '--ahead', '3600', '--json'])) as JwtKey[];
+      assert.deepEqual(
+        first.map((key) => key.state),
+        ['signing'],
+      );
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
   it('rotate --jwt publishes a key ahead, list shows it pending, and the server signs with it once its time comes', async () => {
     const first = (await adminTokenRequest(server.baseUrl, app)).body.access_token as string;
     const firstKid = decodeProtectedHeader(first).kid!;
