@@ -13,6 +13,9 @@ export const EVENT_TYPES = [
   'app.secret_rotated',
   'app.configuration_changed',
   'app.secret_exposed',
+  // Token requests refused for their keys reached a burst in a minute (`src/apps/attention.ts`):
+  // `minute` (ISO 8601), `refused`, `throttled`. At most one per app and hour.
+  'app.refusal_burst',
   // The ClientSecret a rotation replaced, ended before its grace period was over; `previousSecretValidUntil`: the end it had.
   'app.previous_secret_ended',
   // Memberships (src/developers/): details name developers by id, never a secret or a link's token.
@@ -30,6 +33,10 @@ export const EVENT_TYPES = [
   // A credential's right secret refused for its expiry or its address (`reason`): only a holder of
   // the secret can cause it, so it is kept with the audit events, with no actor.
   'credential.refused',
+  // Webhooks (src/webhooks/): `webhookId`, `url`, `eventTypes`; never the secret.
+  'webhook.created',
+  'webhook.deleted',
+  'webhook.secret_rotated',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -120,7 +120,14 @@ export const TABLES: readonly TableSpec[] = [
   // source's rows would guard nothing there (and are forgotten within a day anyway).
   {
     name: 'developers',
-    columns: columns({ id: 'text', email: 'text', password_hash: 'text', created_at: 'integer', disabled_at: 'integer' }),
+    columns: columns({
+      id: 'text',
+      email: 'text',
+      password_hash: 'text',
+      created_at: 'integer',
+      disabled_at: 'integer',
+      email_confirmed_at: 'integer',
+    }),
     key: ['id'],
   },
   {
@@ -230,6 +237,52 @@ export const TABLES: readonly TableSpec[] = [
     name: 'status_list_revocations',
     columns: columns({ status_index: 'integer', expires_at: 'integer' }),
     key: ['status_index'],
+  },
+  // Webhooks after the events: the target's trigger makes no deliveries for the events copied. Their
+  // secrets are encrypted under KEY_ENCRYPTION_KEY, as the JWT keys. Mail waiting to be sent and the
+  // alerts not yet mailed are not copied.
+  {
+    name: 'webhooks',
+    columns: columns({
+      id: 'text',
+      app_id: 'text',
+      url: 'text',
+      event_types: 'json',
+      secret: 'blob',
+      previous_secret: 'blob',
+      previous_secret_until: 'integer',
+      created_at: 'integer',
+    }),
+    key: ['id'],
+  },
+  {
+    name: 'webhook_deliveries',
+    columns: columns({
+      id: 'integer',
+      webhook_id: 'text',
+      app_id: 'text',
+      event_id: 'integer',
+      event_type: 'text',
+      event_at: 'integer',
+      principal: 'text',
+      client_address: 'text',
+      details: 'json',
+      state: 'text',
+      attempts: 'integer',
+      next_attempt_at: 'integer',
+      created_at: 'integer',
+      last_attempt_at: 'integer',
+      last_status: 'integer',
+      last_error: 'text',
+      last_response: 'text',
+    }),
+    key: ['id'],
+    counter: 'id',
+  },
+  {
+    name: 'alert_opt_outs',
+    columns: columns({ app_id: 'text', developer_id: 'text' }),
+    key: ['app_id', 'developer_id'],
   },
 ];
 

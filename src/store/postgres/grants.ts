@@ -25,6 +25,12 @@ const TABLES = [
   'status_list_blocks',
   'status_list_next',
   'status_list_revocations',
+  'webhooks',
+  'webhook_deliveries',
+  'pending_alerts',
+  'alert_notices',
+  'alert_opt_outs',
+  'mail_outbox',
   'instances',
   'upgrade_state',
 ] as const;

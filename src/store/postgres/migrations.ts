@@ -771,4 +771,114 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tessera_token_status_revoked();
     `,
   },
+  {
+    version: 17,
+    sql: `
+      -- An app's webhooks (src/webhooks/): where its audit events of the chosen types (a JSON array)
+      -- are sent, signed with the secret (encrypted under KEY_ENCRYPTION_KEY, as the JWT keys); during
+      -- a rotation also with the previous one, until previous_secret_until. Deleted with the app.
+      CREATE TABLE webhooks (
+        id                    text   PRIMARY KEY,
+        app_id                text   NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        url                   text   NOT NULL,
+        event_types           jsonb  NOT NULL,
+        secret                bytea  NOT NULL,
+        previous_secret       bytea,
+        previous_secret_until bigint,
+        created_at            bigint NOT NULL
+      );
+
+      CREATE INDEX webhooks_by_app ON webhooks (app_id);
+
+      -- Each event to send to a webhook, with a copy of the event (sent even if the event is trimmed
+      -- first): written with the event, in its transaction, by the trigger below, whatever release
+      -- wrote the event. A sender takes a due one by moving next_attempt_at past its attempt (a lease:
+      -- an instance that dies mid-send leaves it to be taken again; SKIP LOCKED: instances take
+      -- different ones), then records the outcome.
+      CREATE TABLE webhook_deliveries (
+        id              bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        webhook_id      text    NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+        app_id          text    NOT NULL,
+        event_id        bigint  NOT NULL,
+        event_type      text    NOT NULL,
+        event_at        bigint  NOT NULL,
+        principal       text,
+        client_address  text,
+        details         jsonb   NOT NULL,
+        state           text    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+        attempts        integer NOT NULL DEFAULT 0,
+        next_attempt_at bigint  NOT NULL,
+        created_at      bigint  NOT NULL,
+        last_attempt_at bigint,
+        last_status     integer,
+        last_error      text,
+        last_response   text
+      );
+
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+      CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+
+      -- The events that may call for an alert by mail (src/mail/alerts.ts), written with the event by
+      -- the trigger below; the mail sender turns them into mails (or drops them), housekeeping drops
+      -- those left when no mail server is set.
+      CREATE TABLE pending_alerts (
+        id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        app_id     text   NOT NULL,
+        event_id   bigint NOT NULL,
+        event_type text   NOT NULL,
+        event_at   bigint NOT NULL,
+        principal  text,
+        details    jsonb  NOT NULL
+      );
+
+      -- Both written with the events, in their statement's transaction, whatever release wrote them.
+      CREATE FUNCTION tessera_event_outboxes() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO webhook_deliveries (webhook_id, app_id, event_id, event_type, event_at, principal, client_address, details, next_attempt_at, created_at)
+          SELECT webhooks.id, added.app_id, added.id, added.type, added.at, added.principal, added.client_address, added.details, added.at, added.at
+            FROM added JOIN webhooks ON webhooks.app_id = added.app_id
+           WHERE added.type NOT LIKE 'token.%' AND webhooks.event_types ? added.type;
+        INSERT INTO pending_alerts (app_id, event_id, event_type, event_at, principal, details)
+          SELECT app_id, id, type, at, principal, details FROM added
+           WHERE type IN ('app.secret_exposed', 'app.refusal_burst', 'credential.refused', 'app.secret_rotated', 'credential.created', 'credential.revoked');
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER events_outboxes AFTER INSERT ON events REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION tessera_event_outboxes();
+
+      -- Each alert sent, at most once per app, kind and hour (hour: UNIX ms / 3600000), whichever
+      -- instance sends it.
+      CREATE TABLE alert_notices (
+        app_id text   NOT NULL,
+        kind   text   NOT NULL,
+        hour   bigint NOT NULL,
+        PRIMARY KEY (app_id, kind, hour)
+      );
+
+      -- The members of an app who turned its alerts off.
+      CREATE TABLE alert_opt_outs (
+        app_id       text NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        developer_id text NOT NULL REFERENCES developers (id) ON DELETE CASCADE,
+        PRIMARY KEY (app_id, developer_id)
+      );
+
+      -- Mail to send (src/mail/): the message encrypted under KEY_ENCRYPTION_KEY (it may hold a
+      -- one-time link), sent after the commit, retried until sent or given up.
+      CREATE TABLE mail_outbox (
+        id              bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        kind            text    NOT NULL,
+        message         bytea   NOT NULL,
+        state           text    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
+        attempts        integer NOT NULL DEFAULT 0,
+        next_attempt_at bigint  NOT NULL,
+        created_at      bigint  NOT NULL,
+        last_error      text
+      );
+
+      CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+
+      -- When a developer confirmed their address by the link mailed at sign-up; null until then.
+      ALTER TABLE developers ADD COLUMN email_confirmed_at bigint;
+    `,
+  },
 ];

@@ -529,4 +529,113 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 17,
+    sql: `
+      -- An app's webhooks (src/webhooks/): where its audit events of the chosen types (a JSON array)
+      -- are sent, signed with the secret (encrypted under KEY_ENCRYPTION_KEY, as the JWT keys); during
+      -- a rotation also with the previous one, until previous_secret_until. Deleted with the app.
+      CREATE TABLE webhooks (
+        id                    TEXT    PRIMARY KEY,
+        app_id                TEXT    NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        url                   TEXT    NOT NULL,
+        event_types           TEXT    NOT NULL,
+        secret                BLOB    NOT NULL,
+        previous_secret       BLOB,
+        previous_secret_until INTEGER,
+        created_at            INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE INDEX webhooks_by_app ON webhooks (app_id);
+
+      -- Each event to send to a webhook, with a copy of the event (sent even if the event is trimmed
+      -- first): written with the event, in its transaction, by the trigger below, whatever release
+      -- wrote the event. A sender takes a due one by moving next_attempt_at past its attempt (a lease:
+      -- an instance that dies mid-send leaves it to be taken again), then records the outcome.
+      CREATE TABLE webhook_deliveries (
+        id              INTEGER PRIMARY KEY,
+        webhook_id      TEXT    NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+        app_id          TEXT    NOT NULL,
+        event_id        INTEGER NOT NULL,
+        event_type      TEXT    NOT NULL,
+        event_at        INTEGER NOT NULL,
+        principal       TEXT,
+        client_address  TEXT,
+        details         TEXT    NOT NULL,
+        state           TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        last_attempt_at INTEGER,
+        last_status     INTEGER,
+        last_error      TEXT,
+        last_response   TEXT
+      ) STRICT;
+
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+      CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+
+      CREATE TRIGGER events_webhook_deliveries AFTER INSERT ON events
+        WHEN NEW.type NOT LIKE 'token.%'
+      BEGIN
+        INSERT INTO webhook_deliveries (webhook_id, app_id, event_id, event_type, event_at, principal, client_address, details, next_attempt_at, created_at)
+          SELECT webhooks.id, NEW.app_id, NEW.id, NEW.type, NEW.at, NEW.principal, NEW.client_address, NEW.details, NEW.at, NEW.at
+            FROM webhooks WHERE webhooks.app_id = NEW.app_id AND EXISTS (SELECT 1 FROM json_each(webhooks.event_types) WHERE value = NEW.type);
+      END;
+
+      -- The events that may call for an alert by mail (src/mail/alerts.ts), written with the event by
+      -- the trigger below; the mail sender turns them into mails (or drops them), housekeeping drops
+      -- those left when no mail server is set.
+      CREATE TABLE pending_alerts (
+        id         INTEGER PRIMARY KEY,
+        app_id     TEXT    NOT NULL,
+        event_id   INTEGER NOT NULL,
+        event_type TEXT    NOT NULL,
+        event_at   INTEGER NOT NULL,
+        principal  TEXT,
+        details    TEXT    NOT NULL
+      ) STRICT;
+
+      CREATE TRIGGER events_pending_alerts AFTER INSERT ON events
+        WHEN NEW.type IN ('app.secret_exposed', 'app.refusal_burst', 'credential.refused', 'app.secret_rotated', 'credential.created', 'credential.revoked')
+      BEGIN
+        INSERT INTO pending_alerts (app_id, event_id, event_type, event_at, principal, details)
+          VALUES (NEW.app_id, NEW.id, NEW.type, NEW.at, NEW.principal, NEW.details);
+      END;
+
+      -- Each alert sent, at most once per app, kind and hour (hour: UNIX ms / 3600000), whichever
+      -- instance sends it.
+      CREATE TABLE alert_notices (
+        app_id TEXT    NOT NULL,
+        kind   TEXT    NOT NULL,
+        hour   INTEGER NOT NULL,
+        PRIMARY KEY (app_id, kind, hour)
+      ) STRICT, WITHOUT ROWID;
+
+      -- The members of an app who turned its alerts off.
+      CREATE TABLE alert_opt_outs (
+        app_id       TEXT NOT NULL REFERENCES apps (app_id) ON DELETE CASCADE,
+        developer_id TEXT NOT NULL REFERENCES developers (id) ON DELETE CASCADE,
+        PRIMARY KEY (app_id, developer_id)
+      ) STRICT, WITHOUT ROWID;
+
+      -- Mail to send (src/mail/): the message encrypted under KEY_ENCRYPTION_KEY (it may hold a
+      -- one-time link), sent after the commit, retried until sent or given up.
+      CREATE TABLE mail_outbox (
+        id              INTEGER PRIMARY KEY,
+        kind            TEXT    NOT NULL,
+        message         BLOB    NOT NULL,
+        state           TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        last_error      TEXT
+      ) STRICT;
+
+      CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+
+      -- When a developer confirmed their address by the link mailed at sign-up; null until then.
+      ALTER TABLE developers ADD COLUMN email_confirmed_at INTEGER;
+    `,
+  },
 ];

@@ -15,6 +15,7 @@ export const TYPE_WORDS: Record<EventType, string> = {
   'app.secret_rotated': 'ClientSecret rotated',
   'app.configuration_changed': 'Settings changed',
   'app.secret_exposed': 'ClientSecret sent from a browser',
+  'app.refusal_burst': 'Burst of refused requests',
   'app.previous_secret_ended': 'Previous ClientSecret ended',
   'app.owner_changed': 'Owner changed',
   'app.collaborator_invited': 'Collaborator invited',
@@ -26,6 +27,9 @@ export const TYPE_WORDS: Record<EventType, string> = {
   'credential.revoked': 'Credential revoked',
   'credential.previous_secret_ended': 'Credential\u2019s previous secret ended',
   'credential.refused': 'Credential refused',
+  'webhook.created': 'Webhook added',
+  'webhook.deleted': 'Webhook deleted',
+  'webhook.secret_rotated': 'Webhook’s secret rotated',
 };
 
 /**
