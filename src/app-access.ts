@@ -12,7 +12,7 @@ export type RoleLookup = (appId: string, developerId: string) => Promise<AppRole
  * What an app's admin token may do on its own app (the contract's admin features), and the scope
  * each needs of a token that has scopes (one issued from a credential): see it, its configuration
  * and its events, change its configuration, introspect and revoke its tokens, manage its
- * credentials. Never rotate its ClientSecret (a leaked token must not lock the owner out), delete
+ * credentials and its webhooks. Never rotate its ClientSecret (a leaked token must not lock the owner out), delete
  * it or change its people.
  */
 const SCOPE_OF_ADMIN_ACTION: ReadonlyMap<AppAction, BuiltInScope> = new Map<AppAction, BuiltInScope>([
@@ -23,6 +23,7 @@ const SCOPE_OF_ADMIN_ACTION: ReadonlyMap<AppAction, BuiltInScope> = new Map<AppA
   ['introspect_tokens', 'tokens:introspect'],
   ['revoke_tokens', 'tokens:revoke'],
   ['manage_credentials', 'credentials:manage'],
+  ['manage_webhooks', 'webhooks:manage'],
 ]);
 
 /**

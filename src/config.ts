@@ -8,6 +8,7 @@ import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './limits/rate-limit
 import { parseDatabaseUrl } from 'tessera-tokens/internal/store/location.js';
 import { KEY_ENCRYPTION_KEY_BYTES } from './jwt/key-encryption.js';
 import { DEFAULT_STATUS_LIST_TTL_SECONDS } from './jwt/status-lists.js';
+import type { DestinationPolicy } from './webhooks/destination.js';
 import { DEFAULT_CACHE_MEMORY_MB } from 'tessera-tokens/internal/cache/budget.js';
 import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from 'tessera-tokens/internal/store/postgres/multi-host-url.js';
@@ -86,6 +87,10 @@ export interface Config {
   previousKeyEncryptionKey: Buffer | undefined;
   /** How long a verifier may keep a status list (`STATUS_LIST_TTL_SECONDS`). */
   statusListTtlSeconds: number;
+  /** Where webhooks may be sent (`WEBHOOK_ALLOW_HTTP`, `WEBHOOK_ALLOW_PRIVATE`): `https` to public addresses by default. */
+  webhookDestinations: DestinationPolicy;
+  /** How long a webhook delivery's attempt may take (`WEBHOOK_TIMEOUT_SECONDS`, 10 by default). */
+  webhookTimeoutMs: number;
   /**
    * The Prometheus metrics' own listener (`METRICS_PORT`, `METRICS_HOST`, loopback by default), or
    * undefined: then no metrics at all, and nothing counted.
@@ -274,6 +279,8 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     keyEncryptionKey: keyEncryptionKey(env),
     previousKeyEncryptionKey: keyEncryptionKey(env, 'KEY_ENCRYPTION_KEY_PREVIOUS'),
     statusListTtlSeconds: integer(env, 'STATUS_LIST_TTL_SECONDS', DEFAULT_STATUS_LIST_TTL_SECONDS, 1, 86_400),
+    webhookDestinations: { allowHttp: onOff(env, 'WEBHOOK_ALLOW_HTTP', false), allowPrivate: onOff(env, 'WEBHOOK_ALLOW_PRIVATE', false) },
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 30) * 1000,
     metrics: metricsListener(env),
   };
 }

@@ -61,3 +61,10 @@ export function developerDetails(context: RequestContext): { byDeveloperId?: str
   const developerId = actingDeveloperId(context);
   return developerId === undefined ? {} : { byDeveloperId: developerId };
 }
+
+/** Which developer, or which credential's admin token, made a change: for its audit event's details. */
+export function actingDetails(context: RequestContext): { byClientId?: string; byDeveloperId?: string } {
+  const { by } = context;
+  if (by !== null && by !== 'operator' && by.kind === 'admin' && by.clientId !== null) return { byClientId: by.clientId };
+  return developerDetails(context);
+}

@@ -23,6 +23,7 @@ import { attestationChallengeRoute, debugTokenRoutes } from './http/routes/attes
 import { tokenLifecycleRoutes } from './http/routes/app-tokens.js';
 import { clientScriptRoute } from './http/routes/client-script.js';
 import { credentialRoutes } from './http/routes/credentials.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 import { eventRoutes } from './http/routes/events.js';
 import { forwardAuthRoutes } from './http/routes/forward-auth.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -282,6 +283,7 @@ function buildApp(
     await authenticated.register(tokenLifecycleRoutes, { revoker: tessera.revoker });
     await authenticated.register(eventRoutes, { events: tessera.appEvents, clock: tessera.clock });
     await authenticated.register(credentialRoutes, { credentials: tessera.credentials });
+    await authenticated.register(webhookRoutes, { webhooks: tessera.webhooks });
     await authenticated.register(debugTokenRoutes, { attestation: tessera.attestation });
     await authenticated.register(authRoutes);
   });

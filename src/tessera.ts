@@ -38,6 +38,10 @@ import { IssuanceRate } from './attestation/issuance-rate.js';
 import { ProofOfWork } from './attestation/pow.js';
 import { DEFAULT_FINALIZE_AFTER_MS, INSTANCE_SEEN_WITHIN_MS } from './upgrade/registry.js';
 import { KeyEncryption } from './jwt/key-encryption.js';
+import { SAFE_DESTINATIONS, type DestinationPolicy } from './webhooks/destination.js';
+import { WebhookSender } from './webhooks/sender.js';
+import { RefusalBurstWatch } from './apps/refusal-bursts.js';
+import { WebhookSecrets, WebhookService } from './webhooks/service.js';
 import { JwtKeyService } from './jwt/keys.js';
 import { StatusLists } from './jwt/status-lists.js';
 import { JwtIssuer } from './jwt/issuer.js';
@@ -80,6 +84,12 @@ export interface Tessera {
   readonly appImports: AppImports;
   /** Not started: the server starts it (`tessera serve`); the CLI does not. */
   readonly housekeeping: Housekeeping;
+  /** An app's webhooks: made, listed, deleted, their secrets rotated, their deliveries listed and sent again. */
+  readonly webhooks: WebhookService;
+  /** Sends the webhooks' deliveries. Not started: the server starts it (`tessera serve`); the CLI does not. */
+  readonly webhookSender: WebhookSender;
+  /** Records `app.refusal_burst` events. Not started: the server starts it (`tessera serve`). */
+  readonly refusalBursts: RefusalBurstWatch;
   /** What the services count for Prometheus (METRICS_PORT); `NO_METRICS` otherwise. */
   readonly metrics: Metrics;
   /** What the store's upgrade state allows: the capabilities an older release sharing it would misread wait for its finalization. */
@@ -139,6 +149,12 @@ export interface TesseraOptions {
   previousKeyEncryptionKey?: Buffer | undefined;
   /** A status list's `ttl` (STATUS_LIST_TTL_SECONDS). */
   statusListTtlSeconds?: number;
+  /** Where webhooks may be sent (WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE); `SAFE_DESTINATIONS` by default. */
+  webhookDestinations?: DestinationPolicy;
+  /** How often the webhook sender asks for due deliveries; 1 s by default. */
+  webhookPollMs?: number;
+  /** How long a webhook delivery's attempt may take (WEBHOOK_TIMEOUT_SECONDS); 10 s by default. */
+  webhookTimeoutMs?: number;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
@@ -211,12 +227,21 @@ export function createTessera(options: TesseraOptions): Tessera {
       metrics,
     ),
   };
-  const jwtKeys = new JwtKeyService(
-    store.jwtKeys,
+  const keyEncryption =
+    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey, options.previousKeyEncryptionKey);
+  const jwtKeys = new JwtKeyService(store.jwtKeys, clock, keyEncryption, () => checking.jwts.forgetAll());
+  const refusalBursts = new RefusalBurstWatch(events, store, clock, warn);
+  events.onRecord((type, appId, at, details) => refusalBursts.note(type, appId, at, details));
+  const webhookSecrets = new WebhookSecrets(keyEncryption);
+  const webhookDestinations = options.webhookDestinations ?? SAFE_DESTINATIONS;
+  const webhookSender = new WebhookSender(store.webhooks, webhookSecrets, {
+    policy: webhookDestinations,
     clock,
-    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey, options.previousKeyEncryptionKey),
-    () => checking.jwts.forgetAll(),
-  );
+    metrics,
+    onWarning: warn,
+    ...(options.webhookPollMs === undefined ? {} : { pollMs: options.webhookPollMs }),
+    ...(options.webhookTimeoutMs === undefined ? {} : { timeoutMs: options.webhookTimeoutMs }),
+  });
   const housekeeping = new Housekeeping(
     store,
     events,
@@ -289,12 +314,17 @@ export function createTessera(options: TesseraOptions): Tessera {
     ownedApps: new OwnedApps(apps, developers, developerLimits),
     appImports: new AppImports(store.apps, store, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
+    webhooks: new WebhookService(store, clock, events, access, capabilities, webhookSecrets, webhookDestinations, () => webhookSender.kick()),
+    webhookSender,
+    refusalBursts,
     metrics,
     capabilities,
     attestation,
     jwt,
     async close(keepTryingUntil) {
       await housekeeping.stop();
+      await webhookSender.stop();
+      await refusalBursts.stop();
       await events.close(keepTryingUntil);
       await limits.close();
       await store.close();

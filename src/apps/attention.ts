@@ -51,7 +51,7 @@ export const REFUSAL_BURST_WINDOW_MS = 3_600_000;
  * right secret from the wrong address or after its expiry (`credential.refused`). A refused bearer
  * token (`invalid_token`) is left out: clients that still hold expired tokens send those all day.
  */
-function isKeyRefusal(kind: { type: string; reason: string | null }): boolean {
+export function isKeyRefusal(kind: { type: string; reason: string | null }): boolean {
   if (kind.type === 'token.refused') return kind.reason !== 'invalid_token';
   return kind.type === 'token.throttled' || kind.type === 'credential.refused';
 }

@@ -20,7 +20,7 @@ import type { EventDetails, NewAuditEvent } from '../events/event.js';
 import type { EventLog } from '../events/log.js';
 import { claimOnce, onceClaim, type OnceClaimStore } from '../once-claims.js';
 import type { Transactional } from 'tessera-tokens/internal/transaction.js';
-import { developerDetails, type RequestContext } from '../request-context.js';
+import { actingDetails, type RequestContext } from '../request-context.js';
 import { generateClientSecret } from './secret-format.js';
 import { checkedGraceSeconds } from './secret-rotation.js';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
@@ -55,8 +55,8 @@ export interface CredentialTables {
   readonly onceClaims: OnceClaimStore;
 }
 
-/** The one scope a collaborator may not grant: it would let a credential do what the collaborator may not. */
-const OWNER_ONLY_SCOPE = 'credentials:manage';
+/** The scopes a collaborator may not grant: they would let a credential do what the collaborator may not. */
+const OWNER_ONLY_SCOPES: ReadonlySet<string> = new Set(['credentials:manage', 'webhooks:manage']);
 
 /**
  * What the caller may do with an app's credentials besides listing, making and revoking them
@@ -75,16 +75,16 @@ function permissionsGiving(mayGive: (scope: string) => boolean): CredentialPermi
   return { mayGive, withheldFrom, mayRotate: (credential) => withheldFrom(credential.scopes).length === 0 };
 }
 
-/** A developer gives any scope but `credentials:manage`, which only the owner gives. */
+/** A developer gives any scope but `credentials:manage` and `webhooks:manage`, which only the owner gives. */
 function developerPermissions(role: AppRole): CredentialPermissions {
-  return permissionsGiving((scope) => role === 'owner' || scope !== OWNER_ONLY_SCOPE);
+  return permissionsGiving((scope) => role === 'owner' || !OWNER_ONLY_SCOPES.has(scope));
 }
 
 /**
  * An app's further credentials (docs/security.md, "Least privilege"): listed, created, rotated and
  * revoked by whoever may manage them (`manage_credentials`): the operator, the owner, a
  * collaborator, or an admin token with `credentials:manage`. No one grants more than it has: a
- * collaborator grants any scope but `credentials:manage`, and an admin token with scopes only its
+ * collaborator grants any scope but `credentials:manage` and `webhooks:manage`, and an admin token with scopes only its
  * own; rotating a credential hands over what it can do, so the same rule applies.
  */
 export class CredentialService {
@@ -129,6 +129,7 @@ export class CredentialService {
     const input = parseNewCredential(fields, this.clock.now());
     await this.capabilities.require('scopedCredentials');
     if (input.accessTokenFormat === 'jwt') await this.capabilities.require('jwtAccessTokens');
+    if (input.scopes.includes('webhooks:manage')) await this.capabilities.require('webhooks');
     const app = await this.#app(appId);
     await this.#checkGrant(appId, input.scopes, context);
     const maker = makerOf(app, context);
@@ -316,8 +317,9 @@ export class CredentialService {
     if (by === null) throw adminRequired();
     if (by.kind === 'developer') {
       const role = await this.access.authorizeDeveloper(appId, by.developerId, 'manage_credentials', context);
-      if (developerPermissions(role).withheldFrom(scopes).length > 0) {
-        throw new TesseraError('FORBIDDEN', 'Only the app\u2019s owner may give a credential credentials:manage.', { field: 'scopes' });
+      const withheld = developerPermissions(role).withheldFrom(scopes)[0];
+      if (withheld !== undefined) {
+        throw new TesseraError('FORBIDDEN', `Only the app\u2019s owner may give a credential ${withheld}.`, { field: 'scopes' });
       }
       return;
     }
@@ -373,11 +375,4 @@ function creatorOf(context: RequestContext, app: AppRecord): CredentialCreator {
 /** What names a credential in its events: its ClientID and name, never its secret. */
 function credentialDetails(credential: CredentialRecord): EventDetails {
   return { clientId: credential.clientId, name: credential.name };
-}
-
-/** Which developer, or which credential's admin token, made the change. */
-function actingDetails(context: RequestContext): EventDetails {
-  const { by } = context;
-  if (by !== null && by !== 'operator' && by.kind === 'admin' && by.clientId !== null) return { byClientId: by.clientId };
-  return developerDetails(context);
 }

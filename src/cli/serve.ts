@@ -57,6 +57,8 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
     previousKeyEncryptionKey: config.previousKeyEncryptionKey,
     statusListTtlSeconds: config.statusListTtlSeconds,
+    webhookDestinations: config.webhookDestinations,
+    webhookTimeoutMs: config.webhookTimeoutMs,
     onWarning: (message, error) => logger.warn({ err: error }, message),
     onNotice: (message) => logger.info(message),
   });
@@ -136,6 +138,8 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   tessera.housekeeping.start();
+  tessera.webhookSender.start();
+  tessera.refusalBursts.start();
   logger.info(
     { url: baseUrl, store: store.backend, version: build.version, commit: build.commit, schemaVersion: build.schemaVersion },
     'Tessera is listening',

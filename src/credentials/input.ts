@@ -80,7 +80,7 @@ export function scopeProblemText(problem: ScopeProblem | { kind: 'not allowed'; 
     case 'malformed':
       return `has ${quoted(problem.scope)}, which is not a scope: lower case, [a-z][a-z0-9_.:-]*, at most 64 characters.`;
     case 'unknown':
-      return `has ${quoted(problem.scope)}, which is not one of Tessera's scopes (app:read, configuration:read, configuration:write, events:read, tokens:introspect, tokens:revoke, credentials:manage); an app's own scopes must not start with app:, configuration:, events:, tokens: or credentials:.`;
+      return `has ${quoted(problem.scope)}, which is not one of Tessera's scopes (app:read, configuration:read, configuration:write, events:read, tokens:introspect, tokens:revoke, credentials:manage, webhooks:manage); an app's own scopes must not start with app:, configuration:, events:, tokens:, credentials: or webhooks:.`;
     case 'not allowed':
       return `has ${quoted(problem.scope)}, which the credential does not allow.`;
   }

@@ -1,8 +1,9 @@
 /**
  * Who may do what on an app (docs/portal.md, "Membership"). An app has at most one owner; without
  * one it is the operator's alone. The owner may invite collaborators, who may do everything the
- * owner may except rotate the ClientSecret, delete the app or manage collaborators, as in Kii's
- * portal (and, managing credentials, grant `credentials:manage`: `CredentialService`). The operator (the CLI) is not a member and is not asked.
+ * owner may except rotate the ClientSecret, delete the app, manage collaborators or manage webhooks
+ * (which send the app's events elsewhere), as in Kii's portal (and, managing credentials, grant
+ * `credentials:manage` or `webhooks:manage`: `CredentialService`). The operator (the CLI) is not a member and is not asked.
  */
 export type AppRole = 'owner' | 'collaborator';
 
@@ -16,6 +17,7 @@ export const APP_ACTIONS = [
   'introspect_tokens',
   'revoke_tokens',
   'manage_credentials',
+  'manage_webhooks',
   'rotate_secret',
   'delete_app',
   'manage_collaborators',
@@ -23,7 +25,7 @@ export const APP_ACTIONS = [
 
 export type AppAction = (typeof APP_ACTIONS)[number];
 
-const OWNER_ONLY: ReadonlySet<AppAction> = new Set(['rotate_secret', 'delete_app', 'manage_collaborators']);
+const OWNER_ONLY: ReadonlySet<AppAction> = new Set(['rotate_secret', 'delete_app', 'manage_collaborators', 'manage_webhooks']);
 
 /** Whether a developer with `role` on an app (undefined: none) may do `action` on it. */
 export function mayAct(role: AppRole | undefined, action: AppAction): boolean {

@@ -86,6 +86,9 @@ export interface EventLogOptions {
   maxKeptForRetry?: number;
 }
 
+/** Told of each event a request records (`EventLog.record`), as it is recorded: it must not throw, nor take long. */
+export type RecordListener = (type: EventType, appId: string, at: number, details: EventDetails) => void;
+
 /** Events, or counts, written in one transaction at most. */
 const MAX_BATCH = 1000;
 /**
@@ -204,6 +207,7 @@ export class EventLog {
 
   readonly #warn: (message: string, error: unknown) => void;
   readonly #notice: (message: string) => void;
+  #onRecord: RecordListener | undefined;
   readonly #metrics: EventLogMetrics;
   readonly #maxKept: number;
 
@@ -223,8 +227,14 @@ export class EventLog {
     return this.#buffer.length + this.#beingWritten;
   }
 
+  /** Sets the one listener told of each event recorded (the watch for bursts of refusals). */
+  onRecord(listener: RecordListener): void {
+    this.#onRecord = listener;
+  }
+
   record(type: EventType, appId: string, context: RequestContext, principal: Actor | null, details: EventDetails = {}): void {
     const at = this.clock.now();
+    this.#onRecord?.(type, appId, at, details);
     this.#count(this.#counts, appId, countBucketOf(at), type, principal, countReasonOf(details));
     if (retentionOf(type, principal) !== 'counted') {
       this.#recorded.add(appId);

@@ -40,6 +40,10 @@ const TAGS = [
     name: 'events',
   },
   {
+    name: 'webhooks',
+    description: "An app's webhooks: its audit events sent as signed CloudEvents (docs/webhooks.md).",
+  },
+  {
     name: 'operations',
   },
   {

@@ -16,6 +16,11 @@ export const CREDENTIALS_PATH = '/api/apps/:appId/credentials';
 export const CREDENTIAL_PATH = '/api/apps/:appId/credentials/:clientId';
 export const CREDENTIAL_ROTATION_PATH = '/api/apps/:appId/credentials/:clientId/rotate';
 export const CREDENTIAL_PREVIOUS_SECRET_PATH = '/api/apps/:appId/credentials/:clientId/previous-secret';
+export const WEBHOOKS_PATH = '/api/apps/:appId/webhooks';
+export const WEBHOOK_PATH = '/api/apps/:appId/webhooks/:webhookId';
+export const WEBHOOK_SECRET_ROTATION_PATH = '/api/apps/:appId/webhooks/:webhookId/rotate-secret';
+export const WEBHOOK_DELIVERIES_PATH = '/api/apps/:appId/webhooks/:webhookId/deliveries';
+export const WEBHOOK_DELIVERY_RESEND_PATH = '/api/apps/:appId/webhooks/:webhookId/deliveries/:deliveryId/resend';
 
 /** The proof of work's challenge: open to anyone who names the app (an anonymous token request needs one before it has a token). */
 /** The JWKS of JWT access tokens: the service's, and each app's (its metadata's `jwks_uri`). */

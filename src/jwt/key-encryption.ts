@@ -8,8 +8,8 @@ const TAG_BYTES = 16;
 export const KEY_ENCRYPTION_KEY_BYTES = 32;
 
 /**
- * The private JWT keys' encryption at rest: AES-256-GCM under a key that is never in the database
- * (`KEY_ENCRYPTION_KEY`, or beside an SQLite file), with the key's id as associated data (a
+ * The private JWT keys' and the webhooks' secrets' encryption at rest: AES-256-GCM under a key that is never in the database
+ * (`KEY_ENCRYPTION_KEY`, or beside an SQLite file), with the key's (or webhook's) id as associated data (a
  * ciphertext moved to another row does not decrypt). A database dump holds no usable private key.
  * While that key is replaced, the one before it (`KEY_ENCRYPTION_KEY_PREVIOUS`) still decrypts what
  * it encrypted; what is encrypted now is under the current one.
@@ -31,14 +31,15 @@ export class KeyEncryption {
     return Buffer.concat([nonce, encrypted, cipher.getAuthTag()]);
   }
 
-  decrypt(sealed: Buffer, kid: string): Buffer {
+  /** `what`: the thing encrypted, as the 503 names it when no key decrypts it. */
+  decrypt(sealed: Buffer, kid: string, what = `The JWT key ${kid}`): Buffer {
     for (const key of this.#keys) {
       const opened = open(key, sealed, kid);
       if (opened !== undefined) return opened;
     }
     throw new TesseraError(
       'SERVICE_UNAVAILABLE',
-      `The JWT key ${kid} does not decrypt with this instance's KEY_ENCRYPTION_KEY` +
+      `${what} does not decrypt with this instance's KEY_ENCRYPTION_KEY` +
         `${this.#keys.length > 1 ? ' nor its KEY_ENCRYPTION_KEY_PREVIOUS' : ''}: every instance needs the same one.`,
     );
   }

@@ -1,4 +1,5 @@
 import type { EventLogMetrics } from '../events/log.js';
+import type { WebhookMetrics } from '../webhooks/sender.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
@@ -11,7 +12,7 @@ export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName 
  * (`src/prometheus/metrics.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
  * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
  */
-export interface Metrics extends EventLogMetrics, CacheMetrics {
+export interface Metrics extends EventLogMetrics, CacheMetrics, WebhookMetrics {
   /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
   tokensRevoked(kind: PrincipalKind, count: number): void;
   /** An RFC 7662 answer. */
@@ -63,4 +64,5 @@ export const NO_METRICS: Metrics = Object.freeze({
   batchWritten() {},
   eventWriteFailed() {},
   eventsLost() {},
+  webhookAttempted() {},
 });

@@ -17,6 +17,7 @@ import type {
   RequestDurations,
   RouteDurations,
 } from '../metrics/port.js';
+import type { DeliveryOutcome } from '../webhooks/sender.js';
 import { BATCH_SIZE_BUCKETS, CountSeries, DURATION_BUCKETS, HistogramSeries, RouteSeries } from './series.js';
 
 /** How long `tessera_store_up`'s ping may take at a scrape before the store counts as down. */
@@ -34,6 +35,9 @@ const LIMITS: readonly RateLimitName[] = [
   'invitations',
 ];
 const WRITERS: readonly BatchWriter[] = ['tokens', 'events'];
+const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['delivered', 'retried', 'failed'];
+/** A waiting delivery this late is overdue: no instance is sending (`tessera_webhook_deliveries_overdue`). */
+const DELIVERY_OVERDUE_MS = 60_000;
 const LOST_PARTS: readonly LostPart[] = ['events', 'counts'];
 const LOSS_REASONS: readonly LossReason[] = ['refused', 'buffer_full', 'stopped'];
 /** The refusals the services record, shown as 0 from the start (others appear when they happen). */
@@ -70,6 +74,7 @@ export class PrometheusMetrics implements Metrics {
   readonly #eventsLost = new Map(
     LOST_PARTS.flatMap((part) => LOSS_REASONS.map((reason) => [`${part} ${reason}`, new CountSeries({ part, reason })] as const)),
   );
+  readonly #webhookAttempts = seriesOf(DELIVERY_OUTCOMES, (outcome) => ({ outcome }));
   readonly #routes = new Map<string, RouteSeries>();
   #storeOperations: StoreOperation[] = [];
   #unwrittenEvents: () => number = () => 0;
@@ -187,6 +192,13 @@ export class PrometheusMetrics implements Metrics {
       ['part', 'reason'],
       () => this.#eventsLost.values(),
     );
+    collectedCounter(
+      registry,
+      'tessera_webhook_deliveries_total',
+      'Attempts to send webhook deliveries, by outcome: delivered, retried (failed, to be tried again), failed (given up).',
+      ['outcome'],
+      () => this.#webhookAttempts.values(),
+    );
     const unwritten = () => this.#unwrittenEvents();
     new Gauge({
       name: 'tessera_event_buffer_events',
@@ -229,6 +241,28 @@ export class PrometheusMetrics implements Metrics {
       registers: [this.registry],
       collect() {
         this.set({ backend }, store.changeSignal().up ? 1 : 0);
+      },
+    });
+    let backlog: ReturnType<Store['webhooks']['backlog']> | undefined;
+    // Both gauges from one query per scrape.
+    const readBacklog = () =>
+      (backlog ??= store.webhooks.backlog(Date.now(), DELIVERY_OVERDUE_MS).finally(() => setTimeout(() => (backlog = undefined), 100)));
+    new Gauge({
+      name: 'tessera_webhook_oldest_pending_seconds',
+      help: 'Age of the oldest event whose webhook delivery is still waiting (sent neither successfully nor given up); 0 when none waits.',
+      registers: [this.registry],
+      async collect() {
+        const { oldestPendingAt } = await readBacklog().catch(() => ({ oldestPendingAt: null }));
+        this.set(oldestPendingAt === null ? 0 : Math.max(0, (Date.now() - oldestPendingAt) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'tessera_webhook_deliveries_overdue',
+      help: 'Webhook deliveries due for over a minute and not taken by any instance: none is sending.',
+      registers: [this.registry],
+      async collect() {
+        const { overdue } = await readBacklog().catch(() => ({ overdue: 0 }));
+        this.set(overdue);
       },
     });
     return instrumented.store;
@@ -283,6 +317,10 @@ export class PrometheusMetrics implements Metrics {
 
   eventsLost(part: LostPart, reason: LossReason, count: number): void {
     this.#eventsLost.get(`${part} ${reason}`)!.add(count);
+  }
+
+  webhookAttempted(outcome: DeliveryOutcome): void {
+    this.#webhookAttempts.get(outcome)!.add();
   }
 
   #refusal(reason: string, kind: string): CountSeries {

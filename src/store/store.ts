@@ -9,6 +9,7 @@ import type { OnceClaimStore } from '../once-claims.js';
 import type { RevokedTokenStore } from '../tokens/revoked-token-store.js';
 import type { TokenStore } from '../tokens/store.js';
 import type { UpgradeStore } from '../upgrade/store.js';
+import type { WebhookStore } from '../webhooks/store.js';
 import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 import type { BatchListener } from './group-commit.js';
 import type { ChangeSignal, CheckingStore } from 'tessera-tokens/internal/store/checking.js';
@@ -29,6 +30,7 @@ export interface StoreTables {
   readonly developers: DeveloperStore;
   readonly onceClaims: OnceClaimStore;
   readonly attestation: AttestationStore;
+  readonly webhooks: WebhookStore;
 }
 
 /**
@@ -54,6 +56,8 @@ export interface Store extends Transactional<StoreTables>, CheckingStore {
   readonly onceClaims: OnceClaimStore;
   /** The apps' attestation debug tokens (`src/attestation/`). */
   readonly attestation: AttestationStore;
+  /** The apps' webhooks and their deliveries (`src/webhooks/`). */
+  readonly webhooks: WebhookStore;
   /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
   readonly upgrade: UpgradeStore;
   /** Whether changes made by other processes are being heard now, and until when caches are trusted. */

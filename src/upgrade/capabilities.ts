@@ -34,6 +34,11 @@ export const CAPABILITIES = {
     name: 'JWT access tokens',
     risk: 'it would refuse them, and issue opaque tokens to the app',
   },
+  webhooks: {
+    since: '0.4.0',
+    name: 'Webhooks, and credentials with webhooks:manage,',
+    risk: 'it would take webhooks:manage for a scope of the app\u2019s own, which a collaborator may give',
+  },
 } as const;
 
 export type Capability = keyof typeof CAPABILITIES;

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 
@@ -94,7 +94,7 @@ export class DestinationRefused extends Error {
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-export type Lookup = (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback) => void;
+export type Lookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;
 
 /**
  * A `lookup` for `http.request` that refuses, unless the policy allows private addresses, a host

@@ -12,6 +12,7 @@ import { listenForMetrics, type MetricsListener } from '../../src/http/metrics-l
 import { createLogger } from '../../src/logger.js';
 import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
+import type { DestinationPolicy } from '../../src/webhooks/destination.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
 import { forSuite } from './suite.js';
@@ -74,6 +75,12 @@ export interface TestServerOptions {
   previousKeyEncryptionKey?: Buffer;
   /** STATUS_LIST_TTL_SECONDS. */
   statusListTtlSeconds?: number;
+  /** WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE; the service's default (neither) unless given. */
+  webhookDestinations?: DestinationPolicy;
+  /** WEBHOOK_TIMEOUT_SECONDS, in ms. */
+  webhookTimeoutMs?: number;
+  /** Starts the webhook sender, as `tessera serve` does (the tests that send deliveries by hand leave it off). */
+  webhookSender?: boolean;
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
@@ -99,7 +106,11 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.keyEncryptionKey === null ? {} : { keyEncryptionKey: options.keyEncryptionKey ?? TEST_KEY_ENCRYPTION_KEY }),
     ...(options.previousKeyEncryptionKey === undefined ? {} : { previousKeyEncryptionKey: options.previousKeyEncryptionKey }),
     ...(options.statusListTtlSeconds === undefined ? {} : { statusListTtlSeconds: options.statusListTtlSeconds }),
+    ...(options.webhookDestinations === undefined ? {} : { webhookDestinations: options.webhookDestinations }),
+    ...(options.webhookTimeoutMs === undefined ? {} : { webhookTimeoutMs: options.webhookTimeoutMs }),
+    webhookPollMs: 100,
   });
+  if (options.webhookSender === true) tessera.webhookSender.start();
   const app = await tessera.apps.create('Test app');
   const server = buildServer({
     tessera,
@@ -127,6 +138,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     metricsUrl: metricsListener?.url,
     async close() {
       await Promise.all([server.close(), metricsListener?.close()]);
+      await tessera.webhookSender.stop();
       await tessera.events.flush();
       await tessera.limits.close();
       if (options.testStore === undefined) await testStore.dispose();

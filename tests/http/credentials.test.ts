@@ -78,6 +78,7 @@ const FEATURES: Record<(typeof BUILT_IN_SCOPES)[number], (app: App, token: strin
   'tokens:introspect': async (app, token) => (await introspectToken(app.appUrl, token, bearer(token))).status,
   'tokens:revoke': async (app, token) => (await requestAs(`${app.appUrl}/tokens?kind=anonymous`, bearer(token), 'DELETE')).status,
   'credentials:manage': async (app, token) => (await requestAs(`${app.appUrl}/credentials`, bearer(token))).status,
+  'webhooks:manage': async (app, token) => (await requestAs(`${app.appUrl}/webhooks`, bearer(token))).status,
 };
 
 describe('credentials: scopes', () => {

@@ -11,6 +11,7 @@ import { sqlRevokedTokenStore } from './revoked-tokens.js';
 import type { SqlRunner } from 'tessera-tokens/internal/store/sql/runner.js';
 import { sqlTokenTable, sqlTokens } from './tokens.js';
 import { sqlUpgradeStore } from './upgrade.js';
+import { sqlWebhookStore } from './webhooks.js';
 import type { UpgradeState } from '../../upgrade/store.js';
 
 /** What a dialect gives the one store: its runner, its change signal, and how it lets go of the database. */
@@ -39,6 +40,7 @@ function tablesOn(tx: SqlRunner): StoreTables {
   let developers: StoreTables['developers'] | undefined;
   let onceClaims: StoreTables['onceClaims'] | undefined;
   let attestation: StoreTables['attestation'] | undefined;
+  let webhooks: StoreTables['webhooks'] | undefined;
   return {
     get apps() {
       return (apps ??= sqlAppStore(tx, { batchReads: false }));
@@ -60,6 +62,9 @@ function tablesOn(tx: SqlRunner): StoreTables {
     },
     get attestation() {
       return (attestation ??= sqlAttestationStore(tx));
+    },
+    get webhooks() {
+      return (webhooks ??= sqlWebhookStore(tx));
     },
   };
 }
@@ -83,6 +88,7 @@ export function sqlStore(driver: StoreDriver): Store {
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     attestation,
+    webhooks: sqlWebhookStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),

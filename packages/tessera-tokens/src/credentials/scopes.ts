@@ -13,6 +13,7 @@ export const BUILT_IN_SCOPES = [
   'tokens:introspect',
   'tokens:revoke',
   'credentials:manage',
+  'webhooks:manage',
 ] as const;
 export type BuiltInScope = (typeof BUILT_IN_SCOPES)[number];
 

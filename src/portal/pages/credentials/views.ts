@@ -33,6 +33,7 @@ const SCOPE_HINTS: Record<BuiltInScope, string> = {
   'tokens:introspect': 'Ask whether a token is valid, and whose it is (introspection).',
   'tokens:revoke': 'Revoke other tokens, and every token of a kind at once.',
   'credentials:manage': 'List, create, rotate and revoke credentials, as this page does.',
+  'webhooks:manage': 'Add, list and delete webhooks, rotate their secrets, and see and resend their deliveries.',
 };
 
 export interface RevokedNotice {
