@@ -314,7 +314,9 @@ export function createTessera(options: TesseraOptions): Tessera {
     ownedApps: new OwnedApps(apps, developers, developerLimits),
     appImports: new AppImports(store.apps, store, store.developers.accounts, clock, events, checking.forget),
     housekeeping,
-    webhooks: new WebhookService(store, clock, events, access, capabilities, webhookSecrets, webhookDestinations, () => webhookSender.kick()),
+    webhooks: new WebhookService(store, clock, events, access, capabilities, webhookSecrets, webhookDestinations, () =>
+      webhookSender.kick(),
+    ),
     webhookSender,
     refusalBursts,
     metrics,

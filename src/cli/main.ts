@@ -17,6 +17,7 @@ import { MIGRATE_FLAGS, runMigrateCommand } from './migrate.js';
 import { runStoreCommand, STORE_FLAGS } from './store.js';
 import { runUpgradeCommand, UPGRADE_FLAGS } from './upgrade.js';
 import { runTokensCommand, TOKENS_FLAGS } from './tokens.js';
+import { runWebhooksCommand, WEBHOOKS_FLAGS } from './webhooks.js';
 import { Output } from './output.js';
 
 const HELP = `tessera: the token service of an application backend
@@ -72,6 +73,15 @@ Usage:
   tessera credentials revoke APP_ID CLIENT_ID [--json]
                                              delete a credential, and those its admin tokens made:
                                              their secrets and tokens are refused at once
+  tessera webhooks create APP_ID --url URL [--event TYPE]… [--json]
+                                             send the app's events (of these types; by default the
+                                             alerts and every change) to URL, signed (Standard
+                                             Webhooks); prints its secret once
+  tessera webhooks list APP_ID [--json]      the app's webhooks (never a secret)
+  tessera webhooks rotate-secret APP_ID WEBHOOK_ID [--json]
+                                             a new secret; the old one signs beside it for 24 hours
+  tessera webhooks delete APP_ID WEBHOOK_ID [--json]
+                                             stop sending; its deliveries not yet sent are dropped
   tessera developers create --email EMAIL [--password-stdin] [--json]
                                              create a developer account (the portal's users); with
                                              --password-stdin its password is read from standard
@@ -150,6 +160,7 @@ const STORE_COMMANDS: Record<
   keys: { flags: KEYS_FLAGS, execute: runKeysCommand },
   upgrade: { flags: UPGRADE_FLAGS, execute: runUpgradeCommand },
   attestation: { flags: ATTESTATION_FLAGS, execute: runAttestationCommand },
+  webhooks: { flags: WEBHOOKS_FLAGS, execute: runWebhooksCommand },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -204,6 +215,7 @@ async function main(argv: string[]): Promise<number> {
       publicUrl: config.publicUrl,
       keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
       previousKeyEncryptionKey: config.previousKeyEncryptionKey,
+      webhookDestinations: config.webhookDestinations,
     });
     try {
       await run.execute(tessera, parsed, out, interrupted.signal);

@@ -30,7 +30,11 @@ export async function postDelivery(
   const target = new URL(url);
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   if (isIP(host) !== 0 && !policy.allowPrivate && isNotPublic(host)) {
-    return { status: null, excerpt: null, error: `${host} is not a public address (the operator allows private addresses with WEBHOOK_ALLOW_PRIVATE=1)` };
+    return {
+      status: null,
+      excerpt: null,
+      error: `${host} is not a public address (the operator allows private addresses with WEBHOOK_ALLOW_PRIVATE=1)`,
+    };
   }
   const signal = AbortSignal.timeout(timeoutMs);
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;

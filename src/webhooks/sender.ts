@@ -110,7 +110,10 @@ export class WebhookSender {
         // Said once until the store answers again; the next poll tries again.
         if (!this.#failing) {
           this.#failing = true;
-          this.#warn('webhook deliveries cannot be read; they are tried again at the next poll', isServiceUnavailable(error) ? undefined : error);
+          this.#warn(
+            'webhook deliveries cannot be read; they are tried again at the next poll',
+            isServiceUnavailable(error) ? undefined : error,
+          );
         }
         return;
       }
@@ -163,8 +166,6 @@ export class WebhookSender {
       this.#warn(`the outcome of webhook delivery ${delivery.id} could not be recorded; it is sent again later`, error);
       return;
     }
-    this.options.metrics?.webhookAttempted(
-      outcome.state === 'delivered' ? 'delivered' : outcome.state === 'failed' ? 'failed' : 'retried',
-    );
+    this.options.metrics?.webhookAttempted(outcome.state === 'delivered' ? 'delivered' : outcome.state === 'failed' ? 'failed' : 'retried');
   }
 }

@@ -149,9 +149,7 @@ export class WebhookService {
     await this.store.transaction(async (tx) => {
       // Deleted first, so that its own event is not sent to it.
       if ((await tx.webhooks.delete(appId, webhookId)) === undefined) throw webhookNotFound();
-      await tx.events.append([
-        { ...stamp, type: 'webhook.deleted', details: { webhookId, url: webhook.url, ...actingDetails(context) } },
-      ]);
+      await tx.events.append([{ ...stamp, type: 'webhook.deleted', details: { webhookId, url: webhook.url, ...actingDetails(context) } }]);
     });
     return describeWebhook(webhook);
   }

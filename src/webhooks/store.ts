@@ -29,7 +29,13 @@ export interface WebhookStore {
   /** True, or undefined when the app has no such webhook (nothing written). Its deliveries go with it. */
   delete(appId: string, webhookId: string): Promise<true | undefined>;
   /** Replaces the secret; the replaced one signs until `previousSecretUntil`. True, or undefined (no such webhook). */
-  replaceSecret(appId: string, webhookId: string, secret: Buffer, previousSecret: Buffer, previousSecretUntil: number): Promise<true | undefined>;
+  replaceSecret(
+    appId: string,
+    webhookId: string,
+    secret: Buffer,
+    previousSecret: Buffer,
+    previousSecretUntil: number,
+  ): Promise<true | undefined>;
   /** The webhook's deliveries, newest first, below `beforeId`. */
   listDeliveries(appId: string, webhookId: string, beforeId: number | undefined, limit: number): Promise<DeliveryRecord[]>;
   /**

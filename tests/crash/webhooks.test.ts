@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { adminTokenRequest, Children, createAppWithCli, sleep, startTessera, type CreatedApp } from '../helpers/fleet.js';
+import { adminTokenRequest, Children, createAppWithCli, runCli, sleep, startTessera, type CreatedApp } from '../helpers/fleet.js';
 import { bearer, postAs, request, requestAs } from '../helpers/http.js';
 import { REPO_ROOT, TESSERA_MAIN, type ServerProcess } from '../helpers/process.js';
 import { TEST_KEY_ENCRYPTION_KEY } from '../helpers/server.js';
@@ -115,9 +115,40 @@ describe('webhook deliveries with instances killed and side by side (PostgreSQL)
     await sleep(1_500);
     const got = received(from);
     assert.equal(got.length, CHANGES, 'each once');
-    assert.deepEqual(
-      [...got].sort(),
-      (await changeEventIds(a, app, admin)).map((id) => `msg_${id}`).sort(),
+    assert.deepEqual([...got].sort(), (await changeEventIds(a, app, admin)).map((id) => `msg_${id}`).sort());
+  });
+
+  it('the operator manages webhooks with tessera webhooks: create, list, rotate-secret, delete', async () => {
+    const app = await createAppWithCli(children, options(), 'Webhooks of the CLI');
+    const cli = (...args: string[]) => runCli(children, options(), ['webhooks', ...args]);
+    const created = await cli(
+      'create',
+      app.appId,
+      '--url',
+      receiver.url,
+      '--event',
+      'credential.created',
+      '--event',
+      'app.secret_exposed',
+      '--json',
     );
+    assert.equal(created.code, 0, created.stderr);
+    const { webhook, secret } = JSON.parse(created.stdout) as { webhook: { id: string; eventTypes: string[] }; secret: string };
+    assert.match(secret, /^whsec_/);
+    assert.deepEqual(webhook.eventTypes, ['app.secret_exposed', 'credential.created']);
+    const listed = await cli('list', app.appId);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(`${webhook.id}\n  URL          ${receiver.url.replaceAll('.', '\\.')}`));
+    assert.ok(!listed.stdout.includes('whsec_'));
+    const rotated = await cli('rotate-secret', app.appId, webhook.id);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /Secret {7}whsec_/);
+    assert.match(rotated.stdout, /signs beside it until \d{4}-/);
+    const refused = await cli('create', app.appId, '--url', 'ftp://example.com/x');
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /url must be an http or https URL/);
+    const deleted = await cli('delete', app.appId, webhook.id, '--json');
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.equal((JSON.parse((await cli('list', app.appId, '--json')).stdout) as unknown[]).length, 0);
   });
 });

@@ -70,7 +70,10 @@ export class WebhookReceiver {
   receivedAtLeast(count: number, ms = 10_000): Promise<void> {
     if (this.received.length >= count) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the receiver got ${this.received.length} requests of ${count} within ${ms} ms`)), ms);
+      const timer = setTimeout(
+        () => reject(new Error(`the receiver got ${this.received.length} requests of ${count} within ${ms} ms`)),
+        ms,
+      );
       this.#waiters.push({
         count,
         resolve: () => {

@@ -108,7 +108,9 @@ describe('webhooks: made, listed, refused', () => {
     const deleted = await requestAs(`${app.appUrl}/webhooks/${webhook.id}`, bearer(app.admin), 'DELETE');
     assert.equal(deleted.status, 200, deleted.text);
     assert.equal((await requestAs(`${app.appUrl}/webhooks/${webhook.id}`, bearer(app.admin))).status, 404);
-    const types = (await requestAs(`${app.appUrl}/events?limit=10`, bearer(app.admin))).body.events.map((event: { type: string }) => event.type);
+    const types = (await requestAs(`${app.appUrl}/events?limit=10`, bearer(app.admin))).body.events.map(
+      (event: { type: string }) => event.type,
+    );
     assert.deepEqual(types.slice(0, 3), ['webhook.deleted', 'webhook.created', 'webhook.created']);
   });
 
@@ -135,7 +137,9 @@ describe('webhooks: made, listed, refused', () => {
     const eleventh = await createWebhook(app, { url: to.url });
     assert.equal(eleventh.status, 409, eleventh.text);
     assert.equal((await requestAs(`${app.appUrl}/webhooks`, bearer(app.admin))).body.webhooks.length, MAX_WEBHOOKS_PER_APP);
-    const anonymous = await request(`${app.appUrl}/webhooks`, { headers: { authorization: `Basic ${Buffer.from(`${app.appId}:x`).toString('base64')}` } });
+    const anonymous = await request(`${app.appUrl}/webhooks`, {
+      headers: { authorization: `Basic ${Buffer.from(`${app.appId}:x`).toString('base64')}` },
+    });
     assert.equal(anonymous.status, 403, 'only an admin');
   });
 
@@ -251,7 +255,8 @@ describe('webhooks: deliveries', () => {
   it('follows no redirect (to a metadata address or anywhere), gives up on a receiver that never answers, and blocks no request', async () => {
     const app = await newApp('Webhook redirected');
     const to = await receiver();
-    to.answer = (n) => (n === 0 ? { status: 302, location: 'http://169.254.169.254/latest/meta-data' } : n === 1 ? 'hang' : { status: 204 });
+    to.answer = (n) =>
+      n === 0 ? { status: 302, location: 'http://169.254.169.254/latest/meta-data' } : n === 1 ? 'hang' : { status: 204 };
     const { id } = await hook(app, to, ['app.configuration_changed']);
     await change(app, 601);
     await sendDue();
@@ -275,7 +280,10 @@ describe('webhooks: deliveries', () => {
     const app = await newApp('Webhook rotated');
     const to = await receiver();
     const { id, secret: old } = await hook(app, to, ['app.configuration_changed']);
-    const rotated = await request(`${app.appUrl}/webhooks/${id}/rotate-secret`, { method: 'POST', headers: { authorization: bearer(app.admin) } });
+    const rotated = await request(`${app.appUrl}/webhooks/${id}/rotate-secret`, {
+      method: 'POST',
+      headers: { authorization: bearer(app.admin) },
+    });
     assert.equal(rotated.status, 200, rotated.text);
     const fresh = rotated.body.secret as string;
     assert.notEqual(fresh, old);
@@ -294,7 +302,11 @@ describe('webhooks: deliveries', () => {
     const to = await receiver();
     await hook(app, to, ['app.refusal_burst']);
     for (let n = 0; n < 12; n++) {
-      const refused = await postAs(`${app.appUrl}/oauth2/token`, '', { grant_type: 'client_credentials', client_id: app.clientId, client_secret: 'wrong' });
+      const refused = await postAs(`${app.appUrl}/oauth2/token`, '', {
+        grant_type: 'client_credentials',
+        client_id: app.clientId,
+        client_secret: 'wrong',
+      });
       assert.equal(refused.status, 401);
     }
     await server.tessera.events.flush();
@@ -317,4 +329,3 @@ describe('webhooks: deliveries', () => {
     assert.equal(to.events().filter((event) => event.type === 'tessera.app.refusal_burst').length, 1);
   });
 });
-

@@ -10,7 +10,8 @@ import { adminFeature, answer, APP_NOT_FOUND, AppId, AppParams, NO_STORE, proble
  * docs/openapi.json is generated. Its errors are answered by `../errors.ts`.
  */
 
-const MANAGE = "An admin feature: an admin token of the app's own ClientID, or one with `webhooks:manage`. The operator manages them with `tessera webhooks`, the app's owner in the portal.";
+const MANAGE =
+  "An admin feature: an admin token of the app's own ClientID, or one with `webhooks:manage`. The operator manages them with `tessera webhooks`, the app's owner in the portal.";
 
 const EventTypes = Type.Array(Type.String({ enum: [...WEBHOOK_EVENT_TYPES] }), {
   maxItems: WEBHOOK_EVENT_TYPES.length,
@@ -52,8 +53,12 @@ const Delivery = Type.Object(
     attempts: Type.Integer({ description: 'Attempts made (in this round: sending it again starts from 0).' }),
     createdAt: Type.String({ format: 'date-time' }),
     lastAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it is tried next (pending only).' }),
-    lastStatus: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's status code at the last attempt; null when none came." }),
+    nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When it is tried next (pending only).',
+    }),
+    lastStatus: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The receiver's status code at the last attempt; null when none came.",
+    }),
     lastError: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed; null if it succeeded.' }),
     lastResponse: Type.Union([Type.String({ maxLength: MAX_RESPONSE_EXCERPT }), Type.Null()], {
       description: `The first ${MAX_RESPONSE_EXCERPT} bytes of the receiver's answer.`,
@@ -63,7 +68,11 @@ const Delivery = Type.Object(
 );
 
 const WebhookParams = Type.Object({ appId: AppId, webhookId: Type.String({ maxLength: 64 }) });
-const DeliveryParams = Type.Object({ appId: AppId, webhookId: Type.String({ maxLength: 64 }), deliveryId: Type.String({ pattern: '^[0-9]{1,15}$' }) });
+const DeliveryParams = Type.Object({
+  appId: AppId,
+  webhookId: Type.String({ maxLength: 64 }),
+  deliveryId: Type.String({ pattern: '^[0-9]{1,15}$' }),
+});
 
 const NOT_FOUND_WEBHOOK = problem('No app has this AppID, or the app has no webhook of this id. Possible codes: APP_NOT_FOUND, NOT_FOUND.');
 const MANAGE_FEATURE = adminFeature('webhooks:manage');
@@ -77,7 +86,11 @@ export const listWebhooks = {
   security: [{ bearer: [] }],
   params: AppParams,
   response: {
-    200: answer(Type.Object({ webhooks: Type.Array(Webhook, { maxItems: MAX_WEBHOOKS_PER_APP }) }, { additionalProperties: false }), 'The webhooks.', NO_STORE),
+    200: answer(
+      Type.Object({ webhooks: Type.Array(Webhook, { maxItems: MAX_WEBHOOKS_PER_APP }) }, { additionalProperties: false }),
+      'The webhooks.',
+      NO_STORE,
+    ),
   },
   errors: { 401: UNAUTHENTICATED, 403: MANAGE_FEATURE, 404: APP_NOT_FOUND, 503: UNAVAILABLE },
 };

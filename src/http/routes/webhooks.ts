@@ -6,8 +6,22 @@ import { refuseBodies } from '../content-types.js';
 import { preventCaching } from 'tessera-tokens/internal/http/headers.js';
 import { refuseOtherMethods } from '../methods.js';
 import { requireAdmin } from 'tessera-tokens/internal/http/middleware/fastify.js';
-import { WEBHOOK_DELIVERIES_PATH, WEBHOOK_DELIVERY_RESEND_PATH, WEBHOOK_PATH, WEBHOOK_SECRET_ROTATION_PATH, WEBHOOKS_PATH } from '../paths.js';
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, resendDelivery, rotateWebhookSecret } from './webhooks.schema.js';
+import {
+  WEBHOOK_DELIVERIES_PATH,
+  WEBHOOK_DELIVERY_RESEND_PATH,
+  WEBHOOK_PATH,
+  WEBHOOK_SECRET_ROTATION_PATH,
+  WEBHOOKS_PATH,
+} from '../paths.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  resendDelivery,
+  rotateWebhookSecret,
+} from './webhooks.schema.js';
 
 /** A URL and a list of event types: well under this. */
 const WEBHOOK_BODY_LIMIT_BYTES = 8 * 1024;

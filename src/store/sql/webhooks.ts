@@ -72,7 +72,9 @@ const DELETE_ENDED = `DELETE FROM webhook_deliveries WHERE id IN (
 export function sqlWebhookStore(db: SqlRunner): WebhookStore {
   return {
     async listOf(appId) {
-      const rows = await db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE app_id = :appId ORDER BY created_at, id`, { appId });
+      const rows = await db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE app_id = :appId ORDER BY created_at, id`, {
+        appId,
+      });
       return rows.map(toWebhook);
     },
     async find(appId, webhookId) {
