@@ -1,4 +1,5 @@
 import type { EventLogMetrics } from '../events/log.js';
+import type { MailKind } from '../mail/message.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
@@ -21,6 +22,10 @@ export interface Metrics extends EventLogMetrics, CacheMetrics {
   rateLimited(limit: RateLimitName): void;
   /** A group commit: `size` items written in one transaction, in `seconds`. */
   batchWritten(writer: BatchWriter, size: number, seconds: number): void;
+  /** A mail the SMTP server accepted. */
+  mailSent(kind: MailKind): void;
+  /** An attempt to send a mail that failed (refused, timed out): tried again later, or given up after the last. */
+  mailFailed(kind: MailKind): void;
   /**
    * The HTTP request durations: present only with metrics on, so that without them the server
    * installs no hook at all.
@@ -37,7 +42,8 @@ export type RateLimitName =
   | 'attestation_failures_per_address'
   | 'sign_in'
   | 'app_creations'
-  | 'invitations';
+  | 'invitations'
+  | 'mail_requests';
 
 export type BatchWriter = 'tokens' | 'events';
 
@@ -63,4 +69,6 @@ export const NO_METRICS: Metrics = Object.freeze({
   batchWritten() {},
   eventWriteFailed() {},
   eventsLost() {},
+  mailSent() {},
+  mailFailed() {},
 });

@@ -13,6 +13,7 @@ export const STORE_PARTS = {
   developers: 'developers',
   onceClaims: 'once_claims',
   attestation: 'attestation',
+  mail: 'mail',
   upgrade: 'upgrade',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
@@ -25,6 +26,7 @@ const TABLE_PARTS = [
   'developers',
   'onceClaims',
   'attestation',
+  'mail',
 ] as const satisfies readonly (keyof StoreTables & keyof typeof STORE_PARTS)[];
 
 /**

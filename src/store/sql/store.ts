@@ -5,6 +5,7 @@ import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
 import { sqlJwtKeyStore, sqlStatusListStore } from './jwt.js';
+import { sqlMailStore } from './mail.js';
 import { sqlSigningKeyStore } from './signing-keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
@@ -39,6 +40,7 @@ function tablesOn(tx: SqlRunner): StoreTables {
   let developers: StoreTables['developers'] | undefined;
   let onceClaims: StoreTables['onceClaims'] | undefined;
   let attestation: StoreTables['attestation'] | undefined;
+  let mail: StoreTables['mail'] | undefined;
   return {
     get apps() {
       return (apps ??= sqlAppStore(tx, { batchReads: false }));
@@ -60,6 +62,9 @@ function tablesOn(tx: SqlRunner): StoreTables {
     },
     get attestation() {
       return (attestation ??= sqlAttestationStore(tx));
+    },
+    get mail() {
+      return (mail ??= sqlMailStore(tx));
     },
   };
 }
@@ -83,6 +88,7 @@ export function sqlStore(driver: StoreDriver): Store {
     developers: sqlDeveloperStore(sql),
     onceClaims: sqlOnceClaimStore(sql),
     attestation,
+    mail: sqlMailStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),
