@@ -12,6 +12,10 @@ import { listenForMetrics, type MetricsListener } from '../../src/http/metrics-l
 import { createLogger } from '../../src/logger.js';
 import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
+import { DEFAULT_MAIL_SENDER, type MailSenderSettings } from '../../src/mail/sender.js';
+import { DEFAULT_SMTP_TIMEOUTS, parseSmtpUrl, smtpTransport, type SmtpTimeouts } from '../../src/mail/smtp.js';
+import type { MailRequestLimitSettings } from '../../src/mail/limits.js';
+import { freePort } from './smtp.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
 import { forSuite } from './suite.js';
@@ -74,11 +78,16 @@ export interface TestServerOptions {
   previousKeyEncryptionKey?: Buffer;
   /** STATUS_LIST_TTL_SECONDS. */
   statusListTtlSeconds?: number;
+  /**
+   * Mail, as with SMTP_URL: sent through `smtpUrl`, its links based on the server's own URL (PUBLIC_URL
+   * is that URL, unless given), the sender started (and stopped by `close`).
+   */
+  mail?: { smtpUrl: string; sender?: Partial<MailSenderSettings>; timeouts?: SmtpTimeouts; requestLimits?: MailRequestLimitSettings };
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
-export async function listenLocally(server: FastifyInstance): Promise<string> {
-  await server.listen({ host: '127.0.0.1', port: 0 });
+export async function listenLocally(server: FastifyInstance, port = 0): Promise<string> {
+  await server.listen({ host: '127.0.0.1', port });
   const address = server.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
   return `http://127.0.0.1:${address.port}`;
@@ -87,6 +96,18 @@ export async function listenLocally(server: FastifyInstance): Promise<string> {
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
   const testStore = options.testStore ?? (await createTestStore());
   const metrics = options.metrics === true ? await loadPrometheusMetrics() : undefined;
+  // Mail's links are whole: the server's own URL is known before it listens.
+  const port = options.mail === undefined ? 0 : await freePort();
+  const publicUrl = options.publicUrl ?? (options.mail === undefined ? undefined : `http://127.0.0.1:${port}`);
+  const mail =
+    options.mail === undefined || publicUrl === undefined
+      ? undefined
+      : {
+          transport: smtpTransport(parseSmtpUrl(options.mail.smtpUrl), 'Tessera <tessera@127.0.0.1>', options.mail.timeouts ?? DEFAULT_SMTP_TIMEOUTS),
+          publicUrl,
+          sender: { ...DEFAULT_MAIL_SENDER, ...options.mail.sender },
+          ...(options.mail.requestLimits === undefined ? {} : { requestLimits: options.mail.requestLimits }),
+        };
   const tessera = createTessera({
     store: metrics === undefined ? testStore.store : metrics.instrument(testStore.store),
     ...(metrics === undefined ? {} : { metrics }),
@@ -99,6 +120,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.keyEncryptionKey === null ? {} : { keyEncryptionKey: options.keyEncryptionKey ?? TEST_KEY_ENCRYPTION_KEY }),
     ...(options.previousKeyEncryptionKey === undefined ? {} : { previousKeyEncryptionKey: options.previousKeyEncryptionKey }),
     ...(options.statusListTtlSeconds === undefined ? {} : { statusListTtlSeconds: options.statusListTtlSeconds }),
+    ...(mail === undefined ? {} : { mail, publicUrl }),
   });
   const app = await tessera.apps.create('Test app');
   const server = buildServer({
@@ -106,13 +128,14 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [],
     trustedProxies: options.trustedProxies ?? [],
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
-    ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(options.portal === undefined ? {} : { portal: options.portal }),
     ...(options.portalSignup === undefined ? {} : { portalSignup: options.portalSignup }),
     ...(options.logs === undefined ? {} : { logger: createLogger('info', 'json', { write: (line: string) => options.logs!.push(line) }) }),
     ...(options.logRequests === undefined ? {} : { logRequests: options.logRequests }),
   });
-  const baseUrl = await listenLocally(server);
+  const baseUrl = await listenLocally(server, port);
+  tessera.mail?.sender.start();
   let metricsListener: MetricsListener | undefined;
   if (metrics !== undefined) {
     metrics.watchEvents(tessera.events);
@@ -127,6 +150,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     metricsUrl: metricsListener?.url,
     async close() {
       await Promise.all([server.close(), metricsListener?.close()]);
+      await tessera.mail?.sender.stop();
       await tessera.events.flush();
       await tessera.limits.close();
       if (options.testStore === undefined) await testStore.dispose();
