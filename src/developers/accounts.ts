@@ -142,7 +142,11 @@ export class DeveloperAccounts {
       await writeAccountAudit(tx, {
         developer: [{ ...stamp, type: 'developer.link_issued', details: { ...linkDetails(link.record), mailed: true } }],
       });
-      await mail.outbox.enqueue(tx, 'password_reset', passwordResetMail(developer.email, mail.outbox.link(issued.path), link.record.expiresAt));
+      await mail.outbox.enqueue(
+        tx,
+        'password_reset',
+        passwordResetMail(developer.email, mail.outbox.link(issued.path), link.record.expiresAt),
+      );
     });
     mail.outbox.queued();
   }

@@ -18,7 +18,8 @@ export const ALERT_MAX_AGE_MS = 3_600_000;
 export const HOUR_MS = 3_600_000;
 
 /** The alerts mailed to an app's members; each at most once per app and hour (of the event's time). */
-export type AlertKind = 'secret_exposed' | 'refusal_burst' | 'credential_refused' | 'secret_rotated' | 'credential_created' | 'credential_revoked';
+export type AlertKind =
+  'secret_exposed' | 'refusal_burst' | 'credential_refused' | 'secret_rotated' | 'credential_created' | 'credential_revoked';
 
 interface AlertSpec {
   kind: AlertKind;
@@ -80,14 +81,16 @@ const ALERTS: Readonly<Record<string, AlertSpec>> = {
     kind: 'credential_created',
     change: true,
     subject: 'Credential created',
-    what: (alert, app) => `At ${utc(alert.eventAt)}, the credential ${credentialName(alert)} of the app ${app} was created${byWhom(alert)}.`,
+    what: (alert, app) =>
+      `At ${utc(alert.eventAt)}, the credential ${credentialName(alert)} of the app ${app} was created${byWhom(alert)}.`,
     path: eventPage,
   },
   'credential.revoked': {
     kind: 'credential_revoked',
     change: true,
     subject: 'Credential revoked',
-    what: (alert, app) => `At ${utc(alert.eventAt)}, the credential ${credentialName(alert)} of the app ${app} was revoked${byWhom(alert)}.`,
+    what: (alert, app) =>
+      `At ${utc(alert.eventAt)}, the credential ${credentialName(alert)} of the app ${app} was revoked${byWhom(alert)}.`,
     path: credentialsPage,
   },
 };

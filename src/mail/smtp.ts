@@ -45,7 +45,8 @@ export function parseSmtpUrl(raw: string): SmtpServer {
   } catch {
     throw new Error('SMTP_URL must be a URL: smtp://user:password@host:587 or smtps://user:password@host:465.');
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`SMTP_URL must start with smtp:// or smtps://, not ${url.protocol}//.`);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new Error(`SMTP_URL must start with smtp:// or smtps://, not ${url.protocol}//.`);
   if (url.hostname === '') throw new Error('SMTP_URL must name the host of the SMTP server.');
   const secure = url.protocol === 'smtps:';
   const unknown = [...url.searchParams.keys()].filter((key) => key !== 'starttls');

@@ -15,7 +15,7 @@ import { createTessera, type Tessera } from '../../src/tessera.js';
 import { DEFAULT_MAIL_SENDER, type MailSenderSettings } from '../../src/mail/sender.js';
 import { DEFAULT_SMTP_TIMEOUTS, parseSmtpUrl, smtpTransport, type SmtpTimeouts } from '../../src/mail/smtp.js';
 import type { MailRequestLimitSettings } from '../../src/mail/limits.js';
-import { freePort } from './smtp.js';
+import { freePort } from './process.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
 import { forSuite } from './suite.js';
@@ -103,7 +103,11 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     options.mail === undefined || publicUrl === undefined
       ? undefined
       : {
-          transport: smtpTransport(parseSmtpUrl(options.mail.smtpUrl), 'Tessera <tessera@127.0.0.1>', options.mail.timeouts ?? DEFAULT_SMTP_TIMEOUTS),
+          transport: smtpTransport(
+            parseSmtpUrl(options.mail.smtpUrl),
+            'Tessera <tessera@127.0.0.1>',
+            options.mail.timeouts ?? DEFAULT_SMTP_TIMEOUTS,
+          ),
           publicUrl,
           sender: { ...DEFAULT_MAIL_SENDER, ...options.mail.sender },
           ...(options.mail.requestLimits === undefined ? {} : { requestLimits: options.mail.requestLimits }),

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { closeServer, listenOnLoopback } from './listen.js';
+import { freePort } from './process.js';
 
 // A real SMTP server for the mail tests: Debian's aiosmtpd (python3-aiosmtpd), run by the system's
 // Python, writing each message it accepts to a folder of the test's own; and servers that
@@ -51,14 +52,6 @@ export interface TestSmtpServer {
   /** Waits for a mail that `matches` (within `timeoutMs`), and returns it. */
   waitFor(matches: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
-}
-
-/** A free port on the loopback address, for a server that is told its port. */
-export async function freePort(): Promise<number> {
-  const server = await listenOnLoopback(createServer());
-  const { port } = server.address() as { port: number };
-  await closeServer(server);
-  return port;
 }
 
 export async function startSmtpServer(): Promise<TestSmtpServer> {
@@ -158,14 +151,12 @@ function parseMail(raw: string): ReceivedMail {
 
 /** An RFC 2047 encoded header (`=?UTF-8?Q?…?=`, `=?UTF-8?B?…?=`), as nodemailer writes one that is not ASCII. */
 function decodeHeader(value: string): string {
-  return value
-    .replace(/\?=\s+=\?/g, '?==?')
-    .replace(/=\?utf-8\?([qb])\?([^?]*)\?=/gi, (_whole, encoding: string, data: string) =>
-      encoding.toLowerCase() === 'b'
-        ? Buffer.from(data, 'base64').toString('utf8')
-        : Buffer.from(
-            data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_hex, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-            'latin1',
-          ).toString('utf8'),
-    );
+  return value.replace(/\?=\s+=\?/g, '?==?').replace(/=\?utf-8\?([qb])\?([^?]*)\?=/gi, (_whole, encoding: string, data: string) =>
+    encoding.toLowerCase() === 'b'
+      ? Buffer.from(data, 'base64').toString('utf8')
+      : Buffer.from(
+          data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_hex, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+          'latin1',
+        ).toString('utf8'),
+  );
 }

@@ -8,7 +8,8 @@ import { follow, PASSWORD, screenshots, signIn } from '../helpers/portal.js';
 import { portalClient, signInOverHttp, type PortalClient } from '../helpers/portal-http.js';
 import { scrape } from '../helpers/prometheus.js';
 import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
-import { freePort, startSilentServer, startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.js';
+import { freePort } from '../helpers/process.js';
+import { startSilentServer, startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.js';
 import { forSuite } from '../helpers/suite.js';
 
 // Mail through a real SMTP server (aiosmtpd, started here), through the real server on the store of
@@ -50,7 +51,11 @@ describe('mail through the SMTP server', () => {
     assert.ok(link.startsWith(`${server.baseUrl}/`), link);
     const confirming = await client.page(pathOf(link));
     assert.match(confirming.text, /newcomer@example\.com/);
-    assert.equal((await server.tessera.developers.find('newcomer@example.com')).emailConfirmedAt, null, 'opening the link confirms nothing');
+    assert.equal(
+      (await server.tessera.developers.find('newcomer@example.com')).emailConfirmedAt,
+      null,
+      'opening the link confirms nothing',
+    );
     const token = new URL(link).searchParams.get('token')!;
     const confirmed = await client.post('/portal/confirm-email', { _csrf: confirming.csrf, token });
     assert.equal(confirmed.status, 200);
@@ -96,7 +101,12 @@ describe('mail through the SMTP server', () => {
     const owner = await server.tessera.developers.create('olga@example.com', PASSWORD, OPERATOR);
     const app = await server.tessera.ownedApps.create('Invited app', owner.developer.email, OPERATOR);
     const client = await signInOverHttp(server, 'olga@example.com');
-    const invited = await postForm(client, `/portal/apps/${app.appId}/people/invitations`, { email: 'ivan@example.com' }, `/portal/apps/${app.appId}/people`);
+    const invited = await postForm(
+      client,
+      `/portal/apps/${app.appId}/people/invitations`,
+      { email: 'ivan@example.com' },
+      `/portal/apps/${app.appId}/people`,
+    );
     assert.equal(invited.status, 200);
     assert.match(invited.text, /mailed to that address/);
     const mail = await smtp.waitFor(to('ivan@example.com'));
@@ -136,12 +146,19 @@ describe('mail through the SMTP server', () => {
     await expose();
     await expose();
     const exposure = (mail: ReceivedMail) => mail.subject === '[Alerting app] ClientSecret sent from a browser';
-    const [toAda, toBob] = await Promise.all([smtp.waitFor((m) => exposure(m) && to('ada@example.com')(m)), smtp.waitFor((m) => exposure(m) && to('bob@example.com')(m))]);
+    const [toAda, toBob] = await Promise.all([
+      smtp.waitFor((m) => exposure(m) && to('ada@example.com')(m)),
+      smtp.waitFor((m) => exposure(m) && to('bob@example.com')(m)),
+    ]);
     assert.match(toAda.text, /origin https:\/\/page\.example/);
     const bob = await signInOverHttp(server, 'bob@example.com');
     assert.equal((await bob.get(pathOf(linkIn(toBob, `/portal/apps/${created.appId}`)))).status, 200, 'the link shows the app');
 
-    await tessera.apps.rotateSecret(created.appId, {}, { clientAddress: null, by: { kind: 'developer', developerId: owner!.developer.id } });
+    await tessera.apps.rotateSecret(
+      created.appId,
+      {},
+      { clientAddress: null, by: { kind: 'developer', developerId: owner!.developer.id } },
+    );
     await tessera.events.flush();
     await tessera.mail!.sender.run();
     const rotation = await smtp.waitFor((m) => m.subject === '[Alerting app] ClientSecret rotated');

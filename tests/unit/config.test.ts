@@ -39,6 +39,7 @@ describe('loadConfig', () => {
       previousKeyEncryptionKey: undefined,
       statusListTtlSeconds: 60,
       metrics: undefined,
+      mail: undefined,
     });
   });
 
@@ -108,6 +109,7 @@ describe('loadConfig', () => {
       STATUS_LIST_TTL_SECONDS: ' 30 ',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
+      SMTP_URL: ' smtp://mailer%40example.com:p%40ss@smtp.example.com?starttls=required ',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -152,7 +154,27 @@ describe('loadConfig', () => {
       previousKeyEncryptionKey: Buffer.alloc(32, 8),
       statusListTtlSeconds: 30,
       metrics: { host: '10.0.0.5', port: 9464 },
+      mail: {
+        smtp: { host: 'smtp.example.com', port: 587, secure: false, requireTls: true, user: 'mailer@example.com', pass: 'p@ss' },
+        from: 'Tessera <tessera@tokens.example.com>',
+      },
     });
+  });
+
+  it('takes SMTP_URL with PUBLIC_URL only, and an SMTP URL it can use, without echoing it', () => {
+    assert.throws(() => loadConfig({ SMTP_URL: 'smtp://u:secret@smtp.example.com' }), /SMTP_URL needs PUBLIC_URL/);
+    for (const url of ['http://u:secret@smtp.example.com', 'smtps://u:secret@smtp.example.com?starttls=required', 'smtp://u:secret@:25']) {
+      assert.throws(
+        () => loadConfig({ SMTP_URL: url, PUBLIC_URL: 'https://tokens.example.com' }),
+        (error: Error) => /SMTP_URL/.test(error.message) && !error.message.includes('secret'),
+      );
+    }
+    const config = loadConfig({ SMTP_URL: 'smtps://smtp.example.com', PUBLIC_URL: 'https://t.example.com', MAIL_FROM: 'ops@example.com' });
+    assert.deepEqual(config.mail, {
+      smtp: { host: 'smtp.example.com', port: 465, secure: true, requireTls: false, user: undefined, pass: undefined },
+      from: 'ops@example.com',
+    });
+    assert.throws(() => loadConfig({ MAIL_FROM: 'ops@example.com' }), /MAIL_FROM is set but SMTP_URL is not/);
   });
 
   it('refuses a KEY_ENCRYPTION_KEY that is not 32 bytes in base64 or base64url, without echoing it', () => {

@@ -58,7 +58,9 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
   };
   return {
     async insert(developer) {
-      await db.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt, :emailConfirmedAt)`, { ...developer });
+      await db.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt, :emailConfirmedAt)`, {
+        ...developer,
+      });
     },
     async findById(id) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));

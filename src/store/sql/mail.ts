@@ -61,9 +61,7 @@ export function sqlMailStore(db: SqlRunner): MailStore {
     },
     async claimDue(now, leaseUntil, batch) {
       const rows = await db.all<ClaimedRow>(CLAIM, { now, leaseUntil, batch });
-      return rows
-        .map((row): ClaimedMail => ({ ...row, message: bytesColumn(row.message) }))
-        .sort((one, other) => one.id - other.id);
+      return rows.map((row): ClaimedMail => ({ ...row, message: bytesColumn(row.message) })).sort((one, other) => one.id - other.id);
     },
     async markSent(id) {
       await db.run("UPDATE mail_outbox SET state = 'sent', last_error = NULL WHERE id = :id", { id });
@@ -90,27 +88,28 @@ export function sqlMailStore(db: SqlRunner): MailStore {
 
     async claimAlerts(batch) {
       const rows = await db.all<AlertRow>({ sqlite: ALERTS, postgres: `${ALERTS} FOR UPDATE SKIP LOCKED` }, { batch });
-      return rows.map(
-        (row): PendingAlert => ({
-          id: row.id,
-          appId: row.app_id,
-          eventId: row.event_id,
-          eventType: row.event_type,
-          eventAt: row.event_at,
-          principal: row.principal,
-          details: jsonColumn<Record<string, unknown>>(row.details),
-        }),
-      );
+      return rows.map((row): PendingAlert => ({
+        id: row.id,
+        appId: row.app_id,
+        eventId: row.event_id,
+        eventType: row.event_type,
+        eventAt: row.event_at,
+        principal: row.principal,
+        details: jsonColumn<Record<string, unknown>>(row.details),
+      }));
     },
     async deleteAlert(id) {
       await db.run('DELETE FROM pending_alerts WHERE id = :id', { id });
     },
     async deleteAlertsBefore(cutoff, batch) {
       // Ids grow with the events' time: the oldest alerts are the first ids.
-      return db.run('DELETE FROM pending_alerts WHERE id IN (SELECT id FROM pending_alerts WHERE event_at < :cutoff ORDER BY id LIMIT :batch)', {
-        cutoff,
-        batch,
-      });
+      return db.run(
+        'DELETE FROM pending_alerts WHERE id IN (SELECT id FROM pending_alerts WHERE event_at < :cutoff ORDER BY id LIMIT :batch)',
+        {
+          cutoff,
+          batch,
+        },
+      );
     },
     async claimNotice(appId, kind, hour) {
       const written = await db.run('INSERT INTO alert_notices (app_id, kind, hour) VALUES (:appId, :kind, :hour) ON CONFLICT DO NOTHING', {
@@ -138,15 +137,13 @@ export function sqlMailStore(db: SqlRunner): MailStore {
           ORDER BY m.role DESC, m.added_at, d.id`,
         { appId },
       );
-      return rows.map(
-        (row): AlertMember => ({
-          developerId: row.developer_id,
-          email: row.email,
-          emailConfirmed: row.email_confirmed_at !== null,
-          disabled: row.disabled_at !== null,
-          optedOut: Number(row.opted_out) === 1,
-        }),
-      );
+      return rows.map((row): AlertMember => ({
+        developerId: row.developer_id,
+        email: row.email,
+        emailConfirmed: row.email_confirmed_at !== null,
+        disabled: row.disabled_at !== null,
+        optedOut: Number(row.opted_out) === 1,
+      }));
     },
     async setOptOut(appId, developerId, optedOut) {
       await db.run(
@@ -158,8 +155,10 @@ export function sqlMailStore(db: SqlRunner): MailStore {
     },
     async isOptedOut(appId, developerId) {
       return (
-        (await db.get('SELECT 1 AS found FROM alert_opt_outs WHERE app_id = :appId AND developer_id = :developerId', { appId, developerId })) !==
-        undefined
+        (await db.get('SELECT 1 AS found FROM alert_opt_outs WHERE app_id = :appId AND developer_id = :developerId', {
+          appId,
+          developerId,
+        })) !== undefined
       );
     },
 

@@ -49,8 +49,8 @@ ${
       ? null
       : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>).</p>`
     : signup === 'open'
-    ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
-    : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`
+      ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
+      : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`
 }
 </section>`,
   });
