@@ -43,7 +43,7 @@ import { StatusLists } from './jwt/status-lists.js';
 import { JwtIssuer } from './jwt/issuer.js';
 import { AlertMailer, AlertSettings } from './mail/alerts.js';
 import { EmailConfirmations } from './mail/confirmation.js';
-import { DEFAULT_MAIL_REQUEST_LIMITS, MailRequestLimits, type MailRequestLimitSettings } from './mail/limits.js';
+import { DEFAULT_MAIL_REQUEST_LIMITS, MailRequestLimits, type MailRequestLimitSettings } from './limits/mail-requests.js';
 import { DEFAULT_OUTBOX_BOUNDS, MailOutbox } from './mail/outbox.js';
 import { DEFAULT_MAIL_SENDER, MailSender, type MailSenderSettings } from './mail/sender.js';
 import type { MailTransport } from './mail/smtp.js';
@@ -362,11 +362,19 @@ function createMail(
     warn,
   );
   return {
-    mail: { outbox, sender, alerts: new AlertSettings(store.mail, access) } satisfies Mail,
+    mail: {
+      outbox,
+      sender,
+      alerts: new AlertSettings(store.mail, (appId, developerId, context) =>
+        access.authorizeDeveloper(appId, developerId, 'view_app', context),
+      ),
+    } satisfies Mail,
     accounts: {
       outbox,
       confirmations: new EmailConfirmations(encryption),
-      limits: new MailRequestLimits(limits, options.requestLimits ?? DEFAULT_MAIL_REQUEST_LIMITS, metrics),
+      limits: new MailRequestLimits(limits, options.requestLimits ?? DEFAULT_MAIL_REQUEST_LIMITS, () =>
+        metrics.rateLimited('mail_requests'),
+      ),
     },
   };
 }

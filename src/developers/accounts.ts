@@ -16,7 +16,7 @@ import type { DeveloperStore } from './store.js';
 import { StoreConflictError, type Transactional } from 'tessera-tokens/internal/transaction.js';
 import { writeAccountAudit, type AccountTables } from './account-audit.js';
 import { CONFIRMATION_LIFETIME_MS, type EmailConfirmations } from '../mail/confirmation.js';
-import type { MailRequestLimits } from '../mail/limits.js';
+import type { MailRequestLimits } from '../limits/mail-requests.js';
 import { confirmationMail, passwordResetMail } from '../mail/message.js';
 import type { MailOutbox, MailTables } from '../mail/outbox.js';
 

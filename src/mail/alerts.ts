@@ -1,7 +1,6 @@
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { Transactional } from 'tessera-tokens/internal/transaction.js';
-import type { AppStore } from '../apps/store.js';
-import type { AppAccess } from '../app-access.js';
+import type { AppReads } from 'tessera-tokens/internal/apps/app-reads.js';
 import { actingDeveloperId, type RequestContext } from '../request-context.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { alertMail, utc } from './message.js';
@@ -97,7 +96,7 @@ const ALERTS: Readonly<Record<string, AlertSpec>> = {
 
 /** The tables the alerts are read and mailed with, in one transaction. */
 export interface AlertTables extends MailTables {
-  readonly apps: AppStore;
+  readonly apps: AppReads;
 }
 
 /** Pending alerts taken in one transaction. */
@@ -162,7 +161,8 @@ export class AlertMailer {
 export class AlertSettings {
   constructor(
     private readonly store: MailStore,
-    private readonly access: AppAccess,
+    /** Throws unless the developer is a member of the app (`AppAccess`, the `view_app` action). */
+    private readonly authorizeMember: (appId: string, developerId: string, context: RequestContext) => Promise<unknown>,
   ) {}
 
   async enabled(appId: string, context: RequestContext): Promise<boolean> {
@@ -178,7 +178,7 @@ export class AlertSettings {
   async #member(appId: string, context: RequestContext): Promise<string> {
     const developerId = actingDeveloperId(context);
     if (developerId === undefined) throw new TesseraError('FORBIDDEN', 'Only a member of the app may turn its alerts off or on.');
-    await this.access.authorizeDeveloper(appId, developerId, 'view_app', context);
+    await this.authorizeMember(appId, developerId, context);
     return developerId;
   }
 }

@@ -3,6 +3,14 @@ export type MailKind = 'confirmation' | 'password_reset' | 'invitation' | 'alert
 
 export const MAIL_KINDS: readonly MailKind[] = ['confirmation', 'password_reset', 'invitation', 'alert'];
 
+/** What the sender tells the metrics (`src/metrics/port.ts`): nothing by default. */
+export interface MailMetrics {
+  /** A mail the SMTP server accepted. */
+  mailSent(kind: MailKind): void;
+  /** An attempt to send a mail that failed (refused, timed out): tried again later, or given up after the last. */
+  mailFailed(kind: MailKind): void;
+}
+
 /** A mail as it is sealed into the outbox: plain text, so that every client shows it and its links alike. */
 export interface MailMessage {
   to: string;

@@ -1,6 +1,6 @@
 import type { Clock } from 'tessera-tokens/internal/clock.js';
-import type { Metrics } from '../metrics/port.js';
 import type { AlertMailer } from './alerts.js';
+import type { MailMetrics } from './message.js';
 import type { MailOutbox } from './outbox.js';
 import type { MailTransport } from './smtp.js';
 import type { ClaimedMail, MailStore } from './store.js';
@@ -51,7 +51,7 @@ export class MailSender {
     private readonly transport: MailTransport,
     private readonly alerts: AlertMailer,
     private readonly clock: Clock,
-    private readonly metrics: Metrics,
+    private readonly metrics: MailMetrics,
     private readonly settings: MailSenderSettings = DEFAULT_MAIL_SENDER,
     private readonly onWarning: (message: string, error: unknown) => void = () => {},
   ) {

@@ -1,5 +1,5 @@
 import type { EventLogMetrics } from '../events/log.js';
-import type { MailKind } from '../mail/message.js';
+import type { MailMetrics } from '../mail/message.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
@@ -10,9 +10,9 @@ export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName 
  * label value ever comes from a client. The services know nothing of Prometheus; `NO_METRICS`, the
  * default (the CLI, tests, a server without METRICS_PORT), does nothing. The implementation
  * (`src/prometheus/metrics.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
- * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
+ * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`), and so are mail's (`MailMetrics`).
  */
-export interface Metrics extends EventLogMetrics, CacheMetrics {
+export interface Metrics extends EventLogMetrics, CacheMetrics, MailMetrics {
   /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
   tokensRevoked(kind: PrincipalKind, count: number): void;
   /** An RFC 7662 answer. */
@@ -22,10 +22,6 @@ export interface Metrics extends EventLogMetrics, CacheMetrics {
   rateLimited(limit: RateLimitName): void;
   /** A group commit: `size` items written in one transaction, in `seconds`. */
   batchWritten(writer: BatchWriter, size: number, seconds: number): void;
-  /** A mail the SMTP server accepted. */
-  mailSent(kind: MailKind): void;
-  /** An attempt to send a mail that failed (refused, timed out): tried again later, or given up after the last. */
-  mailFailed(kind: MailKind): void;
   /**
    * The HTTP request durations: present only with metrics on, so that without them the server
    * installs no hook at all.

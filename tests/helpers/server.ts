@@ -14,7 +14,7 @@ import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import { DEFAULT_MAIL_SENDER, type MailSenderSettings } from '../../src/mail/sender.js';
 import { DEFAULT_SMTP_TIMEOUTS, parseSmtpUrl, smtpTransport, type SmtpTimeouts } from '../../src/mail/smtp.js';
-import type { MailRequestLimitSettings } from '../../src/mail/limits.js';
+import type { MailRequestLimitSettings } from '../../src/limits/mail-requests.js';
 import { freePort } from './process.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';

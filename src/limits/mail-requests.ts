@@ -1,8 +1,7 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import { addressKey } from '../limits/address-key.js';
-import { tooManyRequests, waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
-import { NO_METRICS, type Metrics } from '../metrics/port.js';
+import { addressKey } from './address-key.js';
+import { tooManyRequests, waitInWords, type CounterOptions, type RateLimits } from './rate-limits.js';
 
 /**
  * How often anyone may have a mail sent by asking for it (a "Forgot your password?" link, a
@@ -28,7 +27,8 @@ export class MailRequestLimits {
   constructor(
     limits: RateLimits,
     settings: MailRequestLimitSettings = DEFAULT_MAIL_REQUEST_LIMITS,
-    private readonly metrics: Metrics = NO_METRICS,
+    /** Told of each refusal (the metrics' `mail_requests` limit). */
+    private readonly onRefused: () => void = () => {},
   ) {
     this.#perAddress = limits.counter('mail-requests-by-address', settings.perAddress);
     this.#perClient = limits.counter('mail-requests-by-client', settings.perClient);
@@ -41,7 +41,7 @@ export class MailRequestLimits {
       await Promise.all([this.#perClient?.consume(client), this.#perAddress?.consume(email)]);
     } catch (rejection) {
       const refusal = tooManyRequests(rejection);
-      this.metrics.rateLimited('mail_requests');
+      this.onRefused();
       const wait = waitInWords(refusal.details.retryAfterSeconds ?? 1);
       throw new TesseraError('TOO_MANY_REQUESTS', `Too many mails asked for: try again in ${wait}.`, refusal.details);
     }
