@@ -14,6 +14,7 @@ import { DEFAULT_STALE_LIMIT_MS } from './store/store.js';
 import { parsePostgresUrl } from 'tessera-tokens/internal/store/postgres/multi-host-url.js';
 import { DEFAULT_MAX_REVOKED_PER_APP } from './tokens/revocation.js';
 import { DEFAULT_FINALIZE_AFTER_MS } from './upgrade/registry.js';
+import { parseSmtpUrl, type SmtpServer } from './mail/smtp.js';
 
 /** Everything the service reads from its environment; see the README's configuration table. */
 export interface Config {
@@ -96,6 +97,14 @@ export interface Config {
    * undefined: then no metrics at all, and nothing counted.
    */
   metrics: MetricsListenerConfig | undefined;
+  /** Mail through the operator's SMTP server (`SMTP_URL`, `MAIL_FROM`); undefined: no mail, links are printed or shown. */
+  mail: MailConfig | undefined;
+}
+
+export interface MailConfig {
+  smtp: SmtpServer;
+  /** The `From` of every mail (`MAIL_FROM`); by default `Tessera <tessera@HOST>`, HOST that of PUBLIC_URL. */
+  from: string;
 }
 
 /**
@@ -128,6 +137,7 @@ export const SECRET_SETTINGS = [
   'REDIS_URL',
   'KEY_ENCRYPTION_KEY',
   'KEY_ENCRYPTION_KEY_PREVIOUS',
+  'SMTP_URL',
 ] as const;
 
 /** The largest secret file read: a URL is far shorter, so a larger file is not the one meant. */
@@ -282,7 +292,32 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     webhookDestinations: { allowHttp: onOff(env, 'WEBHOOK_ALLOW_HTTP', false), allowPrivate: onOff(env, 'WEBHOOK_ALLOW_PRIVATE', false) },
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 30) * 1000,
     metrics: metricsListener(env),
+    mail: mailConfig(env),
   };
+}
+
+/** SMTP_URL and MAIL_FROM; mail needs PUBLIC_URL, the base of every link it holds. No error repeats the URL, which may hold a password. */
+function mailConfig(env: NodeJS.ProcessEnv): MailConfig | undefined {
+  const raw = env.SMTP_URL?.trim() ?? '';
+  if (raw === '') {
+    if ((env.MAIL_FROM?.trim() ?? '') !== '') throw new ConfigError('MAIL_FROM is set but SMTP_URL is not: set SMTP_URL too, or neither.');
+    return undefined;
+  }
+  let smtp: SmtpServer;
+  try {
+    smtp = parseSmtpUrl(raw);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const base = publicUrl(env);
+  if (base === undefined) {
+    throw new ConfigError('SMTP_URL needs PUBLIC_URL: every link a mail holds (a password link, an invitation, an alert) is whole.');
+  }
+  const from = env.MAIL_FROM?.trim() || `Tessera <tessera@${new URL(base).hostname}>`;
+  if (/[\r\n]/.test(from) || !/@[^@\s>]+>?$/.test(from)) {
+    throw new ConfigError('MAIL_FROM must be an address, alone (tessera@example.com) or with a name (Tessera <tessera@example.com>).');
+  }
+  return { smtp, from };
 }
 
 function keyEncryptionKey(env: NodeJS.ProcessEnv, name = 'KEY_ENCRYPTION_KEY'): Buffer | undefined {

@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { EventLog } from './events/log.js';
 import type { JwtKeyService } from './jwt/keys.js';
+import { ALERT_MAX_AGE_MS, HOUR_MS } from './mail/alerts.js';
 import type { Store } from './store/store.js';
 
 export interface HousekeepingSettings {
@@ -36,6 +37,9 @@ const BATCH = 1000;
  */
 export const COUNT_WRITERS_KEPT_MS = 24 * 3600_000;
 
+/** How long a mail sent or given up stays in the outbox, for an operator who asks what became of it. */
+export const FINISHED_MAIL_KEPT_MS = 24 * 3600_000;
+
 export interface HousekeepingReport {
   expiredTokens: number;
   /** Single revocations of anonymous tokens that have expired since. */
@@ -61,13 +65,18 @@ export interface HousekeepingReport {
   jwtKeys: number;
   /** Whether a JWT key was rolled in because the signing one reached `jwtKeyRotationMs`. */
   jwtKeyRotated: boolean;
+  /** Alerts not mailed within `ALERT_MAX_AGE_MS` (none are without SMTP_URL), and the hourly notices of past hours. */
+  staleAlerts: number;
+  alertNotices: number;
+  /** Mails sent or given up more than `FINISHED_MAIL_KEPT_MS` ago. */
+  finishedMail: number;
 }
 
 /**
  * Removes what can no longer be used or is no longer kept: expired tokens, revocations of tokens
  * that have expired since, expired portal sessions, one-time links and once claims, audit events
- * (of apps and of developers' accounts) and counts beyond their retention, and the writers of
- * counts gone quiet. Each class of events is trimmed to its own cap, so refusals never push audit
+ * (of apps and of developers' accounts) and counts beyond their retention, the writers of counts
+ * gone quiet, alerts too old to mail (all of them without a mail server) and mail long sent. Each class of events is trimmed to its own cap, so refusals never push audit
  * events out. Works in small batches, yielding to requests between them, so that it never holds
  * the store (or, with SQLite, the event loop) for long.
  */
@@ -130,6 +139,10 @@ export class Housekeeping {
     const jwtKeyRotated =
       this.settings.jwtKeyRotationMs > 0 && (await this.jwtKeys?.rotateIfOlderThan(this.settings.jwtKeyRotationMs)) === true;
     const jwtKeys = (await this.jwtKeys?.tidy()) ?? 0;
+    const { mail } = this.store;
+    const staleAlerts = await drain((batch) => mail.deleteAlertsBefore(now - ALERT_MAX_AGE_MS, batch));
+    const alertNotices = await drain((batch) => mail.deleteNoticesBefore(Math.floor(now / HOUR_MS) - 1, batch));
+    const finishedMail = await drain((batch) => mail.deleteFinishedBefore(now - FINISHED_MAIL_KEPT_MS, batch));
     return {
       expiredTokens,
       expiredRevocations,
@@ -144,6 +157,9 @@ export class Housekeeping {
       expiredStatus,
       jwtKeys,
       jwtKeyRotated,
+      staleAlerts,
+      alertNotices,
+      finishedMail,
     };
   }
 }

@@ -306,6 +306,7 @@ function buildApp(
       publicUrl,
       signup: portalSignup,
       logger,
+      alerts: tessera.mail?.alerts,
     });
     app.get('/', async (request, reply) => {
       // `GET *` (an asterisk-form target) is routed here too: it names no resource.

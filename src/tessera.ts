@@ -45,6 +45,13 @@ import { WebhookSecrets, WebhookService } from './webhooks/service.js';
 import { JwtKeyService } from './jwt/keys.js';
 import { StatusLists } from './jwt/status-lists.js';
 import { JwtIssuer } from './jwt/issuer.js';
+import { AlertMailer, AlertSettings } from './mail/alerts.js';
+import { EmailConfirmations } from './mail/confirmation.js';
+import { DEFAULT_MAIL_REQUEST_LIMITS, MailRequestLimits, type MailRequestLimitSettings } from './limits/mail-requests.js';
+import { DEFAULT_OUTBOX_BOUNDS, MailOutbox } from './mail/outbox.js';
+import { DEFAULT_MAIL_SENDER, MailSender, type MailSenderSettings } from './mail/sender.js';
+import type { MailTransport } from './mail/smtp.js';
+import type { OutboxBounds } from './mail/store.js';
 
 /**
  * The domain services wired to one store: the composition root of the HTTP server and the CLI.
@@ -98,6 +105,8 @@ export interface Tessera {
   readonly attestation: Attestation;
   /** JWT access tokens: their keys (`tessera keys`, the JWKS), status lists and issuer. */
   readonly jwt: Jwt;
+  /** Mail, with a mail server (`SMTP_URL`); undefined without. The sender is not started: the server starts it. */
+  readonly mail: Mail | undefined;
   /**
    * Stops housekeeping, writes the buffered audit events (or says what is lost), then closes the
    * limits and the store. While the database cannot be reached, the events are tried again until
@@ -112,6 +121,25 @@ export interface Attestation {
   playIntegrity: PlayIntegrity;
   appAttest: AppAttest;
   checker: AttestationChecker;
+}
+
+export interface Mail {
+  /** Mail waiting to be sent, written by the services in their changes' transactions. */
+  outbox: MailOutbox;
+  /** The loop that sends it, and mails the alerts (`tessera serve` starts it). */
+  sender: MailSender;
+  /** Whether each member gets each app's alerts. */
+  alerts: AlertSettings;
+}
+
+/** What mail needs (`SMTP_URL`). */
+export interface MailOptions {
+  transport: MailTransport;
+  /** PUBLIC_URL: every link mailed is whole. */
+  publicUrl: string;
+  sender?: MailSenderSettings;
+  bounds?: OutboxBounds;
+  requestLimits?: MailRequestLimitSettings;
 }
 
 export interface Jwt {
@@ -155,6 +183,8 @@ export interface TesseraOptions {
   webhookPollMs?: number;
   /** How long a webhook delivery's attempt may take (WEBHOOK_TIMEOUT_SECONDS); 10 s by default. */
   webhookTimeoutMs?: number;
+  /** Mail through the operator's SMTP server (SMTP_URL); none by default. Needs `keyEncryptionKey`. */
+  mail?: MailOptions | undefined;
 }
 
 export function createTessera(options: TesseraOptions): Tessera {
@@ -192,7 +222,10 @@ export function createTessera(options: TesseraOptions): Tessera {
   // Every service that acts on an app asks this first, whichever page, route or command calls it.
   const access = new AppAccess((appId, developerId) => store.developers.members.roleOf(appId, developerId));
   const apps = new AppService(store.apps, store, clock, events, access, capabilities, checking.forget);
-  const developers = new DeveloperAccounts(store.developers, store, clock, signInLimits, links);
+  const encryption =
+    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey, options.previousKeyEncryptionKey);
+  const mail = options.mail === undefined ? undefined : createMail(options.mail, store, clock, encryption, access, limits, metrics, warn);
+  const developers = new DeveloperAccounts(store.developers, store, clock, signInLimits, { ...links, mail: mail?.accounts });
   const developerLimits = new DeveloperLimits(
     limits,
     options.developerLimits ?? DEFAULT_DEVELOPER_LIMITS,
@@ -227,12 +260,9 @@ export function createTessera(options: TesseraOptions): Tessera {
       metrics,
     ),
   };
-  const keyEncryption =
-    options.keyEncryptionKey === undefined ? undefined : new KeyEncryption(options.keyEncryptionKey, options.previousKeyEncryptionKey);
-  const jwtKeys = new JwtKeyService(store.jwtKeys, clock, keyEncryption, () => checking.jwts.forgetAll());
   const refusalBursts = new RefusalBurstWatch(events, store, clock, warn);
   events.onRecord((type, appId, at, details) => refusalBursts.note(type, appId, at, details));
-  const webhookSecrets = new WebhookSecrets(keyEncryption);
+  const webhookSecrets = new WebhookSecrets(encryption);
   const webhookDestinations = options.webhookDestinations ?? SAFE_DESTINATIONS;
   const webhookSender = new WebhookSender(store.webhooks, webhookSecrets, {
     policy: webhookDestinations,
@@ -242,6 +272,7 @@ export function createTessera(options: TesseraOptions): Tessera {
     ...(options.webhookPollMs === undefined ? {} : { pollMs: options.webhookPollMs }),
     ...(options.webhookTimeoutMs === undefined ? {} : { timeoutMs: options.webhookTimeoutMs }),
   });
+  const jwtKeys = new JwtKeyService(store.jwtKeys, clock, encryption, () => checking.jwts.forgetAll());
   const housekeeping = new Housekeeping(
     store,
     events,
@@ -262,6 +293,7 @@ export function createTessera(options: TesseraOptions): Tessera {
   const members = new AppMembers(store.developers, store, store.apps, clock, events, developerLimits, access, {
     ...links,
     onChange: checking.forget,
+    mail: mail?.mail.outbox,
   });
   return {
     store,
@@ -323,13 +355,61 @@ export function createTessera(options: TesseraOptions): Tessera {
     capabilities,
     attestation,
     jwt,
+    mail: mail?.mail,
     async close(keepTryingUntil) {
+      await mail?.mail.sender.stop();
       await housekeeping.stop();
       await webhookSender.stop();
       await refusalBursts.stop();
       await events.close(keepTryingUntil);
       await limits.close();
       await store.close();
+    },
+  };
+}
+
+function createMail(
+  options: MailOptions,
+  store: Store,
+  clock: Clock,
+  encryption: KeyEncryption | undefined,
+  access: AppAccess,
+  limits: RateLimits,
+  metrics: Metrics,
+  warn: (message: string, error: unknown) => void,
+) {
+  if (encryption === undefined) {
+    throw new Error(
+      'Mail (SMTP_URL) needs a key encryption key (KEY_ENCRYPTION_KEY): the mail waiting to be sent holds one-time links, kept encrypted under it.',
+    );
+  }
+  const outbox = new MailOutbox(encryption, clock, options.publicUrl.replace(/\/+$/, ''), options.bounds ?? DEFAULT_OUTBOX_BOUNDS, (kind) =>
+    warn(`a mail (${kind}) was not written: as much mail as the outbox may hold is waiting for its address, or in all`, undefined),
+  );
+  const sender = new MailSender(
+    store.mail,
+    outbox,
+    options.transport,
+    new AlertMailer(store, outbox, clock),
+    clock,
+    metrics,
+    options.sender ?? DEFAULT_MAIL_SENDER,
+    warn,
+  );
+  return {
+    mail: {
+      outbox,
+      sender,
+      alerts: new AlertSettings(store.mail, (appId, developerId, context) =>
+        access.authorizeDeveloper(appId, developerId, 'view_app', context),
+      ),
+    } satisfies Mail,
+    accounts: {
+      outbox,
+      confirmations: new EmailConfirmations(encryption),
+      limits: new MailRequestLimits(limits, options.requestLimits ?? DEFAULT_MAIL_REQUEST_LIMITS, () =>
+        metrics.rateLimited('mail_requests'),
+      ),
     },
   };
 }

@@ -7,8 +7,8 @@ import { spec, tap } from 'node:test/reporters';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `npm test`: every test file, and the HTTP and CLI tests (tests/http/, tests/cli/) again on
- * PostgreSQL. Files that own their store and port (a fresh SQLite file or PostgreSQL database, a
+ * `npm test`: every test file, and the HTTP, CLI and mail tests (tests/http/, tests/cli/,
+ * tests/mail/) again on PostgreSQL. Files that own their store and port (a fresh SQLite file or PostgreSQL database, a
  * port the kernel picks, a Redis key prefix of their own) run in parallel. Then, one at a time, the
  * files that must have the machine to themselves: they restart PostgreSQL for everyone
  * (tests/cluster/outage), time answers to within a fraction of a second, which files working
@@ -76,8 +76,8 @@ const LONGEST_FIRST = [
   'browser/',
 ];
 
-/** The tests that run on each store: HTTP, and the operator CLI's import and export beside a server. */
-const ON_EACH_STORE = ['http/', 'cli/'];
+/** The tests that run on each store: HTTP, the operator CLI's import and export beside a server, and mail. */
+const ON_EACH_STORE = ['http/', 'cli/', 'mail/'];
 
 /** How many of the slowest files the summary names. */
 const SLOWEST_SHOWN = 15;

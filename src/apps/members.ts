@@ -14,6 +14,8 @@ import { actingDeveloperId, developerDetails, requireOperator, type RequestConte
 import type { AppStore } from './store.js';
 import { writeAccountAudit, type AccountTables } from '../developers/account-audit.js';
 import type { Transactional } from 'tessera-tokens/internal/transaction.js';
+import { invitationMail } from '../mail/message.js';
+import type { MailOutbox, MailTables } from '../mail/outbox.js';
 
 export interface OwnerChange {
   appId: string;
@@ -56,7 +58,12 @@ export interface AppMembersOptions {
   publicUrl?: string | undefined;
   /** Called after a change that took authority away (credentials revoked with a member), so that this process's caches drop the app at once. */
   onChange?: (appId: string) => void;
+  /** With a mail server (`SMTP_URL`): invitations are mailed too. */
+  mail?: MailOutbox | undefined;
 }
+
+/** An invitation's link, and whether it was mailed to the address too (`SMTP_URL`). */
+export type IssuedInvitation = IssuedLink & { mailed: boolean };
 
 /**
  * Who owns an app and who collaborates on it (`developers/roles.ts`). The operator sets owners (`tessera apps
@@ -66,7 +73,7 @@ export interface AppMembersOptions {
 export class AppMembers {
   constructor(
     private readonly store: DeveloperStore,
-    private readonly transactions: Transactional<AccountTables>,
+    private readonly transactions: Transactional<AccountTables & MailTables>,
     private readonly apps: AppStore,
     private readonly clock: Clock,
     private readonly events: EventLog,
@@ -138,7 +145,7 @@ export class AppMembers {
    * earlier invitation to the app for the same email. The operator or the app's owner; the owner
    * within its limit of invitations (`DeveloperLimits`), taken before the link is made.
    */
-  async invite(appId: string, email: string, context: RequestContext): Promise<IssuedLink> {
+  async invite(appId: string, email: string, context: RequestContext): Promise<IssuedInvitation> {
     await this.access.authorize(appId, 'manage_collaborators', context);
     const invitedBy = actingDeveloperId(context) ?? null;
     const invitee = checkedEmail(email);
@@ -158,7 +165,11 @@ export class AppMembers {
       createdAt: stamp.at,
       expiresAt: stamp.at + LINK_LIFETIME_MS.invitation,
     };
-    await this.transactions.transaction(async (tx) => {
+    const issued = issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
+    const { mail } = this.options;
+    const invitation =
+      mail === undefined ? undefined : await this.#invitationMail(mail, appId, invitedBy, invitee, mail.link(issued.path), link.expiresAt);
+    const mailed = await this.transactions.transaction(async (tx) => {
       if ((await tx.developers.links.insert(link)) === undefined) throw appNotFound();
       await writeAccountAudit(tx, {
         app: [
@@ -169,8 +180,19 @@ export class AppMembers {
           },
         ],
       });
+      return mail === undefined || invitation === undefined ? false : mail.enqueue(tx, 'invitation', invitation);
     });
-    return issuedLink('invitation', link.id, secret.token, link.expiresAt, this.options.publicUrl);
+    if (mailed) mail?.queued();
+    return { ...issued, mailed };
+  }
+
+  async #invitationMail(mail: MailOutbox, appId: string, invitedBy: string | null, invitee: string, url: string, expiresAt: number) {
+    const [app, inviter] = await Promise.all([
+      this.apps.findById(appId),
+      invitedBy === null ? undefined : this.store.accounts.findById(invitedBy),
+    ]);
+    if (app === undefined) throw appNotFound();
+    return invitationMail(invitee, app.name, inviter?.email ?? null, url, expiresAt);
   }
 
   /**

@@ -8,6 +8,7 @@ import { createLogger } from '../logger.js';
 import { loadPrometheusMetrics } from '../prometheus/load.js';
 import { listenForMetrics, type MetricsListener } from '../http/metrics-listener.js';
 import { openStore } from '../store/open.js';
+import { smtpTransport } from '../mail/smtp.js';
 import { createTessera } from '../tessera.js';
 import type { Tracing } from '../tracing/start.js';
 import { createDemoDeveloper, demoBanner } from './demo.js';
@@ -44,6 +45,14 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   });
   const measured = metrics === undefined ? openedStore : metrics.instrument(openedStore);
   const store = tracing === undefined ? measured : tracing.spans.traceStore(measured);
+  const keyEncryptionKey = resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl);
+  if (config.mail !== undefined && keyEncryptionKey === undefined) {
+    await store.close();
+    throw new Error(
+      'Tessera does not start: SMTP_URL needs KEY_ENCRYPTION_KEY on PostgreSQL (openssl rand -base64 32, the same on every instance). ' +
+        'The mail waiting to be sent holds one-time links, kept encrypted under it (docs/deployment.md, "Mail").',
+    );
+  }
   const tessera = createTessera({
     store,
     ...(metrics === undefined ? {} : { metrics }),
@@ -54,11 +63,15 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
     upgradeFinalizeAfterMs: config.upgradeFinalizeAfterMs,
     developerLimits: { ...DEFAULT_DEVELOPER_LIMITS, ownedApps: config.portalAppsPerDeveloper },
     publicUrl: config.publicUrl,
-    keyEncryptionKey: resolveKeyEncryptionKey(config.keyEncryptionKey, config.databaseUrl),
+    keyEncryptionKey,
     previousKeyEncryptionKey: config.previousKeyEncryptionKey,
     statusListTtlSeconds: config.statusListTtlSeconds,
     webhookDestinations: config.webhookDestinations,
     webhookTimeoutMs: config.webhookTimeoutMs,
+    mail:
+      config.mail === undefined || config.publicUrl === undefined
+        ? undefined
+        : { transport: smtpTransport(config.mail.smtp, config.mail.from), publicUrl: config.publicUrl },
     onWarning: (message, error) => logger.warn({ err: error }, message),
     onNotice: (message) => logger.info(message),
   });
@@ -140,6 +153,7 @@ export async function serve(config: Config, tracing?: Tracing): Promise<void> {
   tessera.housekeeping.start();
   tessera.webhookSender.start();
   tessera.refusalBursts.start();
+  tessera.mail?.sender.start();
   logger.info(
     { url: baseUrl, store: store.backend, version: build.version, commit: build.commit, schemaVersion: build.schemaVersion },
     'Tessera is listening',

@@ -15,6 +15,10 @@ import { developerStamp } from './stamp.js';
 import type { DeveloperStore } from './store.js';
 import { StoreConflictError, type Transactional } from 'tessera-tokens/internal/transaction.js';
 import { writeAccountAudit, type AccountTables } from './account-audit.js';
+import { CONFIRMATION_LIFETIME_MS, type EmailConfirmations } from '../mail/confirmation.js';
+import type { MailRequestLimits } from '../limits/mail-requests.js';
+import { confirmationMail, passwordResetMail } from '../mail/message.js';
+import type { MailOutbox, MailTables } from '../mail/outbox.js';
 
 export interface CreatedDeveloper {
   developer: DeveloperDescription;
@@ -32,6 +36,23 @@ export interface DisabledDeveloper {
 export interface DeveloperAccountsOptions {
   /** The portal's public URL (`PUBLIC_URL`), for whole links; without it, links are paths. */
   publicUrl?: string | undefined;
+  /** With a mail server (`SMTP_URL`): the mail of accounts (confirmations, forgotten passwords). */
+  mail?: AccountMail | undefined;
+}
+
+/** What accounts mail with. */
+export interface AccountMail {
+  outbox: MailOutbox;
+  confirmations: EmailConfirmations;
+  limits: MailRequestLimits;
+}
+
+/** A confirmation of an address, as its link's page shows it. */
+export interface EmailConfirmation {
+  developerId: string;
+  email: string;
+  /** Whether it was confirmed already. */
+  confirmed: boolean;
 }
 
 /**
@@ -41,7 +62,7 @@ export interface DeveloperAccountsOptions {
 export class DeveloperAccounts {
   constructor(
     private readonly store: DeveloperStore,
-    private readonly transactions: Transactional<AccountTables>,
+    private readonly transactions: Transactional<AccountTables & MailTables>,
     private readonly clock: Clock,
     private readonly limits: SignInLimits,
     private readonly options: DeveloperAccountsOptions = {},
@@ -53,14 +74,23 @@ export class DeveloperAccounts {
    */
   async create(email: string, password: string | null, context: RequestContext): Promise<CreatedDeveloper> {
     requireOperator(context);
-    return this.#create(email, password, context);
+    return this.#create(email, password, context, 'operator');
   }
 
-  async #create(email: string, password: string | null, context: RequestContext): Promise<CreatedDeveloper> {
+  /** An account the operator makes is confirmed (the operator vouches for its address); one signed up for is not, until its link is followed. */
+  async #create(email: string, password: string | null, context: RequestContext, by: 'operator' | 'sign-up'): Promise<CreatedDeveloper> {
     const normalisedEmail = checkedEmail(email);
     const passwordHash = password === null ? null : await hashPassword(checkedNewPassword(password));
     const now = this.clock.now();
-    const developer: DeveloperRecord = { id: newDeveloperId(), email: normalisedEmail, passwordHash, createdAt: now, disabledAt: null };
+    const developer: DeveloperRecord = {
+      id: newDeveloperId(),
+      email: normalisedEmail,
+      passwordHash,
+      createdAt: now,
+      disabledAt: null,
+      emailConfirmedAt: by === 'operator' ? now : null,
+    };
+    const { mail } = this.options;
     const link = passwordHash === null ? this.#newPasswordLink('set_password', developer.id, now) : null;
     const stamp = developerStamp(developer.id, now, context);
     const events: NewDeveloperEvent[] = [{ ...stamp, type: 'developer.created', details: { hasPassword: passwordHash !== null } }];
@@ -70,11 +100,13 @@ export class DeveloperAccounts {
         await tx.developers.accounts.insert(developer);
         if (link !== null) await tx.developers.links.insert(link.record);
         await writeAccountAudit(tx, { developer: events });
+        if (mail !== undefined && by === 'sign-up') await this.#enqueueConfirmation(tx, mail, developer, now);
       });
     } catch (error) {
       if (error instanceof StoreConflictError) throw new TesseraError('CONFLICT', 'A developer with this email address exists.');
       throw error;
     }
+    mail?.outbox.queued();
     return { developer: describeDeveloper(developer), link: link === null ? null : this.#issued(link.record, link.token) };
   }
 
@@ -87,7 +119,82 @@ export class DeveloperAccounts {
   async signUp(email: string, password: string, context: RequestContext): Promise<CreatedDeveloper> {
     const attempt = { email: undefined, clientAddress: context.clientAddress, trustedDevice: null };
     await this.limits.admit(attempt); // and never given back: every attempt counts
-    return this.#create(email, password, context);
+    return this.#create(email, password, context, 'sign-up');
+  }
+
+  /**
+   * "Forgot your password?": mails a reset link to the address if an enabled account has it, and
+   * does nothing otherwise; the caller answers the same either way. Counted against the mail
+   * request limits (per address, per client address) whether or not the account exists.
+   */
+  async mailPasswordReset(email: string, context: RequestContext): Promise<void> {
+    const mail = this.#mail();
+    const normalised = checkedEmail(email);
+    await mail.limits.take(normalised, context.clientAddress);
+    const developer = await this.store.accounts.findByEmail(normalised);
+    if (developer === undefined || developer.disabledAt !== null) return;
+    const now = this.clock.now();
+    const link = this.#newPasswordLink('reset_password', developer.id, now);
+    const issued = this.#issued(link.record, link.token);
+    const stamp = developerStamp(developer.id, now, context);
+    await this.transactions.transaction(async (tx) => {
+      if ((await tx.developers.links.insert(link.record)) === undefined) return;
+      await writeAccountAudit(tx, {
+        developer: [{ ...stamp, type: 'developer.link_issued', details: { ...linkDetails(link.record), mailed: true } }],
+      });
+      await mail.outbox.enqueue(
+        tx,
+        'password_reset',
+        passwordResetMail(developer.email, mail.outbox.link(issued.path), link.record.expiresAt),
+      );
+    });
+    mail.outbox.queued();
+  }
+
+  /** Mails the developer's confirmation link again (the portal's banner), within the mail request limits. */
+  async mailConfirmation(developerId: string, context: RequestContext): Promise<void> {
+    const mail = this.#mail();
+    const developer = await this.store.accounts.findById(developerId);
+    if (developer === undefined || developer.disabledAt !== null || developer.emailConfirmedAt !== null) return;
+    await mail.limits.take(developer.email, context.clientAddress);
+    await this.transactions.transaction((tx) => this.#enqueueConfirmation(tx, mail, developer, this.clock.now()));
+    mail.outbox.queued();
+  }
+
+  /** What a confirmation link is for, if it works now; `INVALID_LINK` otherwise (also for an address the account no longer has). */
+  async emailConfirmation(token: string): Promise<EmailConfirmation> {
+    const claim = this.#mail().confirmations.read(token);
+    if (claim === undefined || claim.expiresAt <= this.clock.now()) throw invalidLink();
+    const developer = await this.store.accounts.findById(claim.developerId);
+    if (developer === undefined || developer.disabledAt !== null || developer.email !== claim.email) throw invalidLink();
+    return { developerId: developer.id, email: developer.email, confirmed: developer.emailConfirmedAt !== null };
+  }
+
+  /** Confirms the address of a confirmation link; following it again changes nothing. */
+  async confirmEmail(token: string): Promise<EmailConfirmation> {
+    const confirmation = await this.emailConfirmation(token);
+    if (!confirmation.confirmed) {
+      await this.transactions.transaction((tx) => tx.mail.confirmEmail(confirmation.developerId, confirmation.email, this.clock.now()));
+    }
+    return { ...confirmation, confirmed: true };
+  }
+
+  /** Whether accounts are mailed (`SMTP_URL`). */
+  get mails(): boolean {
+    return this.options.mail !== undefined;
+  }
+
+  #mail(): AccountMail {
+    const { mail } = this.options;
+    if (mail === undefined) throw new TesseraError('NOT_FOUND', 'This service sends no mail (no SMTP_URL).');
+    return mail;
+  }
+
+  async #enqueueConfirmation(tx: MailTables, mail: AccountMail, developer: DeveloperRecord, now: number): Promise<void> {
+    const expiresAt = now + CONFIRMATION_LIFETIME_MS;
+    const token = mail.confirmations.token({ developerId: developer.id, email: developer.email, expiresAt });
+    const url = mail.outbox.link(`/portal/confirm-email?token=${token}`);
+    await mail.outbox.enqueue(tx, 'confirmation', confirmationMail(developer.email, url, expiresAt));
   }
 
   async list(): Promise<DeveloperDescription[]> {

@@ -12,6 +12,12 @@ export interface DeveloperRecord {
   createdAt: number;
   /** UNIX ms; a disabled developer cannot sign in and has no session. Null while enabled. */
   disabledAt: number | null;
+  /**
+   * UNIX ms: when the address was confirmed, by the link mailed at sign-up, or at creation for an
+   * account the operator made (the operator vouches for it); null until then. Alerts are mailed to
+   * confirmed addresses only (docs/portal.md, "Mail").
+   */
+  emailConfirmedAt: number | null;
 }
 
 /** What an operator may see of a developer: never the password's hash. */

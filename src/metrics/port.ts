@@ -1,4 +1,5 @@
 import type { EventLogMetrics } from '../events/log.js';
+import type { MailMetrics } from '../mail/message.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
@@ -9,9 +10,9 @@ export { NO_CACHE_LOOKUPS, type CacheLookups, type CacheMetrics, type CacheName 
  * label value ever comes from a client. The services know nothing of Prometheus; `NO_METRICS`, the
  * default (the CLI, tests, a server without METRICS_PORT), does nothing. The implementation
  * (`src/prometheus/metrics.ts`) adds to plain numbers, read when Prometheus scrapes: a call on a hot path costs
- * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`).
+ * an increment, never a label lookup. The event log's calls are declared with it (`EventLogMetrics`), and so are mail's (`MailMetrics`).
  */
-export interface Metrics extends EventLogMetrics, CacheMetrics, WebhookMetrics {
+export interface Metrics extends EventLogMetrics, CacheMetrics, WebhookMetrics, MailMetrics {
   /** Tokens revoked, one by one or `count` at a time (a revoke-all). */
   tokensRevoked(kind: PrincipalKind, count: number): void;
   /** An RFC 7662 answer. */
@@ -44,7 +45,8 @@ export type RateLimitName =
   | 'attestation_failures_per_address'
   | 'sign_in'
   | 'app_creations'
-  | 'invitations';
+  | 'invitations'
+  | 'mail_requests';
 
 export type BatchWriter = 'tokens' | 'events';
 
@@ -71,4 +73,6 @@ export const NO_METRICS: Metrics = Object.freeze({
   eventWriteFailed() {},
   eventsLost() {},
   webhookAttempted() {},
+  mailSent() {},
+  mailFailed() {},
 });

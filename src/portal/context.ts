@@ -13,6 +13,7 @@ import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperSessions } from '../developers/sessions.js';
 import type { TokenRevoker } from '../tokens/revocation.js';
 import type { PortalCookies } from './cookies.js';
+import type { AlertSettings } from '../mail/alerts.js';
 
 /** What the portal's pages use. */
 export interface PortalOptions {
@@ -38,6 +39,8 @@ export interface PortalOptions {
   signup?: 'open' | 'invite';
   /** The server's logger, for the pages' errors (`5xx`, as the API's are logged); none, nothing is logged. */
   logger?: Logger | undefined;
+  /** With mail (`SMTP_URL`): each member's alerts of each app, turned off or on on the app's page; undefined without. */
+  alerts?: AlertSettings | undefined;
 }
 
 /** What every page file is given. */

@@ -7,6 +7,8 @@ export interface PageFrame {
   developer?: DeveloperRecord | undefined;
   /** The form token of this page, for the "Sign out" form and the page's own forms. */
   csrfToken: string;
+  /** Whether to ask the developer to confirm their address (mail is sent, and it is not confirmed yet). */
+  confirmEmail?: boolean | undefined;
 }
 
 /** The frame of a signed-in developer's page. */
@@ -25,7 +27,7 @@ export interface PageInput extends PageFrame {
  * Content-Security-Policy allows nothing else), a header with the developer and "Sign out", and
  * the page in `<main>`. The script only enhances: every form works without it.
  */
-export function page({ title, developer, csrfToken, body }: PageInput): Html {
+export function page({ title, developer, csrfToken, confirmEmail, body }: PageInput): Html {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -54,11 +56,23 @@ export function page({ title, developer, csrfToken, body }: PageInput): Html {
   }
 </header>
 <main id="main">
+${developer !== undefined && confirmEmail === true ? confirmEmailBanner(developer.email, csrfToken) : null}
 ${body}
 </main>
 </body>
 </html>
 `;
+}
+
+/** Until the developer follows the link mailed at sign-up: what it is for, and a way to have it mailed again. */
+function confirmEmailBanner(email: string, csrfToken: string): Html {
+  return html`<div class="notice banner" role="status" data-confirm-email>
+  <p>Confirm your email address: open the link mailed to <strong>${email}</strong>. Until then, no alert about your apps is mailed to you.</p>
+  <form method="post" action="/portal/account/confirm-email" class="inline">
+    <input type="hidden" name="_csrf" value="${csrfToken}">
+    <button type="submit" class="link">Mail the link again</button>
+  </form>
+</div>`;
 }
 
 /** A message above a form: what went wrong, read out by screen readers as it appears. */

@@ -27,11 +27,15 @@ import { invitationPages } from './pages/invitation/routes.js';
 import { peoplePages } from './pages/people/routes.js';
 import { setPasswordPages } from './pages/set-password/routes.js';
 import { signUpPages } from './pages/sign-up/routes.js';
+import { forgotPasswordPages } from './pages/forgot-password/routes.js';
+import { confirmEmailPages } from './pages/confirm-email/routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The portal's session of this request, if it has a working one. */
     portalSession: CurrentSession | null;
+    /** Whether its pages ask the developer signed in to confirm their address (mail is sent, and it is not confirmed). */
+    portalConfirmEmail: boolean;
   }
 }
 
@@ -64,6 +68,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     publicUrl,
     signup = 'invite',
     logger,
+    alerts,
   } = options;
   const context: PortalContext = {
     ...{
@@ -81,6 +86,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
       secureCookies,
       publicUrl,
       signup,
+      alerts,
     },
     cookies: portalCookies(secureCookies),
   };
@@ -117,9 +123,11 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
   });
   acceptFormBodies(app);
   app.decorateRequest('portalSession', null);
+  app.decorateRequest('portalConfirmEmail', false);
   app.addHook('onRequest', async (request) => {
     const token = request.cookies[cookies.session.name];
     if (token !== undefined) request.portalSession = (await sessions.current(token, { background: isBackground(request) })) ?? null;
+    request.portalConfirmEmail = context.developers.mails && request.portalSession?.developer.emailConfirmedAt === null;
   });
   app.addHook('onSend', async (_request, reply) => {
     // Pages show keys: no cache, no shared cache, no back-button copy.
@@ -145,6 +153,8 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
   await app.register(setPasswordPages, context);
   await app.register(accountPages, context);
   await app.register(signUpPages, context);
+  await app.register(forgotPasswordPages, context);
+  await app.register(confirmEmailPages, context);
 }
 
 function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {

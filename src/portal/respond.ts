@@ -67,7 +67,7 @@ export function asDeveloper(request: FastifyRequest, developer?: { id: string })
 
 /** What a signed-in developer's page is framed with (`PageFrame`): the developer, and a new form token. */
 export function signedIn(request: FastifyRequest, reply: FastifyReply): SignedInFrame {
-  return { developer: sessionOf(request).developer, csrfToken: reply.generateCsrf() };
+  return { developer: sessionOf(request).developer, csrfToken: reply.generateCsrf(), confirmEmail: request.portalConfirmEmail };
 }
 
 /** What a page for a browser not signed in is framed with: a new form token, and no developer. */

@@ -3,6 +3,7 @@ import type { BuildInfo } from 'tessera-tokens/internal/release.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventType } from '../events/event.js';
 import type { LossReason, LostPart } from '../events/log.js';
+import { MAIL_KINDS, type MailKind } from '../mail/message.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import type { Actor } from '../request-context.js';
 import type { Store } from '../store/store.js';
@@ -33,6 +34,7 @@ const LIMITS: readonly RateLimitName[] = [
   'sign_in',
   'app_creations',
   'invitations',
+  'mail_requests',
 ];
 const WRITERS: readonly BatchWriter[] = ['tokens', 'events'];
 const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['delivered', 'retried', 'failed'];
@@ -75,6 +77,8 @@ export class PrometheusMetrics implements Metrics {
     LOST_PARTS.flatMap((part) => LOSS_REASONS.map((reason) => [`${part} ${reason}`, new CountSeries({ part, reason })] as const)),
   );
   readonly #webhookAttempts = seriesOf(DELIVERY_OUTCOMES, (outcome) => ({ outcome }));
+  readonly #mailSent = seriesOf(MAIL_KINDS, (kind) => ({ kind }));
+  readonly #mailFailed = seriesOf(MAIL_KINDS, (kind) => ({ kind }));
   readonly #routes = new Map<string, RouteSeries>();
   #storeOperations: StoreOperation[] = [];
   #unwrittenEvents: () => number = () => 0;
@@ -199,6 +203,16 @@ export class PrometheusMetrics implements Metrics {
       ['outcome'],
       () => this.#webhookAttempts.values(),
     );
+    collectedCounter(registry, 'tessera_mail_sent_total', 'Mails the SMTP server accepted (SMTP_URL), by kind.', ['kind'], () =>
+      this.#mailSent.values(),
+    );
+    collectedCounter(
+      registry,
+      'tessera_mail_failed_total',
+      'Attempts to send a mail that failed (refused, or no answer in time), by kind: each is tried again later, until given up.',
+      ['kind'],
+      () => this.#mailFailed.values(),
+    );
     const unwritten = () => this.#unwrittenEvents();
     new Gauge({
       name: 'tessera_event_buffer_events',
@@ -309,6 +323,14 @@ export class PrometheusMetrics implements Metrics {
   batchWritten(writer: BatchWriter, size: number, seconds: number): void {
     this.#batchSizes.get(writer)!.observe(size);
     this.#batchDurations.get(writer)!.observe(seconds);
+  }
+
+  mailSent(kind: MailKind): void {
+    this.#mailSent.get(kind)!.add();
+  }
+
+  mailFailed(kind: MailKind): void {
+    this.#mailFailed.get(kind)!.add();
   }
 
   eventWriteFailed(): void {

@@ -14,6 +14,7 @@ export const STORE_PARTS = {
   onceClaims: 'once_claims',
   attestation: 'attestation',
   webhooks: 'webhooks',
+  mail: 'mail',
   upgrade: 'upgrade',
 } as const satisfies Partial<Record<keyof Store, string>>;
 
@@ -27,6 +28,7 @@ const TABLE_PARTS = [
   'onceClaims',
   'attestation',
   'webhooks',
+  'mail',
 ] as const satisfies readonly (keyof StoreTables & keyof typeof STORE_PARTS)[];
 
 /**

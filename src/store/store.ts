@@ -4,6 +4,7 @@ import type { CredentialStore } from '../credentials/store.js';
 import type { DeveloperStore } from '../developers/store.js';
 import type { EventStore } from '../events/store.js';
 import type { JwtKeyStore, StatusListStore } from '../jwt/store.js';
+import type { MailStore } from '../mail/store.js';
 import type { SigningKeyStore } from '../signing-keys/store.js';
 import type { OnceClaimStore } from '../once-claims.js';
 import type { RevokedTokenStore } from '../tokens/revoked-token-store.js';
@@ -31,6 +32,8 @@ export interface StoreTables {
   readonly onceClaims: OnceClaimStore;
   readonly attestation: AttestationStore;
   readonly webhooks: WebhookStore;
+  /** Mail waiting to be sent, written with the change it tells of (`src/mail/`). */
+  readonly mail: MailStore;
 }
 
 /**
@@ -58,6 +61,8 @@ export interface Store extends Transactional<StoreTables>, CheckingStore {
   readonly attestation: AttestationStore;
   /** The apps' webhooks and their deliveries (`src/webhooks/`). */
   readonly webhooks: WebhookStore;
+  /** Mail to send, the alerts to mail, and what alerts need (`src/mail/`). */
+  readonly mail: MailStore;
   /** The instances serving on the store, by release, and the release it is finalized for (`src/upgrade/`). */
   readonly upgrade: UpgradeStore;
   /** Whether changes made by other processes are being heard now, and until when caches are trusted. */

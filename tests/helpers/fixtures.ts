@@ -72,6 +72,7 @@ export function makeDeveloper(overrides: Partial<DeveloperRecord> = {}): Develop
     passwordHash: `$argon2id$v=19$m=19456,t=2,p=1$${randomBytes(16).toString('base64').replace(/=+$/, '')}$${randomBytes(32).toString('base64').replace(/=+$/, '')}`,
     createdAt: T0 + sequence,
     disabledAt: null,
+    emailConfirmedAt: null,
     ...overrides,
   };
 }

@@ -13,6 +13,10 @@ import { createLogger } from '../../src/logger.js';
 import { loadPrometheusMetrics } from '../../src/prometheus/load.js';
 import { createTessera, type Tessera } from '../../src/tessera.js';
 import type { DestinationPolicy } from '../../src/webhooks/destination.js';
+import { DEFAULT_MAIL_SENDER, type MailSenderSettings } from '../../src/mail/sender.js';
+import { DEFAULT_SMTP_TIMEOUTS, parseSmtpUrl, smtpTransport, type SmtpTimeouts } from '../../src/mail/smtp.js';
+import type { MailRequestLimitSettings } from '../../src/limits/mail-requests.js';
+import { freePort } from './process.js';
 import { appUrlOf } from './http.js';
 import { createTestStore, type TestStore } from './store.js';
 import { forSuite } from './suite.js';
@@ -81,11 +85,16 @@ export interface TestServerOptions {
   webhookTimeoutMs?: number;
   /** Starts the webhook sender, as `tessera serve` does (the tests that send deliveries by hand leave it off). */
   webhookSender?: boolean;
+  /**
+   * Mail, as with SMTP_URL: sent through `smtpUrl`, its links based on the server's own URL (PUBLIC_URL
+   * is that URL, unless given), the sender started (and stopped by `close`).
+   */
+  mail?: { smtpUrl: string; sender?: Partial<MailSenderSettings>; timeouts?: SmtpTimeouts; requestLimits?: MailRequestLimitSettings };
 }
 
 /** Listens on 127.0.0.1, on a port the kernel picks; returns the base URL. */
-export async function listenLocally(server: FastifyInstance): Promise<string> {
-  await server.listen({ host: '127.0.0.1', port: 0 });
+export async function listenLocally(server: FastifyInstance, port = 0): Promise<string> {
+  await server.listen({ host: '127.0.0.1', port });
   const address = server.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
   return `http://127.0.0.1:${address.port}`;
@@ -94,6 +103,22 @@ export async function listenLocally(server: FastifyInstance): Promise<string> {
 export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
   const testStore = options.testStore ?? (await createTestStore());
   const metrics = options.metrics === true ? await loadPrometheusMetrics() : undefined;
+  // Mail's links are whole: the server's own URL is known before it listens.
+  const port = options.mail === undefined ? 0 : await freePort();
+  const publicUrl = options.publicUrl ?? (options.mail === undefined ? undefined : `http://127.0.0.1:${port}`);
+  const mail =
+    options.mail === undefined || publicUrl === undefined
+      ? undefined
+      : {
+          transport: smtpTransport(
+            parseSmtpUrl(options.mail.smtpUrl),
+            'Tessera <tessera@127.0.0.1>',
+            options.mail.timeouts ?? DEFAULT_SMTP_TIMEOUTS,
+          ),
+          publicUrl,
+          sender: { ...DEFAULT_MAIL_SENDER, ...options.mail.sender },
+          ...(options.mail.requestLimits === undefined ? {} : { requestLimits: options.mail.requestLimits }),
+        };
   const tessera = createTessera({
     store: metrics === undefined ? testStore.store : metrics.instrument(testStore.store),
     ...(metrics === undefined ? {} : { metrics }),
@@ -109,6 +134,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     ...(options.webhookDestinations === undefined ? {} : { webhookDestinations: options.webhookDestinations }),
     ...(options.webhookTimeoutMs === undefined ? {} : { webhookTimeoutMs: options.webhookTimeoutMs }),
     webhookPollMs: 100,
+    ...(mail === undefined ? {} : { mail, publicUrl }),
   });
   if (options.webhookSender === true) tessera.webhookSender.start();
   const app = await tessera.apps.create('Test app');
@@ -117,13 +143,14 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     forwardAuthAdminPaths: options.forwardAuthAdminPaths ?? [],
     trustedProxies: options.trustedProxies ?? [],
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
-    ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(options.portal === undefined ? {} : { portal: options.portal }),
     ...(options.portalSignup === undefined ? {} : { portalSignup: options.portalSignup }),
     ...(options.logs === undefined ? {} : { logger: createLogger('info', 'json', { write: (line: string) => options.logs!.push(line) }) }),
     ...(options.logRequests === undefined ? {} : { logRequests: options.logRequests }),
   });
-  const baseUrl = await listenLocally(server);
+  const baseUrl = await listenLocally(server, port);
+  tessera.mail?.sender.start();
   let metricsListener: MetricsListener | undefined;
   if (metrics !== undefined) {
     metrics.watchEvents(tessera.events);
@@ -139,6 +166,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     async close() {
       await Promise.all([server.close(), metricsListener?.close()]);
       await tessera.webhookSender.stop();
+      await tessera.mail?.sender.stop();
       await tessera.events.flush();
       await tessera.limits.close();
       if (options.testStore === undefined) await testStore.dispose();

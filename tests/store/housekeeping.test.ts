@@ -21,6 +21,9 @@ const NOTHING_OF_DEVELOPERS = {
   expiredStatus: 0,
   jwtKeys: 0,
   jwtKeyRotated: false,
+  staleAlerts: 0,
+  alertNotices: 0,
+  finishedMail: 0,
 };
 
 for (const [backend, open] of [

@@ -41,10 +41,10 @@ describe('secret settings read from files (X_FILE)', () => {
     return message;
   };
 
-  it('holds the settings with secrets: the database URLs, Redis, and the key encryption keys', () => {
+  it('holds the settings with secrets: the database URLs, Redis, the key encryption keys and the SMTP server', () => {
     assert.deepEqual(
       [...SECRET_SETTINGS],
-      ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY', 'KEY_ENCRYPTION_KEY_PREVIOUS'],
+      ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'KEY_ENCRYPTION_KEY', 'KEY_ENCRYPTION_KEY_PREVIOUS', 'SMTP_URL'],
     );
   });
 

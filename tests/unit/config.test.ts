@@ -41,6 +41,7 @@ describe('loadConfig', () => {
       webhookDestinations: { allowHttp: false, allowPrivate: false },
       webhookTimeoutMs: 10_000,
       metrics: undefined,
+      mail: undefined,
     });
   });
 
@@ -113,6 +114,7 @@ describe('loadConfig', () => {
       WEBHOOK_TIMEOUT_SECONDS: '3',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
+      SMTP_URL: ' smtp://mailer%40example.com:p%40ss@smtp.example.com?starttls=required ',
     });
     assert.deepEqual(config, {
       host: '0.0.0.0',
@@ -159,7 +161,27 @@ describe('loadConfig', () => {
       webhookDestinations: { allowHttp: true, allowPrivate: true },
       webhookTimeoutMs: 3_000,
       metrics: { host: '10.0.0.5', port: 9464 },
+      mail: {
+        smtp: { host: 'smtp.example.com', port: 587, secure: false, requireTls: true, user: 'mailer@example.com', pass: 'p@ss' },
+        from: 'Tessera <tessera@tokens.example.com>',
+      },
     });
+  });
+
+  it('takes SMTP_URL with PUBLIC_URL only, and an SMTP URL it can use, without echoing it', () => {
+    assert.throws(() => loadConfig({ SMTP_URL: 'smtp://u:secret@smtp.example.com' }), /SMTP_URL needs PUBLIC_URL/);
+    for (const url of ['http://u:secret@smtp.example.com', 'smtps://u:secret@smtp.example.com?starttls=required', 'smtp://u:secret@:25']) {
+      assert.throws(
+        () => loadConfig({ SMTP_URL: url, PUBLIC_URL: 'https://tokens.example.com' }),
+        (error: Error) => /SMTP_URL/.test(error.message) && !error.message.includes('secret'),
+      );
+    }
+    const config = loadConfig({ SMTP_URL: 'smtps://smtp.example.com', PUBLIC_URL: 'https://t.example.com', MAIL_FROM: 'ops@example.com' });
+    assert.deepEqual(config.mail, {
+      smtp: { host: 'smtp.example.com', port: 465, secure: true, requireTls: false, user: undefined, pass: undefined },
+      from: 'ops@example.com',
+    });
+    assert.throws(() => loadConfig({ MAIL_FROM: 'ops@example.com' }), /MAIL_FROM is set but SMTP_URL is not/);
   });
 
   it('refuses a KEY_ENCRYPTION_KEY that is not 32 bytes in base64 or base64url, without echoing it', () => {

@@ -70,6 +70,7 @@ describe('instrumentStore', () => {
       developers: {},
       onceClaims: {},
       attestation: {},
+      mail: {},
       upgrade: {},
       credentials: {},
       webhooks: {},

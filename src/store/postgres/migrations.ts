@@ -867,6 +867,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE TABLE mail_outbox (
         id              bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         kind            text    NOT NULL,
+        recipient       text    NOT NULL,
         message         bytea   NOT NULL,
         state           text    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
         attempts        integer NOT NULL DEFAULT 0,
@@ -876,6 +877,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
 
       CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+      -- What bounds the mail waiting for one address (recipient: the address, also inside the message).
+      CREATE INDEX mail_outbox_pending_by_recipient ON mail_outbox (recipient, kind) WHERE state = 'pending';
 
       -- When a developer confirmed their address by the link mailed at sign-up; null until then.
       ALTER TABLE developers ADD COLUMN email_confirmed_at bigint;

@@ -14,6 +14,7 @@ interface DeveloperRow {
   password_hash: string | null;
   created_at: number;
   disabled_at: number | null;
+  email_confirmed_at: number | null;
 }
 
 interface DeveloperEventRow {
@@ -26,7 +27,7 @@ interface DeveloperEventRow {
   details: unknown;
 }
 
-const COLUMNS = 'id, email, password_hash, created_at, disabled_at';
+const COLUMNS = 'id, email, password_hash, created_at, disabled_at, email_confirmed_at';
 
 const LOCK_ENABLED = {
   'NO KEY UPDATE': withRowLock('SELECT 1 AS found FROM developers WHERE id = :developerId AND disabled_at IS NULL', 'NO KEY UPDATE'),
@@ -57,7 +58,9 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
   };
   return {
     async insert(developer) {
-      await db.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt)`, { ...developer });
+      await db.run(`INSERT INTO developers (${COLUMNS}) VALUES (:id, :email, :passwordHash, :createdAt, :disabledAt, :emailConfirmedAt)`, {
+        ...developer,
+      });
     },
     async findById(id) {
       return toDeveloper(await db.get<DeveloperRow>(`SELECT ${COLUMNS} FROM developers WHERE id = :id`, { id }));
@@ -131,7 +134,14 @@ function sqlDeveloperAccountStore(db: SqlRunner): DeveloperAccountStore {
 
 function toDeveloper(row: DeveloperRow | undefined): DeveloperRecord | undefined {
   if (row === undefined) return undefined;
-  return { id: row.id, email: row.email, passwordHash: row.password_hash, createdAt: row.created_at, disabledAt: row.disabled_at };
+  return {
+    id: row.id,
+    email: row.email,
+    passwordHash: row.password_hash,
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+    emailConfirmedAt: row.email_confirmed_at,
+  };
 }
 
 function toDeveloperEvent(row: DeveloperEventRow): DeveloperEvent {

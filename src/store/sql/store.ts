@@ -5,6 +5,7 @@ import { sqlCredentialStore } from './credentials.js';
 import { sqlDeveloperStore } from './developers.js';
 import { sqlEventStore } from './events.js';
 import { sqlJwtKeyStore, sqlStatusListStore } from './jwt.js';
+import { sqlMailStore } from './mail.js';
 import { sqlSigningKeyStore } from './signing-keys.js';
 import { sqlOnceClaimStore } from './once-claims.js';
 import { sqlRevokedTokenStore } from './revoked-tokens.js';
@@ -41,6 +42,7 @@ function tablesOn(tx: SqlRunner): StoreTables {
   let onceClaims: StoreTables['onceClaims'] | undefined;
   let attestation: StoreTables['attestation'] | undefined;
   let webhooks: StoreTables['webhooks'] | undefined;
+  let mail: StoreTables['mail'] | undefined;
   return {
     get apps() {
       return (apps ??= sqlAppStore(tx, { batchReads: false }));
@@ -66,6 +68,9 @@ function tablesOn(tx: SqlRunner): StoreTables {
     get webhooks() {
       return (webhooks ??= sqlWebhookStore(tx));
     },
+    get mail() {
+      return (mail ??= sqlMailStore(tx));
+    },
   };
 }
 
@@ -89,6 +94,7 @@ export function sqlStore(driver: StoreDriver): Store {
     onceClaims: sqlOnceClaimStore(sql),
     attestation,
     webhooks: sqlWebhookStore(sql),
+    mail: sqlMailStore(sql),
     upgrade: sqlUpgradeStore(sql, driver.upgradeState),
     transaction: (work) => sql.transaction((tx) => work(tablesOn(tx))),
     onChange: (listener) => driver.onChange(listener),

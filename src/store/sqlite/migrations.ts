@@ -624,6 +624,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE TABLE mail_outbox (
         id              INTEGER PRIMARY KEY,
         kind            TEXT    NOT NULL,
+        recipient       TEXT    NOT NULL,
         message         BLOB    NOT NULL,
         state           TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
         attempts        INTEGER NOT NULL DEFAULT 0,
@@ -633,6 +634,8 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT;
 
       CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+      -- What bounds the mail waiting for one address (recipient: the address, also inside the message).
+      CREATE INDEX mail_outbox_pending_by_recipient ON mail_outbox (recipient, kind) WHERE state = 'pending';
 
       -- When a developer confirmed their address by the link mailed at sign-up; null until then.
       ALTER TABLE developers ADD COLUMN email_confirmed_at INTEGER;

@@ -5,7 +5,7 @@ import { refusalIn, retryAfter } from '../common/mistakes.js';
 import { passwordChangeOf } from './form.js';
 import { accountPage } from './views.js';
 
-type AccountQuery = { Querystring: { changed?: string } };
+type AccountQuery = { Querystring: { changed?: string; done?: string } };
 
 /**
  * The developer's own account: its email, and a new password (the current one asked first, counted
@@ -16,7 +16,13 @@ export const accountPages: FastifyPluginAsync<PortalContext> = async (app, { dev
   app.addHook('preHandler', requireSession);
 
   app.get<AccountQuery>('/account', async (request, reply) =>
-    sendPage(reply, accountPage(signedIn(request, reply), { changed: request.query.changed === 'password' })),
+    sendPage(
+      reply,
+      accountPage(signedIn(request, reply), {
+        changed: request.query.changed === 'password',
+        mailed: request.query.done === 'confirmation-mailed',
+      }),
+    ),
   );
 
   app.post('/account/password', { preValidation: csrfCheck(app) }, async (request, reply) => {

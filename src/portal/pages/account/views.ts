@@ -6,12 +6,16 @@ import { newPasswordFields, PASSWORD_INPUT_MAX_LENGTH } from '../common/new-pass
 // The account page: a pure function of the developer and what the form left, to HTML.
 
 /** The developer's account and the change-password form, with what went wrong or what changed. */
-export function accountPage(frame: SignedInFrame, { message, changed = false }: { message?: string; changed?: boolean }): Html {
+export function accountPage(
+  frame: SignedInFrame,
+  { message, changed = false, mailed = false }: { message?: string; changed?: boolean; mailed?: boolean },
+): Html {
   const { developer, csrfToken } = frame;
   return page({
     title: 'Your account',
     ...frame,
     body: html`<h1>Your account</h1>
+${mailed ? html`<p class="notice success" role="status">A new confirmation link is on its way to ${developer.email}.</p>` : null}
 ${changed ? html`<p class="notice success" role="status">Your password is changed. Every other session of your account has ended: other browsers sign in again with the new password.</p>` : null}
 <dl class="settings">
   <div><dt>Email</dt><dd>${developer.email}</dd></div>

@@ -12,7 +12,7 @@ import { DONE, doneMessage, overviewPage } from './views.js';
  * An app's page: its keys (never the ClientSecret again), quickstarts with them, and a summary of its
  * settings; and the quickstarts' form that adds a web page's origin to the app's allowed origins.
  */
-export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock, publicUrl }) => {
+export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, clock, publicUrl, alerts }) => {
   app.addHook('preHandler', requireSession);
 
   /** The overview of `appId`, with the add-origin form in `origin`'s state. */
@@ -22,10 +22,17 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     appId: string,
     permissions: AppPermissions,
     origin: OriginFormState,
+    alertsChanged = false,
   ) {
     const context = asDeveloper(request);
-    const [described, exposures] = await Promise.all([apps.show(appId, context), events.secretExposures(appId, context)]);
-    const input = { app: described, permissions, exposures, now: clock.now(), baseUrl: serviceBaseUrl(request, publicUrl), origin };
+    const [described, exposures, alertsOn] = await Promise.all([
+      apps.show(appId, context),
+      events.secretExposures(appId, context),
+      alerts?.enabled(appId, context),
+    ]);
+    const baseUrl = serviceBaseUrl(request, publicUrl);
+    const shownAlerts = alertsOn === undefined ? undefined : { on: alertsOn, changed: alertsChanged };
+    const input = { app: described, permissions, exposures, alerts: shownAlerts, now: clock.now(), baseUrl, origin };
     return overviewPage(signedIn(request, reply), input);
   }
 
@@ -33,8 +40,20 @@ export const appPages: FastifyPluginAsync<PortalContext> = async (app, { members
     const { appId } = request.params;
     // Another developer's app is 404, exactly as an app that does not exist.
     const permissions = await members.permissions(appId, 'view_app', asDeveloper(request));
-    return sendPage(reply, await overview(request, reply, appId, permissions, { done: doneMessage(request.query.done) }));
+    const { done } = request.query;
+    const alertsChanged = done === 'alerts-on' || done === 'alerts-off';
+    return sendPage(reply, await overview(request, reply, appId, permissions, { done: doneMessage(done) }, alertsChanged));
   });
+
+  // Each member turns the app's alerts off or on for themselves (with mail only).
+  if (alerts !== undefined) {
+    app.post<AppParams>('/apps/:appId/alerts', { preValidation: csrfCheck(app) }, async (request, reply) => {
+      const { appId } = request.params;
+      const on = formOf(request).get('alerts') === 'on';
+      await alerts.set(appId, on, asDeveloper(request));
+      return seeOther(reply, `/portal/apps/${appId}?done=${on ? 'alerts-on' : 'alerts-off'}#alerts`);
+    });
+  }
 
   // The quickstarts' "Your page's origin": the app's allowed origins become those it had and this
   // one (owner and collaborators may change the configuration). A form of the overview and of the

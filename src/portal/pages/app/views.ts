@@ -27,6 +27,8 @@ export interface OverviewInput {
   app: AppDescription;
   permissions: AppPermissions;
   exposures: readonly SecretExposure[];
+  /** With mail (`SMTP_URL`): whether this app's alerts are mailed to the developer, and whether that was just changed; undefined without. */
+  alerts?: { on: boolean; changed: boolean } | undefined;
   now: number;
   baseUrl: string;
   origin: OriginFormState;
@@ -41,7 +43,7 @@ export function overviewPage(frame: PageFrame, input: OverviewInput): Html {
 
 function appBody(
   app: AppDescription,
-  { permissions, now, baseUrl, csrfToken, origin }: OverviewInput & { csrfToken: string },
+  { permissions, now, baseUrl, csrfToken, origin, alerts }: OverviewInput & { csrfToken: string },
   warning: Html | null,
 ) {
   const { configuration } = app;
@@ -86,5 +88,22 @@ ${quickstarts({
   <div><dt>AppKey required for anonymous tokens</dt><dd>${configuration.requireAppKey ? 'yes' : 'no'}</dd></div>
   <div><dt>Web pages allowed to call the service</dt><dd data-allowed-origins-setting>${configuration.allowedOrigins.length === 0 ? 'none' : html`<ul class="plain">${configuration.allowedOrigins.map((origin) => html`<li><code>${origin}</code></li>`)}</ul>`}</dd></div>
 </dl>
-<p><a href="${base}/settings">Change the settings</a></p>`;
+<p><a href="${base}/settings">Change the settings</a></p>
+${alerts === undefined ? null : alertsSection(base, alerts, csrfToken)}`;
+}
+
+/** Whether this app's alerts are mailed to the developer, and the button that changes it, for them alone. */
+function alertsSection(base: string, { on, changed }: { on: boolean; changed: boolean }, csrfToken: string): Html {
+  return html`<h2 id="alerts">Alerts by mail</h2>
+${changed ? html`<p class="notice success" role="status">${on ? 'Alerts of this app are mailed to you.' : 'Alerts of this app are no longer mailed to you.'}</p>` : null}
+<p>${
+    on
+      ? 'You get this app’s alerts by mail: a ClientSecret sent from a browser, a burst of refused requests, a credential refused for its expiry or address, and the secret rotated or a credential made or revoked by someone else. Each kind at most once an hour.'
+      : 'You get no alert of this app by mail. The other members choose for themselves.'
+  }</p>
+<form method="post" action="${base}/alerts">
+  <input type="hidden" name="_csrf" value="${csrfToken}">
+  <input type="hidden" name="alerts" value="${on ? 'off' : 'on'}">
+  <button type="submit" class="secondary">${on ? 'Turn alerts off' : 'Turn alerts on'}</button>
+</form>`;
 }

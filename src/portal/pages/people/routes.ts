@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import { normaliseEmail } from '../../../developers/email.js';
-import type { IssuedLink } from '../../../developers/one-time-link.js';
+import type { IssuedInvitation } from '../../../apps/members.js';
 import type { AppPermissions } from '../../../developers/roles.js';
 import type { AppMembership } from '../../../developers/store.js';
 import { appNotFound } from 'tessera-tokens/internal/error-catalogue.js';
@@ -53,7 +53,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const permissions = await members.permissions(appId, 'manage_collaborators', context);
     const described = await apps.show(appId, context);
     const email = invitedEmailOf(formOf(request));
-    let invitation: IssuedLink;
+    let invitation: IssuedInvitation;
     try {
       invitation = await members.invite(appId, email, context);
     } catch (error) {
@@ -62,7 +62,7 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
       return sendPage(reply, await page(request, reply, described, permissions, { email, message: refused.message }), refused.status);
     }
     const link = invitation.url ?? `${serviceBaseUrl(request, publicUrl)}${invitation.path}`;
-    const invited = { email: normaliseEmail(email) ?? email, link, expiresAt: invitation.expiresAt };
+    const invited = { email: normaliseEmail(email) ?? email, link, expiresAt: invitation.expiresAt, mailed: invitation.mailed };
     return sendPage(reply, await page(request, reply, described, permissions, { invited }));
   });
 

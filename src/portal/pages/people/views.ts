@@ -20,7 +20,8 @@ export interface PeopleInput {
   email?: string;
   message?: string;
   /** An invitation just made: its link, shown this once. */
-  invited?: { email: string; link: string; expiresAt: string };
+  /** `mailed`: the link was mailed to the address too (`SMTP_URL`). */
+  invited?: { email: string; link: string; expiresAt: string; mailed?: boolean };
   /** An invitation was just withdrawn. */
   withdrawn?: boolean;
 }
@@ -39,7 +40,11 @@ ${
   invited === undefined
     ? null
     : html`<div class="notice invitation" role="status">
-  <p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>
+  ${
+    invited.mailed === true
+      ? html`<p>Invitation for <strong>${invited.email}</strong>, mailed to that address. Its link is shown here only this once, if you would rather pass it on yourself: it works once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>`
+      : html`<p>Invitation for <strong>${invited.email}</strong>. Copy this link now and pass it on: it is shown only this once, works once, and expires <span class="nowrap">${utcDay(invited.expiresAt)}</span>. Only someone signed in as ${invited.email} can accept it.</p>`
+  }
   <p class="link-box"><code data-copyable data-invitation-link>${invited.link}</code></p>
 </div>`
 }

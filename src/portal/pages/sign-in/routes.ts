@@ -7,10 +7,11 @@ import { signInFormOf } from './form.js';
 import { signInForm } from './views.js';
 
 /** Signing in and out. */
-export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup }) => {
+export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sessions, cookies, signup, developers }) => {
+  const mails = developers.mails;
   app.get<{ Querystring: { next?: string; done?: string } }>('/sign-in', async (request, reply) => {
     if (request.portalSession !== null) return seeOther(reply, nextPage(request.query.next));
-    const shown = { next: request.query.next, signup, signedOut: request.query.done === 'signed-out' };
+    const shown = { next: request.query.next, signup, mails, signedOut: request.query.done === 'signed-out' };
     return sendPage(reply, signInForm(signedOut(reply), shown));
   });
 
@@ -24,7 +25,7 @@ export const signInPages: FastifyPluginAsync<PortalContext> = async (app, { sess
     } catch (error) {
       const refused = refusalIn(error, ['INVALID_CREDENTIALS', 'TOO_MANY_REQUESTS']);
       retryAfter(reply, refused);
-      return sendPage(reply, signInForm(signedOut(reply), { next, email, message: refused.message, signup }), refused.status);
+      return sendPage(reply, signInForm(signedOut(reply), { next, email, message: refused.message, signup, mails }), refused.status);
     }
   });
 

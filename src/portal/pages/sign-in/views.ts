@@ -13,7 +13,16 @@ export function signInForm(
     message,
     signup,
     signedOut = false,
-  }: { next?: string | undefined; email?: string; message?: string; signup?: 'open' | 'invite' | undefined; signedOut?: boolean },
+    mails = false,
+  }: {
+    next?: string | undefined;
+    email?: string;
+    message?: string;
+    signup?: 'open' | 'invite' | undefined;
+    signedOut?: boolean;
+    /** A mail server is set: "Forgot your password?" mails a link. */
+    mails?: boolean;
+  },
 ): Html {
   return page({
     title: 'Sign in',
@@ -32,11 +41,16 @@ ${alert(message)}
   <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_INPUT_MAX_LENGTH}" ${email === undefined ? null : html`autofocus`}>
   <button type="submit">Sign in</button>
 </form>
+${mails ? html`<p><a href="/portal/forgot-password">Forgot your password?</a></p>` : null}
 ${signup === 'open' ? html`<p>No account yet? <a href="/portal/sign-up${next === undefined ? '' : `?next=${encodeURIComponent(next)}`}">Sign up</a>.</p>` : null}
 ${
-  signup === 'open'
-    ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
-    : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`
+  mails
+    ? signup === 'open'
+      ? null
+      : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>).</p>`
+    : signup === 'open'
+      ? html`<p class="hint">Lost your password? The operator of this service can give you a link that sets a new one.</p>`
+      : html`<p class="hint">No account yet? Ask the operator of this service for one (<code>tessera developers create</code>); they can also give you a link that sets a new password.</p>`
 }
 </section>`,
   });
