@@ -27,6 +27,7 @@ import { invitationPages } from './pages/invitation/routes.js';
 import { peoplePages } from './pages/people/routes.js';
 import { setPasswordPages } from './pages/set-password/routes.js';
 import { signUpPages } from './pages/sign-up/routes.js';
+import { webhooksPages } from './pages/webhooks/routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,6 +60,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     credentials,
     debugTokens,
     platforms,
+    webhooks,
     clock,
     secureCookies,
     publicUrl,
@@ -77,6 +79,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
       credentials,
       debugTokens,
       platforms,
+      webhooks,
       clock,
       secureCookies,
       publicUrl,
@@ -145,6 +148,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
   await app.register(setPasswordPages, context);
   await app.register(accountPages, context);
   await app.register(signUpPages, context);
+  await app.register(webhooksPages, context);
 }
 
 function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
