@@ -126,8 +126,14 @@ ${
     : html`<ul class="credentials webhooks" aria-labelledby="webhooks-heading">${listed.map((webhook) => webhookItem(webhook, input, csrfToken))}</ul>
 <p class="hint">Rotating a secret shows the new one once; the current one keeps signing beside it for 24 hours, so that the receiver can take the new one without missing a delivery.</p>`
 }
-${listed.length >= MAX_WEBHOOKS_PER_APP ? html`<p class="notice" role="status">This app has ${MAX_WEBHOOKS_PER_APP} webhooks, as many as an app may have: delete one to add another.</p>` : newWebhookForm(input, csrfToken)}`,
+${listed.length >= MAX_WEBHOOKS_PER_APP ? fullNotice(input.mistake) : newWebhookForm(input, csrfToken)}`,
   });
+}
+
+/** In place of the form, once the app has as many webhooks as it may: the refusal of a form sent from an older page, if that is what this answers. */
+function fullNotice(mistake: Mistake | undefined): Html {
+  if (mistake !== undefined) return html`<p class="alert" role="alert" id="webhook-error">${mistake.message}</p>`;
+  return html`<p class="notice" role="status">This app has ${MAX_WEBHOOKS_PER_APP} webhooks, as many as an app may have: delete one to add another.</p>`;
 }
 
 function newWebhookForm(input: ListInput, csrfToken: string): Html {
