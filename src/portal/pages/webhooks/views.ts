@@ -71,10 +71,17 @@ export interface ListInput extends ListState {
 
 const webhooksPath = (appId: string) => `/portal/apps/${appId}/webhooks`;
 
-/** The types a webhook is sent, in words: all of them said as such, else each one. */
+function typeList(types: readonly string[]): Html {
+  return html`<ul class="scopes">${types.map((type) => html`<li><code>${type}</code></li>`)}</ul>`;
+}
+
+/** The types a webhook is sent, in words: all of them said as such, most of them by those left out, else each one. */
 function typesText(types: readonly string[]): Html {
   if (types.length === WEBHOOK_EVENT_TYPES.length) return html`Every type: the alerts and every change to the app`;
-  return html`<ul class="scopes">${types.map((type) => html`<li><code>${type}</code></li>`)}</ul>`;
+  if (types.length > WEBHOOK_EVENT_TYPES.length / 2) {
+    return html`Every type but ${typeList(WEBHOOK_EVENT_TYPES.filter((type) => !types.includes(type)))}`;
+  }
+  return typeList(types);
 }
 
 /** While a rotation's previous secret still signs, until when. */
@@ -91,7 +98,7 @@ function webhookItem(webhook: WebhookDescription, input: ListInput, csrfToken: s
   return html`<li class="credential webhook" aria-labelledby="${headingId}" data-webhook-id="${webhook.id}">
   <h3 id="${headingId}"><code>${webhook.url}</code></h3>
   <dl>
-    <div><dt>Sends</dt><dd>${typesText(webhook.eventTypes)}</dd></div>
+    <div class="wide"><dt>Sends</dt><dd>${typesText(webhook.eventTypes)}</dd></div>
     <div><dt>Created</dt><dd>${utcTime(webhook.createdAt)}</dd></div>
     ${previousSecretRow(webhook, now)}
   </dl>
@@ -100,7 +107,7 @@ function webhookItem(webhook: WebhookDescription, input: ListInput, csrfToken: s
     <form method="post" action="${base}/rotate-secret" class="inline">
       ${csrfField(csrfToken)}
       ${onceField(once)}
-      <button type="submit" class="link" aria-label="Rotate the secret of ${webhook.url}">Rotate secret</button>
+      <button type="submit" class="link" aria-label="Rotate secret of ${webhook.url}">Rotate secret</button>
     </form>
     <a href="${base}/delete" class="danger-link" aria-label="Delete the webhook to ${webhook.url}">Delete</a>
   </div>
@@ -299,7 +306,7 @@ export function deliveriesPage(frame: PageFrame, input: DeliveriesInput): Html {
 <nav class="crumbs" aria-label="Back"><a href="${webhooksPath(app.appId)}">Back to the webhooks</a></nav>
 ${resent === undefined ? null : html`<p class="notice success" role="status">Delivery ${resent} is sent again now, with a new round of attempts.</p>`}
 <h2 id="deliveries-heading">Deliveries</h2>
-<dl class="settings credential-summary">
+<dl class="settings credential-summary webhook-summary">
   <div><dt>URL</dt><dd><code>${webhook.url}</code></dd></div>
   <div><dt>Sends</dt><dd>${typesText(webhook.eventTypes)}</dd></div>
   ${previousSecretRow(webhook, now)}
