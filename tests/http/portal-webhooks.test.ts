@@ -41,7 +41,12 @@ function postFields(client: PortalClient, path: string, fields: [string, string]
 /** The new-webhook form, opened and sent as `client`; without `types`, every box as the page ticks them. */
 async function sendNewWebhook(client: PortalClient, app: { appId: string }, url: string, types: readonly string[] = WEBHOOK_EVENT_TYPES) {
   const { csrf, once } = await client.page(listPath(app));
-  const fields: [string, string][] = [['_csrf', csrf], ['once', once!], ['url', url], ...types.map((type): [string, string] => ['eventType', type])];
+  const fields: [string, string][] = [
+    ['_csrf', csrf],
+    ['once', once!],
+    ['url', url],
+    ...types.map((type): [string, string] => ['eventType', type]),
+  ];
   return { response: await postFields(client, listPath(app), fields), fields };
 }
 
@@ -182,7 +187,12 @@ describe("an app's Webhooks page", () => {
     assert.match(full.text, /This app has 10 webhooks, as many as an app may have/);
     assert.doesNotMatch(full.text, /Add webhook/);
     // A form opened before the tenth, sent after it.
-    const response = await postFields(owner, listPath(app), [['_csrf', full.csrf], ['once', full.once!], ['url', receiver.url], ['eventType', 'app.refusal_burst']]);
+    const response = await postFields(owner, listPath(app), [
+      ['_csrf', full.csrf],
+      ['once', full.once!],
+      ['url', receiver.url],
+      ['eventType', 'app.refusal_burst'],
+    ]);
     assert.equal(response.status, 409);
     assert.match(response.text, /role="alert" id="webhook-error">This app has 10 webhooks/);
   });
@@ -214,7 +224,12 @@ describe("an app's Webhooks page", () => {
       assert.equal((await other.get(path)).status, 404, path);
     }
     const csrf = overview.csrf;
-    for (const path of [base, `${base}/${made.webhook.id}/rotate-secret`, `${base}/${made.webhook.id}/delete`, `${base}/${made.webhook.id}/deliveries/1/resend`]) {
+    for (const path of [
+      base,
+      `${base}/${made.webhook.id}/rotate-secret`,
+      `${base}/${made.webhook.id}/delete`,
+      `${base}/${made.webhook.id}/deliveries/1/resend`,
+    ]) {
       const response = await collaborator.post(path, { _csrf: csrf, once: 'AAAAAAAAAAAAAAAAAAAAAA', url: receiver.url });
       assert.equal(response.status, 403, path);
     }

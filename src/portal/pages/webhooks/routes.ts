@@ -25,10 +25,7 @@ const WEBHOOK_BODY_LIMIT_BYTES = 8 * 1024;
  * anyway gets `403`, another developer `404`, as on the other owner-only pages. A new webhook's
  * secret, and a rotated one, is shown once, on the answer to the form.
  */
-export const webhooksPages: FastifyPluginAsync<PortalContext> = async (
-  app,
-  { members, apps, events, webhooks, clock, secureCookies },
-) => {
+export const webhooksPages: FastifyPluginAsync<PortalContext> = async (app, { members, apps, events, webhooks, clock, secureCookies }) => {
   const singleUseForms = { secure: secureCookies };
   app.addHook('preHandler', requireSession);
 

@@ -33,7 +33,13 @@ const GROUPS: readonly { legend: string; hint: string; types: readonly WebhookEv
   {
     legend: 'People',
     hint: 'Owners, collaborators and invitations.',
-    types: ['app.owner_changed', 'app.collaborator_invited', 'app.collaborator_added', 'app.collaborator_removed', 'app.invitation_withdrawn'],
+    types: [
+      'app.owner_changed',
+      'app.collaborator_invited',
+      'app.collaborator_added',
+      'app.collaborator_removed',
+      'app.invitation_withdrawn',
+    ],
   },
   {
     legend: 'Credentials',
