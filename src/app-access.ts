@@ -81,6 +81,11 @@ export class AppAccess {
     return role;
   }
 
+  /** Whether the developer's role on the app allows `action` now (false: no member, or a role that does not). */
+  async mayDeveloper(appId: string, developerId: string, action: AppAction): Promise<boolean> {
+    return mayAct(await this.roleOf(appId, developerId), action);
+  }
+
   /** The developer's role on the app, read at the request's first question; a read that failed is not kept. */
   #roleFor(context: RequestContext, appId: string, developerId: string): Promise<AppRole | undefined> {
     let roles = this.#rolesRead.get(context);

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import { quoted } from 'tessera-tokens/internal/text.js';
+import { listByPrefix, quoted } from 'tessera-tokens/internal/text.js';
 import { parseInstant } from './counts.js';
 import { EVENT_TYPES, isEventType, type EventType } from './event.js';
 
@@ -74,7 +74,7 @@ export function parseEventFilter(raw: Omit<RawEventPageQuery, 'cursor' | 'limit'
   const filter: EventFilter = {};
   if (present(raw.type)) {
     if (!isEventType(raw.type)) {
-      throw new TesseraError('invalid_request', `Unknown event type ${quoted(raw.type)}; the types are: ${EVENT_TYPES.join(', ')}.`);
+      throw new TesseraError('invalid_request', `Unknown event type ${quoted(raw.type)}; the types are ${listByPrefix(EVENT_TYPES)}.`);
     }
     filter.type = raw.type;
   }

@@ -1,5 +1,4 @@
 import type { EventLogMetrics } from '../events/log.js';
-import type { WebhookMetrics } from '../webhooks/sender.js';
 import type { PrincipalKind } from 'tessera-tokens/internal/principal.js';
 import { NO_CACHE_LOOKUPS, type CacheMetrics } from 'tessera-tokens/internal/metrics/cache-lookups.js';
 
@@ -27,6 +26,13 @@ export interface Metrics extends EventLogMetrics, CacheMetrics, WebhookMetrics {
    * installs no hook at all.
    */
   readonly requestDurations?: RequestDurations;
+}
+
+export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
+
+/** What the webhook sender tells the metrics (`tessera_webhook_deliveries_total`). */
+export interface WebhookMetrics {
+  webhookAttempted(outcome: DeliveryOutcome): void;
 }
 
 export type ForwardAuthDecision = 'allowed' | 'unauthenticated' | 'forbidden' | 'error';

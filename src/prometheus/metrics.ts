@@ -9,6 +9,7 @@ import type { Store } from '../store/store.js';
 import { instrumentStore, type StoreOperation } from './instrumented-store.js';
 import type {
   BatchWriter,
+  DeliveryOutcome,
   CacheLookups,
   CacheName,
   ForwardAuthDecision,
@@ -17,7 +18,6 @@ import type {
   RequestDurations,
   RouteDurations,
 } from '../metrics/port.js';
-import type { DeliveryOutcome } from '../webhooks/sender.js';
 import { BATCH_SIZE_BUCKETS, CountSeries, DURATION_BUCKETS, HistogramSeries, RouteSeries } from './series.js';
 
 /** How long `tessera_store_up`'s ping may take at a scrape before the store counts as down. */

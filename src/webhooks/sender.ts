@@ -1,4 +1,5 @@
 import type { Clock } from 'tessera-tokens/internal/clock.js';
+import type { WebhookMetrics } from '../metrics/port.js';
 import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import { currentBuild } from 'tessera-tokens/internal/release.js';
 import { cloudEventOf } from './cloud-event.js';
@@ -9,13 +10,6 @@ import type { WebhookSecrets } from './service.js';
 import { signWebhook } from './signature.js';
 import type { AttemptOutcome, TakenDelivery, WebhookStore } from './store.js';
 import { DELIVERIES_KEPT_MS, MAX_DELIVERIES_KEPT, MAX_PENDING_DELIVERIES } from './webhook.js';
-
-export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
-
-/** What the sender tells the metrics (`tessera_webhook_deliveries_total`). */
-export interface WebhookMetrics {
-  webhookAttempted(outcome: DeliveryOutcome): void;
-}
 
 export interface WebhookSenderOptions {
   policy: DestinationPolicy;

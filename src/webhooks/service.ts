@@ -82,7 +82,7 @@ export class WebhookSecrets {
  */
 export class WebhookService {
   constructor(
-    private readonly store: Transactional<WebhookTables> & { readonly webhooks: WebhookStore },
+    private readonly store: Transactional<WebhookTables> & { readonly webhooks: WebhookStore; readonly apps: Pick<AppStore, 'findById'> },
     private readonly clock: Clock,
     private readonly events: EventLog,
     private readonly access: AppAccess,
@@ -94,18 +94,18 @@ export class WebhookService {
   ) {}
 
   async list(appId: string, context: RequestContext): Promise<WebhookDescription[]> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     return (await this.store.webhooks.listOf(appId)).map(describeWebhook);
   }
 
   async get(appId: string, webhookId: string, context: RequestContext): Promise<WebhookDescription> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     return describeWebhook(await this.#webhook(appId, webhookId));
   }
 
   /** With `once` (a form's once value), made only if it claims it: `CONFLICT` if it was claimed before. */
   async create(appId: string, fields: NewWebhookFields, context: RequestContext, once?: string): Promise<WebhookWithSecret> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     const url = parseWebhookUrl(fields.url, this.policy);
     const eventTypes = parseWebhookEventTypes(fields.eventTypes);
     await this.capabilities.require('webhooks');
@@ -143,7 +143,7 @@ export class WebhookService {
   }
 
   async delete(appId: string, webhookId: string, context: RequestContext): Promise<WebhookDescription> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     const webhook = await this.#webhook(appId, webhookId);
     const stamp = await this.events.stamp(appId, context);
     await this.store.transaction(async (tx) => {
@@ -160,7 +160,7 @@ export class WebhookService {
    * take the new one without missing a delivery.
    */
   async rotateSecret(appId: string, webhookId: string, context: RequestContext, once?: string): Promise<WebhookWithSecret> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     const webhook = await this.#webhook(appId, webhookId);
     const secret = generateWebhookSecret();
     const stamp = await this.events.stamp(appId, context);
@@ -190,7 +190,7 @@ export class WebhookService {
     page: { before?: number | undefined; limit: number },
     context: RequestContext,
   ): Promise<{ deliveries: DeliveryDescription[]; nextCursor: string | null }> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     await this.#webhook(appId, webhookId);
     const limit = Math.min(Math.max(page.limit, 1), MAX_DELIVERY_PAGE);
     const found = await this.store.webhooks.listDeliveries(appId, webhookId, page.before, limit + 1);
@@ -203,11 +203,43 @@ export class WebhookService {
 
   /** Sends a delivery again (one that failed, or any): due now, with a new round of attempts. */
   async resend(appId: string, webhookId: string, deliveryId: number, context: RequestContext): Promise<void> {
-    await this.access.authorize(appId, 'manage_webhooks', context);
+    await this.#authorize(appId, context);
     if ((await this.store.webhooks.resend(appId, webhookId, deliveryId, this.clock.now())) === undefined) {
       throw new TesseraError('NOT_FOUND', 'This webhook has no delivery of this id.');
     }
     this.onDue();
+  }
+
+  /**
+   * Who may manage the app's webhooks (`manage_webhooks`). An admin token of a credential also needs
+   * its `webhooks:manage` to have been given by someone who may manage them: the operator, the
+   * owner, the app's own ClientID, or a credential that itself may. A release before 0.4.0 took
+   * `webhooks:manage` for a scope of the app's own, which a collaborator could give; such a
+   * credential gets nothing from it here.
+   */
+  async #authorize(appId: string, context: RequestContext): Promise<void> {
+    await this.access.authorize(appId, 'manage_webhooks', context);
+    const { by } = context;
+    if (by === null || by === 'operator' || by.kind !== 'admin' || by.scopes === null || by.clientId === null) return;
+    const app = await this.store.apps.findById(appId);
+    if (app === undefined) throw appNotFound();
+    let clientId = by.clientId;
+    for (let depth = 0; depth < 50 && clientId !== app.clientId; depth++) {
+      const credential = app.credentials.find((candidate) => candidate.clientId === clientId);
+      if (credential === undefined || !credential.scopes.includes('webhooks:manage')) break;
+      const maker = credential.createdBy;
+      if (maker.kind === 'operator') return;
+      if (maker.kind === 'developer') {
+        if (await this.access.mayDeveloper(appId, maker.developerId, 'manage_webhooks')) return;
+        break;
+      }
+      clientId = maker.clientId;
+    }
+    if (clientId === app.clientId) return;
+    throw new TesseraError(
+      'FORBIDDEN',
+      'This credential\u2019s webhooks:manage was not given by someone who may manage webhooks (the operator, the owner, or an admin token that may): make a new credential for it.',
+    );
   }
 
   async #webhook(appId: string, webhookId: string): Promise<WebhookRecord> {

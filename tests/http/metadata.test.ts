@@ -34,6 +34,7 @@ function expectedMetadata(issuer: string) {
       'tokens:introspect',
       'tokens:revoke',
       'credentials:manage',
+      'webhooks:manage',
     ],
     token_endpoint_auth_methods_supported: METHODS,
     revocation_endpoint_auth_methods_supported: METHODS,

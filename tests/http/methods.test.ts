@@ -36,6 +36,11 @@ const ALLOWED: Record<string, string> = {
   '/api/apps/{appId}/credentials/{clientId}': 'DELETE',
   '/api/apps/{appId}/credentials/{clientId}/rotate': 'POST',
   '/api/apps/{appId}/credentials/{clientId}/previous-secret': 'DELETE',
+  '/api/apps/{appId}/webhooks': 'GET, HEAD, POST',
+  '/api/apps/{appId}/webhooks/{webhookId}': 'GET, HEAD, DELETE',
+  '/api/apps/{appId}/webhooks/{webhookId}/rotate-secret': 'POST',
+  '/api/apps/{appId}/webhooks/{webhookId}/deliveries': 'GET, HEAD',
+  '/api/apps/{appId}/webhooks/{webhookId}/deliveries/{deliveryId}/resend': 'POST',
   '/api/apps/{appId}/attestation/challenge': 'GET, HEAD',
   '/api/apps/{appId}/attestation/debug-tokens': 'GET, HEAD, POST',
   '/api/apps/{appId}/attestation/debug-tokens/{debugTokenId}': 'DELETE',
@@ -62,7 +67,9 @@ const pathOf = (path: string) =>
   path
     .replace('{appId}', server.app.appId)
     .replace('{clientId}', 'tcl_0123456789abcdef01234567')
-    .replace('{debugTokenId}', 'no-such-token');
+    .replace('{debugTokenId}', 'no-such-token')
+    .replace('{webhookId}', 'wh_0123456789abcdefghijkl')
+    .replace('{deliveryId}', '1');
 const connect = (target: string, headers: Record<string, string> = {}) =>
   rawHttpUntilClosed(
     server.baseUrl,

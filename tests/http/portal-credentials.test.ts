@@ -297,12 +297,13 @@ describe("an app's Credentials page", () => {
     assert.equal((await credentialsOf(fresh)).length, 1);
   });
 
-  it('lets a collaborator make credentials, but not give credentials:manage (the box is disabled; posted anyway, 403)', async () => {
+  it('lets a collaborator make credentials, but not give credentials:manage or webhooks:manage (the boxes are disabled; posted anyway, 403)', async () => {
     const fresh = await newApp('Collaborator');
     const page = await collaborator.page(listPath(fresh));
     assert.match(page.text, /name="scope" value="credentials:manage" disabled/);
+    assert.match(page.text, /name="scope" value="webhooks:manage" disabled/);
     assert.match(page.text, /Only the app's owner may give it/);
-    for (const scope of BUILT_IN_SCOPES.filter((one) => one !== 'credentials:manage')) {
+    for (const scope of BUILT_IN_SCOPES.filter((one) => one !== 'credentials:manage' && one !== 'webhooks:manage')) {
       assert.match(page.text, new RegExp(`name="scope" value="${scope}"(?! disabled)`));
     }
 

@@ -5,6 +5,9 @@ import { RETRY_DELAYS_MS, MAX_ATTEMPTS } from '../../src/webhooks/schedule.js';
 import { MAX_WEBHOOKS_PER_APP, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/webhook.js';
 import { adminTokenOf, appOn, bearer, postAs, request, requestAs, type AppEndpoint } from '../helpers/http.js';
 import { serverForSuite, startServer } from '../helpers/server.js';
+import { generateClientSecret } from '../../src/apps/secret-format.js';
+import { generateCredentialClientId, type CredentialCreator } from 'tessera-tokens/internal/credentials/credential.js';
+import { clientSecretDigest } from 'tessera-tokens/internal/crypto.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 // An app's webhooks through the real server, on both stores: made, listed and refused through the
@@ -163,6 +166,42 @@ describe('webhooks: made, listed, refused', () => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe('webhooks: who may manage them', () => {
+  it('an admin token needs webhooks:manage, given by someone who may manage webhooks', async () => {
+    const app = await newApp('Webhook scopes');
+    const tokenOf = async (createdBy: CredentialCreator, scopes: string[]) => {
+      const clientSecret = generateClientSecret();
+      const clientId = generateCredentialClientId();
+      await server.tessera.store.credentials.insert({
+        clientId,
+        appId: app.appId,
+        name: `made by ${createdBy.kind}`,
+        scopes,
+        expiresAt: null,
+        allowFrom: [],
+        secretHash: clientSecretDigest(clientSecret),
+        previousSecret: null,
+        createdAt: Date.now(),
+        createdBy,
+        lastUsedAt: null,
+        accessTokenFormat: null,
+      });
+      server.tessera.appCache.invalidate(app.appId);
+      return adminTokenOf({ ...app, clientId, clientSecret });
+    };
+    const list = async (token: string) => (await requestAs(`${app.appUrl}/webhooks`, bearer(token))).status;
+    assert.equal(await list(await tokenOf({ kind: 'operator' }, ['events:read'])), 403, 'without the scope');
+    assert.equal(await list(await tokenOf({ kind: 'operator' }, ['webhooks:manage'])), 200);
+    // As an earlier release let a collaborator give it, taking it for a scope of the app's own.
+    const refused = await requestAs(
+      `${app.appUrl}/webhooks`,
+      bearer(await tokenOf({ kind: 'developer', developerId: 'dev_collaborator' }, ['webhooks:manage'])),
+    );
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /was not given by someone who may manage webhooks/);
   });
 });
 

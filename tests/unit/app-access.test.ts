@@ -429,7 +429,7 @@ describe('the services authorize whoever acts on an app, whichever page or route
         .filter(([, may]) => !may)
         .map(([action]) => action)
         .sort(),
-      ['delete_app', 'manage_collaborators', 'rotate_secret'],
+      ['delete_app', 'manage_collaborators', 'manage_webhooks', 'rotate_secret'],
     );
     assert.equal(await outcomeOf(tessera.members.permissions(app.appId, 'rotate_secret', contextOf('collaborator', app))), 'FORBIDDEN');
     assert.equal(await outcomeOf(tessera.members.permissions(app.appId, 'view_app', contextOf('stranger', app))), 'APP_NOT_FOUND');

@@ -38,6 +38,8 @@ describe('loadConfig', () => {
       keyEncryptionKey: undefined,
       previousKeyEncryptionKey: undefined,
       statusListTtlSeconds: 60,
+      webhookDestinations: { allowHttp: false, allowPrivate: false },
+      webhookTimeoutMs: 10_000,
       metrics: undefined,
     });
   });
@@ -106,6 +108,9 @@ describe('loadConfig', () => {
       KEY_ENCRYPTION_KEY: ' BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc= ',
       KEY_ENCRYPTION_KEY_PREVIOUS: 'CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg',
       STATUS_LIST_TTL_SECONDS: ' 30 ',
+      WEBHOOK_ALLOW_HTTP: 'on',
+      WEBHOOK_ALLOW_PRIVATE: '1',
+      WEBHOOK_TIMEOUT_SECONDS: '3',
       METRICS_PORT: ' 9464 ',
       METRICS_HOST: ' 10.0.0.5 ',
     });
@@ -151,6 +156,8 @@ describe('loadConfig', () => {
       keyEncryptionKey: Buffer.alloc(32, 7),
       previousKeyEncryptionKey: Buffer.alloc(32, 8),
       statusListTtlSeconds: 30,
+      webhookDestinations: { allowHttp: true, allowPrivate: true },
+      webhookTimeoutMs: 3_000,
       metrics: { host: '10.0.0.5', port: 9464 },
     });
   });

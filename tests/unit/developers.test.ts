@@ -227,13 +227,13 @@ describe('session lifetimes', () => {
 });
 
 describe('mayAct: who may do what on an app', () => {
-  const ownerOnly: AppAction[] = ['rotate_secret', 'delete_app', 'manage_collaborators'];
+  const ownerOnly: AppAction[] = ['rotate_secret', 'delete_app', 'manage_collaborators', 'manage_webhooks'];
 
   it('lets the owner do everything', () => {
     for (const action of APP_ACTIONS) assert.equal(mayAct('owner', action), true, action);
   });
 
-  it('lets a collaborator do everything but rotate the secret, delete the app or manage collaborators', () => {
+  it('lets a collaborator do everything but rotate the secret, delete the app, manage collaborators or manage webhooks', () => {
     for (const action of APP_ACTIONS) assert.equal(mayAct('collaborator', action), !ownerOnly.includes(action), action);
     assert.deepEqual(
       APP_ACTIONS.filter((action) => mayAct('collaborator', action)),

@@ -72,6 +72,7 @@ describe('instrumentStore', () => {
       attestation: {},
       upgrade: {},
       credentials: {},
+      webhooks: {},
       ping: async () => {},
       // The tables of a transaction: the same parts, another object (as a runner bound to it gives).
       transaction: async <T>(work: (tx: unknown) => Promise<T>) => work({ apps: { ...apps }, events: {}, tokens: {} }),

@@ -39,3 +39,19 @@ export function quoted(value: string): string {
   }
   return `"${shown}"`;
 }
+
+/**
+ * Names such as event types, short enough to say whole in an error: those of the form
+ * `prefix.name` grouped by prefix (`token.issued|revoked, app.secret_rotated|…`), the rest as they are.
+ */
+export function listByPrefix(values: readonly string[]): string {
+  const groups = new Map<string, string[]>();
+  for (const value of values) {
+    const dot = value.indexOf('.');
+    const [prefix, name] = dot === -1 ? [value, undefined] : [value.slice(0, dot), value.slice(dot + 1)];
+    const group = groups.get(prefix) ?? [];
+    if (name !== undefined) group.push(name);
+    groups.set(prefix, group);
+  }
+  return [...groups].map(([prefix, names]) => (names.length === 0 ? prefix : `${prefix}.${names.join('|')}`)).join(', ');
+}

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify';
 import { appNotFound, notFound, unsupportedMediaType } from '../error-catalogue.js';
 import { ERROR_STATUS, isTesseraError, TesseraError, type ErrorCode } from '../errors.js';
-import { quoted } from '../text.js';
+import { listByPrefix, quoted } from '../text.js';
 
 /**
  * The one place where errors become HTTP: the contract's body
@@ -162,7 +162,7 @@ function refusalMessage(error: VerboseError, part: string): string {
       if (typeof error.parentSchema?.['x-field-name'] === 'string' && typeof error.data === 'string') {
         const noun = error.parentSchema['x-field-name'];
         const known = (params.allowedValues as unknown[]).filter((value) => value !== '');
-        return `Unknown ${noun} ${quoted(error.data)}; the ${noun}s are: ${known.join(', ')}.`;
+        return `Unknown ${noun} ${quoted(error.data)}; the ${noun}s are: ${listByPrefix(known.map(String))}.`;
       }
     // falls through
     case 'const': {
