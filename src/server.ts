@@ -301,6 +301,7 @@ function buildApp(
       credentials: tessera.credentials,
       debugTokens: tessera.attestation.debugTokens,
       platforms: { playIntegrity: tessera.attestation.playIntegrity, appAttest: tessera.attestation.appAttest },
+      webhooks: tessera.webhooks,
       clock: tessera.clock,
       secureCookies: publicUrl?.startsWith('https:') ?? false,
       publicUrl,

@@ -12,6 +12,7 @@ import type { Clock } from 'tessera-tokens/internal/clock.js';
 import type { DeveloperAccounts } from '../developers/accounts.js';
 import type { DeveloperSessions } from '../developers/sessions.js';
 import type { TokenRevoker } from '../tokens/revocation.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { PortalCookies } from './cookies.js';
 import type { AlertSettings } from '../mail/alerts.js';
 
@@ -30,6 +31,8 @@ export interface PortalOptions {
   debugTokens: DebugTokens;
   /** Whether an app's platform attestations are set up (its Attestation page). */
   platforms: { playIntegrity: Pick<PlayIntegrity, 'show' | 'set'>; appAttest: Pick<AppAttest, 'show' | 'set'> };
+  /** An app's webhooks and their deliveries (its Webhooks page, the owner's). */
+  webhooks: WebhookService;
   clock: Clock;
   /** Cookies `Secure` and `__Host-` (the portal is reached over HTTPS). */
   secureCookies: boolean;

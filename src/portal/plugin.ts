@@ -29,6 +29,7 @@ import { setPasswordPages } from './pages/set-password/routes.js';
 import { signUpPages } from './pages/sign-up/routes.js';
 import { forgotPasswordPages } from './pages/forgot-password/routes.js';
 import { confirmEmailPages } from './pages/confirm-email/routes.js';
+import { webhooksPages } from './pages/webhooks/routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,6 +64,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
     credentials,
     debugTokens,
     platforms,
+    webhooks,
     clock,
     secureCookies,
     publicUrl,
@@ -82,6 +84,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, options) =>
       credentials,
       debugTokens,
       platforms,
+      webhooks,
       clock,
       secureCookies,
       publicUrl,
@@ -155,6 +158,7 @@ async function registerPages(app: FastifyInstance, context: PortalContext, logge
   await app.register(signUpPages, context);
   await app.register(forgotPasswordPages, context);
   await app.register(confirmEmailPages, context);
+  await app.register(webhooksPages, context);
 }
 
 function sendErrorPage(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {

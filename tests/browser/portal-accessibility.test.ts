@@ -21,7 +21,7 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core
 const WIDTHS = [1280, 375];
 
 const browser = browserForSuite();
-const server = serverForSuite();
+const server = serverForSuite({ webhookDestinations: { allowHttp: true, allowPrivate: true } });
 
 interface Violation {
   id: string;
@@ -284,6 +284,34 @@ describe('the portal, checked by axe at 1280 and 375 px', () => {
     assert.equal(await collaborator.getByLabel('credentials:manage').isDisabled(), true);
     await assertAccessible(collaborator, 'credentials, collaborator');
     await collaborator.close();
+  });
+
+  it('webhooks: the form with its error, the secret shown once, listed, deliveries, deleting', async () => {
+    const page = await signedInPage(browser, server, owner.email);
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/webhooks`);
+    await assertAccessible(page, 'webhooks, none');
+    await page.getByLabel('URL', { exact: true }).fill('ftp://127.0.0.1/hooks');
+    await submit(page, 'Add webhook');
+    assert.equal(await page.getByRole('alert').count(), 1);
+    await assertAccessible(page, 'webhooks, the form with an error');
+    // Port 9 (discard) listens nowhere here: the delivery fails, and waits for its next attempt.
+    await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/hooks');
+    await submit(page, 'Add webhook');
+    assert.equal(await page.locator('[data-webhook-secret]').count(), 1);
+    await assertAccessible(page, 'the new webhook, its secret shown once');
+    await server.tessera.webhookSender.sendDue();
+    await follow(page, () => page.getByRole('link', { name: 'Back to the webhooks' }).click());
+    await assertAccessible(page, 'webhooks, listed');
+    await follow(page, () => page.getByRole('link', { name: 'Deliveries to http://127.0.0.1:9/hooks' }).click());
+    assert.equal(await page.locator('[data-state=pending]').count(), 1);
+    await assertAccessible(page, "a webhook's deliveries");
+    await page.goto(`${server.baseUrl}/portal/apps/${app.appId}/webhooks`);
+    await follow(page, () => page.getByRole('link', { name: 'Delete the webhook to http://127.0.0.1:9/hooks' }).click());
+    await assertAccessible(page, 'deleting a webhook');
+    await submit(page, 'Delete webhook');
+    assert.equal(await page.getByRole('status').count(), 1);
+    await assertAccessible(page, 'webhooks, one deleted');
+    await page.close();
   });
 
   it('account, with its error', async () => {

@@ -1,5 +1,6 @@
 import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { RotatedSecret } from '../../../apps/service.js';
+import { permissionsOf } from '../../../developers/roles.js';
 import { html, type Html } from '../../html.js';
 import { alert, csrfField, onceField, page, type PageFrame } from '../../layout.js';
 import { utcTime } from '../../time.js';
@@ -16,6 +17,9 @@ import type { RotationForm } from './form.js';
 
 // The ClientSecret's rotation pages: pure functions of the app and the form, to HTML.
 
+/** Only the owner reaches these pages (`rotate_secret`). */
+const OWNER = permissionsOf('owner');
+
 /** The rotation form, with what was typed and what was wrong with it, and the end of a grace period still running. */
 export function rotationPage(
   frame: PageFrame,
@@ -30,7 +34,7 @@ export function rotationPage(
   return page({
     title: `Rotate the ClientSecret of ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Overview')}
+    body: html`${appHeader(app.appId, app.name, 'Overview', OWNER)}
 <section class="app-form">
 <h2>Rotate the ClientSecret</h2>
 ${endedNotice(ended)}
@@ -68,7 +72,7 @@ export function rotatedPage(frame: PageFrame, app: AppDescription, rotated: Rota
   return page({
     title: `New ClientSecret of ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Overview')}
+    body: html`${appHeader(app.appId, app.name, 'Overview', OWNER)}
 <h2>New ClientSecret</h2>
 <p class="notice" role="status">The ClientSecret is rotated. Copy the new one now: it is shown only this once, and belongs in your server's configuration, never in a web page or a mobile app.</p>
 ${rotatedSecretKeys(rotated)}

@@ -49,7 +49,7 @@ export function settingsPage(frame: PageFrame, app: AppDescription, permissions:
   return page({
     title: `Settings of ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Settings')}
+    body: html`${appHeader(app.appId, app.name, 'Settings', permissions)}
 ${state.done === undefined ? null : html`<p class="notice success" role="status">${state.done}</p>`}
 <section class="app-form" aria-labelledby="token-settings">
 <h2 id="token-settings">Token settings</h2>

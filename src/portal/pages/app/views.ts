@@ -48,7 +48,7 @@ function appBody(
 ) {
   const { configuration } = app;
   const base = `/portal/apps/${app.appId}`;
-  return html`${appHeader(app.appId, app.name, 'Overview')}
+  return html`${appHeader(app.appId, app.name, 'Overview', permissions)}
 ${warning}
 <p class="meta">You are its ${permissions.role}. Created ${utcDay(app.createdAt)}.</p>
 <h2>Keys</h2>

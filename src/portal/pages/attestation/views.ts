@@ -69,7 +69,7 @@ export function attestationPage(frame: PageFrame, input: AttestationPageInput): 
   return page({
     title: `Attestation of ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Attestation')}
+    body: html`${appHeader(app.appId, app.name, 'Attestation', permissions)}
 ${input.done === undefined ? null : html`<p class="notice success" role="status">${input.done}</p>`}
 ${
   created === undefined

@@ -35,6 +35,9 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
   /** What the developer may do with the app's credentials, if it may manage them (404 for no member, as for no app). */
   const permissionsOf = (request: FastifyRequest, appId: string) => credentials.permissions(appId, asDeveloper(request));
 
+  /** What the developer may do on the app, for its tabs: the role read for the request already. */
+  const accessOf = (request: FastifyRequest, appId: string) => members.permissions(appId, 'view_app', asDeveloper(request));
+
   /** The credential, or 404. */
   async function credentialOf(appId: string, clientId: string, context: RequestContext): Promise<CredentialDescription> {
     const found = CREDENTIAL_CLIENT_ID_PATTERN.test(clientId)
@@ -53,16 +56,18 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     state: ListState,
   ) {
     const context = asDeveloper(request);
-    const [described, listed, people] = await Promise.all([
+    const [described, listed, people, access] = await Promise.all([
       apps.show(appId, context),
       credentials.list(appId, context),
       members.membersOf(appId, context),
+      accessOf(request, appId),
     ]);
     const emails = new Map(people.map((person) => [person.developerId, person.email]));
     const input = {
       ...state,
       app: described,
       permissions,
+      access,
       listed,
       emails,
       now: clock.now(),
@@ -102,7 +107,8 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     }
     const described = await apps.show(appId, asDeveloper(request));
     const base = serviceBaseUrl(request, publicUrl);
-    return sendPage(reply, createdPage(signedIn(request, reply), described, created, base, clock.now()), 201);
+    const access = await accessOf(request, appId);
+    return sendPage(reply, createdPage(signedIn(request, reply), access, described, created, base, clock.now()), 201);
   });
 
   app.get<CredentialParams & { Querystring: { ended?: unknown } }>('/apps/:appId/credentials/:clientId/rotate', async (request, reply) => {
@@ -115,6 +121,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       app: described,
       credential,
       permissions,
+      access: await accessOf(request, appId),
       now: clock.now(),
       grace: '3600',
       graceSeconds: '',
@@ -143,6 +150,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const credential = await credentialOf(appId, clientId, context);
     const sent = useSingleUseFormValue(request, reply, singleUseForms);
     const described = await apps.show(appId, context);
+    const access = await accessOf(request, appId);
     const form = rotationFormOf(formOf(request));
     let options: { graceSeconds?: number };
     try {
@@ -154,6 +162,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
         app: described,
         credential,
         permissions,
+        access,
         now: clock.now(),
         ...form,
         once: issueSingleUseFormValue(reply, singleUseForms),
@@ -161,7 +170,7 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
       return sendPage(reply, rotationPage(signedIn(request, reply), input, message), 400);
     }
     const rotated = await credentials.rotate(appId, clientId, { ...options, once: sent }, context);
-    return sendPage(reply, rotatedPage(signedIn(request, reply), described, credential, rotated));
+    return sendPage(reply, rotatedPage(signedIn(request, reply), access, described, credential, rotated));
   });
 
   // Without JavaScript there is no confirm(): revoking asks first, on a page of its own.
@@ -171,8 +180,9 @@ export const credentialsPages: FastifyPluginAsync<PortalContext> = async (
     const context = asDeveloper(request);
     const credential = await credentialOf(appId, clientId, context);
     const described = await apps.show(appId, context);
+    const access = await accessOf(request, appId);
     const sent = issueSingleUseFormValue(reply, singleUseForms);
-    return sendPage(reply, revocationPage(signedIn(request, reply), sent, described, credential));
+    return sendPage(reply, revocationPage(signedIn(request, reply), access, sent, described, credential));
   });
 
   app.post<CredentialParams>('/apps/:appId/credentials/:clientId/revoke', { preValidation: csrfCheck(app) }, async (request, reply) => {

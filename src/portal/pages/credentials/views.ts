@@ -1,6 +1,7 @@
 import type { AppDescription } from 'tessera-tokens/internal/apps/app.js';
 import type { CreatedCredential, CredentialPermissions, RotatedCredential } from '../../../apps/credential-service.js';
 import { credentialCommands, credentialNodeScript } from '../../../apps/snippets.js';
+import type { AppPermissions } from '../../../developers/roles.js';
 import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
 import { MAX_CREDENTIAL_NAME_LENGTH, type CredentialDescription } from 'tessera-tokens/internal/credentials/credential.js';
 import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, type BuiltInScope } from 'tessera-tokens/internal/credentials/scopes.js';
@@ -53,6 +54,8 @@ export interface ListInput extends ListState {
   app: AppDescription;
   /** What the developer may do with the credentials (`CredentialService.permissions`). */
   permissions: CredentialPermissions;
+  /** What the developer may do on the app (its tabs). */
+  access: AppPermissions;
   listed: CredentialDescription[];
   /** Members' emails by developer id: who made a credential, while they are a member. */
   emails: Map<string, string>;
@@ -131,12 +134,12 @@ function revokedTokensText(count: number): string {
 
 /** The list and the new-credential form, with what was typed and what was wrong with it, if anything. */
 export function credentialsPage(frame: PageFrame, input: ListInput): Html {
-  const { app, listed, revoked } = input;
+  const { app, access, listed, revoked } = input;
   const { csrfToken } = frame;
   return page({
     title: `Credentials · ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Credentials')}
+    body: html`${appHeader(app.appId, app.name, 'Credentials', access)}
 ${
   revoked === undefined
     ? null
@@ -208,7 +211,14 @@ ${mistake === undefined ? null : html`<p class="alert" role="alert" id="credenti
 }
 
 /** A new credential, its ClientSecret shown this once, and how to get a token with it from `base`. */
-export function createdPage(frame: PageFrame, app: AppDescription, created: CreatedCredential, base: string, now: number): Html {
+export function createdPage(
+  frame: PageFrame,
+  access: AppPermissions,
+  app: AppDescription,
+  created: CreatedCredential,
+  base: string,
+  now: number,
+): Html {
   // As the quickstarts (src/apps/snippets.ts): short lines, the secret from the environment, 15 minutes.
   const values = { baseUrl: base, appId: app.appId, clientId: created.clientId };
   const command = credentialCommands(values);
@@ -216,7 +226,7 @@ export function createdPage(frame: PageFrame, app: AppDescription, created: Crea
   return page({
     title: `New credential · ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Credentials')}
+    body: html`${appHeader(app.appId, app.name, 'Credentials', access)}
 <h2>New credential: ${created.name}</h2>
 <p class="notice" role="status">The credential is ready. Copy its ClientSecret now: it is shown only this once, and belongs in the configuration of the server code that uses it, never in a web page or a mobile app.</p>
 <dl class="keys">
@@ -242,6 +252,7 @@ export interface RotationInput extends GraceForm {
   app: AppDescription;
   credential: CredentialDescription;
   permissions: CredentialPermissions;
+  access: AppPermissions;
   now: number;
   /** The form's `once` value (`single-use-forms.ts`). */
   once: string;
@@ -251,14 +262,14 @@ export interface RotationInput extends GraceForm {
 
 /** The rotation form of a credential (or why the developer may not rotate it), and the end of a grace period still running. */
 export function rotationPage(frame: PageFrame, input: RotationInput, message?: string): Html {
-  const { app, credential, permissions, now, grace, graceSeconds, ended, once } = input;
+  const { app, credential, permissions, access, now, grace, graceSeconds, ended, once } = input;
   const { csrfToken } = frame;
   const list = `/portal/apps/${app.appId}/credentials`;
   const graceUntil = credential.previousSecretValidUntil;
   return page({
     title: `Rotate the secret of ${credential.name} · ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Credentials')}
+    body: html`${appHeader(app.appId, app.name, 'Credentials', access)}
 <section class="app-form">
 <h2>Rotate the secret of ${credential.name}</h2>
 ${endedNotice(ended)}
@@ -293,11 +304,17 @@ ${alert(message)}
 }
 
 /** A credential's new secret, shown this once, and what became of the previous one. */
-export function rotatedPage(frame: PageFrame, app: AppDescription, credential: CredentialDescription, rotated: RotatedCredential): Html {
+export function rotatedPage(
+  frame: PageFrame,
+  access: AppPermissions,
+  app: AppDescription,
+  credential: CredentialDescription,
+  rotated: RotatedCredential,
+): Html {
   return page({
     title: `New secret of ${credential.name} · ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Credentials')}
+    body: html`${appHeader(app.appId, app.name, 'Credentials', access)}
 <h2>New secret of ${credential.name}</h2>
 <p class="notice" role="status">The secret is rotated. Copy the new one now: it is shown only this once.</p>
 ${rotatedSecretKeys(rotated)}
@@ -307,13 +324,19 @@ ${rotationOutcome([replacedSecretOutcome(rotated.previousSecretValidUntil, 'secr
 }
 
 /** Without JavaScript there is no confirm(): revoking asks first, on a page of its own. */
-export function revocationPage(frame: PageFrame, once: string, app: AppDescription, credential: CredentialDescription): Html {
+export function revocationPage(
+  frame: PageFrame,
+  access: AppPermissions,
+  once: string,
+  app: AppDescription,
+  credential: CredentialDescription,
+): Html {
   const { csrfToken } = frame;
   const list = `/portal/apps/${app.appId}/credentials`;
   return page({
     title: `Revoke ${credential.name} · ${app.name}`,
     ...frame,
-    body: html`${appHeader(app.appId, app.name, 'Credentials')}
+    body: html`${appHeader(app.appId, app.name, 'Credentials', access)}
 <section class="narrow confirm">
 <h2>Revoke ${credential.name}?</h2>
 <p>The credential <code>${credential.clientId}</code> is deleted: its secret and every admin token it got stop working at once (on every instance within a second). Server code that uses it gets no token any more. This cannot be undone: a new credential gets a new ClientID.</p>

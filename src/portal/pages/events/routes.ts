@@ -132,7 +132,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
   app.get<EventRequest>('/apps/:appId/events/:eventId', async (request, reply) => {
     const { appId, eventId } = request.params;
     const context = asDeveloper(request);
-    await members.permissions(appId, 'view_events', context);
+    const permissions = await members.permissions(appId, 'view_events', context);
     const back = `/portal/apps/${appId}/events${backQuery(request.query, clock.now())}`;
     const id = eventIdParam(eventId);
     if (id === undefined) throw eventNotFound();
@@ -142,7 +142,7 @@ export const eventsPages: FastifyPluginAsync<PortalContext> = async (app, { memb
       emailsOf(appId, context),
     ]);
     if (event === undefined) throw eventNotFound();
-    return sendPage(reply, singleEventPage(signedIn(request, reply), appId, described.name, event, emails, back));
+    return sendPage(reply, singleEventPage(signedIn(request, reply), permissions, appId, described.name, event, emails, back));
   });
 
   /** The id of the app's newest event, 0 when there is none: where live updates start when the page lists none. */

@@ -42,7 +42,7 @@ export interface EventsTop {
 }
 
 function topOf({ appId, appName, permissions, exposures, form, now, mistake }: EventsTop): Html {
-  return html`${appHeader(appId, appName, 'Events')}
+  return html`${appHeader(appId, appName, 'Events', permissions)}
 ${secretExposureWarnings(appId, exposures, permissions)}
 ${viewForm(appId, form, now, mistake)}`;
 }
@@ -128,13 +128,14 @@ export function liveItems(appId: string, view: EventView, newestFirst: readonly 
 /** One event's page, with the way back to the list it was opened from (`back`). */
 export function singleEventPage(
   frame: PageFrame,
+  permissions: AppPermissions,
   appId: string,
   appName: string,
   event: AuditEvent,
   emails: Map<string, string>,
   back: string,
 ): Html {
-  const body = eventPage(appId, appName, event, emails, back);
+  const body = eventPage(permissions, appId, appName, event, emails, back);
   return page({ title: `${eventTitle(event)} · Events · ${appName}`, ...frame, body });
 }
 
@@ -277,7 +278,14 @@ export function eventItem(event: AuditEvent, emails: Map<string, string>, links:
  * where with links to the other events from that address, why it was refused, each detail), and
  * the event as the API gives it.
  */
-function eventPage(appId: string, appName: string, event: AuditEvent, emails: Map<string, string>, back: string): Html {
+function eventPage(
+  permissions: AppPermissions,
+  appId: string,
+  appName: string,
+  event: AuditEvent,
+  emails: Map<string, string>,
+  back: string,
+): Html {
   const base = `/portal/apps/${appId}/events`;
   // The reason has its own row, explained.
   const details = detailsOf(event, emails, { withReason: false });
@@ -297,7 +305,7 @@ function eventPage(appId: string, appName: string, event: AuditEvent, emails: Ma
     </ul>`;
   const described = JSON.stringify(describeEvent(event), null, 2);
   const who = whoOf(event, emails);
-  return html`${appHeader(appId, appName, 'Events')}
+  return html`${appHeader(appId, appName, 'Events', permissions)}
 <nav class="crumbs" aria-label="Back"><a href="${back}">Back to the events</a></nav>
 <h2 class="event-page-title${CLASSES[event.type] === undefined ? '' : ` ${CLASSES[event.type]}`}" data-event-id="${event.id}" data-type="${event.type}">${eventTitle(event)}</h2>
 <dl class="settings event-facts">

@@ -83,13 +83,13 @@ export const peoplePages: FastifyPluginAsync<PortalContext> = async (app, { memb
     const { appId, developerId } = request.params;
     const context = asDeveloper(request);
     const leaving = developerId === developer.id;
-    await members.permissions(appId, leaving ? 'view_app' : 'manage_collaborators', context);
+    const permissions = await members.permissions(appId, leaving ? 'view_app' : 'manage_collaborators', context);
     const member = await collaborator(request, appId, developerId);
     const described = await apps.show(appId, context);
     const theirs = (await credentials.list(appId, context)).filter(
       (credential) => credential.createdBy === 'developer' && credential.createdByDeveloperId === developerId,
     );
-    return sendPage(reply, removalPage(signedIn(request, reply), { appId, described, member, leaving, theirs }));
+    return sendPage(reply, removalPage(signedIn(request, reply), { appId, permissions, described, member, leaving, theirs }));
   });
 
   app.post<MemberParams>('/apps/:appId/people/:developerId/remove', { preValidation: csrfCheck(app) }, async (request, reply) => {

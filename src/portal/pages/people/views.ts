@@ -34,7 +34,7 @@ export function peoplePage(frame: SignedInFrame, input: PeopleInput): Html {
   return page({
     title: `People · ${described.name}`,
     ...frame,
-    body: html`${appHeader(described.appId, described.name, 'People')}
+    body: html`${appHeader(described.appId, described.name, 'People', permissions)}
 ${withdrawn === true ? html`<p class="notice success" role="status">The invitation is withdrawn: its link no longer works.</p>` : null}
 ${
   invited === undefined
@@ -113,6 +113,7 @@ ${alert(message)}
 
 export interface RemovalInput {
   appId: string;
+  permissions: AppPermissions;
   described: AppDescription;
   member: AppMembership;
   /** The developer removes itself. */
@@ -122,12 +123,12 @@ export interface RemovalInput {
 }
 
 /** Without JavaScript there is no confirm(): removing and leaving each get a page that asks first. */
-export function removalPage(frame: PageFrame, { appId, described, member, leaving, theirs }: RemovalInput): Html {
+export function removalPage(frame: PageFrame, { appId, permissions, described, member, leaving, theirs }: RemovalInput): Html {
   const { csrfToken } = frame;
   return page({
     title: leaving ? `Leave ${described.name}` : `Remove ${member.email}`,
     ...frame,
-    body: html`${appHeader(appId, described.name, 'People')}
+    body: html`${appHeader(appId, described.name, 'People', permissions)}
 <section class="narrow confirm">
 <h2>${leaving ? 'Leave this app?' : `Remove ${member.email}?`}</h2>
 <p>${
