@@ -66,7 +66,7 @@ const ALERTS: Readonly<Record<string, AlertSpec>> = {
     subject: 'Credential refused',
     what: (alert, app) =>
       `At ${utc(alert.eventAt)}, the credential ${credentialName(alert)} of the app ${app} was refused with its right secret ` +
-      `(${text(alert.details.reason) === 'expired' ? 'it has expired' : 'for the address it came from'}).`,
+      `(${text(alert.details.reason) === 'credential_expired' ? 'it has expired' : 'for the address it came from'}).`,
     path: credentialsPage,
   },
   'app.secret_rotated': {

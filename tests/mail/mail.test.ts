@@ -175,6 +175,59 @@ describe('mail through the SMTP server', () => {
     ]);
   });
 
+  it('alerts of a burst of refusals, a credential refused for its address and a credential made by another member link to their pages', async () => {
+    const { tessera } = server;
+    const [owner, colleague] = await Promise.all(
+      ['dee@example.com', 'eve@example.com'].map((email) => tessera.developers.create(email, PASSWORD, OPERATOR)),
+    );
+    const created = appOn(server, await tessera.ownedApps.create('Watched app', owner!.developer.email, OPERATOR));
+    const invitation = await tessera.members.invite(created.appId, colleague!.developer.email, OPERATOR);
+    const eve = await tessera.developers.find(colleague!.developer.email);
+    await tessera.members.acceptInvitation(new URL(invitation.url!).searchParams.get('token')!, eve, {
+      clientAddress: null,
+      by: { kind: 'developer', developerId: eve.id },
+    });
+    // The burst as the watch records it (its counting is tests/http/webhooks.test.ts's).
+    await tessera.store.transaction(async (tx) =>
+      tx.events.append([
+        {
+          type: 'app.refusal_burst',
+          appId: created.appId,
+          at: Date.now(),
+          principal: null,
+          clientAddress: null,
+          details: { minute: new Date().toISOString(), refused: 14, throttled: 2 },
+        },
+      ]),
+    );
+    const byOwner = { clientAddress: null, by: { kind: 'developer' as const, developerId: owner!.developer.id } };
+    const credential = await tessera.credentials.create(
+      created.appId,
+      { name: 'Nightly job', scopes: ['events:read'], allowFrom: ['203.0.113.0/24'] },
+      byOwner,
+    );
+    const refused = await requestToken(created, {
+      grant_type: 'client_credentials',
+      client_id: credential.clientId,
+      client_secret: credential.clientSecret,
+    });
+    assert.equal(refused.status, 401, refused.text);
+    await tessera.events.flush();
+    await tessera.mail!.sender.run();
+    const [burst, refusal, made] = await Promise.all([
+      smtp.waitFor((m) => m.subject === '[Watched app] Burst of refused requests' && to('dee@example.com')(m)),
+      smtp.waitFor((m) => m.subject === '[Watched app] Credential refused' && to('eve@example.com')(m)),
+      smtp.waitFor((m) => m.subject === '[Watched app] Credential created'),
+    ]);
+    assert.match(burst.text, /14 token requests of the app Watched app were refused for their keys and 2 throttled/);
+    assert.match(refusal.text, /Nightly job.*for the address it came from/s);
+    assert.equal(made.to, 'eve@example.com', 'not the owner, who made it');
+    const dee = await signInOverHttp(server, 'dee@example.com');
+    assert.equal((await dee.get(pathOf(linkIn(burst, `/portal/apps/${created.appId}/events`)))).status, 200);
+    const eveClient = await signInOverHttp(server, 'eve@example.com');
+    assert.equal((await eveClient.get(pathOf(linkIn(refusal, `/portal/apps/${created.appId}/credentials`)))).status, 200);
+  });
+
   it('counts the mail sent on /metrics', async () => {
     const scraped = await scrape(server.metricsUrl!);
     for (const kind of ['confirmation', 'password_reset', 'invitation', 'alert']) {

@@ -882,6 +882,9 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
 
       -- When a developer confirmed their address by the link mailed at sign-up; null until then.
       ALTER TABLE developers ADD COLUMN email_confirmed_at bigint;
+      -- The accounts made before it: the operator made them, or they signed up when there was no mail
+      -- to confirm with; their alerts are not withheld for a confirmation nobody could give.
+      UPDATE developers SET email_confirmed_at = created_at;
     `,
   },
 ];

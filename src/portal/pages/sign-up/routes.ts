@@ -11,6 +11,9 @@ type NextQuery = { Querystring: { next?: string } };
 /** What the form says of an address that has an account already (docs/portal.md, "Sign-up", says why it is told). */
 const TAKEN =
   'There is an account with this email address already. Sign in with it; if its password is lost, the operator of this service can give you a link that sets a new one.';
+/** The same, when the service sends mail: the sign-in page mails a link itself. */
+const TAKEN_WITH_MAIL =
+  'There is an account with this email address already. Sign in with it; if its password is lost, \u201cForgot your password?\u201d on the sign-in page mails a link that sets a new one.';
 
 /**
  * Making an account on the portal, when the operator allows it (`PORTAL_SIGNUP=open`); otherwise
@@ -40,7 +43,7 @@ export const signUpPages: FastifyPluginAsync<PortalContext> = async (app, { sign
     } catch (error) {
       const refused = refusalIn(error, ['invalid_request', 'CONFLICT', 'TOO_MANY_REQUESTS']);
       retryAfter(reply, refused);
-      const message = refused.code === 'CONFLICT' ? TAKEN : refused.message;
+      const message = refused.code === 'CONFLICT' ? (developers.mails ? TAKEN_WITH_MAIL : TAKEN) : refused.message;
       return sendPage(reply, signUpForm(signedOut(reply), { next, email, message }), refused.status);
     }
   });
