@@ -2,7 +2,7 @@ import { MAX_ALLOWED_ADDRESSES } from '../../../credentials/addresses.js';
 import { MAX_CREDENTIAL_NAME_LENGTH } from 'tessera-tokens/internal/credentials/credential.js';
 import { RFC3339_DATE_TIME, type NewCredentialFields } from '../../../credentials/input.js';
 import { BUILT_IN_SCOPES, MAX_SCOPE_LENGTH, MAX_SCOPES } from 'tessera-tokens/internal/credentials/scopes.js';
-import { isTesseraError } from 'tessera-tokens/internal/errors.js';
+import { fieldMistakeOf, FormMistake, type FieldMistake } from '../common/mistakes.js';
 import { graceFormOf, type GraceForm } from '../common/rotation.js';
 
 // The credentials pages' forms, read from what the browser sent: the new-credential form as typed
@@ -29,20 +29,7 @@ const FIELD_WORDS: Record<Field, string> = {
   allowFrom: 'The list of allowed addresses',
 };
 
-export interface Mistake {
-  field?: Field;
-  message: string;
-}
-
-/** A mistake the page finds itself, in its own words. */
-class FormMistake extends Error {
-  constructor(
-    readonly field: Field,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export type Mistake = FieldMistake<Field>;
 
 /** The longest the typed fields may be: every scope and every address at its longest, and room to spare. */
 export const MAX_OWN_SCOPES_TEXT = MAX_SCOPES * (MAX_SCOPE_LENGTH + 1);
@@ -92,10 +79,6 @@ function expiryOf(typed: string): string | undefined {
   throw new FormMistake('expiresAt', 'The expiry must be a date and a time in UTC, such as 2027-01-31T09:30, or nothing.');
 }
 
-function isField(name: string | undefined): name is Field {
-  return name !== undefined && Object.hasOwn(FIELD_WORDS, name);
-}
-
 /**
  * The status and the words of a mistake in the new-credential form, or of a refusal it is shown
  * with, by the error's code: `invalid_request` (the field it names, in the form's words: the
@@ -104,20 +87,7 @@ function isField(name: string | undefined): name is Field {
  * app may have). Anything else is thrown on.
  */
 export function mistakeOf(error: unknown): [number, Mistake] {
-  if (error instanceof FormMistake) return [400, { field: error.field, message: error.message }];
-  if (!isTesseraError(error)) throw error;
-  const field = error.details.field;
-  switch (error.code) {
-    case 'invalid_request':
-      if (!isField(field)) return [400, { message: error.message }];
-      return [400, { field, message: `${FIELD_WORDS[field]}${error.message.slice(field.length)}` }];
-    case 'FORBIDDEN':
-      return [403, isField(field) ? { field, message: error.message } : { message: error.message }];
-    case 'CONFLICT':
-      return [409, { message: error.message }];
-    default:
-      throw error;
-  }
+  return fieldMistakeOf(error, FIELD_WORDS, ['FORBIDDEN', 'CONFLICT']);
 }
 
 /** The rotation form as typed: its grace period, each field cut short. */

@@ -1,4 +1,4 @@
-import { isTesseraError } from 'tessera-tokens/internal/errors.js';
+import { fieldMistakeOf, FormMistake, type FieldMistake } from '../common/mistakes.js';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../../webhooks/destination.js';
 import type { NewWebhookFields } from '../../../webhooks/service.js';
 import { WEBHOOK_EVENT_TYPES } from '../../../webhooks/webhook.js';
@@ -19,20 +19,7 @@ export const EMPTY_FORM: WebhookForm = { url: '', eventTypes: [...WEBHOOK_EVENT_
 export type Field = 'url' | 'eventTypes';
 const FIELD_WORDS: Record<Field, string> = { url: 'The URL', eventTypes: 'The list of event types' };
 
-export interface Mistake {
-  field?: Field;
-  message: string;
-}
-
-/** A mistake the page finds itself, in its own words. */
-class FormMistake extends Error {
-  constructor(
-    readonly field: Field,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export type Mistake = FieldMistake<Field>;
 
 /** The new-webhook form as typed, each field cut short where nothing longer could be right. */
 export function webhookFormOf(body: URLSearchParams): WebhookForm {
@@ -56,10 +43,6 @@ export function webhookFields(form: WebhookForm): NewWebhookFields {
   return { url: form.url, eventTypes: form.eventTypes };
 }
 
-function isField(name: unknown): name is Field {
-  return typeof name === 'string' && Object.hasOwn(FIELD_WORDS, name);
-}
-
 /**
  * The status and the words of a refusal the new-webhook form is shown again with, by the error's
  * code: `invalid_request` (the field it names, in the form's words: the service's message starts
@@ -67,19 +50,7 @@ function isField(name: unknown): name is Field {
  * `SERVICE_UNAVAILABLE` (no KEY_ENCRYPTION_KEY to keep the secret with). Anything else is thrown on.
  */
 export function mistakeOf(error: unknown): [number, Mistake] {
-  if (error instanceof FormMistake) return [400, { field: error.field, message: error.message }];
-  if (!isTesseraError(error)) throw error;
-  const field = error.details.field;
-  switch (error.code) {
-    case 'invalid_request':
-      if (!isField(field)) return [400, { message: error.message }];
-      return [400, { field, message: `${FIELD_WORDS[field]}${error.message.slice(field.length)}` }];
-    case 'CONFLICT':
-    case 'SERVICE_UNAVAILABLE':
-      return [error.status, { message: error.message }];
-    default:
-      throw error;
-  }
+  return fieldMistakeOf(error, FIELD_WORDS, ['CONFLICT', 'SERVICE_UNAVAILABLE']);
 }
 
 /** A webhook's id in an address (`wh_` and 22 characters); anything else names none. */
