@@ -60,6 +60,13 @@ export function sqlMailStore(db: SqlRunner): MailStore {
       return written > 0 ? true : undefined;
     },
     async claimDue(now, leaseUntil, batch) {
+      // A read first: a poll that finds nothing due writes nothing (on SQLite, takes no write lock).
+      if (
+        (await db.get("SELECT 1 AS due FROM mail_outbox WHERE state = 'pending' AND next_attempt_at <= :now LIMIT 1", { now })) ===
+        undefined
+      ) {
+        return [];
+      }
       const rows = await db.all<ClaimedRow>(CLAIM, { now, leaseUntil, batch });
       return rows.map((row): ClaimedMail => ({ ...row, message: bytesColumn(row.message) })).sort((one, other) => one.id - other.id);
     },

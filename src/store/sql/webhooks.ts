@@ -114,6 +114,11 @@ export function sqlWebhookStore(db: SqlRunner): WebhookStore {
       return rows.map(toDelivery);
     },
     async takeDue(now, leaseUntil, limit) {
+      // A read first: a poll that finds nothing due writes nothing (on SQLite, takes no write lock).
+      const due = await db.get("SELECT 1 AS due FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= :now LIMIT 1", {
+        now,
+      });
+      if (due === undefined) return [];
       const rows = await db.all<DeliveryRow>(TAKE_DUE, { now, leaseUntil, limit });
       if (rows.length === 0) return [];
       const ids = [...new Set(rows.map((row) => row.webhook_id))];
