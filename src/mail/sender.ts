@@ -1,4 +1,5 @@
 import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import type { AlertMailer } from './alerts.js';
 import type { MailMetrics } from './message.js';
 import type { MailOutbox } from './outbox.js';
@@ -44,6 +45,8 @@ export class MailSender {
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
+  /** A round failed, and the next one has not worked yet: said once. */
+  #failing = false;
 
   constructor(
     private readonly mail: MailStore,
@@ -83,12 +86,15 @@ export class MailSender {
     await this.#round();
   }
 
-  /** Stops the loop and waits for the round in progress; the transport is closed. */
+  /**
+   * Stops the loop and closes the transport. The round in progress is not waited for (a hung mail
+   * server or database would hold the shutdown): a mail taken and not marked is taken again when its
+   * lease ends, by this instance started again or another.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await this.#running;
     this.transport.close();
   }
 
@@ -97,8 +103,13 @@ export class MailSender {
       this.#again = false;
       try {
         await this.#round();
+        this.#failing = false;
       } catch (error) {
-        this.onWarning('mail could not be sent this round; it is tried again at the next one', error);
+        // The database away is said by the store's own signals; anything else once, until a round works again.
+        if (!this.#failing && !this.#stopped && !isServiceUnavailable(error)) {
+          this.onWarning('mail could not be sent this round; it is tried again at the next one', error);
+        }
+        this.#failing = true;
       }
     } while (this.#again && !this.#stopped);
   }

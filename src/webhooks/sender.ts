@@ -82,12 +82,15 @@ export class WebhookSender {
     await this.#rounds();
   }
 
-  /** Stops asking; resolves once the attempts under way are recorded (each ends within its timeout). */
-  async stop(): Promise<void> {
+  /**
+   * Stops asking. Attempts under way are not waited for, nor recorded once the store closes: their
+   * leases end, and another instance (or this one, started again) sends them again.
+   */
+  stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await this.#running;
+    return Promise.resolve();
   }
 
   async #rounds(): Promise<void> {
@@ -101,13 +104,11 @@ export class WebhookSender {
         taken = await this.store.takeDue(now, now + 2 * this.#timeoutMs + 1_000, this.#concurrency);
         if (this.#failing) this.#failing = false;
       } catch (error) {
-        // Said once until the store answers again; the next poll tries again.
-        if (!this.#failing) {
+        // The database away is said by the store's own signals (readiness, tessera_store_up, the audit
+        // events' warning); anything else once, until the store answers again. The next poll tries again.
+        if (!this.#failing && !this.#stopped && !isServiceUnavailable(error)) {
           this.#failing = true;
-          this.#warn(
-            'webhook deliveries cannot be read; they are tried again at the next poll',
-            isServiceUnavailable(error) ? undefined : error,
-          );
+          this.#warn('webhook deliveries cannot be read; they are tried again at the next poll', error);
         }
         return;
       }
@@ -157,7 +158,9 @@ export class WebhookSender {
       if (!(await this.store.recordAttempt(delivery.id, delivery.attempts, attemptedAt, outcome))) return;
     } catch (error) {
       // Not recorded: the lease ends, and the delivery is tried again (a duplicate the receiver drops).
-      this.#warn(`the outcome of webhook delivery ${delivery.id} could not be recorded; it is sent again later`, error);
+      if (!this.#stopped && !isServiceUnavailable(error)) {
+        this.#warn(`the outcome of webhook delivery ${delivery.id} could not be recorded; it is sent again later`, error);
+      }
       return;
     }
     this.options.metrics?.webhookAttempted(outcome.state === 'delivered' ? 'delivered' : outcome.state === 'failed' ? 'failed' : 'retried');
