@@ -410,6 +410,7 @@ function createMail(
       limits: new MailRequestLimits(limits, options.requestLimits ?? DEFAULT_MAIL_REQUEST_LIMITS, () =>
         metrics.rateLimited('mail_requests'),
       ),
+      onWarning: warn,
     },
   };
 }

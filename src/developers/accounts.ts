@@ -45,6 +45,8 @@ export interface AccountMail {
   outbox: MailOutbox;
   confirmations: EmailConfirmations;
   limits: MailRequestLimits;
+  /** Told of a link that could not be queued after its request was answered. */
+  onWarning: (message: string, error: unknown) => void;
 }
 
 /** A confirmation of an address, as its link's page shows it. */
@@ -124,13 +126,22 @@ export class DeveloperAccounts {
 
   /**
    * "Forgot your password?": mails a reset link to the address if an enabled account has it, and
-   * does nothing otherwise; the caller answers the same either way. Counted against the mail
-   * request limits (per address, per client address) whether or not the account exists.
+   * does nothing otherwise, once the caller has answered, the same either way. Counted against the
+   * mail request limits (per address, per client address) whether or not the account exists.
    */
   async mailPasswordReset(email: string, context: RequestContext): Promise<void> {
     const mail = this.#mail();
     const normalised = checkedEmail(email);
     await mail.limits.take(normalised, context.clientAddress);
+    // After the answer: whether the address has an account shows neither in the answer nor in its time.
+    setImmediate(() => {
+      this.#mailPasswordReset(mail, normalised, context).catch((error: unknown) =>
+        mail.onWarning('a password reset link asked for on the sign-in page could not be queued; the developer may ask again', error),
+      );
+    });
+  }
+
+  async #mailPasswordReset(mail: AccountMail, normalised: string, context: RequestContext): Promise<void> {
     const developer = await this.store.accounts.findByEmail(normalised);
     if (developer === undefined || developer.disabledAt !== null) return;
     const now = this.clock.now();

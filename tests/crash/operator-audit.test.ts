@@ -42,7 +42,7 @@ import { createPostgresDatabase } from '../helpers/store.js';
 
 const BIN = TESSERA_BIN;
 /** Kills per command and store; the whole file stays under about a minute on a busy machine. */
-const KILLS_PER_COMMAND = 15;
+const KILLS_PER_COMMAND = 10;
 /** How long the server may take to learn of a change the CLI made (the contract says 1 s). */
 const SERVER_NOTICES_MS = 1_100;
 

@@ -355,8 +355,8 @@ describe('webhooks: deliveries', () => {
     const listed = await webhooks.listDeliveries(app.appId, id, undefined, MAX_PENDING_DELIVERIES + 10);
     const failed = listed.filter((delivery) => delivery.state === 'failed');
     assert.deepEqual(
-      failed.map((delivery) => delivery.event.details.n),
-      [4, 3, 2, 1, 0],
+      failed.map((delivery) => Number(delivery.event.details.n)).sort((a, b) => a - b),
+      [0, 1, 2, 3, 4],
       'the oldest five',
     );
     assert.match(failed[0]!.lastError!, /queue full/);

@@ -837,10 +837,12 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         INSERT INTO webhook_deliveries (webhook_id, app_id, event_id, event_type, event_at, principal, client_address, details, next_attempt_at, created_at)
           SELECT webhooks.id, added.app_id, added.id, added.type, added.at, added.principal, added.client_address, added.details, added.at, added.at
             FROM added JOIN webhooks ON webhooks.app_id = added.app_id
-           WHERE added.type NOT LIKE 'token.%' AND webhooks.event_types ? added.type;
+           WHERE added.type NOT LIKE 'token.%' AND webhooks.event_types ? added.type
+           ORDER BY added.id, webhooks.id;
         INSERT INTO pending_alerts (app_id, event_id, event_type, event_at, principal, details)
           SELECT app_id, id, type, at, principal, details FROM added
-           WHERE type IN ('app.secret_exposed', 'app.refusal_burst', 'credential.refused', 'app.secret_rotated', 'credential.created', 'credential.revoked');
+           WHERE type IN ('app.secret_exposed', 'app.refusal_burst', 'credential.refused', 'app.secret_rotated', 'credential.created', 'credential.revoked')
+           ORDER BY id;
         RETURN NULL;
       END $$;
       CREATE TRIGGER events_outboxes AFTER INSERT ON events REFERENCING NEW TABLE AS added

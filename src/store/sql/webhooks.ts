@@ -52,12 +52,12 @@ const TAKE_DUE = {
     RETURNING ${DELIVERY_COLUMNS}`,
 };
 
-/** Each webhook's waiting deliveries past its newest `:keep`, marked failed. */
+/** Each webhook's waiting deliveries past its newest `:keep` (by their events' order), marked failed. */
 const FAIL_OVERFLOW = `UPDATE webhook_deliveries SET state = 'failed', last_error = 'queue full: more deliveries were waiting than a webhook may have',
     next_attempt_at = :at
   WHERE state = 'pending' AND id IN (
     SELECT id FROM (
-      SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY id DESC) AS position
+      SELECT id, row_number() OVER (PARTITION BY webhook_id ORDER BY event_id DESC, id DESC) AS position
         FROM webhook_deliveries WHERE state = 'pending' AND webhook_id IN
           (SELECT webhook_id FROM webhook_deliveries WHERE state = 'pending' GROUP BY webhook_id HAVING count(*) > :keep)
     ) AS ranked WHERE position > :keep)`;
