@@ -1,4 +1,5 @@
 import type { Clock } from 'tessera-tokens/internal/clock.js';
+import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
 import type { Transactional } from 'tessera-tokens/internal/transaction.js';
 import { eventCountQuery } from '../events/counts.js';
 import type { EventDetails, EventType, NewAuditEvent } from '../events/event.js';
@@ -48,7 +49,10 @@ export class RefusalBurstWatch {
   note(type: EventType, appId: string, at: number, details: EventDetails): void {
     const reason = typeof details.reason === 'string' ? details.reason : null;
     if (!isKeyRefusal({ type, reason })) return;
-    const minute = at - (at % MINUTE_MS);
+    this.#noteMinute(at - (at % MINUTE_MS), appId);
+  }
+
+  #noteMinute(minute: number, appId: string): void {
     let apps = this.#noted.get(minute);
     if (apps === undefined) {
       apps = new Set();
@@ -83,7 +87,12 @@ export class RefusalBurstWatch {
         try {
           await this.#check(appId, minute, now);
         } catch (error) {
-          this.onWarning(`whether app ${appId} had a burst of refused requests could not be checked`, error);
+          if (!isServiceUnavailable(error)) {
+            this.onWarning(`whether app ${appId} had a burst of refused requests could not be checked`, error);
+          } else if (now - minute < HOUR_MS) {
+            // The database away (said by the store's own signals): checked again at the next turn, within the hour.
+            this.#noteMinute(minute, appId);
+          }
         }
       }
     }
