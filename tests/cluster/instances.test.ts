@@ -77,6 +77,13 @@ function isToken(outcome: Outcome, id: string): boolean {
   return outcome.status === 200 && body?.id === id && typeof body?.access_token === 'string' && body?.token_type === 'bearer';
 }
 
+/** One answer awaited: when it was sent and received (ms after `since`), its status and, for a token, the key that signed it. */
+function describeTrailStep(outcome: Outcome, since: number): string {
+  const token = outcome.body?.access_token;
+  const key = typeof token === 'string' ? ` key ${signingKeyIdOf(token)}` : '';
+  return `[${Math.round(outcome.sentAt - since)}–${Math.round(outcome.receivedAt - since)} ms: ${outcome.status}${key}]`;
+}
+
 function show(outcome: Outcome): string {
   return `${describeOutcome(outcome)} ${outcome.text.slice(0, 300)}`;
 }
@@ -428,11 +435,17 @@ describe('many instances on one PostgreSQL', () => {
   async function everyInstanceWithin(attempt: (baseUrl: string) => Promise<Outcome>, done: (outcome: Outcome) => boolean, since: number) {
     return Promise.all(
       instances.map(async (instance, index) => {
+        // What the instance answered meanwhile, for a failure to tell a slow answer from a stale one.
+        const trail: string[] = [];
         for (;;) {
           const outcome = await attempt(instance.baseUrl);
           const elapsed = outcome.receivedAt - since;
-          if (done(outcome)) return { index, elapsed, outcome };
-          if (elapsed > 2_000) assert.fail(`instance ${index} still answered ${show(outcome)} ${Math.round(elapsed)} ms after the change`);
+          trail.push(`${describeTrailStep(outcome, since)}`);
+          if (done(outcome)) return { index, elapsed, outcome, trail };
+          if (elapsed > 2_000)
+            assert.fail(
+              `instance ${index} still answered ${show(outcome)} ${Math.round(elapsed)} ms after the change; ${trail.join(', ')}`,
+            );
           await sleep(50);
         }
       }),
@@ -500,8 +513,11 @@ describe('many instances on one PostgreSQL', () => {
       (outcome) => outcome.status === 200 && signingKeyIdOf(outcome.body.access_token as string) === second,
       since,
     );
-    for (const { index, elapsed } of signed)
-      assert.ok(elapsed < 1_000, `instance ${index} signed with the old key ${Math.round(elapsed)} ms after the rotation`);
+    for (const { index, elapsed, trail } of signed)
+      assert.ok(
+        elapsed < 1_000,
+        `instance ${index} signed with the new key only ${Math.round(elapsed)} ms after the rotation; it answered ${trail.join(', ')}; its log: ${instances[index]!.stdout().slice(-3_000)}`,
+      );
     latencies.push(`key rotation: new key used after ${signed.map((result) => Math.round(result.elapsed)).join(', ')} ms`);
     const ofSecond = await Promise.all(instances.map((instance) => anonymousOf(instance.baseUrl)));
     for (const token of ofSecond) assert.equal(signingKeyIdOf(token), second);
