@@ -49,18 +49,36 @@ export function parseCommand(args: string[], own: FlagSpec = {}): ParsedCommand 
   for (const [flag, takesValue] of Object.entries(own)) {
     options[flag] = takesValue === 'repeatable' ? { type: 'string', multiple: true } : { type: takesValue ? 'string' : 'boolean' };
   }
+  // A JWT key's id is a base64url thumbprint, which starts with '-' one time in 32 (`keys retire
+  // --jwt -Xb…`). The only short flag is -h, so an argument of '-' and two or more characters is
+  // never flags: it is handed to parseArgs as a stand-in, and given back as a value.
+  const dashed = new Map<string, string>();
+  const standIns = args.map((arg, index) => {
+    if (!DASHED_VALUE.test(arg)) return arg;
+    const standIn = `\u0000${index}`;
+    dashed.set(standIn, arg);
+    return standIn;
+  });
+  const restore = (value: string) => dashed.get(value) ?? value;
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, strict: true, options, tokens: true });
+    parsed = parseArgs({ args: standIns, allowPositionals: true, strict: true, options, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const valued = parsed.tokens.filter((token) => token.kind === 'option' && token.value !== undefined).map((token) => token.name);
   const repeated = valued.find((name, index) => own[name] !== 'repeatable' && valued.indexOf(name) !== index);
   if (repeated !== undefined) throw new UsageError(`--${repeated} is given more than once`);
-  const { json, help, ...flags } = parsed.values;
-  return { positionals: parsed.positionals, json: json === true, help: help === true, flags: flags as ParsedCommand['flags'] };
+  const { json, help, ...given } = parsed.values;
+  const flags: ParsedCommand['flags'] = {};
+  for (const [name, value] of Object.entries(given)) {
+    flags[name] = typeof value === 'string' ? restore(value) : Array.isArray(value) ? (value as string[]).map(restore) : value;
+  }
+  return { positionals: parsed.positionals.map(restore), json: json === true, help: help === true, flags };
 }
+
+/** One '-', then at least two characters, the first not a '-': a value (a key id), never flags. */
+const DASHED_VALUE = /^-[^-]./;
 
 /** A repeatable flag's values, in order (none: empty). */
 export function listFlag(command: ParsedCommand, flag: string): string[] {
