@@ -184,8 +184,11 @@ const checks = {
 };
 
 // 2. Issuance through the server: off, then enforce with a proof of work in every request.
-/** Enough fresh proofs for the enforce runs at up to this rate; past it, the rest are replays, counted as refused. */
-const EXPECTED_PER_SECOND = 10_000;
+/**
+ * Enough fresh proofs for the enforce runs at up to this rate; past it, the rest are replays,
+ * refused (and cheaper): a run with refusals is left out of the figures and said in `runs`.
+ */
+const EXPECTED_PER_SECOND = 40_000;
 const attestationsFile = join(work, 'attestations.txt');
 writeFileSync(attestationsFile, (await proofs(EXPECTED_PER_SECOND * seconds * runs * 1.2)).map((payload) => `pow.${payload}`).join('\n'));
 await tessera.close();
@@ -266,7 +269,8 @@ try {
         };
         ({ requests, durationUs } = result);
         refused = result.statusErrors;
-        nextProof += requests;
+        // The requests still in flight when wrk stopped were sent, and their proofs claimed, too.
+        nextProof += requests + connections;
       }
       const cpuUs = ((ticks() - before) * 10_000) / requests;
       issuance[mode].push({ cpuUs, perSecond: requests / (durationUs / 1e6), refused });
@@ -288,8 +292,13 @@ for (let run = 0; run < 21; run++) {
 rmSync(work, { recursive: true, force: true });
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const best = (mode: 'off' | 'enforce') => Math.min(...issuance[mode].map((run) => run.cpuUs));
-const rate = (mode: 'off' | 'enforce') => median(issuance[mode].map((run) => run.perSecond));
+/** The runs every request of which was answered 200: a refused replay costs less than an issued token. */
+const clean = (mode: 'off' | 'enforce') => {
+  const answered = issuance[mode].filter((run) => run.refused === 0);
+  return answered.length > 0 ? answered : issuance[mode];
+};
+const best = (mode: 'off' | 'enforce') => Math.min(...clean(mode).map((run) => run.cpuUs));
+const rate = (mode: 'off' | 'enforce') => median(clean(mode).map((run) => run.perSecond));
 const report = {
   checksCpuUs: Object.fromEntries(Object.entries(checks).map(([name, us]) => [name, Math.round(us * 10) / 10])),
   issuance: Object.fromEntries(

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
+import { replayClaim } from '../../src/attestation/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
@@ -895,6 +896,28 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         const once = { value: `once-${randomBytes(8).toString('hex')}`, keepUntil: T0 + 3_600_000 };
         assert.equal(await store.onceClaims.claim(once), true);
         assert.equal(await store.transaction((tx) => tx.onceClaims.claim(once)), undefined);
+      });
+
+      it('claims proofs of work made together once each: a batch all new, one with a replay, one with the same proof twice', async () => {
+        const claim = () => replayClaim(randomBytes(32).toString('hex'), T0 + 300_000);
+        const fresh = [claim(), claim(), claim()];
+        assert.deepEqual(await Promise.all(fresh.map((each) => store.attestation.claim(each))), [true, true, true]);
+        const next = [claim(), claim()];
+        assert.deepEqual(
+          await Promise.all([next[0]!, fresh[1]!, next[1]!].map((each) => store.attestation.claim(each))),
+          [true, undefined, true],
+          'a replay among new proofs: only the new ones are claimed',
+        );
+        const twice = claim();
+        assert.deepEqual(await Promise.all([twice, twice, claim()].map((each) => store.attestation.claim(each))), [true, undefined, true]);
+        assert.deepEqual(await Promise.all([...fresh, ...next, twice].map((each) => store.attestation.claim(each))), [
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+        ]);
       });
 
       it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {
