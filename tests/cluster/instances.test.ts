@@ -440,7 +440,7 @@ describe('many instances on one PostgreSQL', () => {
         for (;;) {
           const outcome = await attempt(instance.baseUrl);
           const elapsed = outcome.receivedAt - since;
-          trail.push(`${describeTrailStep(outcome, since)}`);
+          trail.push(describeTrailStep(outcome, since));
           if (done(outcome)) return { index, elapsed, outcome, trail };
           if (elapsed > 2_000)
             assert.fail(

@@ -910,14 +910,8 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         );
         const twice = claim();
         assert.deepEqual(await Promise.all([twice, twice, claim()].map((each) => store.attestation.claim(each))), [true, undefined, true]);
-        assert.deepEqual(await Promise.all([...fresh, ...next, twice].map((each) => store.attestation.claim(each))), [
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-        ]);
+        const again = [...fresh, ...next, twice];
+        assert.deepEqual(await Promise.all(again.map((each) => store.attestation.claim(each))), new Array(again.length).fill(undefined));
       });
 
       it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {

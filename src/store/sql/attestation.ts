@@ -8,22 +8,18 @@ import { batchInsert } from './batch.js';
 /** The most claims in one batch: on SQLite, each number of claims is a statement of its own, prepared once. */
 const MAX_CLAIM_BATCH = 64;
 
+/** `newClaims`' statements, by number of claims. */
+const NEW_CLAIMS: Statement[] = [];
+
 /**
  * `count` claims in one INSERT, a parameter each, stored all or none: one claimed before fails it
  * (`StoreConflictError`). A parameter a claim costs a third less than one JSON array read by
  * `json_each` (./batch.ts) on SQLite, where a claim is most of a proof of work's cost.
  */
-const newClaims = (() => {
-  const statements: Statement[] = [];
-  return (count: number): Statement => {
-    let statement = statements[count];
-    if (statement === undefined) {
-      const values = Array.from({ length: count }, (_, index) => `(:c${index})`).join(', ');
-      statement = statements[count] = `INSERT INTO attestation_claims (claim) VALUES ${values}`;
-    }
-    return statement;
-  };
-})();
+function newClaims(count: number): Statement {
+  return (NEW_CLAIMS[count] ??=
+    `INSERT INTO attestation_claims (claim) VALUES ${Array.from({ length: count }, (_, index) => `(:c${index})`).join(', ')}`);
+}
 
 /** Claims in one statement: the ones not claimed before come back. */
 const CLAIMS = batchInsert('attestation_claims', [['claim', 'bytes']], 'ON CONFLICT (claim) DO NOTHING RETURNING claim');

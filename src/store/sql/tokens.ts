@@ -90,7 +90,13 @@ async function writeTokens(db: SqlRunner, batch: readonly NewToken[]): Promise<(
     if ((await db.run(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows))) === batch.length) return batch.map(() => true);
     // A revocation came between some of these requests and their batch: the ones stored say which.
     // One revoked since is not found either, and is answered as not stored, as it would be now.
-    inserted = await db.all<{ selector: Uint8Array }>(STORED_SELECTORS.statement, STORED_SELECTORS.params(db.dialect, selectorsOf(batch)));
+    inserted = await db.all<{ selector: Uint8Array }>(
+      STORED_SELECTORS.statement,
+      STORED_SELECTORS.params(
+        db.dialect,
+        batch.map(({ token }) => [token.selector]),
+      ),
+    );
   } else {
     inserted = await db.all<{ selector: Uint8Array }>(GUARDED_TOKEN_INSERT, tokenRows.params(db.dialect, rows));
   }
@@ -107,10 +113,6 @@ const STORED_SELECTORS = {
   },
   params: selectorRows.params,
 };
-
-function selectorsOf(batch: readonly NewToken[]): Buffer[][] {
-  return batch.map(({ token }) => [token.selector]);
-}
 
 /**
  * The tokens over one runner, each method a statement of its own (or a transaction of its own, or
