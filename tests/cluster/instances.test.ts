@@ -18,6 +18,7 @@ import {
   type CreatedApp,
   type Outcome,
 } from '../helpers/fleet.js';
+import { ANONYMOUS_TOKEN_LENGTH } from 'tessera-tokens/internal/tokens/anonymous-token.js';
 import { signingKeyIdOf } from '../helpers/http.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
@@ -80,7 +81,8 @@ function isToken(outcome: Outcome, id: string): boolean {
 /** One answer awaited: when it was sent and received (ms after `since`), its status and, for a token, the key that signed it. */
 function describeTrailStep(outcome: Outcome, since: number): string {
   const token = outcome.body?.access_token;
-  const key = typeof token === 'string' ? ` key ${signingKeyIdOf(token)}` : '';
+  // A stored token (while the store is not finalized for self-verifying ones) has no key id.
+  const key = typeof token !== 'string' ? '' : token.length === ANONYMOUS_TOKEN_LENGTH ? ` key ${signingKeyIdOf(token)}` : ' stored token';
   return `[${Math.round(outcome.sentAt - since)}–${Math.round(outcome.receivedAt - since)} ms: ${outcome.status}${key}]`;
 }
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
-import { migrate } from '../../src/store/postgres/migrations.js';
+import { currentBuild } from 'tessera-tokens/internal/release.js';
+import { migrate, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { postgresRunner } from 'tessera-tokens/internal/store/postgres/runner.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { createPostgresDatabase } from '../helpers/store.js';
@@ -60,6 +61,49 @@ describe('PostgreSQL store at start-up', () => {
   after(async () => {
     await holder.end().catch(() => {});
     await database.drop();
+  });
+
+  it('makes a new database whole and finalized in one transaction: instances starting together never open it half-made', async () => {
+    const fresh = await createPostgresDatabase();
+    const observer = new pg.Client({ connectionString: fresh.databaseUrl });
+    await observer.connect();
+    const version = currentBuild().version;
+    // Everything another session could see while the instances migrate: nothing yet, or the whole schema finalized.
+    const seen = new Set<string>();
+    let opening = true;
+    const watching = (async () => {
+      while (opening) {
+        const seenNow = await observer
+          .query<{ migrations: number; finalized: string }>(
+            'SELECT (SELECT count(*)::int FROM schema_migrations) AS migrations, (SELECT finalized_release FROM upgrade_state) AS finalized',
+          )
+          .then(
+            ({ rows }) => `${rows[0]!.migrations} migrations, finalized for ${rows[0]!.finalized}`,
+            (error: { code?: string }) => (error.code === '42P01' ? 'nothing' : `error ${error.code}`),
+          );
+        seen.add(seenNow);
+      }
+    })();
+    try {
+      const stores = await Promise.all([0, 1, 2].map(() => openPostgresStore(fresh.databaseUrl)));
+      opening = false;
+      await watching;
+      try {
+        for (const store of stores) assert.equal(store.upgrade.stateAtOpen?.finalizedRelease, version);
+      } finally {
+        await Promise.all(stores.map((store) => store.close()));
+      }
+      const whole = `${POSTGRES_MIGRATIONS.length} migrations, finalized for ${version}`;
+      assert.deepEqual(
+        [...seen].filter((state) => state !== 'nothing' && state !== whole),
+        [],
+      );
+      assert.ok(seen.has(whole), [...seen].join('; '));
+    } finally {
+      opening = false;
+      await observer.end();
+      await fresh.drop();
+    }
   });
 
   it('gives up waiting for a migrations lock held too long, names who holds it, and leaves nothing open', async () => {

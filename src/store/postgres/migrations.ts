@@ -41,7 +41,8 @@ export const RELEASE_BEFORE_REGISTRATION_APPLICATION_NAME = 'tessera';
  * turns, and nothing outlives the transaction: a transaction pooler (PgBouncer's `pool_mode =
  * transaction`) carries it, and a connection lost midway leaves neither a lock nor a half-applied
  * step behind. A session-level lock taken by an older release conflicts with it too. A new
- * database is finalized for this release at once: no older release has served on it.
+ * database gets every step in one transaction and is finalized for this release in it: no older
+ * release has served on it, and no instance starting beside this one sees it otherwise.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<MigrationReport> {
   const build = currentBuild();
@@ -64,31 +65,47 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Prom
       await inTransaction(pool, async (client) => {
         await lockMigrations(client, options);
         await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
-        const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
-        if ((done.rowCount ?? 0) > 0) return; // another instance applied it while this one waited
-        await client.query(migration.sql);
-        if (migration.version < RELEASES_RECORDED_FROM) {
-          await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
-        } else {
-          const { release, servesFrom } = migrationRecord(build);
-          await client.query('INSERT INTO schema_migrations (version, applied_at, release, serves_from) VALUES ($1, $2, $3, $4)', [
-            migration.version,
+        const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+        if (rows.length === 0) {
+          // A new database: its whole schema, finalized for this release, in one transaction, so
+          // that an instance starting beside this one never opens it half-made or not yet finalized
+          // (it would serve with release 0.1.0's capabilities until its next upgrade heartbeat).
+          for (const step of migrations) {
+            await applyMigration(client, step, build);
+            applied.push(step.version);
+          }
+          await client.query('UPDATE upgrade_state SET finalized_release = $1, finalized_at = $2 WHERE id = 1', [
+            build.version,
             Date.now(),
-            release,
-            servesFrom,
           ]);
+          return;
         }
+        if (rows.some((row) => row.version === migration.version)) return; // another instance applied it while this one waited
+        await applyMigration(client, migration, build);
         applied.push(migration.version);
       });
-    }
-    if (before.applied.length === 0) {
-      await pool.query('UPDATE upgrade_state SET finalized_release = $1, finalized_at = $2 WHERE id = 1', [build.version, Date.now()]);
     }
   } catch (error) {
     throw migrationFailed(error, pending, build);
   }
   if (applied.length > 0) await endSessionsOfReleaseBeforeRegistration(pool, options.onNotice);
   return { before, pending, applied };
+}
+
+/** One migration's SQL and its row in schema_migrations, in the caller's transaction. */
+async function applyMigration(client: pg.PoolClient, migration: Migration, build: BuildInfo): Promise<void> {
+  await client.query(migration.sql);
+  if (migration.version < RELEASES_RECORDED_FROM) {
+    await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+    return;
+  }
+  const { release, servesFrom } = migrationRecord(build);
+  await client.query('INSERT INTO schema_migrations (version, applied_at, release, serves_from) VALUES ($1, $2, $3, $4)', [
+    migration.version,
+    Date.now(),
+    release,
+    servesFrom,
+  ]);
 }
 
 /** A migration that failed, said for an operator: a role that may not change the schema is told to run `tessera migrate` as its owner. */
