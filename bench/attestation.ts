@@ -9,12 +9,13 @@
  * - Anonymous token issuance on `tessera serve` (SQLite, pinned to one core, wrk on the other) with
  *   `anonymousAttestation` off, and in enforce with a fresh proof of work in every request: the
  *   server's CPU per request and requests per second. The proofs are made beforehand, here, with
- *   the server's own key (a challenge of 100 attempts: the server's work does not depend on it).
+ *   the server's own key (a challenge of 100 attempts: the server's work does not depend on it),
+ *   and sent in a random order within each 5,000, as clients' solving times would.
  * - An honest client's time to solve a challenge at the default cost (`powMaxAttempts` 50,000,
  *   SHA-256) in Node with node:crypto, as `tessera-tokens/client` solves there: median of 21.
  *   Chromium's (Web Crypto on workers) is printed by tests/browser/tessera-client.test.ts.
  */
-import { createHash, createSecretKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { createHash, createSecretKey, generateKeyPairSync, randomBytes, randomInt, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { encode } from 'cbor2';
 import { CompactEncrypt, CompactSign } from 'jose';
@@ -189,8 +190,28 @@ const checks = {
  * refused (and cheaper): a run with refusals is left out of the figures and said in `runs`.
  */
 const EXPECTED_PER_SECOND = 40_000;
+/**
+ * Clients send their proofs back after solving times that differ by hundreds of milliseconds: the
+ * proofs of this many challenges made one after the other (about half a second's at the rates
+ * measured) are sent in a random order, not in the order their challenges were made.
+ */
+const SOLVING_SPREAD = 5_000;
+function spreadBySolvingTime<T>(items: T[]): T[] {
+  for (let start = 0; start < items.length; start += SOLVING_SPREAD) {
+    for (let index = Math.min(items.length, start + SOLVING_SPREAD) - 1; index > start; index--) {
+      const other = start + randomInt(index - start + 1);
+      [items[index], items[other]] = [items[other]!, items[index]!];
+    }
+  }
+  return items;
+}
 const attestationsFile = join(work, 'attestations.txt');
-writeFileSync(attestationsFile, (await proofs(EXPECTED_PER_SECOND * seconds * runs * 1.2)).map((payload) => `pow.${payload}`).join('\n'));
+writeFileSync(
+  attestationsFile,
+  spreadBySolvingTime(await proofs(EXPECTED_PER_SECOND * seconds * runs * 1.2))
+    .map((payload) => `pow.${payload}`)
+    .join('\n'),
+);
 await tessera.close();
 
 const profileDir = option('--profile', '');

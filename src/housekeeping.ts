@@ -134,7 +134,9 @@ export class Housekeeping {
     const expiredLinks = await drain((batch) => developers.links.deleteExpired(now, batch));
     const developerEvents = await drain((batch) => developers.accounts.deleteEventsOlderThan(now - eventRetentionMs, batch));
     const expiredOnceClaims = await drain((batch) => this.store.onceClaims.deleteExpired(now, batch));
-    const expiredAttestationClaims = await drain((batch) => this.store.attestation.deleteExpiredClaims(now, batch));
+    const expiredAttestationClaims =
+      (await drain((batch) => this.store.attestation.deleteExpiredClaims(now, batch))) +
+      (await drain((batch) => this.store.attestation.deleteExpiredSerials(now, batch)));
     const expiredStatus = await drain((batch) => this.store.statusLists.deleteExpiredStatus(now, batch));
     const jwtKeyRotated =
       this.settings.jwtKeyRotationMs > 0 && (await this.jwtKeys?.rotateIfOlderThan(this.settings.jwtKeyRotationMs)) === true;

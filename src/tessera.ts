@@ -36,6 +36,7 @@ import { AttestationChecker } from './attestation/checker.js';
 import { DebugTokens } from './attestation/debug-tokens.js';
 import { IssuanceRate } from './attestation/issuance-rate.js';
 import { ProofOfWork } from './attestation/pow.js';
+import { PowSerials } from './attestation/pow-serials.js';
 import { DEFAULT_FINALIZE_AFTER_MS, INSTANCE_SEEN_WITHIN_MS } from './upgrade/registry.js';
 import { KeyEncryption } from './jwt/key-encryption.js';
 import { SAFE_DESTINATIONS, type DestinationPolicy } from './webhooks/destination.js';
@@ -235,9 +236,11 @@ export function createTessera(options: TesseraOptions): Tessera {
     metrics,
   );
   const credentials = new CredentialService(store, store.apps, clock, events, access, capabilities, checking.forget);
+  const powSerials = new PowSerials((expiresAt) => store.attestation.reserveSerials(expiresAt));
   const pow = new ProofOfWork(
     () => checking.anonymous.keys.signingKey(),
     (id) => checking.anonymous.keys.key(id),
+    (now) => (capabilities.allows('powSerialClaims') ? powSerials.next(now) : undefined),
   );
   const debugTokens = new DebugTokens(store, clock, events, access, warn);
   const playIntegrity: PlayIntegrity = new PlatformSettings(store, events, access, PLAY_INTEGRITY);

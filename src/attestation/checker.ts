@@ -11,7 +11,7 @@ import type { DebugTokens } from './debug-tokens.js';
 import { parseAttestationHeader } from './header.js';
 import type { IssuanceRate } from './issuance-rate.js';
 import type { AttestationOutcome, AttestationProblem } from './outcome.js';
-import { parseChallenge, type ProofOfWork } from './pow.js';
+import { parseChallenge, type ProofOfWork, type VerifiedPow } from './pow.js';
 import { replayClaim, type AttestationStore } from './store.js';
 
 /** Attestations sent wrong (invalid or replayed) that one client address may make per minute before the rest are refused, as failed credentials are. */
@@ -33,7 +33,7 @@ export class AttestationChecker {
     private readonly debugTokens: DebugTokens,
     private readonly playIntegrity: Pick<PlayIntegrity, 'settingsOf'>,
     private readonly appAttest: Pick<AppAttest, 'settingsOf'>,
-    private readonly claims: Pick<AttestationStore, 'claim'>,
+    private readonly claims: Pick<AttestationStore, 'claim' | 'claimSerial'>,
     private readonly keys: Pick<AttestationStore, 'findKey' | 'insertKey' | 'advanceCounter'>,
     readonly rate: IssuanceRate,
     private readonly clock: Clock,
@@ -71,7 +71,7 @@ export class AttestationChecker {
       case 'pow': {
         const checked = await this.pow.verify(app, payload, this.clock.now());
         if (checked.verdict === 'invalid') return { verdict: 'invalid', provider, problem: checked.problem };
-        const claimed = await this.claims.claim(replayClaim(checked.replayKey, checked.validUntil));
+        const claimed = await this.#claimChallenge(checked);
         return claimed === true ? { verdict: 'verified', provider } : { verdict: 'replayed', provider };
       }
       case 'debug':
@@ -116,7 +116,7 @@ export class AttestationChecker {
       const attested = verifyAttestation(settings, object, clientDataHash, keyId, now);
       if (attested.verdict !== 'verified')
         return attested.verdict === 'replayed' ? { verdict: 'replayed', provider } : invalid(attested.problem);
-      if ((await this.claims.claim(replayClaim(bound.replayKey, bound.validUntil))) !== true) return { verdict: 'replayed', provider };
+      if ((await this.#claimChallenge(bound)) !== true) return { verdict: 'replayed', provider };
       // A key is attested once: attesting it again is a replay of its attestation.
       if ((await this.keys.insertKey(app.appId, keyId, attested.value.publicKey, now)) !== true) return { verdict: 'replayed', provider };
       return { verdict: 'verified', provider };
@@ -126,9 +126,14 @@ export class AttestationChecker {
     const asserted = verifyAssertion(settings, object, clientDataHash, key.publicKey, key.counter);
     if (asserted.verdict !== 'verified')
       return asserted.verdict === 'replayed' ? { verdict: 'replayed', provider } : invalid(asserted.problem);
-    if ((await this.claims.claim(replayClaim(bound.replayKey, bound.validUntil))) !== true) return { verdict: 'replayed', provider };
+    if ((await this.#claimChallenge(bound)) !== true) return { verdict: 'replayed', provider };
     if ((await this.keys.advanceCounter(app.appId, keyId, asserted.value)) !== true) return { verdict: 'replayed', provider };
     return { verdict: 'verified', provider };
+  }
+
+  /** Claims a challenge of this service's, so that it is accepted once: by its serial, or by its signature if it has none. */
+  #claimChallenge({ serial, replayKey, validUntil }: VerifiedPow): Promise<true | undefined> {
+    return serial === null ? this.claims.claim(replayClaim(replayKey, validUntil)) : this.claims.claimSerial(serial);
   }
 }
 

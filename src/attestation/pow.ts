@@ -45,11 +45,15 @@ export interface PowChallenge {
   signature: string;
 }
 
-/** ALTCHA v2's `ChallengeParameters`, as Tessera fills them (sorted keys: the order they are signed in). */
+/**
+ * ALTCHA v2's `ChallengeParameters`, as Tessera fills them (sorted keys: the order they are signed in).
+ * `data.serial`, once every instance claims proofs by it (`pow-serials.ts`), is what a proof of the
+ * challenge is claimed by; a challenge without one is claimed by its signature.
+ */
 export interface ChallengeParameters {
   algorithm: PowAlgorithm;
   cost: number;
-  data: { app: string; kid: number };
+  data: { app: string; kid: number; serial?: number };
   expiresAt: number;
   keyLength: number;
   keyPrefix: string;
@@ -61,7 +65,9 @@ export interface ChallengeParameters {
 /** A solution that verified: what is claimed so that it is accepted once, and until when. */
 export interface VerifiedPow {
   verdict: 'verified';
-  /** The challenge's signature: unique per challenge. */
+  /** The challenge's serial, what it is claimed by; null for a challenge without one. */
+  serial: number | null;
+  /** The challenge's signature: unique per challenge, what one without a serial is claimed by. */
   replayKey: string;
   /** UNIX ms: the challenge's expiry. */
   validUntil: number;
@@ -82,6 +88,8 @@ export class ProofOfWork {
   constructor(
     private readonly signingKey: () => MaybePromise<ActiveKey>,
     private readonly keyById: (id: number) => MaybePromise<ActiveKey | undefined>,
+    /** The serial of a challenge made at `now`, or undefined while challenges go without one (`pow-serials.ts`). */
+    private readonly serialFor: (now: number) => Promise<number> | undefined = () => undefined,
   ) {}
 
   /**
@@ -90,6 +98,7 @@ export class ProofOfWork {
    */
   async challenge(app: AppRecord, now: number, maxAttempts: number): Promise<PowChallenge> {
     const key = await this.signingKey();
+    const serial = await this.serialFor(now);
     const { algorithm, cost } = { algorithm: app.configuration.powAlgorithm, cost: app.configuration.powCost };
     const counter = randomInt(Math.floor(maxAttempts / 2), Math.max(maxAttempts, Math.floor(maxAttempts / 2) + 1));
     const nonce = randomBytes(16);
@@ -99,7 +108,7 @@ export class ProofOfWork {
     const parameters: ChallengeParameters = {
       algorithm,
       cost,
-      data: { app: app.appId, kid: key.id },
+      data: serial === undefined ? { app: app.appId, kid: key.id } : { app: app.appId, kid: key.id, serial },
       expiresAt: Math.floor((now + CHALLENGE_LIFETIME_MS) / 1000),
       keyLength: KEY_LENGTH,
       keyPrefix: derivedKey.subarray(0, PREFIX_BYTES).toString('hex'),
@@ -121,7 +130,7 @@ export class ProofOfWork {
     const secrets = this.#secretsFor(checked.key, app.appId);
     const { keySignature } = submitted.parameters;
     if (!digestEqual(keySignature, hmac(secrets.keySignature, Buffer.from(submitted.derivedKey, 'hex')))) return invalid('solution');
-    return { verdict: 'verified', replayKey: checked.replayKey, validUntil: checked.validUntil };
+    return { verdict: 'verified', serial: checked.serial, replayKey: checked.replayKey, validUntil: checked.validUntil };
   }
 
   /**
@@ -135,7 +144,13 @@ export class ProofOfWork {
     const key = found instanceof Promise ? await found : found;
     if (key === undefined) return invalid('signature');
     if (!digestEqual(signature, hmac(this.#secretsFor(key, app.appId).signature, JSON.stringify(parameters)))) return invalid('signature');
-    return { verdict: 'verified', replayKey: signature, validUntil: parameters.expiresAt * 1000, key };
+    return {
+      verdict: 'verified',
+      serial: parameters.data.serial ?? null,
+      replayKey: signature,
+      validUntil: parameters.expiresAt * 1000,
+      key,
+    };
   }
 
   #secretsFor(key: ActiveKey, appId: string): Secrets {
@@ -198,16 +213,19 @@ export function parseChallenge(challenge: unknown): PowChallenge | undefined {
   const { parameters: given, signature } = challenge;
   if (!isObject(given) || typeof signature !== 'string' || !HEX_64.test(signature)) return undefined;
   const { algorithm, cost, data, expiresAt, keyLength, keyPrefix, keySignature, nonce, salt } = given;
-  if (Object.keys(given).length !== PARAMETER_COUNT || !isObject(data) || Object.keys(data).length !== 2) return undefined;
+  if (Object.keys(given).length !== PARAMETER_COUNT || !isObject(data)) return undefined;
   if (typeof algorithm !== 'string' || !isPowAlgorithm(algorithm) || typeof data.app !== 'string' || typeof data.kid !== 'number')
     return undefined;
+  const serial = data.serial;
+  if (Object.keys(data).length !== (serial === undefined ? 2 : 3)) return undefined;
+  if (serial !== undefined && (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0)) return undefined;
   if (typeof cost !== 'number' || typeof expiresAt !== 'number' || typeof keyLength !== 'number') return undefined;
   if (typeof keyPrefix !== 'string' || typeof keySignature !== 'string' || typeof nonce !== 'string' || typeof salt !== 'string')
     return undefined;
   const parameters = {
     algorithm,
     cost,
-    data: { app: data.app, kid: data.kid },
+    data: serial === undefined ? { app: data.app, kid: data.kid } : { app: data.app, kid: data.kid, serial },
     expiresAt,
     keyLength,
     keyPrefix,

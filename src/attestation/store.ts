@@ -1,3 +1,6 @@
+/** Serials in a block of `pow_serial_blocks`: its bits take 512 bytes. */
+export const SERIALS_PER_BLOCK = 4096;
+
 /** A debug token of an app (`debug-tokens.ts`): the token itself is shown once and kept only as its SHA-256. */
 export interface DebugTokenRecord {
   id: string;
@@ -28,6 +31,18 @@ export interface AttestationStore {
   claim(claim: Buffer): Promise<true | undefined>;
   /** Removes up to `batch` claims whose expiry is `now` or earlier; how many it removed. */
   deleteExpiredClaims(now: number, batch: number): Promise<number>;
+  /**
+   * Reserves a block of `SERIALS_PER_BLOCK` serials for the challenges one instance makes, every one
+   * of which expires by `expiresAt`: its id, never given before (serials `id * SERIALS_PER_BLOCK` on).
+   */
+  reserveSerials(expiresAt: number): Promise<number>;
+  /**
+   * Claims a proof accepted by its challenge's serial: true, or undefined (nothing written) if it was
+   * claimed before, on this instance or another, or its block is gone (expired). Group-committed.
+   */
+  claimSerial(serial: number): Promise<true | undefined>;
+  /** Removes up to `batch` blocks of serials whose expiry is `now` or earlier; how many it removed. */
+  deleteExpiredSerials(now: number, batch: number): Promise<number>;
   /** A provider's settings for the app (JSON as stored), or undefined. */
   findSettings(appId: string, provider: string): Promise<ProviderSettingsRecord | undefined>;
   /** Sets them (replacing what was there). */

@@ -201,6 +201,12 @@ export const TABLES: readonly TableSpec[] = [
     columns: columns({ claim: 'blob' }),
     key: ['claim'],
   },
+  {
+    name: 'pow_serial_blocks',
+    columns: columns({ block: 'integer', claimed: 'blob', expires_at: 'integer' }),
+    key: ['block'],
+    counter: 'block',
+  },
   // The private keys are encrypted under KEY_ENCRYPTION_KEY (or an SQLite file's `.kek`): the target's
   // instances need the same key (docs/deployment.md, "Moving from SQLite to PostgreSQL").
   {

@@ -34,6 +34,11 @@ export const CAPABILITIES = {
     name: 'JWT access tokens',
     risk: 'it would refuse them, and issue opaque tokens to the app',
   },
+  powSerialClaims: {
+    since: '0.4.0',
+    name: 'Proofs of work claimed by their challenge\u2019s serial',
+    risk: 'it would claim such a proof by its signature instead, and accept it a second time',
+  },
   webhooks: {
     since: '0.4.0',
     name: 'Webhooks, and credentials with webhooks:manage,',

@@ -27,9 +27,11 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
+import { createTestStore } from '../helpers/store.js';
 import { openStore } from '../../src/store/open.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
-import { after } from 'node:test';
+import { after, before } from 'node:test';
+import type { Store } from '../../src/store/store.js';
 import { TesseraClient, type TesseraClientError } from 'tessera-tokens/internal/client/client.js';
 
 const clock = new FakeClock(Date.now());
@@ -111,7 +113,9 @@ describe('attestation of anonymous token requests', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store');
     const { parameters, signature } = response.body;
     assert.equal(parameters.algorithm, 'SHA-256');
-    assert.deepEqual(parameters.data, { app: server.app.appId, kid: parameters.data.kid });
+    // The store is finalized for this release: the challenge has the serial its proof is claimed by.
+    assert.deepEqual(parameters.data, { app: server.app.appId, kid: parameters.data.kid, serial: parameters.data.serial });
+    assert.ok(Number.isSafeInteger(parameters.data.serial) && parameters.data.serial >= 0, String(parameters.data.serial));
     assert.ok(parameters.expiresAt * 1000 > clock.now());
     assert.match(signature, /^[0-9a-f]{64}$/);
     assertError(await request(`${server.baseUrl}/api/apps/no-such-app/attestation/challenge`), 404, 'APP_NOT_FOUND');
@@ -430,6 +434,50 @@ describe('attestation on two instances over one store', () => {
     assert.equal((await ask(other, `debug.${token}`)).status, 200);
     await first.tessera.attestation.debugTokens.revoke(first.app.appId, id, OPERATOR);
     for (const target of [first, other]) assertError(await ask(target, `debug.${token}`), 401, 'ATTESTATION_INVALID');
+  });
+});
+
+describe('attestation on two instances while the store is finalized for 0.3.0 (an instance of it may still serve)', () => {
+  /** The store as an instance opens it while the upgrade is not finalized: proofs are claimed by signature, as 0.3.0 claims them. */
+  const heldBack = (store: Store): Store =>
+    new Proxy(store, {
+      get: (target, property) =>
+        property === 'upgrade'
+          ? { ...target.upgrade, stateAtOpen: { finalizedRelease: '0.3.0', finalizedAt: null, olderSeenAt: Date.now() } }
+          : Reflect.get(target, property, target),
+    });
+  let first: TestServer;
+  let second: TestServer;
+  before(async () => {
+    const testStore = await createTestStore();
+    first = await startServer({ testStore: { ...testStore, store: heldBack(testStore.store) } });
+    const { databaseUrl } = testStore;
+    const store = databaseUrl.startsWith('sqlite:')
+      ? openSqliteStore(databaseUrl.slice('sqlite:'.length), { changePollIntervalMs: 100 })
+      : await openStore(databaseUrl);
+    second = await startServer({ testStore: { store: heldBack(store), databaseUrl, dispose: () => store.close() } });
+    await configure(first, { anonymousAttestation: 'enforce' });
+  });
+  after(async () => {
+    await second?.close();
+    await second?.testStore.dispose();
+    await first?.close();
+    await first?.testStore.dispose();
+  });
+
+  it('makes challenges without a serial, and accepts a proof of one once across both: sent to both at once, ten times over', async () => {
+    const challenge = await challengeOf(first.appUrl);
+    assert.deepEqual(challenge.parameters.data, { app: first.app.appId, kid: (challenge.parameters.data as { kid: number }).kid });
+    const attestation = `pow.${await solvedPayload(challenge)}`;
+    const ask = (target: TestServer) =>
+      requestToken(
+        { app: first.app, appUrl: target.appUrl.replace(target.app.appId, first.app.appId) },
+        anonymousFields({ app: first.app, appUrl: first.appUrl }),
+        { 'x-tessera-attestation': attestation },
+      );
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, index) => ask(index % 2 === 0 ? first : second)));
+    assert.equal(answers.filter((answer) => answer.status === 200).length, 1, answers.map((answer) => answer.status).join(' '));
+    for (const answer of answers.filter((answer) => answer.status !== 200)) assertError(answer, 401, 'ATTESTATION_INVALID');
   });
 });
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'libsql';
 import { generateKeySecret } from 'tessera-tokens/internal/signing-keys/key.js';
+import { SERIALS_PER_BLOCK } from '../../src/attestation/store.js';
 import { copyStore } from '../../src/store/copy.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
@@ -42,16 +43,24 @@ describe('copyStore: counters and refusals', () => {
     for (const expiresAt of [null, null, T0]) await store.revokedTokens.add(revocation(app.appId, expiresAt));
     assert.equal(await store.revokedTokens.deleteExpired(T0 + 1, 10), 1, 'seq 3 is removed, but was given');
     await store.signingKeys.add(generateKeySecret(), T0);
+    // Two blocks of proof-of-work serials, the newest gone: the bits claimed mean the same on either store.
+    const kept = await store.attestation.reserveSerials(T0 + 3_600_000);
+    assert.equal(await store.attestation.reserveSerials(T0), kept + 1);
+    assert.equal(await store.attestation.deleteExpiredSerials(T0, 10), 1);
+    for (const bit of [0, 9, 4095]) assert.equal(await store.attestation.claimSerial(kept * SERIALS_PER_BLOCK + bit), true);
     await store.close();
 
     const result = await copyStore(source, postgres.databaseUrl, { batchSize: 1 });
-    assert.equal(result.rows, 1 + 2 + 2 + 1, 'the app, two revocations, two keys, the next status list index');
+    assert.equal(result.rows, 1 + 2 + 2 + 1 + 1, 'the app, two revocations, two keys, the next status list index, a block of serials');
     const onPostgres = await openStore(postgres.databaseUrl);
     try {
       assert.deepEqual(await seqs(onPostgres), [1, 2]);
       await onPostgres.revokedTokens.add(revocation(app.appId, null));
       assert.deepEqual(await seqs(onPostgres), [1, 2, 4]);
       assert.equal((await onPostgres.signingKeys.add(generateKeySecret(), T0)).id, 3);
+      assert.equal(await onPostgres.attestation.reserveSerials(T0 + 3_600_000), kept + 2, 'past the block given and deleted');
+      for (const bit of [0, 9, 4095]) assert.equal(await onPostgres.attestation.claimSerial(kept * SERIALS_PER_BLOCK + bit), undefined);
+      assert.equal(await onPostgres.attestation.claimSerial(kept * SERIALS_PER_BLOCK + 8), true);
     } finally {
       await onPostgres.close();
     }
@@ -74,6 +83,9 @@ describe('copyStore: counters and refusals', () => {
       await onSqlite.revokedTokens.add(revocation(app.appId, null));
       assert.deepEqual(await seqs(onSqlite), [1, 2, 5]);
       assert.equal((await onSqlite.signingKeys.add(generateKeySecret(), T0)).id, 4);
+      for (const bit of [0, 8, 9, 4095]) assert.equal(await onSqlite.attestation.claimSerial(kept * SERIALS_PER_BLOCK + bit), undefined);
+      assert.equal(await onSqlite.attestation.claimSerial(kept * SERIALS_PER_BLOCK + 10), true);
+      assert.equal(await onSqlite.attestation.reserveSerials(T0 + 3_600_000), kept + 3);
     } finally {
       await onSqlite.close();
     }

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { DEFAULT_APP_CONFIGURATION, MAX_APP_NAME_LENGTH, type AppConfiguration, type AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
-import { replayClaim } from '../../src/attestation/store.js';
+import { replayClaim, SERIALS_PER_BLOCK } from '../../src/attestation/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { RevokedCredentialRecord } from '../../src/credentials/store.js';
 import type { EventCount } from '../../src/events/counts.js';
@@ -912,6 +912,34 @@ export function storeSuite(name: string, open: () => Promise<TestStore>, options
         assert.deepEqual(await Promise.all([twice, twice, claim()].map((each) => store.attestation.claim(each))), [true, undefined, true]);
         const again = [...fresh, ...next, twice];
         assert.deepEqual(await Promise.all(again.map((each) => store.attestation.claim(each))), new Array(again.length).fill(undefined));
+      });
+
+      it('claims proofs of work by serial once each: blocks never given twice, bits of two blocks in one batch, none in a block gone', async () => {
+        const first = await store.attestation.reserveSerials(T0 + 60_000);
+        const second = await store.attestation.reserveSerials(T0 + 120_000);
+        assert.ok(second > first, `blocks ${first}, ${second}`);
+        const serialsOf = (block: number, ...bits: number[]) => bits.map((bit) => block * SERIALS_PER_BLOCK + bit);
+        const claimAll = (serials: number[]) => Promise.all(serials.map((serial) => store.attestation.claimSerial(serial)));
+        // Bits at both ends of a block's bytes, and the first and last of the block.
+        const fresh = [...serialsOf(first, 0, 7, 8, 4095), ...serialsOf(second, 1, 4094)];
+        assert.deepEqual(await claimAll(fresh), new Array(fresh.length).fill(true));
+        assert.deepEqual(
+          await claimAll([...serialsOf(first, 1, 7), ...serialsOf(second, 1, 2), ...serialsOf(first, 1)]),
+          [true, undefined, undefined, true, undefined],
+          'replays among new serials, and one serial twice: only the first of each new one is claimed',
+        );
+        assert.deepEqual(await store.transaction((tx) => tx.attestation.claimSerial(serialsOf(first, 9)[0]!)), true);
+        assert.deepEqual(await claimAll([...fresh, ...serialsOf(first, 9)]), new Array(fresh.length + 1).fill(undefined));
+
+        // Expired blocks are deleted, and a serial of one is claimed no more; the newer block stays.
+        assert.equal(await store.attestation.deleteExpiredSerials(T0 + 60_000, 100), 1);
+        assert.deepEqual(await claimAll(serialsOf(first, 100)), [undefined]);
+        assert.deepEqual(await claimAll(serialsOf(second, 100)), [true]);
+        const third = await store.attestation.reserveSerials(T0 + 180_000);
+        assert.ok(third > second, 'an id is never given again, even after the newest block was deleted');
+        assert.equal(await store.attestation.deleteExpiredSerials(T0 + 180_000, 100), 2);
+        const fourth = await store.attestation.reserveSerials(T0 + 240_000);
+        assert.ok(fourth > third, `block ${fourth} after ${third}, every block deleted`);
       });
 
       it('rotates: the replaced hash is the previous one until the given instant; without one it is dropped', async () => {

@@ -10,7 +10,9 @@ import { parseAnonymousToken, signAnonymousToken, anonymousTokenSignedBy } from 
 import { parseAttestationHeader } from '../../src/attestation/header.js';
 import { IssuanceRate, MAX_POW_RISE } from '../../src/attestation/issuance-rate.js';
 import { attestationSummary, refusedShare } from '../../src/attestation/monitor.js';
-import { deriveKey, ProofOfWork, type PowChallenge } from '../../src/attestation/pow.js';
+import { CHALLENGE_LIFETIME_MS, deriveKey, ProofOfWork, type PowChallenge } from '../../src/attestation/pow.js';
+import { BLOCK_USE_MS, PowSerials } from '../../src/attestation/pow-serials.js';
+import { SERIALS_PER_BLOCK } from '../../src/attestation/store.js';
 import type { EventCountsDescription } from '../../src/events/counts.js';
 
 const T0 = Date.parse('2026-11-29T12:00:00Z');
@@ -54,7 +56,12 @@ describe('the proof of work (ALTCHA v2)', () => {
       assert.equal(challenge.parameters.expiresAt, Math.floor(T0 / 1000) + 300);
       const payload = await solved(challenge);
       const verified = await pow.verify(app, payload, T0 + 1000);
-      assert.deepEqual(verified, { verdict: 'verified', replayKey: challenge.signature, validUntil: (Math.floor(T0 / 1000) + 300) * 1000 });
+      assert.deepEqual(verified, {
+        verdict: 'verified',
+        serial: null,
+        replayKey: challenge.signature,
+        validUntil: (Math.floor(T0 / 1000) + 300) * 1000,
+      });
       assert.deepEqual(await pow.verify(app, payload, T0 + 300_000), { verdict: 'invalid', problem: 'expired' });
       assert.deepEqual(await pow.verify(appWith({}, 'app-2'), payload, T0), { verdict: 'invalid', problem: 'other_app' });
     }
@@ -81,6 +88,95 @@ describe('the proof of work (ALTCHA v2)', () => {
       () => undefined,
     );
     assert.deepEqual(await retired.verify(app, await solved(challenge), T0), { verdict: 'invalid', problem: 'signature' });
+  });
+
+  it('signs the serial a challenge is claimed by: what altcha-lib solves verifies with it, and a serial changed or of another type does not', async () => {
+    const serials = [41, 42];
+    const withSerials = new ProofOfWork(
+      () => KEY,
+      (id) => (id === KEY.id ? KEY : undefined),
+      async () => serials.shift()!,
+    );
+    const app = appWith({ powMaxAttempts: 100 });
+    const challenge = await withSerials.challenge(app, T0, 100);
+    assert.deepEqual(challenge.parameters.data, { app: 'app-1', kid: 7, serial: 41 });
+    const payload = await solved(challenge);
+    assert.deepEqual(await withSerials.verify(app, payload, T0 + 1000), {
+      verdict: 'verified',
+      serial: 41,
+      replayKey: challenge.signature,
+      validUntil: (Math.floor(T0 / 1000) + 300) * 1000,
+    });
+    assert.equal((await withSerials.challenge(app, T0, 100)).parameters.data.serial, 42);
+    const altered = (serial: unknown, extra: Record<string, unknown> = {}) => {
+      const decoded = JSON.parse(Buffer.from(payload, 'base64').toString()) as {
+        challenge: { parameters: { data: Record<string, unknown> } };
+      };
+      decoded.challenge.parameters.data = { ...decoded.challenge.parameters.data, serial, ...extra };
+      return Buffer.from(JSON.stringify(decoded)).toString('base64');
+    };
+    assert.deepEqual(await withSerials.verify(app, altered(42), T0), { verdict: 'invalid', problem: 'signature' });
+    for (const wrong of ['41', -1, 1.5, 2 ** 53, null]) {
+      assert.deepEqual(await withSerials.verify(app, altered(wrong), T0), { verdict: 'invalid', problem: 'malformed' }, String(wrong));
+    }
+    assert.deepEqual(await withSerials.verify(app, altered(41, { more: 1 }), T0), { verdict: 'invalid', problem: 'malformed' });
+  });
+});
+
+describe('the serials of challenges', () => {
+  /** A store's reservations: each a new block id, once `release` lets them through. */
+  function reservations() {
+    const made: number[] = [];
+    let release: () => void = () => {};
+    let gate = Promise.resolve();
+    return {
+      made,
+      hold: () => {
+        gate = new Promise((resolve) => (release = resolve));
+      },
+      release: () => release(),
+      reserve: async (expiresAt: number) => {
+        made.push(expiresAt);
+        await gate;
+        return made.length;
+      },
+    };
+  }
+
+  it('gives the serials of a block in order, one reservation for the requests that find it used up, a new block when it is', async () => {
+    const store = reservations();
+    const serials = new PowSerials(store.reserve);
+    store.hold();
+    const together = Promise.all(Array.from({ length: 3 }, () => serials.next(T0)));
+    store.release();
+    assert.deepEqual(await together, [SERIALS_PER_BLOCK, SERIALS_PER_BLOCK + 1, SERIALS_PER_BLOCK + 2]);
+    assert.deepEqual(store.made, [T0 + BLOCK_USE_MS + CHALLENGE_LIFETIME_MS + 60_000], 'one reservation, kept past its last challenge');
+    for (let used = 3; used < SERIALS_PER_BLOCK; used++) await serials.next(T0);
+    assert.equal(await serials.next(T0), 2 * SERIALS_PER_BLOCK, 'the block used up: the first of the next');
+    assert.equal(store.made.length, 2);
+  });
+
+  it('takes a new block once one has served BLOCK_USE_MS, so that every block expires', async () => {
+    const store = reservations();
+    const serials = new PowSerials(store.reserve);
+    assert.equal(await serials.next(T0), SERIALS_PER_BLOCK);
+    assert.equal(await serials.next(T0 + BLOCK_USE_MS - 1), SERIALS_PER_BLOCK + 1);
+    assert.equal(await serials.next(T0 + BLOCK_USE_MS), 2 * SERIALS_PER_BLOCK);
+    assert.deepEqual(
+      store.made,
+      [T0, T0 + BLOCK_USE_MS].map((at) => at + BLOCK_USE_MS + CHALLENGE_LIFETIME_MS + 60_000),
+    );
+  });
+
+  it('gives no serial when its reservation fails, and reserves again at the next challenge', async () => {
+    let fail = true;
+    const serials = new PowSerials(async () => {
+      if (fail) throw new Error('the database cannot be reached');
+      return 5;
+    });
+    await assert.rejects(serials.next(T0), /cannot be reached/);
+    fail = false;
+    assert.equal(await serials.next(T0), 5 * SERIALS_PER_BLOCK);
   });
 });
 

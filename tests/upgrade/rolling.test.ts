@@ -265,6 +265,10 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
       body: JSON.stringify({ anonymousAttestation: 'off', powMaxAttempts: 1000 }),
     });
     assert.equal(off.status, 200, off.text);
+    // Proofs of work: the previous release claims by signature, so challenges carry no serial yet.
+    const challenge = await call(`${appUrlOf(url('current'), app.appId)}/attestation/challenge`);
+    assert.equal(challenge.status, 200, challenge.text);
+    assert.deepEqual(Object.keys(challenge.body.parameters.data as object), ['app', 'kid']);
 
     const grace = await cli(TESSERA_MAIN, ['apps', 'rotate-secret', other.appId, '--grace', '600', '--json']);
     assert.equal(grace.code, 1, grace.stdout);
@@ -358,6 +362,8 @@ describe(`a rolling upgrade from release ${FIXTURE.release} to ${CURRENT}, then 
       await sleep(250);
     }
     assert.equal((anonymous!.body.access_token as string).length, SELF_VERIFYING_LENGTH, 'the instance learnt of the finalization');
+    const challenge = await call(`${appUrlOf(url('current'), app.appId)}/attestation/challenge`);
+    assert.ok(Number.isSafeInteger(challenge.body.parameters.data.serial), challenge.text);
     const admin = await adminTokenRequest(url('current'), app);
     const credential = await call(`${appUrlOf(url('current'), app.appId)}/credentials`, {
       method: 'POST',

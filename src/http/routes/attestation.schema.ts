@@ -15,7 +15,17 @@ const PowChallenge = Type.Object(
         algorithm: Type.Unsafe<(typeof POW_ALGORITHMS)[number]>({ type: 'string', enum: [...POW_ALGORITHMS] }),
         cost: Type.Integer({ description: "ALTCHA's cost of one attempt: rounds of the hash, or PBKDF2's iterations." }),
         data: Type.Object(
-          { app: Type.String({ description: 'The AppID the challenge is for.' }), kid: Type.Integer({ description: 'The signing key.' }) },
+          {
+            app: Type.String({ description: 'The AppID the challenge is for.' }),
+            kid: Type.Integer({ description: 'The signing key.' }),
+            serial: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                description:
+                  'What a proof of the challenge is claimed by, so that it is accepted once; absent until the store is finalized for 0.4.0 (a proof is then claimed by the signature).',
+              }),
+            ),
+          },
           { additionalProperties: false },
         ),
         expiresAt: Type.Integer({ description: 'UNIX seconds: five minutes after it was made.' }),

@@ -19,6 +19,7 @@ const TABLES = [
   'once_claims',
   'attestation_debug_tokens',
   'attestation_claims',
+  'pow_serial_blocks',
   'attestation_settings',
   'attestation_keys',
   'jwt_keys',

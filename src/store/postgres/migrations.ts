@@ -906,4 +906,45 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       UPDATE developers SET email_confirmed_at = created_at;
     `,
   },
+  {
+    version: 18,
+    sql: `
+      -- Proofs of work accepted, as bits (src/attestation/pow.ts): a challenge made once every
+      -- instance runs 0.4.0 carries a serial from a block of 4096 that one instance reserved, and its
+      -- bit is set when a proof of it is accepted, so that a burst's claims share a row or two where a
+      -- row each scattered them among as many pages. Ids are never given twice (an identity), and a
+      -- block is deleted once every challenge of it has expired (expires_at). A proof of an older
+      -- challenge is still claimed in attestation_claims.
+      CREATE TABLE pow_serial_blocks (
+        block      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        claimed    bytea  NOT NULL,
+        expires_at bigint NOT NULL
+      );
+
+      -- Sets the bits of a block's serials: the ones that were not set yet come back (none if the
+      -- block is gone, its challenges expired). One statement, under the row's lock, so that
+      -- instances claiming in one block take turns.
+      CREATE FUNCTION tessera_claim_serials(p_block bigint, p_bits integer[]) RETURNS integer[] LANGUAGE plpgsql AS $$
+      DECLARE
+        bits    bytea;
+        claimed integer[] := '{}';
+        position integer;
+      BEGIN
+        SELECT b.claimed INTO bits FROM pow_serial_blocks b WHERE b.block = p_block FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN claimed;
+        END IF;
+        FOREACH position IN ARRAY p_bits LOOP
+          IF get_bit(bits, position) = 0 THEN
+            bits := set_bit(bits, position, 1);
+            claimed := claimed || position;
+          END IF;
+        END LOOP;
+        IF cardinality(claimed) > 0 THEN
+          UPDATE pow_serial_blocks SET claimed = bits WHERE block = p_block;
+        END IF;
+        RETURN claimed;
+      END $$;
+    `,
+  },
 ];

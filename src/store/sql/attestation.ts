@@ -1,5 +1,5 @@
 import { isServiceUnavailable } from 'tessera-tokens/internal/error-catalogue.js';
-import { claimsExpiredBy, type AttestationStore, type DebugTokenRecord } from '../../attestation/store.js';
+import { claimsExpiredBy, SERIALS_PER_BLOCK, type AttestationStore, type DebugTokenRecord } from '../../attestation/store.js';
 import type { SqlRunner, Statement } from 'tessera-tokens/internal/store/sql/runner.js';
 import { StoreConflictError } from 'tessera-tokens/internal/transaction.js';
 import { GroupCommit } from '../group-commit.js';
@@ -55,6 +55,55 @@ async function insertClaims(db: SqlRunner, claims: readonly Buffer[]): Promise<(
   return claims.map((claim) => (inserted.delete(claim.toString('latin1')) ? true : undefined));
 }
 
+/**
+ * Claims serials (`SERIALS_PER_BLOCK` a block): true for each whose bit was not set yet, the first of
+ * the batch with its value. A bit is `get_bit`'s on PostgreSQL: bit n is bit n % 8 of byte n / 8,
+ * counted from the lowest, so that a block's bytes mean the same on either store (`tessera copy`).
+ */
+async function claimSerials(db: SqlRunner, serials: readonly number[]): Promise<(true | undefined)[]> {
+  const byBlock = new Map<number, number[]>();
+  for (const serial of serials) {
+    const block = Math.floor(serial / SERIALS_PER_BLOCK);
+    const bits = byBlock.get(block);
+    if (bits === undefined) byBlock.set(block, [serial % SERIALS_PER_BLOCK]);
+    else bits.push(serial % SERIALS_PER_BLOCK);
+  }
+  const claimed = new Set<number>();
+  const claimAll = async (runner: SqlRunner) => {
+    for (const [block, bits] of byBlock) {
+      for (const bit of await claimInBlock(runner, block, bits)) claimed.add(block * SERIALS_PER_BLOCK + bit);
+    }
+  };
+  // SQLite sets the bits in one transaction; PostgreSQL in one statement a block (tessera_claim_serials, under the row's lock).
+  await (db.dialect === 'sqlite' ? db.transaction(claimAll) : claimAll(db));
+  return serials.map((serial) => (claimed.delete(serial) ? true : undefined));
+}
+
+/** Sets the block's bits: the ones that were not set come back (none if the block is gone). */
+async function claimInBlock(db: SqlRunner, block: number, bits: readonly number[]): Promise<number[]> {
+  if (db.dialect === 'postgres') {
+    const row = await db.get<{ claimed: number[] }>('SELECT tessera_claim_serials(:block, CAST(:bits AS integer[])) AS claimed', {
+      block,
+      bits: [...bits],
+    });
+    return row?.claimed ?? [];
+  }
+  const row = await db.get<{ claimed: Uint8Array }>('SELECT claimed FROM pow_serial_blocks WHERE block = :block', { block });
+  if (row === undefined) return [];
+  const bytes = Buffer.from(row.claimed);
+  const claimed: number[] = [];
+  for (const bit of bits) {
+    const index = bit >> 3;
+    const mask = 1 << (bit & 7);
+    const byte = bytes[index]!;
+    if ((byte & mask) !== 0) continue;
+    bytes[index] = byte | mask;
+    claimed.push(bit);
+  }
+  if (claimed.length > 0) await db.run('UPDATE pow_serial_blocks SET claimed = :bytes WHERE block = :block', { block, bytes });
+  return claimed;
+}
+
 interface DebugTokenRow {
   id: string;
   app_id: string;
@@ -90,6 +139,22 @@ export function sqlAttestationStore(db: SqlRunner): AttestationStore {
       return db.run(
         'DELETE FROM attestation_claims WHERE claim IN (SELECT claim FROM attestation_claims WHERE claim < :bound ORDER BY claim LIMIT :batch)',
         { bound: claimsExpiredBy(now), batch },
+      );
+    },
+    async reserveSerials(expiresAt) {
+      const row = await db.get<{ block: number }>(
+        'INSERT INTO pow_serial_blocks (claimed, expires_at) VALUES (:claimed, :expiresAt) RETURNING block',
+        { claimed: Buffer.alloc(SERIALS_PER_BLOCK / 8), expiresAt },
+      );
+      return row!.block;
+    },
+    async claimSerial(serial) {
+      return (await claimSerials(db, [serial]))[0];
+    },
+    async deleteExpiredSerials(now, batch) {
+      return db.run(
+        'DELETE FROM pow_serial_blocks WHERE block IN (SELECT block FROM pow_serial_blocks WHERE expires_at <= :now ORDER BY block LIMIT :batch)',
+        { now, batch },
       );
     },
     async insertDebugToken(record) {
@@ -174,8 +239,8 @@ export function sqlAttestationStore(db: SqlRunner): AttestationStore {
 
 /**
  * The store's own: the claims that arrive together (the proofs of a burst of anonymous token
- * requests) share one statement and one commit (group commit), as tokens do; each is answered once
- * its batch has committed.
+ * requests) share one statement (a transaction of a statement or two by serial) and one commit
+ * (group commit), as tokens do; each is answered once its batch has committed.
  */
 export function sqlAttestation(db: SqlRunner, maxInFlight = 1): AttestationStore & { drain(): Promise<void> } {
   const claims = new GroupCommit<Buffer, true | undefined>({
@@ -185,5 +250,19 @@ export function sqlAttestation(db: SqlRunner, maxInFlight = 1): AttestationStore
     maxBatch: MAX_CLAIM_BATCH,
     maxInFlight,
   });
-  return { ...sqlAttestationStore(db), claim: (claim) => claims.add(claim), drain: () => claims.drain() };
+  const serials = new GroupCommit<number, true | undefined>({
+    writeBatch: (batch) => claimSerials(db, batch),
+    writeOne: async (serial) => (await claimSerials(db, [serial]))[0],
+    failsEverything: isServiceUnavailable,
+    maxBatch: MAX_CLAIM_BATCH,
+    maxInFlight,
+  });
+  return {
+    ...sqlAttestationStore(db),
+    claim: (claim) => claims.add(claim),
+    claimSerial: (serial) => serials.add(serial),
+    drain: async () => {
+      await Promise.all([claims.drain(), serials.drain()]);
+    },
+  };
 }

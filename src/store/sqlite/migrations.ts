@@ -644,4 +644,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       UPDATE developers SET email_confirmed_at = created_at;
     `,
   },
+  {
+    version: 18,
+    sql: `
+      -- Proofs of work accepted, as bits (src/attestation/pow.ts): a challenge made once every
+      -- instance runs 0.4.0 carries a serial from a block of 4096 that one instance reserved, and its
+      -- bit is set when a proof of it is accepted, so that a burst's claims share a row or two where a
+      -- row each scattered them among as many pages. Ids are never given twice (AUTOINCREMENT), and a
+      -- block is deleted once every challenge of it has expired (expires_at). A proof of an older
+      -- challenge is still claimed in attestation_claims.
+      CREATE TABLE pow_serial_blocks (
+        block      INTEGER PRIMARY KEY AUTOINCREMENT,
+        claimed    BLOB    NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
