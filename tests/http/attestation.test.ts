@@ -27,7 +27,11 @@ import {
   whoami,
 } from '../helpers/http.js';
 import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
-import { createTestStore } from '../helpers/store.js';
+import { createPostgresDatabase, createTestStore } from '../helpers/store.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import { BLOCK_USE_MS } from '../../src/attestation/pow-serials.js';
+import { SERIALS_PER_BLOCK } from '../../src/attestation/store.js';
 import { openStore } from '../../src/store/open.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { after, before } from 'node:test';
@@ -480,6 +484,52 @@ describe('attestation on two instances while the store is finalized for 0.3.0 (a
     for (const answer of answers.filter((answer) => answer.status !== 200)) assertError(answer, 401, 'ATTESTATION_INVALID');
   });
 });
+
+// PostgreSQL only (the runner's second pass): the embedded store is never out of reach.
+if ((process.env.TEST_STORE ?? 'sqlite') === 'postgres') {
+  describe('challenges while PostgreSQL cannot be reached', () => {
+    it('come from the block of serials in hand; one that needs a new block is 503 with Retry-After, never a 500; then 200 again', async () => {
+      const database = await createPostgresDatabase();
+      const proxy = TcpProxy.toDatabase(database.databaseUrl);
+      await proxy.start();
+      const store = await openPostgresStore(proxy.urlFor(database.databaseUrl), { connectTimeoutMs: 500, queryTimeoutMs: 1_000 });
+      const outageClock = new FakeClock(Date.now());
+      const target = await startServer({
+        clock: outageClock,
+        testStore: { store, databaseUrl: database.databaseUrl, dispose: () => store.close() },
+      });
+      const serialOf = async () => {
+        const response = await request(`${target.appUrl}/attestation/challenge`);
+        assert.equal(response.status, 200, response.text);
+        return response.body.parameters.data.serial as number;
+      };
+      try {
+        const first = await serialOf();
+        await proxy.cut();
+        assert.equal(await serialOf(), first + 1, 'the block in hand needs no database');
+        outageClock.advance(BLOCK_USE_MS);
+        const refused = await request(`${target.appUrl}/attestation/challenge`);
+        assertError(refused, 503, 'SERVICE_UNAVAILABLE');
+        assert.ok(Number(refused.headers.get('retry-after')) > 0, refused.text);
+        await proxy.restore();
+        const deadline = Date.now() + 5_000;
+        let answer = await request(`${target.appUrl}/attestation/challenge`);
+        while (answer.status !== 200 && Date.now() < deadline) {
+          assertError(answer, 503, 'SERVICE_UNAVAILABLE');
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          answer = await request(`${target.appUrl}/attestation/challenge`);
+        }
+        assert.equal(answer.status, 200, answer.text);
+        assert.ok(answer.body.parameters.data.serial >= first + SERIALS_PER_BLOCK, 'a serial of a new block');
+      } finally {
+        await target.close();
+        await store.close();
+        await proxy.cut();
+        await database.drop();
+      }
+    });
+  });
+}
 
 describe('Play Integrity (android)', () => {
   const android = serverForSuite({ clock }, (started) => configure(started, { anonymousAttestation: 'enforce' }));
