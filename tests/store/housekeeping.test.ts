@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { replayClaim } from '../../src/attestation/store.js';
+import { replayClaim, SERIALS_PER_BLOCK } from '../../src/attestation/store.js';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { EventLog } from '../../src/events/log.js';
 import { Housekeeping } from '../../src/housekeeping.js';
@@ -301,6 +301,25 @@ for (const [backend, open] of [
       });
       assert.equal(await store.attestation.claim(replayClaim(signature('b'), now + 1)), undefined, 'kept');
       assert.equal(await store.attestation.claim(replayClaim(signature('a'), now)), true, 'removed, so new again');
+    });
+
+    it('removes the blocks of serials whose challenges have all expired by now; a later one keeps its bits', async () => {
+      const { store } = testStore;
+      const now = clock.now();
+      const expired = await store.attestation.reserveSerials(now);
+      const later = await store.attestation.reserveSerials(now + 1);
+      for (const block of [expired, later]) assert.equal(await store.attestation.claimSerial(block * SERIALS_PER_BLOCK), true);
+      assert.deepEqual(await housekeeping.run(), {
+        expiredTokens: 0,
+        expiredRevocations: 0,
+        events: 0,
+        eventCounts: 0,
+        countWriters: 0,
+        ...NOTHING_OF_DEVELOPERS,
+        expiredAttestationClaims: 1,
+      });
+      assert.equal(await store.attestation.claimSerial(later * SERIALS_PER_BLOCK), undefined, 'kept, with its bit');
+      assert.equal(await store.attestation.claimSerial(expired * SERIALS_PER_BLOCK + 1), undefined, 'gone: nothing of it is claimed');
     });
 
     it('removes the status list blocks and revocations whose tokens have all expired, and no other', async () => {
