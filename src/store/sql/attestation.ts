@@ -243,20 +243,16 @@ export function sqlAttestationStore(db: SqlRunner): AttestationStore {
  * (group commit), as tokens do; each is answered once its batch has committed.
  */
 export function sqlAttestation(db: SqlRunner, maxInFlight = 1): AttestationStore & { drain(): Promise<void> } {
-  const claims = new GroupCommit<Buffer, true | undefined>({
-    writeBatch: (batch) => insertClaims(db, batch),
-    writeOne: async (claim) => (await insertClaims(db, [claim]))[0],
-    failsEverything: isServiceUnavailable,
-    maxBatch: MAX_CLAIM_BATCH,
-    maxInFlight,
-  });
-  const serials = new GroupCommit<number, true | undefined>({
-    writeBatch: (batch) => claimSerials(db, batch),
-    writeOne: async (serial) => (await claimSerials(db, [serial]))[0],
-    failsEverything: isServiceUnavailable,
-    maxBatch: MAX_CLAIM_BATCH,
-    maxInFlight,
-  });
+  const groupCommitted = <T>(write: (runner: SqlRunner, batch: readonly T[]) => Promise<(true | undefined)[]>) =>
+    new GroupCommit<T, true | undefined>({
+      writeBatch: (batch) => write(db, batch),
+      writeOne: async (item) => (await write(db, [item]))[0],
+      failsEverything: isServiceUnavailable,
+      maxBatch: MAX_CLAIM_BATCH,
+      maxInFlight,
+    });
+  const claims = groupCommitted(insertClaims);
+  const serials = groupCommitted(claimSerials);
   return {
     ...sqlAttestationStore(db),
     claim: (claim) => claims.add(claim),
