@@ -2,6 +2,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { addressKey } from '../limits/address-key.js';
+import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
 import type { Metrics } from '../metrics/port.js';
 import { createHash } from 'node:crypto';
@@ -49,7 +50,13 @@ export class AttestationChecker {
     const used = await this.#failures.get(addressKey(address));
     if (used !== null && used.consumedPoints >= ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE) {
       this.metrics.rateLimited('attestation_failures_per_address');
-      throw tooManyRequests(used);
+      const { details } = tooManyRequests(used);
+      throw new TesseraError(
+        'TOO_MANY_REQUESTS',
+        `Too many wrong attestations from this address (more than ${ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE} a minute): ` +
+          `its anonymous token requests are refused for ${details.retryAfterSeconds} s, then taken again.`,
+        details,
+      );
     }
   }
 

@@ -201,7 +201,7 @@ export class TokenIssuer {
       ...(outcome.verdict === 'missing' ? {} : { provider: outcome.provider }),
       ...(problem === null ? {} : { problem }),
     });
-    throw attestationRefusal(outcome);
+    throw attestationRefusal(outcome, app.appId);
   }
 
   /**

@@ -160,6 +160,7 @@ describe('attestation of anonymous token requests', () => {
     const refused = await anonymous();
     assertError(refused, 401, 'ATTESTATION_REQUIRED');
     assert.match(refused.body.message, /X-Tessera-Attestation/);
+    assert.ok(refused.body.message.includes(`GET /api/apps/${server.app.appId}/attestation/challenge`), refused.body.message);
     await server.tessera.events.flush();
     assert.equal((await refusals())[0]!.details.reason, 'attestation_missing');
   });
@@ -297,6 +298,7 @@ describe('attestation of anonymous token requests', () => {
     const refused = await send(await powAttestation(limited.appUrl));
     assertError(refused, 429, 'TOO_MANY_REQUESTS');
     assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.match(refused.body.message, /^Too many wrong attestations from this address \(more than 30 a minute\)/);
   });
 
   it('turns Basic anonymous access off: 401 BASIC_ANONYMOUS_DISABLED; tokens work as before', async () => {
