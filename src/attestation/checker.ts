@@ -3,7 +3,7 @@ import type { AppRecord } from 'tessera-tokens/internal/apps/app.js';
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { addressKey } from '../limits/address-key.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
-import { tooManyRequests, type RateLimits } from '../limits/rate-limits.js';
+import { retryAfterSecondsOf, type RateLimits } from '../limits/rate-limits.js';
 import type { Metrics } from '../metrics/port.js';
 import { createHash } from 'node:crypto';
 import { verifyPlayIntegrity, type PlayIntegrity } from './android.js';
@@ -50,12 +50,12 @@ export class AttestationChecker {
     const used = await this.#failures.get(addressKey(address));
     if (used !== null && used.consumedPoints >= ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE) {
       this.metrics.rateLimited('attestation_failures_per_address');
-      const { details } = tooManyRequests(used);
+      const retryAfterSeconds = retryAfterSecondsOf(used);
       throw new TesseraError(
         'TOO_MANY_REQUESTS',
         `Too many wrong attestations from this address (more than ${ATTESTATION_FAILURES_PER_ADDRESS_PER_MINUTE} a minute): ` +
-          `its anonymous token requests are refused for ${details.retryAfterSeconds} s, then taken again.`,
-        details,
+          `its anonymous token requests are refused for ${retryAfterSeconds} s, then taken again.`,
+        { retryAfterSeconds },
       );
     }
   }

@@ -108,7 +108,7 @@ export class ProofOfWork {
     const parameters: ChallengeParameters = {
       algorithm,
       cost,
-      data: serial === undefined ? { app: app.appId, kid: key.id } : { app: app.appId, kid: key.id, serial },
+      data: challengeData(app.appId, key.id, serial),
       expiresAt: Math.floor((now + CHALLENGE_LIFETIME_MS) / 1000),
       keyLength: KEY_LENGTH,
       keyPrefix: derivedKey.subarray(0, PREFIX_BYTES).toString('hex'),
@@ -225,7 +225,7 @@ export function parseChallenge(challenge: unknown): PowChallenge | undefined {
   const parameters = {
     algorithm,
     cost,
-    data: serial === undefined ? { app: data.app, kid: data.kid } : { app: data.app, kid: data.kid, serial },
+    data: challengeData(data.app, data.kid, serial),
     expiresAt,
     keyLength,
     keyPrefix,
@@ -234,6 +234,11 @@ export function parseChallenge(challenge: unknown): PowChallenge | undefined {
     salt,
   };
   return { parameters, signature };
+}
+
+/** A challenge's `data`, in its signed order: with `serial` only when it has one. */
+function challengeData(app: string, kid: number, serial: number | undefined): ChallengeParameters['data'] {
+  return serial === undefined ? { app, kid } : { app, kid, serial };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -2,7 +2,7 @@ import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rat
 import type { Clock } from 'tessera-tokens/internal/clock.js';
 import { TesseraError } from 'tessera-tokens/internal/errors.js';
 import type { EventDetails } from '../events/event.js';
-import { waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
+import { retryAfterSecondsOf, waitInWords, type CounterOptions, type RateLimits } from '../limits/rate-limits.js';
 import { NO_METRICS, type Metrics } from '../metrics/port.js';
 import type { RequestContext } from '../request-context.js';
 import { developerStamp } from './stamp.js';
@@ -139,7 +139,7 @@ export class DeveloperLimits {
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       this.metrics.rateLimited(limit);
-      const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      const retryAfterSeconds = retryAfterSecondsOf(rejection);
       const { points, duration } = this.settings[limit === 'app_creations' ? 'appCreations' : 'invitations'];
       await this.#recordRefusal(developerId, limit, { ...details, allowed: points, perSeconds: duration }, context);
       throw new TesseraError('TOO_MANY_REQUESTS', message(waitInWords(retryAfterSeconds)), { retryAfterSeconds });

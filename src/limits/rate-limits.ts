@@ -179,10 +179,15 @@ export function createRateLimits(
   };
 }
 
+/** Whole seconds until a refused limit takes requests again (`Retry-After`), at least 1. */
+export function retryAfterSecondsOf(rejection: RateLimiterRes): number {
+  return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+}
+
 /** `adminLimit`: for the limits on failed admin attempts, which one refused. */
 export function tooManyRequests(rejection: unknown, adminLimit?: AdminLimit): TesseraError {
   if (!(rejection instanceof RateLimiterRes)) throw rejection;
-  const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+  const retryAfterSeconds = retryAfterSecondsOf(rejection);
   return new TesseraError(
     'TOO_MANY_REQUESTS',
     adminLimit === undefined ? 'Too many requests; try again later.' : adminLimitMessage(adminLimit, retryAfterSeconds),
