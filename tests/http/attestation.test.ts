@@ -25,6 +25,7 @@ import {
   requestAs,
   requestToken,
   whoami,
+  type JsonResponse,
 } from '../helpers/http.js';
 import { serverForSuite, startServer, type TestServer } from '../helpers/server.js';
 import { createPostgresDatabase, createTestStore } from '../helpers/store.js';
@@ -490,22 +491,42 @@ describe('attestation on two instances while the store is finalized for 0.3.0 (a
 // PostgreSQL only (the runner's second pass): the embedded store is never out of reach.
 if ((process.env.TEST_STORE ?? 'sqlite') === 'postgres') {
   describe('challenges while PostgreSQL cannot be reached', () => {
-    it('come from the block of serials in hand; one that needs a new block is 503 with Retry-After, never a 500; then 200 again', async () => {
+    /** A server on a new PostgreSQL database reached through a proxy the test cuts, and a clock of its own. */
+    async function behindProxy(work: (target: TestServer, proxy: TcpProxy, clock: FakeClock) => Promise<void>): Promise<void> {
       const database = await createPostgresDatabase();
       const proxy = TcpProxy.toDatabase(database.databaseUrl);
       await proxy.start();
       const store = await openPostgresStore(proxy.urlFor(database.databaseUrl), { connectTimeoutMs: 500, queryTimeoutMs: 1_000 });
-      const outageClock = new FakeClock(Date.now());
-      const target = await startServer({
-        clock: outageClock,
-        testStore: { store, databaseUrl: database.databaseUrl, dispose: () => store.close() },
-      });
-      const serialOf = async () => {
-        const response = await request(`${target.appUrl}/attestation/challenge`);
-        assert.equal(response.status, 200, response.text);
-        return response.body.parameters.data.serial as number;
-      };
+      const clock = new FakeClock(Date.now());
+      const target = await startServer({ clock, testStore: { store, databaseUrl: database.databaseUrl, dispose: () => store.close() } });
       try {
+        await work(target, proxy, clock);
+      } finally {
+        await target.close();
+        await store.close();
+        await proxy.cut();
+        await database.drop();
+      }
+    }
+
+    /** Asks until the answer is not a 503 (the pool reconnecting), for 5 s at most. */
+    async function onceBack(ask: () => Promise<JsonResponse>): Promise<JsonResponse> {
+      const deadline = Date.now() + 5_000;
+      let answer = await ask();
+      while (answer.status === 503 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await ask();
+      }
+      return answer;
+    }
+
+    it('come from the block of serials in hand; one that needs a new block is 503 with Retry-After, never a 500; then 200 again', async () => {
+      await behindProxy(async (target, proxy, outageClock) => {
+        const serialOf = async () => {
+          const response = await request(`${target.appUrl}/attestation/challenge`);
+          assert.equal(response.status, 200, response.text);
+          return response.body.parameters.data.serial as number;
+        };
         const first = await serialOf();
         await proxy.cut();
         assert.equal(await serialOf(), first + 1, 'the block in hand needs no database');
@@ -514,21 +535,26 @@ if ((process.env.TEST_STORE ?? 'sqlite') === 'postgres') {
         assertError(refused, 503, 'SERVICE_UNAVAILABLE');
         assert.ok(Number(refused.headers.get('retry-after')) > 0, refused.text);
         await proxy.restore();
-        const deadline = Date.now() + 5_000;
-        let answer = await request(`${target.appUrl}/attestation/challenge`);
-        while (answer.status !== 200 && Date.now() < deadline) {
-          assertError(answer, 503, 'SERVICE_UNAVAILABLE');
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          answer = await request(`${target.appUrl}/attestation/challenge`);
-        }
+        const answer = await onceBack(() => request(`${target.appUrl}/attestation/challenge`));
         assert.equal(answer.status, 200, answer.text);
         assert.ok(answer.body.parameters.data.serial >= first + SERIALS_PER_BLOCK, 'a serial of a new block');
-      } finally {
-        await target.close();
-        await store.close();
+      });
+    });
+
+    it('a proof whose claim cannot be written is 503, never a token and never spent: once back, it gets its token, once', async () => {
+      await behindProxy(async (target, proxy) => {
+        await configure(target, { anonymousAttestation: 'enforce' });
+        const attestation = await powAttestation(target.appUrl);
+        const ask = () => requestToken(target, anonymousFields(target), { 'x-tessera-attestation': attestation });
         await proxy.cut();
-        await database.drop();
-      }
+        const refused = await ask();
+        assertError(refused, 503, 'SERVICE_UNAVAILABLE');
+        assert.ok(Number(refused.headers.get('retry-after')) > 0, refused.text);
+        await proxy.restore();
+        const issued = await onceBack(ask);
+        assert.equal(issued.status, 200, issued.text);
+        assertError(await ask(), 401, 'ATTESTATION_INVALID');
+      });
     });
   });
 }
