@@ -7,7 +7,7 @@ import { REFUSAL_BURST_PER_MINUTE } from '../../src/apps/attention.js';
 import { OPERATOR } from '../../src/request-context.js';
 import { browserForSuite } from '../helpers/browser.js';
 import { adminFields, anonymousFields, appOn, requestToken, type AppEndpoint } from '../helpers/http.js';
-import { addCollaborator, createDeveloper, follow, PASSWORD, signedInPage, signIn } from '../helpers/portal.js';
+import { addCollaborator, autofocusApplied, createDeveloper, follow, PASSWORD, signedInPage, signIn } from '../helpers/portal.js';
 import { serverForSuite, startServer } from '../helpers/server.js';
 
 // Every page of the portal, in the states a developer sees it in, checked by axe-core (WCAG 2.1 A
@@ -405,6 +405,7 @@ describe('the portal with the keyboard alone', () => {
 
   /** Presses Tab (or Shift+Tab) until the element named `name` has the focus, checking at each step that focus is visible. */
   async function tabTo(page: Page, name: string, key: 'Tab' | 'Shift+Tab' = 'Tab'): Promise<void> {
+    await autofocusApplied(page);
     for (let step = 0; step < 30; step++) {
       // A field with `autofocus` has the focus already.
       if (step > 0 || (await focusedName(page)) !== name) await page.keyboard.press(key);

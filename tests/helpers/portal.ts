@@ -61,10 +61,20 @@ export async function signedInPage(browser: TestBrowser, server: TestServer, ema
   return page;
 }
 
-/** Clicks a link or submits a form, and waits for the page it leads to. */
+/** Clicks a link or submits a form, and waits for the page it leads to, its `autofocus` applied. */
 export async function follow(page: Page, click: () => Promise<void>): Promise<void> {
   await Promise.all([page.waitForEvent('framenavigated'), click()]);
   await page.waitForLoadState('load');
+  await autofocusApplied(page);
+}
+
+/**
+ * Waits until a new page's `autofocus` field has the focus. Chromium gives it at a rendering
+ * update, which may come after `load`: a key pressed before then lands elsewhere (about one page
+ * in 200 here, more on a busy machine).
+ */
+export async function autofocusApplied(page: Page): Promise<void> {
+  await page.waitForFunction(`document.querySelector('[autofocus]') === null || document.activeElement !== document.body`);
 }
 
 /**
